@@ -1,0 +1,335 @@
+//! The N-D array indexer, one source for host and device.
+//!
+//! [`Indexer<N>`] generalizes AMSO's `ArrayIndexer`: a shape and a stride per axis (in
+//! *elements*, not bytes), and the three questions every N-D kernel asks:
+//!
+//! * where is the element at a multi-index? ([`Indexer::offset`]),
+//! * which multi-index is the `i`-th element in C (row-major) order? ([`Indexer::unravel`]),
+//! * how many elements are there? ([`Indexer::size`]).
+//!
+//! Strides may be negative (a reversed axis, `a[::-1]`) or zero (a broadcast axis), and the
+//! layout need not be contiguous (a transposed or step-sliced view). Offsets are therefore
+//! signed: the element at multi-index `idx` lives at `base + offset(idx)` where `base` is the
+//! pointer the array interface reports (the address of element `[0, 0, …]`).
+//!
+//! The type is `#[repr(C)]` and is passed by value to kernels inside
+//! [`View`](crate::View) / [`ViewMut`](crate::ViewMut): its layout is part of the kernel ABI
+//! (`N` `usize` extents followed by `N` `isize` strides).
+//!
+//! ```
+//! use ferrocuda_abi::Indexer;
+//! // A 2x3 C-ordered array, then its transpose.
+//! let a = Indexer::c_contiguous([2, 3]);
+//! assert_eq!(a.offset([1, 2]), 5);
+//! assert_eq!(a.unravel(4), [1, 1]);
+//! let t = Indexer::new([3, 2], [1, 3]);
+//! assert_eq!(t.offset_of(1), 3); // t[0, 1] == a[1, 0]
+//! assert_eq!(t.size(), 6);
+//! ```
+
+/// Shape and element strides of an `N`-dimensional array view.
+///
+/// Invariants are *not* enforced by construction (the type must stay a plain `#[repr(C)]`
+/// value that crosses the host/device boundary); hosts validate what they build with
+/// [`Indexer::checked_size`] and [`Indexer::extent`] before passing it to a kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Indexer<const N: usize> {
+    /// Extent of each axis.
+    pub shape: [usize; N],
+    /// Distance between consecutive elements along each axis, in elements (may be ≤ 0).
+    pub strides: [isize; N],
+}
+
+impl<const N: usize> Indexer<N> {
+    /// An indexer with the given shape and element strides.
+    #[inline(always)]
+    pub const fn new(shape: [usize; N], strides: [isize; N]) -> Self {
+        Indexer { shape, strides }
+    }
+
+    /// The C-ordered (row-major, last axis fastest) contiguous layout of `shape`.
+    #[inline]
+    pub const fn c_contiguous(shape: [usize; N]) -> Self {
+        let mut strides = [0isize; N];
+        let mut acc: isize = 1;
+        let mut d = N;
+        while d > 0 {
+            d -= 1;
+            strides[d] = acc;
+            acc = acc.wrapping_mul(shape[d] as isize);
+        }
+        Indexer { shape, strides }
+    }
+
+    /// Number of axes.
+    #[inline(always)]
+    pub const fn rank(&self) -> usize {
+        N
+    }
+
+    /// Number of elements (product of the shape; 1 for rank 0). Wraps on overflow: call
+    /// [`checked_size`](Self::checked_size) on untrusted shapes.
+    #[inline]
+    pub fn size(&self) -> usize {
+        let mut n: usize = 1;
+        let mut d = 0;
+        while d < N {
+            n = n.wrapping_mul(self.shape[d]);
+            d += 1;
+        }
+        n
+    }
+
+    /// Number of elements, or `None` if the product overflows `usize`.
+    #[inline]
+    pub fn checked_size(&self) -> Option<usize> {
+        let mut n: usize = 1;
+        for d in 0..N {
+            n = n.checked_mul(self.shape[d])?;
+        }
+        Some(n)
+    }
+
+    /// `true` when the view holds no element.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        let mut d = 0;
+        while d < N {
+            if self.shape[d] == 0 {
+                return true;
+            }
+            d += 1;
+        }
+        false
+    }
+
+    /// Element offset of the multi-index `idx`: `Σ idx[d] * strides[d]`.
+    ///
+    /// Does not check `idx` against the shape; see [`get_offset`](Self::get_offset).
+    #[inline(always)]
+    pub fn offset(&self, idx: [usize; N]) -> isize {
+        let mut off: isize = 0;
+        let mut d = 0;
+        while d < N {
+            off = off.wrapping_add((idx[d] as isize).wrapping_mul(self.strides[d]));
+            d += 1;
+        }
+        off
+    }
+
+    /// Element offset of `idx`, or `None` if any index is out of its axis' bounds.
+    #[inline]
+    pub fn get_offset(&self, idx: [usize; N]) -> Option<isize> {
+        let mut d = 0;
+        while d < N {
+            if idx[d] >= self.shape[d] {
+                return None;
+            }
+            d += 1;
+        }
+        Some(self.offset(idx))
+    }
+
+    /// Multi-index of the `linear`-th element in C order (AMSO's `get_indices`).
+    ///
+    /// For `linear >= size()` the result is the multi-index of `linear % size()` with the
+    /// first axis' index left unreduced (the usual mixed-radix rule); callers iterate
+    /// `0..size()`.
+    #[inline]
+    pub fn unravel(&self, linear: usize) -> [usize; N] {
+        let mut idx = [0usize; N];
+        let mut rest = linear;
+        let mut d = N;
+        while d > 1 {
+            d -= 1;
+            let n = self.shape[d];
+            // n == 0 only for empty views, where no linear index is valid.
+            if n != 0 {
+                idx[d] = rest % n;
+                rest /= n;
+            }
+        }
+        if N > 0 {
+            idx[0] = rest;
+        }
+        idx
+    }
+
+    /// Offset of the `linear`-th element in C order: `offset(unravel(linear))`, fused.
+    #[inline]
+    pub fn offset_of(&self, linear: usize) -> isize {
+        let mut off: isize = 0;
+        let mut rest = linear;
+        let mut d = N;
+        while d > 1 {
+            d -= 1;
+            let n = self.shape[d];
+            if n != 0 {
+                let q = rest / n;
+                let r = rest - q * n;
+                off = off.wrapping_add((r as isize).wrapping_mul(self.strides[d]));
+                rest = q;
+            }
+        }
+        if N > 0 {
+            off = off.wrapping_add((rest as isize).wrapping_mul(self.strides[0]));
+        }
+        off
+    }
+
+    /// [`offset_of`](Self::offset_of) and the multi-index sum in one pass, with 32-bit
+    /// division — the fast path for views of fewer than 2³² elements on GPUs, where 64-bit
+    /// division is a long instruction sequence.
+    ///
+    /// The caller must ensure `linear < size() <= u32::MAX as usize + 1` and every extent
+    /// fits in `u32`; otherwise the result is unspecified (but never undefined behaviour).
+    #[inline]
+    pub fn offset_of_u32(&self, linear: u32) -> (isize, [u32; N]) {
+        let mut idx = [0u32; N];
+        let mut off: isize = 0;
+        let mut rest = linear;
+        let mut d = N;
+        while d > 1 {
+            d -= 1;
+            let n = self.shape[d] as u32;
+            if n != 0 {
+                let q = rest / n;
+                let r = rest - q * n;
+                idx[d] = r;
+                off = off.wrapping_add((r as isize).wrapping_mul(self.strides[d]));
+                rest = q;
+            }
+        }
+        if N > 0 {
+            idx[0] = rest;
+            off = off.wrapping_add((rest as isize).wrapping_mul(self.strides[0]));
+        }
+        (off, idx)
+    }
+
+    /// Lowest and highest element offsets the view touches, or `None` for an empty view.
+    ///
+    /// Returns `None` as well if the arithmetic overflows `isize` (such a view cannot
+    /// describe real memory). Hosts use this to check a view against its allocation.
+    pub fn extent(&self) -> Option<(isize, isize)> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut lo: isize = 0;
+        let mut hi: isize = 0;
+        for d in 0..N {
+            let last = isize::try_from(self.shape[d] - 1).ok()?;
+            let span = last.checked_mul(self.strides[d])?;
+            if span < 0 {
+                lo = lo.checked_add(span)?;
+            } else {
+                hi = hi.checked_add(span)?;
+            }
+        }
+        Some((lo, hi))
+    }
+
+    /// `true` when the view is C-contiguous (axes of extent 1 may have any stride).
+    pub fn is_c_contiguous(&self) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let mut expected: isize = 1;
+        let mut d = N;
+        while d > 0 {
+            d -= 1;
+            let n = self.shape[d];
+            if n != 1 {
+                if self.strides[d] != expected {
+                    return false;
+                }
+                expected = expected.wrapping_mul(n as isize);
+            }
+        }
+        true
+    }
+
+    /// The same elements with axes reordered by `perm` (`perm[k]` is the old axis that
+    /// becomes axis `k`). Returns `None` if `perm` is not a permutation of `0..N`.
+    pub fn permuted(&self, perm: [usize; N]) -> Option<Self> {
+        let mut seen = [false; N];
+        let mut out = *self;
+        for (k, &p) in perm.iter().enumerate() {
+            if p >= N || seen[p] {
+                return None;
+            }
+            seen[p] = true;
+            out.shape[k] = self.shape[p];
+            out.strides[k] = self.strides[p];
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_contiguous_strides() {
+        let ix = Indexer::c_contiguous([2, 3, 4]);
+        assert_eq!(ix.strides, [12, 4, 1]);
+        assert!(ix.is_c_contiguous());
+        assert_eq!(ix.size(), 24);
+        assert_eq!(ix.extent(), Some((0, 23)));
+    }
+
+    #[test]
+    fn rank_zero_is_a_scalar() {
+        let ix = Indexer::<0>::c_contiguous([]);
+        assert_eq!(ix.size(), 1);
+        assert_eq!(ix.offset([]), 0);
+        assert_eq!(ix.offset_of(0), 0);
+        assert_eq!(ix.extent(), Some((0, 0)));
+    }
+
+    #[test]
+    fn negative_and_zero_strides() {
+        // a[::-1] of 5 elements: base points at the last element.
+        let rev = Indexer::new([5], [-1]);
+        assert_eq!(rev.offset([4]), -4);
+        assert_eq!(rev.extent(), Some((-4, 0)));
+        assert!(!rev.is_c_contiguous());
+        // broadcast axis
+        let b = Indexer::new([3, 4], [0, 1]);
+        assert_eq!(b.extent(), Some((0, 3)));
+        assert_eq!(b.offset_of(5), 1);
+    }
+
+    #[test]
+    fn empty_views() {
+        let e = Indexer::new([3, 0, 2], [0, 0, 0]);
+        assert!(e.is_empty());
+        assert_eq!(e.size(), 0);
+        assert_eq!(e.extent(), None);
+        assert!(e.is_c_contiguous());
+    }
+
+    #[test]
+    fn overflow_is_reported() {
+        let big = Indexer::new([usize::MAX, 2], [1, 1]);
+        assert_eq!(big.checked_size(), None);
+        let far = Indexer::new([2, 2], [isize::MAX, 1]);
+        assert_eq!(far.extent(), None); // isize::MAX + 1 overflows
+        let edge = Indexer::new([2], [isize::MAX]);
+        assert_eq!(edge.extent(), Some((0, isize::MAX)));
+        let over = Indexer::new([3], [isize::MAX]);
+        assert_eq!(over.extent(), None);
+    }
+
+    #[test]
+    fn permutation_checks() {
+        let ix = Indexer::c_contiguous([2, 3, 4]);
+        let p = ix.permuted([2, 0, 1]).unwrap();
+        assert_eq!(p.shape, [4, 2, 3]);
+        assert_eq!(p.strides, [1, 12, 4]);
+        assert!(ix.permuted([0, 0, 1]).is_none());
+        assert!(ix.permuted([0, 1, 3]).is_none());
+    }
+}

@@ -1,0 +1,299 @@
+//! The kernel manifest: every kernel's name and parameters, generated from the kernel source.
+//!
+//! `#[kernel]` describes each kernel it expands as a byte record that it stores, next to the
+//! kernel, in a global of the compiled PTX named [`SYMBOL_PREFIX`]`<kernel>`. The builder
+//! reads those records back out of the PTX, removes the globals, cross-checks them against
+//! the `.entry` parameter lists, and writes the manifest as JSON next to the PTX. So the
+//! signature is stated once — in the kernel's Rust source — and the host learns it from the
+//! compiler's own output, after macro expansion and monomorphisation.
+//!
+//! Record layout (all integers little-endian):
+//!
+//! ```text
+//! magic "FCK1"
+//! u8 len, name bytes            kernel entry name
+//! u8 len, family bytes          kernel family (launchers dispatch over a family by dtype/rank)
+//! u8 nparams
+//! nparams × { u8 len, name bytes, u8 kind, u8 dtype, u8 rank, u8 mutable, u16 size, u16 align }
+//! ```
+
+use crate::params::ParamDesc;
+
+/// Prefix of the PTX global that holds a kernel's manifest record.
+pub const SYMBOL_PREFIX: &str = "__ferrocuda_manifest__";
+
+/// First four bytes of every record.
+pub const MAGIC: [u8; 4] = *b"FCK1";
+
+/// Length of the record for a kernel (used by `#[kernel]` to size the global).
+pub const fn encoded_len(name: &str, family: &str, params: &[(&str, ParamDesc)]) -> usize {
+    let mut n = 4 + 1 + name.len() + 1 + family.len() + 1;
+    let mut i = 0;
+    while i < params.len() {
+        n += 1 + params[i].0.len() + 4 + 4;
+        i += 1;
+    }
+    n
+}
+
+/// Encodes a kernel's record; `L` must equal [`encoded_len`] of the same arguments.
+///
+/// Fails to compile (const evaluation panics) if `L` is wrong or a name exceeds 255 bytes.
+pub const fn encode<const L: usize>(
+    name: &str,
+    family: &str,
+    params: &[(&str, ParamDesc)],
+) -> [u8; L] {
+    assert!(L == encoded_len(name, family, params), "manifest length mismatch");
+    assert!(params.len() <= 255, "too many kernel parameters");
+    let mut out = [0u8; L];
+    let mut at = 0;
+    while at < 4 {
+        out[at] = MAGIC[at];
+        at += 1;
+    }
+    at = put_str(&mut out, at, name.as_bytes());
+    at = put_str(&mut out, at, family.as_bytes());
+    out[at] = params.len() as u8;
+    at += 1;
+    let mut i = 0;
+    while i < params.len() {
+        let (pname, d) = params[i];
+        at = put_str(&mut out, at, pname.as_bytes());
+        out[at] = d.kind as u8;
+        out[at + 1] = d.dtype as u8;
+        out[at + 2] = d.rank;
+        out[at + 3] = d.mutable as u8;
+        out[at + 4] = d.size as u8;
+        out[at + 5] = (d.size >> 8) as u8;
+        out[at + 6] = d.align as u8;
+        out[at + 7] = (d.align >> 8) as u8;
+        at += 8;
+        i += 1;
+    }
+    assert!(at == L, "manifest length mismatch");
+    out
+}
+
+const fn put_str<const L: usize>(out: &mut [u8; L], mut at: usize, s: &[u8]) -> usize {
+    assert!(s.len() <= 255, "name longer than 255 bytes");
+    out[at] = s.len() as u8;
+    at += 1;
+    let mut i = 0;
+    while i < s.len() {
+        out[at] = s[i];
+        at += 1;
+        i += 1;
+    }
+    at
+}
+
+#[cfg(feature = "std")]
+pub use host::*;
+
+#[cfg(feature = "std")]
+mod host {
+    use super::MAGIC;
+    use crate::params::{DType, ParamKind};
+    use serde::{Deserialize, Serialize};
+    use std::format;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// Version of the JSON manifest format written by the builder.
+    pub const FORMAT: u32 = 1;
+
+    /// The manifest of one compiled PTX module.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct Manifest {
+        /// [`FORMAT`] of the writer.
+        pub format: u32,
+        /// The `.target` of the PTX, e.g. `"sm_80"`.
+        pub arch: String,
+        /// File name of the PTX next to the manifest.
+        pub ptx: String,
+        /// Every kernel, sorted by name.
+        pub kernels: Vec<KernelSig>,
+    }
+
+    /// One kernel's signature.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct KernelSig {
+        /// PTX entry name.
+        pub name: String,
+        /// Family: kernels of one family differ only in element types / rank.
+        pub family: String,
+        /// Parameters in order.
+        pub params: Vec<ParamSig>,
+    }
+
+    /// One parameter.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct ParamSig {
+        /// Name in the kernel source.
+        pub name: String,
+        /// `"scalar"`, `"slice"` or `"view"`.
+        pub kind: String,
+        /// NumPy dtype name, e.g. `"float32"`.
+        pub dtype: String,
+        /// 0 for scalars, 1 for slices, N for views.
+        pub rank: u8,
+        /// Whether the kernel may write through it.
+        pub mutable: bool,
+        /// Bytes in the launch parameter buffer.
+        pub size: u16,
+        /// Alignment in the launch parameter buffer.
+        pub align: u16,
+    }
+
+    impl ParamSig {
+        /// The parameter kind, if the manifest names a known one.
+        pub fn param_kind(&self) -> Option<ParamKind> {
+            [ParamKind::Scalar, ParamKind::Slice, ParamKind::View]
+                .into_iter()
+                .find(|k| k.name() == self.kind)
+        }
+
+        /// The element type, if the manifest names a known one.
+        pub fn element(&self) -> Option<DType> {
+            DType::ALL.into_iter().find(|d| d.name() == self.dtype)
+        }
+    }
+
+    impl Manifest {
+        /// Parses the JSON form.
+        pub fn from_json(text: &str) -> Result<Manifest, String> {
+            let m: Manifest =
+                serde_json::from_str(text).map_err(|e| format!("invalid kernel manifest: {e}"))?;
+            if m.format != FORMAT {
+                return Err(format!(
+                    "kernel manifest format {} is not supported (expected {FORMAT})",
+                    m.format
+                ));
+            }
+            for k in &m.kernels {
+                for p in &k.params {
+                    if p.param_kind().is_none() || p.element().is_none() {
+                        return Err(format!(
+                            "kernel manifest: parameter `{}` of `{}` has unknown kind/dtype {}/{}",
+                            p.name, k.name, p.kind, p.dtype
+                        ));
+                    }
+                }
+            }
+            Ok(m)
+        }
+
+        /// The pretty JSON form.
+        pub fn to_json(&self) -> String {
+            serde_json::to_string_pretty(self).expect("manifest serializes")
+        }
+
+        /// The kernel named `name`.
+        pub fn kernel(&self, name: &str) -> Option<&KernelSig> {
+            self.kernels.iter().find(|k| k.name == name)
+        }
+    }
+
+    /// Decodes one record written by [`encode`](super::encode).
+    pub fn decode(bytes: &[u8]) -> Result<KernelSig, String> {
+        let mut r = Reader { b: bytes, at: 0 };
+        if r.take(4)? != MAGIC {
+            return Err("bad manifest record magic".into());
+        }
+        let name = r.string()?;
+        let family = r.string()?;
+        let n = r.u8()? as usize;
+        let mut params = Vec::with_capacity(n);
+        for _ in 0..n {
+            let pname = r.string()?;
+            let kind = r.u8()?;
+            let dtype = r.u8()?;
+            let rank = r.u8()?;
+            let mutable = r.u8()?;
+            let size = u16::from_le_bytes([r.u8()?, r.u8()?]);
+            let align = u16::from_le_bytes([r.u8()?, r.u8()?]);
+            let kind = ParamKind::from_code(kind)
+                .ok_or_else(|| format!("parameter `{pname}`: unknown kind code {kind}"))?;
+            let dtype = DType::from_code(dtype)
+                .ok_or_else(|| format!("parameter `{pname}`: unknown dtype code {dtype}"))?;
+            if mutable > 1 {
+                return Err(format!("parameter `{pname}`: bad mutability flag"));
+            }
+            params.push(ParamSig {
+                name: pname,
+                kind: kind.name().into(),
+                dtype: dtype.name().into(),
+                rank,
+                mutable: mutable == 1,
+                size,
+                align,
+            });
+        }
+        if r.at != bytes.len() {
+            return Err("trailing bytes in manifest record".into());
+        }
+        Ok(KernelSig {
+            name,
+            family,
+            params,
+        })
+    }
+
+    struct Reader<'a> {
+        b: &'a [u8],
+        at: usize,
+    }
+
+    impl<'a> Reader<'a> {
+        fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+            let end = self.at.checked_add(n).filter(|&e| e <= self.b.len());
+            let end = end.ok_or("truncated manifest record")?;
+            let s = &self.b[self.at..end];
+            self.at = end;
+            Ok(s)
+        }
+        fn u8(&mut self) -> Result<u8, String> {
+            Ok(self.take(1)?[0])
+        }
+        fn string(&mut self) -> Result<String, String> {
+            let n = self.u8()? as usize;
+            let s = self.take(n)?;
+            String::from_utf8(s.to_vec()).map_err(|_| "non-UTF-8 name in manifest".into())
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::{encode, encoded_len};
+        use super::*;
+        use crate::params::{KernelParam, Slice, SliceMut, View};
+
+        #[test]
+        fn record_round_trips() {
+            let params = [
+                ("a", <Slice<f32> as KernelParam>::DESC),
+                ("out", <SliceMut<f32> as KernelParam>::DESC),
+                ("v", <View<f64, 3> as KernelParam>::DESC),
+                ("alpha", <f32 as KernelParam>::DESC),
+            ];
+            const L: usize = 4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8);
+            assert_eq!(encoded_len("k_1", "fam", &params), L);
+            let bytes: [u8; L] = encode("k_1", "fam", &params);
+            let sig = decode(&bytes).unwrap();
+            assert_eq!(sig.name, "k_1");
+            assert_eq!(sig.family, "fam");
+            assert_eq!(sig.params.len(), 4);
+            assert_eq!(sig.params[1].kind, "slice");
+            assert!(sig.params[1].mutable);
+            assert_eq!(sig.params[2].rank, 3);
+            assert_eq!(sig.params[2].size, 8 + 3 * 16);
+            assert_eq!(sig.params[3].dtype, "float32");
+            assert_eq!(sig.params[3].size, 4);
+            // Any truncation is an error, never a panic.
+            for cut in 0..L {
+                assert!(decode(&bytes[..cut]).is_err());
+            }
+        }
+    }
+}
