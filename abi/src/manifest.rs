@@ -15,6 +15,8 @@
 //! u8 len, family bytes          kernel family (launchers dispatch over a family by dtype/rank)
 //! u8 nparams
 //! nparams × { u8 len, name bytes, u8 kind, u8 dtype, u8 rank, u8 mutable, u16 size, u16 align }
+//! u8 ngroups
+//! ngroups × { u8 count, count × u8 parameter index }   parameters that must have equal shapes
 //! ```
 
 use crate::params::ParamDesc;
@@ -26,11 +28,22 @@ pub const SYMBOL_PREFIX: &str = "__ferrocuda_manifest__";
 pub const MAGIC: [u8; 4] = *b"FCK1";
 
 /// Length of the record for a kernel (used by `#[kernel]` to size the global).
-pub const fn encoded_len(name: &str, family: &str, params: &[(&str, ParamDesc)]) -> usize {
+pub const fn encoded_len(
+    name: &str,
+    family: &str,
+    params: &[(&str, ParamDesc)],
+    same_shape: &[&[u8]],
+) -> usize {
     let mut n = 4 + 1 + name.len() + 1 + family.len() + 1;
     let mut i = 0;
     while i < params.len() {
         n += 1 + params[i].0.len() + 4 + 4;
+        i += 1;
+    }
+    n += 1;
+    i = 0;
+    while i < same_shape.len() {
+        n += 1 + same_shape[i].len();
         i += 1;
     }
     n
@@ -43,8 +56,13 @@ pub const fn encode<const L: usize>(
     name: &str,
     family: &str,
     params: &[(&str, ParamDesc)],
+    same_shape: &[&[u8]],
 ) -> [u8; L] {
-    assert!(L == encoded_len(name, family, params), "manifest length mismatch");
+    assert!(
+        L == encoded_len(name, family, params, same_shape),
+        "manifest length mismatch"
+    );
+    assert!(same_shape.len() <= 255, "too many same-shape groups");
     assert!(params.len() <= 255, "too many kernel parameters");
     let mut out = [0u8; L];
     let mut at = 0;
@@ -69,6 +87,23 @@ pub const fn encode<const L: usize>(
         out[at + 6] = d.align as u8;
         out[at + 7] = (d.align >> 8) as u8;
         at += 8;
+        i += 1;
+    }
+    out[at] = same_shape.len() as u8;
+    at += 1;
+    i = 0;
+    while i < same_shape.len() {
+        let g = same_shape[i];
+        assert!(g.len() <= 255, "same-shape group too large");
+        out[at] = g.len() as u8;
+        at += 1;
+        let mut j = 0;
+        while j < g.len() {
+            assert!((g[j] as usize) < params.len(), "same-shape index out of range");
+            out[at] = g[j];
+            at += 1;
+            j += 1;
+        }
         i += 1;
     }
     assert!(at == L, "manifest length mismatch");
@@ -125,6 +160,9 @@ mod host {
         pub family: String,
         /// Parameters in order.
         pub params: Vec<ParamSig>,
+        /// Groups of parameter indices whose arrays must have equal shapes.
+        #[serde(default)]
+        pub same_shape: Vec<Vec<u8>>,
     }
 
     /// One parameter.
@@ -230,6 +268,16 @@ mod host {
                 align,
             });
         }
+        let ngroups = r.u8()? as usize;
+        let mut same_shape = Vec::with_capacity(ngroups);
+        for _ in 0..ngroups {
+            let count = r.u8()? as usize;
+            let g = r.take(count)?.to_vec();
+            if g.iter().any(|&i| i as usize >= params.len()) {
+                return Err("same-shape group names a parameter that does not exist".into());
+            }
+            same_shape.push(g);
+        }
         if r.at != bytes.len() {
             return Err("trailing bytes in manifest record".into());
         }
@@ -237,6 +285,7 @@ mod host {
             name,
             family,
             params,
+            same_shape,
         })
     }
 
@@ -277,9 +326,11 @@ mod host {
                 ("v", <View<f64, 3> as KernelParam>::DESC),
                 ("alpha", <f32 as KernelParam>::DESC),
             ];
-            const L: usize = 4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8);
-            assert_eq!(encoded_len("k_1", "fam", &params), L);
-            let bytes: [u8; L] = encode("k_1", "fam", &params);
+            const L: usize =
+                4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8) + 1 + 3;
+            let groups: &[&[u8]] = &[&[0, 1]];
+            assert_eq!(encoded_len("k_1", "fam", &params, groups), L);
+            let bytes: [u8; L] = encode("k_1", "fam", &params, groups);
             let sig = decode(&bytes).unwrap();
             assert_eq!(sig.name, "k_1");
             assert_eq!(sig.family, "fam");
@@ -290,6 +341,7 @@ mod host {
             assert_eq!(sig.params[2].size, 8 + 3 * 16);
             assert_eq!(sig.params[3].dtype, "float32");
             assert_eq!(sig.params[3].size, 4);
+            assert_eq!(sig.same_shape, std::vec![std::vec![0u8, 1]]);
             // Any truncation is an error, never a panic.
             for cut in 0..L {
                 assert!(decode(&bytes[..cut]).is_err());

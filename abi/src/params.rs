@@ -257,6 +257,12 @@ pub struct ParamDesc {
 ///
 /// `DESC` must describe `Self` exactly: size, alignment, element type, rank and whether the
 /// type can write. The host packs launch arguments according to `DESC`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a kernel parameter",
+    label = "not a kernel parameter type",
+    note = "kernel parameters are passed by value: use a scalar (i8..i64, u8..u64, f32, f64), \
+            Slice<T>, SliceMut<T>, View<T, N> or ViewMut<T, N> — never a reference or an owning type"
+)]
 pub unsafe trait KernelParam: Copy {
     /// The manifest description of this parameter type.
     const DESC: ParamDesc;

@@ -1,1 +1,253 @@
-extern crate proc_macro;
+//! The `#[kernel]` attribute of ferrocuda.
+//!
+//! Use it through `ferrocuda_device::kernel`; see that crate for the full picture.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type};
+
+/// Turns a Rust function into a PTX kernel entry point and records its signature in the
+/// kernel manifest.
+///
+/// ```ignore
+/// #[kernel]                                   // family = the function's name
+/// pub unsafe fn initialize_array(x: SliceMut<i32>) { … }
+///
+/// #[kernel(family = "add", same_shape(a, b, out))]
+/// pub unsafe fn add_f32(a: Slice<f32>, b: Slice<f32>, out: SliceMut<f32>) { … }
+/// ```
+///
+/// Options:
+/// * `family = "name"` — launchers dispatch among the kernels of one family by element type
+///   and rank (default: the function's own name);
+/// * `same_shape(p, q, …)` — the host refuses a launch unless these array parameters have
+///   equal shapes (may be given several times).
+///
+/// Rejected at compile time: generic parameters, `self`, return values, `async`/`const`
+/// functions, variadics, pattern parameters, references, and any parameter type that is not
+/// a `KernelParam` (non-`Copy` and owning types included).
+///
+/// On `nvptx64` the function becomes `#[no_mangle] extern "ptx-kernel"`, which needs
+/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` in the kernel crate. On other
+/// targets only the parameter types are checked and no code is emitted.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let opts = parse_macro_input!(attr as Options);
+    let func = parse_macro_input!(item as ItemFn);
+    match expand(opts, func) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+#[derive(Default)]
+struct Options {
+    family: Option<LitStr>,
+    same_shape: Vec<Vec<Ident>>,
+}
+
+impl Parse for Options {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut opts = Options::default();
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key == "family" {
+                input.parse::<Token![=]>()?;
+                let lit: LitStr = input.parse()?;
+                if !is_identifier(&lit.value()) {
+                    return Err(syn::Error::new(lit.span(), "family must be an identifier"));
+                }
+                opts.family = Some(lit);
+            } else if key == "same_shape" {
+                let content;
+                syn::parenthesized!(content in input);
+                let names: Punctuated<Ident, Token![,]> =
+                    content.parse_terminated(Ident::parse, Token![,])?;
+                if names.len() < 2 {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "same_shape needs at least two parameters",
+                    ));
+                }
+                opts.same_shape.push(names.into_iter().collect());
+            } else {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "unknown #[kernel] option: expected `family = \"…\"` or `same_shape(…)`",
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(opts)
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
+    let sig = &func.sig;
+    let err = |span: Span, msg: &str| Err(syn::Error::new(span, msg));
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return err(
+            sig.generics.span(),
+            "a kernel cannot be generic: write a generic helper and one #[kernel] per type",
+        );
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        return err(ty.span(), "a kernel cannot return a value: write results to a SliceMut/ViewMut parameter");
+    }
+    if let Some(a) = &sig.asyncness {
+        return err(a.span(), "a kernel cannot be async");
+    }
+    if let Some(c) = &sig.constness {
+        return err(c.span(), "a kernel cannot be const");
+    }
+    if let Some(v) = &sig.variadic {
+        return err(v.span(), "a kernel cannot be variadic");
+    }
+    if let Some(abi) = &sig.abi {
+        return err(abi.span(), "do not give a kernel an ABI: #[kernel] sets it");
+    }
+    let name = &sig.ident;
+    let name_str = name.to_string();
+    if name_str.len() > 200 || name_str.starts_with("__") {
+        return err(name.span(), "kernel names must not start with `__` and must be < 200 bytes");
+    }
+
+    let mut arg_names: Vec<Ident> = Vec::new();
+    let mut arg_types: Vec<Type> = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(r) => return err(r.span(), "a kernel cannot take `self`"),
+            FnArg::Typed(pt) => {
+                let ident = match &*pt.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        pi.ident.clone()
+                    }
+                    other => {
+                        return err(other.span(), "kernel parameters must be plain names")
+                    }
+                };
+                if let Type::Reference(r) = &*pt.ty {
+                    return err(
+                        r.span(),
+                        "kernel parameters are passed by value: use Slice<T>/SliceMut<T> or \
+                         View<T, N>/ViewMut<T, N> instead of a reference",
+                    );
+                }
+                if let Type::Ptr(p) = &*pt.ty {
+                    return err(
+                        p.span(),
+                        "raw pointers carry no length: use Slice<T>/SliceMut<T> or View/ViewMut",
+                    );
+                }
+                arg_names.push(ident);
+                arg_types.push((*pt.ty).clone());
+            }
+        }
+    }
+    if arg_names.len() > 255 {
+        return err(sig.inputs.span(), "too many kernel parameters");
+    }
+
+    let mut groups: Vec<Vec<u8>> = Vec::new();
+    for group in &opts.same_shape {
+        let mut g = Vec::new();
+        for id in group {
+            match arg_names.iter().position(|a| a == id) {
+                Some(i) => {
+                    if g.contains(&(i as u8)) {
+                        return err(id.span(), "parameter named twice in same_shape");
+                    }
+                    g.push(i as u8)
+                }
+                None => return err(id.span(), "same_shape names no parameter of this kernel"),
+            }
+        }
+        groups.push(g);
+    }
+    let family = opts
+        .family
+        .as_ref()
+        .map(|l| l.value())
+        .unwrap_or_else(|| name_str.clone());
+
+    Ok(expand_final(&func, &arg_names, &arg_types, &groups, &family))
+}
+
+/// Emits the entry point, its body and its manifest record.
+fn expand_final(
+    func: &ItemFn,
+    arg_names: &[Ident],
+    arg_types: &[Type],
+    groups: &[Vec<u8>],
+    family: &str,
+) -> TokenStream2 {
+    let sig = &func.sig;
+    let name = &sig.ident;
+    let name_str = name.to_string();
+    let vis = &func.vis;
+    let attrs = &func.attrs;
+    let body = &func.block;
+    let unsafety = &sig.unsafety;
+    let inner = format_ident!("__ferrocuda_kernel_body_{}", name);
+    let len_const = format_ident!("__FERROCUDA_MANIFEST_LEN_{}", name_str.to_uppercase());
+    let manifest_sym = format_ident!("__ferrocuda_manifest__{}", name);
+    let arg_name_strs: Vec<String> = arg_names.iter().map(|i| i.to_string()).collect();
+    let groups_a: Vec<TokenStream2> = groups.iter().map(|g| quote! { &[#(#g),*] }).collect();
+    let groups_b = groups_a.clone();
+    let call = if unsafety.is_some() {
+        quote! { unsafe { #inner(#(#arg_names),*) } }
+    } else {
+        quote! { #inner(#(#arg_names),*) }
+    };
+    let checks = arg_types.iter().map(|ty| {
+        quote_spanned! {ty.span()=>
+            let _ = <#ty as ::ferrocuda_device::__private::KernelParam>::DESC;
+        }
+    });
+    let params_a = quote! {
+        &[#( (#arg_name_strs, <#arg_types as ::ferrocuda_device::__private::KernelParam>::DESC) ),*]
+    };
+    let params_b = params_a.clone();
+    quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        const _: () = { #(#checks)* };
+
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        #(#attrs)*
+        #unsafety fn #inner(#(#arg_names: #arg_types),*) #body
+
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[doc = concat!("PTX entry point of the `", #name_str, "` kernel.")]
+        #vis unsafe extern "ptx-kernel" fn #name(#(#arg_names: #arg_types),*) {
+            #call
+        }
+
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        const #len_const: usize = ::ferrocuda_device::__private::encoded_len(
+            #name_str, #family, #params_a, &[#(#groups_a),*]);
+
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[unsafe(no_mangle)]
+        #[allow(non_upper_case_globals)]
+        pub static #manifest_sym: [u8; #len_const] =
+            ::ferrocuda_device::__private::encode::<#len_const>(
+                #name_str, #family, #params_b, &[#(#groups_b),*]);
+    }
+}

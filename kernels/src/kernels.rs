@@ -1,0 +1,136 @@
+//! The bundled kernels.
+
+use ferrocuda_device::{kernel, Slice, SliceMut, ViewMut};
+#[cfg(target_arch = "nvptx64")]
+use ferrocuda_device::{thread, GridStride, Indexer};
+
+#[cfg(target_arch = "nvptx64")]
+use crate::elementwise::{binary, generate};
+
+/// Arithmetic the generic kernels need, per element type (wrapping for integers).
+#[cfg(target_arch = "nvptx64")]
+trait Num: Copy {
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn from_index(i: usize) -> Self;
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! num {
+    (float $($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn from_index(i: usize) -> Self { i as $t }
+        }
+    )*};
+    (int $($t:ty),*) => {$(
+        impl Num for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn from_index(i: usize) -> Self { i as $t }
+        }
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+num!(float f32, f64);
+#[cfg(target_arch = "nvptx64")]
+num!(int i32, i64);
+
+// ---- add: out = a + b -------------------------------------------------------------------
+
+macro_rules! add_kernels {
+    ($($name:ident: $t:ty, $lanes:literal;)*) => {$(
+        #[kernel(family = "add", same_shape(a, b, out))]
+        pub unsafe fn $name(a: Slice<$t>, b: Slice<$t>, out: SliceMut<$t>) {
+            // SAFETY: launched as a kernel over the host-validated slices.
+            unsafe { binary::<$t, $lanes>(a, b, out, Num::add) }
+        }
+    )*};
+}
+add_kernels! {
+    add_f32: f32, 4;
+    add_f64: f64, 2;
+    add_i32: i32, 4;
+    add_i64: i64, 2;
+}
+
+// ---- initialize_array: x[i] = i ---------------------------------------------------------
+
+/// `x[i] = i` for every element (the CUDA Array Interface specification's example).
+#[kernel]
+pub unsafe fn initialize_array(x: SliceMut<i32>) {
+    // SAFETY: launched as a kernel over the host-validated slice.
+    unsafe { generate::<i32, 4>(x, |i| i as i32) }
+}
+
+// ---- saxpy: y = alpha * x + y -----------------------------------------------------------
+
+macro_rules! saxpy_kernels {
+    ($($name:ident: $t:ty, $lanes:literal;)*) => {$(
+        #[kernel(family = "saxpy", same_shape(x, y))]
+        pub unsafe fn $name(alpha: $t, x: Slice<$t>, y: SliceMut<$t>) {
+            // SAFETY: y aliases itself element-for-element only.
+            unsafe { binary::<$t, $lanes>(x, y.as_slice(), y, |a, b| Num::add(Num::mul(alpha, a), b)) }
+        }
+    )*};
+}
+saxpy_kernels! {
+    saxpy_f32: f32, 4;
+    saxpy_f64: f64, 2;
+}
+
+// ---- add_index: x[idx] += Σ idx (AMSO) --------------------------------------------------
+
+/// Adds to every element the sum of its multi-index, for any strides.
+///
+/// # Safety
+///
+/// Kernel-launch context; the view must not alias itself (no zero strides on axes > 1).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn add_index<T: Num + ferrocuda_device::Element, const N: usize>(x: ViewMut<T, N>) {
+    let ix: Indexer<N> = *x.indexer();
+    let n = ix.size();
+    let tid = thread::index_1d();
+    let threads = thread::grid_size_1d();
+    let small = n <= u32::MAX as usize && ix.shape.iter().all(|&s| s <= u32::MAX as usize);
+    if small {
+        for i in GridStride::new(tid, threads, n) {
+            let (off, idx) = ix.offset_of_u32(i as u32);
+            let mut s: usize = 0;
+            for v in idx {
+                s += v as usize;
+            }
+            // SAFETY: i < size: `off` is an in-bounds offset; one thread per element.
+            unsafe { x.write_at(off, x.read_at(off).add(T::from_index(s))) };
+        }
+    } else {
+        for i in GridStride::new(tid, threads, n) {
+            let idx = ix.unravel(i);
+            let mut s: usize = 0;
+            for v in idx {
+                s += v;
+            }
+            let off = ix.offset(idx);
+            // SAFETY: as above.
+            unsafe { x.write_at(off, x.read_at(off).add(T::from_index(s))) };
+        }
+    }
+}
+
+macro_rules! add_index_kernels {
+    ($($name:ident: $t:ty, $n:literal;)*) => {$(
+        #[kernel(family = "add_index")]
+        pub unsafe fn $name(x: ViewMut<$t, $n>) {
+            // SAFETY: launched as a kernel over a host-validated, non-self-aliasing view.
+            unsafe { add_index::<$t, $n>(x) }
+        }
+    )*};
+}
+add_index_kernels! {
+    add_index_f32_1d: f32, 1; add_index_f32_2d: f32, 2; add_index_f32_3d: f32, 3; add_index_f32_4d: f32, 4;
+    add_index_f64_1d: f64, 1; add_index_f64_2d: f64, 2; add_index_f64_3d: f64, 3; add_index_f64_4d: f64, 4;
+    add_index_i32_1d: i32, 1; add_index_i32_2d: i32, 2; add_index_i32_3d: i32, 3; add_index_i32_4d: i32, 4;
+    add_index_i64_1d: i64, 1; add_index_i64_2d: i64, 2; add_index_i64_3d: i64, 3; add_index_i64_4d: i64, 4;
+}

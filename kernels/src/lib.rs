@@ -1,0 +1,19 @@
+//! ferrocuda's bundled kernels.
+//!
+//! | family | kernels | what |
+//! | --- | --- | --- |
+//! | `add` | `add_{f32,f64,i32,i64}` | `out = a + b` (16-byte vector loads/stores where aligned) |
+//! | `initialize_array` | `initialize_array` | `x[i] = i` (`i32`) |
+//! | `add_index` | `add_index_{f32,f64,i32,i64}_{1..4}d` | each element `+=` the sum of its multi-index (AMSO), any strides |
+//! | `saxpy` | `saxpy_{f32,f64}` | `y = alpha * x + y` |
+//!
+//! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
+//! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
+//! and in the host's generic launcher.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+#[cfg(target_arch = "nvptx64")]
+mod elementwise;
+
+mod kernels;
