@@ -320,7 +320,9 @@ impl Plan {
         }
         for &s in self.waits_before() {
             let e = ops.record(s)?;
-            ops.wait(self.launch, e)?;
+            let waited = ops.wait(self.launch, e);
+            ops.release(e);
+            waited?;
         }
         Ok(())
     }
@@ -338,10 +340,15 @@ impl Plan {
             return Ok(());
         }
         let e = ops.record(self.launch)?;
+        let mut waited = Ok(());
         for &s in streams {
-            ops.wait(s, e)?;
+            waited = ops.wait(s, e);
+            if waited.is_err() {
+                break;
+            }
         }
-        Ok(())
+        ops.release(e);
+        waited
     }
 }
 
@@ -470,6 +477,12 @@ pub trait StreamOps {
 
     /// Makes future work on `s` wait for `e` (`cuStreamWaitEvent`), without blocking the host.
     fn wait(&mut self, s: StreamRef, e: Self::Event) -> Result<()>;
+
+    /// Gives back an event from [`record`](StreamOps::record) once every wait on it has been
+    /// enqueued (also after a failed wait). The default does nothing.
+    fn release(&mut self, e: Self::Event) {
+        let _ = e;
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,362 @@
+//! PTX modules and their kernels: loaded once per device, looked up by name or family.
+//!
+//! A [`Module`] pairs PTX text with its [`Manifest`] (both produced by `ferrocuda-builder`).
+//! The PTX is JIT-compiled by the driver into each device's primary context the first time a
+//! kernel of the module launches there, and the loaded functions, their occupancy-derived
+//! launch limits and the manifest index are cached: a launch does no lookup by string and no
+//! allocation.
+
+use crate::driver::{check, init, Context, MAX_DEVICES};
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use ferrocuda_abi::manifest::{KernelSig, Manifest};
+use ferrocuda_abi::{DType, ParamKind};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Most parameters a kernel may have.
+pub const MAX_PARAMS: usize = 64;
+
+/// A kernel parameter, decoded from the manifest once at module creation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// Name in the kernel source (used in every error about the argument).
+    pub name: String,
+    /// Scalar, slice or view.
+    pub kind: ParamKind,
+    /// Element type.
+    pub dtype: DType,
+    /// 0 for scalars, 1 for slices, N for views.
+    pub rank: usize,
+    /// Whether the kernel may write through it.
+    pub mutable: bool,
+    /// Byte offset in the launch parameter buffer.
+    pub offset: usize,
+    /// Byte size in the launch parameter buffer.
+    pub size: usize,
+}
+
+/// A kernel's signature in the form launches use.
+#[derive(Clone, Debug)]
+pub struct Signature {
+    /// PTX entry name.
+    pub name: String,
+    /// Family name.
+    pub family: String,
+    /// Parameters.
+    pub params: Vec<Param>,
+    /// Groups of parameter indices whose arrays must have equal shapes.
+    pub same_shape: Vec<Vec<usize>>,
+    /// Size of the whole parameter buffer.
+    pub buffer_size: usize,
+    c_name: CString,
+}
+
+/// Launch parameters fit in this many bytes (the driver's classic limit is 4 KiB).
+pub const PARAM_BUFFER_SIZE: usize = 4096;
+
+impl Signature {
+    fn from_sig(k: &KernelSig) -> Result<Signature> {
+        let bad = |m: String| Error::value(format!("kernel manifest, kernel `{}`: {m}", k.name));
+        if k.params.len() > MAX_PARAMS {
+            return Err(bad(format!("more than {MAX_PARAMS} parameters")));
+        }
+        let mut params = Vec::with_capacity(k.params.len());
+        let mut offset = 0usize;
+        for p in &k.params {
+            let kind = p
+                .param_kind()
+                .ok_or_else(|| bad(format!("parameter `{}` has unknown kind", p.name)))?;
+            let dtype = p
+                .element()
+                .ok_or_else(|| bad(format!("parameter `{}` has unknown dtype", p.name)))?;
+            let rank = p.rank as usize;
+            // The layouts of ferrocuda-abi's parameter types, checked against the manifest.
+            let (size, align) = match kind {
+                ParamKind::Scalar => (dtype.itemsize(), dtype.itemsize()),
+                ParamKind::Slice => (16, 8),
+                ParamKind::View => (8 + 16 * rank, 8),
+            };
+            if (kind == ParamKind::Scalar) != (rank == 0)
+                || (kind == ParamKind::Slice && rank != 1)
+                || size != p.size as usize
+                || align != p.align as usize
+            {
+                return Err(bad(format!(
+                    "parameter `{}` ({} {} rank {}) has size/align {}/{}, expected {size}/{align}",
+                    p.name, p.kind, p.dtype, p.rank, p.size, p.align
+                )));
+            }
+            offset = offset.next_multiple_of(align);
+            params.push(Param {
+                name: p.name.clone(),
+                kind,
+                dtype,
+                rank,
+                mutable: p.mutable,
+                offset,
+                size,
+            });
+            offset += size;
+        }
+        if offset > PARAM_BUFFER_SIZE {
+            return Err(bad(format!("parameters take {offset} bytes (> {PARAM_BUFFER_SIZE})")));
+        }
+        let same_shape = k
+            .same_shape
+            .iter()
+            .map(|g| g.iter().map(|&i| i as usize).collect::<Vec<_>>())
+            .collect::<Vec<_>>();
+        for g in &same_shape {
+            if g.iter().any(|&i| i >= params.len() || params[i].kind == ParamKind::Scalar) {
+                return Err(bad("same_shape names a missing or scalar parameter".into()));
+            }
+        }
+        let c_name = CString::new(k.name.clone())
+            .map_err(|_| bad("kernel name contains NUL".into()))?;
+        Ok(Signature {
+            name: k.name.clone(),
+            family: k.family.clone(),
+            params,
+            same_shape,
+            buffer_size: offset,
+            c_name,
+        })
+    }
+
+    /// `"a, b, out"` — for error messages.
+    pub fn param_list(&self) -> String {
+        self.params
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A loaded function and the launch limits derived from it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Function {
+    pub(crate) raw: sys::CUfunction,
+    /// Default block size (threads).
+    pub(crate) block: u32,
+    /// Resident blocks of `block` threads per SM.
+    pub(crate) blocks_per_sm: u32,
+    pub(crate) max_threads: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    _module: sys::CUmodule,
+    pub(crate) functions: Vec<Function>,
+}
+
+// SAFETY: CUmodule/CUfunction handles are usable from any thread; they are never mutated
+// after loading and the module is never unloaded while the `Module` lives.
+unsafe impl Send for Loaded {}
+// SAFETY: as above.
+unsafe impl Sync for Loaded {}
+
+/// A PTX module with its manifest.
+pub struct Module {
+    ptx: CString,
+    manifest: Manifest,
+    signatures: Vec<Signature>,
+    by_name: HashMap<String, usize>,
+    loaded: [OnceLock<std::result::Result<Loaded, Error>>; MAX_DEVICES],
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("arch", &self.manifest.arch)
+            .field("kernels", &self.by_name.len())
+            .finish()
+    }
+}
+
+impl Module {
+    /// A module from PTX text and its manifest. Loads nothing yet (no driver needed).
+    pub fn new(ptx: impl Into<String>, manifest: Manifest) -> Result<Module> {
+        let ptx = CString::new(ptx.into())
+            .map_err(|_| Error::value("PTX text contains a NUL byte"))?;
+        let signatures = manifest
+            .kernels
+            .iter()
+            .map(Signature::from_sig)
+            .collect::<Result<Vec<_>>>()?;
+        let by_name = signatures
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), i))
+            .collect();
+        Ok(Module {
+            ptx,
+            manifest,
+            signatures,
+            by_name,
+            loaded: [const { OnceLock::new() }; MAX_DEVICES],
+        })
+    }
+
+    /// Reads a module written by the builder: `<name>.json` and the PTX it names beside it.
+    pub fn from_manifest_file(manifest_path: impl AsRef<Path>) -> Result<Module> {
+        let path = manifest_path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::value(format!("cannot read {}: {e}", path.display())))?;
+        let manifest = Manifest::from_json(&text).map_err(Error::value)?;
+        let ptx_path = path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join(&manifest.ptx);
+        let ptx = std::fs::read_to_string(&ptx_path)
+            .map_err(|e| Error::value(format!("cannot read {}: {e}", ptx_path.display())))?;
+        Module::new(ptx, manifest)
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Every kernel's signature, in manifest order (sorted by name).
+    pub fn signatures(&self) -> &[Signature] {
+        &self.signatures
+    }
+
+    /// The kernel named `name`.
+    pub fn kernel(&self, name: &str) -> Result<Kernel<'_>> {
+        match self.by_name.get(name) {
+            Some(&index) => Ok(Kernel {
+                module: self,
+                index,
+            }),
+            None => Err(Error::value(format!("no kernel named `{name}` in this module"))),
+        }
+    }
+
+    /// The kernels of `family`, in manifest order.
+    pub fn family<'m>(&'m self, family: &'m str) -> impl Iterator<Item = Kernel<'m>> + 'm {
+        self.signatures
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.family == family)
+            .map(move |(index, _)| Kernel {
+                module: self,
+                index,
+            })
+    }
+
+    /// Loads (once) the module into `ctx`, which must be current on this thread.
+    pub(crate) fn loaded(&self, ctx: &'static Context) -> Result<&Loaded> {
+        self.loaded[ctx.ordinal()]
+            .get_or_init(|| self.load(ctx))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn load(&self, ctx: &'static Context) -> Result<Loaded> {
+        init()?;
+        ctx.bind()?;
+        let mut log = vec![0u8; 8192];
+        let mut opts = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut vals: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: NUL-terminated PTX; two JIT options with matching value slots; the log
+        // buffer outlives the call.
+        let res = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                self.ptx.as_ptr().cast(),
+                2,
+                opts.as_mut_ptr(),
+                vals.as_mut_ptr(),
+            )
+        };
+        if let Err(e) = check(res, "cuModuleLoadDataEx") {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let text = String::from_utf8_lossy(&log[..end]);
+            let (maj, min) = ctx.compute_capability();
+            return Err(Error::new(
+                e.kind(),
+                format!(
+                    "loading PTX built for {} on device {} (sm_{maj}{min}): {e}{}{}",
+                    self.manifest.arch,
+                    ctx.ordinal(),
+                    if text.is_empty() { "" } else { "\nJIT log: " },
+                    text
+                ),
+            ));
+        }
+        let mut functions = Vec::with_capacity(self.signatures.len());
+        for s in &self.signatures {
+            let mut f: sys::CUfunction = std::ptr::null_mut();
+            // SAFETY: loaded module; NUL-terminated name.
+            check(
+                unsafe { sys::cuModuleGetFunction(&mut f, module, s.c_name.as_ptr()) },
+                "cuModuleGetFunction",
+            )
+            .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))?;
+            let mut max_threads = 0;
+            // SAFETY: valid function; out-pointer to a local.
+            check(
+                unsafe {
+                    sys::cuFuncGetAttribute(
+                        &mut max_threads,
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                        f,
+                    )
+                },
+                "cuFuncGetAttribute",
+            )?;
+            let block = (max_threads.max(32) as u32).min(256);
+            let mut per_sm = 0;
+            // SAFETY: valid function and block size; no dynamic shared memory.
+            check(
+                unsafe {
+                    sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, block as i32, 0)
+                },
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            )?;
+            functions.push(Function {
+                raw: f,
+                block,
+                blocks_per_sm: per_sm.max(1) as u32,
+                max_threads: max_threads.max(1) as u32,
+            });
+        }
+        Ok(Loaded {
+            _module: module,
+            functions,
+        })
+    }
+}
+
+/// One kernel of a [`Module`].
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel<'m> {
+    pub(crate) module: &'m Module,
+    pub(crate) index: usize,
+}
+
+impl<'m> Kernel<'m> {
+    /// The kernel's signature.
+    pub fn signature(&self) -> &'m Signature {
+        &self.module.signatures[self.index]
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &'m str {
+        &self.module.signatures[self.index].name
+    }
+
+    /// The module.
+    pub fn module(&self) -> &'m Module {
+        self.module
+    }
+}
