@@ -1,1 +1,88 @@
-//! placeholder
+//! ferrocuda — write NVIDIA GPU kernels in Rust, launch them on the arrays people already
+//! have.
+//!
+//! This crate bundles the example kernels of `kernels/` (compiled to PTX at build time by
+//! `build.rs` with rustc's NVPTX backend) and re-exports the host runtime
+//! ([`ferrocuda_host`]):
+//!
+//! * [`bundled::module`] — the bundled PTX module, loaded once per device;
+//! * [`kernels`] — one typed launcher per bundled kernel, generated from the manifest;
+//! * [`DeviceArray`], [`ForeignArray`](host::array::ForeignArray), [`ArrayDesc`] and the
+//!   CAI validation in [`host::cai`].
+//!
+//! ```no_run
+//! use ferrocuda::{kernels, DeviceArray, LaunchOptions, StreamRef};
+//! use ndarray::Array1;
+//!
+//! let a = DeviceArray::from_ndarray(&Array1::from_vec(vec![1.0f32, 2.0, 3.0]), 0, StreamRef::Legacy)?;
+//! let b = DeviceArray::from_ndarray(&Array1::from_vec(vec![10.0f32, 20.0, 30.0]), 0, StreamRef::Legacy)?;
+//! let out = DeviceArray::<f32>::empty(&[3], 0, StreamRef::Legacy)?;
+//! kernels::add_f32(&a, &b, &out, &LaunchOptions::default())?;
+//! assert_eq!(out.to_ndarray()?.as_slice().unwrap(), &[11.0, 22.0, 33.0]);
+//! # Ok::<(), ferrocuda::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+pub use ferrocuda_abi as abi;
+pub use ferrocuda_host as host;
+pub use ferrocuda_host::{
+    Arg, ArrayDesc, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module,
+    Result, Scalar, StreamRef, SyncMode,
+};
+
+/// The bundled kernels' PTX and manifest.
+pub mod bundled {
+    use ferrocuda_abi::manifest::Manifest;
+    use ferrocuda_host::{Module, Result};
+    use std::sync::OnceLock;
+
+    /// The PTX of `kernels/` (target `sm_80`; loads on sm_80 and newer GPUs).
+    pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/ferrocuda_kernels.ptx"));
+
+    /// The manifest of [`PTX`], as JSON.
+    pub const MANIFEST_JSON: &str =
+        include_str!(concat!(env!("OUT_DIR"), "/ferrocuda_kernels.json"));
+
+    static MODULE: OnceLock<Module> = OnceLock::new();
+
+    /// The bundled module (parsed once; loaded into a device at its first launch there).
+    pub fn module() -> Result<&'static Module> {
+        if let Some(m) = MODULE.get() {
+            return Ok(m);
+        }
+        let manifest = Manifest::from_json(MANIFEST_JSON).map_err(ferrocuda_host::Error::value)?;
+        let m = Module::new(PTX, manifest)?;
+        Ok(MODULE.get_or_init(|| m))
+    }
+}
+
+/// Something that can be passed as an array argument to a typed launcher.
+pub trait AsArg {
+    /// The argument.
+    fn as_arg(&self) -> Arg<'_>;
+}
+
+impl<T: ferrocuda_abi::Element> AsArg for DeviceArray<T> {
+    fn as_arg(&self) -> Arg<'_> {
+        self.arg()
+    }
+}
+
+impl<O> AsArg for host::array::ForeignArray<O> {
+    fn as_arg(&self) -> Arg<'_> {
+        self.arg()
+    }
+}
+
+/// Typed launchers for the bundled kernels, one per kernel, generated from the manifest.
+///
+/// Each takes its array arguments as [`AsArg`] (a [`DeviceArray`] or a
+/// [`ForeignArray`](host::array::ForeignArray)) and its scalars by value, checks them all
+/// against the manifest, orders the launch against the arrays' streams and launches.
+pub mod kernels {
+    use crate::bundled::module;
+    use crate::AsArg;
+    use ferrocuda_host::{Arg, LaunchOptions, Launched, Result, Scalar};
+
+    include!(concat!(env!("OUT_DIR"), "/launchers.rs"));
+}
