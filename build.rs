@@ -16,7 +16,7 @@ fn main() {
                 if p.kind == "scalar" {
                     format!("{}: {}", p.name, rust_type(&p.dtype))
                 } else {
-                    format!("{}: &impl AsArg", p.name)
+                    format!("{}: &(impl AsArg + ?Sized)", p.name)
                 }
             })
             .collect();

@@ -379,3 +379,143 @@ impl StreamOps for DriverOps<'_> {
         self.ctx.give_event(e);
     }
 }
+
+/// A stream created (and destroyed) by ferrocuda, in a device's primary context.
+#[derive(Debug)]
+pub struct Stream {
+    raw: sys::CUstream,
+    ctx: &'static Context,
+}
+
+// SAFETY: stream handles may be used from any thread.
+unsafe impl Send for Stream {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A new stream on `device`; `non_blocking` streams do not synchronize implicitly with
+    /// the legacy default stream (`CU_STREAM_NON_BLOCKING`, as PyTorch's side streams).
+    pub fn new(device: usize, non_blocking: bool) -> Result<Stream> {
+        let ctx = Context::get(device)?;
+        ctx.bind()?;
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        let flags = if non_blocking {
+            sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32
+        } else {
+            0
+        };
+        // SAFETY: out-pointer to a local; the context is bound.
+        check(unsafe { sys::cuStreamCreate(&mut raw, flags) }, "cuStreamCreate")?;
+        Ok(Stream { raw, ctx })
+    }
+
+    /// The stream as arrays and launches name it.
+    pub fn as_ref(&self) -> StreamRef {
+        StreamRef::from_cai(self.raw as usize as u64).expect("driver streams are never 0, 1 or 2")
+    }
+
+    /// Blocks until all work on the stream is done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        synchronize(self.as_ref())
+    }
+
+    /// The device ordinal.
+    pub fn device(&self) -> usize {
+        self.ctx.ordinal()
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: we created the stream; pending work still completes after destroy.
+            let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
+        }
+    }
+}
+
+/// An event recorded on a stream: it completes when the work enqueued on that stream before
+/// it has completed.
+///
+/// Two uses: ordering another stream after that work without blocking the host
+/// ([`Fence::wait_on`], e.g. when a DLPack consumer names a stream other than the producer
+/// array's), and learning without blocking whether work is done ([`Fence::is_complete`], e.g.
+/// to release objects that must outlive a kernel). The event comes from, and goes back to,
+/// the device context's pool.
+#[derive(Debug)]
+pub struct Fence {
+    ctx: &'static Context,
+    event: sys::CUevent,
+}
+
+// SAFETY: a CUevent handle may be used from any thread (the driver API is thread-safe); the
+// fence owns its event until `Drop` returns it to the pool.
+unsafe impl Send for Fence {}
+// SAFETY: every method only passes the handle to thread-safe driver calls.
+unsafe impl Sync for Fence {}
+
+impl Fence {
+    /// Records a fence on `stream` in device `ordinal`'s primary context.
+    pub fn record(ordinal: usize, stream: StreamRef) -> Result<Fence> {
+        let ctx = Context::get(ordinal)?;
+        ctx.bind()?;
+        let event = ctx.take_event()?;
+        // SAFETY: a pooled event of the bound context; `stream` is a stream named by a live
+        // array or the caller.
+        match check(
+            unsafe { sys::cuEventRecord(event, raw_stream(stream)) },
+            "cuEventRecord",
+        ) {
+            Ok(()) => Ok(Fence { ctx, event }),
+            Err(e) => {
+                ctx.give_event(event);
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes `stream` wait (on the device, without blocking the host) until the fence has
+    /// completed.
+    pub fn wait_on(&self, stream: StreamRef) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: `event` was recorded by `record`; the wait captures that recording now.
+        check(
+            unsafe { sys::cuStreamWaitEvent(raw_stream(stream), self.event, 0) },
+            "cuStreamWaitEvent",
+        )
+    }
+
+    /// `true` once the work before the fence has completed (`cuEventQuery`; never blocks).
+    pub fn is_complete(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        // SAFETY: a recorded event owned by this fence.
+        match unsafe { sys::cuEventQuery(self.event) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            other => Err(cuda_error(other, "cuEventQuery")),
+        }
+    }
+
+    /// Blocks until the fence has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: a recorded event owned by this fence.
+        check(
+            unsafe { sys::cuEventSynchronize(self.event) },
+            "cuEventSynchronize",
+        )
+    }
+
+    /// The device ordinal.
+    pub fn device(&self) -> usize {
+        self.ctx.ordinal()
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        // Safe to reuse at once: waits already enqueued captured the recording.
+        self.ctx.give_event(self.event);
+    }
+}

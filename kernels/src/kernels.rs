@@ -134,3 +134,22 @@ add_index_kernels! {
     add_index_i32_1d: i32, 1; add_index_i32_2d: i32, 2; add_index_i32_3d: i32, 3; add_index_i32_4d: i32, 4;
     add_index_i64_1d: i64, 1; add_index_i64_2d: i64, 2; add_index_i64_3d: i64, 3; add_index_i64_4d: i64, 4;
 }
+
+// ---- fill_slow: a deliberately slow producer, for ordering tests -------------------------
+
+/// Each thread first runs `iters` dependent floating-point steps (≈ 4 cycles each), then
+/// writes `value` to its elements: a producer that takes a controllable time, used by the
+/// stream-ordering (race) tests and benchmarks.
+#[kernel]
+pub unsafe fn fill_slow(x: SliceMut<f32>, value: f32, iters: u32) {
+    let mut junk = 0.0f32;
+    for _ in 0..iters {
+        junk = junk * 0.5 + 1.0;
+    }
+    // `0.0 * finite` is 0.0, but without fast-math the compiler must keep the loop.
+    let v = value + 0.0 * (junk - 2.0);
+    for i in thread::grid_stride(x.len()) {
+        // SAFETY: i < len; one thread per element.
+        unsafe { x.write_unchecked(i, v) };
+    }
+}

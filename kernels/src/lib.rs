@@ -6,6 +6,7 @@
 //! | `initialize_array` | `initialize_array` | `x[i] = i` (`i32`) |
 //! | `add_index` | `add_index_{f32,f64,i32,i64}_{1..4}d` | each element `+=` the sum of its multi-index (AMSO), any strides |
 //! | `saxpy` | `saxpy_{f32,f64}` | `y = alpha * x + y` |
+//! | `fill_slow` | `fill_slow` | spin `iters` steps, then `x[i] = value` (a slow producer for ordering tests) |
 //!
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
+# what: rust python sanitizer bench (default: rust python sanitizer)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"
+what="${*:-rust python sanitizer}"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+status=0
+site=/tmp/ferrocuda-site
+if ls .gpu/wheels/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" .gpu/wheels/*.whl
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+for w in $what; do
+  case "$w" in
+    rust)
+      for t in .gpu/bin/*; do
+        echo "=== rust: $t"; "$t" --test-threads=1 2>&1 | tee "$OUT/rust-$(basename "$t").log" || status=1
+      done ;;
+    python)
+      if [ -d .gpu/python/tests ]; then
+        echo "=== python tests"
+        python3 -m pytest -q -rs .gpu/python/tests 2>&1 | tee "$OUT/pytest.log" || status=1
+      fi ;;
+    sanitizer)
+      for tool in memcheck racecheck; do
+        echo "=== compute-sanitizer --tool $tool"
+        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
+          --skip race_off_observed 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log" || status=1
+      done ;;
+    bench)
+      [ -x .gpu/bench/run.sh ] && bash .gpu/bench/run.sh 2>&1 | tee "$OUT/bench.log" ;;
+  esac
+done
+echo "gpu-run: exit status $status"
+exit $status

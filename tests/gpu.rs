@@ -1,0 +1,449 @@
+//! GPU integration tests of the Rust API.
+//!
+//! Every test here needs a CUDA device. Without one (no driver, or no device), each test is
+//! reported as *ignored* and the reason is printed once at the start — the suite neither
+//! fails nor passes vacuously. Run on a GPU machine with `cargo test --test gpu`; under
+//! `compute-sanitizer` with the compiled test binary.
+//!
+//! Method: fresh random inputs per test (the seed is printed and can be fixed with
+//! `FERROCUDA_TEST_SEED`), outputs poisoned before every launch, every element compared
+//! with a host (ndarray) reference.
+
+use ferrocuda::host::array::{ForeignArray, HostArg};
+use ferrocuda::host::driver::{self, Stream};
+use ferrocuda::{bundled, kernels, ArrayDesc, DeviceArray, ErrorKind, LaunchOptions, StreamRef, SyncMode};
+use libtest_mimic::{Arguments, Failed, Trial};
+use ndarray::{Array, ArrayD, ArrayViewMutD, Axis, IxDyn, Slice};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+type TestResult = Result<(), Failed>;
+
+static SEED: AtomicU64 = AtomicU64::new(0);
+
+fn rng(salt: u64) -> StdRng {
+    StdRng::seed_from_u64(SEED.load(Ordering::Relaxed) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+fn err(e: impl std::fmt::Display) -> Failed {
+    Failed::from(e.to_string())
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
+    if cond {
+        Ok(())
+    } else {
+        Err(Failed::from(msg()))
+    }
+}
+
+const SIZES: &[usize] = &[0, 1, 2, 3, 4, 5, 7, 255, 256, 257, 1000, 4099, (1 << 20) + 3];
+const DEV: usize = 0;
+const L: StreamRef = StreamRef::Legacy;
+
+fn opts() -> LaunchOptions {
+    LaunchOptions::default()
+}
+
+fn upload<T: ferrocuda::abi::Element>(v: &[T]) -> Result<DeviceArray<T>, Failed> {
+    DeviceArray::from_ndarray(&Array::from_vec(v.to_vec()), DEV, L).map_err(err)
+}
+
+/// A view of `base`'s memory, `offset_elems` in, with the given shape and element strides.
+fn view_of<T: ferrocuda::abi::Element>(
+    base: &DeviceArray<T>,
+    offset_elems: isize,
+    shape: &[usize],
+    strides: &[isize],
+    readonly: bool,
+) -> Result<ForeignArray<()>, Failed> {
+    let size = std::mem::size_of::<T>() as isize;
+    let byte_strides: Vec<isize> = strides.iter().map(|s| s * size).collect();
+    let ptr = (base.device_ptr() as i64 + (offset_elems * size) as i64) as u64;
+    let desc = ArrayDesc::from_parts(T::DTYPE, shape, Some(&byte_strides), ptr, readonly, Some(base.stream()))
+        .map_err(err)?;
+    ForeignArray::new(desc, (), true).map_err(err)
+}
+
+fn add_case<T>(
+    salt: u64,
+    gen: impl Fn(&mut StdRng) -> T,
+    poison: T,
+    launch: impl Fn(&dyn ferrocuda::AsArg, &dyn ferrocuda::AsArg, &dyn ferrocuda::AsArg) -> ferrocuda::Result<ferrocuda::Launched>,
+    add: impl Fn(T, T) -> T,
+) -> TestResult
+where
+    T: ferrocuda::abi::Element + PartialEq + std::fmt::Debug,
+{
+    let mut r = rng(salt);
+    for &n in SIZES {
+        // Offsets 0..4 elements exercise the aligned, scalar-head and mismatched paths.
+        for (oa, ob, oo) in [(0, 0, 0), (1, 1, 1), (3, 3, 3), (1, 0, 2)] {
+            let a: Vec<T> = (0..n + 4).map(|_| gen(&mut r)).collect();
+            let b: Vec<T> = (0..n + 4).map(|_| gen(&mut r)).collect();
+            let da = upload(&a)?;
+            let db = upload(&b)?;
+            let dout = upload(&vec![poison; n + 4])?;
+            let va = view_of(&da, oa, &[n], &[1], true)?;
+            let vb = view_of(&db, ob, &[n], &[1], true)?;
+            let vo = view_of(&dout, oo, &[n], &[1], false)?;
+            launch(&va, &vb, &vo).map_err(err)?;
+            let got = dout.to_ndarray().map_err(err)?;
+            let got = got.as_slice().unwrap();
+            for i in 0..n + 4 {
+                let want = if i >= oo as usize && i < oo as usize + n {
+                    let j = i - oo as usize;
+                    add(a[j + oa as usize], b[j + ob as usize])
+                } else {
+                    poison
+                };
+                ensure(got[i] == want, || {
+                    format!("n={n} offsets=({oa},{ob},{oo}) element {i}: got {:?}, want {want:?}", got[i])
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn test_add_f32() -> TestResult {
+    // NaN poison compares unequal to everything: use a sentinel finite value instead.
+    add_case(1, |r| r.random_range(-1e3f32..1e3), -7.25e30, |a, b, o| kernels::add_f32(a, b, o, &opts()), |x, y| x + y)
+}
+
+fn test_add_f64() -> TestResult {
+    add_case(2, |r| r.random_range(-1e6f64..1e6), -7.25e300, |a, b, o| kernels::add_f64(a, b, o, &opts()), |x, y| x + y)
+}
+
+fn test_add_i32() -> TestResult {
+    add_case(3, |r| r.random::<i32>(), i32::MIN + 17, |a, b, o| kernels::add_i32(a, b, o, &opts()), |x: i32, y| x.wrapping_add(y))
+}
+
+fn test_add_i64() -> TestResult {
+    add_case(4, |r| r.random::<i64>(), i64::MIN + 17, |a, b, o| kernels::add_i64(a, b, o, &opts()), |x: i64, y| x.wrapping_add(y))
+}
+
+fn test_initialize_array() -> TestResult {
+    for &n in SIZES {
+        for off in [0isize, 1, 2, 3] {
+            let d = upload(&vec![-5i32; n + 4])?;
+            let v = view_of(&d, off, &[n], &[1], false)?;
+            kernels::initialize_array(&v, &opts()).map_err(err)?;
+            let got = d.to_ndarray().map_err(err)?;
+            for (i, &g) in got.iter().enumerate() {
+                let want = if i >= off as usize && i < off as usize + n { (i - off as usize) as i32 } else { -5 };
+                ensure(g == want, || format!("n={n} off={off} element {i}: got {g}, want {want}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn test_saxpy() -> TestResult {
+    let mut r = rng(5);
+    for &n in SIZES {
+        let alpha: f32 = r.random_range(-4.0..4.0);
+        let x: Vec<f32> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
+        let y: Vec<f32> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
+        let dx = upload(&x)?;
+        let dy = upload(&y)?;
+        kernels::saxpy_f32(alpha, &dx, &dy, &opts()).map_err(err)?;
+        let got = dy.to_ndarray().map_err(err)?;
+        for (i, &g) in got.iter().enumerate() {
+            // Rust never contracts `alpha * x + y` into an FMA, and the PTX uses `.rn`
+            // arithmetic, which ptxas does not fuse: the result is exactly the host's.
+            let want = alpha * x[i] + y[i];
+            ensure(g == want, || format!("n={n} element {i}: got {g}, want {want}"))?;
+        }
+        let alpha = r.random_range(-4.0..4.0f64);
+        let x: Vec<f64> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
+        let y: Vec<f64> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
+        let dx = upload(&x)?;
+        let dy = upload(&y)?;
+        kernels::saxpy_f64(alpha, &dx, &dy, &opts()).map_err(err)?;
+        let got = dy.to_ndarray().map_err(err)?;
+        for (i, &g) in got.iter().enumerate() {
+            let want = alpha * x[i] + y[i];
+            ensure(g == want, || format!("f64 n={n} element {i}: got {g}, want {want}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// add_index on strided views of a random base array, against the same operation applied
+/// to the same view of a host copy; every element of the base is compared (elements outside
+/// the view must be untouched).
+fn test_add_index_views() -> TestResult {
+    let mut r = rng(6);
+    let base_shape = [6usize, 7, 8, 5];
+    let total: usize = base_shape.iter().product();
+    for case in 0..40 {
+        let host: Vec<f32> = (0..total).map(|_| r.random_range(-100.0..100.0f32)).collect();
+        let mut href = ArrayD::from_shape_vec(IxDyn(&base_shape), host.clone()).unwrap();
+        let dev = upload(&host)?;
+        let base_ptr = href.as_ptr();
+        // A random view: per axis a start and a step (possibly negative), then a random
+        // permutation, then indexing away axes down to a random rank 1..=4.
+        let mut view: ArrayViewMutD<f32> = href.view_mut();
+        for ax in 0..4 {
+            let n = view.shape()[ax] as isize;
+            let step = [1isize, 2, 3, -1, -2][r.random_range(0..5)];
+            let start = r.random_range(0..n.max(1) as i64) as isize;
+            view.slice_axis_inplace(Axis(ax), Slice::new(start, None, step));
+        }
+        let mut perm: Vec<usize> = (0..4).collect();
+        for i in (1..4).rev() {
+            perm.swap(i, r.random_range(0..=i));
+        }
+        let mut view = view.permuted_axes(IxDyn(&perm));
+        let rank = 1 + case % 4;
+        while view.ndim() > rank {
+            let ax = view.ndim() - 1;
+            if view.shape()[ax] == 0 {
+                break;
+            }
+            let idx = r.random_range(0..view.shape()[ax]);
+            view = view.index_axis_move(Axis(ax), idx);
+        }
+        // SAFETY: both pointers are into (or one past) `href`'s allocation.
+        let offset = if view.is_empty() { 0 } else { unsafe { view.as_ptr().offset_from(base_ptr) } };
+        let shape = view.shape().to_vec();
+        let strides = view.strides().to_vec();
+        let dview = view_of(&dev, offset, &shape, &strides, false)?;
+        // Reference on the host view.
+        for (idx, x) in view.indexed_iter_mut() {
+            use ndarray::Dimension as _;
+            let s: usize = (0..idx.ndim()).map(|k| idx[k]).sum();
+            *x += s as f32;
+        }
+        let fam = ["", "add_index_f32_1d", "add_index_f32_2d", "add_index_f32_3d", "add_index_f32_4d"][shape.len()];
+        let k = bundled::module().map_err(err)?.kernel(fam).map_err(err)?;
+        // SAFETY: bundled kernel, view inside the allocation (checked by the launch).
+        unsafe { k.launch(&[dview.arg()], &opts()) }.map_err(err)?;
+        let got = dev.to_ndarray().map_err(err)?;
+        for (i, (g, w)) in got.iter().zip(href.iter()).enumerate() {
+            ensure(g == w, || format!("case {case} shape {shape:?} strides {strides:?}: element {i}: got {g}, want {w}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Host (ndarray) arguments: uploaded, launched, mutable ones copied back.
+fn test_host_arrays() -> TestResult {
+    let mut r = rng(7);
+    for &n in &[0usize, 1, 33, 1000] {
+        let a: Vec<f32> = (0..n).map(|_| r.random_range(-1e3..1e3f32)).collect();
+        let b: Vec<f32> = (0..n).map(|_| r.random_range(-1e3..1e3f32)).collect();
+        let ha = ArrayD::from_shape_vec(IxDyn(&[n]), a.clone()).unwrap();
+        let hb = ArrayD::from_shape_vec(IxDyn(&[n]), b.clone()).unwrap();
+        let mut hout = ArrayD::from_elem(IxDyn(&[n]), -7.25e30f32);
+        let k = bundled::module().map_err(err)?.kernel("add_f32").map_err(err)?;
+        let (va, vb) = (ha.view(), hb.view());
+        let mut vo = hout.view_mut();
+        let mut args = [HostArg::In(&va), HostArg::In(&vb), HostArg::InOut(&mut vo)];
+        // SAFETY: bundled kernel.
+        unsafe { k.launch_host(&mut args, DEV, &opts()) }.map_err(err)?;
+        for i in 0..n {
+            ensure(hout[i] == a[i] + b[i], || format!("n={n} element {i}: got {}, want {}", hout[i], a[i] + b[i]))?;
+        }
+    }
+    // A transposed host view as an N-D input/output of add_index.
+    let host: Vec<f64> = (0..60).map(|_| r.random_range(-10.0..10.0f64)).collect();
+    let mut arr = ArrayD::from_shape_vec(IxDyn(&[3, 4, 5]), host).unwrap();
+    let mut want = arr.clone();
+    for (idx, x) in want.indexed_iter_mut() {
+        *x += (idx[0] + idx[1] + idx[2]) as f64;
+    }
+    let mut t = arr.view_mut().reversed_axes();
+    let k = bundled::module().map_err(err)?.kernel("add_index_f64_3d").map_err(err)?;
+    let mut args = [HostArg::InOut(&mut t)];
+    // SAFETY: bundled kernel.
+    unsafe { k.launch_host(&mut args, DEV, &opts()) }.map_err(err)?;
+    // add_index adds the *view's* index sum; reversing axes keeps the sum of indices.
+    ensure(arr == want, || format!("host add_index mismatch:\n{arr:?}\nvs\n{want:?}"))
+}
+
+/// The race test: a producer fills `a` on its own stream behind a slow kernel; ferrocuda then
+/// launches on another stream. Default and event modes must see the producer's values in
+/// 100 of 100 trials; with sync off the race must be observable.
+fn race_trials(mode: SyncMode, trials: usize) -> Result<usize, Failed> {
+    let n = 1 << 16;
+    let producer = Stream::new(DEV, true).map_err(err)?;
+    let consumer = Stream::new(DEV, true).map_err(err)?;
+    let a = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
+    let b = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
+    let out = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
+    b.copy_from_host(&vec![1.0; n]).map_err(err)?;
+    let mut stale = 0;
+    let on = |s: &Stream, sync: SyncMode| LaunchOptions { stream: Some(s.as_ref()), sync: Some(sync), ..opts() };
+    for t in 0..trials {
+        a.copy_from_host(&vec![0.0; n]).map_err(err)?;
+        out.copy_from_host(&vec![-1.0; n]).map_err(err)?;
+        // The producer: ~1 ms of spinning, then a = 7 (on the producer stream only).
+        kernels::fill_slow(&a, 7.0, 400_000, &on(&producer, SyncMode::Off)).map_err(err)?;
+        // The consumer: out = a + b on the consumer stream.
+        let launched = kernels::add_f32(&a, &b, &out, &on(&consumer, mode)).map_err(err)?;
+        ensure(launched.plan.launch_stream() == consumer.as_ref(), || "launch stream".into())?;
+        // The producer then overwrites `a` right away: without the "after" half of the plan
+        // this would race with the consumer's kernel.
+        kernels::fill_slow(&a, 9.0, 0, &on(&producer, SyncMode::Off)).map_err(err)?;
+        consumer.synchronize().map_err(err)?;
+        producer.synchronize().map_err(err)?;
+        let got = out.to_ndarray().map_err(err)?;
+        let ok = got.iter().all(|&x| x == 8.0);
+        if !ok {
+            stale += 1;
+            if mode != SyncMode::Off {
+                let bad = got.iter().position(|&x| x != 8.0).unwrap();
+                return Err(format!("{mode:?}: trial {t}: out[{bad}] = {} (want 8)", got[bad]).into());
+            }
+        }
+    }
+    Ok(stale)
+}
+
+fn test_race_default() -> TestResult {
+    ensure(race_trials(SyncMode::Default, 100)? == 0, || "stale reads".into())
+}
+
+fn test_race_event() -> TestResult {
+    ensure(race_trials(SyncMode::Event, 100)? == 0, || "stale reads".into())
+}
+
+fn test_race_off_observed() -> TestResult {
+    let stale = race_trials(SyncMode::Off, 20)?;
+    eprintln!("  sync off: {stale}/20 trials read stale or overwritten data");
+    ensure(stale > 0, || "with sync off the race was never observed: the race test has no teeth".into())
+}
+
+/// Launches from 8 threads at once, on distinct and on shared input arrays.
+fn test_threads() -> TestResult {
+    let n = 4096;
+    let shared = upload(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let shared = &shared;
+                scope.spawn(move || -> TestResult {
+                    let s = Stream::new(DEV, true).map_err(err)?;
+                    let mine = DeviceArray::<f32>::empty(&[n], DEV, s.as_ref()).map_err(err)?;
+                    mine.copy_from_host(&vec![t as f32; n]).map_err(err)?;
+                    let out = DeviceArray::<f32>::empty(&[n], DEV, s.as_ref()).map_err(err)?;
+                    for _ in 0..200 {
+                        kernels::add_f32(shared, &mine, &out, &LaunchOptions { stream: Some(s.as_ref()), ..opts() })
+                            .map_err(err)?;
+                    }
+                    let got = out.to_ndarray().map_err(err)?;
+                    for (i, &g) in got.iter().enumerate() {
+                        ensure(g == i as f32 + t as f32, || format!("thread {t} element {i}: {g}"))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect::<TestResult>()
+    })
+}
+
+/// Interfaces that lie about their memory are refused, not launched.
+fn test_pointer_checks() -> TestResult {
+    let d = upload(&vec![1.0f32; 100])?;
+    let out = upload(&vec![0.0f32; 101])?;
+    // One element past the allocation (allocations are rounded up, so go well past).
+    let ints = upload(&vec![3i32; 100])?;
+    let past = view_of(&ints, 0, &[1 << 20], &[1], false)?;
+    let e = kernels::initialize_array(&past, &opts()).unwrap_err();
+    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("allocation"), || format!("past the end: {e}"))?;
+    let got = ints.to_ndarray().map_err(err)?;
+    ensure(got.iter().all(|&x| x == 3), || "refused launch wrote".into())?;
+    // Host memory.
+    let host = vec![0.0f32; 16];
+    let desc = ArrayDesc::from_parts(ferrocuda::abi::DType::F32, &[16], None, host.as_ptr() as u64, false, None).map_err(err)?;
+    let h = ForeignArray::new(desc, (), false).map_err(err)?;
+    let small = view_of(&d, 0, &[16], &[1], true)?;
+    let e = kernels::add_f32(&small, &small, &h, &opts()).unwrap_err();
+    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("not CUDA device memory"), || format!("host pointer: {e}"))?;
+    ensure(e.arg() == Some("out"), || format!("error names {:?}", e.arg()))?;
+    // A read-only output.
+    let ro = view_of(&out, 0, &[16], &[1], true)?;
+    let e = kernels::add_f32(&small, &small, &ro, &opts()).unwrap_err();
+    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("read-only"), || format!("read-only: {e}"))?;
+    // Shapes that differ.
+    let o15 = view_of(&out, 0, &[15], &[1], false)?;
+    let e = kernels::add_f32(&small, &small, &o15, &opts()).unwrap_err();
+    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("same shape"), || format!("shape: {e}"))?;
+    // Partial overlap of output and input.
+    let shifted = view_of(&d, 1, &[16], &[1], false)?;
+    let e = kernels::add_f32(&small, &small, &shifted, &opts()).unwrap_err();
+    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("overlaps"), || format!("overlap: {e}"))?;
+    // The memory was never written.
+    let got = d.to_ndarray().map_err(err)?;
+    ensure(got.iter().all(|&x| x == 1.0), || "refused launches must not write".into())
+}
+
+/// DeviceArray: round trip, CAI export, empty arrays.
+fn test_device_array() -> TestResult {
+    let mut r = rng(8);
+    let v: Vec<i64> = (0..1234).map(|_| r.random()).collect();
+    let host = ArrayD::from_shape_vec(IxDyn(&[2, 617]), v).unwrap();
+    let s = Stream::new(DEV, false).map_err(err)?;
+    let d = DeviceArray::from_ndarray(&host, DEV, s.as_ref()).map_err(err)?;
+    ensure(d.to_ndarray().map_err(err)? == host, || "round trip".into())?;
+    let desc = d.desc();
+    ensure(desc.version() == 3 && desc.stream() == Some(s.as_ref()) && desc.shape() == [2, 617], || format!("{desc:?}"))?;
+    let e = DeviceArray::<f32>::empty(&[0, 5], DEV, L).map_err(err)?;
+    ensure(e.device_ptr() == 0 && e.to_ndarray().map_err(err)?.shape() == [0, 5], || "empty".into())?;
+    // Zero-size launches do nothing and succeed.
+    let launched = kernels::add_f32(&e, &e, &e, &opts()).map_err(err)?;
+    ensure(launched.config.is_none(), || "nothing should launch".into())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let seed = std::env::var("FERROCUDA_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    SEED.store(seed, Ordering::Relaxed);
+    let gpu = match driver::device_count() {
+        Ok(n) if n > 0 => {
+            eprintln!("GPU tests: {n} CUDA device(s); seed {seed} (set FERROCUDA_TEST_SEED to repeat)");
+            true
+        }
+        Ok(_) => {
+            eprintln!("GPU tests SKIPPED (reported as ignored): the CUDA driver reports no device");
+            false
+        }
+        Err(e) => {
+            eprintln!("GPU tests SKIPPED (reported as ignored): {e}");
+            false
+        }
+    };
+    let tests: Vec<(&str, fn() -> TestResult)> = vec![
+        ("add_f32", test_add_f32),
+        ("add_f64", test_add_f64),
+        ("add_i32", test_add_i32),
+        ("add_i64", test_add_i64),
+        ("initialize_array", test_initialize_array),
+        ("saxpy", test_saxpy),
+        ("add_index_views", test_add_index_views),
+        ("host_arrays", test_host_arrays),
+        ("race_default", test_race_default),
+        ("race_event", test_race_event),
+        ("race_off_observed", test_race_off_observed),
+        ("threads", test_threads),
+        ("pointer_checks", test_pointer_checks),
+        ("device_array", test_device_array),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu))
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
