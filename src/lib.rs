@@ -26,8 +26,8 @@
 pub use ferrocuda_abi as abi;
 pub use ferrocuda_host as host;
 pub use ferrocuda_host::{
-    Arg, ArrayDesc, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module,
-    Result, Scalar, StreamRef, SyncMode,
+    Arg, ArrayDesc, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module, Result,
+    Scalar, StreamRef, SyncMode,
 };
 
 /// The bundled kernels' PTX and manifest.

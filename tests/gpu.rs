@@ -9,9 +9,13 @@
 //! `FERROCUDA_TEST_SEED`), outputs poisoned before every launch, every element compared
 //! with a host (ndarray) reference.
 
+#![allow(clippy::needless_range_loop, clippy::type_complexity)]
+
 use ferrocuda::host::array::{ForeignArray, HostArg};
 use ferrocuda::host::driver::{self, Stream};
-use ferrocuda::{bundled, kernels, ArrayDesc, DeviceArray, ErrorKind, LaunchOptions, StreamRef, SyncMode};
+use ferrocuda::{
+    bundled, kernels, ArrayDesc, DeviceArray, ErrorKind, LaunchOptions, StreamRef, SyncMode,
+};
 use libtest_mimic::{Arguments, Failed, Trial};
 use ndarray::{Array, ArrayD, ArrayViewMutD, Axis, IxDyn, Slice};
 use rand::rngs::StdRng;
@@ -38,7 +42,21 @@ fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
     }
 }
 
-const SIZES: &[usize] = &[0, 1, 2, 3, 4, 5, 7, 255, 256, 257, 1000, 4099, (1 << 20) + 3];
+const SIZES: &[usize] = &[
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    255,
+    256,
+    257,
+    1000,
+    4099,
+    (1 << 20) + 3,
+];
 const DEV: usize = 0;
 const L: StreamRef = StreamRef::Legacy;
 
@@ -61,8 +79,15 @@ fn view_of<T: ferrocuda::abi::Element>(
     let size = std::mem::size_of::<T>() as isize;
     let byte_strides: Vec<isize> = strides.iter().map(|s| s * size).collect();
     let ptr = (base.device_ptr() as i64 + (offset_elems * size) as i64) as u64;
-    let desc = ArrayDesc::from_parts(T::DTYPE, shape, Some(&byte_strides), ptr, readonly, Some(base.stream()))
-        .map_err(err)?;
+    let desc = ArrayDesc::from_parts(
+        T::DTYPE,
+        shape,
+        Some(&byte_strides),
+        ptr,
+        readonly,
+        Some(base.stream()),
+    )
+    .map_err(err)?;
     ForeignArray::new(desc, (), true).map_err(err)
 }
 
@@ -70,7 +95,11 @@ fn add_case<T>(
     salt: u64,
     gen: impl Fn(&mut StdRng) -> T,
     poison: T,
-    launch: impl Fn(&dyn ferrocuda::AsArg, &dyn ferrocuda::AsArg, &dyn ferrocuda::AsArg) -> ferrocuda::Result<ferrocuda::Launched>,
+    launch: impl Fn(
+        &dyn ferrocuda::AsArg,
+        &dyn ferrocuda::AsArg,
+        &dyn ferrocuda::AsArg,
+    ) -> ferrocuda::Result<ferrocuda::Launched>,
     add: impl Fn(T, T) -> T,
 ) -> TestResult
 where
@@ -99,7 +128,10 @@ where
                     poison
                 };
                 ensure(got[i] == want, || {
-                    format!("n={n} offsets=({oa},{ob},{oo}) element {i}: got {:?}, want {want:?}", got[i])
+                    format!(
+                        "n={n} offsets=({oa},{ob},{oo}) element {i}: got {:?}, want {want:?}",
+                        got[i]
+                    )
                 })?;
             }
         }
@@ -109,19 +141,43 @@ where
 
 fn test_add_f32() -> TestResult {
     // NaN poison compares unequal to everything: use a sentinel finite value instead.
-    add_case(1, |r| r.random_range(-1e3f32..1e3), -7.25e30, |a, b, o| kernels::add_f32(a, b, o, &opts()), |x, y| x + y)
+    add_case(
+        1,
+        |r| r.random_range(-1e3f32..1e3),
+        -7.25e30,
+        |a, b, o| kernels::add_f32(a, b, o, &opts()),
+        |x, y| x + y,
+    )
 }
 
 fn test_add_f64() -> TestResult {
-    add_case(2, |r| r.random_range(-1e6f64..1e6), -7.25e300, |a, b, o| kernels::add_f64(a, b, o, &opts()), |x, y| x + y)
+    add_case(
+        2,
+        |r| r.random_range(-1e6f64..1e6),
+        -7.25e300,
+        |a, b, o| kernels::add_f64(a, b, o, &opts()),
+        |x, y| x + y,
+    )
 }
 
 fn test_add_i32() -> TestResult {
-    add_case(3, |r| r.random::<i32>(), i32::MIN + 17, |a, b, o| kernels::add_i32(a, b, o, &opts()), |x: i32, y| x.wrapping_add(y))
+    add_case(
+        3,
+        |r| r.random::<i32>(),
+        i32::MIN + 17,
+        |a, b, o| kernels::add_i32(a, b, o, &opts()),
+        |x: i32, y| x.wrapping_add(y),
+    )
 }
 
 fn test_add_i64() -> TestResult {
-    add_case(4, |r| r.random::<i64>(), i64::MIN + 17, |a, b, o| kernels::add_i64(a, b, o, &opts()), |x: i64, y| x.wrapping_add(y))
+    add_case(
+        4,
+        |r| r.random::<i64>(),
+        i64::MIN + 17,
+        |a, b, o| kernels::add_i64(a, b, o, &opts()),
+        |x: i64, y| x.wrapping_add(y),
+    )
 }
 
 fn test_initialize_array() -> TestResult {
@@ -132,8 +188,14 @@ fn test_initialize_array() -> TestResult {
             kernels::initialize_array(&v, &opts()).map_err(err)?;
             let got = d.to_ndarray().map_err(err)?;
             for (i, &g) in got.iter().enumerate() {
-                let want = if i >= off as usize && i < off as usize + n { (i - off as usize) as i32 } else { -5 };
-                ensure(g == want, || format!("n={n} off={off} element {i}: got {g}, want {want}"))?;
+                let want = if i >= off as usize && i < off as usize + n {
+                    (i - off as usize) as i32
+                } else {
+                    -5
+                };
+                ensure(g == want, || {
+                    format!("n={n} off={off} element {i}: got {g}, want {want}")
+                })?;
             }
         }
     }
@@ -154,7 +216,9 @@ fn test_saxpy() -> TestResult {
             // Rust never contracts `alpha * x + y` into an FMA, and the PTX uses `.rn`
             // arithmetic, which ptxas does not fuse: the result is exactly the host's.
             let want = alpha * x[i] + y[i];
-            ensure(g == want, || format!("n={n} element {i}: got {g}, want {want}"))?;
+            ensure(g == want, || {
+                format!("n={n} element {i}: got {g}, want {want}")
+            })?;
         }
         let alpha = r.random_range(-4.0..4.0f64);
         let x: Vec<f64> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
@@ -165,7 +229,9 @@ fn test_saxpy() -> TestResult {
         let got = dy.to_ndarray().map_err(err)?;
         for (i, &g) in got.iter().enumerate() {
             let want = alpha * x[i] + y[i];
-            ensure(g == want, || format!("f64 n={n} element {i}: got {g}, want {want}"))?;
+            ensure(g == want, || {
+                format!("f64 n={n} element {i}: got {g}, want {want}")
+            })?;
         }
     }
     Ok(())
@@ -179,7 +245,9 @@ fn test_add_index_views() -> TestResult {
     let base_shape = [6usize, 7, 8, 5];
     let total: usize = base_shape.iter().product();
     for case in 0..40 {
-        let host: Vec<f32> = (0..total).map(|_| r.random_range(-100.0..100.0f32)).collect();
+        let host: Vec<f32> = (0..total)
+            .map(|_| r.random_range(-100.0..100.0f32))
+            .collect();
         let mut href = ArrayD::from_shape_vec(IxDyn(&base_shape), host.clone()).unwrap();
         let dev = upload(&host)?;
         let base_ptr = href.as_ptr();
@@ -207,7 +275,11 @@ fn test_add_index_views() -> TestResult {
             view = view.index_axis_move(Axis(ax), idx);
         }
         // SAFETY: both pointers are into (or one past) `href`'s allocation.
-        let offset = if view.is_empty() { 0 } else { unsafe { view.as_ptr().offset_from(base_ptr) } };
+        let offset = if view.is_empty() {
+            0
+        } else {
+            unsafe { view.as_ptr().offset_from(base_ptr) }
+        };
         let shape = view.shape().to_vec();
         let strides = view.strides().to_vec();
         let dview = view_of(&dev, offset, &shape, &strides, false)?;
@@ -217,13 +289,21 @@ fn test_add_index_views() -> TestResult {
             let s: usize = (0..idx.ndim()).map(|k| idx[k]).sum();
             *x += s as f32;
         }
-        let fam = ["", "add_index_f32_1d", "add_index_f32_2d", "add_index_f32_3d", "add_index_f32_4d"][shape.len()];
+        let fam = [
+            "",
+            "add_index_f32_1d",
+            "add_index_f32_2d",
+            "add_index_f32_3d",
+            "add_index_f32_4d",
+        ][shape.len()];
         let k = bundled::module().map_err(err)?.kernel(fam).map_err(err)?;
         // SAFETY: bundled kernel, view inside the allocation (checked by the launch).
         unsafe { k.launch(&[dview.arg()], &opts()) }.map_err(err)?;
         let got = dev.to_ndarray().map_err(err)?;
         for (i, (g, w)) in got.iter().zip(href.iter()).enumerate() {
-            ensure(g == w, || format!("case {case} shape {shape:?} strides {strides:?}: element {i}: got {g}, want {w}"))?;
+            ensure(g == w, || {
+                format!("case {case} shape {shape:?} strides {strides:?}: element {i}: got {g}, want {w}")
+            })?;
         }
     }
     Ok(())
@@ -238,14 +318,19 @@ fn test_host_arrays() -> TestResult {
         let ha = ArrayD::from_shape_vec(IxDyn(&[n]), a.clone()).unwrap();
         let hb = ArrayD::from_shape_vec(IxDyn(&[n]), b.clone()).unwrap();
         let mut hout = ArrayD::from_elem(IxDyn(&[n]), -7.25e30f32);
-        let k = bundled::module().map_err(err)?.kernel("add_f32").map_err(err)?;
+        let k = bundled::module()
+            .map_err(err)?
+            .kernel("add_f32")
+            .map_err(err)?;
         let (va, vb) = (ha.view(), hb.view());
         let mut vo = hout.view_mut();
         let mut args = [HostArg::In(&va), HostArg::In(&vb), HostArg::InOut(&mut vo)];
         // SAFETY: bundled kernel.
         unsafe { k.launch_host(&mut args, DEV, &opts()) }.map_err(err)?;
         for i in 0..n {
-            ensure(hout[i] == a[i] + b[i], || format!("n={n} element {i}: got {}, want {}", hout[i], a[i] + b[i]))?;
+            ensure(hout[i] == a[i] + b[i], || {
+                format!("n={n} element {i}: got {}, want {}", hout[i], a[i] + b[i])
+            })?;
         }
     }
     // A transposed host view as an N-D input/output of add_index.
@@ -256,12 +341,17 @@ fn test_host_arrays() -> TestResult {
         *x += (idx[0] + idx[1] + idx[2]) as f64;
     }
     let mut t = arr.view_mut().reversed_axes();
-    let k = bundled::module().map_err(err)?.kernel("add_index_f64_3d").map_err(err)?;
+    let k = bundled::module()
+        .map_err(err)?
+        .kernel("add_index_f64_3d")
+        .map_err(err)?;
     let mut args = [HostArg::InOut(&mut t)];
     // SAFETY: bundled kernel.
     unsafe { k.launch_host(&mut args, DEV, &opts()) }.map_err(err)?;
     // add_index adds the *view's* index sum; reversing axes keeps the sum of indices.
-    ensure(arr == want, || format!("host add_index mismatch:\n{arr:?}\nvs\n{want:?}"))
+    ensure(arr == want, || {
+        format!("host add_index mismatch:\n{arr:?}\nvs\n{want:?}")
+    })
 }
 
 /// The race test: a producer fills `a` on its own stream behind a slow kernel; ferrocuda then
@@ -276,7 +366,11 @@ fn race_trials(mode: SyncMode, trials: usize) -> Result<usize, Failed> {
     let out = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
     b.copy_from_host(&vec![1.0; n]).map_err(err)?;
     let mut stale = 0;
-    let on = |s: &Stream, sync: SyncMode| LaunchOptions { stream: Some(s.as_ref()), sync: Some(sync), ..opts() };
+    let on = |s: &Stream, sync: SyncMode| LaunchOptions {
+        stream: Some(s.as_ref()),
+        sync: Some(sync),
+        ..opts()
+    };
     for t in 0..trials {
         a.copy_from_host(&vec![0.0; n]).map_err(err)?;
         out.copy_from_host(&vec![-1.0; n]).map_err(err)?;
@@ -284,7 +378,9 @@ fn race_trials(mode: SyncMode, trials: usize) -> Result<usize, Failed> {
         kernels::fill_slow(&a, 7.0, 400_000, &on(&producer, SyncMode::Off)).map_err(err)?;
         // The consumer: out = a + b on the consumer stream.
         let launched = kernels::add_f32(&a, &b, &out, &on(&consumer, mode)).map_err(err)?;
-        ensure(launched.plan.launch_stream() == consumer.as_ref(), || "launch stream".into())?;
+        ensure(launched.plan.launch_stream() == consumer.as_ref(), || {
+            "launch stream".into()
+        })?;
         // The producer then overwrites `a` right away: without the "after" half of the plan
         // this would race with the consumer's kernel.
         kernels::fill_slow(&a, 9.0, 0, &on(&producer, SyncMode::Off)).map_err(err)?;
@@ -296,7 +392,9 @@ fn race_trials(mode: SyncMode, trials: usize) -> Result<usize, Failed> {
             stale += 1;
             if mode != SyncMode::Off {
                 let bad = got.iter().position(|&x| x != 8.0).unwrap();
-                return Err(format!("{mode:?}: trial {t}: out[{bad}] = {} (want 8)", got[bad]).into());
+                return Err(
+                    format!("{mode:?}: trial {t}: out[{bad}] = {} (want 8)", got[bad]).into(),
+                );
             }
         }
     }
@@ -304,17 +402,23 @@ fn race_trials(mode: SyncMode, trials: usize) -> Result<usize, Failed> {
 }
 
 fn test_race_default() -> TestResult {
-    ensure(race_trials(SyncMode::Default, 100)? == 0, || "stale reads".into())
+    ensure(race_trials(SyncMode::Default, 100)? == 0, || {
+        "stale reads".into()
+    })
 }
 
 fn test_race_event() -> TestResult {
-    ensure(race_trials(SyncMode::Event, 100)? == 0, || "stale reads".into())
+    ensure(race_trials(SyncMode::Event, 100)? == 0, || {
+        "stale reads".into()
+    })
 }
 
 fn test_race_off_observed() -> TestResult {
     let stale = race_trials(SyncMode::Off, 20)?;
     eprintln!("  sync off: {stale}/20 trials read stale or overwritten data");
-    ensure(stale > 0, || "with sync off the race was never observed: the race test has no teeth".into())
+    ensure(stale > 0, || {
+        "with sync off the race was never observed: the race test has no teeth".into()
+    })
 }
 
 /// Launches from 8 threads at once, on distinct and on shared input arrays.
@@ -331,18 +435,28 @@ fn test_threads() -> TestResult {
                     mine.copy_from_host(&vec![t as f32; n]).map_err(err)?;
                     let out = DeviceArray::<f32>::empty(&[n], DEV, s.as_ref()).map_err(err)?;
                     for _ in 0..200 {
-                        kernels::add_f32(shared, &mine, &out, &LaunchOptions { stream: Some(s.as_ref()), ..opts() })
-                            .map_err(err)?;
+                        kernels::add_f32(
+                            shared,
+                            &mine,
+                            &out,
+                            &LaunchOptions {
+                                stream: Some(s.as_ref()),
+                                ..opts()
+                            },
+                        )
+                        .map_err(err)?;
                     }
                     let got = out.to_ndarray().map_err(err)?;
                     for (i, &g) in got.iter().enumerate() {
-                        ensure(g == i as f32 + t as f32, || format!("thread {t} element {i}: {g}"))?;
+                        ensure(g == i as f32 + t as f32, || {
+                            format!("thread {t} element {i}: {g}")
+                        })?;
                     }
                     Ok(())
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect::<TestResult>()
+        handles.into_iter().try_for_each(|h| h.join().unwrap())
     })
 }
 
@@ -354,32 +468,61 @@ fn test_pointer_checks() -> TestResult {
     let ints = upload(&vec![3i32; 100])?;
     let past = view_of(&ints, 0, &[1 << 20], &[1], false)?;
     let e = kernels::initialize_array(&past, &opts()).unwrap_err();
-    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("allocation"), || format!("past the end: {e}"))?;
+    ensure(
+        e.kind() == ErrorKind::Value && e.to_string().contains("allocation"),
+        || format!("past the end: {e}"),
+    )?;
     let got = ints.to_ndarray().map_err(err)?;
-    ensure(got.iter().all(|&x| x == 3), || "refused launch wrote".into())?;
+    ensure(got.iter().all(|&x| x == 3), || {
+        "refused launch wrote".into()
+    })?;
     // Host memory.
-    let host = vec![0.0f32; 16];
-    let desc = ArrayDesc::from_parts(ferrocuda::abi::DType::F32, &[16], None, host.as_ptr() as u64, false, None).map_err(err)?;
+    let host = [0.0f32; 16];
+    let desc = ArrayDesc::from_parts(
+        ferrocuda::abi::DType::F32,
+        &[16],
+        None,
+        host.as_ptr() as u64,
+        false,
+        None,
+    )
+    .map_err(err)?;
     let h = ForeignArray::new(desc, (), false).map_err(err)?;
     let small = view_of(&d, 0, &[16], &[1], true)?;
     let e = kernels::add_f32(&small, &small, &h, &opts()).unwrap_err();
-    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("not CUDA device memory"), || format!("host pointer: {e}"))?;
-    ensure(e.arg() == Some("out"), || format!("error names {:?}", e.arg()))?;
+    ensure(
+        e.kind() == ErrorKind::Value && e.to_string().contains("not CUDA device memory"),
+        || format!("host pointer: {e}"),
+    )?;
+    ensure(e.arg() == Some("out"), || {
+        format!("error names {:?}", e.arg())
+    })?;
     // A read-only output.
     let ro = view_of(&out, 0, &[16], &[1], true)?;
     let e = kernels::add_f32(&small, &small, &ro, &opts()).unwrap_err();
-    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("read-only"), || format!("read-only: {e}"))?;
+    ensure(
+        e.kind() == ErrorKind::Value && e.to_string().contains("read-only"),
+        || format!("read-only: {e}"),
+    )?;
     // Shapes that differ.
     let o15 = view_of(&out, 0, &[15], &[1], false)?;
     let e = kernels::add_f32(&small, &small, &o15, &opts()).unwrap_err();
-    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("same shape"), || format!("shape: {e}"))?;
+    ensure(
+        e.kind() == ErrorKind::Value && e.to_string().contains("same shape"),
+        || format!("shape: {e}"),
+    )?;
     // Partial overlap of output and input.
     let shifted = view_of(&d, 1, &[16], &[1], false)?;
     let e = kernels::add_f32(&small, &small, &shifted, &opts()).unwrap_err();
-    ensure(e.kind() == ErrorKind::Value && e.to_string().contains("overlaps"), || format!("overlap: {e}"))?;
+    ensure(
+        e.kind() == ErrorKind::Value && e.to_string().contains("overlaps"),
+        || format!("overlap: {e}"),
+    )?;
     // The memory was never written.
     let got = d.to_ndarray().map_err(err)?;
-    ensure(got.iter().all(|&x| x == 1.0), || "refused launches must not write".into())
+    ensure(got.iter().all(|&x| x == 1.0), || {
+        "refused launches must not write".into()
+    })
 }
 
 /// DeviceArray: round trip, CAI export, empty arrays.
@@ -391,9 +534,15 @@ fn test_device_array() -> TestResult {
     let d = DeviceArray::from_ndarray(&host, DEV, s.as_ref()).map_err(err)?;
     ensure(d.to_ndarray().map_err(err)? == host, || "round trip".into())?;
     let desc = d.desc();
-    ensure(desc.version() == 3 && desc.stream() == Some(s.as_ref()) && desc.shape() == [2, 617], || format!("{desc:?}"))?;
+    ensure(
+        desc.version() == 3 && desc.stream() == Some(s.as_ref()) && desc.shape() == [2, 617],
+        || format!("{desc:?}"),
+    )?;
     let e = DeviceArray::<f32>::empty(&[0, 5], DEV, L).map_err(err)?;
-    ensure(e.device_ptr() == 0 && e.to_ndarray().map_err(err)?.shape() == [0, 5], || "empty".into())?;
+    ensure(
+        e.device_ptr() == 0 && e.to_ndarray().map_err(err)?.shape() == [0, 5],
+        || "empty".into(),
+    )?;
     // Zero-size launches do nothing and succeed.
     let launched = kernels::add_f32(&e, &e, &e, &opts()).map_err(err)?;
     ensure(launched.config.is_none(), || "nothing should launch".into())
@@ -413,7 +562,9 @@ fn main() {
     SEED.store(seed, Ordering::Relaxed);
     let gpu = match driver::device_count() {
         Ok(n) if n > 0 => {
-            eprintln!("GPU tests: {n} CUDA device(s); seed {seed} (set FERROCUDA_TEST_SEED to repeat)");
+            eprintln!(
+                "GPU tests: {n} CUDA device(s); seed {seed} (set FERROCUDA_TEST_SEED to repeat)"
+            );
             true
         }
         Ok(_) => {

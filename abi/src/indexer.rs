@@ -165,8 +165,8 @@ impl<const N: usize> Indexer<N> {
         while d > 1 {
             d -= 1;
             let n = self.shape[d];
-            if n != 0 {
-                let q = rest / n;
+            // n == 0 only for empty views, where no linear index is valid.
+            if let Some(q) = rest.checked_div(n) {
                 let r = rest - q * n;
                 off = off.wrapping_add((r as isize).wrapping_mul(self.strides[d]));
                 rest = q;
@@ -193,8 +193,7 @@ impl<const N: usize> Indexer<N> {
         while d > 1 {
             d -= 1;
             let n = self.shape[d] as u32;
-            if n != 0 {
-                let q = rest / n;
+            if let Some(q) = rest.checked_div(n) {
                 let r = rest - q * n;
                 idx[d] = r;
                 off = off.wrapping_add((r as isize).wrapping_mul(self.strides[d]));

@@ -21,7 +21,9 @@ pub mod manifest;
 pub mod params;
 
 pub use indexer::Indexer;
-pub use params::{DType, Element, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut};
+pub use params::{
+    DType, Element, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut,
+};
 
 /// Aborts the current kernel (or panics on the host) after a failed bounds check.
 ///

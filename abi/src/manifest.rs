@@ -99,7 +99,10 @@ pub const fn encode<const L: usize>(
         at += 1;
         let mut j = 0;
         while j < g.len() {
-            assert!((g[j] as usize) < params.len(), "same-shape index out of range");
+            assert!(
+                (g[j] as usize) < params.len(),
+                "same-shape index out of range"
+            );
             out[at] = g[j];
             at += 1;
             j += 1;
@@ -326,8 +329,7 @@ mod host {
                 ("v", <View<f64, 3> as KernelParam>::DESC),
                 ("alpha", <f32 as KernelParam>::DESC),
             ];
-            const L: usize =
-                4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8) + 1 + 3;
+            const L: usize = 4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8) + 1 + 3;
             let groups: &[&[u8]] = &[&[0, 1]];
             assert_eq!(encoded_len("k_1", "fam", &params, groups), L);
             let bytes: [u8; L] = encode("k_1", "fam", &params, groups);

@@ -1,14 +1,12 @@
 //! Build a ferrocuda kernel crate to PTX from a `build.rs`, with rustc's own NVPTX backend.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     let out = ferrocuda_builder::PtxBuilder::new("kernels")
-//!         .arch("sm_80")
-//!         .build_script();
-//!     // out.ptx and out.manifest are in $OUT_DIR; include them with include_str!.
-//!     # let _ = out;
-//! }
+//! // In build.rs's `main`:
+//! let out = ferrocuda_builder::PtxBuilder::new("kernels")
+//!     .arch("sm_80")
+//!     .build_script();
+//! // out.ptx and out.manifest_path are in $OUT_DIR; include them with include_str!.
+//! println!("{} kernels", out.manifest.kernels.len());
 //! ```
 //!
 //! # Why this recipe
@@ -258,9 +256,11 @@ impl PtxBuilder {
             ("overflow-checks", "false"),
             ("debug-assertions", "false"),
         ] {
-            cmd.arg("--config").arg(format!("profile.{profile}.{k}={v}"));
+            cmd.arg("--config")
+                .arg(format!("profile.{profile}.{k}={v}"));
         }
-        cmd.arg("--").arg(format!("--emit=asm={}", emitted.display()));
+        cmd.arg("--")
+            .arg(format!("--emit=asm={}", emitted.display()));
 
         let output = cmd.output().or_else(|e| {
             fail(format!(
@@ -389,7 +389,8 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
         return Ok(());
     }
-    std::fs::write(path, contents).or_else(|e| fail(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, contents)
+        .or_else(|e| fail(format!("cannot write {}: {e}", path.display())))
 }
 
 /// `name` under `[package]` of a Cargo.toml (a minimal reader; no TOML dependency).
@@ -541,8 +542,12 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
-        let open = decl.find('{').ok_or("manifest record without initializer")?;
-        let close = decl.rfind('}').ok_or("manifest record without initializer")?;
+        let open = decl
+            .find('{')
+            .ok_or("manifest record without initializer")?;
+        let close = decl
+            .rfind('}')
+            .ok_or("manifest record without initializer")?;
         let bytes: Result<Vec<u8>, _> = decl[open + 1..close]
             .split(',')
             .map(|b| b.trim().parse::<u8>())
@@ -555,11 +560,13 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
             .and_then(|l| decl[l + 1..open].split(']').next()?.parse().ok())
             .ok_or_else(|| format!("manifest record of `{sym}` has no length"))?;
         if bytes.len() > declared {
-            return Err(format!("manifest record of `{sym}` is longer than declared"));
+            return Err(format!(
+                "manifest record of `{sym}` is longer than declared"
+            ));
         }
         bytes.resize(declared, 0);
-        let sig = manifest::decode(&bytes)
-            .map_err(|e| format!("manifest record of `{sym}`: {e}"))?;
+        let sig =
+            manifest::decode(&bytes).map_err(|e| format!("manifest record of `{sym}`: {e}"))?;
         if sig.name != sym {
             return Err(format!(
                 "manifest record `{sym}` describes a kernel named `{}`",

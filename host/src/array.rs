@@ -65,7 +65,9 @@ impl<T: Element> DeviceArray<T> {
     /// An array of `shape` on `device`, ordered on `stream`, with unspecified contents.
     pub fn empty(shape: &[usize], device: usize, stream: StreamRef) -> Result<Self> {
         if shape.len() > MAX_NDIM {
-            return Err(Error::value(format!("at most {MAX_NDIM} axes are supported")));
+            return Err(Error::value(format!(
+                "at most {MAX_NDIM} axes are supported"
+            )));
         }
         let ctx = Context::get(device)?;
         ctx.bind()?;
@@ -156,17 +158,29 @@ impl<T: Element> DeviceArray<T> {
                 self.len()
             )));
         }
-        if host.is_empty() {
+        // SAFETY: `host` is valid for writes of `len` elements.
+        unsafe { self.copy_to_ptr(host.as_mut_ptr()) }
+    }
+
+    /// Copies all elements to `dst` and waits for the copy.
+    ///
+    /// # Safety
+    ///
+    /// `dst` must be valid for writes of `self.len()` elements of `T`.
+    unsafe fn copy_to_ptr(&self, dst: *mut T) -> Result<()> {
+        if self.is_empty() {
             return Ok(());
         }
         self.ctx.bind()?;
-        // SAFETY: as in `copy_from_host`; every bit pattern is a valid `T` (Element).
+        // SAFETY: the allocation holds `len` elements; `dst` holds as many (caller); the
+        // synchronization below ends the copy before returning. Every bit pattern is a valid
+        // `T` (`Element`'s contract).
         unsafe {
             check(
                 sys::cuMemcpyDtoHAsync_v2(
-                    host.as_mut_ptr().cast(),
+                    dst.cast(),
                     self.desc.ptr(),
-                    std::mem::size_of_val(host),
+                    self.len() * std::mem::size_of::<T>(),
                     raw_stream(self.stream),
                 ),
                 "cuMemcpyDtoHAsync",
@@ -177,11 +191,12 @@ impl<T: Element> DeviceArray<T> {
 
     /// Downloads into a new `ndarray` of the same shape.
     pub fn to_ndarray(&self) -> Result<ArrayD<T>> {
-        let mut v: Vec<T> = Vec::with_capacity(self.len());
-        // SAFETY: `Element` types are plain data for which every bit pattern is valid (the
-        // trait's contract); the buffer is fully overwritten by the copy before it is read.
-        unsafe { v.set_len(self.len()) };
-        self.copy_to_host(&mut v)?;
+        let n = self.len();
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        // SAFETY: the spare capacity holds `n` elements.
+        unsafe { self.copy_to_ptr(v.spare_capacity_mut().as_mut_ptr().cast())? };
+        // SAFETY: the copy initialized all `n` elements.
+        unsafe { v.set_len(n) };
         ArrayD::from_shape_vec(IxDyn(self.desc.shape()), v)
             .map_err(|e| Error::value(format!("shape error: {e}")))
     }
@@ -403,7 +418,11 @@ impl Kernel<'_> {
         let stream = opts.stream.unwrap_or(StreamRef::Legacy);
         let mut temps: Vec<Option<ErasedDeviceArray>> = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
-            let name = sig.params.get(i).map(|p| p.name.clone()).unwrap_or_default();
+            let name = sig
+                .params
+                .get(i)
+                .map(|p| p.name.clone())
+                .unwrap_or_default();
             temps.push(match a {
                 HostArg::In(h) => Some(h.upload(device, stream).map_err(|e| e.with_arg(name))?),
                 HostArg::InOut(h) => Some(h.upload(device, stream).map_err(|e| e.with_arg(name))?),

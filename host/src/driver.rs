@@ -319,7 +319,12 @@ pub fn pointer_info(ptr: u64) -> Result<PointerInfo> {
     ];
     // SAFETY: five attributes, five out-pointers of the documented types, all locals.
     let res = unsafe {
-        sys::cuPointerGetAttributes(5, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr as sys::CUdeviceptr)
+        sys::cuPointerGetAttributes(
+            5,
+            attrs.as_mut_ptr(),
+            data.as_mut_ptr(),
+            ptr as sys::CUdeviceptr,
+        )
     };
     match res {
         sys::CUresult::CUDA_SUCCESS => Ok(PointerInfo {
@@ -357,7 +362,10 @@ impl StreamOps for DriverOps<'_> {
         let e = self.ctx.take_event()?;
         // SAFETY: a pooled event of the current context; `s` is a stream named by a live
         // array or the caller.
-        match check(unsafe { sys::cuEventRecord(e, raw_stream(s)) }, "cuEventRecord") {
+        match check(
+            unsafe { sys::cuEventRecord(e, raw_stream(s)) },
+            "cuEventRecord",
+        ) {
             Ok(()) => Ok(e),
             Err(err) => {
                 self.ctx.give_event(e);
@@ -405,7 +413,10 @@ impl Stream {
             0
         };
         // SAFETY: out-pointer to a local; the context is bound.
-        check(unsafe { sys::cuStreamCreate(&mut raw, flags) }, "cuStreamCreate")?;
+        check(
+            unsafe { sys::cuStreamCreate(&mut raw, flags) },
+            "cuStreamCreate",
+        )?;
         Ok(Stream { raw, ctx })
     }
 

@@ -221,11 +221,13 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
                     }
                     for (&s, &n) in d.byte_strides().iter().zip(d.shape()) {
                         if n > 1 && s % d.itemsize() as isize != 0 {
-                            return Err(named(Error::value(format!(
-                                "stride {s} bytes is not a multiple of the item size {}",
-                                d.itemsize()
-                            ))
-                            .with_key("strides")));
+                            return Err(named(
+                                Error::value(format!(
+                                    "stride {s} bytes is not a multiple of the item size {}",
+                                    d.itemsize()
+                                ))
+                                .with_key("strides"),
+                            ));
                         }
                     }
                 }
@@ -253,7 +255,9 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
     }
     for group in &sig.same_shape {
         let first = group[0];
-        let Arg::Array(d0) = args[first] else { continue };
+        let Arg::Array(d0) = args[first] else {
+            continue;
+        };
         for &i in &group[1..] {
             let Arg::Array(d) = args[i] else { continue };
             if d.shape() != d0.shape() {
@@ -272,7 +276,9 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
     // thread reads would depend on the order threads run in. Identical views are fine (each
     // thread reads and writes its own element).
     for (i, p) in sig.params.iter().enumerate() {
-        let (true, Arg::Array(w)) = (p.mutable, args[i]) else { continue };
+        let (true, Arg::Array(w)) = (p.mutable, args[i]) else {
+            continue;
+        };
         let Some(wr) = w.byte_range() else { continue };
         for (j, q) in sig.params.iter().enumerate() {
             if i == j {
@@ -320,7 +326,10 @@ fn may_self_overlap(d: &ArrayDesc) -> bool {
         if stride < span {
             return true;
         }
-        span = match stride.checked_mul(len - 1).and_then(|x| x.checked_add(span)) {
+        span = match stride
+            .checked_mul(len - 1)
+            .and_then(|x| x.checked_add(span))
+        {
             Some(v) => v,
             None => return true,
         };
@@ -374,7 +383,9 @@ impl Kernel<'_> {
             producers[nproducers] = d.stream();
             nproducers += 1;
             work = work.max(d.size());
-            let Some((lo, hi)) = d.byte_range() else { continue };
+            let Some((lo, hi)) = d.byte_range() else {
+                continue;
+            };
             if !opts.check_pointers {
                 continue;
             }
@@ -394,7 +405,10 @@ impl Kernel<'_> {
                 .with_key("data")
                 .with_arg(p.name.clone()));
             }
-            let (start, end) = (info.range_start, info.range_start.saturating_add(info.range_size));
+            let (start, end) = (
+                info.range_start,
+                info.range_start.saturating_add(info.range_size),
+            );
             if info.range_size > 0 && (lo < start || hi > end) {
                 return Err(Error::value(format!(
                     "the interface describes bytes [{lo:#x}, {hi:#x}) but the allocation that \
@@ -478,7 +492,11 @@ impl Kernel<'_> {
                         let at = 8 + 8 * k;
                         slot[at..at + 8].copy_from_slice(&(d.shape()[k] as u64).to_ne_bytes());
                         // Element strides; axes of extent <= 1 may carry any byte stride.
-                        let s = if d.shape()[k] > 1 { d.byte_strides()[k] / item } else { 0 };
+                        let s = if d.shape()[k] > 1 {
+                            d.byte_strides()[k] / item
+                        } else {
+                            0
+                        };
                         let at = 8 + 8 * n + 8 * k;
                         slot[at..at + 8].copy_from_slice(&(s as i64).to_ne_bytes());
                     }

@@ -102,7 +102,9 @@ impl Signature {
             offset += size;
         }
         if offset > PARAM_BUFFER_SIZE {
-            return Err(bad(format!("parameters take {offset} bytes (> {PARAM_BUFFER_SIZE})")));
+            return Err(bad(format!(
+                "parameters take {offset} bytes (> {PARAM_BUFFER_SIZE})"
+            )));
         }
         let same_shape = k
             .same_shape
@@ -110,12 +112,14 @@ impl Signature {
             .map(|g| g.iter().map(|&i| i as usize).collect::<Vec<_>>())
             .collect::<Vec<_>>();
         for g in &same_shape {
-            if g.iter().any(|&i| i >= params.len() || params[i].kind == ParamKind::Scalar) {
+            if g.iter()
+                .any(|&i| i >= params.len() || params[i].kind == ParamKind::Scalar)
+            {
                 return Err(bad("same_shape names a missing or scalar parameter".into()));
             }
         }
-        let c_name = CString::new(k.name.clone())
-            .map_err(|_| bad("kernel name contains NUL".into()))?;
+        let c_name =
+            CString::new(k.name.clone()).map_err(|_| bad("kernel name contains NUL".into()))?;
         Ok(Signature {
             name: k.name.clone(),
             family: k.family.clone(),
@@ -180,8 +184,8 @@ impl std::fmt::Debug for Module {
 impl Module {
     /// A module from PTX text and its manifest. Loads nothing yet (no driver needed).
     pub fn new(ptx: impl Into<String>, manifest: Manifest) -> Result<Module> {
-        let ptx = CString::new(ptx.into())
-            .map_err(|_| Error::value("PTX text contains a NUL byte"))?;
+        let ptx =
+            CString::new(ptx.into()).map_err(|_| Error::value("PTX text contains a NUL byte"))?;
         let signatures = manifest
             .kernels
             .iter()
@@ -233,7 +237,9 @@ impl Module {
                 module: self,
                 index,
             }),
-            None => Err(Error::value(format!("no kernel named `{name}` in this module"))),
+            None => Err(Error::value(format!(
+                "no kernel named `{name}` in this module"
+            ))),
         }
     }
 
@@ -319,7 +325,12 @@ impl Module {
             // SAFETY: valid function and block size; no dynamic shared memory.
             check(
                 unsafe {
-                    sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, block as i32, 0)
+                    sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                        &mut per_sm,
+                        f,
+                        block as i32,
+                        0,
+                    )
                 },
                 "cuOccupancyMaxActiveBlocksPerMultiprocessor",
             )?;

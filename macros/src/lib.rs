@@ -104,7 +104,10 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         );
     }
     if let ReturnType::Type(_, ty) = &sig.output {
-        return err(ty.span(), "a kernel cannot return a value: write results to a SliceMut/ViewMut parameter");
+        return err(
+            ty.span(),
+            "a kernel cannot return a value: write results to a SliceMut/ViewMut parameter",
+        );
     }
     if let Some(a) = &sig.asyncness {
         return err(a.span(), "a kernel cannot be async");
@@ -121,7 +124,10 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
     let name = &sig.ident;
     let name_str = name.to_string();
     if name_str.len() > 200 || name_str.starts_with("__") {
-        return err(name.span(), "kernel names must not start with `__` and must be < 200 bytes");
+        return err(
+            name.span(),
+            "kernel names must not start with `__` and must be < 200 bytes",
+        );
     }
 
     let mut arg_names: Vec<Ident> = Vec::new();
@@ -134,9 +140,7 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
                     Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                         pi.ident.clone()
                     }
-                    other => {
-                        return err(other.span(), "kernel parameters must be plain names")
-                    }
+                    other => return err(other.span(), "kernel parameters must be plain names"),
                 };
                 if let Type::Reference(r) = &*pt.ty {
                     return err(
@@ -182,7 +186,9 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .map(|l| l.value())
         .unwrap_or_else(|| name_str.clone());
 
-    Ok(expand_final(&func, &arg_names, &arg_types, &groups, &family))
+    Ok(expand_final(
+        &func, &arg_names, &arg_types, &groups, &family,
+    ))
 }
 
 /// Emits the entry point, its body and its manifest record.

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what it needs, then
+#   1. formatting and lints (cargo fmt --check, clippy -D warnings)
+#   2. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU)
+#   3. the PTX checks (ptxas for sm_80 and sm_90: no spills, no stack, no .extern, no panics)
+#   4. the Python package's tests (GPU tests skip with a reason without a GPU) and stubtest
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+step() { printf '\n==== %s\n' "$*"; }
+
+step "toolchain"
+bash scripts/setup.sh
+rustc --version
+
+step "cargo fmt --check"
+cargo fmt --all --check
+cargo fmt --manifest-path kernels/Cargo.toml --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The kernel crate on the host: only its parameter checks are compiled there.
+cargo clippy --manifest-path kernels/Cargo.toml --quiet -- -D warnings
+
+step "cargo test (Rust)"
+cargo test --workspace --quiet 2>&1
+
+step "PTX checks"
+ptxas="$(bash scripts/ensure_ptxas.sh)"
+outdir="$(cargo build --quiet --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "build-script-executed" and "#ferrocuda@" in m["package_id"]:
+        print(m["out_dir"])
+' | tail -1)"
+python3 scripts/check_ptx.py "$outdir/ferrocuda_kernels.ptx" --manifest "$outdir/ferrocuda_kernels.json" \
+  --ptxas "$ptxas" --arch sm_80 --arch sm_90
+python3 -m unittest -q scripts/test_check_ptx.py 2>&1 | tail -3
+
+step "Python package"
+bash scripts/python-env.sh
+.venv/bin/python -m pytest -q -rs python/tests
+if [ -f python/stubtest-allowlist.txt ]; then allow=(--allowlist python/stubtest-allowlist.txt); else allow=(); fi
+(cd python && ../.venv/bin/python -m mypy.stubtest ferrocuda "${allow[@]}")
+echo
+echo "all test stages passed"
