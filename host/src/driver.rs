@@ -58,13 +58,84 @@ pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
     };
     let name = read(n, name, "CUDA_ERROR_UNKNOWN_CODE");
     let text = read(t, text, "unrecognized error code");
+    let sticky = if is_sticky(res) {
+        let dev = current_ordinal();
+        let last = dev
+            .and_then(last_kernel)
+            .map(|k| {
+                format!(
+                    "; the most recent kernel ferrocuda launched on device {} was `{k}`",
+                    dev.unwrap_or(0)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            " [sticky error: a kernel faulted{last}. The CUDA context of this device is now \
+             unusable for every library in the process; restart the process]"
+        )
+    } else {
+        String::new()
+    };
     let kind = match res {
         sys::CUresult::CUDA_ERROR_NO_DEVICE | sys::CUresult::CUDA_ERROR_STUB_LIBRARY => {
             ErrorKind::NoDriver
         }
         _ => ErrorKind::Cuda { code },
     };
-    Error::new(kind, format!("{call} failed: {name} (code {code}): {text}"))
+    Error::new(
+        kind,
+        format!("{call} failed: {name} (code {code}): {text}{sticky}"),
+    )
+}
+
+/// Errors after which the context is unusable (a kernel faulted): they are reported by the
+/// next driver call on the context, whichever library makes it.
+pub fn is_sticky(res: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        res,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+    )
+}
+
+fn current_ordinal() -> Option<usize> {
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: out-pointer to a local; fails cleanly without a current context.
+    let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(dev.max(0) as usize)
+}
+
+static LAST_KERNEL: [std::sync::atomic::AtomicPtr<String>; MAX_DEVICES] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// Records the most recent kernel launched on `device` (so that a later fault can name it).
+/// `name` must live for the rest of the process (modules leak their kernel names for this).
+#[inline]
+pub(crate) fn set_last_kernel(device: usize, name: &'static String) {
+    if let Some(slot) = LAST_KERNEL.get(device) {
+        slot.store(
+            name as *const String as *mut String,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
+
+/// The most recent kernel ferrocuda launched on `device`, if any.
+pub fn last_kernel(device: usize) -> Option<&'static str> {
+    let p = LAST_KERNEL
+        .get(device)?
+        .load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: only `set_last_kernel` stores here, always a `&'static String`.
+    (!p.is_null()).then(|| unsafe { (*p).as_str() })
 }
 
 static INIT: OnceLock<std::result::Result<(), Error>> = OnceLock::new();

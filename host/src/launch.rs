@@ -530,6 +530,7 @@ impl Kernel<'_> {
         };
         check(res, "cuLaunchKernel")
             .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)))?;
+        driver::set_last_kernel(ordinal, sig.static_name);
         plan.after_launch(&mut ops)?;
         Ok(Launched {
             plan,

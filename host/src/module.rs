@@ -52,6 +52,8 @@ pub struct Signature {
     /// Size of the whole parameter buffer.
     pub buffer_size: usize,
     c_name: CString,
+    /// The name, leaked once per module so that fault reports can name the last kernel.
+    pub(crate) static_name: &'static String,
 }
 
 /// Launch parameters fit in this many bytes (the driver's classic limit is 4 KiB).
@@ -127,6 +129,7 @@ impl Signature {
             same_shape,
             buffer_size: offset,
             c_name,
+            static_name: Box::leak(Box::new(k.name.clone())),
         })
     }
 
@@ -240,6 +243,20 @@ impl Module {
             None => Err(Error::value(format!(
                 "no kernel named `{name}` in this module"
             ))),
+        }
+    }
+
+    /// The kernel at `index` in manifest order (as generated launchers address them).
+    pub fn kernel_at(&self, index: usize) -> Result<Kernel<'_>> {
+        if index < self.signatures.len() {
+            Ok(Kernel {
+                module: self,
+                index,
+            })
+        } else {
+            Err(Error::value(format!(
+                "no kernel at index {index} in this module"
+            )))
         }
     }
 
