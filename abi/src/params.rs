@@ -184,6 +184,11 @@ impl DType {
 ///
 /// `DTYPE` must describe `Self` exactly (size and bit layout), and every bit pattern the
 /// array-interface type admits must be a valid `Self`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an array element type",
+    note = "elements are i8, i16, i32, i64, u8, u16, u32, u64, f32 or f64 (usize/isize have no \
+            fixed size across host and device)"
+)]
 pub unsafe trait Element: Copy + 'static {
     /// The array-interface type of `Self`.
     const DTYPE: DType;

@@ -27,7 +27,8 @@
 //! scripts (`CARGO_ENCODED_RUSTFLAGS`, `RUSTUP_TOOLCHAIN`, `CARGO_TARGET_DIR`, jobserver
 //! `MAKEFLAGS`, …) would silently change the target CPU or break the build. It uses its own
 //! target directory (sharing the outer one deadlocks on cargo's lock), and the PTX is emitted
-//! to a fixed path and then copied, only when changed, to the output directory.
+//! to a path fixed per crate, profile and arch, then copied, only when changed, to the output
+//! directory.
 //!
 //! After the build the PTX is post-processed: the manifest records that `#[kernel]` embeds
 //! (see `ferrocuda_abi::manifest`) are decoded, removed from the PTX, cross-checked against the
@@ -219,7 +220,14 @@ impl PtxBuilder {
 
         let profile = if self.release { "release" } else { "dev" };
         let profile_dir = if self.release { "release" } else { "debug" };
-        let emitted = target_dir.join(format!("{lib_name}.{}.ptx", self.arch));
+        // Cargo leaves this file alone when it finds the crate fresh, so its name must be
+        // private to this crate, profile and arch: a target directory shared by two crates of
+        // one library name (or one crate in both profiles) must never hand back the other's PTX.
+        let emitted = target_dir.join(format!(
+            "{lib_name}.{}.{profile_dir}.{:016x}.ptx",
+            self.arch,
+            path_hash(&crate_dir)
+        ));
         let mut cmd = Command::new(&cargo);
         scrub_env(&mut cmd);
         cmd.current_dir(&crate_dir)
@@ -383,6 +391,17 @@ fn check_rust_src(crate_dir: &Path) -> Result<(), BuildError> {
         ));
     }
     Ok(())
+}
+
+/// FNV-1a of a directory's canonical path (stable across runs and toolchains).
+fn path_hash(dir: &Path) -> u64 {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {

@@ -131,6 +131,7 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
     }
 
     let mut arg_names: Vec<Ident> = Vec::new();
+    let mut arg_pats: Vec<Pat> = Vec::new();
     let mut arg_types: Vec<Type> = Vec::new();
     for input in &sig.inputs {
         match input {
@@ -156,6 +157,8 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
                     );
                 }
                 arg_names.push(ident);
+                // The body keeps the written binding (`mut x` stays mutable there).
+                arg_pats.push((*pt.pat).clone());
                 arg_types.push((*pt.ty).clone());
             }
         }
@@ -187,7 +190,7 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .unwrap_or_else(|| name_str.clone());
 
     Ok(expand_final(
-        &func, &arg_names, &arg_types, &groups, &family,
+        &func, &arg_names, &arg_pats, &arg_types, &groups, &family,
     ))
 }
 
@@ -195,6 +198,7 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
 fn expand_final(
     func: &ItemFn,
     arg_names: &[Ident],
+    arg_pats: &[Pat],
     arg_types: &[Type],
     groups: &[Vec<u8>],
     family: &str,
@@ -233,7 +237,7 @@ fn expand_final(
         #[cfg(target_arch = "nvptx64")]
         #[inline(always)]
         #(#attrs)*
-        #unsafety fn #inner(#(#arg_names: #arg_types),*) #body
+        #unsafety fn #inner(#(#arg_pats: #arg_types),*) #body
 
         #[cfg(target_arch = "nvptx64")]
         #[unsafe(no_mangle)]

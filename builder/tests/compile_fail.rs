@@ -1,0 +1,391 @@
+//! What `#[kernel]` must reject at compile time, checked through the real NVPTX build.
+//!
+//! Each case is a one-kernel crate written to its own directory under a fresh temporary
+//! directory and built with `PtxBuilder` (so for `nvptx64-nvidia-cuda`, exactly as a user's
+//! crate is built). What this verifies:
+//!
+//! * `rejects_invalid_kernels`: the build FAILS, and its error output carries the message of
+//!   the macro (or of the `KernelParam` trait's `on_unimplemented`), for: a reference parameter,
+//!   a raw pointer, a non-`Copy` local struct, a `Copy` struct / array / `usize` that is not a
+//!   `KernelParam`, a return value, a generic kernel (type, const and lifetime parameters, a
+//!   `where` clause), `self`, a pattern parameter, `async`/`const`/`extern` kernels, a `__` name,
+//!   an unknown option, a bad family, and `same_shape` naming a missing parameter, one
+//!   parameter, or a parameter twice;
+//! * `accepts_a_minimal_kernel`: a minimal valid crate builds (the harness can succeed) and its
+//!   manifest is right — including a `mut` parameter binding, a parameterless kernel and a view;
+//! * `panics_become_trap`: kernels with panic paths (a bounds-checked `SliceMut::write`, array
+//!   indexing, `Option::unwrap`, integer division) build, and their PTX has `trap` but no panic
+//!   machinery: no `.extern`, no `panic` symbol, no panic message.
+//!
+//! The cases run one after another (a mutex serializes the tests of this file) and share the
+//! child build's target directory with `new_kernel.rs`, so `core` is compiled once; each case
+//! then costs well under two seconds. Needs the pinned toolchain's `rust-src`.
+
+use ferrocuda_abi::manifest::ParamSig;
+use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+/// Serializes the builds of this file's tests (they share one target directory).
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("builder/ has a parent")
+        .to_path_buf()
+}
+
+/// The child-build target directory shared by the builder's integration tests.
+fn shared_target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("ferrocuda-ptx-tests")
+}
+
+/// A directory under the system temp dir, unique to this process and test, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir =
+            std::env::temp_dir().join(format!("ferrocuda-{tag}-{}-{nanos}", std::process::id()));
+        fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+const CRATE_NAME: &str = "fc-case";
+
+const PRELUDE: &str = "\
+#![no_std]
+#![cfg_attr(target_arch = \"nvptx64\", feature(abi_ptx))]
+#![allow(unused)]
+use ferrocuda_device::{kernel, Slice, SliceMut, View, ViewMut};
+";
+
+/// Writes a kernel crate with `body` (after the prelude) to `dir` and builds it to PTX.
+fn build_case(dir: &Path, body: &str) -> Result<BuildOutput, BuildError> {
+    let root = repo_root();
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{CRATE_NAME}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+             publish = false\n\n[workspace]\n\n[dependencies]\n\
+             ferrocuda-device = {{ path = {:?} }}\n",
+            root.join("device").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // The bundled crate's lock file pins the macro crate's dependencies (no registry access).
+    let lock = fs::read_to_string(root.join("kernels").join("Cargo.lock")).unwrap();
+    let lock = lock.replace(
+        "name = \"ferrocuda-kernels\"",
+        &format!("name = \"{CRATE_NAME}\""),
+    );
+    fs::write(dir.join("Cargo.lock"), lock).unwrap();
+    fs::copy(
+        root.join("rust-toolchain.toml"),
+        dir.join("rust-toolchain.toml"),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("src").join("lib.rs"),
+        format!("{PRELUDE}\n{body}\n"),
+    )
+    .unwrap();
+    PtxBuilder::new(dir)
+        .arch("sm_80")
+        .out_dir(dir.join("out"))
+        .target_dir(shared_target_dir())
+        .build()
+}
+
+/// (case name, kernel source, text the error must contain)
+const REJECTED: &[(&str, &str, &str)] = &[
+    (
+        "reference",
+        "#[kernel] pub unsafe fn k(x: &[f32]) {}",
+        "kernel parameters are passed by value",
+    ),
+    (
+        "mut_reference",
+        "#[kernel] pub unsafe fn k(x: &mut f32) {}",
+        "kernel parameters are passed by value",
+    ),
+    (
+        "raw_pointer",
+        "#[kernel] pub unsafe fn k(x: *mut f32) {}",
+        "raw pointers carry no length",
+    ),
+    (
+        "non_copy_struct",
+        "pub struct Owned { v: u32 }\n#[kernel] pub unsafe fn k(x: Owned) {}",
+        "`Owned` cannot be a kernel parameter",
+    ),
+    (
+        "copy_struct",
+        "#[derive(Clone, Copy)] #[repr(C)] pub struct Pair(u32, u32);\n\
+         #[kernel] pub unsafe fn k(x: Pair) {}",
+        "`Pair` cannot be a kernel parameter",
+    ),
+    (
+        "array_by_value",
+        "#[kernel] pub unsafe fn k(x: [f32; 4]) {}",
+        "`[f32; 4]` cannot be a kernel parameter",
+    ),
+    (
+        "usize_scalar",
+        "#[kernel] pub unsafe fn k(x: SliceMut<f32>, n: usize) {}",
+        "`usize` cannot be a kernel parameter",
+    ),
+    (
+        "slice_of_non_element",
+        "#[kernel] pub unsafe fn k(x: SliceMut<usize>) {}",
+        // `Element` has no custom message; rustc names the `KernelParam` requirement.
+        "required for `SliceMut<usize>` to implement `KernelParam`",
+    ),
+    (
+        "return_value",
+        "#[kernel] pub unsafe fn k(x: SliceMut<f32>) -> f32 { 0.0 }",
+        "a kernel cannot return a value",
+    ),
+    (
+        "generic_type",
+        "#[kernel] pub unsafe fn k<T: Copy>(x: SliceMut<f32>) {}",
+        "a kernel cannot be generic",
+    ),
+    (
+        "generic_const",
+        "#[kernel] pub unsafe fn k<const N: usize>(x: View<f32, N>) {}",
+        "a kernel cannot be generic",
+    ),
+    (
+        "generic_lifetime",
+        "#[kernel] pub unsafe fn k<'a>(x: SliceMut<f32>) {}",
+        "a kernel cannot be generic",
+    ),
+    (
+        "where_clause",
+        "#[kernel] pub unsafe fn k(x: SliceMut<f32>) where f32: Copy {}",
+        "a kernel cannot be generic",
+    ),
+    (
+        "self_receiver",
+        "#[kernel] pub unsafe fn k(self) {}",
+        "a kernel cannot take `self`",
+    ),
+    (
+        "pattern_parameter",
+        "#[kernel] pub unsafe fn k((a, b): (u32, u32)) {}",
+        "kernel parameters must be plain names",
+    ),
+    (
+        "async_kernel",
+        "#[kernel] pub async unsafe fn k(x: SliceMut<f32>) {}",
+        "a kernel cannot be async",
+    ),
+    (
+        "const_kernel",
+        "#[kernel] pub const unsafe fn k(x: SliceMut<f32>) {}",
+        "a kernel cannot be const",
+    ),
+    (
+        "explicit_abi",
+        "#[kernel] pub unsafe extern \"C\" fn k(x: SliceMut<f32>) {}",
+        "do not give a kernel an ABI",
+    ),
+    (
+        "reserved_name",
+        "#[kernel] pub unsafe fn __k(x: SliceMut<f32>) {}",
+        "kernel names must not start with `__`",
+    ),
+    (
+        "unknown_option",
+        "#[kernel(block = 256)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "unknown #[kernel] option",
+    ),
+    (
+        "bad_family",
+        "#[kernel(family = \"not an ident\")] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "family must be an identifier",
+    ),
+    (
+        "same_shape_missing_param",
+        "#[kernel(same_shape(x, z))] pub unsafe fn k(x: Slice<f32>, y: SliceMut<f32>) {}",
+        "same_shape names no parameter of this kernel",
+    ),
+    (
+        "same_shape_one_param",
+        "#[kernel(same_shape(x))] pub unsafe fn k(x: Slice<f32>, y: SliceMut<f32>) {}",
+        "same_shape needs at least two parameters",
+    ),
+    (
+        "same_shape_twice",
+        "#[kernel(same_shape(x, y, x))] pub unsafe fn k(x: Slice<f32>, y: SliceMut<f32>) {}",
+        "parameter named twice in same_shape",
+    ),
+];
+
+#[test]
+fn rejects_invalid_kernels() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("compile-fail");
+    let mut problems = Vec::new();
+    for (name, body, expected) in REJECTED {
+        let start = Instant::now();
+        let result = build_case(&tmp.0.join(name), body);
+        eprintln!("{name}: {:.2} s", start.elapsed().as_secs_f64());
+        match result {
+            Ok(_) => problems.push(format!("case `{name}` built, but must fail:\n{body}")),
+            Err(e) => {
+                let msg = e.to_string();
+                if !msg.contains(expected) {
+                    problems.push(format!(
+                        "case `{name}` failed without `{expected}`:\n{body}\n--- error ---\n{msg}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+fn param(
+    name: &str,
+    kind: &str,
+    dtype: &str,
+    rank: u8,
+    mutable: bool,
+    size: u16,
+    align: u16,
+) -> ParamSig {
+    ParamSig {
+        name: name.into(),
+        kind: kind.into(),
+        dtype: dtype.into(),
+        rank,
+        mutable,
+        size,
+        align,
+    }
+}
+
+#[test]
+fn accepts_a_minimal_kernel() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("compile-pass");
+    let body = "\
+#[kernel]
+pub unsafe fn fill(x: SliceMut<u32>, mut value: u32) {
+    value += 1;
+    if let Some(i) = (0..x.len()).next() {
+        // SAFETY: i < len.
+        unsafe { x.write_unchecked(i, value) };
+    }
+}
+
+#[kernel(family = \"nothing\")]
+pub fn noop() {}
+
+#[kernel(same_shape(a, b))]
+pub unsafe fn copy2d(a: View<f64, 2>, b: ViewMut<f64, 2>) {}
+";
+    let out = build_case(&tmp.0.join("minimal"), body).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = fs::read_to_string(&out.ptx).unwrap();
+    assert!(ptx.contains(".visible .entry fill("));
+    assert!(ptx.contains(".visible .entry noop()"));
+    assert!(ptx.contains(".visible .entry copy2d("));
+    assert!(!ptx.contains("__ferrocuda_manifest__"));
+    let names: Vec<&str> = out
+        .manifest
+        .kernels
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(names, ["copy2d", "fill", "noop"]);
+
+    let fill = out.manifest.kernel("fill").unwrap();
+    assert_eq!(fill.family, "fill");
+    assert_eq!(
+        fill.params,
+        [
+            param("x", "slice", "uint32", 1, true, 16, 8),
+            param("value", "scalar", "uint32", 0, false, 4, 4),
+        ]
+    );
+    assert!(fill.same_shape.is_empty());
+    let noop = out.manifest.kernel("noop").unwrap();
+    assert_eq!(noop.family, "nothing");
+    assert!(noop.params.is_empty());
+    let copy2d = out.manifest.kernel("copy2d").unwrap();
+    assert_eq!(
+        copy2d.params,
+        [
+            param("a", "view", "float64", 2, false, 40, 8),
+            param("b", "view", "float64", 2, true, 40, 8),
+        ]
+    );
+    assert_eq!(copy2d.same_shape, [vec![0u8, 1]]);
+}
+
+#[test]
+fn panics_become_trap() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("panic-path");
+    let body = "\
+/// Bounds-checked write: an out-of-range `i` aborts.
+#[kernel]
+pub unsafe fn checked_write(x: SliceMut<f32>, i: u32, v: f32) {
+    unsafe { x.write(i as usize, v) };
+}
+
+/// Array indexing and `unwrap`: both panic out of range.
+#[kernel]
+pub unsafe fn lookup(x: Slice<i32>, out: SliceMut<i32>, i: u32) {
+    let table = [1, 2, 3];
+    let v = table[i as usize] + x.get(i as usize).unwrap();
+    unsafe { out.write_unchecked(0, v) };
+}
+
+/// Integer division: panics on a zero divisor.
+#[kernel]
+pub unsafe fn divide(out: SliceMut<i32>, a: i32, b: i32) {
+    unsafe { out.write_unchecked(0, a / b) };
+}
+";
+    let out = build_case(&tmp.0.join("panics"), body).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = fs::read_to_string(&out.ptx).unwrap();
+    for k in ["checked_write", "lookup", "divide"] {
+        assert!(
+            ptx.contains(&format!(".visible .entry {k}(")),
+            "no .entry {k}"
+        );
+    }
+    assert!(ptx.contains("trap;"), "no trap in the PTX:\n{ptx}");
+    assert!(
+        !ptx.contains(".extern"),
+        "the PTX declares an .extern:\n{ptx}"
+    );
+    let lower = ptx.to_lowercase();
+    for word in [
+        "panic",
+        "out-of-bounds",
+        "unwrap",
+        "divide by zero",
+        "index out of bounds",
+    ] {
+        assert!(!lower.contains(word), "the PTX mentions `{word}`:\n{ptx}");
+    }
+}
