@@ -548,7 +548,57 @@ fn test_device_array() -> TestResult {
     ensure(launched.config.is_none(), || "nothing should launch".into())
 }
 
+/// A kernel that traps surfaces as a CUDA error naming the kernel. The fault makes the
+/// context unusable, so it runs in a child process (this binary, re-executed).
+fn test_fault_names_kernel() -> TestResult {
+    let exe = std::env::current_exe().map_err(err)?;
+    let out = std::process::Command::new(exe)
+        .env("FERROCUDA_FAULT_CHILD", "1")
+        .output()
+        .map_err(err)?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.code() == Some(3), || {
+        format!("child exit {:?}: {text}", out.status)
+    })?;
+    ensure(
+        text.contains("`checked_write`") && text.contains("sticky"),
+        || format!("fault report: {text}"),
+    )
+}
+
+/// The child side of `test_fault_names_kernel`: an in-bounds write works, an out-of-bounds
+/// one traps; exits 3 after printing the error of the synchronization that reports it.
+fn fault_child() -> ! {
+    let run = || -> Result<String, String> {
+        let x = DeviceArray::<i32>::empty(&[8], DEV, L).map_err(|e| e.to_string())?;
+        kernels::checked_write(&x, 7, 42, &opts()).map_err(|e| e.to_string())?;
+        let got = x.to_ndarray().map_err(|e| e.to_string())?;
+        if got[7] != 42 {
+            return Err("in-bounds write lost".into());
+        }
+        kernels::checked_write(&x, 8, 1, &opts()).map_err(|e| e.to_string())?;
+        match x.synchronize() {
+            Ok(()) => Err("the out-of-bounds write did not fault".into()),
+            Err(e) => Ok(e.to_string()),
+        }
+    };
+    match run() {
+        Ok(report) => {
+            println!("{report}");
+            std::process::exit(3)
+        }
+        Err(e) => {
+            println!("unexpected: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
 fn main() {
+    if std::env::var_os("FERROCUDA_FAULT_CHILD").is_some() {
+        fault_child();
+    }
     let args = Arguments::from_args();
     let seed = std::env::var("FERROCUDA_TEST_SEED")
         .ok()
@@ -591,6 +641,7 @@ fn main() {
         ("threads", test_threads),
         ("pointer_checks", test_pointer_checks),
         ("device_array", test_device_array),
+        ("fault_names_kernel", test_fault_names_kernel),
     ];
     let trials = tests
         .into_iter()

@@ -153,3 +153,16 @@ pub unsafe fn fill_slow(x: SliceMut<f32>, value: f32, iters: u32) {
         unsafe { x.write_unchecked(i, v) };
     }
 }
+
+// ---- checked_write: bounds checks in action ---------------------------------------------
+
+/// Thread 0 writes `value` to `x[index]` through the bounds-checked `SliceMut::write`: an
+/// out-of-bounds `index` aborts the kernel with a PTX `trap`, which the host reports as a
+/// (sticky) CUDA error naming this kernel. Used by the fault tests.
+#[kernel]
+pub unsafe fn checked_write(x: SliceMut<i32>, index: u64, value: i32) {
+    if thread::index_1d() == 0 {
+        // SAFETY: a single thread writes.
+        unsafe { x.write(index as usize, value) };
+    }
+}

@@ -7,6 +7,7 @@
 //! | `add_index` | `add_index_{f32,f64,i32,i64}_{1..4}d` | each element `+=` the sum of its multi-index (AMSO), any strides |
 //! | `saxpy` | `saxpy_{f32,f64}` | `y = alpha * x + y` |
 //! | `fill_slow` | `fill_slow` | spin `iters` steps, then `x[i] = value` (a slow producer for ordering tests) |
+//! | `checked_write` | `checked_write` | `x[index] = value` through a bounds check (traps when out of bounds) |
 //!
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
