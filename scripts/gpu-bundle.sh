@@ -3,13 +3,16 @@
 #   .gpu/bin/       compiled Rust test binaries (release, stripped)
 #   .gpu/wheels/    the abi3 wheel of the Python package (if the Python env exists)
 #   .gpu/python/    the Python tests and benchmark scripts
+#   .gpu/bin-bench/ the Rust launch benchmark binary (criterion; run by .gpu/bench/run.sh)
+#   .gpu/bench/     bench/ (floor.cu, python_bench.py, run.sh) + the bundled PTX and manifest
+#   .gpu/whl-numba/ a NumPy < 2.5 wheel from .whl/, if there is one (for the Numba benchmarks)
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
-#                   runs everything, writing logs under $OUT
+#                   runs everything, writing logs under $OUT (`bash .gpu/run.sh bench`: benchmarks)
 # Usage: scripts/gpu-bundle.sh   (then carry .gpu to the GPU machine and run `bash .gpu/run.sh`)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-rm -rf .gpu && mkdir -p .gpu/bin .gpu/wheels .gpu/python
+rm -rf .gpu && mkdir -p .gpu/bin .gpu/bin-bench .gpu/wheels .gpu/python
 
 # Rust test binaries that need a GPU (and the host lib tests, cheap to include).
 cargo test --release --no-run --message-format=json -p ferrocuda --test gpu 2>/dev/null \
@@ -25,12 +28,38 @@ for line in sys.stdin:
 '
 strip .gpu/bin/* 2>/dev/null || true
 
+# The Rust launch benchmark (a criterion binary; not a test, so not in .gpu/bin).
+cargo bench --no-run --message-format=json -p ferrocuda --bench launch 2>/dev/null \
+  | python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["bench"]:
+        shutil.copy(m["executable"], ".gpu/bin-bench/" + m["target"]["name"])
+        print("bundled .gpu/bin-bench/" + m["target"]["name"])
+'
+strip .gpu/bin-bench/* 2>/dev/null || true
+[ -x .gpu/bin-bench/launch ] || echo "warning: the launch benchmark did not build (cargo bench --no-run --bench launch)" >&2
+
 # The Python wheel, if the Python environment is set up.
 if [ -x .venv/bin/maturin ]; then
   (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
   echo "bundled $(ls .gpu/wheels)"
 fi
 [ -d python/tests ] && cp -r python/tests .gpu/python/
-[ -d bench ] && cp -r bench .gpu/bench
+# Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.
+if [ -d bench ]; then
+  mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/
+  ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
+  if [ -n "$ptx" ]; then
+    cp "$ptx" "${ptx%.ptx}.json" .gpu/bench/ && echo "bundled .gpu/bench/ferrocuda_kernels.{ptx,json} from $ptx"
+  else
+    echo "warning: no built PTX under target/release/build/ferrocuda-*/out" >&2
+  fi
+fi
+if ls .whl/numpy-*.whl >/dev/null 2>&1; then
+  mkdir -p .gpu/whl-numba && cp .whl/numpy-*.whl .gpu/whl-numba/ && echo "bundled $(ls .gpu/whl-numba)"
+fi
 cp scripts/gpu-run.sh .gpu/run.sh
 du -sh .gpu

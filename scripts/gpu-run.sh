@@ -3,7 +3,7 @@
 # what: rust python sanitizer bench (default: rust python sanitizer)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"
+OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"; export OUT
 what="${*:-rust python sanitizer}"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -31,7 +31,12 @@ for w in $what; do
           --skip race_off_observed --skip fault_names_kernel 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log" || status=1
       done ;;
     bench)
-      [ -x .gpu/bench/run.sh ] && bash .gpu/bench/run.sh 2>&1 | tee "$OUT/bench.log" ;;
+      # Floor (nvcc), Rust and Python benchmarks; tables last, JSON in $OUT/bench.json.
+      if [ -f .gpu/bench/run.sh ]; then
+        bash .gpu/bench/run.sh 2>&1 | tee "$OUT/bench.log" || status=1
+      else
+        echo "gpu-run: no .gpu/bench/run.sh (bundle with scripts/gpu-bundle.sh)"; status=1
+      fi ;;
   esac
 done
 echo "gpu-run: exit status $status"

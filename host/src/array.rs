@@ -281,7 +281,13 @@ impl<O> ForeignArray<O> {
     pub fn new(desc: ArrayDesc, owner: O, sync: bool) -> Result<Self> {
         let desc = if sync {
             if let Some(s) = desc.stream() {
-                crate::driver::init()?;
+                // The stream belongs to the context of the memory's device.
+                let dev = crate::driver::pointer_info(desc.ptr())
+                    .ok()
+                    .filter(|i| i.device >= 0)
+                    .map(|i| i.device as usize)
+                    .unwrap_or(0);
+                Context::get(dev)?.bind()?;
                 crate::driver::synchronize(s)?;
             }
             desc

@@ -360,6 +360,7 @@ impl Kernel<'_> {
     pub unsafe fn launch(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Launched> {
         let sig = self.signature();
         check_args(sig, args)?;
+        driver::init()?;
         let mode = match opts.sync {
             Some(m) => m,
             None => default_sync_mode()?,

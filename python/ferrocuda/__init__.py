@@ -1,0 +1,149 @@
+"""ferrocuda: GPU kernels written in Rust, launched on the arrays you already have.
+
+Kernels are compiled from Rust to PTX at build time; launchers take any object that exports
+the CUDA Array Interface (CuPy, PyTorch, Numba, ...), DLPack (JAX), the SYCL USM array
+interface, a :class:`DeviceArray`, or a NumPy host array, validate it against the kernel's
+manifest, order the launch after the producers' pending work (honouring their streams as
+Numba's consumer does) and launch.
+
+Quick start (on a machine with an NVIDIA GPU)::
+
+    import cupy as cp
+    import ferrocuda
+
+    a = cp.arange(1 << 20, dtype=cp.float32)
+    b = cp.ones_like(a)
+    out = cp.empty_like(a)
+    ferrocuda.kernels.add(a, b, out)          # dispatches to add_f32
+
+Main entry points:
+
+* :data:`kernels` -- the bundled kernels (``add``, ``initialize_array``, ``add_index``,
+  ``saxpy``), one launcher per family (dispatching on element type and rank) and per kernel;
+* :func:`load` -- a module of your own kernels, built with ``ferrocuda-builder``;
+* :class:`DeviceArray` -- device memory owned by ferrocuda (CAI v3 and DLPack export);
+* :func:`as_cuda_array`, :func:`from_cuda_array_interface` -- Numba's consumer API;
+* :class:`CudaError` -- driver failures (also: no driver); validation errors are
+  ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key.
+
+Host (NumPy) arrays are accepted by every launcher as Numba accepts them: copied to the device
+before the launch and back afterwards when the kernel writes them, with a
+:class:`PerformanceWarning`. That costs an allocation, two copies and a synchronization per
+array and call: keep data on the device in loops.
+
+Synchronization: ``sync=`` per call, or ``FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC`` for the process
+(``1``/unset: host-synchronize foreign producer streams as Numba does; ``event``: order them
+with CUDA events, never blocking the host; ``0``: no ordering). See :class:`SyncMode`.
+
+Importing ferrocuda needs no GPU: the first operation that does raises :class:`CudaError`.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import types
+from typing import Dict, Union
+
+from . import _ferrocuda
+from ._ferrocuda import (
+    MAX_NDIM,
+    SYNC_ENV_VAR,
+    ConfiguredLauncher,
+    CudaError,
+    DeviceArray,
+    Family,
+    ForeignArray,
+    Kernel,
+    Module,
+    PerformanceWarning,
+    __version__,
+    as_cuda_array,
+    bundled,
+    device_count,
+    driver_available,
+    from_cuda_array_interface,
+    load,
+    normalize_stream,
+    normalize_sync,
+    synchronize,
+    validate_interface,
+)
+
+__all__ = [
+    "MAX_NDIM",
+    "SYNC_ENV_VAR",
+    "ConfiguredLauncher",
+    "CudaError",
+    "DeviceArray",
+    "Family",
+    "ForeignArray",
+    "Kernel",
+    "Module",
+    "PerformanceWarning",
+    "SyncMode",
+    "__version__",
+    "as_cuda_array",
+    "bundled",
+    "device_count",
+    "driver_available",
+    "from_cuda_array_interface",
+    "kernels",
+    "load",
+    "normalize_stream",
+    "normalize_sync",
+    "synchronize",
+    "validate_interface",
+]
+
+
+class SyncMode(enum.Enum):
+    """How a launch is ordered against the streams of its arrays' producers.
+
+    Pass a member (or its string value) as ``sync=``; ``None`` selects the process default,
+    ``FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC`` (``1``/unset = DEFAULT, ``event`` = EVENT,
+    ``0`` = OFF).
+    """
+
+    #: Host-synchronize each producer stream other than the launch stream (Numba's
+    #: semantics, minus the sync on the launch stream itself); afterwards those streams wait
+    #: for the kernel. ``sync=True`` means the same.
+    DEFAULT = "default"
+    #: Never block the host: the launch stream waits on an event recorded on each foreign
+    #: producer stream; afterwards those streams wait for the kernel.
+    EVENT = "event"
+    #: No ordering at all; the caller guarantees the data is ready. ``sync=False`` too.
+    OFF = "off"
+
+
+def _make_kernels(module: Module, name: str) -> types.ModuleType:
+    """A module object exposing `module`'s families and kernels as attributes."""
+    ns = types.ModuleType(name)
+    fams: Dict[str, Family] = module.families
+    ks: Dict[str, Kernel] = module.kernels
+    lines = [
+        "The kernels bundled with ferrocuda, generated from their manifest at import.",
+        "",
+        "Each family launcher dispatches on the arrays' element types and ranks; each kernel",
+        "is also reachable by its own name. Families:",
+        "",
+    ]
+    for fname, fam in fams.items():
+        variants = ", ".join(k.name for k in fam.kernels)
+        lines.append(f"* ``{fname}`` -- {variants}")
+    ns.__doc__ = "\n".join(lines) + "\n"
+    entries: Dict[str, Union[Family, Kernel]] = {}
+    entries.update(ks)
+    entries.update(fams)  # a family wins over a kernel of the same name
+    for attr, obj in entries.items():
+        setattr(ns, attr, obj)
+    ns.families = fams  # type: ignore[attr-defined]
+    ns.module = module  # type: ignore[attr-defined]
+    return ns
+
+
+#: The bundled kernels: ``kernels.add(a, b, out)``, ``kernels.initialize_array(x)``,
+#: ``kernels.add_index(x)``, ``kernels.saxpy(alpha, x, y)``, and each variant by name
+#: (``kernels.add_f32``). Also importable as ``ferrocuda.kernels``.
+kernels = _make_kernels(bundled(), __name__ + ".kernels")
+sys.modules[kernels.__name__] = kernels

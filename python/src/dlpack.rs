@@ -1,0 +1,544 @@
+//! DLPack: the C structures (as in `dlpack.h` 1.x), the consumer (importing a producer's
+//! capsule) and the producer (`DeviceArray.__dlpack__`).
+//!
+//! # Consumer
+//!
+//! [`import`] calls `obj.__dlpack__(stream=<launch stream>, max_version=(1, 0))` — falling
+//! back to `__dlpack__(stream=…)` and `__dlpack__()` for producers that raise `TypeError` for
+//! the newer keywords — so that the *producer* orders its pending work before the consumer's
+//! stream (the DLPack rule for CUDA). The capsule (`"dltensor_versioned"` or `"dltensor"`) is
+//! renamed to `"used_…"` as the protocol demands, and the managed tensor is owned by a
+//! [`DlpackOwner`] that calls the producer's deleter exactly once when dropped. The resulting
+//! [`ArrayDesc`] has no stream: ordering already happened inside `__dlpack__`.
+//!
+//! Accepted tensors: device type CUDA (2) or CUDA managed (13); `lanes == 1`; integer,
+//! unsigned, float (16/32/64 bits), bool (8 bits) and complex (64/128 bits) element types;
+//! strides in elements (NULL = C order); `byte_offset` added to `data`. A versioned tensor
+//! with the read-only flag gives a read-only array; a major version other than 1 is refused
+//! (its deleter is still called).
+//!
+//! # Producer
+//!
+//! [`export`] builds a managed tensor over a ferrocuda array. The tensor's context holds a
+//! strong reference to the Python array object, so the memory outlives every consumer; the
+//! deleter drops it. The capsule's destructor calls the deleter only if no consumer took the
+//! tensor (the capsule was not renamed).
+
+use std::ffi::{c_void, CStr};
+use std::ptr::NonNull;
+
+use ferrocuda_abi::DType;
+use ferrocuda_host::{ArrayDesc, Error};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict};
+
+use crate::interface::{rename_protocol, type_name};
+use crate::to_py;
+
+/// `DLDeviceType::kDLCPU`.
+pub const KDL_CPU: i32 = 1;
+/// `DLDeviceType::kDLCUDA`.
+pub const KDL_CUDA: i32 = 2;
+/// `DLDeviceType::kDLCUDAManaged`.
+pub const KDL_CUDA_MANAGED: i32 = 13;
+
+/// `DLDataTypeCode` values.
+pub mod code {
+    /// Signed integer.
+    pub const INT: u8 = 0;
+    /// Unsigned integer.
+    pub const UINT: u8 = 1;
+    /// IEEE float.
+    pub const FLOAT: u8 = 2;
+    /// bfloat16.
+    pub const BFLOAT: u8 = 4;
+    /// Complex (two floats).
+    pub const COMPLEX: u8 = 5;
+    /// Boolean.
+    pub const BOOL: u8 = 6;
+}
+
+/// `DLPACK_FLAG_BITMASK_READ_ONLY`.
+pub const FLAG_READ_ONLY: u64 = 1 << 0;
+
+/// `DLDevice`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLDevice {
+    /// `DLDeviceType` (a C enum: `int`).
+    pub device_type: i32,
+    /// Device ordinal.
+    pub device_id: i32,
+}
+
+/// `DLDataType`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLDataType {
+    /// `DLDataTypeCode`.
+    pub code: u8,
+    /// Bits per lane.
+    pub bits: u8,
+    /// Lanes (1 for scalars).
+    pub lanes: u16,
+}
+
+/// `DLTensor`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLTensor {
+    /// Base pointer (add `byte_offset`).
+    pub data: *mut c_void,
+    /// Where the data lives.
+    pub device: DLDevice,
+    /// Number of axes.
+    pub ndim: i32,
+    /// Element type.
+    pub dtype: DLDataType,
+    /// `ndim` extents.
+    pub shape: *mut i64,
+    /// `ndim` strides in elements, or NULL for C order.
+    pub strides: *mut i64,
+    /// Bytes from `data` to the first element.
+    pub byte_offset: u64,
+}
+
+/// `DLManagedTensor` (the unversioned, pre-1.0 capsule content, `"dltensor"`).
+#[repr(C)]
+pub struct DLManagedTensor {
+    /// The tensor.
+    pub dl_tensor: DLTensor,
+    /// Producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Releases the tensor (may be NULL).
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+/// `DLPackVersion`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLPackVersion {
+    /// Major version (ABI break when it changes).
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+/// `DLManagedTensorVersioned` (DLPack ≥ 1.0, `"dltensor_versioned"`).
+#[repr(C)]
+pub struct DLManagedTensorVersioned {
+    /// Version of the structure.
+    pub version: DLPackVersion,
+    /// Producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Releases the tensor (may be NULL).
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// `DLPACK_FLAG_BITMASK_*`.
+    pub flags: u64,
+    /// The tensor.
+    pub dl_tensor: DLTensor,
+}
+
+const NAME: &CStr = c"dltensor";
+const USED_NAME: &CStr = c"used_dltensor";
+const NAME_V: &CStr = c"dltensor_versioned";
+const USED_NAME_V: &CStr = c"used_dltensor_versioned";
+
+/// A consumed managed tensor; drops it by calling the producer's deleter once.
+#[derive(Debug)]
+pub struct DlpackOwner {
+    ptr: NonNull<c_void>,
+    versioned: bool,
+}
+
+// SAFETY: the DLPack protocol allows the deleter to be called from any thread; the owner only
+// holds the pointer until then. The crate drops owners only while attached to Python, so
+// producers whose deleters need the GIL get it.
+unsafe impl Send for DlpackOwner {}
+// SAFETY: shared access never touches the pointer.
+unsafe impl Sync for DlpackOwner {}
+
+impl Drop for DlpackOwner {
+    fn drop(&mut self) {
+        if self.versioned {
+            let m = self.ptr.as_ptr().cast::<DLManagedTensorVersioned>();
+            // SAFETY: a live managed tensor taken from a renamed capsule, released only here.
+            // The `deleter` field's position is ABI-stable across DLPack major versions.
+            unsafe {
+                if let Some(d) = (*m).deleter {
+                    d(m);
+                }
+            }
+        } else {
+            let m = self.ptr.as_ptr().cast::<DLManagedTensor>();
+            // SAFETY: as above, for the unversioned structure.
+            unsafe {
+                if let Some(d) = (*m).deleter {
+                    d(m);
+                }
+            }
+        }
+    }
+}
+
+fn dl_err(e: Error) -> Error {
+    rename_protocol(e, "__dlpack__")
+}
+
+fn bad(msg: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+    Error::value(msg)
+}
+
+/// The element type of a DLPack data type.
+pub fn dtype_of(t: DLDataType) -> Result<DType, Error> {
+    if t.lanes != 1 {
+        return Err(Error::type_error(format!(
+            "DLPack vector types (lanes = {}) are not supported",
+            t.lanes
+        )));
+    }
+    let d = match (t.code, t.bits) {
+        (code::INT, 8) => DType::I8,
+        (code::INT, 16) => DType::I16,
+        (code::INT, 32) => DType::I32,
+        (code::INT, 64) => DType::I64,
+        (code::UINT, 8) => DType::U8,
+        (code::UINT, 16) => DType::U16,
+        (code::UINT, 32) => DType::U32,
+        (code::UINT, 64) => DType::U64,
+        (code::FLOAT, 16) => DType::F16,
+        (code::FLOAT, 32) => DType::F32,
+        (code::FLOAT, 64) => DType::F64,
+        (code::COMPLEX, 64) => DType::C64,
+        (code::COMPLEX, 128) => DType::C128,
+        (code::BOOL, 8) => DType::Bool,
+        (code::BFLOAT, _) => return Err(Error::type_error("bfloat16 is not supported")),
+        (c, b) => {
+            return Err(Error::type_error(format!(
+                "unsupported DLPack element type (code {c}, {b} bits)"
+            )))
+        }
+    };
+    Ok(d)
+}
+
+/// The DLPack data type of an element type.
+pub fn dl_dtype(d: DType) -> DLDataType {
+    let code = match d {
+        DType::Bool => code::BOOL,
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => code::INT,
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => code::UINT,
+        DType::F16 | DType::F32 | DType::F64 => code::FLOAT,
+        DType::C64 | DType::C128 => code::COMPLEX,
+    };
+    DLDataType {
+        code,
+        bits: (d.itemsize() * 8) as u8,
+        lanes: 1,
+    }
+}
+
+/// Describes a `DLTensor` as an [`ArrayDesc`] (no stream).
+///
+/// # Safety
+///
+/// `t` must be a valid tensor of a live managed tensor: `shape` (and `strides` when not NULL)
+/// point at `ndim` integers.
+unsafe fn describe_tensor(t: &DLTensor, readonly: bool) -> Result<ArrayDesc, Error> {
+    match t.device.device_type {
+        KDL_CUDA | KDL_CUDA_MANAGED => {}
+        other => {
+            let name = match other {
+                KDL_CPU => " (CPU)",
+                3 => " (CUDA host)",
+                _ => "",
+            };
+            return Err(bad(format!(
+                "the DLPack tensor is on device type {other}{name}, not a CUDA device"
+            ))
+            .with_key("device"));
+        }
+    }
+    let dtype = dtype_of(t.dtype).map_err(|e| e.with_key("dtype"))?;
+    let ndim = usize::try_from(t.ndim)
+        .map_err(|_| bad(format!("ndim {} is negative", t.ndim)).with_key("ndim"))?;
+    if ndim > ferrocuda_host::cai::MAX_NDIM {
+        return Err(bad(format!(
+            "{ndim} axes; at most {} are supported",
+            ferrocuda_host::cai::MAX_NDIM
+        ))
+        .with_key("shape"));
+    }
+    if ndim > 0 && t.shape.is_null() {
+        return Err(bad("shape is NULL").with_key("shape"));
+    }
+    let mut shape = [0usize; ferrocuda_host::cai::MAX_NDIM];
+    let mut strides = [0isize; ferrocuda_host::cai::MAX_NDIM];
+    let item = dtype.itemsize() as i64;
+    for d in 0..ndim {
+        // SAFETY: `shape` holds `ndim` integers (caller's contract).
+        let n = unsafe { *t.shape.add(d) };
+        shape[d] = usize::try_from(n)
+            .map_err(|_| bad(format!("shape[{d}] = {n} is negative")).with_key("shape"))?;
+        if !t.strides.is_null() {
+            // SAFETY: `strides` holds `ndim` integers when not NULL.
+            let s = unsafe { *t.strides.add(d) };
+            strides[d] = s
+                .checked_mul(item)
+                .and_then(|b| isize::try_from(b).ok())
+                .ok_or_else(|| {
+                    bad(format!("strides[{d}] = {s} elements overflows in bytes"))
+                        .with_key("strides")
+                })?;
+        }
+    }
+    let ptr = (t.data as u64).checked_add(t.byte_offset).ok_or_else(|| {
+        bad(format!(
+            "data {:#x} + byte_offset {} overflows",
+            t.data as u64, t.byte_offset
+        ))
+        .with_key("byte_offset")
+    })?;
+    let strides = (!t.strides.is_null()).then_some(&strides[..ndim]);
+    ArrayDesc::from_parts(dtype, &shape[..ndim], strides, ptr, readonly, None)
+}
+
+fn call_dlpack<'py>(obj: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let f = obj.getattr(intern!(py, "__dlpack__"))?;
+    let kw = PyDict::new(py);
+    kw.set_item(intern!(py, "stream"), stream)?;
+    kw.set_item(intern!(py, "max_version"), (1u32, 0u32))?;
+    match f.call((), Some(&kw)) {
+        Ok(c) => Ok(c),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            // A producer from before DLPack 1.0 (no max_version keyword).
+            let kw = PyDict::new(py);
+            kw.set_item(intern!(py, "stream"), stream)?;
+            match f.call((), Some(&kw)) {
+                Ok(c) => Ok(c),
+                Err(e2) if e2.is_instance_of::<PyTypeError>(py) && stream.is_none() => {
+                    f.call0().map_err(|_| e)
+                }
+                Err(e2) => Err(e2),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Imports `obj` through DLPack, asking the producer to order its work before `stream`
+/// (the CAI/DLPack integer of the consumer's stream; `-1` = no synchronization). Errors name
+/// argument `arg`.
+pub fn import(
+    obj: &Bound<'_, PyAny>,
+    stream: Option<i64>,
+    arg: &str,
+) -> PyResult<(ArrayDesc, DlpackOwner)> {
+    let py = obj.py();
+    let named = |e: Error| to_py(py, dl_err(e).with_arg(arg.to_owned()));
+    let cap = call_dlpack(obj, stream)
+        .map_err(|e| crate::interface::annotate(py, e, "__dlpack__", arg))?;
+    let cap = cap.cast_into::<PyCapsule>().map_err(|e| {
+        named(Error::type_error(format!(
+            "__dlpack__() returned {}, not a capsule",
+            type_name(e.into_inner().as_any())
+        )))
+    })?;
+    let versioned = cap.is_valid_checked(Some(NAME_V));
+    if !versioned && !cap.is_valid_checked(Some(NAME)) {
+        return Err(named(Error::type_error(
+            "__dlpack__() returned a capsule that is not an unused 'dltensor' or \
+             'dltensor_versioned' (was it consumed already?)",
+        )));
+    }
+    let (name, used) = if versioned {
+        (NAME_V, USED_NAME_V)
+    } else {
+        (NAME, USED_NAME)
+    };
+    let ptr = cap.pointer_checked(Some(name))?;
+    // SAFETY: a valid capsule; `used` is a static C string. After the rename the producer's
+    // capsule destructor no longer deletes the tensor: ownership is ours.
+    if unsafe { ffi::PyCapsule_SetName(cap.as_ptr(), used.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    let owner = DlpackOwner { ptr, versioned };
+    let desc = if versioned {
+        // SAFETY: the capsule named "dltensor_versioned" holds a DLManagedTensorVersioned,
+        // alive until its deleter runs (when `owner` drops).
+        let m = unsafe { &*ptr.as_ptr().cast::<DLManagedTensorVersioned>() };
+        if m.version.major != 1 {
+            return Err(named(
+                bad(format!(
+                    "DLPack version {}.{} is not supported (ferrocuda reads major version 1)",
+                    m.version.major, m.version.minor
+                ))
+                .with_key("version"),
+            ));
+        }
+        let ro = m.flags & FLAG_READ_ONLY != 0;
+        // SAFETY: a live versioned tensor of a supported major version.
+        unsafe { describe_tensor(&m.dl_tensor, ro) }
+    } else {
+        // SAFETY: the capsule named "dltensor" holds a DLManagedTensor, alive until its
+        // deleter runs.
+        let m = unsafe { &*ptr.as_ptr().cast::<DLManagedTensor>() };
+        // SAFETY: a live tensor.
+        unsafe { describe_tensor(&m.dl_tensor, false) }
+    };
+    match desc {
+        Ok(d) => Ok((d, owner)),
+        Err(e) => Err(named(e)),
+    }
+}
+
+/// What an exported tensor keeps alive.
+struct ExportCtx {
+    _owner: Py<PyAny>,
+    _shape: Box<[i64]>,
+    _strides: Box<[i64]>,
+}
+
+/// The deleter of unversioned tensors made by [`export`].
+///
+/// # Safety
+///
+/// `m` is NULL or a tensor made by [`export`] that was not deleted yet.
+unsafe extern "C" fn delete_unversioned(m: *mut DLManagedTensor) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: `m` and its context were created by `export` with Box::into_raw and are
+    // released exactly once, here (the DLPack contract: the deleter is called once).
+    // Dropping the Py reference without the GIL is deferred by PyO3's reference pool.
+    unsafe {
+        let m = Box::from_raw(m);
+        drop(Box::from_raw(m.manager_ctx.cast::<ExportCtx>()));
+    }
+}
+
+/// The deleter of versioned tensors made by [`export`].
+///
+/// # Safety
+///
+/// `m` is NULL or a tensor made by [`export`] that was not deleted yet.
+unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: as in `delete_unversioned`.
+    unsafe {
+        let m = Box::from_raw(m);
+        drop(Box::from_raw(m.manager_ctx.cast::<ExportCtx>()));
+    }
+}
+
+/// The capsule destructor: deletes the tensor unless a consumer renamed (took) it.
+///
+/// # Safety
+///
+/// Called by Python, with the GIL, on a capsule made by [`export`].
+unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
+    // SAFETY: called by Python with the GIL held on a live capsule. The pending exception (if
+    // any) is saved and restored around the calls, as the DLPack reference implementation does.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, USED_NAME.as_ptr()) != 0
+            || ffi::PyCapsule_IsValid(capsule, USED_NAME_V.as_ptr()) != 0
+        {
+            return;
+        }
+        let mut t = std::ptr::null_mut();
+        let mut v = std::ptr::null_mut();
+        let mut tb = std::ptr::null_mut();
+        ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
+        if ffi::PyCapsule_IsValid(capsule, NAME_V.as_ptr()) != 0 {
+            let p = ffi::PyCapsule_GetPointer(capsule, NAME_V.as_ptr());
+            delete_versioned(p.cast());
+        } else if ffi::PyCapsule_IsValid(capsule, NAME.as_ptr()) != 0 {
+            let p = ffi::PyCapsule_GetPointer(capsule, NAME.as_ptr());
+            delete_unversioned(p.cast());
+        }
+        ffi::PyErr_Restore(t, v, tb);
+    }
+}
+
+/// Exports the array `desc` on CUDA device `device` as a DLPack capsule that keeps `owner`
+/// alive; versioned (`"dltensor_versioned"`, DLPack 1.0) or not (`"dltensor"`).
+pub fn export<'py>(
+    py: Python<'py>,
+    owner: Py<PyAny>,
+    desc: &ArrayDesc,
+    device: usize,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let item = desc.itemsize() as isize;
+    let shape: Box<[i64]> = desc.shape().iter().map(|&n| n as i64).collect();
+    let strides: Box<[i64]> = desc
+        .byte_strides()
+        .iter()
+        .map(|&s| (s / item.max(1)) as i64)
+        .collect();
+    let device_id = i32::try_from(device)
+        .map_err(|_| PyValueError::new_err(format!("device {device} out of range")))?;
+    let mut ctx = Box::new(ExportCtx {
+        _owner: owner,
+        _shape: shape,
+        _strides: strides,
+    });
+    let tensor = DLTensor {
+        data: desc.ptr() as usize as *mut c_void,
+        device: DLDevice {
+            device_type: KDL_CUDA,
+            device_id,
+        },
+        ndim: desc.ndim() as i32,
+        dtype: dl_dtype(desc.dtype()),
+        shape: ctx._shape.as_mut_ptr(),
+        strides: ctx._strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    let ctx = Box::into_raw(ctx).cast::<c_void>();
+    let (ptr, name): (*mut c_void, &'static CStr) = if versioned {
+        let m = Box::new(DLManagedTensorVersioned {
+            version: DLPackVersion { major: 1, minor: 0 },
+            manager_ctx: ctx,
+            deleter: Some(delete_versioned),
+            flags: if desc.readonly() { FLAG_READ_ONLY } else { 0 },
+            dl_tensor: tensor,
+        });
+        (Box::into_raw(m).cast(), NAME_V)
+    } else {
+        let m = Box::new(DLManagedTensor {
+            dl_tensor: tensor,
+            manager_ctx: ctx,
+            deleter: Some(delete_unversioned),
+        });
+        (Box::into_raw(m).cast(), NAME)
+    };
+    let Some(nn) = NonNull::new(ptr) else {
+        return Err(PyBufferError::new_err("allocation failed"));
+    };
+    // SAFETY: `nn` points at the managed tensor just built; the destructor deletes it unless
+    // a consumer takes it (renames the capsule) and then calls the deleter itself.
+    let cap = unsafe {
+        PyCapsule::new_with_pointer_and_destructor(py, nn, name, Some(capsule_destructor))
+    };
+    match cap {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            // SAFETY: the capsule was not created: the tensor is still ours to delete.
+            unsafe {
+                if versioned {
+                    delete_versioned(ptr.cast());
+                } else {
+                    delete_unversioned(ptr.cast());
+                }
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+"""Shared fixtures of the ferrocuda Python tests.
+
+GPU tests take the ``gpu`` fixture (or are marked ``@pytest.mark.gpu``): without a CUDA
+driver and device they are skipped with the reason. Library fixtures (``cupy``, ``torch``,
+``numba_cuda``, ``jax``) skip when the library is missing or cannot reach the GPU.
+
+Random inputs come from ``rng``, seeded from ``FERROCUDA_TEST_SEED`` or a fresh random seed;
+the seed is printed, so a failing test's captured output shows how to reproduce it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+import ferrocuda
+
+_NO_GPU_REASON = (
+    "no CUDA driver/device (ferrocuda.driver_available() is False): GPU test skipped"
+)
+
+
+def pytest_collection_modifyitems(config: Any, items: Any) -> None:
+    """Skips tests marked ``gpu`` on machines without a CUDA driver, with the reason."""
+    if ferrocuda.driver_available():
+        return
+    skip = pytest.mark.skip(reason=_NO_GPU_REASON)
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_report_header(config: Any) -> str:
+    return f"ferrocuda {ferrocuda.__version__}; CUDA driver available: {ferrocuda.driver_available()}"
+
+
+@pytest.fixture(scope="session")
+def gpu() -> None:
+    """Skips the test without a CUDA driver and device."""
+    if not ferrocuda.driver_available():
+        pytest.skip(_NO_GPU_REASON)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A fresh random generator; its seed is printed (shown when the test fails)."""
+    env = os.environ.get("FERROCUDA_TEST_SEED")
+    seed = int(env) if env else secrets.randbits(32)
+    print(f"random seed: {seed} (rerun with FERROCUDA_TEST_SEED={seed})")
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def cupy(gpu: None) -> Any:
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("cupy sees no CUDA device")
+    except Exception as e:  # pragma: no cover - depends on the machine
+        pytest.skip(f"cupy cannot use the GPU: {e}")
+    return cp
+
+
+@pytest.fixture(scope="session")
+def torch(gpu: None) -> Any:
+    t = pytest.importorskip("torch")
+    if not t.cuda.is_available():
+        pytest.skip("torch.cuda is not available")
+    return t
+
+
+@pytest.fixture(scope="session")
+def numba_cuda(gpu: None) -> Any:
+    try:
+        from numba import cuda  # noqa: PLC0415
+    except Exception as e:  # ImportError, or numba refusing this NumPy version
+        pytest.skip(f"numba.cuda cannot be imported: {e}")
+    try:
+        if not cuda.is_available():
+            pytest.skip("numba.cuda is not available")
+        # Numba releases lag NumPy's: a round trip shows whether this pair works.
+        cuda.to_device(np.arange(3.0)).copy_to_host()
+    except Exception as e:  # pragma: no cover - depends on the machine
+        pytest.skip(f"numba.cuda cannot use the GPU with NumPy {np.__version__}: {e!r}")
+    return cuda
+
+
+@pytest.fixture(scope="session")
+def jax(gpu: None) -> Any:
+    j = pytest.importorskip("jax")
+    try:
+        j.config.update("jax_enable_x64", True)
+        if not j.devices("gpu"):
+            pytest.skip("jax sees no GPU")
+    except Exception as e:
+        pytest.skip(f"jax cannot use the GPU: {e}")
+    return j
+
+
+# ---- pure-Python producers (no GPU needed) --------------------------------------------
+
+#: A plausible device address (aligned to 256 bytes).
+PTR = 0x7F00_0000_1000
+
+
+class CAIProducer:
+    """An object exporting a hand-made ``__cuda_array_interface__``."""
+
+    def __init__(self, iface: Any) -> None:
+        self._iface = iface
+
+    @property
+    def __cuda_array_interface__(self) -> Any:
+        return self._iface
+
+
+class SyclProducer:
+    """An object exporting a hand-made ``__sycl_usm_array_interface__``."""
+
+    def __init__(self, iface: Any) -> None:
+        self._iface = iface
+
+    @property
+    def __sycl_usm_array_interface__(self) -> Any:
+        return self._iface
+
+
+def cai(
+    shape: Any = (4,),
+    typestr: Any = "<f4",
+    ptr: Any = PTR,
+    readonly: Any = False,
+    **extra: Any,
+) -> Dict[str, Any]:
+    """A valid CAI v3 dict, with keys overridable through ``extra``."""
+    d: Dict[str, Any] = {
+        "shape": shape,
+        "typestr": typestr,
+        "data": (ptr, readonly),
+        "version": 3,
+        "strides": None,
+        "descr": [("", typestr)] if isinstance(typestr, str) else None,
+        "stream": None,
+    }
+    d.update(extra)
+    return d
