@@ -47,7 +47,7 @@ if [ -x .venv/bin/maturin ]; then
   (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
   echo "bundled $(ls .gpu/wheels)"
 fi
-[ -d python/tests ] && cp -r python/tests .gpu/python/
+[ -d python/tests ] && cp -r python/tests python/README.md python/pyproject.toml .gpu/python/
 # Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.
 if [ -d bench ]; then
   mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/
