@@ -594,6 +594,9 @@ pub fn probe<'py>(
     if let Ok(a) = obj.cast::<PyForeignArray>() {
         return Ok(Found::Desc(*a.get().desc()));
     }
+    if let Some(d) = torch_fast_path(obj, arg)? {
+        return Ok(Found::Desc(d));
+    }
     match obj.getattr_opt(intern!(py, "__cuda_array_interface__")) {
         Ok(Some(iface)) => {
             return read_interface(&iface, Source::Cuda, scratch)
@@ -734,4 +737,136 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_interface, m)?)?;
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// PyTorch fast path.
+//
+// `torch.Tensor.__cuda_array_interface__` builds a dict from the tensor's fields (≈2.2 µs a
+// tensor on an H100, more than a whole `torch.add`). For exact `torch.Tensor` instances the
+// same fields are read directly here, with the getter's meaning kept:
+//
+// * only CUDA tensors (others fall through to the generic path and its errors);
+// * tensors that require grad are refused, as the getter refuses them (the generic path
+//   raises the getter's own error);
+// * sparse tensors and dtypes the getter does not export (bfloat16, …) fall through too;
+// * the interface is v2 with no stream: `stream` None, `readonly` False;
+// * stricter than the getter: a tensor with an unresolved conjugate or negative bit is
+//   refused (its memory does not hold the values the tensor represents).
+//
+// Subclasses (e.g. `nn.Parameter`) take the generic path: they may override the getter.
+
+static TORCH_TENSOR: std::sync::atomic::AtomicPtr<pyo3::ffi::PyObject> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static TORCH_DTYPES: std::sync::Mutex<Vec<(usize, Option<DType>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn is_torch_tensor(obj: &Bound<'_, PyAny>) -> bool {
+    use std::sync::atomic::Ordering;
+    let ty = obj.get_type();
+    let ptr = ty.as_ptr();
+    let cached = TORCH_TENSOR.load(Ordering::Relaxed);
+    if !cached.is_null() {
+        return cached == ptr;
+    }
+    let py = obj.py();
+    let is = ty
+        .getattr(intern!(py, "__module__"))
+        .and_then(|m| m.extract::<Cow<'_, str>>().map(|m| m == "torch"))
+        .unwrap_or(false)
+        && ty
+            .name()
+            .map(|n| n.to_cow().map(|n| n == "Tensor").unwrap_or(false))
+            .unwrap_or(false);
+    if is {
+        // Keep the type alive for the process: the cached pointer must never dangle.
+        std::mem::forget(ty.clone().unbind());
+        TORCH_TENSOR.store(ptr, Ordering::Relaxed);
+    }
+    is
+}
+
+fn torch_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
+    let key = dtype.as_ptr() as usize;
+    {
+        let cache = TORCH_DTYPES.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, d)) = cache.iter().find(|(k, _)| *k == key) {
+            return Ok(*d);
+        }
+    }
+    let text = dtype.str()?.to_string();
+    let d = match text.as_str() {
+        "torch.bool" => Some(DType::Bool),
+        "torch.uint8" => Some(DType::U8),
+        "torch.int8" => Some(DType::I8),
+        "torch.int16" => Some(DType::I16),
+        "torch.int32" => Some(DType::I32),
+        "torch.int64" => Some(DType::I64),
+        "torch.float16" => Some(DType::F16),
+        "torch.float32" => Some(DType::F32),
+        "torch.float64" => Some(DType::F64),
+        "torch.complex64" => Some(DType::C64),
+        "torch.complex128" => Some(DType::C128),
+        _ => None,
+    };
+    // torch dtypes are module-level singletons: keep a reference so the key stays unique.
+    std::mem::forget(dtype.clone().unbind());
+    TORCH_DTYPES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((key, d));
+    Ok(d)
+}
+
+fn torch_fast_path(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ArrayDesc>> {
+    if !is_torch_tensor(obj) {
+        return Ok(None);
+    }
+    let py = obj.py();
+    let flag = |name: &Bound<'_, PyString>| -> PyResult<bool> { obj.getattr(name)?.is_truthy() };
+    if !flag(intern!(py, "is_cuda"))?
+        || flag(intern!(py, "requires_grad"))?
+        || flag(intern!(py, "is_sparse"))?
+    {
+        return Ok(None);
+    }
+    let Some(dtype) = torch_dtype(&obj.getattr(intern!(py, "dtype"))?)? else {
+        return Ok(None);
+    };
+    if matches!(dtype, DType::C64 | DType::C128)
+        && (obj.call_method0(intern!(py, "is_conj"))?.is_truthy()?
+            || obj.call_method0(intern!(py, "is_neg"))?.is_truthy()?)
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "argument `{arg}`: tensor has an unresolved conjugate/negative bit; pass \
+             t.resolve_conj().resolve_neg()"
+        )));
+    }
+    let shape_obj = obj.getattr(intern!(py, "shape"))?;
+    let stride_obj = obj.call_method0(intern!(py, "stride"))?;
+    let shape_t = shape_obj.cast::<PyTuple>()?;
+    let stride_t = stride_obj.cast::<PyTuple>()?;
+    let n = shape_t.len();
+    if n > MAX_NDIM || stride_t.len() != n {
+        return Ok(None);
+    }
+    let mut shape = [0usize; MAX_NDIM];
+    let mut strides = [0isize; MAX_NDIM];
+    let item = dtype.itemsize() as isize;
+    for k in 0..n {
+        shape[k] = shape_t.get_item(k)?.extract()?;
+        let s: isize = stride_t.get_item(k)?.extract()?;
+        strides[k] = s.checked_mul(item).ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("argument `{arg}`: stride overflows"))
+        })?;
+    }
+    let numel: usize = shape[..n].iter().product();
+    let ptr: u64 = if numel > 0 {
+        obj.call_method0(intern!(py, "data_ptr"))?.extract()?
+    } else {
+        0
+    };
+    ArrayDesc::from_parts(dtype, &shape[..n], Some(&strides[..n]), ptr, false, None)
+        .map(Some)
+        .map_err(|e| crate::to_py(py, e.with_arg(arg.to_string())))
 }

@@ -193,3 +193,54 @@ def test_unknown_pointer_refused(cupy: Any) -> None:
     out = cupy.empty(4, cupy.float32)
     with pytest.raises(ValueError, match=r"argument `a`: __cuda_array_interface__\['data'\]: pointer .* is not CUDA device memory"):
         K.add(P(), P(), out)
+
+
+class _Dict:
+    """Exposes a given interface dict, to compare with the torch fast path."""
+
+    def __init__(self, iface: dict) -> None:
+        self.__cuda_array_interface__ = iface
+
+
+def test_torch_fast_path_matches_the_interface(torch: Any) -> None:
+    # ferrocuda reads exact torch.Tensor fields directly; the result must equal what the
+    # tensor's own __cuda_array_interface__ describes, for every layout.
+    base = torch.arange(2 * 3 * 4, device="cuda", dtype=torch.float32).reshape(2, 3, 4)
+    cases = [
+        base,
+        base.transpose(0, 2),
+        base[:, ::2, 1:],
+        base[1],
+        base[:0],
+        torch.zeros((), device="cuda", dtype=torch.int64),
+        torch.ones(5, device="cuda", dtype=torch.complex64),
+        torch.ones(7, device="cuda", dtype=torch.uint8)[::3],
+        torch.ones(4, 1, device="cuda", dtype=torch.float64).expand(4, 6),
+    ]
+    for t in cases:
+        fast = ferrocuda.validate_interface(t, name="t")
+        slow = ferrocuda.validate_interface(_Dict(t.__cuda_array_interface__), name="t")
+        for key in ("shape", "strides", "typestr", "readonly", "stream", "size"):
+            if key in fast or key in slow:
+                assert fast.get(key) == slow.get(key), (key, t.shape, t.stride(), fast, slow)
+        if t.numel():
+            assert fast["ptr"] == slow["ptr"] == t.data_ptr()
+
+
+def test_torch_fast_path_keeps_the_interface_refusals(torch: Any) -> None:
+    g = torch.ones(4, device="cuda", requires_grad=True)
+    with pytest.raises(Exception, match="grad"):
+        ferrocuda.validate_interface(g, name="g")
+    out = torch.empty(4, device="cuda")
+    with pytest.raises(Exception, match="grad"):
+        ferrocuda.kernels.add(g, g, out)
+    z = torch.ones(3, device="cuda", dtype=torch.complex64).conj()
+    with pytest.raises(ValueError, match="conjugate"):
+        ferrocuda.validate_interface(z, name="z")
+    # A subclass takes the generic path (it may override the getter) and still works.
+    p = torch.nn.Parameter(torch.ones(3, device="cuda"), requires_grad=False)
+    b = torch.full((3,), 2.0, device="cuda")
+    o = torch.full((3,), float("nan"), device="cuda")
+    ferrocuda.kernels.add(p, b, o)
+    torch.cuda.synchronize()
+    assert o.tolist() == [3.0, 3.0, 3.0]
