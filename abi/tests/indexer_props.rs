@@ -376,3 +376,23 @@ fn edge_cases() {
         .index_axis_move(Axis(0), 3)
         .into_dyn());
 }
+
+proptest! {
+    /// `memory_order` visits the same elements (same offsets, same index sums) and sorts the
+    /// axes by non-increasing |stride| among axes of extent > 1.
+    #[test]
+    fn memory_order_is_a_permutation(
+        shape in prop::array::uniform3(0usize..5),
+        strides in prop::array::uniform3(-30isize..30),
+    ) {
+        let ix = ferrocuda_abi::Indexer::new(shape, strides);
+        let m = ix.memory_order();
+        let mut a: Vec<(isize, usize)> = (0..ix.size()).map(|i| (ix.offset_of(i), ix.unravel(i).iter().sum())).collect();
+        let mut b: Vec<(isize, usize)> = (0..m.size()).map(|i| (m.offset_of(i), m.unravel(i).iter().sum())).collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        prop_assert_eq!(a, b);
+        let keys: Vec<usize> = (0..3).filter(|&k| m.shape[k] > 1).map(|k| m.strides[k].unsigned_abs()).collect();
+        prop_assert!(keys.windows(2).all(|w| w[0] >= w[1]), "{:?}", m);
+    }
+}

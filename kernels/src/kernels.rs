@@ -90,7 +90,10 @@ saxpy_kernels! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn add_index<T: Num + ferrocuda_device::Element, const N: usize>(x: ViewMut<T, N>) {
-    let ix: Indexer<N> = *x.indexer();
+    // The sum of a multi-index does not depend on the order of the axes: visit the elements
+    // in memory order, so that neighbouring threads touch neighbouring addresses whatever
+    // the view's layout (transposed views included).
+    let ix: Indexer<N> = x.indexer().memory_order();
     let n = ix.size();
     let tid = thread::index_1d();
     let threads = thread::grid_size_1d();
