@@ -56,6 +56,7 @@ const SIZES: &[usize] = &[
     1000,
     4099,
     (1 << 20) + 3,
+    (1 << 23) + 5,
 ];
 const DEV: usize = 0;
 const L: StreamRef = StreamRef::Legacy;
