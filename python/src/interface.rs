@@ -758,6 +758,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 static TORCH_TENSOR: std::sync::atomic::AtomicPtr<pyo3::ffi::PyObject> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static NOT_TORCH: [std::sync::atomic::AtomicPtr<pyo3::ffi::PyObject>; 8] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; 8];
 static TORCH_DTYPES: std::sync::Mutex<Vec<(usize, Option<DType>)>> =
     std::sync::Mutex::new(Vec::new());
 
@@ -768,6 +770,13 @@ fn is_torch_tensor(obj: &Bound<'_, PyAny>) -> bool {
     let cached = TORCH_TENSOR.load(Ordering::Relaxed);
     if !cached.is_null() {
         return cached == ptr;
+    }
+    // Types already found not to be torch.Tensor (CuPy's, Numba's, …): one pointer compare
+    // each instead of two attribute lookups per argument until a tensor is first seen.
+    for slot in &NOT_TORCH {
+        if slot.load(Ordering::Relaxed) == ptr {
+            return false;
+        }
     }
     let py = obj.py();
     let is = ty
@@ -782,6 +791,18 @@ fn is_torch_tensor(obj: &Bound<'_, PyAny>) -> bool {
         // Keep the type alive for the process: the cached pointer must never dangle.
         std::mem::forget(ty.clone().unbind());
         TORCH_TENSOR.store(ptr, Ordering::Relaxed);
+    } else if let Some(slot) = NOT_TORCH
+        .iter()
+        .find(|s| s.load(Ordering::Relaxed).is_null())
+    {
+        // Keep the type alive too: a freed type's address could be reused by torch.Tensor.
+        std::mem::forget(ty.clone().unbind());
+        let _ = slot.compare_exchange(
+            std::ptr::null_mut(),
+            ptr,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
     is
 }
