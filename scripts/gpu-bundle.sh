@@ -28,6 +28,10 @@ for line in sys.stdin:
 '
 strip .gpu/bin/* 2>/dev/null || true
 
+# The examples of the main job (scripts/run.sh), to run them on the GPU.
+cargo build --release --quiet --example quickstart
+mkdir -p .gpu/bin-examples && cp target/release/examples/quickstart .gpu/bin-examples/ && strip .gpu/bin-examples/*
+
 # The Rust launch benchmark (a criterion binary; not a test, so not in .gpu/bin).
 cargo bench --no-run --message-format=json -p ferrocuda --bench launch 2>/dev/null \
   | python3 -c '
@@ -47,7 +51,7 @@ if [ -x .venv/bin/maturin ]; then
   (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
   echo "bundled $(ls .gpu/wheels)"
 fi
-[ -d python/tests ] && cp -r python/tests python/README.md python/pyproject.toml .gpu/python/
+[ -d python/tests ] && cp -r python/tests python/examples python/README.md python/pyproject.toml .gpu/python/
 # Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.
 if [ -d bench ]; then
   mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/

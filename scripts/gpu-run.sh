@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
-# what: rust python sanitizer bench (default: rust python sanitizer)
+# what: rust python sanitizer examples bench (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"; export OUT
-what="${*:-rust python sanitizer}"
+what="${*:-rust python sanitizer examples}"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
@@ -24,6 +24,10 @@ for w in $what; do
       for t in .gpu/bin/*; do
         echo "=== rust: $t"; "$t" --test-threads=1 2>&1 | tee "$OUT/rust-$(basename "$t").log" || status=1
       done ;;
+    examples)
+      echo "=== examples (the main job's)"
+      for e in .gpu/bin-examples/*; do "$e" || status=1; done
+      python3 .gpu/python/examples/quickstart.py || status=1 ;;
     python)
       if [ -d .gpu/python/tests ]; then
         echo "=== python tests"
