@@ -24,46 +24,11 @@
 use ferrocuda_abi::manifest::ParamSig;
 use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Instant, SystemTime};
+use std::path::Path;
+use std::time::Instant;
 
-/// Serializes the builds of this file's tests (they share one target directory).
-static BUILD_LOCK: Mutex<()> = Mutex::new(());
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("builder/ has a parent")
-        .to_path_buf()
-}
-
-/// The child-build target directory shared by the builder's integration tests.
-fn shared_target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("ferrocuda-ptx-tests")
-}
-
-/// A directory under the system temp dir, unique to this process and test, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let dir =
-            std::env::temp_dir().join(format!("ferrocuda-{tag}-{}-{nanos}", std::process::id()));
-        fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::{repo_root, shared_target_dir, TempDir, BUILD_LOCK};
 
 const CRATE_NAME: &str = "fc-case";
 

@@ -119,15 +119,20 @@ impl<T: Element> DeviceArray<T> {
         Ok(arr)
     }
 
+    fn check_len(&self, n: usize) -> Result<()> {
+        if n == self.len() {
+            Ok(())
+        } else {
+            Err(Error::value(format!(
+                "host slice has {n} elements, array has {}",
+                self.len()
+            )))
+        }
+    }
+
     /// Copies `host` (length = element count) into the array and waits for the copy.
     pub fn copy_from_host(&self, host: &[T]) -> Result<()> {
-        if host.len() != self.len() {
-            return Err(Error::value(format!(
-                "host slice has {} elements, array has {}",
-                host.len(),
-                self.len()
-            )));
-        }
+        self.check_len(host.len())?;
         if host.is_empty() {
             return Ok(());
         }
@@ -151,13 +156,7 @@ impl<T: Element> DeviceArray<T> {
     /// Copies the array into `host` (length = element count), waiting for pending work on
     /// the array's stream first (stream order) and for the copy.
     pub fn copy_to_host(&self, host: &mut [T]) -> Result<()> {
-        if host.len() != self.len() {
-            return Err(Error::value(format!(
-                "host slice has {} elements, array has {}",
-                host.len(),
-                self.len()
-            )));
-        }
+        self.check_len(host.len())?;
         // SAFETY: `host` is valid for writes of `len` elements.
         unsafe { self.copy_to_ptr(host.as_mut_ptr()) }
     }
