@@ -226,7 +226,8 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
                                     "stride {s} bytes is not a multiple of the item size {}",
                                     d.itemsize()
                                 ))
-                                .with_key("strides"),
+                                .with_key("strides")
+                                .with_protocol(d.protocol().key()),
                             ));
                         }
                     }
@@ -238,7 +239,8 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
                                 "array is read-only, but kernel `{}` writes to `{}`",
                                 sig.name, p.name
                             ))
-                            .with_key("data"),
+                            .with_key("data")
+                            .with_protocol(d.protocol().key()),
                         ));
                     }
                     if may_self_overlap(d) {
@@ -404,6 +406,7 @@ impl Kernel<'_> {
                     }
                 ))
                 .with_key("data")
+                .with_protocol(d.protocol().key())
                 .with_arg(p.name.clone()));
             }
             let (start, end) = (
@@ -417,6 +420,7 @@ impl Kernel<'_> {
                      outside the allocation"
                 ))
                 .with_key("shape")
+                .with_protocol(d.protocol().key())
                 .with_arg(p.name.clone()));
             }
             let dev = info.device.max(0) as usize;

@@ -195,7 +195,9 @@ impl StrBuf {
                     .map_err(|e| PyTypeError::new_err(e.to_string()));
             }
         }
-        self.owned = Some(s.to_cow()?.into_owned());
+        // Lossy: a lone surrogate becomes U+FFFD, which validation then refuses with an
+        // error naming the key (never a bare UnicodeEncodeError).
+        self.owned = Some(s.to_string_lossy().into_owned());
         Ok(self.owned.as_deref().unwrap_or(""))
     }
 }
@@ -297,7 +299,14 @@ fn int_seq<'s>(
     };
     let n = seq.len();
     let read = |i: usize| -> Result<i128, Fail> {
-        let item = seq.get(i)?;
+        // An item's `__index__` may mutate a list while it is read.
+        let item = seq.get(i).map_err(|_| {
+            key_err(
+                source,
+                key,
+                "the sequence changed size while it was being read",
+            )
+        })?;
         let v = read_int(&item)?;
         if v == Some(i128::MAX) || v == Some(i128::MIN) {
             return Err(key_err(

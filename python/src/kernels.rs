@@ -277,25 +277,27 @@ fn scalar(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<Scalar> {
         })?;
         if v < lo || v > hi {
             return Err(PyOverflowError::new_err(format!(
-                "argument `{name}`: {v} is out of range for {want} ({lo}..={hi})"
+                "argument `{name}`: {} is out of range for {want} ({lo}..={hi})",
+                crate::interface::repr(obj)
             )));
         }
         Ok(v)
     };
     let float = || -> PyResult<f64> {
-        if let Some(v) = obj
-            .is_instance_of::<PyInt>()
-            .then(|| read_int(obj))
-            .transpose()?
-            .flatten()
-        {
-            return Ok(v as f64);
-        }
-        obj.extract::<f64>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "argument `{name}`: expected a real number for the {want} parameter, got {}",
-                type_name(obj)
-            ))
+        // Python's own conversion: correctly rounded for any int, OverflowError beyond the
+        // float range (never a silently clamped value).
+        obj.extract::<f64>().map_err(|e| {
+            if e.is_instance_of::<PyOverflowError>(obj.py()) {
+                PyOverflowError::new_err(format!(
+                    "argument `{name}`: {} is out of range for {want}",
+                    crate::interface::repr(obj)
+                ))
+            } else {
+                PyTypeError::new_err(format!(
+                    "argument `{name}`: expected a real number for the {want} parameter, got {}",
+                    type_name(obj)
+                ))
+            }
         })
     };
     Ok(match p.dtype {
