@@ -601,3 +601,15 @@ impl Drop for Fence {
         self.ctx.give_event(self.event);
     }
 }
+
+/// Free and total device memory of `device`, in bytes (`cuMemGetInfo`; for leak checks).
+pub fn mem_get_info(device: usize) -> Result<(usize, usize)> {
+    Context::get(device)?.bind()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: out-pointers to locals; the context is bound.
+    check(
+        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+        "cuMemGetInfo",
+    )?;
+    Ok((free, total))
+}
