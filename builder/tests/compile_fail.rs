@@ -21,14 +21,13 @@
 //! child build's target directory with `new_kernel.rs`, so `core` is compiled once; each case
 //! then costs well under two seconds. Needs the pinned toolchain's `rust-src`.
 
-use ferrocuda_abi::manifest::ParamSig;
 use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
 use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
 mod common;
-use common::{repo_root, shared_target_dir, TempDir, BUILD_LOCK};
+use common::{param, repo_root, shared_target_dir, TempDir, BUILD_LOCK};
 
 const CRATE_NAME: &str = "fc-case";
 
@@ -225,26 +224,6 @@ fn rejects_invalid_kernels() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-}
-
-fn param(
-    name: &str,
-    kind: &str,
-    dtype: &str,
-    rank: u8,
-    mutable: bool,
-    size: u16,
-    align: u16,
-) -> ParamSig {
-    ParamSig {
-        name: name.into(),
-        kind: kind.into(),
-        dtype: dtype.into(),
-        rank,
-        mutable,
-        size,
-        align,
-    }
 }
 
 #[test]

@@ -29,14 +29,14 @@
 //! Needs the pinned toolchain's `rust-src` (`rustup component add rust-src --toolchain 1.95.0`).
 //! Run with `--nocapture` to see the build times.
 
-use ferrocuda_abi::manifest::{KernelSig, Manifest, ParamSig};
+use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use ferrocuda_builder::{ptx_entries, BuildOutput, PtxBuilder};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 mod common;
-use common::{repo_root, shared_target_dir, TempDir, BUILD_LOCK};
+use common::{param, repo_root, shared_target_dir, TempDir, BUILD_LOCK};
 
 /// Copies a directory tree, skipping any `target` directory.
 fn copy_tree(from: &Path, to: &Path) {
@@ -74,26 +74,6 @@ fn set_mtime(p: &Path, t: SystemTime) {
         .unwrap()
         .set_modified(t)
         .unwrap();
-}
-
-fn param(
-    name: &str,
-    kind: &str,
-    dtype: &str,
-    rank: u8,
-    mutable: bool,
-    size: u16,
-    align: u16,
-) -> ParamSig {
-    ParamSig {
-        name: name.into(),
-        kind: kind.into(),
-        dtype: dtype.into(),
-        rank,
-        mutable,
-        size,
-        align,
-    }
 }
 
 /// Common checks of one build's outputs; returns the PTX text.

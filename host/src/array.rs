@@ -33,7 +33,7 @@ use crate::module::Kernel;
 use crate::stream::StreamRef;
 use cudarc::driver::sys;
 use ferrocuda_abi::{DType, Element};
-use ndarray::{ArrayBase, ArrayD, ArrayViewD, ArrayViewMutD, Data, Dimension, IxDyn};
+use ndarray::{ArrayBase, ArrayD, ArrayViewMutD, Data, Dimension, IxDyn};
 use std::marker::PhantomData;
 
 /// An owning, typed, C-contiguous N-D array in device memory, ordered on one stream.
@@ -361,16 +361,7 @@ impl<T: Element> From<DeviceArray<T>> for ErasedDeviceArray {
     }
 }
 
-impl<T: Element> HostArray for ArrayViewD<'_, T> {
-    fn dtype(&self) -> DType {
-        T::DTYPE
-    }
-    fn upload(&self, device: usize, stream: StreamRef) -> Result<ErasedDeviceArray> {
-        Ok(DeviceArray::from_ndarray(self, device, stream)?.into())
-    }
-}
-
-impl<T: Element> HostArray for ArrayViewMutD<'_, T> {
+impl<T: Element, S: Data<Elem = T>> HostArray for ArrayBase<S, IxDyn> {
     fn dtype(&self) -> DType {
         T::DTYPE
     }

@@ -107,7 +107,8 @@ pub fn is_sticky(res: sys::CUresult) -> bool {
     )
 }
 
-fn current_ordinal() -> Option<usize> {
+/// The device of the calling thread's current context, if any.
+pub(crate) fn current_ordinal() -> Option<usize> {
     let mut dev: sys::CUdevice = 0;
     // SAFETY: out-pointer to a local; fails cleanly without a current context.
     let r = unsafe { sys::cuCtxGetDevice(&mut dev) };

@@ -439,7 +439,7 @@ impl Kernel<'_> {
         let plan = stream::plan(&producers[..nproducers], opts.stream, mode)?;
         let ordinal = match device {
             Some((d, _)) => d,
-            None => current_device().unwrap_or(0),
+            None => driver::current_ordinal().unwrap_or(0),
         };
         let ctx = Context::get(ordinal)?;
         ctx.bind()?;
@@ -543,14 +543,6 @@ impl Kernel<'_> {
             config: Some((grid, block)),
         })
     }
-}
-
-/// The device of the calling thread's current context, if any.
-fn current_device() -> Option<usize> {
-    let mut dev: sys::CUdevice = 0;
-    // SAFETY: out-pointer to a local; fails cleanly without a current context.
-    let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
-    (r == sys::CUresult::CUDA_SUCCESS).then_some(dev.max(0) as usize)
 }
 
 /// Blocks until all work on `s` is done, in device `ordinal`'s primary context.

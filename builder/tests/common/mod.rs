@@ -1,6 +1,7 @@
 //! Helpers shared by the builder's integration tests.
 #![allow(dead_code)]
 
+use ferrocuda_abi::manifest::ParamSig;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -41,5 +42,26 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A manifest parameter, for comparisons.
+pub fn param(
+    name: &str,
+    kind: &str,
+    dtype: &str,
+    rank: u8,
+    mutable: bool,
+    size: u16,
+    align: u16,
+) -> ParamSig {
+    ParamSig {
+        name: name.into(),
+        kind: kind.into(),
+        dtype: dtype.into(),
+        rank,
+        mutable,
+        size,
+        align,
     }
 }
