@@ -399,6 +399,14 @@ impl ArrayDesc {
         self
     }
 
+    /// The same array reported as coming from CAI `version` (clamped to 0..=3), for
+    /// descriptors built with [`from_parts`](Self::from_parts) that mirror a producer's
+    /// interface (the version is informational: validation rules do not depend on it).
+    pub fn with_version(mut self, version: u8) -> ArrayDesc {
+        self.version = version.min(3);
+        self
+    }
+
     /// The same array marked read-only (it can only become more restricted).
     pub fn into_readonly(mut self) -> ArrayDesc {
         self.readonly = true;

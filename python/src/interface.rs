@@ -32,6 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::arrays::{PyDeviceArray, PyForeignArray};
+use crate::fast::{self, Kind};
 use crate::{to_py, IntoPyResult};
 
 /// A failure while reading: a host-crate error (named later with the argument), or a Python
@@ -350,6 +351,8 @@ pub struct Scratch {
     typestr: StrBuf,
     descr_name: StrBuf,
     descr_type: StrBuf,
+    /// Producer state read once per launch (CuPy's and torch's current streams).
+    pub call: fast::CallState,
 }
 
 impl Scratch {
@@ -363,6 +366,7 @@ impl Scratch {
             typestr: StrBuf::new(),
             descr_name: StrBuf::new(),
             descr_type: StrBuf::new(),
+            call: fast::CallState::default(),
         }
     }
 }
@@ -405,6 +409,7 @@ pub fn read_interface(
         typestr,
         descr_name,
         descr_type,
+        call: _,
     } = scratch;
 
     raw.typestr = match get(d, intern!(py, "typestr"))? {
@@ -603,17 +608,23 @@ pub fn probe<'py>(
     if let Ok(a) = obj.cast::<PyForeignArray>() {
         return Ok(Found::Desc(*a.get().desc()));
     }
-    if let Some(d) = torch_fast_path(obj, arg)? {
+    let kind = fast::kind_of(obj);
+    if let Some(d) = fast::describe(obj, kind, arg, &mut scratch.call)? {
+        let state = scratch.call;
+        let d = fast::self_check(obj, kind, d, || {
+            let mut s = Scratch::new();
+            s.call = state;
+            match generic_cuda(obj, arg, kind, &mut s)? {
+                Some(Found::Desc(g)) => Ok(g),
+                _ => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "__cuda_array_interface__ disappeared",
+                )),
+            }
+        })?;
         return Ok(Found::Desc(d));
     }
-    match obj.getattr_opt(intern!(py, "__cuda_array_interface__")) {
-        Ok(Some(iface)) => {
-            return read_interface(&iface, Source::Cuda, scratch)
-                .map(Found::Desc)
-                .map_err(|f| f.into_py(py, arg))
-        }
-        Ok(None) => {}
-        Err(e) => return Err(annotate(py, e, "__cuda_array_interface__", arg)),
+    if let Some(found) = generic_cuda(obj, arg, kind, scratch)? {
+        return Ok(found);
     }
     match obj.getattr_opt(intern!(py, "__sycl_usm_array_interface__")) {
         Ok(Some(iface)) => {
@@ -639,6 +650,29 @@ pub fn probe<'py>(
          __sycl_usm_array_interface__, __dlpack__ or __array_interface__",
         type_name(obj)
     )))
+}
+
+/// Reads `__cuda_array_interface__` if `obj` has one (`None` if it has none), applying the
+/// torch stream rule (see [`fast`]) to torch tensors whose interface names no stream.
+fn generic_cuda<'py>(
+    obj: &Bound<'py, PyAny>,
+    arg: &str,
+    kind: Kind,
+    scratch: &mut Scratch,
+) -> PyResult<Option<Found<'py>>> {
+    let py = obj.py();
+    match obj.getattr_opt(intern!(py, "__cuda_array_interface__")) {
+        Ok(Some(iface)) => {
+            let mut d =
+                read_interface(&iface, Source::Cuda, scratch).map_err(|f| f.into_py(py, arg))?;
+            if matches!(kind, Kind::Torch | Kind::TorchSub) && d.stream().is_none() {
+                d = d.with_stream(Some(fast::torch_stream(obj, &mut scratch.call)?));
+            }
+            Ok(Some(Found::Desc(d)))
+        }
+        Ok(None) => Ok(None),
+        Err(e) => Err(annotate(py, e, "__cuda_array_interface__", arg)),
+    }
 }
 
 /// `True` when `obj.__dlpack_device__()` names the CPU (device type 1).
@@ -742,161 +776,32 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         .py_err(py)
 }
 
+/// The description of `obj` read through its `__cuda_array_interface__` only (never a fast
+/// path): the reference the fast paths are tested against.
+#[pyfunction]
+#[pyo3(signature = (obj, name = "x"))]
+fn _describe_generic<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+    let py = obj.py();
+    let mut scratch = Scratch::new();
+    match generic_cuda(obj, name, fast::kind_of(obj), &mut scratch)? {
+        Some(Found::Desc(d)) => describe(py, &d, Source::Cuda.key()),
+        _ => Err(PyTypeError::new_err(format!(
+            "argument `{name}`: {} has no __cuda_array_interface__",
+            type_name(obj)
+        ))),
+    }
+}
+
+/// Which producer fast paths are on: ``(cupy, torch)``.
+#[pyfunction]
+fn _fast_paths() -> (bool, bool) {
+    fast::status()
+}
+
 /// Registers the functions of this module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_interface, m)?)?;
+    m.add_function(wrap_pyfunction!(_describe_generic, m)?)?;
+    m.add_function(wrap_pyfunction!(_fast_paths, m)?)?;
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------
-// PyTorch fast path.
-//
-// `torch.Tensor.__cuda_array_interface__` builds a dict from the tensor's fields (≈2.2 µs a
-// tensor on an H100, more than a whole `torch.add`). For exact `torch.Tensor` instances the
-// same fields are read directly here, with the getter's meaning kept:
-//
-// * only CUDA tensors (others fall through to the generic path and its errors);
-// * tensors that require grad are refused, as the getter refuses them (the generic path
-//   raises the getter's own error);
-// * sparse tensors and dtypes the getter does not export (bfloat16, …) fall through too;
-// * the interface is v2 with no stream: `stream` None, `readonly` False;
-// * stricter than the getter: a tensor with an unresolved conjugate or negative bit is
-//   refused (its memory does not hold the values the tensor represents).
-//
-// Subclasses (e.g. `nn.Parameter`) take the generic path: they may override the getter.
-
-static TORCH_TENSOR: std::sync::atomic::AtomicPtr<pyo3::ffi::PyObject> =
-    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-static NOT_TORCH: [std::sync::atomic::AtomicPtr<pyo3::ffi::PyObject>; 8] =
-    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; 8];
-static TORCH_DTYPES: std::sync::Mutex<Vec<(usize, Option<DType>)>> =
-    std::sync::Mutex::new(Vec::new());
-
-fn is_torch_tensor(obj: &Bound<'_, PyAny>) -> bool {
-    use std::sync::atomic::Ordering;
-    let ty = obj.get_type();
-    let ptr = ty.as_ptr();
-    let cached = TORCH_TENSOR.load(Ordering::Relaxed);
-    if !cached.is_null() {
-        return cached == ptr;
-    }
-    // Types already found not to be torch.Tensor (CuPy's, Numba's, …): one pointer compare
-    // each instead of two attribute lookups per argument until a tensor is first seen.
-    for slot in &NOT_TORCH {
-        if slot.load(Ordering::Relaxed) == ptr {
-            return false;
-        }
-    }
-    let py = obj.py();
-    let is = ty
-        .getattr(intern!(py, "__module__"))
-        .and_then(|m| m.extract::<Cow<'_, str>>().map(|m| m == "torch"))
-        .unwrap_or(false)
-        && ty
-            .name()
-            .map(|n| n.to_cow().map(|n| n == "Tensor").unwrap_or(false))
-            .unwrap_or(false);
-    if is {
-        // Keep the type alive for the process: the cached pointer must never dangle.
-        std::mem::forget(ty.clone().unbind());
-        TORCH_TENSOR.store(ptr, Ordering::Relaxed);
-    } else if let Some(slot) = NOT_TORCH
-        .iter()
-        .find(|s| s.load(Ordering::Relaxed).is_null())
-    {
-        // Keep the type alive too: a freed type's address could be reused by torch.Tensor.
-        std::mem::forget(ty.clone().unbind());
-        let _ = slot.compare_exchange(
-            std::ptr::null_mut(),
-            ptr,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-    }
-    is
-}
-
-fn torch_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
-    let key = dtype.as_ptr() as usize;
-    {
-        let cache = TORCH_DTYPES.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, d)) = cache.iter().find(|(k, _)| *k == key) {
-            return Ok(*d);
-        }
-    }
-    let text = dtype.str()?.to_string();
-    let d = match text.as_str() {
-        "torch.bool" => Some(DType::Bool),
-        "torch.uint8" => Some(DType::U8),
-        "torch.int8" => Some(DType::I8),
-        "torch.int16" => Some(DType::I16),
-        "torch.int32" => Some(DType::I32),
-        "torch.int64" => Some(DType::I64),
-        "torch.float16" => Some(DType::F16),
-        "torch.float32" => Some(DType::F32),
-        "torch.float64" => Some(DType::F64),
-        "torch.complex64" => Some(DType::C64),
-        "torch.complex128" => Some(DType::C128),
-        _ => None,
-    };
-    // torch dtypes are module-level singletons: keep a reference so the key stays unique.
-    std::mem::forget(dtype.clone().unbind());
-    TORCH_DTYPES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((key, d));
-    Ok(d)
-}
-
-fn torch_fast_path(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Option<ArrayDesc>> {
-    if !is_torch_tensor(obj) {
-        return Ok(None);
-    }
-    let py = obj.py();
-    let flag = |name: &Bound<'_, PyString>| -> PyResult<bool> { obj.getattr(name)?.is_truthy() };
-    if !flag(intern!(py, "is_cuda"))?
-        || flag(intern!(py, "requires_grad"))?
-        || flag(intern!(py, "is_sparse"))?
-    {
-        return Ok(None);
-    }
-    let Some(dtype) = torch_dtype(&obj.getattr(intern!(py, "dtype"))?)? else {
-        return Ok(None);
-    };
-    if matches!(dtype, DType::C64 | DType::C128)
-        && (obj.call_method0(intern!(py, "is_conj"))?.is_truthy()?
-            || obj.call_method0(intern!(py, "is_neg"))?.is_truthy()?)
-    {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "argument `{arg}`: tensor has an unresolved conjugate/negative bit; pass \
-             t.resolve_conj().resolve_neg()"
-        )));
-    }
-    let shape_obj = obj.getattr(intern!(py, "shape"))?;
-    let stride_obj = obj.call_method0(intern!(py, "stride"))?;
-    let shape_t = shape_obj.cast::<PyTuple>()?;
-    let stride_t = stride_obj.cast::<PyTuple>()?;
-    let n = shape_t.len();
-    if n > MAX_NDIM || stride_t.len() != n {
-        return Ok(None);
-    }
-    let mut shape = [0usize; MAX_NDIM];
-    let mut strides = [0isize; MAX_NDIM];
-    let item = dtype.itemsize() as isize;
-    for k in 0..n {
-        shape[k] = shape_t.get_item(k)?.extract()?;
-        let s: isize = stride_t.get_item(k)?.extract()?;
-        strides[k] = s.checked_mul(item).ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!("argument `{arg}`: stride overflows"))
-        })?;
-    }
-    let numel: usize = shape[..n].iter().product();
-    let ptr: u64 = if numel > 0 {
-        obj.call_method0(intern!(py, "data_ptr"))?.extract()?
-    } else {
-        0
-    };
-    ArrayDesc::from_parts(dtype, &shape[..n], Some(&strides[..n]), ptr, false, None)
-        .map(Some)
-        .map_err(|e| crate::to_py(py, e.with_arg(arg.to_string())))
 }

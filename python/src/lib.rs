@@ -27,6 +27,7 @@ use pyo3::prelude::*;
 
 pub mod arrays;
 pub mod dlpack;
+pub mod fast;
 pub mod interface;
 pub mod kernels;
 pub mod streams;

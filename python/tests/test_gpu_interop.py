@@ -220,9 +220,13 @@ def test_torch_fast_path_matches_the_interface(torch: Any) -> None:
     for t in cases:
         fast = ferrocuda.validate_interface(t, name="t")
         slow = ferrocuda.validate_interface(_Dict(t.__cuda_array_interface__), name="t")
-        for key in ("shape", "strides", "typestr", "readonly", "stream", "size"):
+        for key in ("shape", "strides", "typestr", "readonly", "size"):
             if key in fast or key in slow:
                 assert fast.get(key) == slow.get(key), (key, t.shape, t.stride(), fast, slow)
+        # torch's interface names no stream; ferrocuda takes torch's current stream (the
+        # legacy default stream here) as the producer's.
+        assert slow["stream"] is None and fast["stream"] == 1
+        assert fast == ferrocuda._ferrocuda._describe_generic(t, name="t")
         if t.numel():
             assert fast["ptr"] == slow["ptr"] == t.data_ptr()
 
