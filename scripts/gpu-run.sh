@@ -39,8 +39,25 @@ for w in $what; do
       for tool in memcheck racecheck; do
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
-          --skip race_off_observed --skip fault_names_kernel 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log" || status=1
+          --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log" || status=1
       done ;;
+    pysanitizer)
+      # The Python GPU suite under compute-sanitizer (memcheck, then racecheck), in-process
+      # tests only (child processes are not followed), minus the controls that read stale or
+      # reused memory on purpose and the long soak. Budget: FERROCUDA_SANITIZER_S per tool.
+      if [ -d .gpu/python/tests ]; then
+        np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
+        for tool in memcheck racecheck; do
+          echo "=== compute-sanitizer --tool $tool: python tests"
+          PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-240}" \
+            compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 20 \
+            python3 -m pytest -q -x -p no:cacheprovider .gpu/python/tests -m gpu \
+            -k "not control and not off_observed and not soak and not race_off and not sync_off" \
+            2>&1 | tee "$OUT/pysanitizer-$tool.log" | grep -v "^SKIPPED" | tail -15
+          rc=${PIPESTATUS[0]}; echo "compute-sanitizer $tool exit: $rc"
+          [ "$rc" = 0 ] || status=1
+        done
+      fi ;;
     bench)
       # Floor (nvcc), Rust and Python benchmarks; tables last, JSON in $OUT/bench.json.
       if [ -f .gpu/bench/run.sh ]; then

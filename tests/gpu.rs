@@ -549,43 +549,70 @@ fn test_device_array() -> TestResult {
     ensure(launched.config.is_none(), || "nothing should launch".into())
 }
 
-/// Lifetime: an owned input dropped while a kernel that reads it is still in flight on another
-/// stream. The free is stream-ordered on the array's stream, which waits on the kernel, so a
-/// new allocation on that stream (likely the same memory) cannot be overwritten under it.
-fn test_dropped_input_in_flight() -> TestResult {
+/// One lifetime trial: an owned input dropped while a kernel that reads it is still queued on
+/// another stream (behind a slow kernel), then a new allocation on the input's stream (likely
+/// the same memory, from the stream-ordered pool) overwritten at once. Returns the index and
+/// value of the first wrong output element, if any.
+fn dropped_input_trial(sync: SyncMode) -> Result<Option<(usize, f32)>, Failed> {
     let n = 1 << 16;
     let producer = Stream::new(DEV, true).map_err(err)?;
     let consumer = Stream::new(DEV, true).map_err(err)?;
-    for trial in 0..20 {
-        let a = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
-        let b = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
-        b.copy_from_host(&vec![1.0; n]).map_err(err)?;
-        let out = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
-        // A slow kernel on the consumer stream first, so the add stays queued for a while.
-        let spin = DeviceArray::<f32>::empty(&[1], DEV, consumer.as_ref()).map_err(err)?;
-        let on = |s: &Stream| LaunchOptions {
-            stream: Some(s.as_ref()),
-            sync: Some(SyncMode::Event),
-            ..opts()
-        };
-        kernels::fill_slow(&a, 7.0, 0, &on(&producer)).map_err(err)?;
-        kernels::fill_slow(&spin, 0.0, 400_000, &on(&consumer)).map_err(err)?;
-        kernels::add_f32(&a, &b, &out, &on(&consumer)).map_err(err)?;
-        drop(a); // freed on the producer stream, behind the add
-        let reuse = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
-        kernels::fill_slow(&reuse, 100.0, 0, &on(&producer)).map_err(err)?;
-        consumer.synchronize().map_err(err)?;
-        producer.synchronize().map_err(err)?;
-        let got = out.to_ndarray().map_err(err)?;
-        if let Some(i) = got.iter().position(|&x| x != 8.0) {
-            return Err(format!(
-                "trial {trial}: out[{i}] = {} (want 8): input freed under the kernel",
-                got[i]
-            )
-            .into());
+    let a = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
+    let b = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
+    b.copy_from_host(&vec![1.0; n]).map_err(err)?;
+    let out = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
+    let spin = DeviceArray::<f32>::empty(&[1], DEV, consumer.as_ref()).map_err(err)?;
+    let on = |s: &Stream, sync: SyncMode| LaunchOptions {
+        stream: Some(s.as_ref()),
+        sync: Some(sync),
+        ..opts()
+    };
+    kernels::fill_slow(&a, 7.0, 0, &on(&producer, SyncMode::Event)).map_err(err)?;
+    // The input is ready before the add (so only the free can go wrong), and the consumer
+    // stays busy for a while.
+    producer.synchronize().map_err(err)?;
+    kernels::fill_slow(&spin, 0.0, 400_000, &on(&consumer, SyncMode::Event)).map_err(err)?;
+    kernels::add_f32(&a, &b, &out, &on(&consumer, sync)).map_err(err)?;
+    drop(a); // freed on the producer stream: behind the add unless sync is off
+    let reuse = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
+    kernels::fill_slow(&reuse, 100.0, 0, &on(&producer, SyncMode::Event)).map_err(err)?;
+    consumer.synchronize().map_err(err)?;
+    producer.synchronize().map_err(err)?;
+    let got = out.to_ndarray().map_err(err)?;
+    Ok(got.iter().position(|&x| x != 8.0).map(|i| (i, got[i])))
+}
+
+/// Lifetime: the free of a dropped input is stream-ordered on the array's stream, which waits
+/// on the kernel, so memory reused on that stream cannot be overwritten under the kernel.
+/// 100 trials in each ordering mode.
+fn test_dropped_input_in_flight() -> TestResult {
+    for sync in [SyncMode::Event, SyncMode::Default] {
+        for trial in 0..100 {
+            if let Some((i, v)) = dropped_input_trial(sync)? {
+                return Err(format!(
+                    "{sync:?} trial {trial}: out[{i}] = {v} (want 8): input freed under the kernel"
+                )
+                .into());
+            }
         }
     }
     Ok(())
+}
+
+/// The control of `dropped_input_in_flight`: with sync off the producer stream does not wait
+/// for the kernel, so the free and the overwrite of the reused memory overtake it — the test
+/// above would see it.
+fn test_dropped_input_off_observed() -> TestResult {
+    let mut wrong = 0;
+    for _ in 0..20 {
+        if dropped_input_trial(SyncMode::Off)?.is_some() {
+            wrong += 1;
+        }
+    }
+    eprintln!("dropped_input_off_observed: {wrong}/20 trials read reused memory");
+    ensure(wrong > 0, || {
+        "with sync off no trial read the reused memory: the lifetime test cannot fail".into()
+    })
 }
 
 /// Soak: 10^5 launches from 8 threads on 16 streams, shared and distinct arrays; no wrong
@@ -749,6 +776,10 @@ fn main() {
         ("device_array", test_device_array),
         ("fault_names_kernel", test_fault_names_kernel),
         ("dropped_input_in_flight", test_dropped_input_in_flight),
+        (
+            "dropped_input_off_observed",
+            test_dropped_input_off_observed,
+        ),
         ("soak_no_leaks", test_soak_no_leaks),
     ];
     let trials = tests

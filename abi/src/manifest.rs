@@ -10,13 +10,14 @@
 //! Record layout (all integers little-endian):
 //!
 //! ```text
-//! magic "FCK1"
+//! magic "FCK2"
 //! u8 len, name bytes            kernel entry name
 //! u8 len, family bytes          kernel family (launchers dispatch over a family by dtype/rank)
 //! u8 nparams
 //! nparams × { u8 len, name bytes, u8 kind, u8 dtype, u8 rank, u8 mutable, u16 size, u16 align }
 //! u8 ngroups
 //! ngroups × { u8 count, count × u8 parameter index }   parameters that must have equal shapes
+//! u16 items_per_thread          elements of the largest array one thread handles (0: unset)
 //! ```
 
 use crate::params::ParamDesc;
@@ -25,7 +26,7 @@ use crate::params::ParamDesc;
 pub const SYMBOL_PREFIX: &str = "__ferrocuda_manifest__";
 
 /// First four bytes of every record.
-pub const MAGIC: [u8; 4] = *b"FCK1";
+pub const MAGIC: [u8; 4] = *b"FCK2";
 
 /// Length of the record for a kernel (used by `#[kernel]` to size the global).
 pub const fn encoded_len(
@@ -33,7 +34,9 @@ pub const fn encoded_len(
     family: &str,
     params: &[(&str, ParamDesc)],
     same_shape: &[&[u8]],
+    items_per_thread: u16,
 ) -> usize {
+    let _ = items_per_thread;
     let mut n = 4 + 1 + name.len() + 1 + family.len() + 1;
     let mut i = 0;
     while i < params.len() {
@@ -46,7 +49,7 @@ pub const fn encoded_len(
         n += 1 + same_shape[i].len();
         i += 1;
     }
-    n
+    n + 2
 }
 
 /// Encodes a kernel's record; `L` must equal [`encoded_len`] of the same arguments.
@@ -57,9 +60,10 @@ pub const fn encode<const L: usize>(
     family: &str,
     params: &[(&str, ParamDesc)],
     same_shape: &[&[u8]],
+    items_per_thread: u16,
 ) -> [u8; L] {
     assert!(
-        L == encoded_len(name, family, params, same_shape),
+        L == encoded_len(name, family, params, same_shape, items_per_thread),
         "manifest length mismatch"
     );
     assert!(same_shape.len() <= 255, "too many same-shape groups");
@@ -109,6 +113,9 @@ pub const fn encode<const L: usize>(
         }
         i += 1;
     }
+    out[at] = items_per_thread as u8;
+    out[at + 1] = (items_per_thread >> 8) as u8;
+    at += 2;
     assert!(at == L, "manifest length mismatch");
     out
 }
@@ -166,6 +173,10 @@ mod host {
         /// Groups of parameter indices whose arrays must have equal shapes.
         #[serde(default)]
         pub same_shape: Vec<Vec<u8>>,
+        /// Elements of the largest array one thread handles: the automatic grid gives every
+        /// thread about this many (`None`: one resident wave of blocks, grid-stride loops).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub items_per_thread: Option<u16>,
     }
 
     /// One parameter.
@@ -281,6 +292,7 @@ mod host {
             }
             same_shape.push(g);
         }
+        let ipt = u16::from_le_bytes([r.u8()?, r.u8()?]);
         if r.at != bytes.len() {
             return Err("trailing bytes in manifest record".into());
         }
@@ -289,6 +301,7 @@ mod host {
             family,
             params,
             same_shape,
+            items_per_thread: (ipt != 0).then_some(ipt),
         })
     }
 
@@ -329,10 +342,11 @@ mod host {
                 ("v", <View<f64, 3> as KernelParam>::DESC),
                 ("alpha", <f32 as KernelParam>::DESC),
             ];
-            const L: usize = 4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8) + 1 + 3;
+            const L: usize =
+                4 + 1 + 3 + 1 + 3 + 1 + (2 + 8) + (4 + 8) + (2 + 8) + (6 + 8) + 1 + 3 + 2;
             let groups: &[&[u8]] = &[&[0, 1]];
-            assert_eq!(encoded_len("k_1", "fam", &params, groups), L);
-            let bytes: [u8; L] = encode("k_1", "fam", &params, groups);
+            assert_eq!(encoded_len("k_1", "fam", &params, groups, 300), L);
+            let bytes: [u8; L] = encode("k_1", "fam", &params, groups, 300);
             let sig = decode(&bytes).unwrap();
             assert_eq!(sig.name, "k_1");
             assert_eq!(sig.family, "fam");
@@ -344,6 +358,9 @@ mod host {
             assert_eq!(sig.params[3].dtype, "float32");
             assert_eq!(sig.params[3].size, 4);
             assert_eq!(sig.same_shape, std::vec![std::vec![0u8, 1]]);
+            assert_eq!(sig.items_per_thread, Some(300));
+            let unset: [u8; L] = encode("k_1", "fam", &params, groups, 0);
+            assert_eq!(decode(&unset).unwrap().items_per_thread, None);
             // Any truncation is an error, never a panic.
             for cut in 0..L {
                 assert!(decode(&bytes[..cut]).is_err());

@@ -649,11 +649,11 @@ mod tests {
             ("a", <Slice<f32> as KernelParam>::DESC),
             ("alpha", <f32 as KernelParam>::DESC),
         ];
-        let bytes: [u8; 34] = manifest::encode("k", "k", &params, &[]);
+        let bytes: [u8; 36] = manifest::encode("k", "k", &params, &[], 0);
         let list: Vec<String> = bytes.iter().map(|b| b.to_string()).collect();
         let ptx = SAMPLE.replace(
             "[36] = {70, 67, 75, 49, 1, 107, 1, 107, 2, 1, 97, 2, 11, 1, 0, 16, 0, 8, 0, 5, 97, 108, 112, 104, 97, 1, 11, 0, 0, 4, 0, 4, 0, 0, 0, 0}",
-            &format!("[34] = {{{}}}", list.join(", ")),
+            &format!("[36] = {{{}}}", list.join(", ")),
         );
         let (clean, kernels) = process_ptx(&ptx).unwrap();
         assert!(!clean.contains("__ferrocuda_manifest__"));

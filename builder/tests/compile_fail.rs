@@ -200,6 +200,16 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "#[kernel(same_shape(x, y, x))] pub unsafe fn k(x: Slice<f32>, y: SliceMut<f32>) {}",
         "parameter named twice in same_shape",
     ),
+    (
+        "items_per_thread_zero",
+        "#[kernel(items_per_thread = 0)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "items_per_thread must be an integer in 1..=65535",
+    ),
+    (
+        "items_per_thread_too_large",
+        "#[kernel(items_per_thread = 65536)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "items_per_thread must be an integer in 1..=65535",
+    ),
 ];
 
 #[test]

@@ -469,12 +469,13 @@ impl Kernel<'_> {
                 }
                 g
             }
-            None => {
-                let per_block = threads as usize;
-                let needed = work.div_ceil(per_block).max(1);
-                let resident = ctx.sm_count() as usize * f.blocks_per_sm as usize;
-                [needed.min(resident).min(i32::MAX as usize) as u32, 1, 1]
-            }
+            None => [
+                auto_grid(work, threads as usize, sig.items_per_thread, || {
+                    ctx.sm_count() as usize * f.blocks_per_sm as usize
+                }),
+                1,
+                1,
+            ],
         };
 
         // Pack parameters.
@@ -545,6 +546,23 @@ impl Kernel<'_> {
     }
 }
 
+/// The automatic grid (x only) for `work` elements in blocks of `threads`: one thread per
+/// `items_per_thread` elements when the kernel declares it, else at most one resident wave
+/// (`resident()` blocks; the kernel's grid-stride loop covers the rest). At least one block,
+/// at most the driver's 2^31 − 1.
+fn auto_grid(
+    work: usize,
+    threads: usize,
+    items_per_thread: Option<u16>,
+    resident: impl FnOnce() -> usize,
+) -> u32 {
+    let grid = match items_per_thread {
+        Some(k) => work.div_ceil(usize::from(k.max(1))).div_ceil(threads),
+        None => work.div_ceil(threads).min(resident()),
+    };
+    grid.clamp(1, i32::MAX as usize) as u32
+}
+
 /// Blocks until all work on `s` is done, in device `ordinal`'s primary context.
 pub fn synchronize(ordinal: usize, s: StreamRef) -> Result<()> {
     Context::get(ordinal)?.bind()?;
@@ -558,6 +576,20 @@ mod tests {
 
     fn arr(shape: &[usize], strides: Option<&[isize]>) -> ArrayDesc {
         ArrayDesc::from_parts(DType::F32, shape, strides, 0x10000, false, None).unwrap()
+    }
+
+    #[test]
+    fn automatic_grid() {
+        // One resident wave without a hint.
+        assert_eq!(auto_grid(1 << 28, 256, None, || 1056), 1056);
+        assert_eq!(auto_grid(1000, 256, None, || 1056), 4);
+        // One thread per declared number of elements, no wave cap.
+        assert_eq!(auto_grid(1 << 28, 256, Some(4), || 1056), 1 << 18);
+        assert_eq!(auto_grid(1 << 28, 256, Some(2), || unreachable!()), 1 << 19);
+        assert_eq!(auto_grid(1025, 256, Some(4), || 0), 2);
+        // Never zero blocks, never beyond the driver's limit.
+        assert_eq!(auto_grid(0, 256, Some(4), || 0), 1);
+        assert_eq!(auto_grid(usize::MAX, 1, Some(1), || 0), i32::MAX as u32);
     }
 
     #[test]

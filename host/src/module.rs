@@ -49,6 +49,9 @@ pub struct Signature {
     pub params: Vec<Param>,
     /// Groups of parameter indices whose arrays must have equal shapes.
     pub same_shape: Vec<Vec<usize>>,
+    /// Elements of the largest array one thread handles per pass (`#[kernel(items_per_thread
+    /// = k)]`): the automatic grid has one thread per `k` elements. `None`: one resident wave.
+    pub items_per_thread: Option<u16>,
     /// Size of the whole parameter buffer.
     pub buffer_size: usize,
     c_name: CString,
@@ -127,6 +130,7 @@ impl Signature {
             family: k.family.clone(),
             params,
             same_shape,
+            items_per_thread: k.items_per_thread,
             buffer_size: offset,
             c_name,
             static_name: Box::leak(Box::new(k.name.clone())),

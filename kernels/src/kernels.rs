@@ -41,7 +41,7 @@ num!(int i32, i64);
 
 macro_rules! add_kernels {
     ($($name:ident: $t:ty, $lanes:literal;)*) => {$(
-        #[kernel(family = "add", same_shape(a, b, out))]
+        #[kernel(family = "add", same_shape(a, b, out), items_per_thread = $lanes)]
         pub unsafe fn $name(a: Slice<$t>, b: Slice<$t>, out: SliceMut<$t>) {
             // SAFETY: launched as a kernel over the host-validated slices.
             unsafe { binary::<$t, $lanes>(a, b, out, Num::add) }
@@ -58,7 +58,7 @@ add_kernels! {
 // ---- initialize_array: x[i] = i ---------------------------------------------------------
 
 /// `x[i] = i` for every element (the CUDA Array Interface specification's example).
-#[kernel]
+#[kernel(items_per_thread = 4)]
 pub unsafe fn initialize_array(x: SliceMut<i32>) {
     // SAFETY: launched as a kernel over the host-validated slice.
     unsafe { generate::<i32, 4>(x, |i| i as i32) }
@@ -68,7 +68,7 @@ pub unsafe fn initialize_array(x: SliceMut<i32>) {
 
 macro_rules! saxpy_kernels {
     ($($name:ident: $t:ty, $lanes:literal;)*) => {$(
-        #[kernel(family = "saxpy", same_shape(x, y))]
+        #[kernel(family = "saxpy", same_shape(x, y), items_per_thread = $lanes)]
         pub unsafe fn $name(alpha: $t, x: Slice<$t>, y: SliceMut<$t>) {
             // SAFETY: y aliases itself element-for-element only.
             unsafe { binary::<$t, $lanes>(x, y.as_slice(), y, |a, b| Num::add(Num::mul(alpha, a), b)) }

@@ -25,7 +25,13 @@ use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Toke
 /// * `family = "name"` — launchers dispatch among the kernels of one family by element type
 ///   and rank (default: the function's own name);
 /// * `same_shape(p, q, …)` — the host refuses a launch unless these array parameters have
-///   equal shapes (may be given several times).
+///   equal shapes (may be given several times);
+/// * `items_per_thread = k` (1..=65535) — the kernel handles about `k` elements of its
+///   largest array per thread and pass (e.g. one 16-byte vector of four `f32`): the automatic
+///   grid then has one thread per `k` elements, so each thread does one pass. Without it the
+///   automatic grid is one resident wave of blocks and the kernel's grid-stride loop covers
+///   the rest — better for kernels with per-thread setup. Either way the kernel must be
+///   correct for any grid (the caller may pass one).
 ///
 /// Rejected at compile time: generic parameters, `self`, return values, `async`/`const`
 /// functions, variadics, pattern parameters, references, and any parameter type that is not
@@ -48,6 +54,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 struct Options {
     family: Option<LitStr>,
     same_shape: Vec<Vec<Ident>>,
+    items_per_thread: Option<u16>,
 }
 
 impl Parse for Options {
@@ -74,10 +81,23 @@ impl Parse for Options {
                     ));
                 }
                 opts.same_shape.push(names.into_iter().collect());
+            } else if key == "items_per_thread" {
+                input.parse::<Token![=]>()?;
+                let lit: syn::LitInt = input.parse()?;
+                match lit.base10_parse::<u16>() {
+                    Ok(k) if k >= 1 => opts.items_per_thread = Some(k),
+                    _ => {
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            "items_per_thread must be an integer in 1..=65535",
+                        ))
+                    }
+                }
             } else {
                 return Err(syn::Error::new(
                     key.span(),
-                    "unknown #[kernel] option: expected `family = \"…\"` or `same_shape(…)`",
+                    "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)` or \
+                     `items_per_thread = k`",
                 ));
             }
             if !input.is_empty() {
@@ -189,8 +209,9 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .map(|l| l.value())
         .unwrap_or_else(|| name_str.clone());
 
+    let ipt = opts.items_per_thread.unwrap_or(0);
     Ok(expand_final(
-        &func, &arg_names, &arg_pats, &arg_types, &groups, &family,
+        &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt,
     ))
 }
 
@@ -202,6 +223,7 @@ fn expand_final(
     arg_types: &[Type],
     groups: &[Vec<u8>],
     family: &str,
+    items_per_thread: u16,
 ) -> TokenStream2 {
     let sig = &func.sig;
     let name = &sig.ident;
@@ -250,7 +272,7 @@ fn expand_final(
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
         const #len_const: usize = ::ferrocuda_device::__private::encoded_len(
-            #name_str, #family, #params_a, &[#(#groups_a),*]);
+            #name_str, #family, #params_a, &[#(#groups_a),*], #items_per_thread);
 
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
@@ -258,6 +280,6 @@ fn expand_final(
         #[allow(non_upper_case_globals)]
         pub static #manifest_sym: [u8; #len_const] =
             ::ferrocuda_device::__private::encode::<#len_const>(
-                #name_str, #family, #params_b, &[#(#groups_b),*]);
+                #name_str, #family, #params_b, &[#(#groups_b),*], #items_per_thread);
     }
 }

@@ -224,6 +224,23 @@ pub fn host_view<'py>(
     arg: &str,
 ) -> PyResult<(ArrayDesc, Bound<'py, PyAny>)> {
     let py = obj.py();
+    // NumPy masked arrays convert to their data with the mask dropped: refuse them, as a CUDA
+    // interface with a mask is refused (computing on masked-out elements is silently wrong).
+    static MASKED: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+    let masked = MASKED.get_or_init(py, || {
+        py.import("numpy.ma")
+            .and_then(|m| m.getattr("MaskedArray"))
+            .ok()
+            .map(Bound::unbind)
+    });
+    if let Some(t) = masked {
+        if obj.is_instance(t.bind(py))? {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "argument `{arg}`: masked arrays are not supported (a numpy.ma.MaskedArray); \
+                 pass arr.filled(value) or arr.data"
+            )));
+        }
+    }
     let arr = if !obj.hasattr(intern!(py, "__array_interface__"))?
         && !obj.hasattr(intern!(py, "__array__"))?
         && obj.hasattr(intern!(py, "__dlpack__"))?

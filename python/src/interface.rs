@@ -57,11 +57,12 @@ impl From<Error> for Fail {
 }
 
 impl Fail {
-    /// The Python exception, naming argument `arg`.
+    /// The Python exception, naming argument `arg` (in the message for rule violations; in
+    /// a PEP 678 note for the producer's own exceptions, which are passed on unchanged).
     pub fn into_py(self, py: Python<'_>, arg: &str) -> PyErr {
         match self {
             Fail::Host(e) => to_py(py, e.with_arg(arg.to_owned())),
-            Fail::Py(e) => e,
+            Fail::Py(e) => annotate(py, e, "the array interface", arg),
         }
     }
 }

@@ -93,6 +93,15 @@ fn device_count(py: Python<'_>) -> PyResult<usize> {
     py.detach(ferrocuda_host::driver::device_count).py_err(py)
 }
 
+/// Number of CUDA events in ferrocuda's pool for `device` (for leak tests: the pool holds
+/// events for reuse, it should not grow with the number of launches).
+#[pyfunction]
+#[pyo3(signature = (device = 0))]
+fn _pooled_events(py: Python<'_>, device: usize) -> PyResult<usize> {
+    py.detach(|| ferrocuda_host::driver::Context::get(device).map(|c| c.pooled_events()))
+        .py_err(py)
+}
+
 /// The extension module.
 #[pymodule]
 fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -104,6 +113,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SYNC_ENV_VAR", ferrocuda_host::stream::SYNC_ENV_VAR)?;
     m.add_function(wrap_pyfunction!(driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(_pooled_events, m)?)?;
     interface::register(m)?;
     streams::register(m)?;
     arrays::register(m)?;

@@ -20,10 +20,11 @@ checked against the extension):
   out of their parameter's range (``README.md``, "What a launcher accepts");
 * ``TypeError``: the interface is not a dict, the object is not an array, an unknown,
   malformed or big-endian ``typestr``, a wrong element type or rank at launch;
-* ``NotImplementedError``: ``mask``, structured ``descr``, a CAI ``offset``;
+* ``NotImplementedError``: ``mask`` (and NumPy masked arrays passed as host arrays),
+  structured ``descr``, a CAI ``offset``;
 * an exception raised by the producer's own code (a property, ``__index__``, a dict key's
-  ``__eq__``) propagates unchanged (``producer=True``); when it comes from reading the
-  interface attribute itself, a PEP 678 note names the argument (``note=True``).
+  ``__eq__``) propagates unchanged (``producer=True``), with a PEP 678 note naming the
+  argument (``note=True``; checked on Python >= 3.11).
 
 Entries with ``bug=...`` are known ferrocuda bugs: they state the intended behaviour and the
 test marks them ``xfail(strict=True)``, so fixing the bug turns them into failures that ask
@@ -640,6 +641,8 @@ add(C("data_misaligned_f4", "float32 pointer 2 bytes off", lambda b: obj(b + 2),
 add(C("data_misaligned_f8", "float64 pointer 4 bytes off", lambda b: obj(b + 4, typestr="<f8", descr=None), V, "not aligned", "data"))
 add(C("data_misaligned_c16", "complex128 pointer at 8 mod 16", lambda b: obj(b + 8, typestr="<c16", descr=None), V, "not aligned", "data"))
 
+# a NumPy masked array passed as a host array: converting it would drop the mask
+add(C("numpy_masked_array", "a NumPy masked array (host): its mask would be silently dropped", lambda b: np.ma.masked_array(np.zeros(4, np.float32), mask=[False, True, False, False]), N, "masked arrays are not supported"))
 # mask
 for id_, val in [("mask_object", object()), ("mask_array", CAIProducer(iface(PTR, typestr="|b1", descr=None))), ("mask_false", False), ("mask_zero", 0)]:
     add(C(id_, f"mask present ({type(val).__name__})", lambda b, v=val: obj(b, mask=v), N, "masked arrays are not supported", "mask"))
@@ -696,10 +699,10 @@ for id_, etype, text in [
 add(C("property_raises_attribute", "property raising AttributeError: the interface is absent", lambda b: raising_property(AttributeError, "no"), T, "not an array"))
 add(C("getattr_raises", "__getattr__ raising for every name", lambda b: GetattrRaises(), Boom, "__getattr__('__cuda_array_interface__')", producer=True, note=True))
 add(C("sycl_property_raises", "no CAI; the SYCL USM property raises", lambda b: SyclRaises(), Boom, "sycl export failed", producer=True, note=True))
-add(C("index_raises", "a shape item whose __index__ raises", lambda b: obj(b, shape=(IndexRaises(),)), Boom, "__index__ failed", producer=True))
-add(C("index_returns_str", "a shape item whose __index__ returns a str (CPython's TypeError propagates)", lambda b: obj(b, shape=(IndexReturnsStr(),)), T, "__index__ returned non-int", producer=True))
-add(C("pointer_index_raises", "a data pointer whose __index__ raises", lambda b: obj(b, data=(IndexRaises(), False)), Boom, "__index__ failed", producer=True))
-add(C("dict_key_eq_raises", "a dict key hashing like 'shape' whose __eq__ raises", hostile_key, Boom, "key __eq__", producer=True))
+add(C("index_raises", "a shape item whose __index__ raises", lambda b: obj(b, shape=(IndexRaises(),)), Boom, "__index__ failed", producer=True, note=True))
+add(C("index_returns_str", "a shape item whose __index__ returns a str (CPython's TypeError propagates)", lambda b: obj(b, shape=(IndexReturnsStr(),)), T, "__index__ returned non-int", producer=True, note=True))
+add(C("pointer_index_raises", "a data pointer whose __index__ raises", lambda b: obj(b, data=(IndexRaises(), False)), Boom, "__index__ failed", producer=True, note=True))
+add(C("dict_key_eq_raises", "a dict key hashing like 'shape' whose __eq__ raises", hostile_key, Boom, "key __eq__", producer=True, note=True))
 add(C(
     "shape_list_mutated_during_read", "a shape list emptied by one of its items' __index__",
     shape_list_mutated, V, "shape", "shape",
