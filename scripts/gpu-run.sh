@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
-# what: rust python sanitizer examples bench (default: rust python sanitizer examples)
+# what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
+#       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"; export OUT
@@ -35,12 +36,26 @@ for w in $what; do
         PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs .gpu/python/tests 2>&1 \
           | tee "$OUT/pytest.log" | grep -v "^SKIPPED" | tail -40 || status=1
       fi ;;
-    sanitizer)
-      for tool in memcheck racecheck; do
+    sanitizer|memcheck|racecheck)
+      # The Rust GPU suite minus the controls that race on purpose and the fault test (its
+      # child process traps); racecheck also skips the soak (memcheck covers it; racecheck
+      # takes many minutes on 10^5 launches).
+      tools="memcheck racecheck"; [ "$w" = sanitizer ] || tools="$w"
+      for tool in $tools; do
+        extra=""; [ "$tool" = racecheck ] && extra="--skip soak_no_leaks"
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
-          --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log" || status=1
+          --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
+          $extra 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
+    pyquick)
+      # The fast-path and lifetime tests only (a quick check after changing either).
+      np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_fast_paths.py .gpu/python/tests/test_gpu_lifetimes.py \
+        .gpu/python/tests/test_gpu_interop.py 2>&1 | tee "$OUT/pyquick.log" | tail -15
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     pysanitizer)
       # The Python GPU suite under compute-sanitizer (memcheck, then racecheck), in-process
       # tests only (child processes are not followed), minus the controls that read stale or

@@ -10,9 +10,10 @@
 //!   `None` when the array's `_c_contiguous` flag is set, else `strides`; pointer `data.ptr`
 //!   (0 for empty arrays); never read-only; with `cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION`
 //!   3 the stream is CuPy's current stream (`cupy.cuda.get_current_stream().ptr`, read once
-//!   per launch), 0 meaning the default stream: the per-thread one (2) when `CUPY_CUDA_PTDS`
-//!   is set, else the legacy one (1); with version 2 there is no stream; any other value falls
-//!   back to the getter (which raises its own error).
+//!   per launch); CuPy's null stream (pointer 0) is exported by the getter as CuPy's default
+//!   stream (legacy or per-thread, by CuPy's configuration), which the fast path learns from
+//!   the getter the first time it meets the null stream; with version 2 there is no stream;
+//!   any other version falls back to the getter (which raises its own error).
 //! * **torch** (`torch/_tensor.py`, `Tensor.__cuda_array_interface__`): CUDA tensors only;
 //!   tensors that require grad, sparse tensors and dtypes the getter does not export fall
 //!   back to the getter (and its errors); shape `shape`, strides `stride()` × itemsize,
@@ -180,6 +181,8 @@ fn fast_paths_enabled() -> bool {
 }
 
 static CUPY_ON: AtomicBool = AtomicBool::new(true);
+/// What CuPy's getter exports for its null stream (0 until first seen).
+static CUPY_NULL: AtomicU64 = AtomicU64::new(0);
 static TORCH_ON: AtomicBool = AtomicBool::new(true);
 static CUPY_CHECKED: AtomicBool = AtomicBool::new(false);
 static TORCH_CHECKED: AtomicBool = AtomicBool::new(false);
@@ -348,7 +351,6 @@ fn isize_tuple(obj: &Bound<'_, PyAny>, out: &mut [isize; MAX_NDIM]) -> Option<us
 fn cupy_stream(py: Python<'_>) -> Option<(u8, Option<StreamRef>)> {
     static UTIL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static CURRENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    static PTDS: OnceLock<bool> = OnceLock::new();
     let util = UTIL
         .get_or_try_init(py, || {
             py.import("cupy._util").map(|m| m.into_any().unbind())
@@ -378,18 +380,13 @@ fn cupy_stream(py: Python<'_>) -> Option<(u8, Option<StreamRef>)> {
                 .ok()?
                 .extract()
                 .ok()?;
+            // 0 is CuPy's null stream, which the getter exports as CuPy's default stream
+            // (legacy or per-thread, by CuPy's configuration): learnt from the getter itself
+            // the first time it is seen (`cupy` below), then remembered.
             let ptr = if ptr == 0 {
-                // CuPy's default stream: per-thread when CUPY_CUDA_PTDS is a non-zero int.
-                let ptds = *PTDS.get_or_init(|| {
-                    std::env::var("CUPY_CUDA_PTDS")
-                        .ok()
-                        .and_then(|v| v.trim().parse::<i64>().ok())
-                        .is_some_and(|v| v != 0)
-                });
-                if ptds {
-                    2
-                } else {
-                    1
+                match CUPY_NULL.load(Ordering::Relaxed) {
+                    0 => return None,
+                    v => v,
                 }
             } else {
                 ptr
@@ -439,7 +436,25 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     let (ver, stream) = match state.cupy {
         Some(s) => s,
         None => {
-            let s = cupy_stream(py)?;
+            let s = match cupy_stream(py) {
+                Some(s) => s,
+                None if CUPY_NULL.load(Ordering::Relaxed) == 0 => {
+                    // Maybe the null stream, not yet mapped: ask the getter once.
+                    let s: u64 = obj
+                        .getattr(intern!(py, "__cuda_array_interface__"))
+                        .ok()?
+                        .get_item(intern!(py, "stream"))
+                        .ok()?
+                        .extract()
+                        .ok()?;
+                    if s == 0 {
+                        return None;
+                    }
+                    CUPY_NULL.store(s, Ordering::Relaxed);
+                    cupy_stream(py)?
+                }
+                None => return None,
+            };
             state.cupy = Some(s);
             s
         }

@@ -67,7 +67,8 @@ def test_cupy_fast_path_matches_the_getter(cupy: Any, rng: np.random.Generator) 
     cp = cupy
     views = cupy_views(cp, rng)
     side = cp.cuda.Stream(non_blocking=True)
-    ext = cp.cuda.ExternalStream(side.ptr)
+    ext = cp.cuda.Stream.from_external(side) if hasattr(cp.cuda.Stream, "from_external") \
+        else cp.cuda.ExternalStream(side.ptr)
     for ctx in [None, side, cp.cuda.Stream.null, cp.cuda.Stream.ptds, ext]:
         for v in views:
             if ctx is None:
@@ -132,18 +133,23 @@ def _child(code: str, **env: str) -> str:
     return r.stdout
 
 
-def test_cupy_fast_path_ptds(cupy: Any) -> None:
+def test_cupy_fast_path_per_thread_default_stream(cupy: Any) -> None:
+    # CuPy configured for the per-thread default stream: its default and null streams must
+    # be exported as the getter exports them, and the fast path must stay on.
     out = _child(
         "import cupy as cp, ferrocuda\n"
         "g = ferrocuda._ferrocuda._describe_generic\n"
         "a = cp.arange(8, dtype=cp.float32)\n"
-        "d = ferrocuda.validate_interface(a); assert d == g(a), (d, g(a))\n"
         "with cp.cuda.Stream.null:\n"
         "    e = ferrocuda.validate_interface(a); assert e == g(a), (e, g(a))\n"
-        "print(d['stream'], e['stream'], ferrocuda._ferrocuda._fast_paths())\n",
-        CUPY_CUDA_PTDS="1",
+        "d = ferrocuda.validate_interface(a); assert d == g(a), (d, g(a))\n"
+        "print(cp.cuda.get_current_stream().ptr, d['stream'], e['stream'],\n"
+        "      *ferrocuda._ferrocuda._fast_paths())\n",
+        CUPY_CUDA_PER_THREAD_DEFAULT_STREAM="1",
     )
-    assert out.split() == ["2", "2", "(True,", "True)"], out
+    cur, d, e, on_cupy, on_torch = out.split()
+    assert d == (cur if cur != "0" else e), out
+    assert on_cupy == on_torch == "True", out
 
 
 def test_fast_paths_can_be_switched_off(cupy: Any) -> None:
