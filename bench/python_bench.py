@@ -289,7 +289,8 @@ def section_launch(res, reps, mods):
             def read():
                 return tout.cpu().numpy()
             if fk is not None:
-                # Tensors carry no stream (CAI v2): every sync mode has nothing to order, so no
+                # A tensor's producer stream is torch's current stream (the default one here),
+                # which is also the launch stream: every sync mode has nothing to order, so no
                 # side-stream rows here.
                 fc_launch_rows(res, reps, np, fk, "torch", "torch", ta, tb, tout, sync, poison,
                                read, expected)
