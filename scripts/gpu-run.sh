@@ -19,6 +19,8 @@ fi
 if ls .gpu/whl-numba/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/ferrocuda-numpy .gpu/whl-numba/*.whl
 fi
+# The carried NumPy goes first on PYTHONPATH for the Python tests only.
+np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
 for w in $what; do
   case "$w" in
     rust)
@@ -32,7 +34,6 @@ for w in $what; do
     python)
       if [ -d .gpu/python/tests ]; then
         echo "=== python tests"
-        np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
         PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs .gpu/python/tests 2>&1 \
           | tee "$OUT/pytest.log" | grep -v "^SKIPPED" | tail -40 || status=1
       fi ;;
@@ -51,7 +52,6 @@ for w in $what; do
       done ;;
     pyquick)
       # The fast-path and lifetime tests only (a quick check after changing either).
-      np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
       PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
         .gpu/python/tests/test_gpu_fast_paths.py .gpu/python/tests/test_gpu_lifetimes.py \
         .gpu/python/tests/test_gpu_interop.py 2>&1 | tee "$OUT/pyquick.log" | tail -15
@@ -61,7 +61,6 @@ for w in $what; do
       # tests only (child processes are not followed), minus the controls that read stale or
       # reused memory on purpose and the long soak. Budget: FERROCUDA_SANITIZER_S per tool.
       if [ -d .gpu/python/tests ]; then
-        np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
         for tool in memcheck racecheck; do
           echo "=== compute-sanitizer --tool $tool: python tests"
           PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-240}" \

@@ -120,6 +120,15 @@ pub enum Kind {
     Cupy = 4,
 }
 
+impl Kind {
+    fn from_code(c: u8) -> Kind {
+        [Kind::Torch, Kind::TorchSub, Kind::Cupy]
+            .into_iter()
+            .find(|k| *k as u8 == c)
+            .unwrap_or(Kind::Other)
+    }
+}
+
 static KINDS: PtrTable<32> = PtrTable::new();
 
 fn is_named(ty: &Bound<'_, PyAny>, module: &str, name: &str) -> bool {
@@ -138,12 +147,8 @@ fn is_named(ty: &Bound<'_, PyAny>, module: &str, name: &str) -> bool {
 /// The kind of `obj`'s type (cached per type).
 pub fn kind_of(obj: &Bound<'_, PyAny>) -> Kind {
     let ty = obj.get_type().into_any();
-    match KINDS.get(&ty) {
-        Some(2) => return Kind::Torch,
-        Some(3) => return Kind::TorchSub,
-        Some(4) => return Kind::Cupy,
-        Some(_) => return Kind::Other,
-        None => {}
+    if let Some(c) = KINDS.get(&ty) {
+        return Kind::from_code(c);
     }
     let py = obj.py();
     let kind = if is_named(&ty, "torch", "Tensor") {
@@ -320,19 +325,11 @@ fn torch_dtype(dtype: &Bound<'_, PyAny>) -> Option<DType> {
 // ---------------------------------------------------------------------------------------
 // Reading tuples of ints.
 
-fn usize_tuple(obj: &Bound<'_, PyAny>, out: &mut [usize; MAX_NDIM]) -> Option<usize> {
-    let t = obj.cast::<PyTuple>().ok()?;
-    let n = t.len();
-    if n > MAX_NDIM {
-        return None;
-    }
-    for (k, slot) in out.iter_mut().enumerate().take(n) {
-        *slot = t.get_item(k).ok()?.extract().ok()?;
-    }
-    Some(n)
-}
-
-fn isize_tuple(obj: &Bound<'_, PyAny>, out: &mut [isize; MAX_NDIM]) -> Option<usize> {
+/// The ints of a tuple of at most [`MAX_NDIM`] items into `out`; `None` if it is anything else.
+fn int_tuple<'py, T>(obj: &Bound<'py, PyAny>, out: &mut [T; MAX_NDIM]) -> Option<usize>
+where
+    T: pyo3::conversion::FromPyObjectOwned<'py>,
+{
     let t = obj.cast::<PyTuple>().ok()?;
     let n = t.len();
     if n > MAX_NDIM {
@@ -347,8 +344,10 @@ fn isize_tuple(obj: &Bound<'_, PyAny>, out: &mut [isize; MAX_NDIM]) -> Option<us
 // ---------------------------------------------------------------------------------------
 // CuPy.
 
-/// `(export version, stream)` as CuPy's getter computes them now, or `None` to fall back.
-fn cupy_stream(py: Python<'_>) -> Option<(u8, Option<StreamRef>)> {
+/// `(export version, stream)` as CuPy's getter computes them now for `obj`, or `None` to fall
+/// back.
+fn cupy_stream(obj: &Bound<'_, PyAny>) -> Option<(u8, Option<StreamRef>)> {
+    let py = obj.py();
     static UTIL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     static CURRENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let util = UTIL
@@ -382,14 +381,24 @@ fn cupy_stream(py: Python<'_>) -> Option<(u8, Option<StreamRef>)> {
                 .ok()?;
             // 0 is CuPy's null stream, which the getter exports as CuPy's default stream
             // (legacy or per-thread, by CuPy's configuration): learnt from the getter itself
-            // the first time it is seen (`cupy` below), then remembered.
-            let ptr = if ptr == 0 {
-                match CUPY_NULL.load(Ordering::Relaxed) {
-                    0 => return None,
-                    v => v,
+            // the first time it is seen, then remembered.
+            let ptr = match (ptr, CUPY_NULL.load(Ordering::Relaxed)) {
+                (0, 0) => {
+                    let s: u64 = obj
+                        .getattr(intern!(py, "__cuda_array_interface__"))
+                        .ok()?
+                        .get_item(intern!(py, "stream"))
+                        .ok()?
+                        .extract()
+                        .ok()?;
+                    if s == 0 {
+                        return None;
+                    }
+                    CUPY_NULL.store(s, Ordering::Relaxed);
+                    s
                 }
-            } else {
-                ptr
+                (0, null) => null,
+                (p, _) => p,
             };
             Some((3, StreamRef::from_cai(ptr)))
         }
@@ -401,7 +410,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     let py = obj.py();
     let dtype = numpy_dtype(&obj.getattr(intern!(py, "dtype")).ok()?)?;
     let mut shape = [0usize; MAX_NDIM];
-    let n = usize_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut shape)?;
+    let n = int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut shape)?;
     let c_contiguous = match obj.getattr(intern!(py, "_c_contiguous")) {
         Ok(f) => f.is_truthy().ok()?,
         Err(_) => {
@@ -414,7 +423,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     let strides = if c_contiguous {
         None
     } else {
-        let m = isize_tuple(&obj.getattr(intern!(py, "strides")).ok()?, &mut strides)?;
+        let m = int_tuple(&obj.getattr(intern!(py, "strides")).ok()?, &mut strides)?;
         if m != n {
             return None;
         }
@@ -436,25 +445,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     let (ver, stream) = match state.cupy {
         Some(s) => s,
         None => {
-            let s = match cupy_stream(py) {
-                Some(s) => s,
-                None if CUPY_NULL.load(Ordering::Relaxed) == 0 => {
-                    // Maybe the null stream, not yet mapped: ask the getter once.
-                    let s: u64 = obj
-                        .getattr(intern!(py, "__cuda_array_interface__"))
-                        .ok()?
-                        .get_item(intern!(py, "stream"))
-                        .ok()?
-                        .extract()
-                        .ok()?;
-                    if s == 0 {
-                        return None;
-                    }
-                    CUPY_NULL.store(s, Ordering::Relaxed);
-                    cupy_stream(py)?
-                }
-                None => return None,
-            };
+            let s = cupy_stream(obj)?;
             state.cupy = Some(s);
             s
         }
@@ -520,11 +511,11 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
         )));
     }
     let mut shape = [0usize; MAX_NDIM];
-    let Some(n) = usize_tuple(&obj.getattr(intern!(py, "shape"))?, &mut shape) else {
+    let Some(n) = int_tuple(&obj.getattr(intern!(py, "shape"))?, &mut shape) else {
         return Ok(None);
     };
     let mut strides = [0isize; MAX_NDIM];
-    let Some(m) = isize_tuple(&obj.call_method0(intern!(py, "stride"))?, &mut strides) else {
+    let Some(m) = int_tuple(&obj.call_method0(intern!(py, "stride"))?, &mut strides) else {
         return Ok(None);
     };
     if m != n {

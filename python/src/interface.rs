@@ -615,17 +615,14 @@ pub fn probe<'py>(
         let d = fast::self_check(obj, kind, d, || {
             let mut s = Scratch::new();
             s.call = state;
-            match generic_cuda(obj, arg, kind, &mut s)? {
-                Some(Found::Desc(g)) => Ok(g),
-                _ => Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "__cuda_array_interface__ disappeared",
-                )),
-            }
+            generic_cuda(obj, arg, kind, &mut s)?.ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err("__cuda_array_interface__ disappeared")
+            })
         })?;
         return Ok(Found::Desc(d));
     }
-    if let Some(found) = generic_cuda(obj, arg, kind, scratch)? {
-        return Ok(found);
+    if let Some(d) = generic_cuda(obj, arg, kind, scratch)? {
+        return Ok(Found::Desc(d));
     }
     match obj.getattr_opt(intern!(py, "__sycl_usm_array_interface__")) {
         Ok(Some(iface)) => {
@@ -655,12 +652,12 @@ pub fn probe<'py>(
 
 /// Reads `__cuda_array_interface__` if `obj` has one (`None` if it has none), applying the
 /// torch stream rule (see [`fast`]) to torch tensors whose interface names no stream.
-fn generic_cuda<'py>(
-    obj: &Bound<'py, PyAny>,
+fn generic_cuda(
+    obj: &Bound<'_, PyAny>,
     arg: &str,
     kind: Kind,
     scratch: &mut Scratch,
-) -> PyResult<Option<Found<'py>>> {
+) -> PyResult<Option<ArrayDesc>> {
     let py = obj.py();
     match obj.getattr_opt(intern!(py, "__cuda_array_interface__")) {
         Ok(Some(iface)) => {
@@ -669,7 +666,7 @@ fn generic_cuda<'py>(
             if matches!(kind, Kind::Torch | Kind::TorchSub) && d.stream().is_none() {
                 d = d.with_stream(Some(fast::torch_stream(obj, &mut scratch.call)?));
             }
-            Ok(Some(Found::Desc(d)))
+            Ok(Some(d))
         }
         Ok(None) => Ok(None),
         Err(e) => Err(annotate(py, e, "__cuda_array_interface__", arg)),
@@ -785,8 +782,8 @@ fn _describe_generic<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound
     let py = obj.py();
     let mut scratch = Scratch::new();
     match generic_cuda(obj, name, fast::kind_of(obj), &mut scratch)? {
-        Some(Found::Desc(d)) => describe(py, &d, Source::Cuda.key()),
-        _ => Err(PyTypeError::new_err(format!(
+        Some(d) => describe(py, &d, Source::Cuda.key()),
+        None => Err(PyTypeError::new_err(format!(
             "argument `{name}`: {} has no __cuda_array_interface__",
             type_name(obj)
         ))),
