@@ -11,6 +11,8 @@
 //     {"bench": "floor", "name": ..., "us_per_call": <median>, "min_us": ..., "p10_us": ...,
 //      "p90_us": ..., "batches": B, "per_batch": N, "what": "..."}
 //
+// With -DFLOOR_LIB it builds as a shared library instead (see "Library mode" below).
+//
 // Method: warm-up, then B batches of N calls back to back followed by one cuCtxSynchronize;
 // per-call time = batch wall time / N; the median over batches is reported. Every driver call
 // is checked (a failure prints the call and exits 1). add_f32's output is poisoned before and
@@ -142,6 +144,104 @@ static void check_add(CUdeviceptr out, const std::vector<float>& expected, const
     }
 }
 
+#ifdef FLOOR_LIB
+// ---------------------------------------------------------------------------------------------
+// Library mode, for measuring the floor in the same process and the same rounds as the Python
+// launchers (bench/python_bench.py loads it with ctypes):
+//
+//     nvcc -O2 -DFLOOR_LIB -shared -Xcompiler -fPIC -o /tmp/libfloor.so bench/floor.cu -lcuda
+//
+// Every function returns 0 or the failing CUresult (nothing exits the host process). The
+// arrays and module live in the device's primary context, the one CuPy and PyTorch use.
+namespace lib {
+static CUcontext ctx = nullptr;
+static CUfunction add_f32 = nullptr, empty = nullptr;
+static SliceArg pa, pb, po;
+static std::vector<float> expected;
+}  // namespace lib
+
+#define CKR(call)                                      \
+    do {                                               \
+        CUresult r_ = (call);                          \
+        if (r_ != CUDA_SUCCESS) return static_cast<int>(r_); \
+    } while (0)
+
+// Loads the bundled PTX at `ptx_path` (add_f32) and the empty kernel, and makes three
+// float32[1024] arrays a, b, out. Returns 0, a CUresult, or -1 when the file cannot be read.
+extern "C" int floor_open(const char* ptx_path) {
+    std::ifstream f(ptx_path, std::ios::in | std::ios::binary);
+    if (!f) return -1;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    const std::string ptx = ss.str();
+    CKR(cuInit(0));
+    CUdevice dev;
+    CKR(cuDeviceGet(&dev, 0));
+    CKR(cuDevicePrimaryCtxRetain(&lib::ctx, dev));
+    CKR(cuCtxSetCurrent(lib::ctx));
+    CUmodule bundled, empty_mod;
+    CKR(cuModuleLoadData(&bundled, ptx.c_str()));
+    CKR(cuModuleLoadData(&empty_mod, kEmptyPtx));
+    CKR(cuModuleGetFunction(&lib::add_f32, bundled, "add_f32"));
+    CKR(cuModuleGetFunction(&lib::empty, empty_mod, "empty_kernel"));
+    std::vector<float> ha(kN), hb(kN);
+    lib::expected.resize(kN);
+    for (unsigned i = 0; i < kN; ++i) {
+        ha[i] = static_cast<float>(i) * 0.25f - 100.0f;
+        hb[i] = 3.0f - static_cast<float>(i % 17) * 1.5f;
+        lib::expected[i] = ha[i] + hb[i];
+    }
+    CUdeviceptr da, db, dout;
+    CKR(cuMemAlloc(&da, kN * sizeof(float)));
+    CKR(cuMemAlloc(&db, kN * sizeof(float)));
+    CKR(cuMemAlloc(&dout, kN * sizeof(float)));
+    CKR(cuMemcpyHtoD(da, ha.data(), kN * sizeof(float)));
+    CKR(cuMemcpyHtoD(db, hb.data(), kN * sizeof(float)));
+    lib::pa = SliceArg{da, kN};
+    lib::pb = SliceArg{db, kN};
+    lib::po = SliceArg{dout, kN};
+    return 0;
+}
+
+// `n` launches back to back on the legacy stream: add_f32 (`which` 0) or the empty kernel
+// (`which` 1). No synchronization (the caller times the batch and then synchronizes).
+extern "C" int floor_launch(int n, int which) {
+    CKR(cuCtxSetCurrent(lib::ctx));
+    void* params[] = {&lib::pa, &lib::pb, &lib::po};
+    for (int i = 0; i < n; ++i) {
+        if (which == 0) {
+            CKR(cuLaunchKernel(lib::add_f32, kGrid, 1, 1, kBlock, 1, 1, 0, CU_STREAM_LEGACY,
+                               params, nullptr));
+        } else {
+            CKR(cuLaunchKernel(lib::empty, kGrid, 1, 1, kBlock, 1, 1, 0, CU_STREAM_LEGACY,
+                               nullptr, nullptr));
+        }
+    }
+    return 0;
+}
+
+extern "C" int floor_synchronize() {
+    CKR(cuCtxSetCurrent(lib::ctx));
+    CKR(cuCtxSynchronize());
+    return 0;
+}
+
+// Poisons out, launches add_f32 once, and compares out with a + b: 0 when every element is
+// right, -2 on a mismatch, or a CUresult.
+extern "C" int floor_check() {
+    CKR(cuCtxSetCurrent(lib::ctx));
+    CKR(cuMemsetD32(lib::po.ptr, 0x7fc00000u, kN));
+    CKR(cuCtxSynchronize());
+    int r = floor_launch(1, 0);
+    if (r != 0) return r;
+    CKR(cuCtxSynchronize());
+    std::vector<float> got(kN);
+    CKR(cuMemcpyDtoH(got.data(), lib::po.ptr, kN * sizeof(float)));
+    for (unsigned i = 0; i < kN; ++i)
+        if (got[i] != lib::expected[i]) return -2;
+    return 0;
+}
+#else
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: %s path/to/ferrocuda_kernels.ptx [batches]\n", argv[0]);
@@ -334,3 +434,4 @@ int main(int argc, char** argv) {
     CK(cuDevicePrimaryCtxRelease(dev));
     return 0;
 }
+#endif  // FLOOR_LIB

@@ -7,9 +7,12 @@ What it measures (one H100, one run; see BENCHMARKS.md for the method and the go
   ferrocuda in each sync mode (arrays from CuPy, PyTorch, ferrocuda's own DeviceArray; and,
   in the Numba child process, Numba device arrays), CuPy ``RawKernel`` (same add, CUDA C
   compiled by CuPy), ``cupy.add(out=)``, ``torch.add(out=)``, a Numba ``@cuda.jit`` kernel on
-  Numba / CuPy / torch arrays, and the cost of just reading the array interfaces. Method:
-  warm-up, then batches of many back-to-back calls followed by one device synchronization;
-  per-call time = batch time / calls; median over batches.
+  Numba / CuPy / torch arrays, the cost of just reading the array interfaces, and the raw
+  ``cuLaunchKernel`` floor in this same process (``bench/floor.cu`` built as a library,
+  ``--floor-lib``). Method: every path's output is checked first; then warm-up, then rounds:
+  in each round every path runs one batch of many back-to-back calls followed by one device
+  synchronization (interleaved, so that a drift of the host -- clocks, core migration -- hits
+  every path alike); per-call time = batch time / calls; median over rounds.
 * **bandwidth** -- GPU time (CUDA events) of ferrocuda ``add`` at 2^20 .. 2^28 float32 against
   ``cupy.add``, a CuPy ``RawKernel`` add, ``torch.add``, device-to-device copies (CuPy memcpy,
   ``torch.Tensor.copy_``) and Numba (child process); ``initialize_array`` against
@@ -131,24 +134,85 @@ class Reps:
         self.trials = 3 if quick else 7
 
 
-def time_host(fn, sync, reps, calls=None):
-    calls = calls or reps.calls
-    for _ in range(reps.warmup):
-        fn()
-    sync()
-    per = []
+# Launch rows are checked when they are declared and timed together at the end of their
+# section (`interleaved`), one batch of each in turn per round.
+_QUEUE = None
+
+
+class _Timed:
+    __slots__ = ("row", "fn", "sync", "calls", "batch_fn", "per")
+
+    def __init__(self, row, fn, sync, calls, batch_fn):
+        self.row, self.fn, self.sync, self.calls, self.batch_fn = row, fn, sync, calls, batch_fn
+        self.per = []
+
+    def batch(self, calls):
+        if self.batch_fn is not None:
+            self.batch_fn(calls)
+        else:
+            fn = self.fn
+            for _ in range(calls):
+                fn()
+
+
+class interleaved:
+    """Context manager: the launch rows declared inside are timed on exit, interleaved."""
+
+    def __init__(self, res, reps, section="launch"):
+        self.res, self.reps, self.section = res, reps, section
+
+    def __enter__(self):
+        global _QUEUE
+        _QUEUE = []
+        return self
+
+    def __exit__(self, *exc):
+        global _QUEUE
+        queue, _QUEUE = _QUEUE, None
+        time_interleaved(self.res, self.reps, queue, self.section)
+        return False
+
+
+def time_interleaved(res, reps, queue, section):
     clock = time.perf_counter_ns
+    live = []
+    for t in queue:  # warm-up, and drop a path that fails here
+        try:
+            t.batch(reps.warmup)
+            t.sync()
+            live.append(t)
+        except Exception as e:  # noqa: BLE001
+            t.row["error"] = "%s: %s" % (type(e).__name__, e)
+            res.note(section, "%s (%s) failed in warm-up: %s" % (
+                t.row["path"], t.row["producer"], t.row["error"]))
+    log("timing %d launch paths interleaved: %d rounds" % (len(live), reps.batches))
     for _ in range(reps.batches):
-        t0 = clock()
-        for _ in range(calls):
-            fn()
-        sync()
-        per.append((clock() - t0) / calls / 1e3)
-    return summarize(per), calls
+        for t in list(live):
+            calls = t.calls or reps.calls
+            try:
+                t0 = clock()
+                t.batch(calls)
+                t.sync()
+                t.per.append((clock() - t0) / calls / 1e3)
+            except Exception as e:  # noqa: BLE001
+                t.row["error"] = "%s: %s" % (type(e).__name__, e)
+                res.note(section, "%s (%s) failed: %s" % (t.row["path"], t.row["producer"],
+                                                          t.row["error"]))
+                live.remove(t)
+    for t in live:
+        st = summarize(t.per)
+        t.row.update({
+            "us_per_call": st["median"], "min_us": st["min"], "p10_us": st["p10"],
+            "p90_us": st["p90"], "calls_per_batch": t.calls or reps.calls,
+            "batches": len(t.per), "interleaved_with": len(live),
+        })
+        log("launch %-9s %-56s %8.2f us" % (t.row["producer"], t.row["path"], st["median"]))
 
 
-def launch_row(res, reps, producer, path, key, fn, sync, check=None, calls=None, info=False):
-    """Checks `fn` once (if `check` is given), then times it; records one launch row."""
+def launch_row(res, reps, producer, path, key, fn, sync, check=None, calls=None, info=False,
+               batch_fn=None):
+    """Checks `fn` once (if `check` is given) and queues it for timing (inside `interleaved`,
+    which fills in the row's figures); records one launch row."""
     row = {"producer": producer, "path": path, "key": key, "info_only": info}
     try:
         if check is not None:
@@ -157,12 +221,9 @@ def launch_row(res, reps, producer, path, key, fn, sync, check=None, calls=None,
             if not ok:
                 row["check_detail"] = detail
                 res.note("launch", "%s (%s): WRONG OUTPUT: %s" % (path, producer, detail))
-        st, used = time_host(fn, sync, reps, calls)
-        row.update({
-            "us_per_call": st["median"], "min_us": st["min"], "p10_us": st["p10"],
-            "p90_us": st["p90"], "calls_per_batch": used, "batches": reps.batches,
-        })
-        log("launch %-8s %-48s %8.2f us" % (producer, path, st["median"]))
+        if _QUEUE is None:
+            raise RuntimeError("launch_row outside `interleaved`")
+        _QUEUE.append(_Timed(row, fn, sync, calls, batch_fn))
     except Exception as e:  # noqa: BLE001 - every path may fail on its own
         row["error"] = "%s: %s" % (type(e).__name__, e)
         res.note("launch", "%s (%s) failed: %s" % (path, producer, row["error"]))
@@ -234,6 +295,51 @@ def fc_launch_rows(res, reps, np, fk, producer, tag, a, b, out, sync, poison, re
 
 
 def section_launch(res, reps, mods):
+    with interleaved(res, reps):
+        floor_rows(res, reps, mods.get("floor_lib"), mods.get("ptx"))
+        declare_launch_rows(res, reps, mods)
+
+
+def floor_rows(res, reps, lib_path, ptx):
+    """The raw cuLaunchKernel floor in this process (bench/floor.cu built with -DFLOOR_LIB)."""
+    if not lib_path or not ptx:
+        res.note("launch", "no --floor-lib/--ptx: no in-process floor (the goals use the "
+                           "floor process's figure)")
+        return
+    import ctypes
+    try:
+        lib = ctypes.CDLL(lib_path)
+        for f in ("floor_open", "floor_launch", "floor_synchronize", "floor_check"):
+            getattr(lib, f).restype = ctypes.c_int
+        r = lib.floor_open(ptx.encode())
+        if r != 0:
+            raise RuntimeError("floor_open(%s) returned %d" % (ptx, r))
+    except Exception as e:  # noqa: BLE001
+        res.note("launch", "in-process floor unavailable: %s: %s" % (type(e).__name__, e))
+        return
+
+    def ok(r, what):
+        if r != 0:
+            raise RuntimeError("%s returned %d" % (what, r))
+
+    def sync():
+        ok(lib.floor_synchronize(), "floor_synchronize")
+
+    def check():
+        r = lib.floor_check()
+        return r == 0, "" if r == 0 else "floor_check returned %d" % r
+
+    for which, key, path in ((0, "floor_inproc_add_f32", "cuLaunchKernel add_f32 (C, this "
+                              "process, legacy stream)"),
+                             (1, "floor_inproc_empty", "cuLaunchKernel empty kernel (C, this "
+                              "process, legacy stream)")):
+        launch_row(res, reps, "C driver", path, key, None, sync,
+                   check if which == 0 else None,
+                   batch_fn=partial(lambda w, n: ok(lib.floor_launch(n, w), "floor_launch"),
+                                    which))
+
+
+def declare_launch_rows(res, reps, mods):
     np, cp, torch, ferrocuda = mods["numpy"], mods["cupy"], mods["torch"], mods["ferrocuda"]
     fk = getattr(ferrocuda, "kernels", None) if ferrocuda is not None else None
     rng = np.random.default_rng(1)
@@ -870,38 +976,39 @@ def numba_child(args):
 
     def launch(a, b, o):
         return lambda: nb_add[4, 256](a, b, o)
-    call = launch(da, db, dout)
-    launch_row(res, reps, "numba", "Numba @cuda.jit add, Numba device arrays", "numba_numba",
-               call, sync, make_check(np, poison, call, sync, read, expected))
-    try:
-        import ferrocuda
-        fk = ferrocuda.kernels
-        for label, key, kw in (FC_VARIANTS[0], FC_VARIANTS[3], FC_VARIANTS[4]):
-            call = partial(fk.add, da, db, dout, **kw)
-            launch_row(res, reps, "numba", "ferrocuda add, " + label, "fc_numba_" + key, call,
-                       sync, make_check(np, poison, call, sync, read, expected))
-    except Exception as e:  # noqa: BLE001
-        res.note("numba", "ferrocuda on Numba arrays skipped: %s: %s" % (type(e).__name__, e))
-    fewer = reps
-    try:
-        import cupy as cp
-        ca, cb, cout = cp.asarray(ha), cp.asarray(hb), cp.empty(LAUNCH_N, cp.float32)
-        call = launch(ca, cb, cout)
-        launch_row(res, fewer, "cupy", "Numba @cuda.jit add, CuPy arrays", "numba_cupy", call,
-                   sync, make_check(np, partial(cout.fill, float("nan")), call, sync,
-                                    partial(cp.asnumpy, cout), expected))
-    except Exception as e:  # noqa: BLE001
-        res.note("numba", "Numba on CuPy arrays skipped: %s: %s" % (type(e).__name__, e))
-    try:
-        import torch
-        ta, tb = torch.from_numpy(ha).cuda(), torch.from_numpy(hb).cuda()
-        tout = torch.empty(LAUNCH_N, dtype=torch.float32, device="cuda")
-        call = launch(ta, tb, tout)
-        launch_row(res, fewer, "torch", "Numba @cuda.jit add, torch tensors", "numba_torch",
-                   call, sync, make_check(np, partial(tout.fill_, float("nan")), call, sync,
-                                          lambda: tout.cpu().numpy(), expected))
-    except Exception as e:  # noqa: BLE001
-        res.note("numba", "Numba on torch tensors skipped: %s: %s" % (type(e).__name__, e))
+    with interleaved(res, reps, "numba"):
+        call = launch(da, db, dout)
+        launch_row(res, reps, "numba", "Numba @cuda.jit add, Numba device arrays", "numba_numba",
+                   call, sync, make_check(np, poison, call, sync, read, expected))
+        try:
+            import ferrocuda
+            fk = ferrocuda.kernels
+            for label, key, kw in (FC_VARIANTS[0], FC_VARIANTS[3], FC_VARIANTS[4]):
+                call = partial(fk.add, da, db, dout, **kw)
+                launch_row(res, reps, "numba", "ferrocuda add, " + label, "fc_numba_" + key, call,
+                           sync, make_check(np, poison, call, sync, read, expected))
+        except Exception as e:  # noqa: BLE001
+            res.note("numba", "ferrocuda on Numba arrays skipped: %s: %s" % (type(e).__name__, e))
+        fewer = reps
+        try:
+            import cupy as cp
+            ca, cb, cout = cp.asarray(ha), cp.asarray(hb), cp.empty(LAUNCH_N, cp.float32)
+            call = launch(ca, cb, cout)
+            launch_row(res, fewer, "cupy", "Numba @cuda.jit add, CuPy arrays", "numba_cupy", call,
+                       sync, make_check(np, partial(cout.fill, float("nan")), call, sync,
+                                        partial(cp.asnumpy, cout), expected))
+        except Exception as e:  # noqa: BLE001
+            res.note("numba", "Numba on CuPy arrays skipped: %s: %s" % (type(e).__name__, e))
+        try:
+            import torch
+            ta, tb = torch.from_numpy(ha).cuda(), torch.from_numpy(hb).cuda()
+            tout = torch.empty(LAUNCH_N, dtype=torch.float32, device="cuda")
+            call = launch(ta, tb, tout)
+            launch_row(res, fewer, "torch", "Numba @cuda.jit add, torch tensors", "numba_torch",
+                       call, sync, make_check(np, partial(tout.fill_, float("nan")), call, sync,
+                                              lambda: tout.cpu().numpy(), expected))
+        except Exception as e:  # noqa: BLE001
+            res.note("numba", "Numba on torch tensors skipped: %s: %s" % (type(e).__name__, e))
 
     # Bandwidth: the Numba add kernel on Numba device arrays.
     if "bandwidth" in args.sections:
@@ -1045,10 +1152,21 @@ def bw_lookup(rows, impl, log2n):
     return None
 
 
+def floor_of(data):
+    """(µs, what) of the floor the ratios use: the in-process, interleaved one when measured,
+    else the floor process's `launch_add_f32`."""
+    inproc = us(by_key(data["launch"]).get("floor_inproc_add_f32"))
+    if inproc is not None:
+        return inproc, "C `cuLaunchKernel` of the same add_f32 in this process, interleaved " \
+                       "with the other rows (`floor_inproc_add_f32`)"
+    floor = {r.get("name"): r for r in data["floor"]}
+    return us(floor.get("launch_add_f32")), "C `cuLaunchKernel` of the same add_f32 " \
+                                            "(floor process, `launch_add_f32`)"
+
+
 def compute_goals(data):
     goals = []
-    floor = {r.get("name"): r for r in data["floor"]}
-    floor_us = us(floor.get("launch_add_f32"))
+    floor_us, _ = floor_of(data)
     launch = by_key(data["launch"])
     # "Default mode" = sync='default' named explicitly (sync=None follows the environment).
     fc_cupy = us(launch.get("fc_cupy_default") or launch.get("fc_cupy_none"))
@@ -1099,17 +1217,18 @@ def render(data):
     nv = m.get("numba_child_versions")
     if nv:
         p("Numba child: %s" % ", ".join("%s %s" % kv for kv in sorted(nv.items())))
-    floor = {r.get("name"): r for r in data["floor"]}
-    floor_us = us(floor.get("launch_add_f32"))
+    floor_us, floor_what = floor_of(data)
     launch = by_key(data["launch"])
     raw = us(launch.get("rawkernel_cupy"))
     tadd = us(launch.get("torch_add"))
 
     p("")
-    p("## Launch overhead: 3 × float32[1024], host µs per call (median of batches)")
+    p("## Launch overhead: 3 × float32[1024], host µs per call (median of rounds)")
     p("")
-    p("Ratios: × floor = vs C `cuLaunchKernel` of the same add_f32 (`launch_add_f32`); "
-      "× RawKernel = vs CuPy RawKernel; × torch.add = vs `torch.add(out=)`.")
+    p("Ratios: × floor = vs %s; × RawKernel = vs CuPy RawKernel; × torch.add = vs "
+      "`torch.add(out=)`. The Python rows of one process are timed interleaved (one batch of "
+      "each per round); the `C driver` rows without `this process` and the Rust rows come from "
+      "their own processes, run before." % floor_what)
     p("")
     p("| who | path | µs/call | p10–p90 | × floor | × RawKernel | × torch.add | checked |")
     p("| --- | --- | ---: | ---: | ---: | ---: | ---: | :---: |")
@@ -1238,6 +1357,9 @@ def parse_args(argv):
     ap.add_argument("--json", default=os.path.join(out_dir, "bench.json") if out_dir else "bench.json")
     ap.add_argument("--floor", default=None, help="JSON lines of bench/floor.cu")
     ap.add_argument("--rust", default=None, help="JSON lines of the Rust launch bench")
+    ap.add_argument("--floor-lib", default=None,
+                    help="bench/floor.cu built with -DFLOOR_LIB (the floor in this process)")
+    ap.add_argument("--ptx", default=None, help="the bundled PTX, for --floor-lib")
     ap.add_argument("--gpu-info", default=None, help="nvidia-smi CSV line (name, driver, memory)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, sizes up to 2^24")
     ap.add_argument("--min-log2", type=int, default=20)
@@ -1298,6 +1420,7 @@ def main(argv=None):
             if mods["torch"] is not None and not mods["torch"].cuda.is_available():
                 res.note("setup", "torch.cuda.is_available() is False: torch rows skipped")
                 mods["torch"] = None
+            mods["floor_lib"], mods["ptx"] = args.floor_lib, args.ptx
             mods["ferrocuda"] = try_import("ferrocuda", res)
             if mods["ferrocuda"] is not None and not hasattr(mods["ferrocuda"], "kernels"):
                 res.note("setup", "ferrocuda has no `kernels` module: ferrocuda rows skipped")

@@ -9,11 +9,13 @@
 # for the Numba part, a NumPy < 2.5 wheel (.gpu/whl-numba/ or .whl/).
 #
 #   1. compiles floor.cu with nvcc and runs it on the bundled PTX  -> $OUT/bench-parts/floor.jsonl
+#      (and builds it as /tmp/libfloor.so, which python_bench.py times in its own rounds)
 #   2. runs the Rust launch bench (criterion + JSON lines)          -> $OUT/bench-parts/rust.jsonl
 #   3. runs python_bench.py (Numba part in a child process), which merges everything into
 #      $OUT/bench.json and prints the combined tables LAST.
 #
-# Environment: OUT (default /tmp/ferrocuda-out); BENCH_BUDGET_S (default 540: whole-run
+# Environment: OUT (default /tmp/ferrocuda-out); BENCH_SECTIONS (python_bench.py's --sections,
+# default all: launch,bandwidth,init,add_index,numba); BENCH_BUDGET_S (default 540: whole-run
 # wall-clock budget; later sizes are skipped rather than overrunning); FERROCUDA_NUMBA_SITE (a
 # directory with NumPy < 2.5; default: installed here from a numpy-*.whl if one is bundled).
 # Exit status: non-zero when a stage failed (the tables are still printed, with notes).
@@ -30,6 +32,9 @@ export OUT
 parts="$OUT/bench-parts"
 mkdir -p "$parts"
 quick=()
+floor_lib=()
+sections=()
+[ -n "${BENCH_SECTIONS:-}" ] && sections=(--sections "$BENCH_SECTIONS")
 [ "${1:-}" = "--quick" ] && quick=(--quick)
 start=$SECONDS
 budget="${BENCH_BUDGET_S:-540}"
@@ -62,6 +67,13 @@ else
     timeout 120 /tmp/floor "$ptx" | tee "$parts/floor.jsonl" || { echo "bench: floor failed"; status=1; }
   else
     echo "bench: nvcc failed: floor skipped"; status=1
+  fi
+  # The same floor as a library, measured inside python_bench.py interleaved with its rows.
+  echo "=== floor library: nvcc -O2 -DFLOOR_LIB -shared -Xcompiler -fPIC -o /tmp/libfloor.so"
+  if "$nvcc_bin" -O2 -DFLOOR_LIB -shared -Xcompiler -fPIC -o /tmp/libfloor.so "$here/floor.cu" -lcuda; then
+    floor_lib=(--floor-lib /tmp/libfloor.so --ptx "$ptx")
+  else
+    echo "bench: nvcc failed for the floor library: no in-process floor"; status=1
   fi
 fi
 
@@ -101,7 +113,7 @@ fi
 py_left=$(( $(left) - 10 ))
 [ "$py_left" -lt 60 ] && py_left=60
 echo "=== python: python_bench.py (budget ${py_left}s; FERROCUDA_NUMBA_SITE=${FERROCUDA_NUMBA_SITE:-unset}); full results: $OUT/bench.json"
-if ! timeout "$py_left" python3 "$here/python_bench.py" "${quick[@]}" \
+if ! timeout "$py_left" python3 "$here/python_bench.py" "${quick[@]}" "${floor_lib[@]}" "${sections[@]}" \
       --floor "$parts/floor.jsonl" --rust "$parts/rust.jsonl" --gpu-info "$parts/gpu.txt" \
       --json "$OUT/bench.json" --budget-s $(( py_left - 45 )) \
       --numba-timeout $(( py_left / 3 > 60 ? py_left / 3 : 60 )); then
