@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
 # what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
+#       benchlaunch (the launch and Numba sections of the benchmarks only)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -57,22 +58,32 @@ for w in $what; do
         .gpu/python/tests/test_gpu_interop.py 2>&1 | tee "$OUT/pyquick.log" | tail -15
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     pysanitizer)
-      # The Python GPU suite under compute-sanitizer (memcheck, then racecheck), in-process
-      # tests only (child processes are not followed), minus the controls that read stale or
-      # reused memory on purpose and the long soak. Budget: FERROCUDA_SANITIZER_S per tool.
+      # The whole Python GPU suite (-m gpu) under compute-sanitizer, memcheck and racecheck at
+      # once (two processes on the GPU), child processes followed, repetitions scaled down
+      # (FERROCUDA_SANITIZER=1: tests/scale.py), minus only the negative controls (they race
+      # on purpose and assert that the race shows, which the sanitizer's timing may hide).
+      # Budget: FERROCUDA_SANITIZER_S per tool (default 540).
       if [ -d .gpu/python/tests ]; then
+        pids=()
         for tool in memcheck racecheck; do
-          echo "=== compute-sanitizer --tool $tool: python tests"
-          PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-240}" \
-            compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 20 \
-            python3 -m pytest -q -x -p no:cacheprovider .gpu/python/tests -m gpu \
-            -k "not control and not off_observed and not soak and not race_off and not sync_off" \
-            2>&1 | tee "$OUT/pysanitizer-$tool.log" | grep -v "^SKIPPED" | tail -15
-          rc=${PIPESTATUS[0]}; echo "compute-sanitizer $tool exit: $rc"
-          [ "$rc" = 0 ] || status=1
+          echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
+          ( FERROCUDA_SANITIZER=1 PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
+              compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 86 \
+              --print-limit 20 python3 -m pytest -q -x -p no:cacheprovider -rs --durations=15 \
+              .gpu/python/tests -m gpu -k "not control and not off_observed" \
+              > "$OUT/pysanitizer-$tool.log" 2>&1
+            echo "compute-sanitizer $tool exit: $?" >> "$OUT/pysanitizer-$tool.log" ) &
+          pids+=($!)
+        done
+        wait "${pids[@]}"
+        for tool in memcheck racecheck; do
+          echo "=== pysanitizer $tool"
+          grep -v "^SKIPPED" "$OUT/pysanitizer-$tool.log" | tail -40
+          tail -1 "$OUT/pysanitizer-$tool.log" | grep -q "exit: 0$" || status=1
         done
       fi ;;
-    bench)
+    bench|benchlaunch)
+      [ "$w" = benchlaunch ] && export BENCH_SECTIONS=launch,numba
       # Floor (nvcc), Rust and Python benchmarks; tables last, JSON in $OUT/bench.json.
       if [ -f .gpu/bench/run.sh ]; then
         bash .gpu/bench/run.sh 2>&1 | tee "$OUT/bench.log" || status=1

@@ -549,6 +549,49 @@ fn test_device_array() -> TestResult {
     ensure(launched.config.is_none(), || "nothing should launch".into())
 }
 
+/// Two devices: arrays on device 1 launch there and give the right result; mixing devices is
+/// a `Value` error naming the argument, and nothing runs. Needs 2 CUDA devices (ignored
+/// otherwise, with the reason printed at the start).
+fn test_two_devices() -> TestResult {
+    let mut r = rng(12);
+    let n = 4099;
+    let ha: Vec<f32> = (0..n).map(|_| r.random_range(-1e3f32..1e3)).collect();
+    let hb: Vec<f32> = (0..n).map(|_| r.random_range(-1e3f32..1e3)).collect();
+    let on = |v: &[f32], dev: usize| {
+        DeviceArray::from_ndarray(&Array::from_vec(v.to_vec()), dev, L).map_err(err)
+    };
+    let (a1, b1, out1) = (on(&ha, 1)?, on(&hb, 1)?, on(&vec![f32::NAN; n], 1)?);
+    ensure(a1.device() == 1, || {
+        format!("a1 is on device {}", a1.device())
+    })?;
+    let launched = kernels::add_f32(&a1, &b1, &out1, &opts()).map_err(err)?;
+    ensure(launched.device == 1, || {
+        format!("launched on device {}", launched.device)
+    })?;
+    let got = out1.to_ndarray().map_err(err)?;
+    for i in 0..n {
+        ensure(got[[i]] == ha[i] + hb[i], || {
+            format!("out[{i}] = {} but a + b = {}", got[[i]], ha[i] + hb[i])
+        })?;
+    }
+    // Mixed devices: refused before anything runs; `out` keeps its poison.
+    let out1 = on(&vec![f32::NAN; n], 1)?;
+    let a0 = on(&ha, 0)?;
+    let e = match kernels::add_f32(&a0, &b1, &out1, &opts()) {
+        Ok(_) => return Err("a launch on arrays of two devices was accepted".into()),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    ensure(
+        e.kind() == ErrorKind::Value && msg.contains("must be on one device"),
+        || format!("{:?}: {msg}", e.kind()),
+    )?;
+    let got = out1.to_ndarray().map_err(err)?;
+    ensure(got.iter().all(|x| x.is_nan()), || {
+        "out changed although the launch was refused".into()
+    })
+}
+
 /// One lifetime trial: an owned input dropped while a kernel that reads it is still queued on
 /// another stream (behind a slow kernel), then a new allocation on the input's stream (likely
 /// the same memory, from the stream-ordered pool) overwritten at once. Returns the index and
@@ -743,6 +786,7 @@ fn main() {
                 .unwrap_or(1)
         });
     SEED.store(seed, Ordering::Relaxed);
+    let devices = driver::device_count().unwrap_or(0);
     let gpu = match driver::device_count() {
         Ok(n) if n > 0 => {
             eprintln!(
@@ -781,10 +825,18 @@ fn main() {
             test_dropped_input_off_observed,
         ),
         ("soak_no_leaks", test_soak_no_leaks),
+        ("two_devices", test_two_devices),
     ];
+    // Tests that need more than one device, and how many.
+    let needs = |name: &str| if name == "two_devices" { 2 } else { 1 };
+    if gpu && devices < 2 {
+        eprintln!(
+            "two_devices SKIPPED (reported as ignored): needs 2 CUDA devices, found {devices}"
+        );
+    }
     let trials = tests
         .into_iter()
-        .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu))
+        .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu || devices < needs(name)))
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }

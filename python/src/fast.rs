@@ -6,7 +6,8 @@
 //! these two types the same fields are read directly — a few attribute reads of ≈50–250 ns
 //! each — and the descriptor is built with the getter's meaning kept:
 //!
-//! * **CuPy** (`cupy/_core/core.pyx`, `ndarray.__cuda_array_interface__`): `shape`; strides
+//! * **CuPy** (`cupy/_core/core.pyx`, `ndarray.__cuda_array_interface__`): `shape` (for 1-D
+//!   arrays `(size,)`, as `size` is a stored int and `shape` a tuple built per access); strides
 //!   `None` when the array's `_c_contiguous` flag is set, else `strides`; pointer `data.ptr`
 //!   (0 for empty arrays); never read-only; with `cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION`
 //!   3 the stream is CuPy's current stream (`cupy.cuda.get_current_stream().ptr`, read once
@@ -410,7 +411,14 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     let py = obj.py();
     let dtype = numpy_dtype(&obj.getattr(intern!(py, "dtype")).ok()?)?;
     let mut shape = [0usize; MAX_NDIM];
-    let n = int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut shape)?;
+    // 1-D (the common case): `size` is a stored int, where `shape` builds a tuple each time.
+    let ndim: usize = obj.getattr(intern!(py, "ndim")).ok()?.extract().ok()?;
+    let n = if ndim == 1 {
+        shape[0] = obj.getattr(intern!(py, "size")).ok()?.extract().ok()?;
+        1
+    } else {
+        int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut shape)?
+    };
     let c_contiguous = match obj.getattr(intern!(py, "_c_contiguous")) {
         Ok(f) => f.is_truthy().ok()?,
         Err(_) => {

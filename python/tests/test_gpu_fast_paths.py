@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from scale import reps
 
 pytestmark = pytest.mark.gpu
 
@@ -213,7 +214,7 @@ def _torch_race(torch: Any, launch: Any) -> bool:
 
 
 def test_torch_launch_runs_on_the_current_stream(torch: Any) -> None:
-    for _ in range(20):
+    for _ in range(reps(20, 3)):
         assert _torch_race(torch, lambda x, y, o, s: K.add(x, y, o)), \
             "the launch did not follow torch's current stream"
 

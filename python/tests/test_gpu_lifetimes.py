@@ -18,6 +18,7 @@ from typing import Any, Callable
 import pytest
 
 import ferrocuda
+from scale import UNDER_SANITIZER, reps
 
 pytestmark = pytest.mark.gpu
 
@@ -70,14 +71,16 @@ def _run(trial: Callable[[Any, str], bool], lib: Any, mode: str, n: int) -> int:
 
 @pytest.mark.parametrize("mode", ["default", "event"])
 def test_cupy_input_dropped_in_flight(cupy: Any, mode: str) -> None:
-    wrong = _run(cupy_trial, cupy, mode, 100)
-    assert wrong == 0, f"{wrong}/100 trials read memory reused under the kernel"
+    n = reps(100, 5)
+    wrong = _run(cupy_trial, cupy, mode, n)
+    assert wrong == 0, f"{wrong}/{n} trials read memory reused under the kernel"
 
 
 @pytest.mark.parametrize("mode", ["default", "event"])
 def test_torch_input_dropped_in_flight(torch: Any, mode: str) -> None:
-    wrong = _run(torch_trial, torch, mode, 100)
-    assert wrong == 0, f"{wrong}/100 trials read memory reused under the kernel"
+    n = reps(100, 5)
+    wrong = _run(torch_trial, torch, mode, n)
+    assert wrong == 0, f"{wrong}/{n} trials read memory reused under the kernel"
 
 
 def test_cupy_input_dropped_control(cupy: Any) -> None:
@@ -132,9 +135,10 @@ def test_soak_threads_streams_no_leaks(cupy: Any, torch: Any) -> None:
     K.add(shared_c, shared_c, cp.empty_like(shared_c))  # warm: module loaded, pool primed
     cp.cuda.Device().synchronize()
     free0 = cp.cuda.runtime.memGetInfo()[0]
+    used0 = (cp.get_default_memory_pool().used_bytes(), torch.cuda.memory_allocated())
     events0 = ferrocuda._ferrocuda._pooled_events()
     errors: list = []
-    per_thread = 12_500
+    per_thread = reps(12_500, 250)
 
     def work(t: int) -> None:
         try:
@@ -179,7 +183,11 @@ def test_soak_threads_streams_no_leaks(cupy: Any, torch: Any) -> None:
     # Each thread may hold a few events at once; the pool must not grow with launches.
     assert events <= max(events0, 1) + 64, (events0, events)
     assert (sys.getrefcount(shared_c), sys.getrefcount(shared_t)) == refs
+    # Memory in use by this process's producers: back to where it was.
+    used1 = (cp.get_default_memory_pool().used_bytes(), torch.cuda.memory_allocated())
+    assert used1 == used0, f"(CuPy pool, torch allocator) bytes in use: {used0} -> {used1}"
     cp.get_default_memory_pool().free_all_blocks()
     torch.cuda.empty_cache()
     free1 = cp.cuda.runtime.memGetInfo()[0]
-    assert free0 - free1 < 64 << 20, f"device memory shrank by {(free0 - free1) >> 20} MiB"
+    if not UNDER_SANITIZER:  # there, the sanitizer's tools share the GPU: device-wide figures move
+        assert free0 - free1 < 64 << 20, f"device memory shrank by {(free0 - free1) >> 20} MiB"

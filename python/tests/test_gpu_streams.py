@@ -18,6 +18,7 @@ import pytest
 from backends import WithStream
 
 import ferrocuda
+from scale import UNDER_SANITIZER
 
 pytestmark = pytest.mark.gpu
 
@@ -74,7 +75,8 @@ def test_consume_sync_waits_for_the_producer(cupy: Any) -> None:
     waited = time.perf_counter() - t0
     assert s.done
     assert fa.stream == s.ptr
-    assert waited > 0.001, waited
+    if not UNDER_SANITIZER:  # the sanitizer may run kernels synchronously
+        assert waited > 0.001, waited
 
 
 def test_consume_no_sync(cupy: Any) -> None:
@@ -85,7 +87,8 @@ def test_consume_no_sync(cupy: Any) -> None:
     K.fill_slow(x, 7.0, SLOW, stream=s)
     fa = ferrocuda.as_cuda_array(WithStream(x, s.ptr), sync=False)
     assert fa.stream is None  # dropped: launches do no ordering for it
-    assert not s.done  # no host synchronization happened
+    if not UNDER_SANITIZER:  # the sanitizer may run kernels synchronously
+        assert not s.done  # no host synchronization happened
     s.synchronize()
 
 
@@ -224,7 +227,8 @@ def test_sync_off_does_not_block(cupy: Any) -> None:
     cp.cuda.Device().synchronize()
     K.fill_slow(x, 7.0, SLOW, stream=prod)
     K.add(WithStream(x, prod.ptr), x, out, stream=cp.cuda.Stream.null, sync=False)
-    assert not prod.done  # neither a host sync nor anything else waited for the producer
+    if not UNDER_SANITIZER:  # the sanitizer may run kernels synchronously
+        assert not prod.done  # neither a host sync nor anything else waited for the producer
     cp.cuda.Device().synchronize()
 
 
@@ -236,7 +240,8 @@ def test_event_mode_does_not_block_the_host(cupy: Any) -> None:
     cp.cuda.Device().synchronize()
     K.fill_slow(x, 7.0, SLOW, stream=prod)
     K.add(WithStream(x, prod.ptr), x, out, stream=cp.cuda.Stream.null, sync="event")
-    assert not prod.done
+    if not UNDER_SANITIZER:
+        assert not prod.done
     cp.cuda.Device().synchronize()
     assert bool((out == 14.0).all())
 

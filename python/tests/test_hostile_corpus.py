@@ -376,6 +376,32 @@ def test_other_device_memory(cupy: Any) -> None:
 
 
 @pytest.mark.gpu
+def test_torch_other_device(torch: Any) -> None:
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    n = 1024
+    a0 = torch.ones(n, device="cuda:0")
+    a1, b1 = torch.ones(n, device="cuda:1"), torch.full((n,), 2.0, device="cuda:1")
+    out = torch.full((n,), 7.0, device="cuda:1")
+    with pytest.raises(ValueError, match="must be on one device"):
+        ferrocuda.kernels.add(a0, b1, out)
+    torch.cuda.synchronize(1)
+    assert bool((out == 7).all())
+    # All on device 1, current device 0: the launch runs on device 1, on torch's current
+    # stream of device 1.
+    ferrocuda.kernels.add(a1, b1, out)
+    torch.cuda.synchronize(1)
+    assert bool((out == 3).all())
+    # Produced on a side stream of device 1 and launched inside it: the launch follows it.
+    s = torch.cuda.Stream(device=1)
+    with torch.cuda.stream(s):
+        y = a1 * 5
+        ferrocuda.kernels.add(y, b1, out)
+    s.synchronize()
+    assert bool((out == 7).all())
+
+
+@pytest.mark.gpu
 def test_float64_scalar_from_a_huge_int(cupy: Any) -> None:
     cp = cupy
     x = cp.ones(4, cp.float64)
