@@ -65,5 +65,5 @@ fi
 if ls .whl/numpy-*.whl >/dev/null 2>&1; then
   mkdir -p .gpu/whl-numba && cp .whl/numpy-*.whl .gpu/whl-numba/ && echo "bundled $(ls .gpu/whl-numba)"
 fi
-cp scripts/gpu-run.sh .gpu/run.sh
+cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
 du -sh .gpu

@@ -68,18 +68,22 @@ for w in $what; do
         for tool in memcheck racecheck; do
           echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
           ( FERROCUDA_SANITIZER=1 PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
-              compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 86 \
-              --print-limit 20 python3 -m pytest -q -x -p no:cacheprovider -rs --durations=15 \
+              compute-sanitizer --tool "$tool" --target-processes all --print-limit 100000 \
+              python3 -m pytest -q -x -p no:cacheprovider -rs --durations=15 \
               .gpu/python/tests -m gpu -k "not control and not off_observed" \
               > "$OUT/pysanitizer-$tool.log" 2>&1
             echo "compute-sanitizer $tool exit: $?" >> "$OUT/pysanitizer-$tool.log" ) &
           pids+=($!)
         done
         wait "${pids[@]}"
+        # The tests must pass (the exit status is pytest's), and the sanitizer must report
+        # nothing but the allowed reports of scripts/sanitizer-verdict.py.
         for tool in memcheck racecheck; do
           echo "=== pysanitizer $tool"
-          grep -v "^SKIPPED" "$OUT/pysanitizer-$tool.log" | tail -40
+          grep -v "^SKIPPED\|^=========" "$OUT/pysanitizer-$tool.log" | tail -25
           tail -1 "$OUT/pysanitizer-$tool.log" | grep -q "exit: 0$" || status=1
+          python3 .gpu/sanitizer-verdict.py "$OUT/pysanitizer-$tool.log" > "$OUT/verdict-$tool.txt"
+          v=$?; tail -8 "$OUT/verdict-$tool.txt"; [ "$v" = 0 ] || status=1
         done
       fi ;;
     bench|benchlaunch)

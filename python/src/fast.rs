@@ -18,8 +18,10 @@
 //! * **torch** (`torch/_tensor.py`, `Tensor.__cuda_array_interface__`): CUDA tensors only;
 //!   tensors that require grad, sparse tensors and dtypes the getter does not export fall
 //!   back to the getter (and its errors); shape `shape`, strides `stride()` × itemsize,
-//!   pointer `data_ptr()` (0 when empty), never read-only. Stricter than the getter: a complex
-//!   tensor with an unresolved conjugate or negative bit is refused.
+//!   pointer `data_ptr()` (0 when empty), never read-only (for 1-D tensors `numel()` and,
+//!   when `is_contiguous()`, stride 1). Stricter than the getter: a tensor with an unresolved
+//!   negative bit (real ones too: `z.conj().imag`), or a complex one with a conjugate bit, is
+//!   refused (the generic path does the same for tensors).
 //!
 //! Anything the fast path does not recognise — another type (subclasses included: they may
 //! override the getter), an attribute that raises, a dtype without a ferrocuda element type, a
@@ -466,6 +468,23 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
 // ---------------------------------------------------------------------------------------
 // torch.
 
+/// Refuses a torch tensor whose values are not its memory: a negative bit (set on real
+/// tensors too, e.g. `z.conj().imag`) or, for complex tensors (`complex`), a conjugate bit.
+/// torch's own `__cuda_array_interface__` exports such a tensor's memory as it is, which a
+/// kernel would read with the wrong sign.
+pub fn refuse_lazy_bits(tensor: &Bound<'_, PyAny>, arg: &str, complex: bool) -> PyResult<()> {
+    let py = tensor.py();
+    if tensor.call_method0(intern!(py, "is_neg"))?.is_truthy()?
+        || (complex && tensor.call_method0(intern!(py, "is_conj"))?.is_truthy()?)
+    {
+        return Err(PyValueError::new_err(format!(
+            "argument `{arg}`: tensor has an unresolved negative or conjugate bit (its values \
+             are not its memory); pass t.resolve_neg().resolve_conj()"
+        )));
+    }
+    Ok(())
+}
+
 /// torch's current stream on the device of `tensor` (once per launch).
 pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResult<StreamRef> {
     if let Some(s) = state.torch {
@@ -509,26 +528,32 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
     let Some(dtype) = torch_dtype(&obj.getattr(intern!(py, "dtype"))?) else {
         return Ok(None);
     };
-    if matches!(dtype, DType::C64 | DType::C128)
-        && (obj.call_method0(intern!(py, "is_conj"))?.is_truthy()?
-            || obj.call_method0(intern!(py, "is_neg"))?.is_truthy()?)
-    {
-        return Err(PyValueError::new_err(format!(
-            "argument `{arg}`: tensor has an unresolved conjugate/negative bit; pass \
-             t.resolve_conj().resolve_neg()"
-        )));
-    }
+    refuse_lazy_bits(obj, arg, matches!(dtype, DType::C64 | DType::C128))?;
     let mut shape = [0usize; MAX_NDIM];
-    let Some(n) = int_tuple(&obj.getattr(intern!(py, "shape"))?, &mut shape) else {
-        return Ok(None);
-    };
     let mut strides = [0isize; MAX_NDIM];
-    let Some(m) = int_tuple(&obj.call_method0(intern!(py, "stride"))?, &mut strides) else {
-        return Ok(None);
+    // 1-D (the common case): `numel()` and `is_contiguous()` cost half of building the
+    // `shape` tuple and the `stride()` tuple.
+    let ndim: usize = obj.call_method0(intern!(py, "dim"))?.extract()?;
+    let n = if ndim == 1
+        && obj
+            .call_method0(intern!(py, "is_contiguous"))?
+            .is_truthy()?
+    {
+        shape[0] = obj.call_method0(intern!(py, "numel"))?.extract()?;
+        strides[0] = 1;
+        1
+    } else {
+        let Some(n) = int_tuple(&obj.getattr(intern!(py, "shape"))?, &mut shape) else {
+            return Ok(None);
+        };
+        let Some(m) = int_tuple(&obj.call_method0(intern!(py, "stride"))?, &mut strides) else {
+            return Ok(None);
+        };
+        if m != n {
+            return Ok(None);
+        }
+        n
     };
-    if m != n {
-        return Ok(None);
-    }
     let item = dtype.itemsize() as isize;
     for s in &mut strides[..n] {
         let Some(b) = s.checked_mul(item) else {

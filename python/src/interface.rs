@@ -663,8 +663,11 @@ fn generic_cuda(
         Ok(Some(iface)) => {
             let mut d =
                 read_interface(&iface, Source::Cuda, scratch).map_err(|f| f.into_py(py, arg))?;
-            if matches!(kind, Kind::Torch | Kind::TorchSub) && d.stream().is_none() {
-                d = d.with_stream(Some(fast::torch_stream(obj, &mut scratch.call)?));
+            if matches!(kind, Kind::Torch | Kind::TorchSub) {
+                fast::refuse_lazy_bits(obj, arg, true)?;
+                if d.stream().is_none() {
+                    d = d.with_stream(Some(fast::torch_stream(obj, &mut scratch.call)?));
+                }
             }
             Ok(Some(d))
         }

@@ -227,3 +227,29 @@ def test_torch_launch_race_control(torch: Any) -> None:
                                                                  sync="off"))
                 for _ in range(5))
     assert wrong >= 1, "no race observed: the control cannot tell ordering from luck"
+
+
+def test_torch_negative_and_conjugate_bits_are_refused(torch: Any) -> None:
+    # `z.conj().imag` is a float32 tensor with the negative bit: its values are the negated
+    # memory. torch's getter exports the memory as it is, so a kernel would read the wrong
+    # sign; ferrocuda refuses it on the fast path and on the generic one (a subclass).
+    z = torch.randn(64, dtype=torch.complex64, device="cuda")
+    neg = z.conj().imag
+    assert neg.is_neg() and neg.dtype == torch.float32
+    good = neg.resolve_neg()
+    out = torch.full((64,), float("nan"), device="cuda")
+
+    class Sub(torch.Tensor):
+        pass
+
+    for x in (neg, neg.as_subclass(Sub)):
+        with pytest.raises(ValueError, match="argument `b`: tensor has an unresolved negative"):
+            K.add(good, x, out)
+    torch.cuda.synchronize()
+    assert bool(torch.isnan(out).all()), "a refused launch wrote its output"
+    with pytest.raises(ValueError, match="argument `x`: tensor has an unresolved"):
+        ferrocuda.validate_interface(z.conj())
+    # Resolved, the same values launch and come out right.
+    K.add(good, neg.resolve_neg(), out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, 2 * neg)
