@@ -50,6 +50,12 @@ strip .gpu/bin-bench/* 2>/dev/null || true
 if [ -x .venv/bin/maturin ]; then
   (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
   echo "bundled $(ls .gpu/wheels)"
+  # A profiling build (stage timing of the launch path) for bench/launch_profile.py.
+  if [ "${FERROCUDA_BUNDLE_PROFILING:-1}" = 1 ]; then
+    (cd python && ../.venv/bin/maturin build --release --quiet --features launch-timing \
+       -o ../.gpu/wheels-timing >/dev/null)
+    echo "bundled profiling build $(ls .gpu/wheels-timing)"
+  fi
 fi
 [ -d python/tests ] && cp -r python/tests python/examples python/README.md python/pyproject.toml .gpu/python/
 # Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.

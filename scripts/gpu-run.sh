@@ -2,6 +2,7 @@
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
 # what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
+#       profile (stage timing of the Python launch path, from a profiling build)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -61,16 +62,22 @@ for w in $what; do
       # The whole Python GPU suite (-m gpu) under compute-sanitizer, memcheck and racecheck at
       # once (two processes on the GPU), child processes followed, repetitions scaled down
       # (FERROCUDA_SANITIZER=1: tests/scale.py), minus only the negative controls (they race
-      # on purpose and assert that the race shows, which the sanitizer's timing may hide).
+      # on purpose and assert that the race shows, which the sanitizer's timing may hide) and,
+      # for racecheck, the soak (below). No -x: every test runs under the sanitizer.
       # Budget: FERROCUDA_SANITIZER_S per tool (default 540).
       if [ -d .gpu/python/tests ]; then
         pids=()
         for tool in memcheck racecheck; do
+          # racecheck loses track of kernel launches when 8 threads launch at once ("Internal
+          # Sanitizer Error: Detected a failure to track a kernel launch") and skips the soak,
+          # as the Rust suite's racecheck does; memcheck runs it.
+          sel="not control and not off_observed"
+          [ "$tool" = racecheck ] && sel="$sel and not soak"
           echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
           ( FERROCUDA_SANITIZER=1 PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
               compute-sanitizer --tool "$tool" --target-processes all --print-limit 100000 \
-              python3 -m pytest -q -x -p no:cacheprovider -rs --durations=15 \
-              .gpu/python/tests -m gpu -k "not control and not off_observed" \
+              python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+              .gpu/python/tests -m gpu -k "$sel" \
               > "$OUT/pysanitizer-$tool.log" 2>&1
             echo "compute-sanitizer $tool exit: $?" >> "$OUT/pysanitizer-$tool.log" ) &
           pids+=($!)
@@ -85,6 +92,16 @@ for w in $what; do
           python3 .gpu/sanitizer-verdict.py "$OUT/pysanitizer-$tool.log" > "$OUT/verdict-$tool.txt"
           v=$?; tail -8 "$OUT/verdict-$tool.txt"; [ "$v" = 0 ] || status=1
         done
+      fi ;;
+    profile)
+      # Stage timing of the Python launch path (a profiling build, in its own directory).
+      if ls .gpu/wheels-timing/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+          --target /tmp/ferrocuda-timing-site .gpu/wheels-timing/*.whl
+        PYTHONPATH="/tmp/ferrocuda-timing-site${PYTHONPATH:+:$PYTHONPATH}" \
+          python3 .gpu/bench/launch_profile.py 2>&1 | tee "$OUT/profile.txt" || status=1
+      else
+        echo "gpu-run: no profiling build in .gpu/wheels-timing"; status=1
       fi ;;
     bench|benchlaunch)
       [ "$w" = benchlaunch ] && export BENCH_SECTIONS=launch,numba

@@ -362,11 +362,13 @@ impl Kernel<'_> {
     pub unsafe fn launch(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Launched> {
         let sig = self.signature();
         check_args(sig, args)?;
+        crate::mark!(4);
         driver::init()?;
         let mode = match opts.sync {
             Some(m) => m,
             None => default_sync_mode()?,
         };
+        crate::mark!(5);
 
         // Producer streams, device, and the largest array.
         let mut producers: [Option<StreamRef>; stream::MAX_PRODUCERS] =
@@ -436,13 +438,16 @@ impl Kernel<'_> {
                 _ => {}
             }
         }
+        crate::mark!(6);
         let plan = stream::plan(&producers[..nproducers], opts.stream, mode)?;
+        crate::mark!(7);
         let ordinal = match device {
             Some((d, _)) => d,
             None => driver::current_ordinal().unwrap_or(0),
         };
         let ctx = Context::get(ordinal)?;
         ctx.bind()?;
+        crate::mark!(8);
         if work == 0 && opts.grid.is_none() {
             // Nothing to compute; no ordering needed either.
             return Ok(Launched {
@@ -478,6 +483,7 @@ impl Kernel<'_> {
             ],
         };
 
+        crate::mark!(9);
         // Pack parameters.
         let mut buf = ParamBuffer([0u8; PARAM_BUFFER_SIZE]);
         let mut ptrs: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
@@ -513,8 +519,10 @@ impl Kernel<'_> {
             ptrs[i] = unsafe { base.add(p.offset) }.cast();
         }
 
+        crate::mark!(10);
         let mut ops = DriverOps { ctx };
         plan.before_launch(&mut ops)?;
+        crate::mark!(11);
         // SAFETY: `f` belongs to the module loaded in the bound context; `ptrs` points at one
         // correctly sized and aligned value per kernel parameter (layouts checked against the
         // manifest, which the builder checked against the PTX); the arrays were validated
@@ -537,7 +545,9 @@ impl Kernel<'_> {
         check(res, "cuLaunchKernel")
             .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)))?;
         driver::set_last_kernel(ordinal, sig.static_name);
+        crate::mark!(12);
         plan.after_launch(&mut ops)?;
+        crate::mark!(13);
         Ok(Launched {
             plan,
             device: ordinal,

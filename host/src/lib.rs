@@ -10,7 +10,22 @@
 //! * [`launch`] — argument checks against the manifest and the launch itself.
 //! * [`array`] — [`DeviceArray`], an owning typed N-D device array that exports the CAI.
 //! * [`error`] — the one error type.
+//! * `timing` — stage timing of the launch path (cargo feature `launch-timing`, profiling only).
 #![warn(missing_docs)]
+
+/// Marks the end of launch stage `$stage` when the calling crate's feature `launch-timing`
+/// is on; nothing otherwise. `mark!(start)` starts a launch.
+#[macro_export]
+macro_rules! mark {
+    (start) => {
+        #[cfg(feature = "launch-timing")]
+        $crate::timing::start();
+    };
+    ($stage:expr) => {
+        #[cfg(feature = "launch-timing")]
+        $crate::timing::mark($stage);
+    };
+}
 
 pub mod array;
 pub mod cai;
@@ -19,6 +34,8 @@ pub mod error;
 pub mod launch;
 pub mod module;
 pub mod stream;
+#[cfg(feature = "launch-timing")]
+pub mod timing;
 
 pub use array::DeviceArray;
 pub use cai::ArrayDesc;

@@ -105,6 +105,14 @@ fn defer(
     }
 }
 
+/// `[(stage, total ns, marks)]` of the launch path since the last call (a profiling build's
+/// stage timing; see `ferrocuda_host::timing`). Resets the totals.
+#[cfg(feature = "launch-timing")]
+#[pyfunction]
+fn _launch_timing() -> Vec<(&'static str, f64, u64)> {
+    ferrocuda_host::timing::take()
+}
+
 /// Number of DLPack capsules still held for kernels that may be running (for tests).
 #[pyfunction]
 fn _pending_releases(py: Python<'_>) -> usize {
@@ -460,7 +468,9 @@ fn device_of(descs: &[Option<ArrayDesc>], slots: &[Slot]) -> usize {
 
 /// Launches `t` on `args` (the whole per-call path; see the module documentation).
 fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -> PyResult<()> {
+    ferrocuda_host::mark!(start);
     release_completed(py);
+    ferrocuda_host::mark!(0);
     let n = args.len();
     if let Some(kinds) = &t.kinds {
         if n != kinds.len() {
@@ -518,6 +528,7 @@ fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -
         nd += 1;
     }
     let slots = &slots[..n];
+    ferrocuda_host::mark!(1);
 
     // The launch stream, fixed now when DLPack producers or host copies need it.
     let mut launch_stream = opts.stream;
@@ -612,8 +623,10 @@ fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -
         shared_mem_bytes: opts.shared_mem,
     };
     let argv = &argv[..n];
+    ferrocuda_host::mark!(2);
     let launched = py
         .detach(|| {
+            ferrocuda_host::mark!(3);
             // Load the driver first, so that every driver call of the launch finds it. Without
             // one, argument errors still come first (they need no GPU), then NoDriver.
             if let Err(e) = ferrocuda_host::driver::init() {
@@ -630,6 +643,7 @@ fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -
             unsafe { kernel.launch(argv, &lo) }
         })
         .py_err(py)?;
+    ferrocuda_host::mark!(14);
 
     for h in &hosts {
         if sig.params[h.arg].mutable {
@@ -1134,6 +1148,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bundled, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(_pending_releases, m)?)?;
+    #[cfg(feature = "launch-timing")]
+    m.add_function(wrap_pyfunction!(_launch_timing, m)?)?;
     m.add_function(wrap_pyfunction!(_bundled_ptx, m)?)?;
     Ok(())
 }
