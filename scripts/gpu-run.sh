@@ -74,7 +74,8 @@ for w in $what; do
           sel="not control and not off_observed"
           [ "$tool" = racecheck ] && sel="$sel and not soak"
           echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
-          ( FERROCUDA_SANITIZER=1 PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
+          # JAX must not preallocate 75% of the GPU: two tools share it here.
+          ( FERROCUDA_SANITIZER=1 XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
               compute-sanitizer --tool "$tool" --target-processes all --print-limit 100000 \
               python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
               .gpu/python/tests -m gpu -k "$sel" \

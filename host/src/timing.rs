@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The stages, in the order a launch passes them (index = the `mark!` argument).
-pub const STAGES: [&str; 15] = [
+pub const STAGES: [&str; 20] = [
     "py: call entry, options, completed releases",
     "py: describe the arguments",
     "py: select the kernel, scalars",
@@ -25,6 +25,13 @@ pub const STAGES: [&str; 15] = [
     "rs: cuLaunchKernel",
     "rs: plan after launch",
     "py: retake the GIL, return",
+    // Parts of "py: describe the arguments" (that stage keeps the rest: the loop over the
+    // arguments, copies of the descriptors).
+    "py:   type checks, kind",
+    "py:   fast path: attribute reads",
+    "py:   fast path: current stream",
+    "py:   fast path: build the descriptor",
+    "py:   self-check",
 ];
 
 static CYCLES: [AtomicU64; STAGES.len()] = [const { AtomicU64::new(0) }; STAGES.len()];

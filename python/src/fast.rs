@@ -452,6 +452,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     } else {
         0
     };
+    ferrocuda_host::mark!(16);
     let (ver, stream) = match state.cupy {
         Some(s) => s,
         None => {
@@ -460,6 +461,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
             s
         }
     };
+    ferrocuda_host::mark!(17);
     ArrayDesc::from_parts(dtype, &shape[..n], strides, ptr, false, stream)
         .ok()
         .map(|d| d.with_version(ver))
@@ -567,7 +569,9 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
         Some(0) => 0,
         Some(_) => obj.call_method0(intern!(py, "data_ptr"))?.extract()?,
     };
+    ferrocuda_host::mark!(16);
     let stream = torch_stream(obj, state)?;
+    ferrocuda_host::mark!(17);
     Ok(ArrayDesc::from_parts(
         dtype,
         &shape[..n],

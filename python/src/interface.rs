@@ -610,7 +610,9 @@ pub fn probe<'py>(
         return Ok(Found::Desc(*a.get().desc()));
     }
     let kind = fast::kind_of(obj);
+    ferrocuda_host::mark!(15);
     if let Some(d) = fast::describe(obj, kind, arg, &mut scratch.call)? {
+        ferrocuda_host::mark!(18);
         let state = scratch.call;
         let d = fast::self_check(obj, kind, d, || {
             let mut s = Scratch::new();
@@ -619,6 +621,7 @@ pub fn probe<'py>(
                 pyo3::exceptions::PyRuntimeError::new_err("__cuda_array_interface__ disappeared")
             })
         })?;
+        ferrocuda_host::mark!(19);
         return Ok(Found::Desc(d));
     }
     if let Some(d) = generic_cuda(obj, arg, kind, scratch)? {
