@@ -70,14 +70,23 @@ impl<const N: usize> PtrTable<N> {
     }
 
     fn key(obj: &Bound<'_, PyAny>) -> Option<u64> {
-        let k = obj.as_ptr() as u64;
+        Self::key_of(obj.as_ptr())
+    }
+
+    fn key_of(ptr: *mut pyo3::ffi::PyObject) -> Option<u64> {
+        let k = ptr as u64;
         // Packed as `address << 8 | byte`: addresses must fit 56 bits (x86-64 and AArch64
         // user space do).
         (k != 0 && k >> 56 == 0).then_some(k)
     }
 
     fn get(&self, obj: &Bound<'_, PyAny>) -> Option<u8> {
-        let k = Self::key(obj)?;
+        self.get_ptr(obj.as_ptr())
+    }
+
+    /// As [`get`](Self::get), by address (no reference taken).
+    fn get_ptr(&self, ptr: *mut pyo3::ffi::PyObject) -> Option<u8> {
+        let k = Self::key_of(ptr)?;
         for slot in &self.0 {
             let v = slot.load(Ordering::Acquire);
             if v == 0 {
@@ -149,10 +158,12 @@ fn is_named(ty: &Bound<'_, PyAny>, module: &str, name: &str) -> bool {
 
 /// The kind of `obj`'s type (cached per type).
 pub fn kind_of(obj: &Bound<'_, PyAny>) -> Kind {
-    let ty = obj.get_type().into_any();
-    if let Some(c) = KINDS.get(&ty) {
+    // SAFETY: `obj` is a live object, so its type pointer is valid; only the address is read.
+    let ty_ptr = unsafe { pyo3::ffi::Py_TYPE(obj.as_ptr()) }.cast::<pyo3::ffi::PyObject>();
+    if let Some(c) = KINDS.get_ptr(ty_ptr) {
         return Kind::from_code(c);
     }
+    let ty = obj.get_type().into_any();
     let py = obj.py();
     let kind = if is_named(&ty, "torch", "Tensor") {
         Kind::Torch

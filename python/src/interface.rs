@@ -603,13 +603,17 @@ pub fn probe<'py>(
     scratch: &mut Scratch,
 ) -> PyResult<Found<'py>> {
     let py = obj.py();
-    if let Ok(a) = obj.cast::<PyDeviceArray>() {
-        return Ok(Found::Desc(*a.get().desc()));
-    }
-    if let Ok(a) = obj.cast::<PyForeignArray>() {
-        return Ok(Found::Desc(*a.get().desc()));
-    }
+    // The producer kind first (one lookup by type address): CuPy arrays and torch tensors
+    // then skip the checks for ferrocuda's own classes.
     let kind = fast::kind_of(obj);
+    if kind == Kind::Other {
+        if let Ok(a) = obj.cast::<PyDeviceArray>() {
+            return Ok(Found::Desc(*a.get().desc()));
+        }
+        if let Ok(a) = obj.cast::<PyForeignArray>() {
+            return Ok(Found::Desc(*a.get().desc()));
+        }
+    }
     ferrocuda_host::mark!(15);
     if let Some(d) = fast::describe(obj, kind, arg, &mut scratch.call)? {
         ferrocuda_host::mark!(18);
