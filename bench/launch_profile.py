@@ -66,6 +66,7 @@ def main() -> int:
                 s[0] += ns
                 s[1] += marks
     names = list(cases)
+    print("CuPy current stream read through: %s" % ferrocuda._ferrocuda._cupy_stream_source())
     print("ns per launch (kernels.add, sync=%r), %d launches per producer"
           % (args.sync, calls[names[0]]))
     print("| stage | " + " | ".join(names) + " |")

@@ -1428,6 +1428,10 @@ def main(argv=None):
             for k in ("numpy", "cupy", "torch", "ferrocuda"):
                 if mods.get(k) is not None:
                     m[k] = getattr(mods[k], "__version__", "?")
+            if mods.get("ferrocuda") is not None and mods.get("cupy") is not None:
+                src = getattr(mods["ferrocuda"]._ferrocuda, "_cupy_stream_source", None)
+                if src is not None:
+                    m["cupy_stream_source"] = src()
             cp = mods["cupy"]
             if cp is not None:
                 try:

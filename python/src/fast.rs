@@ -10,8 +10,9 @@
 //!   arrays `(size,)`, as `size` is a stored int and `shape` a tuple built per access); strides
 //!   `None` when the array's `_c_contiguous` flag is set, else `strides`; pointer `data.ptr`
 //!   (0 for empty arrays); never read-only; with `cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION`
-//!   3 the stream is CuPy's current stream (`cupy.cuda.get_current_stream().ptr`, read once
-//!   per launch); CuPy's null stream (pointer 0) is exported by the getter as CuPy's default
+//!   3 the stream is CuPy's current stream, read once per launch through the C function the
+//!   getter itself calls (`get_current_stream_ptr`, from the table Cython exports for
+//!   `cimport`, when its signature is a known one; else `cupy.cuda.get_current_stream().ptr`); CuPy's null stream (pointer 0) is exported by the getter as CuPy's default
 //!   stream (legacy or per-thread, by CuPy's configuration), which the fast path learns from
 //!   the getter the first time it meets the null stream; with version 2 there is no stream;
 //!   any other version falls back to the getter (which raises its own error).
@@ -358,6 +359,82 @@ where
 // ---------------------------------------------------------------------------------------
 // CuPy.
 
+/// CuPy's C function `get_current_stream_ptr()` — the one its `__cuda_array_interface__` getter
+/// calls — from the table of C functions that Cython exports for `cimport`
+/// (`cupy_backends.cuda.stream.__pyx_capi__`, one capsule per function, named by its C
+/// signature). Used only when the signature is one of `KNOWN`; `0` when absent or unknown.
+static CUPY_STREAM_FN: PyOnceLock<usize> = PyOnceLock::new();
+
+fn cupy_stream_fn_lookup(py: Python<'_>) -> Option<usize> {
+    const KNOWN: [&[u8]; 4] = [
+        b"intptr_t (void)",
+        b"intptr_t (void) except *",
+        b"intptr_t (void) except? -1",
+        b"intptr_t (void) noexcept",
+    ];
+    let cap = py
+        .import("cupy_backends.cuda.stream")
+        .ok()?
+        .getattr("__pyx_capi__")
+        .ok()?
+        .get_item("get_current_stream_ptr")
+        .ok()?;
+    // SAFETY: `cap` is a live object; the capsule calls only read it (and check its type).
+    unsafe {
+        if pyo3::ffi::PyCapsule_CheckExact(cap.as_ptr()) == 0 {
+            return None;
+        }
+        let name = pyo3::ffi::PyCapsule_GetName(cap.as_ptr());
+        if name.is_null() {
+            let _ = PyErr::take(py);
+            return None;
+        }
+        if !KNOWN.contains(&std::ffi::CStr::from_ptr(name).to_bytes()) {
+            return None;
+        }
+        let f = pyo3::ffi::PyCapsule_GetPointer(cap.as_ptr(), name);
+        if f.is_null() {
+            let _ = PyErr::take(py);
+            return None;
+        }
+        // The function lives in CuPy's extension module, which is never unloaded; keep the
+        // capsule too.
+        std::mem::forget(cap.unbind());
+        Some(f as usize)
+    }
+}
+
+/// CuPy's current stream pointer through its C function (see [`CUPY_STREAM_FN`]), or `None`
+/// to use the Python API.
+fn cupy_current_stream_capi(py: Python<'_>) -> Option<u64> {
+    let f = *CUPY_STREAM_FN.get_or_init(py, || cupy_stream_fn_lookup(py).unwrap_or(0));
+    if f == 0 {
+        return None;
+    }
+    // SAFETY: `f` is CuPy's `intptr_t get_current_stream_ptr(void)`, its signature checked
+    // against the capsule's name; it needs the GIL, which `py` proves. A Cython function
+    // reports an error by setting the Python error indicator, checked right after.
+    let p = unsafe {
+        let f: unsafe extern "C" fn() -> isize = std::mem::transmute(f);
+        f()
+    };
+    if PyErr::take(py).is_some() {
+        return None;
+    }
+    u64::try_from(p).ok()
+}
+
+/// Where the CuPy fast path reads CuPy's current stream: `"capi"` (CuPy's C function) or
+/// `"python"` (`cupy.cuda.get_current_stream().ptr`), for diagnostics.
+pub fn cupy_stream_source(py: Python<'_>) -> &'static str {
+    let f = *CUPY_STREAM_FN.get_or_init(py, || cupy_stream_fn_lookup(py).unwrap_or(0));
+    if f == 0 {
+        "python"
+    } else {
+        "capi"
+    }
+}
+
 /// `(export version, stream)` as CuPy's getter computes them now for `obj`, or `None` to fall
 /// back.
 fn cupy_stream(obj: &Bound<'_, PyAny>) -> Option<(u8, Option<StreamRef>)> {
@@ -378,21 +455,26 @@ fn cupy_stream(obj: &Bound<'_, PyAny>) -> Option<(u8, Option<StreamRef>)> {
     match ver {
         2 => Some((2, None)),
         3 => {
-            let current = CURRENT
-                .get_or_try_init(py, || {
-                    py.import("cupy.cuda")
-                        .and_then(|m| m.getattr("get_current_stream"))
-                        .map(Bound::unbind)
-                })
-                .ok()?;
-            let ptr: u64 = current
-                .bind(py)
-                .call0()
-                .ok()?
-                .getattr(intern!(py, "ptr"))
-                .ok()?
-                .extract()
-                .ok()?;
+            let ptr: u64 = match cupy_current_stream_capi(py) {
+                Some(p) => p,
+                None => {
+                    let current = CURRENT
+                        .get_or_try_init(py, || {
+                            py.import("cupy.cuda")
+                                .and_then(|m| m.getattr("get_current_stream"))
+                                .map(Bound::unbind)
+                        })
+                        .ok()?;
+                    current
+                        .bind(py)
+                        .call0()
+                        .ok()?
+                        .getattr(intern!(py, "ptr"))
+                        .ok()?
+                        .extract()
+                        .ok()?
+                }
+            };
             // 0 is CuPy's null stream, which the getter exports as CuPy's default stream
             // (legacy or per-thread, by CuPy's configuration): learnt from the getter itself
             // the first time it is seen, then remembered.

@@ -806,10 +806,19 @@ fn _fast_paths() -> (bool, bool) {
     fast::status()
 }
 
+/// Where the CuPy fast path reads CuPy's current stream: ``"capi"`` (the C function CuPy's
+/// own getter calls) or ``"python"`` (``cupy.cuda.get_current_stream().ptr``); for
+/// diagnostics (looked up on first use, which imports CuPy).
+#[pyfunction]
+fn _cupy_stream_source(py: Python<'_>) -> &'static str {
+    fast::cupy_stream_source(py)
+}
+
 /// Registers the functions of this module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_interface, m)?)?;
     m.add_function(wrap_pyfunction!(_describe_generic, m)?)?;
     m.add_function(wrap_pyfunction!(_fast_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(_cupy_stream_source, m)?)?;
     Ok(())
 }

@@ -253,3 +253,20 @@ def test_torch_negative_and_conjugate_bits_are_refused(torch: Any) -> None:
     K.add(good, neg.resolve_neg(), out)
     torch.cuda.synchronize()
     assert torch.equal(out, 2 * neg)
+
+
+def test_cupy_current_stream_source(cupy: Any) -> None:
+    # The CuPy fast path reads CuPy's current stream through the C function CuPy's own getter
+    # calls when its signature is known ("capi"), else through the Python API; either way it
+    # must export what the getter exports.
+    cp = cupy
+    src = ferrocuda._ferrocuda._cupy_stream_source()
+    print("CuPy current stream read through:", src)
+    assert src in ("capi", "python")
+    a = cp.arange(8, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        got = ferrocuda.validate_interface(a)["stream"]
+        assert got == s.ptr == a.__cuda_array_interface__["stream"]
+    with cp.cuda.Stream.null:
+        assert ferrocuda.validate_interface(a)["stream"] == a.__cuda_array_interface__["stream"]
