@@ -114,15 +114,63 @@ static void emit(const char* name, const Stats& s, int per_batch, int batches, c
     std::fflush(stdout);
 }
 
-static std::string read_file(const char* path) {
+// The contents of the file at `path` into `out`; false when it cannot be read.
+static bool slurp(const char* path, std::string& out) {
     std::ifstream f(path, std::ios::in | std::ios::binary);
-    if (!f) {
+    if (!f) return false;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    out = ss.str();
+    return true;
+}
+
+static std::string read_file(const char* path) {
+    std::string s;
+    if (!slurp(path, s)) {
         std::fprintf(stderr, "floor: cannot read PTX file %s\n", path);
         std::exit(1);
     }
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    return s;
+}
+
+// What both modes launch: add_f32 from the bundled PTX and the empty kernel, and three
+// float32[kN] arrays (a and b uploaded, out left as allocated), with a + b on the host.
+struct Fixture {
+    CUmodule bundled = nullptr, empty_mod = nullptr;
+    CUfunction add_f32 = nullptr, empty = nullptr;
+    SliceArg pa{}, pb{}, po{};
+    std::vector<float> expected;
+};
+
+#define TRY(call)                                 \
+    do {                                          \
+        CUresult r_ = (call);                     \
+        if (r_ != CUDA_SUCCESS) return r_;        \
+    } while (0)
+
+// Fills `fx` in the current context; returns the first failing CUresult.
+static CUresult make_fixture(const std::string& ptx, Fixture& fx) {
+    TRY(cuModuleLoadData(&fx.bundled, ptx.c_str()));
+    TRY(cuModuleLoadData(&fx.empty_mod, kEmptyPtx));
+    TRY(cuModuleGetFunction(&fx.add_f32, fx.bundled, "add_f32"));
+    TRY(cuModuleGetFunction(&fx.empty, fx.empty_mod, "empty_kernel"));
+    std::vector<float> ha(kN), hb(kN);
+    fx.expected.resize(kN);
+    for (unsigned i = 0; i < kN; ++i) {
+        ha[i] = static_cast<float>(i) * 0.25f - 100.0f;
+        hb[i] = 3.0f - static_cast<float>(i % 17) * 1.5f;
+        fx.expected[i] = ha[i] + hb[i];
+    }
+    CUdeviceptr da, db, dout;
+    TRY(cuMemAlloc(&da, kN * sizeof(float)));
+    TRY(cuMemAlloc(&db, kN * sizeof(float)));
+    TRY(cuMemAlloc(&dout, kN * sizeof(float)));
+    TRY(cuMemcpyHtoD(da, ha.data(), kN * sizeof(float)));
+    TRY(cuMemcpyHtoD(db, hb.data(), kN * sizeof(float)));
+    fx.pa = SliceArg{da, kN};
+    fx.pb = SliceArg{db, kN};
+    fx.po = SliceArg{dout, kN};
+    return CUDA_SUCCESS;
 }
 
 // Poisons out with NaN (0x7fc00000).
@@ -155,9 +203,7 @@ static void check_add(CUdeviceptr out, const std::vector<float>& expected, const
 // arrays and module live in the device's primary context, the one CuPy and PyTorch use.
 namespace lib {
 static CUcontext ctx = nullptr;
-static CUfunction add_f32 = nullptr, empty = nullptr;
-static SliceArg pa, pb, po;
-static std::vector<float> expected;
+static Fixture fx;
 }  // namespace lib
 
 #define CKR(call)                                      \
@@ -169,37 +215,14 @@ static std::vector<float> expected;
 // Loads the bundled PTX at `ptx_path` (add_f32) and the empty kernel, and makes three
 // float32[1024] arrays a, b, out. Returns 0, a CUresult, or -1 when the file cannot be read.
 extern "C" int floor_open(const char* ptx_path) {
-    std::ifstream f(ptx_path, std::ios::in | std::ios::binary);
-    if (!f) return -1;
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    const std::string ptx = ss.str();
+    std::string ptx;
+    if (!slurp(ptx_path, ptx)) return -1;
     CKR(cuInit(0));
     CUdevice dev;
     CKR(cuDeviceGet(&dev, 0));
     CKR(cuDevicePrimaryCtxRetain(&lib::ctx, dev));
     CKR(cuCtxSetCurrent(lib::ctx));
-    CUmodule bundled, empty_mod;
-    CKR(cuModuleLoadData(&bundled, ptx.c_str()));
-    CKR(cuModuleLoadData(&empty_mod, kEmptyPtx));
-    CKR(cuModuleGetFunction(&lib::add_f32, bundled, "add_f32"));
-    CKR(cuModuleGetFunction(&lib::empty, empty_mod, "empty_kernel"));
-    std::vector<float> ha(kN), hb(kN);
-    lib::expected.resize(kN);
-    for (unsigned i = 0; i < kN; ++i) {
-        ha[i] = static_cast<float>(i) * 0.25f - 100.0f;
-        hb[i] = 3.0f - static_cast<float>(i % 17) * 1.5f;
-        lib::expected[i] = ha[i] + hb[i];
-    }
-    CUdeviceptr da, db, dout;
-    CKR(cuMemAlloc(&da, kN * sizeof(float)));
-    CKR(cuMemAlloc(&db, kN * sizeof(float)));
-    CKR(cuMemAlloc(&dout, kN * sizeof(float)));
-    CKR(cuMemcpyHtoD(da, ha.data(), kN * sizeof(float)));
-    CKR(cuMemcpyHtoD(db, hb.data(), kN * sizeof(float)));
-    lib::pa = SliceArg{da, kN};
-    lib::pb = SliceArg{db, kN};
-    lib::po = SliceArg{dout, kN};
+    CKR(make_fixture(ptx, lib::fx));
     return 0;
 }
 
@@ -207,13 +230,14 @@ extern "C" int floor_open(const char* ptx_path) {
 // (`which` 1). No synchronization (the caller times the batch and then synchronizes).
 extern "C" int floor_launch(int n, int which) {
     CKR(cuCtxSetCurrent(lib::ctx));
-    void* params[] = {&lib::pa, &lib::pb, &lib::po};
+    Fixture& fx = lib::fx;
+    void* params[] = {&fx.pa, &fx.pb, &fx.po};
     for (int i = 0; i < n; ++i) {
         if (which == 0) {
-            CKR(cuLaunchKernel(lib::add_f32, kGrid, 1, 1, kBlock, 1, 1, 0, CU_STREAM_LEGACY,
+            CKR(cuLaunchKernel(fx.add_f32, kGrid, 1, 1, kBlock, 1, 1, 0, CU_STREAM_LEGACY,
                                params, nullptr));
         } else {
-            CKR(cuLaunchKernel(lib::empty, kGrid, 1, 1, kBlock, 1, 1, 0, CU_STREAM_LEGACY,
+            CKR(cuLaunchKernel(fx.empty, kGrid, 1, 1, kBlock, 1, 1, 0, CU_STREAM_LEGACY,
                                nullptr, nullptr));
         }
     }
@@ -230,15 +254,15 @@ extern "C" int floor_synchronize() {
 // right, -2 on a mismatch, or a CUresult.
 extern "C" int floor_check() {
     CKR(cuCtxSetCurrent(lib::ctx));
-    CKR(cuMemsetD32(lib::po.ptr, 0x7fc00000u, kN));
+    CKR(cuMemsetD32(lib::fx.po.ptr, 0x7fc00000u, kN));
     CKR(cuCtxSynchronize());
     int r = floor_launch(1, 0);
     if (r != 0) return r;
     CKR(cuCtxSynchronize());
     std::vector<float> got(kN);
-    CKR(cuMemcpyDtoH(got.data(), lib::po.ptr, kN * sizeof(float)));
+    CKR(cuMemcpyDtoH(got.data(), lib::fx.po.ptr, kN * sizeof(float)));
     for (unsigned i = 0; i < kN; ++i)
-        if (got[i] != lib::expected[i]) return -2;
+        if (got[i] != lib::fx.expected[i]) return -2;
     return 0;
 }
 #else
@@ -273,27 +297,12 @@ int main(int argc, char** argv) {
         name, driver, major, minor, sms, kN, kGrid, kBlock);
     std::fflush(stdout);
 
-    CUmodule bundled, empty_mod;
-    CK(cuModuleLoadData(&bundled, ptx.c_str()));
-    CK(cuModuleLoadData(&empty_mod, kEmptyPtx));
-    CUfunction add_f32, empty;
-    CK(cuModuleGetFunction(&add_f32, bundled, "add_f32"));
-    CK(cuModuleGetFunction(&empty, empty_mod, "empty_kernel"));
-
-    // Three float32 arrays of 1024.
-    std::vector<float> ha(kN), hb(kN), expected(kN);
-    for (unsigned i = 0; i < kN; ++i) {
-        ha[i] = static_cast<float>(i) * 0.25f - 100.0f;
-        hb[i] = 3.0f - static_cast<float>(i % 17) * 1.5f;
-        expected[i] = ha[i] + hb[i];
-    }
-    CUdeviceptr da, db, dout;
-    CK(cuMemAlloc(&da, kN * sizeof(float)));
-    CK(cuMemAlloc(&db, kN * sizeof(float)));
-    CK(cuMemAlloc(&dout, kN * sizeof(float)));
-    CK(cuMemcpyHtoD(da, ha.data(), kN * sizeof(float)));
-    CK(cuMemcpyHtoD(db, hb.data(), kN * sizeof(float)));
-    SliceArg pa{da, kN}, pb{db, kN}, po{dout, kN};
+    Fixture fx;
+    CK(make_fixture(ptx, fx));
+    const CUfunction add_f32 = fx.add_f32, empty = fx.empty;
+    const CUdeviceptr da = fx.pa.ptr, db = fx.pb.ptr, dout = fx.po.ptr;
+    const std::vector<float>& expected = fx.expected;
+    SliceArg pa = fx.pa, pb = fx.pb, po = fx.po;
     void* add_params[] = {&pa, &pb, &po};
 
     const CUstream legacy = CU_STREAM_LEGACY;
@@ -429,8 +438,8 @@ int main(int argc, char** argv) {
     CK(cuMemFree(da));
     CK(cuMemFree(db));
     CK(cuMemFree(dout));
-    CK(cuModuleUnload(empty_mod));
-    CK(cuModuleUnload(bundled));
+    CK(cuModuleUnload(fx.empty_mod));
+    CK(cuModuleUnload(fx.bundled));
     CK(cuDevicePrimaryCtxRelease(dev));
     return 0;
 }

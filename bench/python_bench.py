@@ -1429,7 +1429,8 @@ def main(argv=None):
                 if mods.get(k) is not None:
                     m[k] = getattr(mods[k], "__version__", "?")
             if mods.get("ferrocuda") is not None and mods.get("cupy") is not None:
-                src = getattr(mods["ferrocuda"]._ferrocuda, "_cupy_stream_source", None)
+                src = getattr(getattr(mods["ferrocuda"], "_ferrocuda", None),
+                              "_cupy_stream_source", None)
                 if src is not None:
                     m["cupy_stream_source"] = src()
             cp = mods["cupy"]

@@ -423,6 +423,17 @@ fn test_race_off_observed() -> TestResult {
 }
 
 /// Launches from 8 threads at once, on distinct and on shared input arrays.
+/// Checks the output of thread `t` of the thread tests: `out[i] == i + t` for every element.
+fn check_thread_out(out: &DeviceArray<f32>, t: usize) -> TestResult {
+    let got = out.to_ndarray().map_err(err)?;
+    for (i, &g) in got.iter().enumerate() {
+        ensure(g == i as f32 + t as f32, || {
+            format!("thread {t} element {i}: {g}")
+        })?;
+    }
+    Ok(())
+}
+
 fn test_threads() -> TestResult {
     let n = 4096;
     let shared = upload(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
@@ -447,13 +458,7 @@ fn test_threads() -> TestResult {
                         )
                         .map_err(err)?;
                     }
-                    let got = out.to_ndarray().map_err(err)?;
-                    for (i, &g) in got.iter().enumerate() {
-                        ensure(g == i as f32 + t as f32, || {
-                            format!("thread {t} element {i}: {g}")
-                        })?;
-                    }
-                    Ok(())
+                    check_thread_out(&out, t)
                 })
             })
             .collect();
@@ -694,15 +699,7 @@ fn test_soak_no_leaks() -> TestResult {
                         };
                         kernels::add_f32(shared, &mine, &outs[k], &o).map_err(err)?;
                     }
-                    for out in &outs {
-                        let got = out.to_ndarray().map_err(err)?;
-                        for (i, &g) in got.iter().enumerate() {
-                            ensure(g == i as f32 + t as f32, || {
-                                format!("thread {t} element {i}: {g}")
-                            })?;
-                        }
-                    }
-                    Ok(())
+                    outs.iter().try_for_each(|out| check_thread_out(out, t))
                 })
             })
             .collect();

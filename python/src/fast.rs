@@ -12,10 +12,11 @@
 //!   (0 for empty arrays); never read-only; with `cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION`
 //!   3 the stream is CuPy's current stream, read once per launch through the C function the
 //!   getter itself calls (`get_current_stream_ptr`, from the table Cython exports for
-//!   `cimport`, when its signature is a known one; else `cupy.cuda.get_current_stream().ptr`); CuPy's null stream (pointer 0) is exported by the getter as CuPy's default
-//!   stream (legacy or per-thread, by CuPy's configuration), which the fast path learns from
-//!   the getter the first time it meets the null stream; with version 2 there is no stream;
-//!   any other version falls back to the getter (which raises its own error).
+//!   `cimport`, when its signature is a known one; else `cupy.cuda.get_current_stream().ptr`);
+//!   CuPy's null stream (pointer 0) is exported by the getter as CuPy's default stream (legacy or
+//!   per-thread, by CuPy's configuration), which the fast path learns from the getter the first
+//!   time it meets the null stream; with version 2 there is no stream; any other version falls
+//!   back to the getter (which raises its own error).
 //! * **torch** (`torch/_tensor.py`, `Tensor.__cuda_array_interface__`): CUDA tensors only;
 //!   tensors that require grad, sparse tensors and dtypes the getter does not export fall
 //!   back to the getter (and its errors); shape `shape`, strides `stride()` × itemsize,
@@ -404,10 +405,15 @@ fn cupy_stream_fn_lookup(py: Python<'_>) -> Option<usize> {
     }
 }
 
+/// The address of CuPy's `get_current_stream_ptr` (looked up once), `0` when unusable.
+fn cupy_stream_fn(py: Python<'_>) -> usize {
+    *CUPY_STREAM_FN.get_or_init(py, || cupy_stream_fn_lookup(py).unwrap_or(0))
+}
+
 /// CuPy's current stream pointer through its C function (see [`CUPY_STREAM_FN`]), or `None`
 /// to use the Python API.
 fn cupy_current_stream_capi(py: Python<'_>) -> Option<u64> {
-    let f = *CUPY_STREAM_FN.get_or_init(py, || cupy_stream_fn_lookup(py).unwrap_or(0));
+    let f = cupy_stream_fn(py);
     if f == 0 {
         return None;
     }
@@ -427,8 +433,7 @@ fn cupy_current_stream_capi(py: Python<'_>) -> Option<u64> {
 /// Where the CuPy fast path reads CuPy's current stream: `"capi"` (CuPy's C function) or
 /// `"python"` (`cupy.cuda.get_current_stream().ptr`), for diagnostics.
 pub fn cupy_stream_source(py: Python<'_>) -> &'static str {
-    let f = *CUPY_STREAM_FN.get_or_init(py, || cupy_stream_fn_lookup(py).unwrap_or(0));
-    if f == 0 {
+    if cupy_stream_fn(py) == 0 {
         "python"
     } else {
         "capi"

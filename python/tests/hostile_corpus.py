@@ -72,6 +72,11 @@ def iface(base: int, **kw: Any) -> Dict[str, Any]:
         "descr": [("", "<f4")],
         "stream": None,
     }
+    return _override(d, kw)
+
+
+def _override(d: Dict[str, Any], kw: Dict[str, Any]) -> Dict[str, Any]:
+    """`d` with the keys of `kw` set, or removed where the value is ``_DROP``."""
     for k, v in kw.items():
         if v is _DROP:
             d.pop(k, None)
@@ -96,12 +101,7 @@ def sycl_iface(base: int, **kw: Any) -> Dict[str, Any]:
         "offset": 0,
         "syclobj": object(),
     }
-    for k, v in kw.items():
-        if v is _DROP:
-            d.pop(k, None)
-        else:
-            d[k] = v
-    return d
+    return _override(d, kw)
 
 
 def sobj(base: int, **kw: Any) -> SyclProducer:
