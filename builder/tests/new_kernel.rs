@@ -26,7 +26,7 @@
 //! kernel crate inherits it from the root, and the child cargo resolves the toolchain from
 //! the crate's directory.
 //!
-//! Needs the pinned toolchain's `rust-src` (`rustup component add rust-src --toolchain 1.95.0`).
+//! Needs the pinned toolchain's `rust-src` (`rustup component add rust-src --toolchain 1.99.0`).
 //! Run with `--nocapture` to see the build times.
 
 use ferrocuda_abi::manifest::{KernelSig, Manifest};

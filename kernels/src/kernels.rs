@@ -101,20 +101,16 @@ unsafe fn add_index<T: Num + ferrocuda_device::Element, const N: usize>(x: ViewM
     if small {
         for i in GridStride::new(tid, threads, n) {
             let (off, idx) = ix.offset_of_u32(i as u32);
-            let mut s: usize = 0;
-            for v in idx {
-                s += v as usize;
-            }
+            // By reference, not `for v in idx`: an array moved into its by-value iterator
+            // is not unrolled by LLVM 23 and lands in local memory (a stack frame).
+            let s: usize = idx.iter().map(|&v| v as usize).sum();
             // SAFETY: i < size: `off` is an in-bounds offset; one thread per element.
             unsafe { x.write_at(off, x.read_at(off).add(T::from_index(s))) };
         }
     } else {
         for i in GridStride::new(tid, threads, n) {
             let idx = ix.unravel(i);
-            let mut s: usize = 0;
-            for v in idx {
-                s += v;
-            }
+            let s: usize = idx.iter().sum();
             let off = ix.offset(idx);
             // SAFETY: as above.
             unsafe { x.write_at(off, x.read_at(off).add(T::from_index(s))) };
