@@ -11,6 +11,9 @@
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
 #![no_std]
+// The device's `f16` element type is the nightly primitive, enabled in the (unstable-enabled)
+// kernel build only; the host build is stable and never names it.
+#![cfg_attr(target_arch = "nvptx64", feature(f16))]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]

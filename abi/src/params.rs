@@ -202,6 +202,10 @@ macro_rules! element {
 }
 element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32,
          u64 => U64, f32 => F32, f64 => F64);
+// The device's half precision is the `f16` primitive (nightly, kernel build only); on the host
+// `ferrocuda_device::half::f16` stands in for it in kernel signatures.
+#[cfg(target_arch = "nvptx64")]
+element!(f16 => F16);
 
 /// What kind of kernel parameter a type is.
 #[repr(u8)]

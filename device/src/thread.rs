@@ -1,9 +1,17 @@
-//! Thread, block and grid indices, and the block barrier (device only).
+//! Thread, block and grid indices, the block barriers, sleep and clocks (device only).
 //!
 //! The PTX special registers `%tid`, `%ctaid`, `%ntid` and `%nctaid` are 32-bit; the helpers
 //! that combine them widen to `usize` before multiplying, so a global index never wraps.
+//!
+//! # Thread model
+//!
+//! Index and clock reads: any thread, any time. The barriers ([`sync_threads`] and its
+//! counting forms) are collective over the **block**: every thread of the block must reach
+//! the same call, never under a condition that differs between threads of one block (a
+//! violation hangs the block or desynchronizes later barriers). A barrier orders memory: the
+//! block's accesses before it (global and shared) are visible to the block after it.
 
-use crate::GridStride;
+use crate::{nvvm, GridStride};
 use core::arch::nvptx;
 
 /// A 3-component index or extent.
@@ -118,4 +126,68 @@ pub fn sync_threads() {
     // SAFETY: a barrier has no memory-safety preconditions; reaching it uniformly is the
     // documented contract (a violation hangs, it does not corrupt memory).
     unsafe { nvptx::_syncthreads() }
+}
+
+/// Threads per block: `blockDim.x * blockDim.y * blockDim.z` (CUB's `BLOCK_THREADS`).
+#[inline(always)]
+pub fn block_threads() -> u32 {
+    let d = block_dim();
+    d.x * d.y * d.z
+}
+
+/// This thread's linear rank in its block, `x + y * blockDim.x + z * blockDim.x *
+/// blockDim.y` (cooperative groups' `thread_rank()`): the order in which the hardware
+/// groups threads into warps, for 1-D, 2-D and 3-D blocks alike.
+#[inline(always)]
+pub fn rank_in_block() -> u32 {
+    let (t, d) = (thread_idx(), block_dim());
+    t.x + d.x * (t.y + d.y * t.z)
+}
+
+/// Block barrier that counts: the number of threads of the block whose `pred` is true
+/// (`bar.red.popc.u32`; CUDA `__syncthreads_count`). Every thread gets the count.
+#[inline(always)]
+pub fn sync_threads_count(pred: bool) -> u32 {
+    // SAFETY: as `sync_threads`.
+    unsafe { nvvm::barrier0_popc(pred as i32) as u32 }
+}
+
+/// Block barrier: `true` if `pred` is true in every thread of the block
+/// (`bar.red.and.pred`; CUDA `__syncthreads_and`).
+#[inline(always)]
+pub fn sync_threads_and(pred: bool) -> bool {
+    // SAFETY: as `sync_threads`.
+    unsafe { nvvm::barrier0_and(pred as i32) != 0 }
+}
+
+/// Block barrier: `true` if `pred` is true in any thread of the block
+/// (`bar.red.or.pred`; CUDA `__syncthreads_or`).
+#[inline(always)]
+pub fn sync_threads_or(pred: bool) -> bool {
+    // SAFETY: as `sync_threads`.
+    unsafe { nvvm::barrier0_or(pred as i32) != 0 }
+}
+
+/// Suspends the thread for about `ns` nanoseconds (0 to 1 ms, at the hardware's choice;
+/// `nanosleep.u32`, sm_70+; CUDA `__nanosleep`). For back-off in spin loops.
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    // SAFETY: no preconditions.
+    unsafe { nvvm::nanosleep(ns) }
+}
+
+/// The SM's 64-bit cycle counter (`%clock64`; CUDA `clock64()`). Counters of different SMs
+/// are not synchronized.
+#[inline(always)]
+pub fn clock64() -> u64 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvvm::clock64() }
+}
+
+/// The GPU's global nanosecond timer (`%globaltimer`), the same on every SM (its update
+/// granularity is about a microsecond on current GPUs).
+#[inline(always)]
+pub fn global_timer() -> u64 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvvm::globaltimer() }
 }

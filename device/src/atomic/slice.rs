@@ -1,0 +1,121 @@
+//! [`AtomicSlice`]: an array kernel parameter that many threads update atomically.
+
+use ferrocuda_abi::{Element, KernelParam, ParamDesc, ParamKind};
+
+#[cfg(target_arch = "nvptx64")]
+use super::{Atomic, AtomicAdd, AtomicRef, Order, Scope};
+
+/// A contiguous device array whose elements threads update atomically: histograms,
+/// counters, accumulators, flags.
+///
+/// To the host it is exactly a [`SliceMut<T>`](crate::SliceMut) (same layout, recorded in
+/// the manifest as a written slice): launchers refuse read-only arrays for it and check it
+/// like any output. On the device it has no plain reads or writes — every access is an
+/// atomic operation on global memory, through [`at`](Self::at) (bounds-checked) or
+/// [`at_unchecked`](Self::at_unchecked):
+///
+/// ```ignore
+/// bins.at(b).fetch_add(1, Order::Relaxed, Scope::Device);   // atom.relaxed.gpu.global.add.u32
+/// bins.atomic_add(b, 1);                                    // the same (CUDA's atomicAdd)
+/// ```
+///
+/// Thread model: as the [`atomic`](super) module — any thread, no convergence needed.
+#[repr(C)]
+pub struct AtomicSlice<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for AtomicSlice<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for AtomicSlice<T> {}
+
+// SAFETY: the layout is `SliceMut<T>`'s (`#[repr(C)]` pointer + `usize`), and the
+// description is a written slice, which is what the kernel does with it.
+unsafe impl<T: Element> KernelParam for AtomicSlice<T> {
+    const DESC: ParamDesc = ParamDesc {
+        kind: ParamKind::Slice,
+        dtype: T::DTYPE,
+        rank: 1,
+        mutable: true,
+        size: core::mem::size_of::<Self>() as u16,
+        align: core::mem::align_of::<Self>() as u16,
+    };
+}
+
+// The host packs an `AtomicSlice` exactly as a `SliceMut`.
+const _: () = {
+    assert!(core::mem::size_of::<AtomicSlice<u32>>() == 16);
+    assert!(core::mem::align_of::<AtomicSlice<u32>>() == 8);
+};
+
+impl<T> AtomicSlice<T> {
+    /// An atomic slice of `len` elements at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to global memory valid for reads and writes of `len` elements of
+    /// `T`, aligned to `size_of::<T>()`, for as long as the slice is used; concurrent
+    /// accesses to those elements must all be atomic.
+    #[inline(always)]
+    pub const unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
+        AtomicSlice { ptr, len }
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` if the slice holds no element.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The base pointer.
+    #[inline(always)]
+    pub const fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: Atomic> AtomicSlice<T> {
+    /// Element `i` as an atomic reference; an out-of-bounds `i` aborts the kernel (`trap`).
+    #[inline(always)]
+    pub fn at(&self, i: usize) -> AtomicRef<'_, T> {
+        if i >= self.len {
+            ferrocuda_abi::abort();
+        }
+        // SAFETY: in bounds; the host validated the array, and every access through this
+        // type is atomic.
+        unsafe { AtomicRef::from_global_ptr(self.ptr.add(i)) }
+    }
+
+    /// Element `i` as an atomic reference, without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn at_unchecked(&self, i: usize) -> AtomicRef<'_, T> {
+        // SAFETY: the caller keeps `i` in bounds; as in `at` otherwise.
+        unsafe { AtomicRef::from_global_ptr(self.ptr.add(i)) }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: AtomicAdd> AtomicSlice<T> {
+    /// CUDA's `atomicAdd(&a[i], value)`: a relaxed, device-scope add that returns the previous
+    /// value (`atom.relaxed.gpu.global.add`). Out-of-bounds `i` aborts the kernel.
+    #[inline(always)]
+    pub fn atomic_add(&self, i: usize, value: T) -> T {
+        self.at(i).fetch_add(value, Order::Relaxed, Scope::Device)
+    }
+}
