@@ -5,17 +5,27 @@ use ferrocuda_device::half::f16;
 use ferrocuda_device::{half::bf16, thread};
 use ferrocuda_device::{kernel, Slice, SliceMut};
 
-/// Every f16 bit pattern through `f32` and back: `wide[i] = x as f32`,
-/// `back[i] = (wide[i] as f16).to_bits()`, for `x = f16::from_bits(bits[i])`.
+/// Conversions: `wide[i] = f16::from_bits(bits[i]) as f32` (`cvt.f32.f16`) and
+/// `narrow[j] = (f[j] as f16).to_bits()` (`cvt.rn.f16.f32`). The host feeds every f16 bit
+/// pattern to the first and their `f32` values (plus random and tie cases) to the second: the
+/// round trip, with the halves in separate launches' worth of data so the compiler cannot
+/// fold them into one another.
 #[kernel]
-pub unsafe fn f16_roundtrip(bits: Slice<u16>, wide: SliceMut<f32>, back: SliceMut<u16>) {
+pub unsafe fn f16_convert(
+    bits: Slice<u16>,
+    f: Slice<f32>,
+    wide: SliceMut<f32>,
+    narrow: SliceMut<u16>,
+) {
     #[cfg(target_arch = "nvptx64")]
-    for i in thread::grid_stride(bits.len()) {
-        let w = f16::from_bits(bits.get(i).unwrap()) as f32;
-        // SAFETY: one thread per element.
-        unsafe {
-            wide.write(i, w);
-            back.write(i, (w as f16).to_bits());
+    {
+        for i in thread::grid_stride(bits.len()) {
+            // SAFETY: one thread per element.
+            unsafe { wide.write(i, f16::from_bits(bits.get(i).unwrap()) as f32) };
+        }
+        for j in thread::grid_stride(f.len()) {
+            // SAFETY: one thread per element.
+            unsafe { narrow.write(j, (f.get(j).unwrap() as f16).to_bits()) };
         }
     }
 }

@@ -1,0 +1,37 @@
+//! Where the test kernels of `ferrocuda-device` (`tests/device-kernels/`) come from: built
+//! here with `ferrocuda_builder::PtxBuilder` (once per test binary and arch), or — on a GPU
+//! machine without a toolchain — the PTX and manifest shipped in the GPU bundle.
+
+use std::path::PathBuf;
+
+/// The kernel crate's directory.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/device-kernels")
+}
+
+/// Builds the test kernels for `arch` into the test target's temporary directory and returns
+/// the build output (PTX and manifest paths).
+pub fn build(arch: &str) -> Result<ferrocuda_builder::BuildOutput, String> {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("device-kernels");
+    ferrocuda_builder::PtxBuilder::new(crate_dir())
+        .arch(arch)
+        .out_dir(base.join(arch))
+        .target_dir(base.join("target"))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The manifest to run: `$FERROCUDA_DEVICE_KERNELS`, else the bundled
+/// `.gpu/device-kernels/ferrocuda_device_kernels.json` (relative to the working directory),
+/// else a fresh sm_80 build.
+#[allow(dead_code)] // used by the GPU tests only
+pub fn manifest_path() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("FERROCUDA_DEVICE_KERNELS") {
+        return Ok(PathBuf::from(p));
+    }
+    let bundled = PathBuf::from(".gpu/device-kernels/ferrocuda_device_kernels.json");
+    if bundled.exists() {
+        return Ok(bundled);
+    }
+    build("sm_80").map(|out| out.manifest_path)
+}

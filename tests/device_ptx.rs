@@ -1,0 +1,383 @@
+//! CPU tests of `ferrocuda-device`'s primitives: the test kernels (`tests/device-kernels/`)
+//! are built to PTX with `PtxBuilder`, and the PTX must contain each primitive's instruction
+//! with the memory order, scope and state space as written in the source — `red` for the
+//! no-result forms, one `bar.sync` per barrier, no local memory. With ptxas available
+//! (`scripts/ensure_ptxas.sh`, or `$PTXAS`) the module is also assembled for sm_80 and sm_90
+//! through `scripts/check_ptx.py` (no stack, no spills). No GPU needed.
+
+#[path = "common/device_kernels.rs"]
+mod device_kernels;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The sm_80 build: (PTX text, PTX path, manifest path).
+fn sm80() -> &'static (String, PathBuf, PathBuf) {
+    static BUILT: OnceLock<(String, PathBuf, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = device_kernels::build("sm_80").unwrap_or_else(|e| panic!("{e}"));
+        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+        (ptx, out.ptx, out.manifest_path)
+    })
+}
+
+/// The body of `.entry name` (up to its closing brace).
+fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let end = ptx[start..].find("\n}\n").map_or(ptx.len(), |e| start + e);
+    &ptx[start..end]
+}
+
+/// Asserts that kernel `name` contains each instruction (as a whole token) of `wanted`.
+fn has(name: &str, wanted: &[&str]) {
+    let body = entry(&sm80().0, name);
+    for w in wanted {
+        let found = body.match_indices(w).any(|(i, _)| {
+            let after = body[i + w.len()..].chars().next();
+            matches!(after, Some(' ' | '\t' | ';'))
+        });
+        assert!(found, "kernel `{name}`: no `{w}` in its PTX");
+    }
+}
+
+fn count(name: &str, instr: &str) -> usize {
+    entry(&sm80().0, name)
+        .lines()
+        .filter(|l| l.trim_start().starts_with(instr))
+        .count()
+}
+
+#[test]
+fn integer_atomics_reach_the_ptx_as_written() {
+    for (k, t, s, b) in [
+        ("int_atomics_u32", "u32", "u32", "b32"),
+        ("int_atomics_i32", "s32", "s32", "b32"),
+        ("int_atomics_u64", "u64", "u64", "b64"),
+        ("int_atomics_i64", "u64", "s64", "b64"),
+    ] {
+        has(
+            k,
+            &[
+                &format!("atom.acq_rel.gpu.global.add.{t}"),
+                &format!("red.relaxed.gpu.global.add.{t}"),
+                &format!("atom.release.sys.global.add.{t}"),
+                &format!("atom.acquire.gpu.global.min.{s}"),
+                &format!("atom.acq_rel.gpu.global.max.{s}"),
+                &format!("red.release.gpu.global.min.{s}"),
+                &format!("red.relaxed.sys.global.max.{s}"),
+                &format!("atom.relaxed.gpu.global.and.{b}"),
+                &format!("atom.acq_rel.gpu.global.or.{b}"),
+                &format!("atom.acquire.sys.global.xor.{b}"),
+                &format!("red.relaxed.gpu.global.and.{b}"),
+                &format!("red.release.gpu.global.or.{b}"),
+                &format!("red.relaxed.gpu.global.xor.{b}"),
+                &format!("ld.relaxed.gpu.global.{b}"),
+                &format!("atom.acq_rel.gpu.global.cas.{b}"),
+                &format!("atom.acq_rel.gpu.global.exch.{b}"),
+                &format!("atom.relaxed.gpu.global.add.{t}"),
+                // The free function on a generic address names no state space.
+                &format!("red.relaxed.gpu.add.{t}"),
+                "cvta.to.global.u64",
+            ],
+        );
+    }
+}
+
+#[test]
+fn float_atomics_reach_the_ptx_as_written() {
+    for (k, t, b) in [
+        ("float_atomics_f32", "f32", "b32"),
+        ("float_atomics_f64", "f64", "b64"),
+    ] {
+        has(
+            k,
+            &[
+                &format!("atom.acq_rel.gpu.global.add.{t}"),
+                &format!("red.relaxed.gpu.global.add.{t}"),
+                &format!("atom.relaxed.sys.global.add.{t}"),
+                &format!("atom.relaxed.gpu.global.add.{t}"),
+                &format!("atom.relaxed.gpu.global.exch.{b}"),
+                // min/max and fetch_update: CAS loops (sm_80 has no float atom.min).
+                &format!("atom.relaxed.gpu.global.cas.{b}"),
+                &format!("atom.release.gpu.global.cas.{b}"),
+                &format!("atom.acq_rel.gpu.global.cas.{b}"),
+                &format!("ld.acquire.gpu.global.{b}"),
+            ],
+        );
+        let body = entry(&sm80().0, k);
+        assert!(
+            !body.contains(".min.f") && !body.contains(".max.f"),
+            "{k}: sm_90-only float atom.min/max"
+        );
+    }
+}
+
+#[test]
+fn half_atomics_use_the_hardware_where_sm80_has_it() {
+    has(
+        "half_atomics",
+        &[
+            "atom.acq_rel.gpu.global.add.noftz.f16x2",
+            "red.relaxed.gpu.add.noftz.f16x2",
+            "atom.relaxed.gpu.global.add.noftz.f16",
+            "red.release.gpu.global.add.noftz.f16",
+            // bf16 adds are CAS loops on sm_80, 32-bit for pairs and 16-bit for scalars.
+            "atom.relaxed.gpu.global.cas.b32",
+            "atom.acq_rel.gpu.global.cas.b16",
+            "fma.rn.bf16x2",
+            "fma.rn.bf16",
+        ],
+    );
+    let body = entry(&sm80().0, "half_atomics");
+    assert!(
+        !body.contains("add.noftz.bf16"),
+        "sm_90-only bf16 atomics in an sm_80 build"
+    );
+}
+
+#[test]
+fn bf16_atomics_are_native_when_built_for_sm90() {
+    let out = device_kernels::build("sm_90").unwrap_or_else(|e| panic!("{e}"));
+    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+    let body = entry(&ptx, "half_atomics");
+    for w in [
+        "atom.relaxed.gpu.global.add.noftz.bf16x2",
+        "red.relaxed.gpu.global.add.noftz.bf16x2",
+        "atom.acq_rel.gpu.global.add.noftz.bf16",
+        "red.relaxed.gpu.global.add.noftz.bf16",
+    ] {
+        assert!(body.contains(w), "sm_90 half_atomics: no `{w}`");
+    }
+    ptxas_check(&out.ptx, &out.manifest_path, &["sm_90"]);
+}
+
+#[test]
+fn shared_atomics_use_the_shared_space_at_block_scope() {
+    has(
+        "shared_atomics",
+        &[
+            "cvta.to.shared.u64",
+            "atom.relaxed.cta.shared.add.u32",
+            "red.relaxed.cta.shared.add.u32",
+            "atom.acq_rel.cta.shared.min.u32",
+            "red.release.cta.shared.max.u32",
+            "atom.relaxed.cta.shared.and.b32",
+            "red.relaxed.cta.shared.or.b32",
+            "atom.acquire.cta.shared.xor.b32",
+            "atom.relaxed.cta.shared.cas.b32",
+            "ld.acquire.cta.shared.b32",
+            "ld.relaxed.cta.shared.b32",
+        ],
+    );
+    assert_eq!(count("shared_atomics", "bar.sync"), 2);
+}
+
+#[test]
+fn release_acquire_and_fences() {
+    has(
+        "message_passing",
+        &[
+            "st.release.gpu.global.b32",
+            "ld.acquire.gpu.global.b32",
+            "st.relaxed.gpu.global.b32",
+            "ld.relaxed.gpu.global.b32",
+            "fence.sc.gpu",
+            "fence.acq_rel.gpu",
+            "nanosleep.u32",
+            "bar.red.and.pred",
+        ],
+    );
+    has(
+        "fences",
+        &[
+            "fence.acq_rel.cta",
+            "fence.acq_rel.gpu",
+            "fence.acq_rel.sys",
+            "fence.sc.cta",
+            "fence.sc.gpu",
+            "fence.sc.sys",
+        ],
+    );
+    // A relaxed fence emits nothing: 3 acq_rel + 3 sc.
+    assert_eq!(count("fences", "fence."), 6);
+}
+
+#[test]
+fn warp_primitives_are_the_sync_instructions() {
+    has(
+        "warp_u32",
+        &[
+            "shfl.sync.idx.b32",
+            "shfl.sync.up.b32",
+            "shfl.sync.down.b32",
+            "shfl.sync.bfly.b32",
+            "vote.sync.ballot.b32",
+            "vote.sync.any.pred",
+            "vote.sync.all.pred",
+            "match.any.sync.b32",
+            "match.all.sync.b32",
+            "redux.sync.add.s32",
+            "redux.sync.min.u32",
+            "redux.sync.max.u32",
+            "redux.sync.min.s32",
+            "redux.sync.max.s32",
+            "redux.sync.and.b32",
+            "redux.sync.or.b32",
+            "redux.sync.xor.b32",
+            "activemask.b32",
+        ],
+    );
+    // 64-bit values: two 32-bit shuffles each, and the 64-bit match.
+    for k in ["shuffles_u64", "shuffles_i64", "shuffles_f64"] {
+        assert_eq!(count(k, "shfl.sync.idx.b32"), 2, "{k}");
+        has(k, &["match.any.sync.b64"]);
+    }
+    for k in ["shuffles_u32", "shuffles_i32", "shuffles_f32"] {
+        assert_eq!(count(k, "shfl.sync.idx.b32"), 1, "{k}");
+        has(k, &["match.any.sync.b32"]);
+    }
+}
+
+#[test]
+fn block_collectives_have_one_barrier_per_barrier_call() {
+    // Four block calls (reduce, inclusive, exclusive, reduce) of two barriers each; LLVM must
+    // not duplicate a barrier into divergent branches.
+    for k in [
+        "collectives_sum_u32",
+        "collectives_min_u32",
+        "collectives_max_i32",
+        "collectives_xor_u32",
+        "collectives_sum_u64",
+        "collectives_min_i64",
+        "collectives_sum_f32",
+        "collectives_max_f32",
+        "collectives_sum_f64",
+        "collectives_affine_u64",
+    ] {
+        assert_eq!(count(k, "bar.sync"), 8, "{k}");
+    }
+    // redux.sync fast path for u32/i32 with the built-in operations, shuffles otherwise.
+    has(
+        "collectives_sum_u32",
+        &["redux.sync.add.s32", "shfl.sync.up.b32"],
+    );
+    has("collectives_min_u32", &["redux.sync.min.u32"]);
+    has("collectives_max_i32", &["redux.sync.max.s32"]);
+    has("collectives_xor_u32", &["redux.sync.xor.b32"]);
+    for k in [
+        "collectives_sum_u64",
+        "collectives_sum_f32",
+        "collectives_affine_u64",
+    ] {
+        assert!(!entry(&sm80().0, k).contains("redux.sync"), "{k}");
+        has(k, &["shfl.sync.down.b32", "shfl.sync.up.b32"]);
+    }
+}
+
+#[test]
+fn counting_barriers_and_clocks() {
+    has(
+        "barrier_counts",
+        &["bar.red.popc.u32", "bar.red.and.pred", "bar.red.or.pred"],
+    );
+    has("clocks", &["nanosleep.u32"]);
+    let body = entry(&sm80().0, "clocks");
+    assert!(body.contains("%clock64") && body.contains("%globaltimer"));
+}
+
+#[test]
+fn half_arithmetic_is_hardware() {
+    has("f16_convert", &["cvt.f32.f16", "cvt.rn.f16.f32"]);
+    has("f16_arith", &["add.rn.f16", "sub.rn.f16", "mul.rn.f16"]);
+    has(
+        "bf16_ops",
+        &[
+            "cvt.rn.bf16.f32",
+            "fma.rn.bf16",
+            "min.bf16",
+            "max.bf16",
+            "div.rn.f32",
+        ],
+    );
+    has(
+        "packed_ops_f16x2",
+        &[
+            "add.rn.f16x2",
+            "sub.rn.f16x2",
+            "mul.rn.f16x2",
+            "fma.rn.f16x2",
+            "cvt.rn.f16x2.f32",
+        ],
+    );
+    has("packed_ops_bf16x2", &["fma.rn.bf16x2", "cvt.rn.bf16x2.f32"]);
+}
+
+#[test]
+fn no_local_memory_and_atomic_slices_are_written_slices() {
+    let (ptx, _, manifest) = sm80();
+    assert!(
+        !ptx.contains(".local") && !ptx.contains("__local_depot"),
+        "local memory in the PTX"
+    );
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    let k = m["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "int_atomics_u32")
+        .unwrap();
+    let acc = &k["params"][1];
+    assert_eq!(acc["name"], "acc");
+    assert_eq!(acc["kind"], "slice");
+    assert_eq!(acc["mutable"], true);
+    assert_eq!(acc["dtype"], "uint32");
+    let h = m["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "f16_arith")
+        .unwrap();
+    assert_eq!(h["params"][0]["dtype"], "float16");
+}
+
+/// ptxas for sm_80 and sm_90 through scripts/check_ptx.py: no stack, no spills.
+#[test]
+fn ptxas_accepts_the_module() {
+    let (_, ptx, manifest) = sm80();
+    ptxas_check(ptx, manifest, &["sm_80", "sm_90"]);
+}
+
+fn ptxas_check(ptx: &Path, manifest: &Path, archs: &[&str]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ptxas = std::env::var_os("PTXAS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas"));
+    if !ptxas.exists() {
+        eprintln!(
+            "ptxas check SKIPPED: no ptxas at {} (scripts/ensure_ptxas.sh installs it)",
+            ptxas.display()
+        );
+        return;
+    }
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(root.join("scripts/check_ptx.py"))
+        .arg(ptx)
+        .arg("--manifest")
+        .arg(manifest)
+        .arg("--ptxas")
+        .arg(&ptxas)
+        .arg("--allow-extern-shared");
+    for a in archs {
+        cmd.args(["--arch", a]);
+    }
+    let out = cmd.output().expect("run python3 scripts/check_ptx.py");
+    assert!(
+        out.status.success(),
+        "check_ptx.py failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
