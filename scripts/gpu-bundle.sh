@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Gathers everything a GPU run needs into .gpu/ (git-ignored), built here on x86-64:
 #   .gpu/bin/       compiled Rust test binaries (release, stripped)
+#   .gpu/device-kernels/ PTX + manifest of tests/device-kernels (the device-primitive tests)
 #   .gpu/wheels/    the abi3 wheel of the Python package (if the Python env exists)
 #   .gpu/python/    the Python tests and benchmark scripts
 #   .gpu/bin-bench/ the Rust launch benchmark binary (criterion; run by .gpu/bench/run.sh)
@@ -15,7 +16,7 @@ cd "$root"
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/bin-bench .gpu/wheels .gpu/python
 
 # Rust test binaries that need a GPU (and the host lib tests, cheap to include).
-cargo test --release --no-run --message-format=json -p ferrocuda --test gpu 2>/dev/null \
+cargo test --release --no-run --message-format=json -p ferrocuda --test gpu --test device_gpu 2>/dev/null \
   | python3 -c '
 import json, sys, shutil, os
 for line in sys.stdin:
@@ -27,6 +28,14 @@ for line in sys.stdin:
         print("bundled", dst)
 '
 strip .gpu/bin/* 2>/dev/null || true
+
+# The device-primitive test kernels: built (and their PTX checked) by tests/device_ptx.rs into
+# target/tmp/device-kernels/sm_80; .gpu/bin/device_gpu finds them in .gpu/device-kernels.
+cargo test --release --quiet --test device_ptx >/dev/null
+mkdir -p .gpu/device-kernels
+cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.ptx \
+   target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.json .gpu/device-kernels/
+echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json})"
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart

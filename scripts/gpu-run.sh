@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
 # what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
+#       device (the device-primitive GPU tests only; `rust` runs them too)
+#       device-sanitizer (those under racecheck — shared-memory hazards of the block
+#       collectives and shared atomics — and memcheck)
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
 #       profile (stage timing of the Python launch path, from a profiling build)
 #       (default: rust python sanitizer examples)
@@ -28,6 +31,18 @@ for w in $what; do
     rust)
       for t in .gpu/bin/*; do
         echo "=== rust: $t"; "$t" --test-threads=1 2>&1 | tee "$OUT/rust-$(basename "$t").log" || status=1
+      done ;;
+    device)
+      echo "=== device primitives (atomics, warp, block, half)"
+      .gpu/bin/device_gpu --test-threads=1 2>&1 | tee "$OUT/device.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    device-sanitizer)
+      # The large contention tests (2^20 threads per launch) are left to the plain run.
+      for tool in racecheck memcheck; do
+        echo "=== compute-sanitizer --tool $tool: device primitives"
+        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/device_gpu --test-threads=1 \
+          --skip atomics_int --skip atomics_float 2>&1 | tail -25 | tee "$OUT/device-sanitizer-$tool.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
     examples)
       echo "=== examples (the main job's)"

@@ -1,11 +1,15 @@
 //! Half-precision conversions and arithmetic against the `half` crate's software rounding.
 //!
-//! References: a single `+ - * /` of two f16/bf16 values is computed in `f64` and rounded
-//! once by `half` (`f64` holds more than twice their precision plus two bits, so the double
+//! References: widening is the `half` crate's (exact); rounding is [`round_to`] here, a
+//! correctly rounded (ties to even) `f64` → f16/bf16 conversion in exact arithmetic — the
+//! `half` crate's `from_f64` rounds twice (via `f32`) and is off by one unit in the last place
+//! at some midpoints. A single `+ - * /` of two f16/bf16 values is computed in `f64` and
+//! rounded once (`f64` holds more than twice their precision plus two bits, so the double
 //! rounding is innocuous); `fma` is computed in `f64` with its exact error term (TwoSum), and
 //! the rare cases where the `f64` result lies exactly on a rounding midpoint with a nonzero
 //! error are counted and skipped. NaN results are compared as "is NaN".
 
+use crate::half_ref::round_to;
 use crate::{as_dtype, down, ensure, launch_1d, rng, up, TestResult};
 use ferrocuda::abi::DType;
 use ferrocuda::Arg;
@@ -43,10 +47,10 @@ impl Half for F16 {
         f16::from_bits(b).to_f64()
     }
     fn round(x: f64) -> u16 {
-        f16::from_f64(x).to_bits()
+        round_to(x, 10, 5)
     }
     fn round_f32(x: f32) -> u16 {
-        f16::from_f32(x).to_bits()
+        round_to(x as f64, 10, 5)
     }
 }
 
@@ -55,10 +59,10 @@ impl Half for Bf16 {
         bf16::from_bits(b).to_f64()
     }
     fn round(x: f64) -> u16 {
-        bf16::from_f64(x).to_bits()
+        round_to(x, 7, 8)
     }
     fn round_f32(x: f32) -> u16 {
-        bf16::from_f32(x).to_bits()
+        round_to(x as f64, 7, 8)
     }
 }
 

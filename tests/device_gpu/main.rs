@@ -17,6 +17,8 @@
 
 #[path = "../common/device_kernels.rs"]
 mod device_kernels;
+#[path = "../common/half_ref.rs"]
+mod half_ref;
 
 mod atomics;
 mod collectives;
