@@ -11,9 +11,10 @@
 
 use crate::half_ref::round_to;
 use crate::{as_dtype, down, ensure, launch_1d, rng, up, TestResult};
-use ferrocuda::abi::DType;
+use ferrocuda::abi::{DType, Element};
 use ferrocuda::Arg;
 use half::{bf16, f16};
+use libtest_mimic::Failed;
 use rand::rngs::StdRng;
 use rand::RngExt;
 
@@ -39,31 +40,25 @@ trait Half {
     }
 }
 
-struct F16;
-struct Bf16;
-
-impl Half for F16 {
-    fn to_f64(b: u16) -> f64 {
-        f16::from_bits(b).to_f64()
-    }
-    fn round(x: f64) -> u16 {
-        round_to(x, 10, 5)
-    }
-    fn round_f32(x: f32) -> u16 {
-        round_to(x as f64, 10, 5)
-    }
+macro_rules! formats {
+    ($($name:ident: $t:ident, $mant:literal, $exp:literal;)*) => {$(
+        struct $name;
+        impl Half for $name {
+            fn to_f64(b: u16) -> f64 {
+                $t::from_bits(b).to_f64()
+            }
+            fn round(x: f64) -> u16 {
+                round_to(x, $mant, $exp)
+            }
+            fn round_f32(x: f32) -> u16 {
+                round_to(x as f64, $mant, $exp)
+            }
+        }
+    )*};
 }
-
-impl Half for Bf16 {
-    fn to_f64(b: u16) -> f64 {
-        bf16::from_bits(b).to_f64()
-    }
-    fn round(x: f64) -> u16 {
-        round_to(x, 7, 8)
-    }
-    fn round_f32(x: f32) -> u16 {
-        round_to(x as f64, 7, 8)
-    }
+formats! {
+    F16: f16, 10, 5;
+    Bf16: bf16, 7, 8;
 }
 
 /// `got` is the bits of the reference `want`, or both are NaN.
@@ -95,6 +90,22 @@ fn fma_ref<H: Half>(a: u16, b: u16, c: u16) -> Option<u16> {
     };
     let mid = (H::to_f64(other) + lo) / 2.0 == s && other != r;
     (!mid).then_some(r)
+}
+
+/// Launches `kernel(a, b, c, f, out)` with `record` outputs per element of `a` (output
+/// poisoned) and returns the output.
+fn run_abcf<W: Element + Default + From<u16>>(
+    kernel: &str,
+    [a, b, c]: [&[W]; 3],
+    f: &[f32],
+    record: usize,
+) -> Result<Vec<W>, Failed> {
+    let n = a.len();
+    let (da, db, dc, df) = (up(a)?, up(b)?, up(c)?, up(f)?);
+    let dout = up(&vec![W::from(0x5A5A); record * n])?;
+    let args = [da.arg(), db.arg(), dc.arg(), df.arg(), dout.arg()];
+    launch_1d(kernel, &args, n, 256)?;
+    down(&dout)
 }
 
 /// Random 16-bit patterns with every class represented (zeros, subnormals, normals,
@@ -211,26 +222,7 @@ fn test_bf16_ops() -> TestResult {
         patterns(&mut r, n),
     );
     let f = f32_inputs(&mut r, n);
-    let bufs = (
-        up(&a)?,
-        up(&b)?,
-        up(&c)?,
-        up(&f[..n])?,
-        up(&vec![0x5A5Au16; 10 * n])?,
-    );
-    launch_1d(
-        "bf16_ops",
-        &[
-            bufs.0.arg(),
-            bufs.1.arg(),
-            bufs.2.arg(),
-            bufs.3.arg(),
-            bufs.4.arg(),
-        ],
-        n,
-        256,
-    )?;
-    let out = down(&bufs.4)?;
+    let out = run_abcf("bf16_ops", [&a, &b, &c], &f[..n], 10)?;
     let mut skipped = 0;
     for i in 0..n {
         let (x, y) = (Bf16::to_f64(a[i]), Bf16::to_f64(b[i]));
@@ -291,26 +283,7 @@ fn packed_case<H: Half>(kernel: &str, salt: u64) -> TestResult {
     let w32 = |r: &mut StdRng| (0..n).map(|_| r.random::<u32>()).collect::<Vec<u32>>();
     let (a, b, c) = (w32(&mut r), w32(&mut r), w32(&mut r));
     let f = f32_inputs(&mut r, 2 * n);
-    let bufs = (
-        up(&a)?,
-        up(&b)?,
-        up(&c)?,
-        up(&f[..2 * n])?,
-        up(&vec![0x5A5A_5A5Au32; 6 * n])?,
-    );
-    launch_1d(
-        kernel,
-        &[
-            bufs.0.arg(),
-            bufs.1.arg(),
-            bufs.2.arg(),
-            bufs.3.arg(),
-            bufs.4.arg(),
-        ],
-        n,
-        256,
-    )?;
-    let out = down(&bufs.4)?;
+    let out = run_abcf(kernel, [&a, &b, &c], &f[..2 * n], 6)?;
     let mut skipped = 0;
     for i in 0..n {
         for half in 0..2 {

@@ -1,6 +1,6 @@
 //! [`AtomicSlice`]: an array kernel parameter that many threads update atomically.
 
-use ferrocuda_abi::{Element, KernelParam, ParamDesc, ParamKind};
+use ferrocuda_abi::{Element, KernelParam, ParamDesc, SliceMut};
 
 #[cfg(target_arch = "nvptx64")]
 use super::{Atomic, AtomicAdd, AtomicRef, Order, Scope};
@@ -20,11 +20,8 @@ use super::{Atomic, AtomicAdd, AtomicRef, Order, Scope};
 /// ```
 ///
 /// Thread model: as the [`atomic`](super) module — any thread, no convergence needed.
-#[repr(C)]
-pub struct AtomicSlice<T> {
-    ptr: *mut T,
-    len: usize,
-}
+#[repr(transparent)]
+pub struct AtomicSlice<T>(SliceMut<T>);
 
 impl<T> Clone for AtomicSlice<T> {
     #[inline(always)]
@@ -34,24 +31,11 @@ impl<T> Clone for AtomicSlice<T> {
 }
 impl<T> Copy for AtomicSlice<T> {}
 
-// SAFETY: the layout is `SliceMut<T>`'s (`#[repr(C)]` pointer + `usize`), and the
-// description is a written slice, which is what the kernel does with it.
+// SAFETY: `repr(transparent)` over `SliceMut<T>`: the same layout and the same description
+// (a written slice, which is what the kernel does with it).
 unsafe impl<T: Element> KernelParam for AtomicSlice<T> {
-    const DESC: ParamDesc = ParamDesc {
-        kind: ParamKind::Slice,
-        dtype: T::DTYPE,
-        rank: 1,
-        mutable: true,
-        size: core::mem::size_of::<Self>() as u16,
-        align: core::mem::align_of::<Self>() as u16,
-    };
+    const DESC: ParamDesc = <SliceMut<T> as KernelParam>::DESC;
 }
-
-// The host packs an `AtomicSlice` exactly as a `SliceMut`.
-const _: () = {
-    assert!(core::mem::size_of::<AtomicSlice<u32>>() == 16);
-    assert!(core::mem::align_of::<AtomicSlice<u32>>() == 8);
-};
 
 impl<T> AtomicSlice<T> {
     /// An atomic slice of `len` elements at `ptr`.
@@ -63,25 +47,26 @@ impl<T> AtomicSlice<T> {
     /// accesses to those elements must all be atomic.
     #[inline(always)]
     pub const unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
-        AtomicSlice { ptr, len }
+        // SAFETY: the caller's contract covers `SliceMut`'s.
+        AtomicSlice(unsafe { SliceMut::from_raw_parts(ptr, len) })
     }
 
     /// Number of elements.
     #[inline(always)]
     pub const fn len(&self) -> usize {
-        self.len
+        self.0.len()
     }
 
     /// `true` if the slice holds no element.
     #[inline(always)]
     pub const fn is_empty(&self) -> bool {
-        self.len == 0
+        self.0.is_empty()
     }
 
     /// The base pointer.
     #[inline(always)]
     pub const fn as_mut_ptr(&self) -> *mut T {
-        self.ptr
+        self.0.as_mut_ptr()
     }
 }
 
@@ -90,12 +75,12 @@ impl<T: Atomic> AtomicSlice<T> {
     /// Element `i` as an atomic reference; an out-of-bounds `i` aborts the kernel (`trap`).
     #[inline(always)]
     pub fn at(&self, i: usize) -> AtomicRef<'_, T> {
-        if i >= self.len {
+        if i >= self.len() {
             ferrocuda_abi::abort();
         }
         // SAFETY: in bounds; the host validated the array, and every access through this
         // type is atomic.
-        unsafe { AtomicRef::from_global_ptr(self.ptr.add(i)) }
+        unsafe { self.at_unchecked(i) }
     }
 
     /// Element `i` as an atomic reference, without a bounds check.
@@ -106,7 +91,7 @@ impl<T: Atomic> AtomicSlice<T> {
     #[inline(always)]
     pub unsafe fn at_unchecked(&self, i: usize) -> AtomicRef<'_, T> {
         // SAFETY: the caller keeps `i` in bounds; as in `at` otherwise.
-        unsafe { AtomicRef::from_global_ptr(self.ptr.add(i)) }
+        unsafe { AtomicRef::from_global_ptr(self.as_mut_ptr().add(i)) }
     }
 }
 
