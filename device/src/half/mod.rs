@@ -6,7 +6,11 @@
 //!   `cvt.rn.f16.f32`). It is an [`Element`](crate::Element) (`float16`), so `Slice<f16>`
 //!   and `SliceMut<f16>` work in kernels. The host build is stable Rust, which has no `f16`:
 //!   there the name is a 16-bit placeholder that lets `#[kernel]` check signatures; host code
-//!   uses `half::f16`, which has the same bit layout.
+//!   uses `half::f16`, which has the same bit layout. Arithmetic and `as` casts need nothing
+//!   more; a kernel crate that calls `f16`'s methods (`from_bits`, `to_bits`, …) or writes
+//!   `f16` literals also enables the feature for the device:
+//!   `#![cfg_attr(target_arch = "nvptx64", feature(f16))]` (the builder's kernel build is
+//!   unstable-enabled).
 //! * [`bf16`] has no primitive: a `#[repr(transparent)]` 16-bit type (the layout of
 //!   `half::bf16`). [`bf16::from_f32`] is `cvt.rn.bf16.f32`; [`bf16::to_f32`] is exact (the
 //!   bits shifted left by 16). sm_80 has bf16 `fma` but no bf16 `add`/`mul`, so `a + b` is
