@@ -381,3 +381,29 @@ fn ptxas_check(ptx: &Path, manifest: &Path, archs: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The host runtime accepts the module (no driver needed to read it): every kernel the GPU
+/// tests launch is there.
+#[test]
+fn host_reads_the_module() {
+    let (_, _, manifest) = sm80();
+    let m = ferrocuda::Module::from_manifest_file(manifest).unwrap();
+    for k in [
+        "int_atomics_u32",
+        "float_atomics_f64",
+        "half_atomics",
+        "shared_atomics",
+        "message_passing",
+        "warp_u32",
+        "shuffles_f64",
+        "collectives_affine_u64",
+        "barrier_counts",
+        "clocks",
+        "f16_convert",
+        "f16_arith",
+        "bf16_ops",
+        "packed_ops_bf16x2",
+    ] {
+        m.kernel(k).unwrap_or_else(|e| panic!("{k}: {e}"));
+    }
+}
