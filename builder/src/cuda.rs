@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 
 /// Where libdevice lies under a CUDA root.
 pub(crate) const LIBDEVICE_IN_ROOT: &str = "nvvm/libdevice/libdevice.10.bc";
+/// Where ptxas lies under a CUDA root.
+pub(crate) const PTXAS_IN_ROOT: &str = "bin/ptxas";
 
 /// A place that was looked at, for "not found" messages.
 #[derive(Clone, Debug)]
@@ -147,6 +149,28 @@ pub(crate) fn find_libdevice(explicit: Option<&Path>, fallback_root: Option<&Pat
             )
         }),
         Box::new(|| env_roots(rel)),
+        Box::new(|| system_root(rel)),
+        Box::new(|| wheel_roots(rel)),
+        Box::new(|| fallback(fallback_root, rel)),
+    ])
+}
+
+/// Searches ptxas: `$FERROCUDA_PTXAS` (when set, the answer), `$CUDA_HOME`, `$CUDA_PATH`,
+/// `PATH`, `/usr/local/cuda`, python3's wheel, then `fallback_root`.
+pub(crate) fn find_ptxas(fallback_root: Option<&Path>) -> Search {
+    let rel = PTXAS_IN_ROOT;
+    search(vec![
+        Box::new(|| decisive(None, "FERROCUDA_PTXAS")),
+        Box::new(|| env_roots(rel)),
+        Box::new(|| {
+            std::env::var_os("PATH")
+                .map(|p| {
+                    std::env::split_paths(&p)
+                        .map(|d| candidate("PATH", d.join("ptxas")))
+                        .collect()
+                })
+                .unwrap_or_default()
+        }),
         Box::new(|| system_root(rel)),
         Box::new(|| wheel_roots(rel)),
         Box::new(|| fallback(fallback_root, rel)),

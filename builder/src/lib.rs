@@ -45,6 +45,18 @@
 //! 7. The PTX is post-processed: the manifest records that `#[kernel]` embeds (see
 //!    `ferrocuda_abi::manifest`) are decoded, removed from the PTX, cross-checked against the
 //!    `.entry` parameter lists, and written as JSON next to the PTX.
+//! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
+//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, and block barriers
+//!    under thread-dependent branches fail the build; then **ptxas**, when one is found
+//!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, python3's
+//!    nvcc wheel, [`PtxBuilder::cuda_fallback`]), assembles the PTX for the crate's arch: its
+//!    per-kernel report (registers, stack frame, spills, shared memory) is
+//!    [`BuildOutput::resources`], and stack frames, spills and local memory are warnings
+//!    (`cargo:warning=` from [`PtxBuilder::build_script`]).
+//!
+//! LLVM's location-less "Cannot select" crash on a floating-point operation NVPTX cannot
+//! lower (`sin`, `exp`, `log`, `pow`, … through `core::intrinsics`) becomes an error naming
+//! the operation and pointing to `ferrocuda_device::math`.
 //!
 //! The LLVM tools come from the sysroot of the toolchain the child build uses (the `rustc` the
 //! kernel crate's directory selects), so they always match the LLVM inside that rustc.
@@ -68,6 +80,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 mod child;
 mod cuda;
 mod ir;
@@ -75,6 +88,7 @@ mod llvm;
 mod ptx;
 mod shared;
 mod toolchain;
+mod verify;
 
 pub use ferrocuda_abi::manifest::FpContract;
 pub use ptx::{process_ptx, ptx_entries, PtxEntry};
@@ -102,6 +116,7 @@ pub struct PtxBuilder {
     libdevice: Option<PathBuf>,
     cuda_fallback: Option<PathBuf>,
     fp_contract: FpContract,
+    ptxas_report: bool,
 }
 
 /// What a successful build produced.
@@ -117,6 +132,14 @@ pub struct BuildOutput {
     pub sources: Vec<PathBuf>,
     /// The libdevice file linked in (`None` when no kernel calls a libdevice function).
     pub libdevice: Option<PathBuf>,
+    /// ptxas's resource report for the crate's arch — registers, stack frame, spills, shared
+    /// memory of every kernel (and non-inlined function); empty when no ptxas was found.
+    pub resources: Vec<check::ptxas::Resources>,
+    /// The ptxas that made the report.
+    pub ptxas: Option<PathBuf>,
+    /// Findings of the [PTX rules](check) that do not fail a build (local memory, stack
+    /// frames, spills, barriers under branches on loaded data).
+    pub warnings: Vec<check::Finding>,
     /// Wall-clock seconds the build took (child cargo included).
     pub seconds: f64,
 }
@@ -164,6 +187,7 @@ impl PtxBuilder {
             libdevice: None,
             cuda_fallback: None,
             fp_contract: FpContract::Off,
+            ptxas_report: true,
         }
     }
 
@@ -226,6 +250,14 @@ impl PtxBuilder {
         self
     }
 
+    /// Whether to assemble the PTX with ptxas (when one is found; see [`check::ptxas::find`],
+    /// with [`cuda_fallback`](Self::cuda_fallback) last) for the resource report in
+    /// [`BuildOutput::resources`] (default `true`).
+    pub fn ptxas_report(mut self, run: bool) -> Self {
+        self.ptxas_report = run;
+        self
+    }
+
     fn resolve(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             return p.to_path_buf();
@@ -249,6 +281,9 @@ impl PtxBuilder {
                 }
                 if let Some(lib) = &out.libdevice {
                     println!("cargo:rerun-if-changed={}", lib.display());
+                }
+                for w in &out.warnings {
+                    println!("cargo:warning=ferrocuda kernels: {w}");
                 }
                 out
             }
@@ -288,9 +323,8 @@ impl PtxBuilder {
         Ok((out_dir, target_dir))
     }
 
-    /// Builds the kernel crate and writes `<lib>.ptx` and `<lib>.json` to the output directory.
-    pub fn build(&self) -> Result<BuildOutput, BuildError> {
-        let start = Instant::now();
+    /// The crate's directory, `Cargo.toml` and package name; checks the arch.
+    fn crate_info(&self) -> Result<(PathBuf, PathBuf, String), BuildError> {
         let crate_dir = self.resolve(&self.crate_path);
         let cargo_toml = crate_dir.join("Cargo.toml");
         let toml = std::fs::read_to_string(&cargo_toml).or_else(|e| {
@@ -302,13 +336,20 @@ impl PtxBuilder {
         let crate_name = child::package_name(&toml).ok_or_else(|| BuildError {
             message: format!("no `[package] name` in {}", cargo_toml.display()),
         })?;
-        let lib_name = crate_name.replace('-', "_");
         if !self.arch.starts_with("sm_") || self.arch[3..].parse::<u32>().is_err() {
             return fail(format!(
                 "arch `{}` is not of the form sm_XY (e.g. sm_80)",
                 self.arch
             ));
         }
+        Ok((crate_dir, cargo_toml, crate_name))
+    }
+
+    /// Builds the kernel crate and writes `<lib>.ptx` and `<lib>.json` to the output directory.
+    pub fn build(&self) -> Result<BuildOutput, BuildError> {
+        let start = Instant::now();
+        let (crate_dir, cargo_toml, crate_name) = self.crate_info()?;
+        let lib_name = crate_name.replace('-', "_");
         let (out_dir, target_dir) = self.dirs(&crate_dir)?;
         let toolchain = Toolchain::detect(&crate_dir)?;
 
@@ -342,12 +383,19 @@ impl PtxBuilder {
             bitcode: &bitcode,
         };
         child.run()?;
-        let generated = pipeline.run(&bitcode).map_err(|e| BuildError {
-            message: format!("kernel crate `{crate_name}`: {e}"),
-        })?;
-        let (ptx, kernels) = process_ptx(&generated.ptx).map_err(|m| BuildError {
+        let in_crate = |m: String| BuildError {
             message: format!("kernel crate `{crate_name}`: {m}"),
-        })?;
+        };
+        let generated = pipeline.run(&bitcode).map_err(|e| in_crate(e.message))?;
+        let (ptx, kernels) = process_ptx(&generated.ptx).map_err(in_crate)?;
+        let checked = verify::verify(
+            &ptx,
+            &pipeline.file("ptx"),
+            &self.arch,
+            fallback.as_deref(),
+            self.ptxas_report,
+        )
+        .map_err(|e| in_crate(e.message))?;
         let ptx_name = format!("{lib_name}.ptx");
         let manifest = Manifest {
             format: manifest::FORMAT,
@@ -366,6 +414,9 @@ impl PtxBuilder {
             manifest,
             sources: child.sources(&lib_name),
             libdevice: generated.libdevice,
+            resources: checked.resources,
+            ptxas: checked.ptxas,
+            warnings: checked.warnings,
             seconds: start.elapsed().as_secs_f64(),
         })
     }

@@ -1,6 +1,7 @@
 //! Post-processing of the generated PTX: the manifest records that `#[kernel]` embeds are
 //! decoded, removed, and cross-checked against the `.entry` parameter lists.
 
+use crate::check::parse::{parse_functions, strip_comments};
 use ferrocuda_abi::manifest::{self, KernelSig};
 use std::collections::BTreeMap;
 
@@ -13,44 +14,30 @@ pub struct PtxEntry {
     pub param_sizes: Vec<usize>,
 }
 
-/// Parses the `.entry` declarations of a PTX module.
+/// Parses the `.entry` definitions of a PTX module.
 pub fn ptx_entries(ptx: &str) -> Result<Vec<PtxEntry>, String> {
-    let mut entries = Vec::new();
-    let mut lines = ptx.lines();
-    while let Some(line) = lines.next() {
-        let t = line.trim();
-        let Some(pos) = t.find(".entry ") else {
-            continue;
-        };
-        if t.starts_with("//") {
-            continue;
-        }
-        let rest = t[pos + ".entry ".len()..].trim();
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-            .collect();
-        let mut sizes = Vec::new();
-        if !rest.ends_with("()") {
-            for pline in lines.by_ref() {
-                let p = pline.trim();
-                if p.starts_with(')') {
-                    break;
-                }
-                if !p.starts_with(".param") {
-                    continue;
-                }
-                sizes.push(param_size(p).ok_or_else(|| {
-                    format!("cannot read the size of PTX parameter `{p}` of `{name}`")
-                })?);
-            }
-        }
-        entries.push(PtxEntry {
-            name,
-            param_sizes: sizes,
-        });
-    }
-    Ok(entries)
+    parse_functions(&strip_comments(ptx))
+        .into_iter()
+        .filter(|f| f.is_entry() && f.body.is_some())
+        .map(|f| {
+            let param_sizes = f
+                .params
+                .iter()
+                .map(|p| {
+                    param_size(p).ok_or_else(|| {
+                        format!(
+                            "cannot read the size of PTX parameter `{p}` of `{}`",
+                            f.name
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(PtxEntry {
+                name: f.name,
+                param_sizes,
+            })
+        })
+        .collect()
 }
 
 fn param_size(decl: &str) -> Option<usize> {

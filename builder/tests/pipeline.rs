@@ -5,22 +5,29 @@
 //!   declaration becomes `.extern .shared .align 16`, and the libdevice functions called
 //!   (`__nv_expf`, `__nv_sqrtf`) are linked, inlined (no `.func` left) and resolved for IEEE
 //!   (`sqrt.rn`, not `sqrt.approx`); without a libdevice the same crate fails with a message
-//!   naming the functions and the fix; ptxas accepts the PTX and counts the shared bytes;
+//!   naming the functions and the fix; the build's ptxas report counts the shared bytes;
 //! * `shared_memory_misuse_is_refused`: an initialised shared static, statics in the lookalike
 //!   sections `.shared`/`.nv.shared`, and a *defined* dynamic-shared symbol each fail the build
 //!   with the static named;
 //! * `unsupported_math_is_explained`: `sinf32` (which LLVM cannot lower for NVPTX) fails with
 //!   a message pointing to `ferrocuda_device::math` instead of LLVM's bare crash;
 //! * `barrier_stays_single`: `if t < n { v = x[t] } sync; if t < n { y[t] = v }` compiles to
-//!   exactly one `bar.sync`, and a crate calling no libdevice function never looks for it.
+//!   exactly one `bar.sync` and passes the barrier rule, and a crate calling no libdevice
+//!   function never looks for it;
+//! * `ptx_rules_fail_the_build`: a barrier under `if t < len` (written with `asm!`) and a call
+//!   to the C library's `cbrtf` fail the build, each explained;
+//! * `fp_contract_fuses_only_when_asked`: `a * x + y` stays `mul.rn` + `add.rn` by default and
+//!   becomes `fma.rn` with `FpContract::Fast`; the manifest records the mode;
+//! * `stack_and_local_memory_are_reported_not_refused`: libdevice's `sinf` (a local array for
+//!   huge arguments) builds, with warnings and a stack frame in ptxas's report.
 //!
 //! Needs the pinned toolchain's `rust-src` and `llvm-tools`, and the nvcc wheel in `.tools/`
 //! (`scripts/ensure_ptxas.sh`, run by `scripts/setup.sh`) for libdevice and ptxas.
 
-use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
+use ferrocuda_builder::check::{check_text, Rule, Severity};
+use ferrocuda_builder::{BuildError, BuildOutput, FpContract, PtxBuilder};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
 use common::{repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
@@ -130,8 +137,10 @@ fn shared_memory_and_libdevice() {
 
     let root = cuda_root();
     let libdevice = root.join("nvvm/libdevice/libdevice.10.bc");
-    let out =
-        build(&dir, SHARED_AND_MATH, |b| b.libdevice(&libdevice)).unwrap_or_else(|e| panic!("{e}"));
+    let out = build(&dir, SHARED_AND_MATH, |b| {
+        b.libdevice(&libdevice).cuda_fallback(&root)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.libdevice.as_deref(), Some(libdevice.as_path()));
     let ptx = fs::read_to_string(&out.ptx).unwrap();
     assert_eq!(out.manifest.kernels.len(), 1);
@@ -179,17 +188,26 @@ fn shared_memory_and_libdevice() {
         "expf's libdevice body is missing:\n{body}"
     );
 
-    // ptxas accepts it and counts the static shared memory of the kernel.
-    let cubin = tmp.0.join("k.cubin");
-    let run = Command::new(root.join("bin/ptxas"))
-        .args(["-arch=sm_80", "-v", "-o"])
-        .arg(&cubin)
-        .arg(&out.ptx)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{report}");
-    assert!(report.contains("1152 bytes smem"), "{report}");
+    // ptxas (found in the fallback root) accepts it and counts the kernel's shared memory.
+    assert!(
+        out.ptxas.as_deref().is_some_and(|p| p.starts_with(&root)),
+        "{:?} {:?}",
+        out.ptxas,
+        out.warnings
+    );
+    let k = out
+        .resources
+        .iter()
+        .find(|r| r.name == "reverse_exp")
+        .expect("reported");
+    assert!(k.entry && k.arch == "sm_80", "{k:?}");
+    assert_eq!(
+        (k.shared, k.stack, k.spill_stores),
+        (Some(1152), Some(0), Some(0)),
+        "{k:?}"
+    );
+    assert!(k.registers.is_some_and(|r| r > 0), "{k:?}");
+    assert_eq!(out.warnings, [], "no stack, no spills, no local memory");
 }
 
 const MISUSE: &str = r#"#![no_std]
@@ -300,4 +318,138 @@ pub unsafe fn staged_copy(x: Slice<f32>, y: SliceMut<f32>) {
     let body = entry(&ptx, "staged_copy");
     assert_eq!(body.matches("bar.sync").count(), 1, "{body}");
     assert!(!ptx.contains(".shared"), "{ptx}");
+    // The barrier rule (run by every build) finds nothing to refuse or report.
+    assert!(
+        check_text(&ptx).findings.is_empty(),
+        "{:#?}",
+        check_text(&ptx).findings
+    );
+    assert_eq!(out.warnings, []);
+}
+
+#[test]
+fn ptx_rules_fail_the_build() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-rules");
+    // A barrier written under a thread-dependent branch, and a C math function.
+    let src = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
+use ferrocuda_device::{kernel, SliceMut};
+
+unsafe extern "C" {
+    fn cbrtf(x: f32) -> f32;
+}
+
+#[kernel]
+pub unsafe fn bad(y: SliceMut<f32>) {
+    let t = unsafe { core::arch::nvptx::_thread_idx_x() } as usize;
+    if t < y.len() {
+        // SAFETY: t < len. (The barrier is the bug this build must refuse.)
+        unsafe {
+            core::arch::asm!("bar.sync 0;");
+            y.write_unchecked(t, cbrtf(t as f32));
+        }
+    }
+}
+"#;
+    let e = build(&tmp.0.join("k"), src, |b| b).unwrap_err().to_string();
+    for want in [
+        "bad: barrier",
+        "bar.sync 0",
+        "derives from %tid.x",
+        "cbrtf: extern",
+        "ferrocuda_device::math",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in:\n{e}");
+    }
+}
+
+#[test]
+fn stack_and_local_memory_are_reported_not_refused() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-report");
+    // libdevice's sinf reduces huge arguments with a local array (as in nvcc's code).
+    let src = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+use ferrocuda_device::{kernel, SliceMut};
+
+unsafe extern "C" {
+    fn __nv_sinf(x: f32) -> f32;
+}
+
+#[kernel]
+pub unsafe fn sines(y: SliceMut<f32>, x: f32) {
+    // SAFETY: index 0 exists when the slice is not empty.
+    unsafe { if !y.is_empty() { y.write_unchecked(0, __nv_sinf(x)) } }
+}
+"#;
+    let root = cuda_root();
+    let out =
+        build(&tmp.0.join("k"), src, |b| b.cuda_fallback(&root)).unwrap_or_else(|e| panic!("{e}"));
+    let k = out
+        .resources
+        .iter()
+        .find(|r| r.name == "sines")
+        .expect("reported");
+    assert!(k.stack.is_some_and(|s| s > 0), "{k:?}");
+    let rules: Vec<Rule> = out.warnings.iter().map(|w| w.rule).collect();
+    assert!(
+        rules.contains(&Rule::Local) && rules.contains(&Rule::Stack),
+        "{:#?}",
+        out.warnings
+    );
+    assert!(out.warnings.iter().all(|w| w.severity == Severity::Warning));
+
+    // Without ptxas: no report, the text rules still run.
+    let quiet = build(&tmp.0.join("k"), src, |b| {
+        b.cuda_fallback(&root).ptxas_report(false)
+    })
+    .unwrap();
+    assert!(quiet.resources.is_empty() && quiet.ptxas.is_none());
+    assert_eq!(
+        quiet.warnings.iter().map(|w| w.rule).collect::<Vec<_>>(),
+        [Rule::Local]
+    );
+}
+
+#[test]
+fn fp_contract_fuses_only_when_asked() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-fma");
+    let src = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+use ferrocuda_device::{kernel, thread, Slice, SliceMut};
+
+/// y = a * x + y
+#[kernel(same_shape(x, y))]
+pub unsafe fn axpy(a: f32, x: Slice<f32>, y: SliceMut<f32>) {
+    for i in thread::grid_stride(y.len()) {
+        // SAFETY: i < len; one thread per element.
+        unsafe { y.write_unchecked(i, a * x.get_unchecked(i) + y.get_unchecked(i)) };
+    }
+}
+"#;
+    let dir = tmp.0.join("k");
+    let off = build(&dir, src, |b| b).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(off.manifest.fp_contract, FpContract::Off);
+    let ptx = fs::read_to_string(&off.ptx).unwrap();
+    let body = entry(&ptx, "axpy");
+    assert!(
+        body.contains("mul.rn.f32") && body.contains("add.rn.f32"),
+        "{body}"
+    );
+    assert!(!body.contains("fma.rn.f32"), "{body}");
+
+    let fast =
+        build(&dir, src, |b| b.fp_contract(FpContract::Fast)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fast.manifest.fp_contract, FpContract::Fast);
+    let on_disk = fs::read_to_string(&fast.manifest_path).unwrap();
+    assert!(on_disk.contains("\"fp_contract\": \"fast\""), "{on_disk}");
+    let ptx = fs::read_to_string(&fast.ptx).unwrap();
+    let body = entry(&ptx, "axpy");
+    assert!(body.contains("fma.rn.f32"), "{body}");
+    assert!(
+        !body.contains("mul.rn.f32") && !body.contains("add.rn.f32"),
+        "{body}"
+    );
 }
