@@ -120,20 +120,23 @@ fn wheel_roots(rel: &str) -> Vec<Candidate> {
 /// The `nvidia/cuda_nvcc` package directories of `python3` (asked once per process).
 fn wheel_dirs() -> &'static [PathBuf] {
     static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    DIRS.get_or_init(|| {
-        let script = "import importlib.util as u\n\
-                      s = u.find_spec('nvidia.cuda_nvcc')\n\
-                      print('\\n'.join(s.submodule_search_locations or []) if s else '')";
-        let out = Command::new("python3").args(["-c", script]).output();
-        match out {
-            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| PathBuf::from(l.trim()))
-                .collect(),
-            _ => Vec::new(),
-        }
-    })
+    DIRS.get_or_init(|| query_wheel_dirs(Command::new("python3")))
+}
+
+/// Asks `python` (a `python3` command) where its `nvidia.cuda_nvcc` package is.
+fn query_wheel_dirs(mut python: Command) -> Vec<PathBuf> {
+    let script = "import importlib.util as u\n\
+                  try:\n    s = u.find_spec('nvidia.cuda_nvcc')\n\
+                  except ImportError:\n    s = None\n\
+                  print('\\n'.join(s.submodule_search_locations or []) if s else '')";
+    match python.args(["-c", script]).output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| PathBuf::from(l.trim()))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Searches libdevice: `explicit` or else `$FERROCUDA_LIBDEVICE` (either one, when given, is
@@ -185,6 +188,23 @@ fn fallback(root: Option<&Path>, rel: &str) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn asks_python_for_the_wheel() {
+        let dir = std::env::temp_dir().join(format!("fc-wheel-{}", std::process::id()));
+        let pkg = dir.join("nvidia").join("cuda_nvcc");
+        std::fs::create_dir_all(&pkg).unwrap();
+        let mut python = Command::new("python3");
+        python.env("PYTHONPATH", &dir);
+        assert_eq!(query_wheel_dirs(python), [pkg]);
+        // No such package (and no `nvidia` namespace at all): nothing, not an error.
+        let mut python = Command::new("python3");
+        python.env("PYTHONPATH", dir.join("nvidia").join("cuda_nvcc"));
+        python.env("PYTHONNOUSERSITE", "1");
+        let found = query_wheel_dirs(python);
+        assert!(found.iter().all(|d| !d.starts_with(&dir)), "{found:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn explicit_path_wins_and_every_place_is_listed() {

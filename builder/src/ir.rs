@@ -106,8 +106,6 @@ fn type_len(s: &str) -> usize {
 /// One global variable of the module (a definition, or an `external` declaration).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct GlobalVar<'a> {
-    /// Index of its line in the module text.
-    pub line: usize,
     /// The name as printed after `@` (quotes included when quoted).
     pub name: &'a str,
     /// The words between `=` and `global`/`constant` (linkage, `unnamed_addr`, …).
@@ -134,7 +132,7 @@ impl GlobalVar<'_> {
 }
 
 /// Parses one line as a global variable; `None` for anything else (functions, aliases, …).
-pub(crate) fn parse_global(line_no: usize, line: &str) -> Option<GlobalVar<'_>> {
+pub(crate) fn parse_global(line: &str) -> Option<GlobalVar<'_>> {
     let rest = line.strip_prefix('@')?;
     let n = name_len(rest.as_bytes());
     if n == 0 {
@@ -164,7 +162,6 @@ pub(crate) fn parse_global(line_no: usize, line: &str) -> Option<GlobalVar<'_>> 
         .iter()
         .any(|k| matches!(*k, "external" | "extern_weak"));
     let mut var = GlobalVar {
-        line: line_no,
         name,
         keywords,
         constant,
@@ -191,9 +188,8 @@ pub(crate) fn parse_global(line_no: usize, line: &str) -> Option<GlobalVar<'_>> 
 pub(crate) fn globals(module: &str) -> Vec<GlobalVar<'_>> {
     module
         .lines()
-        .enumerate()
-        .filter(|(_, l)| l.starts_with('@'))
-        .filter_map(|(i, l)| parse_global(i, l))
+        .filter(|l| l.starts_with('@'))
+        .filter_map(parse_global)
         .collect()
 }
 
@@ -393,9 +389,7 @@ mod tests {
 
     #[test]
     fn parses_global_definitions() {
-        let g = parse_global(
-            3,
-            r#"@_RNvCs1_2pk4TILE = internal unnamed_addr global [1024 x i8] undef, section ".ferrocuda.shared", align 4, !guid !1"#,
+        let g = parse_global(r#"@_RNvCs1_2pk4TILE = internal unnamed_addr global [1024 x i8] undef, section ".ferrocuda.shared", align 4, !guid !1"#,
         )
         .unwrap();
         assert_eq!(g.name, "_RNvCs1_2pk4TILE");
@@ -408,7 +402,6 @@ mod tests {
         assert_eq!(g.attachments, ["!guid !1"]);
 
         let d = parse_global(
-            0,
             "@__ferrocuda_dynamic_shared = external local_unnamed_addr global [0 x i8]",
         )
         .unwrap();
@@ -416,9 +409,7 @@ mod tests {
         assert_eq!(d.ty, "[0 x i8]");
 
         // Commas and section-like text inside an initialiser's string do not confuse it.
-        let s = parse_global(
-            0,
-            r#"@"a b" = private constant <{ [9 x i8], ptr }> <{ [9 x i8] c"x, align\22", ptr @y }>, align 8"#,
+        let s = parse_global(r#"@"a b" = private constant <{ [9 x i8], ptr }> <{ [9 x i8] c"x, align\22", ptr @y }>, align 8"#,
         )
         .unwrap();
         assert_eq!(s.name, "\"a b\"");
@@ -428,10 +419,10 @@ mod tests {
         assert_eq!(s.section, None);
         assert_eq!(s.align, Some(8));
 
-        let p = parse_global(0, "@p = global ptr addrspace(1) null, align 8").unwrap();
+        let p = parse_global("@p = global ptr addrspace(1) null, align 8").unwrap();
         assert_eq!((p.ty, p.init), ("ptr addrspace(1)", Some("null")));
-        assert!(parse_global(0, "@a = alias i32, ptr @b").is_none());
-        assert!(parse_global(0, "define void @f() {").is_none());
+        assert!(parse_global("@a = alias i32, ptr @b").is_none());
+        assert!(parse_global("define void @f() {").is_none());
     }
 
     #[test]

@@ -283,7 +283,8 @@ impl PtxBuilder {
                     println!("cargo:rerun-if-changed={}", lib.display());
                 }
                 for w in &out.warnings {
-                    println!("cargo:warning=ferrocuda kernels: {w}");
+                    let line = w.to_string().replace('\n', " ");
+                    println!("cargo:warning=ferrocuda kernels: {line}");
                 }
                 out
             }

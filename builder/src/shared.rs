@@ -106,8 +106,9 @@ fn shared_error(g: &GlobalVar<'_>) -> Option<String> {
     };
     if g.constant {
         return Some(
-            "is immutable, but shared memory is written by the block: make it a `static mut` \
-             (or give it a type with interior mutability)"
+            "is immutable (or never written, so the compiler made it a constant), but shared \
+             memory is written by the block: make it a `static mut` (or give it a type with \
+             interior mutability) and write it before reading it"
                 .into(),
         );
     }
@@ -145,7 +146,7 @@ pub(crate) fn rewrite(module: &str, needs: &Needs) -> Result<String, String> {
             continue;
         }
         if line.starts_with('@') {
-            if let Some(g) = ir::parse_global(0, line).filter(|g| names.contains(&g.name)) {
+            if let Some(g) = ir::parse_global(line).filter(|g| names.contains(&g.name)) {
                 out.push_str(&shared_definition(&g));
                 out.push('\n');
                 continue;
@@ -158,7 +159,7 @@ pub(crate) fn rewrite(module: &str, needs: &Needs) -> Result<String, String> {
             continue;
         }
         if line.starts_with('@') && !line.starts_with("@llvm.") {
-            let holder = ir::parse_global(0, line).map_or(line.to_string(), |g| g.symbol());
+            let holder = ir::parse_global(line).map_or(line.to_string(), |g| g.symbol());
             for (_, name) in &uses {
                 errors.push(format!(
                     "static {} holds the address of shared memory {}: a shared address exists \
