@@ -18,6 +18,7 @@ rustc --version
 step "cargo fmt --check"
 cargo fmt --all --check
 cargo fmt --manifest-path kernels/Cargo.toml --check
+cargo fmt --manifest-path builder/tests/fixtures/device-lang/Cargo.toml --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings

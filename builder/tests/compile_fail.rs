@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::Instant;
 
 mod common;
-use common::{param, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
+use common::{kernel_names, param, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
 
 const CRATE_NAME: &str = "fc-case";
 
@@ -235,12 +235,7 @@ pub unsafe fn copy2d(a: View<f64, 2>, b: ViewMut<f64, 2>) {}
     assert!(ptx.contains(".visible .entry noop()"));
     assert!(ptx.contains(".visible .entry copy2d("));
     assert!(!ptx.contains("__ferrocuda_manifest__"));
-    let names: Vec<&str> = out
-        .manifest
-        .kernels
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
+    let names = kernel_names(&out.manifest);
     assert_eq!(names, ["copy2d", "fill", "noop"]);
 
     let fill = out.manifest.kernel("fill").unwrap();

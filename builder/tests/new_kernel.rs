@@ -37,7 +37,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 mod common;
-use common::{param, repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
+use common::{
+    kernel_names, param, repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK,
+};
 
 /// Copies a directory tree, skipping any `target` directory.
 fn copy_tree(from: &Path, to: &Path) {
@@ -97,12 +99,7 @@ fn check_outputs(out: &BuildOutput) -> String {
     let entries = ptx_entries(&ptx).unwrap();
     let mut entry_names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     entry_names.sort_unstable();
-    let kernel_names: Vec<&str> = out
-        .manifest
-        .kernels
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
+    let kernel_names = kernel_names(&out.manifest);
     assert_eq!(entry_names, kernel_names);
     for e in &entries {
         let k = out.manifest.kernel(&e.name).unwrap();
@@ -290,10 +287,9 @@ fn shared_target_dir_keeps_crates_apart() {
     tiny_crate(&a, "kernel_a");
     tiny_crate(&b, "kernel_b");
     let names = |out: &BuildOutput| -> Vec<String> {
-        out.manifest
-            .kernels
-            .iter()
-            .map(|k| k.name.clone())
+        kernel_names(&out.manifest)
+            .into_iter()
+            .map(String::from)
             .collect()
     };
     let (out_a, out_b) = (tmp.0.join("out-a"), tmp.0.join("out-b"));

@@ -18,6 +18,9 @@
 //!   to the C library's `cbrtf` fail the build, each explained;
 //! * `fp_contract_fuses_only_when_asked`: `a * x + y` stays `mul.rn` + `add.rn` by default and
 //!   becomes `fma.rn` with `FpContract::Fast`; the manifest records the mode;
+//! * `gpu_check_fixture_builds`: the kernels of `tests/fixtures/device-lang` (which
+//!   `scripts/gpu_pipeline_check.py` runs on a GPU) build, with the expected shared memory,
+//!   one barrier each, libdevice inlined, and only `sinf`'s stack reported;
 //! * `stack_and_local_memory_are_reported_not_refused`: libdevice's `sinf` (a local array for
 //!   huge arguments) builds, with warnings and a stack frame in ptxas's report.
 //!
@@ -30,7 +33,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
+use common::{kernel_names, repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
 
 const PACKAGE: &str = "fc-pipe";
 
@@ -452,4 +455,44 @@ pub unsafe fn axpy(a: f32, x: Slice<f32>, y: SliceMut<f32>) {
         !body.contains("mul.rn.f32") && !body.contains("add.rn.f32"),
         "{body}"
     );
+}
+
+#[test]
+fn gpu_check_fixture_builds() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-fixture");
+    let root = cuda_root();
+    let out = PtxBuilder::new(repo_root().join("builder/tests/fixtures/device-lang"))
+        .arch("sm_80")
+        .out_dir(&tmp.0)
+        .target_dir(shared_target_dir())
+        .cuda_fallback(&root)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let names = kernel_names(&out.manifest);
+    assert_eq!(
+        names,
+        [
+            "block_reverse",
+            "dynamic_reverse",
+            "math_f32",
+            "math_f64",
+            "staged_copy"
+        ]
+    );
+    let res = |name: &str| out.resources.iter().find(|r| r.name == name).unwrap();
+    assert_eq!(res("block_reverse").shared, Some(1024));
+    assert_eq!(res("dynamic_reverse").shared, None);
+    let ptx = fs::read_to_string(&out.ptx).unwrap();
+    assert!(ptx.contains(".extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];"));
+    assert!(!ptx.contains("__nv_") && !ptx.contains("sqrt.approx"));
+    for k in ["block_reverse", "dynamic_reverse", "staged_copy"] {
+        assert_eq!(entry(&ptx, k).matches("bar.sync").count(), 1, "{k}");
+    }
+    // Only sinf's reduction of huge arguments uses local memory (a stack frame).
+    assert!(!out.warnings.is_empty());
+    for w in &out.warnings {
+        assert_eq!(w.function.as_deref(), Some("math_f32"), "{w}");
+        assert!(matches!(w.rule, Rule::Local | Rule::Stack), "{w}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Helpers shared by the builder's integration tests.
 #![allow(dead_code)]
 
-use ferrocuda_abi::manifest::ParamSig;
+use ferrocuda_abi::manifest::{Manifest, ParamSig};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -75,6 +75,11 @@ pub fn write_kernel_crate(dir: &Path, package: &str, lib_rs: &str) {
     )
     .unwrap();
     fs::write(dir.join("src").join("lib.rs"), lib_rs).unwrap();
+}
+
+/// The manifest's kernel names, in its order (sorted by name).
+pub fn kernel_names(manifest: &Manifest) -> Vec<&str> {
+    manifest.kernels.iter().map(|k| k.name.as_str()).collect()
 }
 
 /// A manifest parameter, for comparisons.
