@@ -7,6 +7,8 @@
 #   .gpu/bin-bench/ the Rust launch benchmark binary (criterion; run by .gpu/bench/run.sh)
 #   .gpu/bench/     bench/ (floor.cu, python_bench.py, run.sh) + the bundled PTX and manifest
 #   .gpu/whl-numba/ a NumPy < 2.5 wheel from .whl/, if there is one (for the Numba benchmarks)
+#   .gpu/pipeline/  the builder's device-language check: builder/tests/fixtures/device-lang
+#                   built to PTX here, and scripts/gpu_pipeline_check.py (`run.sh pipeline`)
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
 #                   runs everything, writing logs under $OUT (`bash .gpu/run.sh bench`: benchmarks)
 # Usage: scripts/gpu-bundle.sh   (then carry .gpu to the GPU machine and run `bash .gpu/run.sh`)
@@ -80,5 +82,11 @@ fi
 if ls .whl/numpy-*.whl >/dev/null 2>&1; then
   mkdir -p .gpu/whl-numba && cp .whl/numpy-*.whl .gpu/whl-numba/ && echo "bundled $(ls .gpu/whl-numba)"
 fi
+# The device-language check (static/dynamic shared memory, libdevice, barriers).
+mkdir -p .gpu/pipeline
+cargo run --quiet -p ferrocuda-builder --example build_kernel_crate -- \
+  builder/tests/fixtures/device-lang target/device-lang >/dev/null
+cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json \
+  scripts/gpu_pipeline_check.py .gpu/pipeline/ && echo "bundled .gpu/pipeline"
 cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
 du -sh .gpu

@@ -6,6 +6,8 @@
 #       collectives and shared atomics — and memcheck)
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
 #       profile (stage timing of the Python launch path, from a profiling build)
+#       pipeline (the builder's device-language kernels: shared memory, libdevice, barriers;
+#                 plainly, then under compute-sanitizer racecheck and memcheck)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -67,6 +69,21 @@ for w in $what; do
           $extra 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
+    pipeline)
+      if [ -f .gpu/pipeline/fc_device_lang.json ]; then
+        check=(python3 .gpu/pipeline/gpu_pipeline_check.py .gpu/pipeline/fc_device_lang.json)
+        echo "=== pipeline: device-language kernels"
+        "${check[@]}" 2>&1 | tee "$OUT/pipeline.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        for tool in racecheck memcheck; do
+          echo "=== pipeline under compute-sanitizer --tool $tool"
+          compute-sanitizer --tool "$tool" --error-exitcode 86 "${check[@]}" 2>&1 | tail -15 \
+            | tee "$OUT/pipeline-$tool.log"
+          [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        done
+      else
+        echo "no .gpu/pipeline (scripts/gpu-bundle.sh builds it)"; status=1
+      fi ;;
     pyquick)
       # The fast-path and lifetime tests only (a quick check after changing either).
       PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \

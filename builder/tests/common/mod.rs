@@ -1,7 +1,7 @@
 //! Helpers shared by the builder's integration tests.
 #![allow(dead_code)]
 
-use ferrocuda_abi::manifest::ParamSig;
+use ferrocuda_abi::manifest::{Manifest, ParamSig};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -43,6 +43,43 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
     }
+}
+
+/// Writes a kernel crate named `package` to `dir`: `src/lib.rs` is `lib_rs`, the
+/// dependencies are this repository's device crate (and `ferrocuda-abi`), the lock file is the
+/// bundled crate's (no registry access), the toolchain file is the repository's (the child
+/// cargo resolves the toolchain from the crate's directory).
+pub fn write_kernel_crate(dir: &Path, package: &str, lib_rs: &str) {
+    let root = repo_root();
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+             publish = false\n\n[workspace]\n\n[dependencies]\n\
+             ferrocuda-device = {{ path = {:?} }}\nferrocuda-abi = {{ path = {:?} }}\n",
+            root.join("device").to_str().unwrap(),
+            root.join("abi").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let lock = fs::read_to_string(root.join("kernels").join("Cargo.lock")).unwrap();
+    let lock = lock.replace(
+        "name = \"ferrocuda-kernels\"",
+        &format!("name = \"{package}\""),
+    );
+    fs::write(dir.join("Cargo.lock"), lock).unwrap();
+    fs::copy(
+        root.join("rust-toolchain.toml"),
+        dir.join("rust-toolchain.toml"),
+    )
+    .unwrap();
+    fs::write(dir.join("src").join("lib.rs"), lib_rs).unwrap();
+}
+
+/// The manifest's kernel names, in its order (sorted by name).
+pub fn kernel_names(manifest: &Manifest) -> Vec<&str> {
+    manifest.kernels.iter().map(|k| k.name.as_str()).collect()
 }
 
 /// A manifest parameter, for comparisons.
