@@ -143,6 +143,45 @@ fn instrs(st: &[Statement]) -> Vec<Instr> {
         .collect()
 }
 
+/// Names of the functions that never return: every path through them ends in `trap`
+/// (directly or through a call to another such function) — e.g. the out-of-line function a
+/// bounds check calls, after which LLVM emits an `exit` that is never executed.
+pub fn functions_that_abort(funcs: &[PtxFunction]) -> HashSet<String> {
+    let bodies: Vec<(&str, Vec<Statement>)> = funcs
+        .iter()
+        .filter_map(|f| Some((f.name.as_str(), statements(f.body.as_deref()?, f.body_line))))
+        .collect();
+    let mut aborting: HashSet<String> = HashSet::new();
+    loop {
+        let before = aborting.len();
+        for (name, body) in &bodies {
+            let blocks = blocks(body, &aborting);
+            if !aborting.contains(*name) && !reaches_exit(&blocks) {
+                aborting.insert(name.to_string());
+            }
+        }
+        if aborting.len() == before {
+            return aborting;
+        }
+    }
+}
+
+/// Whether some path from the first block ends the function normally.
+fn reaches_exit(blocks: &[Block]) -> bool {
+    let mut seen = vec![false; blocks.len()];
+    let mut stack = vec![0usize];
+    while let Some(k) = stack.pop() {
+        if k >= blocks.len() || std::mem::replace(&mut seen[k], true) {
+            continue;
+        }
+        if blocks[k].exits {
+            return true;
+        }
+        stack.extend(&blocks[k].succs);
+    }
+    false
+}
+
 /// A basic block.
 struct Block {
     instrs: Vec<Instr>,
@@ -151,8 +190,9 @@ struct Block {
     exits: bool,
 }
 
-/// The basic blocks of a body.
-fn blocks(st: &[Statement]) -> Vec<Block> {
+/// The basic blocks of a body; a block that executes an unguarded `trap`, or calls one of
+/// the `aborting` functions unguarded, aborts (no successors).
+fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block> {
     let mut raw: Vec<(Vec<Instr>, Option<String>)> = vec![(Vec::new(), None)];
     for s in st {
         match s {
@@ -179,9 +219,10 @@ fn blocks(st: &[Statement]) -> Vec<Block> {
         .enumerate()
         .map(|(k, (instrs, _))| {
             let next = (k + 1 < n).then_some(k + 1);
-            let aborts = instrs
-                .iter()
-                .any(|i| i.opcode == "trap" && i.guard.is_none());
+            let aborts = instrs.iter().any(|i| {
+                i.guard.is_none()
+                    && (i.opcode == "trap" || call_target(i).is_some_and(|t| aborting.contains(t)))
+            });
             let (mut succs, mut exits) = (Vec::new(), false);
             match instrs.last() {
                 _ if aborts => {}
@@ -421,15 +462,17 @@ fn taints(f: &PtxFunction, blocks: &[Block], ipdom: &[Option<usize>]) -> Taints 
 }
 
 /// The barriers of `f` that not every thread of a block may reach; `barrier_funcs` are the
-/// functions that execute a barrier (see [`functions_with_barriers`]).
+/// functions that execute a barrier (see [`functions_with_barriers`]), `aborting` those that
+/// never return (see [`functions_that_abort`]).
 pub fn divergent_barriers(
     f: &PtxFunction,
     barrier_funcs: &HashSet<String>,
+    aborting: &HashSet<String>,
 ) -> Vec<DivergentBarrier> {
     let Some(body) = f.body.as_deref() else {
         return Vec::new();
     };
-    let blocks = blocks(&statements(body, f.body_line));
+    let blocks = blocks(&statements(body, f.body_line), aborting);
     let ipdom = ipdoms(&blocks);
     let taints = taints(f, &blocks, &ipdom);
     let is_sync =

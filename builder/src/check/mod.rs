@@ -17,7 +17,7 @@ pub mod barrier;
 pub mod parse;
 pub mod ptxas;
 
-use barrier::{divergent_barriers, functions_with_barriers, Taint};
+use barrier::{divergent_barriers, functions_that_abort, functions_with_barriers, Taint};
 use ferrocuda_abi::manifest::Manifest;
 use parse::{parse_functions, strip_comments, PtxFunction};
 use std::fmt;
@@ -139,6 +139,7 @@ pub fn check_text(ptx: &str) -> TextCheck {
     let functions = parse_functions(&src);
     let mut findings = extern_findings(&src, &functions);
     let barrier_funcs = functions_with_barriers(&functions);
+    let aborting = functions_that_abort(&functions);
     for f in &functions {
         findings.extend(panic_findings(f));
         if let Some(used) = local_memory(f) {
@@ -149,14 +150,18 @@ pub fn check_text(ptx: &str) -> TextCheck {
                 format!("uses .local memory: {used}"),
             ));
         }
-        findings.extend(divergent_barriers(f, &barrier_funcs).into_iter().map(|d| {
-            let severity = if d.taint == Taint::Thread {
-                Severity::Error
-            } else {
-                Severity::Warning
-            };
-            Finding::new(Some(&f.name), Rule::Barrier, severity, barrier_message(&d))
-        }));
+        findings.extend(
+            divergent_barriers(f, &barrier_funcs, &aborting)
+                .into_iter()
+                .map(|d| {
+                    let severity = if d.taint == Taint::Thread {
+                        Severity::Error
+                    } else {
+                        Severity::Warning
+                    };
+                    Finding::new(Some(&f.name), Rule::Barrier, severity, barrier_message(&d))
+                }),
+        );
     }
     for (name, data) in byte_arrays(&src) {
         if let Some((what, snippet)) = panic_text(&data) {

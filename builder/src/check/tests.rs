@@ -191,6 +191,31 @@ fn uniform_loops_with_divergent_ifs_and_bounds_traps_pass() {
         "{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\tbar.sync 0;\n\tret;\n$L__BB0_2:\n\ttrap;\n\texit;"
     );
     assert_eq!(barrier_findings(&trap), []);
+    // The same through an out-of-line panic function (the bounds check of a `Slice`), after
+    // whose call LLVM emits an `exit` that is never executed: still an abort.
+    let via_call = format!(
+        "{HEADER}\n.func oob()\n{{\n\ttrap;\n\texit;\n}}\n\
+         .visible .entry k(\n\t.param .align 8 .b8 k_param_0[16]\n)\n{{\n\t.reg .pred %p<4>;\n\t\
+         .reg .b32 %r<9>;\n\t.reg .b64 %rd<9>;\n{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\t\
+         bar.sync 0;\n\tret;\n$L__BB0_2:\n\t{{ // callseq 0, 0\n\tcall.uni oob, ();\n\t}} \
+         // callseq 0\n\texit;\n\ttrap; exit;\n}}\n"
+    );
+    let found: Vec<Finding> = check_text(&via_call)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == Rule::Barrier)
+        .collect();
+    assert_eq!(found, []);
+    // A function that may return is no abort: the barrier is then divergent.
+    let returning = via_call.replace(".func oob()\n{\n\ttrap;", ".func oob()\n{\n\tret;");
+    assert_eq!(
+        check_text(&returning)
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::Barrier)
+            .count(),
+        1
+    );
     // A loop whose trip count depends on the thread, with a barrier inside: refused.
     let loop_ = "\tmov.u32 %r1, %tid.x;\n$L_top:\n\tbar.sync 0;\n\tadd.s32 %r1, %r1, 32;\n\t\
                  setp.lt.u32 %p1, %r1, 1000;\n\t@%p1 bra $L_top;\n\tret;";
