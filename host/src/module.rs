@@ -156,6 +156,12 @@ pub(crate) struct Function {
     pub(crate) max_threads: u32,
 }
 
+// SAFETY: a CUfunction handle may be used from any thread (the driver API is thread-safe);
+// its module is never unloaded while the `Module` lives.
+unsafe impl Send for Function {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Function {}
+
 #[derive(Debug)]
 pub(crate) struct Loaded {
     _module: sys::CUmodule,
