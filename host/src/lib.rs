@@ -18,7 +18,7 @@
 //! 7. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
 //!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
 //!    types, the plan around `cuLaunchKernel`).
-//! 8. [`array`] — [`DeviceArray`] and [`AnyDeviceArray`], [`ForeignArray`](array::ForeignArray)
+//! 8. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`], [`ForeignArray`](array::ForeignArray)
 //!    with the import-sync rule, and the staging of host arrays.
 //!
 //! `timing` — stage timing of the launch path (cargo feature `launch-timing`, profiling only)

@@ -1,11 +1,11 @@
 //! [`ArrayDesc`], the validated description of an array, and the rules every descriptor
 //! obeys however it was made ([`build`]).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use ferrocuda_abi::{layout, DType, Indexer, MAX_NDIM};
 
-use super::validate::value_err;
 use crate::error::{Error, Key, Protocol, Result};
 use crate::stream::StreamRef;
 
@@ -213,6 +213,11 @@ impl ArrayDesc {
         })
         .map_err(|e| e.with_protocol(Protocol::Cuda))
     }
+}
+
+/// A `Value` error naming `key`.
+pub(super) fn value_err(key: Key, message: impl Into<Cow<'static, str>>) -> Error {
+    Error::value(message).with_key(key)
 }
 
 /// Checked pieces for [`build`]: the shape is already `usize`, strides (if any) bytes.

@@ -9,8 +9,8 @@
 //! of the array that the launch path can trust. Nothing here depends on Python; the pyo3 layer
 //! (and Rust callers) only fill the [`RawInterface`].
 //!
-//! This module holds the model ([`RawValue`], [`RawInterface`]); `validate` reads the keys
-//! and `desc` holds [`ArrayDesc`] with the rules every descriptor obeys. Layout arithmetic
+//! This module holds the model ([`RawValue`], [`RawInterface`]); `desc` holds [`ArrayDesc`]
+//! with the rules every descriptor obeys, and `validate` (which uses `desc`) reads the keys. Layout arithmetic
 //! (element count, extent, contiguity, stride units) is `ferrocuda_abi::layout`'s.
 //!
 //! # The keys and their rules
@@ -38,7 +38,7 @@
 //!
 //! A `typestr` is NumPy's: a byte-order character, a kind character and the item size in
 //! bytes, e.g. `"<f4"`. ferrocuda knows the kinds `b`, `i`, `u`, `f`, `c` with the sizes of
-//! [`DType`] (`|b1`, `|i1`…`<i8`, `|u1`…`<u8`, `<f2`, `<f4`, `<f8`, `<c8`, `<c16`). Any other
+//! [`DType`](ferrocuda_abi::DType) (`|b1`, `|i1`…`<i8`, `|u1`…`<u8`, `<f2`, `<f4`, `<f8`, `<c8`, `<c16`). Any other
 //! kind or size — `V` (void/structured), `O` (object), `M`/`m` (datetime), `S`/`U` (strings),
 //! `<f16` (long double), `<i3` — and anything malformed is a `Type` error naming the typestr.
 //!
@@ -56,7 +56,7 @@
 //! reversed axis, `a[::-1]`: `data` then points at the element `[0, …]`, which is not the
 //! lowest address) or zero (a broadcast axis). The descriptor keeps strides as given, even
 //! ones that are not a multiple of the item size (possible with NumPy-style structured views);
-//! [`ArrayDesc::indexer`] — which builds the *element*-stride [`Indexer`] a kernel receives —
+//! [`ArrayDesc::indexer`] — which builds the *element*-stride [`Indexer`](ferrocuda_abi::Indexer) a kernel receives —
 //! refuses those. For non-empty arrays the byte extent is checked: the offsets of the lowest
 //! and highest bytes touched must fit `isize`, and `[ptr + lowest, ptr + highest + itemsize)`
 //! must lie within `0..=u64::MAX` (else `Value` "extent overflows"); [`ArrayDesc::byte_range`]

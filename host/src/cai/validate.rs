@@ -1,11 +1,9 @@
 //! [`validate`]: an interface dictionary's keys, read by the rules of the
 //! [module documentation](super), in key order.
 
-use std::borrow::Cow;
-
 use ferrocuda_abi::{DType, MAX_NDIM};
 
-use super::desc::{build, ArrayDesc, Parts};
+use super::desc::{build, value_err, ArrayDesc, Parts};
 use super::{RawInterface, RawValue};
 use crate::error::{Error, Key, Protocol, Result};
 use crate::stream::StreamRef;
@@ -209,11 +207,6 @@ fn required<T>(v: RawValue<T>, key: Key) -> Result<T> {
         RawValue::Missing => Err(value_err(key, "required key is missing")),
         RawValue::None => Err(value_err(key, "required key is None")),
     }
-}
-
-/// A `Value` error naming `key`.
-pub(super) fn value_err(key: Key, message: impl Into<Cow<'static, str>>) -> Error {
-    Error::value(message).with_key(key)
 }
 
 /// `typestr` for messages: quoted, cut at 24 characters.

@@ -40,7 +40,7 @@ impl Context {
     }
 
     fn retain(ordinal: usize) -> Result<Context> {
-        let count = super::device_count()?;
+        let count = cu::device_count()?;
         if ordinal >= count {
             return Err(Error::value(format!(
                 "device {ordinal} does not exist ({count} CUDA device(s) present)"

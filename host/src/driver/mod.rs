@@ -3,7 +3,7 @@
 //!
 //! Layered as cudarc is:
 //!
-//! * [`result`] — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
+//! * `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
 //!   where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
 //!   the only module that calls the driver;
 //! * `context` — [`Context`]: each device's primary context and its event pool;
@@ -12,7 +12,7 @@
 //!
 //! cudarc is built with `dynamic-loading`: `libcuda.so` is opened at the first call, so
 //! ferrocuda builds and imports on machines with no driver and reports
-//! [`ErrorKind::NoDriver`] at first use. Nothing of cudarc appears in ferrocuda's public API
+//! [`ErrorKind::NoDriver`](crate::ErrorKind::NoDriver) at first use. Nothing of cudarc appears in ferrocuda's public API
 //! except where noted.
 //!
 //! **`CUresult` caveat.** cudarc declares `CUresult` as a Rust enum. A driver newer than
@@ -29,35 +29,11 @@ pub(crate) mod result;
 mod streams;
 
 pub use context::Context;
-pub use result::{is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
+pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
 pub(crate) use streams::{raw_stream, DriverOps};
 pub use streams::{synchronize, Fence, Stream};
 
-use crate::error::{Error, ErrorKind, Result};
-use std::sync::OnceLock;
-
-static INIT: OnceLock<std::result::Result<(), Error>> = OnceLock::new();
-
-/// Loads the driver and calls `cuInit` once; later calls return the first outcome.
-pub fn init() -> Result<()> {
-    INIT.get_or_init(|| {
-        if !result::library_present() {
-            return Err(Error::new(
-                ErrorKind::NoDriver,
-                "no CUDA driver found (libcuda.so could not be loaded): ferrocuda needs an \
-                 NVIDIA GPU and its driver for this operation",
-            ));
-        }
-        result::init().map_err(|e| {
-            if e.kind() == ErrorKind::NoDriver {
-                Error::new(ErrorKind::NoDriver, format!("no usable CUDA device: {e}"))
-            } else {
-                e
-            }
-        })
-    })
-    .clone()
-}
+use crate::error::Result;
 
 /// `true` when a CUDA driver loads and reports at least one device (tests use it to skip).
 pub fn is_available() -> bool {
@@ -66,7 +42,6 @@ pub fn is_available() -> bool {
 
 /// Number of CUDA devices.
 pub fn device_count() -> Result<usize> {
-    init()?;
     result::device_count()
 }
 

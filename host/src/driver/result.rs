@@ -17,6 +17,7 @@ use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::OnceLock;
 
 /// Most devices ferrocuda addresses in one process.
 pub const MAX_DEVICES: usize = 64;
@@ -113,19 +114,37 @@ pub fn last_kernel(device: usize) -> Option<&'static str> {
 }
 
 /// `true` when `libcuda.so` can be loaded.
-pub(crate) fn library_present() -> bool {
+fn library_present() -> bool {
     // SAFETY: probing for the library has no preconditions.
     unsafe { sys::is_culib_present() }
 }
 
-/// `cuInit(0)`. Call only after [`library_present`] returned `true` (cudarc's bindings panic
-/// when the library is missing).
-pub(crate) fn init() -> Result<()> {
-    cu::init().named("cuInit")
+static INIT: OnceLock<std::result::Result<(), Error>> = OnceLock::new();
+
+/// Loads the driver and calls `cuInit` once; later calls return the first outcome.
+pub fn init() -> Result<()> {
+    INIT.get_or_init(|| {
+        if !library_present() {
+            return Err(Error::new(
+                ErrorKind::NoDriver,
+                "no CUDA driver found (libcuda.so could not be loaded): ferrocuda needs an \
+                 NVIDIA GPU and its driver for this operation",
+            ));
+        }
+        cu::init().named("cuInit").map_err(|e| {
+            if e.kind() == ErrorKind::NoDriver {
+                Error::new(ErrorKind::NoDriver, format!("no usable CUDA device: {e}"))
+            } else {
+                e
+            }
+        })
+    })
+    .clone()
 }
 
-/// `cuDeviceGetCount`.
+/// `cuDeviceGetCount` (after [`init`]).
 pub(crate) fn device_count() -> Result<usize> {
+    init()?;
     cu::device::get_count()
         .named("cuDeviceGetCount")
         .map(|n| n.max(0) as usize)

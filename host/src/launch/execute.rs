@@ -18,8 +18,8 @@ impl Prepared<'_> {
     /// work before the launch, launches, and runs the plan's work after it.
     ///
     /// `args` are the arguments given to [`Kernel::prepare`](crate::Kernel::prepare), with
-    /// each [`Arg::Host`] replaced by its staged device array
-    /// ([`Staging::resolve`](crate::array::Staging::resolve)).
+    /// each [`Arg::Host`] replaced by its staged device array (the array module's
+    /// `Staging::resolve`).
     ///
     /// # Errors
     ///

@@ -8,8 +8,8 @@
 //!    after it.
 //!
 //! [`Kernel::launch`] runs both. Between them a caller may stage host arrays on the prepared
-//! device and launch stream ([`Arg::Host`], [`Staging`](crate::array::Staging)) — the one
-//! path by which host arrays reach a kernel, from Rust ([`Kernel::launch_host`]) and Python.
+//! device and launch stream ([`Arg::Host`]; the array module's `Staging`) — the one path by
+//! which host arrays reach a kernel, from Rust (`Kernel::launch_host`) and Python.
 //!
 //! The whole path works on the stack: arguments are borrowed, the parameter buffer is a
 //! fixed 4 KiB array, the stream plan has fixed capacity. Per launch it costs one
@@ -36,15 +36,15 @@ pub use crate::driver::synchronize_on as synchronize;
 /// One kernel argument.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg<'a> {
-    /// A device array (from an array interface, or a [`DeviceArray`](crate::DeviceArray)).
+    /// A device array (from an array interface, or a `DeviceArray`).
     Array(&'a ArrayDesc),
     /// A scalar.
     Scalar(Scalar),
     /// A host array that will be staged on the device before the launch: checked by
     /// [`Kernel::prepare`] like a device array (element type, rank, shape, read-only) except
-    /// for its pointer, then replaced by its staged copy for [`Prepared::execute`] (see
-    /// [`Staging`](crate::array::Staging)). The description is that of the staged copy: a
-    /// C-contiguous array.
+    /// for its pointer, then replaced by its staged copy for [`Prepared::execute`] (see the
+    /// array module's `Staging`). The description is that of the staged copy: a C-contiguous
+    /// array.
     Host(&'a ArrayDesc),
 }
 
