@@ -73,10 +73,41 @@ pub struct BuildOutput {
     pub seconds: f64,
 }
 
-/// Why a build failed; the `Display` form says what to do about it.
+/// What kind of failure a build hit.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildErrorKind {
+    /// The builder was configured wrongly (an arch not of the form `sm_XY`, a kernel crate
+    /// without a package name).
+    Config,
+    /// A file could not be read, written or created.
+    Io,
+    /// The toolchain is missing or incomplete (cargo or rustc cannot run, no `rust-src`).
+    Toolchain,
+    /// The kernel crate did not compile for the NVPTX target.
+    Compile,
+    /// The PTX does not agree with the kernels' manifest records.
+    Manifest,
+}
+
+/// Why a build failed: a [`BuildErrorKind`], and a message whose `Display` form says what to
+/// do about it.
 #[derive(Debug)]
 pub struct BuildError {
+    kind: BuildErrorKind,
     message: String,
+}
+
+impl BuildError {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> BuildErrorKind {
+        self.kind
+    }
+
+    /// The message (also the `Display` form).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl fmt::Display for BuildError {
@@ -87,8 +118,9 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-fn fail<T>(message: impl Into<String>) -> Result<T, BuildError> {
+fn fail<T>(kind: BuildErrorKind, message: impl Into<String>) -> Result<T, BuildError> {
     Err(BuildError {
+        kind,
         message: message.into(),
     })
 }
@@ -180,20 +212,24 @@ impl PtxBuilder {
         let crate_dir = self.resolve(&self.crate_path);
         let cargo_toml = crate_dir.join("Cargo.toml");
         let toml = std::fs::read_to_string(&cargo_toml).or_else(|e| {
-            fail(format!(
-                "cannot read the kernel crate's manifest {}: {e}",
-                cargo_toml.display()
-            ))
+            fail(
+                BuildErrorKind::Io,
+                format!(
+                    "cannot read the kernel crate's manifest {}: {e}",
+                    cargo_toml.display()
+                ),
+            )
         })?;
         let crate_name = package_name(&toml).ok_or_else(|| BuildError {
+            kind: BuildErrorKind::Config,
             message: format!("no `[package] name` in {}", cargo_toml.display()),
         })?;
         let lib_name = crate_name.replace('-', "_");
         if !self.arch.starts_with("sm_") || self.arch[3..].parse::<u32>().is_err() {
-            return fail(format!(
-                "arch `{}` is not of the form sm_XY (e.g. sm_80)",
-                self.arch
-            ));
+            return fail(
+                BuildErrorKind::Config,
+                format!("arch `{}` is not of the form sm_XY (e.g. sm_80)", self.arch),
+            );
         }
         let out_dir = match (&self.out_dir, std::env::var_os("OUT_DIR")) {
             (Some(d), _) => self.resolve(d),
@@ -210,10 +246,18 @@ impl PtxBuilder {
                 .unwrap_or_else(|| crate_dir.join("target")),
             (None, None) => crate_dir.join("target"),
         };
-        std::fs::create_dir_all(&out_dir)
-            .or_else(|e| fail(format!("cannot create {}: {e}", out_dir.display())))?;
-        std::fs::create_dir_all(&target_dir)
-            .or_else(|e| fail(format!("cannot create {}: {e}", target_dir.display())))?;
+        std::fs::create_dir_all(&out_dir).or_else(|e| {
+            fail(
+                BuildErrorKind::Io,
+                format!("cannot create {}: {e}", out_dir.display()),
+            )
+        })?;
+        std::fs::create_dir_all(&target_dir).or_else(|e| {
+            fail(
+                BuildErrorKind::Io,
+                format!("cannot create {}: {e}", target_dir.display()),
+            )
+        })?;
 
         let cargo = std::env::var_os("FERROCUDA_CARGO").unwrap_or_else(|| OsString::from("cargo"));
         check_rust_src(&crate_dir)?;
@@ -271,26 +315,36 @@ impl PtxBuilder {
             .arg(format!("--emit=asm={}", emitted.display()));
 
         let output = cmd.output().or_else(|e| {
-            fail(format!(
-                "could not run `{}`: {e}\n\nferrocuda builds kernels with cargo from rustup; \
+            fail(
+                BuildErrorKind::Toolchain,
+                format!(
+                    "could not run `{}`: {e}\n\nferrocuda builds kernels with cargo from rustup; \
                  install rustup (https://rustup.rs) or set FERROCUDA_CARGO to a cargo binary.",
-                cargo.to_string_lossy()
-            ))
+                    cargo.to_string_lossy()
+                ),
+            )
         })?;
         if !output.status.success() {
-            return fail(format!(
-                "building the kernel crate `{crate_name}` for {TARGET} ({}) failed:\n{}",
-                self.arch,
-                String::from_utf8_lossy(&output.stderr)
-            ));
+            return fail(
+                BuildErrorKind::Compile,
+                format!(
+                    "building the kernel crate `{crate_name}` for {TARGET} ({}) failed:\n{}",
+                    self.arch,
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            );
         }
         let raw = std::fs::read_to_string(&emitted).or_else(|e| {
-            fail(format!(
-                "the kernel build succeeded but wrote no PTX at {}: {e}",
-                emitted.display()
-            ))
+            fail(
+                BuildErrorKind::Io,
+                format!(
+                    "the kernel build succeeded but wrote no PTX at {}: {e}",
+                    emitted.display()
+                ),
+            )
         })?;
         let (ptx, kernels) = process_ptx(&raw).map_err(|m| BuildError {
+            kind: BuildErrorKind::Manifest,
             message: format!("kernel crate `{crate_name}`: {m}"),
         })?;
         let ptx_name = format!("{lib_name}.ptx");
@@ -365,12 +419,20 @@ fn check_rust_src(crate_dir: &Path) -> Result<(), BuildError> {
         .current_dir(crate_dir)
         .args(["--print", "sysroot"])
         .output()
-        .or_else(|e| fail(format!("could not run `rustc --print sysroot`: {e}")))?;
+        .or_else(|e| {
+            fail(
+                BuildErrorKind::Toolchain,
+                format!("could not run `rustc --print sysroot`: {e}"),
+            )
+        })?;
     if !out.status.success() {
-        return fail(format!(
-            "`rustc --print sysroot` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return fail(
+            BuildErrorKind::Toolchain,
+            format!(
+                "`rustc --print sysroot` failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        );
     }
     let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
@@ -383,12 +445,15 @@ fn check_rust_src(crate_dir: &Path) -> Result<(), BuildError> {
             .strip_suffix("-x86_64-unknown-linux-gnu")
             .unwrap_or(&toolchain)
             .to_string();
-        return fail(format!(
-            "the Rust toolchain at {} has no `rust-src` component, which -Zbuild-std=core \
+        return fail(
+            BuildErrorKind::Toolchain,
+            format!(
+                "the Rust toolchain at {} has no `rust-src` component, which -Zbuild-std=core \
              needs to compile `core` for {TARGET}.\n\nInstall it with:\n\n    \
              rustup component add rust-src --toolchain {toolchain}\n",
-            sysroot.display()
-        ));
+                sysroot.display()
+            ),
+        );
     }
     Ok(())
 }
@@ -408,8 +473,12 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
         return Ok(());
     }
-    std::fs::write(path, contents)
-        .or_else(|e| fail(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, contents).or_else(|e| {
+        fail(
+            BuildErrorKind::Io,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
 }
 
 /// `name` under `[package]` of a Cargo.toml (a minimal reader; no TOML dependency).
@@ -677,6 +746,17 @@ mod tests {
         assert_eq!(param_size(".param .u64 p,"), Some(8));
         assert_eq!(param_size(".param .b8 p"), Some(1));
         assert_eq!(param_size(".param .pred p"), None);
+    }
+
+    #[test]
+    fn bad_arch_is_a_config_error() {
+        // The builder's own crate has a package name; its arch is what is wrong.
+        let e = PtxBuilder::new(env!("CARGO_MANIFEST_DIR"))
+            .arch("compute_80")
+            .build()
+            .unwrap_err();
+        assert_eq!(e.kind(), BuildErrorKind::Config, "{e}");
+        assert!(e.message().contains("sm_XY"), "{e}");
     }
 
     #[test]

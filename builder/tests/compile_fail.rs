@@ -21,7 +21,7 @@
 //! child build's target directory with `new_kernel.rs`, so `core` is compiled once; each case
 //! then costs well under two seconds. Needs the pinned toolchain's `rust-src`.
 
-use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
+use ferrocuda_builder::{BuildError, BuildErrorKind, BuildOutput, PtxBuilder};
 use std::fs;
 use std::path::Path;
 use std::time::Instant;
@@ -225,7 +225,12 @@ fn rejects_invalid_kernels() {
             Ok(_) => problems.push(format!("case `{name}` built, but must fail:\n{body}")),
             Err(e) => {
                 let msg = e.to_string();
-                if !msg.contains(expected) {
+                if e.kind() != BuildErrorKind::Compile {
+                    problems.push(format!(
+                        "case `{name}` failed as {:?}, not as a compile error:\n{msg}",
+                        e.kind()
+                    ));
+                } else if !msg.contains(expected) {
                     problems.push(format!(
                         "case `{name}` failed without `{expected}`:\n{body}\n--- error ---\n{msg}"
                     ));
