@@ -371,10 +371,10 @@ fn test_add_index_views() -> TestResult {
             let idx = r.random_range(0..view.shape()[ax]);
             view = view.index_axis_move(Axis(ax), idx);
         }
-        // SAFETY: both pointers are into (or one past) `href`'s allocation.
         let offset = if view.is_empty() {
             0
         } else {
+            // SAFETY: both pointers are into (or one past) `href`'s allocation.
             unsafe { view.as_ptr().offset_from(base_ptr) }
         };
         let shape = view.shape().to_vec();
