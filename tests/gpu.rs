@@ -275,31 +275,24 @@ trait Real: Sample + std::ops::Mul<Output = Self> + std::ops::Add<Output = Self>
     ) -> ferrocuda::Result<ferrocuda::Launched>;
 }
 
-impl Real for f32 {
-    fn random_alpha(r: &mut StdRng) -> f32 {
-        r.random_range(-4.0..4.0)
-    }
-    fn launch_saxpy(
-        alpha: f32,
-        x: &DeviceArray<f32>,
-        y: &DeviceArray<f32>,
-    ) -> ferrocuda::Result<ferrocuda::Launched> {
-        kernels::saxpy_f32(alpha, x, y, &opts())
-    }
+macro_rules! real {
+    ($t:ty, $launch:path) => {
+        impl Real for $t {
+            fn random_alpha(r: &mut StdRng) -> $t {
+                r.random_range(-4.0..4.0)
+            }
+            fn launch_saxpy(
+                alpha: $t,
+                x: &DeviceArray<$t>,
+                y: &DeviceArray<$t>,
+            ) -> ferrocuda::Result<ferrocuda::Launched> {
+                $launch(alpha, x, y, &opts())
+            }
+        }
+    };
 }
-
-impl Real for f64 {
-    fn random_alpha(r: &mut StdRng) -> f64 {
-        r.random_range(-4.0..4.0)
-    }
-    fn launch_saxpy(
-        alpha: f64,
-        x: &DeviceArray<f64>,
-        y: &DeviceArray<f64>,
-    ) -> ferrocuda::Result<ferrocuda::Launched> {
-        kernels::saxpy_f64(alpha, x, y, &opts())
-    }
-}
+real!(f32, kernels::saxpy_f32);
+real!(f64, kernels::saxpy_f64);
 
 /// `y = alpha * x + y` of element type `T` on every size of [`SIZES`].
 fn saxpy_case<T: Real>(r: &mut StdRng) -> TestResult {

@@ -10,6 +10,17 @@ use ferrocuda_abi::{layout, DType, Element};
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 use std::marker::PhantomData;
 
+/// `Ok` when host data of `n` units (elements or bytes) fits an array of `want`.
+fn check_size(n: usize, want: usize, unit: &str) -> Result<()> {
+    if n == want {
+        Ok(())
+    } else {
+        Err(Error::value(format!(
+            "host data has {n} {unit}, the array holds {want}"
+        )))
+    }
+}
+
 /// An owning, C-contiguous N-D array in device memory of any element type, ordered on one
 /// stream: the type-erased form of [`DeviceArray`] (host arrays are staged in it).
 pub struct AnyDeviceArray {
@@ -72,21 +83,10 @@ impl AnyDeviceArray {
         self.desc.size() * self.desc.itemsize()
     }
 
-    fn check_bytes(&self, n: usize) -> Result<()> {
-        if n == self.nbytes() {
-            Ok(())
-        } else {
-            Err(Error::value(format!(
-                "host data has {n} bytes, the array holds {}",
-                self.nbytes()
-            )))
-        }
-    }
-
     /// Copies `src` — the elements in C order, as bytes — into the array and waits for the
     /// copy.
     pub fn copy_from_host_bytes(&self, src: &[u8]) -> Result<()> {
-        self.check_bytes(src.len())?;
+        check_size(src.len(), self.nbytes(), "bytes")?;
         if src.is_empty() {
             return Ok(());
         }
@@ -100,7 +100,7 @@ impl AnyDeviceArray {
     /// Copies the array into `dst` (its elements in C order, as bytes), waiting for pending
     /// work on the array's stream first (stream order) and for the copy.
     pub fn copy_to_host_bytes(&self, dst: &mut [u8]) -> Result<()> {
-        self.check_bytes(dst.len())?;
+        check_size(dst.len(), self.nbytes(), "bytes")?;
         // SAFETY: `dst` is valid for writes of `nbytes()` bytes.
         unsafe { self.copy_to_ptr(dst.as_mut_ptr()) }
     }
@@ -226,27 +226,16 @@ impl<T: Element> DeviceArray<T> {
 
     /// Copies `host` (length = element count) into the array and waits for the copy.
     pub fn copy_from_host(&self, host: &[T]) -> Result<()> {
-        self.check_len(host.len())?;
+        check_size(host.len(), self.len(), "elements")?;
         self.inner.copy_from_host_bytes(as_bytes(host))
     }
 
     /// Copies the array into `host` (length = element count), waiting for pending work on
     /// the array's stream first (stream order) and for the copy.
     pub fn copy_to_host(&self, host: &mut [T]) -> Result<()> {
-        self.check_len(host.len())?;
+        check_size(host.len(), self.len(), "elements")?;
         // SAFETY: `host` is valid for writes of `len` elements, i.e. `nbytes` bytes.
         unsafe { self.inner.copy_to_ptr(host.as_mut_ptr().cast()) }
-    }
-
-    fn check_len(&self, n: usize) -> Result<()> {
-        if n == self.len() {
-            Ok(())
-        } else {
-            Err(Error::value(format!(
-                "host slice has {n} elements, array has {}",
-                self.len()
-            )))
-        }
     }
 
     /// Downloads into a new `ndarray` of the same shape.
