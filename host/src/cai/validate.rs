@@ -1,7 +1,7 @@
 //! [`validate`]: an interface dictionary's keys, read by the rules of the
 //! [module documentation](super), in key order.
 
-use ferrocuda_abi::{DType, MAX_NDIM};
+use ferrocuda_abi::{layout, DType, MAX_NDIM};
 
 use super::desc::{build, value_err, ArrayDesc, Parts};
 use super::{RawInterface, RawValue};
@@ -115,28 +115,28 @@ fn read_strides<'b>(
             format!("{} strides for {ndim} axes", raw.len()),
         ));
     }
-    let itemsize = dtype.itemsize() as i128;
-    for (d, (&s, slot)) in raw.iter().zip(buf.iter_mut()).enumerate() {
-        *slot = if protocol == Protocol::SyclUsm {
-            s.checked_mul(itemsize)
-                .and_then(|b| isize::try_from(b).ok())
-                .ok_or_else(|| {
-                    value_err(
-                        Key::Strides,
-                        format!(
-                            "strides[{d}] = {s} elements of {itemsize} bytes does not fit isize \
-                             bytes"
-                        ),
-                    )
-                })?
-        } else {
-            isize::try_from(s).map_err(|_| {
-                value_err(
-                    Key::Strides,
-                    format!("strides[{d}] = {s} does not fit isize"),
-                )
-            })?
-        };
+    let sycl = protocol == Protocol::SyclUsm;
+    let itemsize = dtype.itemsize();
+    let too_big = |d: usize| {
+        let s = raw[d];
+        value_err(
+            Key::Strides,
+            if sycl {
+                format!("strides[{d}] = {s} elements of {itemsize} bytes does not fit isize bytes")
+            } else {
+                format!("strides[{d}] = {s} does not fit isize")
+            },
+        )
+    };
+    let mut given = [0isize; MAX_NDIM];
+    for (d, (&s, slot)) in raw.iter().zip(given.iter_mut()).enumerate() {
+        *slot = isize::try_from(s).map_err(|_| too_big(d))?;
+    }
+    if sycl {
+        // SYCL USM strides count elements; the descriptor holds bytes.
+        layout::byte_strides(&given[..ndim], itemsize, buf).map_err(too_big)?;
+    } else {
+        buf[..ndim].copy_from_slice(&given[..ndim]);
     }
     Ok(Some(&buf[..ndim]))
 }

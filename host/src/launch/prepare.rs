@@ -185,7 +185,8 @@ fn check_pointer(d: &ArrayDesc) -> Result<Option<usize>> {
     let Some((lo, hi)) = d.byte_range() else {
         return Ok(None);
     };
-    let info: PointerInfo = driver::pointer_info(d.ptr())?;
+    // The driver is loaded (prepare's first step).
+    let info: PointerInfo = cu::pointer_attributes(d.ptr())?;
     if !info.is_device_accessible() {
         return Err(Error::value(format!(
             "pointer {:#x} is not CUDA device memory (memory type {}: {})",

@@ -47,7 +47,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use ferrocuda_abi::DType;
+use ferrocuda_abi::{layout, DType};
 use ferrocuda_host::cai::{self, ArrayDesc, Protocol, MAX_NDIM};
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::{PyRuntimeWarning, PyValueError};
@@ -541,9 +541,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
         }
         Some(&strides[..n])
     };
-    let size = shape[..n]
-        .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(s))?;
+    let size = layout::element_count(&shape[..n])?;
     let ptr: u64 = if size > 0 {
         obj.getattr(intern!(py, "data"))
             .ok()?
@@ -658,14 +656,11 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
         }
         n
     };
-    let item = dtype.itemsize() as isize;
-    for s in &mut strides[..n] {
-        let Some(b) = s.checked_mul(item) else {
-            return Ok(None);
-        };
-        *s = b;
+    let elem = strides;
+    if layout::byte_strides(&elem[..n], dtype.itemsize(), &mut strides).is_err() {
+        return Ok(None);
     }
-    let numel = shape[..n].iter().try_fold(1usize, |a, &s| a.checked_mul(s));
+    let numel = layout::element_count(&shape[..n]);
     let ptr: u64 = match numel {
         None => return Ok(None),
         Some(0) => 0,
