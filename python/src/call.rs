@@ -338,17 +338,25 @@ impl<'py> Classified<'py> {
     }
 }
 
+impl Classified<'_> {
+    /// No argument classified yet. (Large: built in place in the caller's frame, and passed
+    /// by reference from there.)
+    #[inline(always)]
+    fn new(n: usize) -> Self {
+        Classified {
+            slots: [Slot::Scalar; MAX_ARGS],
+            n,
+            descs: [None; MAX_ARRAYS],
+            arrays: 0,
+            has_dlpack: false,
+            hosts: Vec::new(),
+        }
+    }
+}
+
 /// Classifies every argument (scalar or array, by the parameter kinds when a family's kernels
 /// share them) and describes the arrays (see [`probe`]).
-fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>) -> PyResult<Classified<'py>> {
-    let mut c = Classified {
-        slots: [Slot::Scalar; MAX_ARGS],
-        n: args.len(),
-        descs: [None; MAX_ARRAYS],
-        arrays: 0,
-        has_dlpack: false,
-        hosts: Vec::new(),
-    };
+fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>, c: &mut Classified<'py>) -> PyResult<()> {
     let mut scratch = ArgScratch::new();
     for i in 0..c.n {
         let a = args.get_item(i)?;
@@ -384,7 +392,7 @@ fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>) -> PyResult<Classified<
         };
         c.arrays += 1;
     }
-    Ok(c)
+    Ok(())
 }
 
 /// Imports the DLPack arguments, asking each producer to order its work before the stream the
@@ -418,8 +426,8 @@ fn arguments<'d>(
     sig: &Signature,
     args: &Bound<'_, PyTuple>,
     c: &'d Classified<'_>,
-) -> PyResult<ArgList<'d>> {
-    let mut argv = ArgList::new();
+    argv: &mut ArgList<'d>,
+) -> PyResult<()> {
     for (i, slot) in c.slots().iter().enumerate() {
         let p = &sig.params[i];
         let arg = match *slot {
@@ -445,7 +453,7 @@ fn arguments<'d>(
         };
         argv.push(arg).map_err(|_| arity_error_of(sig, c.n))?;
     }
-    Ok(argv)
+    Ok(())
 }
 
 fn arity_error_of(sig: &Signature, n: usize) -> PyErr {
@@ -513,7 +521,8 @@ pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpt
     if t.kinds.as_ref().is_some_and(|k| n != k.len()) || n > MAX_ARGS {
         return Err(arity_error(t, n));
     }
-    let mut c = classify(t, args)?;
+    let mut c = Classified::new(n);
+    classify(t, args, &mut c)?;
     let mut hosts = std::mem::take(&mut c.hosts);
     ferrocuda_host::mark!(1);
     let owners = if c.has_dlpack {
@@ -526,7 +535,8 @@ pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpt
     if sig.params.len() != n {
         return Err(arity_error(t, n));
     }
-    let argv = arguments(sig, args, &c)?;
+    let mut argv = ArgList::new();
+    arguments(sig, args, &c, &mut argv)?;
     let lo = opts.launch_options(opts.stream);
     ferrocuda_host::mark!(2);
     let launched = if hosts.is_empty() {

@@ -31,6 +31,19 @@ impl Prepared<'_> {
     /// As [`Kernel::launch`](crate::Kernel::launch); besides, `args` must be the prepared
     /// arguments: the checks of [`Kernel::prepare`](crate::Kernel::prepare) stand for them.
     pub unsafe fn execute(&self, args: &[Arg<'_>]) -> Result<Launched> {
+        // Any thread, after anything: make the prepared context current again.
+        self.ctx.bind()?;
+        // SAFETY: the context is bound; the rest is the caller's contract, forwarded.
+        unsafe { self.execute_bound(args) }
+    }
+
+    /// [`execute`](Self::execute) on the thread that prepared the launch, right after
+    /// [`Kernel::prepare`](crate::Kernel::prepare) (whose context is still current).
+    ///
+    /// # Safety
+    ///
+    /// As [`execute`](Self::execute), and the prepared context is current on this thread.
+    pub(super) unsafe fn execute_bound(&self, args: &[Arg<'_>]) -> Result<Launched> {
         let sig = self.kernel.signature();
         self.check_staged(sig, args)?;
         let device = self.ctx.ordinal();
@@ -51,8 +64,8 @@ impl Prepared<'_> {
         crate::mark!(11);
         let stream = raw_stream(self.plan.launch_stream());
         let params = &mut ptrs[..args.len()];
-        // SAFETY: `f` belongs to the module loaded in the bound context (prepare bound it on
-        // this thread's launch path); `params` points at one correctly sized and aligned value
+        // SAFETY: `f` belongs to the module loaded in the bound context (the caller's
+        // contract); `params` points at one correctly sized and aligned value
         // per kernel parameter (layouts checked against the manifest, which the builder
         // checked against the PTX); the arrays were validated by prepare and the caller
         // upholds the rest (see # Safety).

@@ -63,6 +63,7 @@ pub struct ArgList<'a> {
 
 impl<'a> ArgList<'a> {
     /// An empty list.
+    #[inline]
     pub fn new() -> Self {
         ArgList {
             args: [Arg::Scalar(Scalar::I8(0)); MAX_PARAMS],
@@ -187,8 +188,8 @@ impl Kernel<'_> {
     /// * with `check_pointers: false`, the caller vouches for the pointers and extents.
     pub unsafe fn launch(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Launched> {
         let prepared = self.prepare(args, opts)?;
-        // SAFETY: the same arguments as prepared (no host arrays to stage); the rest is the
-        // caller's contract, forwarded.
-        unsafe { prepared.execute(args) }
+        // SAFETY: the same arguments as prepared (no host arrays to stage), on the thread that
+        // just bound the prepared context; the rest is the caller's contract, forwarded.
+        unsafe { prepared.execute_bound(args) }
     }
 }
