@@ -133,9 +133,10 @@ impl CallOpts {
         })
     }
 
-    fn launch_options(&self, stream: Option<StreamRef>) -> LaunchOptions {
+    /// The host crate's options of this call.
+    fn launch_options(&self) -> LaunchOptions {
         LaunchOptions {
-            stream,
+            stream: self.stream,
             sync: self.sync,
             check_pointers: self.check_pointers,
             grid: self.grid,
@@ -537,7 +538,7 @@ pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpt
     }
     let mut argv = ArgList::new();
     arguments(sig, args, &c, &mut argv)?;
-    let lo = opts.launch_options(opts.stream);
+    let lo = opts.launch_options();
     ferrocuda_host::mark!(2);
     let launched = if hosts.is_empty() {
         py.detach(|| {
