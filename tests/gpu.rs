@@ -42,6 +42,45 @@ fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
     }
 }
 
+/// One GPU test: its name, what it needs of the machine — declared with the test, next to its
+/// function — and its body. Without what it needs, the test is reported as ignored, and the
+/// reason is printed.
+#[derive(Clone, Copy)]
+struct GpuTest {
+    name: &'static str,
+    /// CUDA devices the test needs.
+    devices: usize,
+    run: fn() -> TestResult,
+}
+
+impl GpuTest {
+    /// A test that needs one CUDA device.
+    const fn new(name: &'static str, run: fn() -> TestResult) -> GpuTest {
+        GpuTest {
+            name,
+            devices: 1,
+            run,
+        }
+    }
+
+    /// The same test, needing `n` CUDA devices.
+    const fn devices(self, n: usize) -> GpuTest {
+        GpuTest { devices: n, ..self }
+    }
+
+    /// The libtest trial on a machine with `present` devices.
+    fn trial(&self, present: usize) -> Trial {
+        let missing = present < self.devices;
+        if missing && present > 0 {
+            eprintln!(
+                "{} SKIPPED (reported as ignored): needs {} CUDA devices, found {present}",
+                self.name, self.devices
+            );
+        }
+        Trial::test(self.name, self.run).with_ignored_flag(missing)
+    }
+}
+
 const SIZES: &[usize] = &[
     0,
     1,
@@ -92,41 +131,96 @@ fn view_of<T: ferrocuda::abi::Element>(
     ForeignArray::new(desc, (), true).map_err(err)
 }
 
-fn add_case<T>(
-    salt: u64,
-    gen: impl Fn(&mut StdRng) -> T,
-    poison: T,
-    launch: impl Fn(
-        &dyn ferrocuda::AsArg,
-        &dyn ferrocuda::AsArg,
-        &dyn ferrocuda::AsArg,
-    ) -> ferrocuda::Result<ferrocuda::Launched>,
-    add: impl Fn(T, T) -> T,
-) -> TestResult
-where
-    T: ferrocuda::abi::Element + PartialEq + std::fmt::Debug,
-{
-    let mut r = rng(salt);
+/// An element type of the `add` (and `saxpy`) kernels, with what their tests need of it.
+trait Sample: ferrocuda::abi::Element + PartialEq + std::fmt::Debug {
+    /// A value no correct output takes here: outputs are filled with it before a launch
+    /// (NaN would compare unequal to everything, so floats use a finite sentinel).
+    const POISON: Self;
+    /// A random input.
+    fn random(r: &mut StdRng) -> Self;
+    /// The host reference of `add`.
+    fn add(a: Self, b: Self) -> Self;
+    /// The typed launcher of `add` for this type.
+    fn launch_add(
+        a: &dyn ferrocuda::AsArg,
+        b: &dyn ferrocuda::AsArg,
+        out: &dyn ferrocuda::AsArg,
+    ) -> ferrocuda::Result<ferrocuda::Launched>;
+}
+
+macro_rules! sample {
+    ($t:ty, $poison:expr, $random:expr, $add:expr, $launch:path) => {
+        impl Sample for $t {
+            const POISON: $t = $poison;
+            fn random(r: &mut StdRng) -> $t {
+                $random(r)
+            }
+            fn add(a: $t, b: $t) -> $t {
+                $add(a, b)
+            }
+            fn launch_add(
+                a: &dyn ferrocuda::AsArg,
+                b: &dyn ferrocuda::AsArg,
+                out: &dyn ferrocuda::AsArg,
+            ) -> ferrocuda::Result<ferrocuda::Launched> {
+                $launch(a, b, out, &opts())
+            }
+        }
+    };
+}
+sample!(
+    f32,
+    -7.25e30,
+    |r: &mut StdRng| r.random_range(-1e3f32..1e3),
+    |x, y| x + y,
+    kernels::add_f32
+);
+sample!(
+    f64,
+    -7.25e300,
+    |r: &mut StdRng| r.random_range(-1e6f64..1e6),
+    |x, y| x + y,
+    kernels::add_f64
+);
+sample!(
+    i32,
+    i32::MIN + 17,
+    |r: &mut StdRng| r.random::<i32>(),
+    i32::wrapping_add,
+    kernels::add_i32
+);
+sample!(
+    i64,
+    i64::MIN + 17,
+    |r: &mut StdRng| r.random::<i64>(),
+    i64::wrapping_add,
+    kernels::add_i64
+);
+
+/// `add` of element type `T` on every size of [`SIZES`], at offsets 0..4 elements (the
+/// aligned, scalar-head and mismatched paths), every element of the output buffer checked
+/// (outside the view it must keep its poison).
+fn test_add<T: Sample>() -> TestResult {
+    let mut r = rng(T::DTYPE as u64);
     for &n in SIZES {
-        // Offsets 0..4 elements exercise the aligned, scalar-head and mismatched paths.
         for (oa, ob, oo) in [(0, 0, 0), (1, 1, 1), (3, 3, 3), (1, 0, 2)] {
-            let a: Vec<T> = (0..n + 4).map(|_| gen(&mut r)).collect();
-            let b: Vec<T> = (0..n + 4).map(|_| gen(&mut r)).collect();
+            let a: Vec<T> = (0..n + 4).map(|_| T::random(&mut r)).collect();
+            let b: Vec<T> = (0..n + 4).map(|_| T::random(&mut r)).collect();
             let da = upload(&a)?;
             let db = upload(&b)?;
-            let dout = upload(&vec![poison; n + 4])?;
+            let dout = upload(&vec![T::POISON; n + 4])?;
             let va = view_of(&da, oa, &[n], &[1], true)?;
             let vb = view_of(&db, ob, &[n], &[1], true)?;
             let vo = view_of(&dout, oo, &[n], &[1], false)?;
-            launch(&va, &vb, &vo).map_err(err)?;
+            T::launch_add(&va, &vb, &vo).map_err(err)?;
             let got = dout.to_ndarray().map_err(err)?;
             let got = got.as_slice().unwrap();
             for i in 0..n + 4 {
                 let want = if i >= oo as usize && i < oo as usize + n {
                     let j = i - oo as usize;
-                    add(a[j + oa as usize], b[j + ob as usize])
+                    T::add(a[j + oa as usize], b[j + ob as usize])
                 } else {
-                    poison
+                    T::POISON
                 };
                 ensure(got[i] == want, || {
                     format!(
@@ -140,46 +234,10 @@ where
     Ok(())
 }
 
-fn test_add_f32() -> TestResult {
-    // NaN poison compares unequal to everything: use a sentinel finite value instead.
-    add_case(
-        1,
-        |r| r.random_range(-1e3f32..1e3),
-        -7.25e30,
-        |a, b, o| kernels::add_f32(a, b, o, &opts()),
-        |x, y| x + y,
-    )
-}
-
-fn test_add_f64() -> TestResult {
-    add_case(
-        2,
-        |r| r.random_range(-1e6f64..1e6),
-        -7.25e300,
-        |a, b, o| kernels::add_f64(a, b, o, &opts()),
-        |x, y| x + y,
-    )
-}
-
-fn test_add_i32() -> TestResult {
-    add_case(
-        3,
-        |r| r.random::<i32>(),
-        i32::MIN + 17,
-        |a, b, o| kernels::add_i32(a, b, o, &opts()),
-        |x: i32, y| x.wrapping_add(y),
-    )
-}
-
-fn test_add_i64() -> TestResult {
-    add_case(
-        4,
-        |r| r.random::<i64>(),
-        i64::MIN + 17,
-        |a, b, o| kernels::add_i64(a, b, o, &opts()),
-        |x: i64, y| x.wrapping_add(y),
-    )
-}
+const ADD_F32: GpuTest = GpuTest::new("add_f32", test_add::<f32>);
+const ADD_F64: GpuTest = GpuTest::new("add_f64", test_add::<f64>);
+const ADD_I32: GpuTest = GpuTest::new("add_i32", test_add::<i32>);
+const ADD_I64: GpuTest = GpuTest::new("add_i64", test_add::<i64>);
 
 fn test_initialize_array() -> TestResult {
     for &n in SIZES {
@@ -203,40 +261,71 @@ fn test_initialize_array() -> TestResult {
     Ok(())
 }
 
-fn test_saxpy() -> TestResult {
-    let mut r = rng(5);
+const INITIALIZE_ARRAY: GpuTest = GpuTest::new("initialize_array", test_initialize_array);
+
+/// A float element type of the `saxpy` kernels.
+trait Real: Sample + std::ops::Mul<Output = Self> + std::ops::Add<Output = Self> {
+    /// A random `alpha`.
+    fn random_alpha(r: &mut StdRng) -> Self;
+    /// The typed launcher of `saxpy` for this type.
+    fn launch_saxpy(
+        alpha: Self,
+        x: &DeviceArray<Self>,
+        y: &DeviceArray<Self>,
+    ) -> ferrocuda::Result<ferrocuda::Launched>;
+}
+
+macro_rules! real {
+    ($t:ty, $launch:path) => {
+        impl Real for $t {
+            fn random_alpha(r: &mut StdRng) -> $t {
+                r.random_range(-4.0..4.0)
+            }
+            fn launch_saxpy(
+                alpha: $t,
+                x: &DeviceArray<$t>,
+                y: &DeviceArray<$t>,
+            ) -> ferrocuda::Result<ferrocuda::Launched> {
+                $launch(alpha, x, y, &opts())
+            }
+        }
+    };
+}
+real!(f32, kernels::saxpy_f32);
+real!(f64, kernels::saxpy_f64);
+
+/// `y = alpha * x + y` of element type `T` on every size of [`SIZES`].
+fn saxpy_case<T: Real>(r: &mut StdRng) -> TestResult {
     for &n in SIZES {
-        let alpha: f32 = r.random_range(-4.0..4.0);
-        let x: Vec<f32> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
-        let y: Vec<f32> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
+        let alpha = T::random_alpha(r);
+        let x: Vec<T> = (0..n).map(|_| T::random(r)).collect();
+        let y: Vec<T> = (0..n).map(|_| T::random(r)).collect();
         let dx = upload(&x)?;
         let dy = upload(&y)?;
-        kernels::saxpy_f32(alpha, &dx, &dy, &opts()).map_err(err)?;
+        T::launch_saxpy(alpha, &dx, &dy).map_err(err)?;
         let got = dy.to_ndarray().map_err(err)?;
         for (i, &g) in got.iter().enumerate() {
             // Rust never contracts `alpha * x + y` into an FMA, and the PTX uses `.rn`
             // arithmetic, which ptxas does not fuse: the result is exactly the host's.
             let want = alpha * x[i] + y[i];
             ensure(g == want, || {
-                format!("n={n} element {i}: got {g}, want {want}")
-            })?;
-        }
-        let alpha = r.random_range(-4.0..4.0f64);
-        let x: Vec<f64> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
-        let y: Vec<f64> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
-        let dx = upload(&x)?;
-        let dy = upload(&y)?;
-        kernels::saxpy_f64(alpha, &dx, &dy, &opts()).map_err(err)?;
-        let got = dy.to_ndarray().map_err(err)?;
-        for (i, &g) in got.iter().enumerate() {
-            let want = alpha * x[i] + y[i];
-            ensure(g == want, || {
-                format!("f64 n={n} element {i}: got {g}, want {want}")
+                format!(
+                    "{} n={n} element {i}: got {g:?}, want {want:?}",
+                    T::DTYPE.name()
+                )
             })?;
         }
     }
     Ok(())
 }
+
+fn test_saxpy() -> TestResult {
+    let mut r = rng(5);
+    saxpy_case::<f32>(&mut r)?;
+    saxpy_case::<f64>(&mut r)
+}
+
+const SAXPY: GpuTest = GpuTest::new("saxpy", test_saxpy);
 
 /// add_index on strided views of a random base array, against the same operation applied
 /// to the same view of a host copy; every element of the base is compared (elements outside
@@ -275,10 +364,10 @@ fn test_add_index_views() -> TestResult {
             let idx = r.random_range(0..view.shape()[ax]);
             view = view.index_axis_move(Axis(ax), idx);
         }
-        // SAFETY: both pointers are into (or one past) `href`'s allocation.
         let offset = if view.is_empty() {
             0
         } else {
+            // SAFETY: both pointers are into (or one past) `href`'s allocation.
             unsafe { view.as_ptr().offset_from(base_ptr) }
         };
         let shape = view.shape().to_vec();
@@ -309,6 +398,8 @@ fn test_add_index_views() -> TestResult {
     }
     Ok(())
 }
+
+const ADD_INDEX_VIEWS: GpuTest = GpuTest::new("add_index_views", test_add_index_views);
 
 /// Host (ndarray) arguments: uploaded, launched, mutable ones copied back.
 fn test_host_arrays() -> TestResult {
@@ -354,6 +445,8 @@ fn test_host_arrays() -> TestResult {
         format!("host add_index mismatch:\n{arr:?}\nvs\n{want:?}")
     })
 }
+
+const HOST_ARRAYS: GpuTest = GpuTest::new("host_arrays", test_host_arrays);
 
 /// The race test: a producer fills `a` on its own stream behind a slow kernel; ferrocuda then
 /// launches on another stream. Default and event modes must see the producer's values in
@@ -408,11 +501,15 @@ fn test_race_default() -> TestResult {
     })
 }
 
+const RACE_DEFAULT: GpuTest = GpuTest::new("race_default", test_race_default);
+
 fn test_race_event() -> TestResult {
     ensure(race_trials(SyncMode::Event, 100)? == 0, || {
         "stale reads".into()
     })
 }
+
+const RACE_EVENT: GpuTest = GpuTest::new("race_event", test_race_event);
 
 fn test_race_off_observed() -> TestResult {
     let stale = race_trials(SyncMode::Off, 20)?;
@@ -421,6 +518,8 @@ fn test_race_off_observed() -> TestResult {
         "with sync off the race was never observed: the race test has no teeth".into()
     })
 }
+
+const RACE_OFF_OBSERVED: GpuTest = GpuTest::new("race_off_observed", test_race_off_observed);
 
 /// Launches from 8 threads at once, on distinct and on shared input arrays.
 /// Checks the output of thread `t` of the thread tests: `out[i] == i + t` for every element.
@@ -465,6 +564,8 @@ fn test_threads() -> TestResult {
         handles.into_iter().try_for_each(|h| h.join().unwrap())
     })
 }
+
+const THREADS: GpuTest = GpuTest::new("threads", test_threads);
 
 /// Interfaces that lie about their memory are refused, not launched.
 fn test_pointer_checks() -> TestResult {
@@ -531,6 +632,8 @@ fn test_pointer_checks() -> TestResult {
     })
 }
 
+const POINTER_CHECKS: GpuTest = GpuTest::new("pointer_checks", test_pointer_checks);
+
 /// DeviceArray: round trip, CAI export, empty arrays.
 fn test_device_array() -> TestResult {
     let mut r = rng(8);
@@ -553,6 +656,8 @@ fn test_device_array() -> TestResult {
     let launched = kernels::add_f32(&e, &e, &e, &opts()).map_err(err)?;
     ensure(launched.config.is_none(), || "nothing should launch".into())
 }
+
+const DEVICE_ARRAY: GpuTest = GpuTest::new("device_array", test_device_array);
 
 /// Two devices: arrays on device 1 launch there and give the right result; mixing devices is
 /// a `Value` error naming the argument, and nothing runs. Needs 2 CUDA devices (ignored
@@ -596,6 +701,8 @@ fn test_two_devices() -> TestResult {
         "out changed although the launch was refused".into()
     })
 }
+
+const TWO_DEVICES: GpuTest = GpuTest::new("two_devices", test_two_devices).devices(2);
 
 /// One lifetime trial: an owned input dropped while a kernel that reads it is still queued on
 /// another stream (behind a slow kernel), then a new allocation on the input's stream (likely
@@ -647,6 +754,9 @@ fn test_dropped_input_in_flight() -> TestResult {
     Ok(())
 }
 
+const DROPPED_INPUT_IN_FLIGHT: GpuTest =
+    GpuTest::new("dropped_input_in_flight", test_dropped_input_in_flight);
+
 /// The control of `dropped_input_in_flight`: with sync off the producer stream does not wait
 /// for the kernel, so the free and the overwrite of the reused memory overtake it — the test
 /// above would see it.
@@ -662,6 +772,11 @@ fn test_dropped_input_off_observed() -> TestResult {
         "with sync off no trial read the reused memory: the lifetime test cannot fail".into()
     })
 }
+
+const DROPPED_INPUT_OFF_OBSERVED: GpuTest = GpuTest::new(
+    "dropped_input_off_observed",
+    test_dropped_input_off_observed,
+);
 
 /// Soak: 10^5 launches from 8 threads on 16 streams, shared and distinct arrays; no wrong
 /// result, and no leak of events or device memory.
@@ -721,6 +836,8 @@ fn test_soak_no_leaks() -> TestResult {
     Ok(())
 }
 
+const SOAK_NO_LEAKS: GpuTest = GpuTest::new("soak_no_leaks", test_soak_no_leaks);
+
 /// A kernel that traps surfaces as a CUDA error naming the kernel. The fault makes the
 /// context unusable, so it runs in a child process (this binary, re-executed).
 fn test_fault_names_kernel() -> TestResult {
@@ -739,6 +856,8 @@ fn test_fault_names_kernel() -> TestResult {
         || format!("fault report: {text}"),
     )
 }
+
+const FAULT_NAMES_KERNEL: GpuTest = GpuTest::new("fault_names_kernel", test_fault_names_kernel);
 
 /// The child side of `test_fault_names_kernel`: an in-bounds write works, an out-of-bounds
 /// one traps; exits 3 after printing the error of the synchronization that reports it.
@@ -783,57 +902,43 @@ fn main() {
                 .unwrap_or(1)
         });
     SEED.store(seed, Ordering::Relaxed);
-    let devices = driver::device_count().unwrap_or(0);
-    let gpu = match driver::device_count() {
+    let devices = match driver::device_count() {
         Ok(n) if n > 0 => {
             eprintln!(
                 "GPU tests: {n} CUDA device(s); seed {seed} (set FERROCUDA_TEST_SEED to repeat)"
             );
-            true
+            n
         }
         Ok(_) => {
             eprintln!("GPU tests SKIPPED (reported as ignored): the CUDA driver reports no device");
-            false
+            0
         }
         Err(e) => {
             eprintln!("GPU tests SKIPPED (reported as ignored): {e}");
-            false
+            0
         }
     };
-    let tests: Vec<(&str, fn() -> TestResult)> = vec![
-        ("add_f32", test_add_f32),
-        ("add_f64", test_add_f64),
-        ("add_i32", test_add_i32),
-        ("add_i64", test_add_i64),
-        ("initialize_array", test_initialize_array),
-        ("saxpy", test_saxpy),
-        ("add_index_views", test_add_index_views),
-        ("host_arrays", test_host_arrays),
-        ("race_default", test_race_default),
-        ("race_event", test_race_event),
-        ("race_off_observed", test_race_off_observed),
-        ("threads", test_threads),
-        ("pointer_checks", test_pointer_checks),
-        ("device_array", test_device_array),
-        ("fault_names_kernel", test_fault_names_kernel),
-        ("dropped_input_in_flight", test_dropped_input_in_flight),
-        (
-            "dropped_input_off_observed",
-            test_dropped_input_off_observed,
-        ),
-        ("soak_no_leaks", test_soak_no_leaks),
-        ("two_devices", test_two_devices),
+    let tests = [
+        ADD_F32,
+        ADD_F64,
+        ADD_I32,
+        ADD_I64,
+        INITIALIZE_ARRAY,
+        SAXPY,
+        ADD_INDEX_VIEWS,
+        HOST_ARRAYS,
+        RACE_DEFAULT,
+        RACE_EVENT,
+        RACE_OFF_OBSERVED,
+        THREADS,
+        POINTER_CHECKS,
+        DEVICE_ARRAY,
+        FAULT_NAMES_KERNEL,
+        DROPPED_INPUT_IN_FLIGHT,
+        DROPPED_INPUT_OFF_OBSERVED,
+        SOAK_NO_LEAKS,
+        TWO_DEVICES,
     ];
-    // Tests that need more than one device, and how many.
-    let needs = |name: &str| if name == "two_devices" { 2 } else { 1 };
-    if gpu && devices < 2 {
-        eprintln!(
-            "two_devices SKIPPED (reported as ignored): needs 2 CUDA devices, found {devices}"
-        );
-    }
-    let trials = tests
-        .into_iter()
-        .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu || devices < needs(name)))
-        .collect();
+    let trials = tests.iter().map(|t| t.trial(devices)).collect();
     libtest_mimic::run(&args, trials).exit();
 }

@@ -27,6 +27,8 @@
 //! assert_eq!(t.size(), 6);
 //! ```
 
+use crate::layout;
+
 /// Shape and element strides of an `N`-dimensional array view.
 ///
 /// Invariants are *not* enforced by construction (the type must stay a plain `#[repr(C)]`
@@ -81,14 +83,11 @@ impl<const N: usize> Indexer<N> {
         n
     }
 
-    /// Number of elements, or `None` if the product overflows `usize`.
+    /// Number of elements, or `None` if the product of the non-zero extents overflows
+    /// `usize` ([`layout::element_count`]).
     #[inline]
     pub fn checked_size(&self) -> Option<usize> {
-        let mut n: usize = 1;
-        for d in 0..N {
-            n = n.checked_mul(self.shape[d])?;
-        }
-        Some(n)
+        layout::element_count(&self.shape)
     }
 
     /// `true` when the view holds no element.
@@ -209,44 +208,18 @@ impl<const N: usize> Indexer<N> {
 
     /// Lowest and highest element offsets the view touches, or `None` for an empty view.
     ///
-    /// Returns `None` as well if the arithmetic overflows `isize` (such a view cannot
-    /// describe real memory). Hosts use this to check a view against its allocation.
+    /// Returns `None` as well if an offset does not fit `isize` (such a view cannot describe
+    /// real memory). Hosts use this to check a view against its allocation
+    /// ([`layout::span`]).
     pub fn extent(&self) -> Option<(isize, isize)> {
-        if self.is_empty() {
-            return None;
-        }
-        let mut lo: isize = 0;
-        let mut hi: isize = 0;
-        for d in 0..N {
-            let last = isize::try_from(self.shape[d] - 1).ok()?;
-            let span = last.checked_mul(self.strides[d])?;
-            if span < 0 {
-                lo = lo.checked_add(span)?;
-            } else {
-                hi = hi.checked_add(span)?;
-            }
-        }
-        Some((lo, hi))
+        let (lo, hi) = layout::span(&self.shape, &self.strides)?;
+        Some((isize::try_from(lo).ok()?, isize::try_from(hi).ok()?))
     }
 
-    /// `true` when the view is C-contiguous (axes of extent 1 may have any stride).
+    /// `true` when the view is C-contiguous (axes of extent 1 may have any stride;
+    /// [`layout::is_c_contiguous`]).
     pub fn is_c_contiguous(&self) -> bool {
-        if self.is_empty() {
-            return true;
-        }
-        let mut expected: isize = 1;
-        let mut d = N;
-        while d > 0 {
-            d -= 1;
-            let n = self.shape[d];
-            if n != 1 {
-                if self.strides[d] != expected {
-                    return false;
-                }
-                expected = expected.wrapping_mul(n as isize);
-            }
-        }
-        true
+        layout::is_c_contiguous(&self.shape, &self.strides, 1)
     }
 
     /// The same elements with the axes reordered into memory order: the axis with the

@@ -3,12 +3,20 @@
 //! This crate is the single source of truth for everything that crosses the launch
 //! boundary:
 //!
-//! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset),
-//! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters,
-//! * [`Element`], [`DType`], [`KernelParam`], [`ParamDesc`] — how parameters are described,
-//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
+//! * [`dtype`] — the element-type table ([`element_types!`]): [`DType`], [`Element`];
+//! * [`layout`] — strided-layout predicates (element count, span, contiguity, overlap, stride
+//!   units), shared by the indexer and every host-side check;
+//! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset);
+//! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters;
+//! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
+//!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
+//!   layout of each kind, taken from the parameter types themselves;
+//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form.
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
+//!
+//! Module order (each uses only those above it): `dtype`, `layout`, `indexer`, `params`,
+//! `kinds`, `manifest`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
@@ -21,14 +29,18 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod dtype;
 pub mod indexer;
+pub mod kinds;
+pub mod layout;
 pub mod manifest;
 pub mod params;
 
+pub use dtype::{DType, Element};
 pub use indexer::Indexer;
-pub use params::{
-    DType, Element, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut,
-};
+pub use kinds::{ArrayArg, KernelParam, ParamDesc, ParamKind};
+pub use layout::MAX_NDIM;
+pub use params::{Slice, SliceMut, View, ViewMut};
 
 /// Expands to the link section that makes a `static` block-shared memory: `".ferrocuda.shared"`.
 ///

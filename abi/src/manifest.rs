@@ -20,7 +20,7 @@
 //! u16 items_per_thread          elements of the largest array one thread handles (0: unset)
 //! ```
 
-use crate::params::ParamDesc;
+use crate::kinds::ParamDesc;
 
 /// Prefix of the PTX global that holds a kernel's manifest record.
 pub const SYMBOL_PREFIX: &str = "__ferrocuda_manifest__";
@@ -139,7 +139,8 @@ pub use host::*;
 #[cfg(feature = "std")]
 mod host {
     use super::MAGIC;
-    use crate::params::{DType, ParamKind};
+    use crate::dtype::DType;
+    use crate::kinds::ParamKind;
     use serde::{Deserialize, Serialize};
     use std::format;
     use std::string::String;
@@ -233,14 +234,22 @@ mod host {
     impl ParamSig {
         /// The parameter kind, if the manifest names a known one.
         pub fn param_kind(&self) -> Option<ParamKind> {
-            [ParamKind::Scalar, ParamKind::Slice, ParamKind::View]
-                .into_iter()
-                .find(|k| k.name() == self.kind)
+            ParamKind::from_name(&self.kind)
         }
 
         /// The element type, if the manifest names a known one.
         pub fn element(&self) -> Option<DType> {
-            DType::ALL.into_iter().find(|d| d.name() == self.dtype)
+            DType::from_name(&self.dtype)
+        }
+
+        /// The Rust parameter type (`SliceMut<f32>`, `f64`, …), if kind and element type are
+        /// known and the element type has a Rust type.
+        pub fn rust_type(&self) -> Option<String> {
+            let elem = self.element()?.rust_name()?;
+            Some(
+                self.param_kind()?
+                    .rust_type(elem, usize::from(self.rank), self.mutable),
+            )
         }
     }
 
@@ -364,7 +373,8 @@ mod host {
     mod tests {
         use super::super::{encode, encoded_len};
         use super::*;
-        use crate::params::{KernelParam, Slice, SliceMut, View};
+        use crate::kinds::KernelParam;
+        use crate::params::{Slice, SliceMut, View};
 
         #[test]
         fn fp_contract_is_recorded_and_defaults_to_off() {

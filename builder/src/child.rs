@@ -3,7 +3,7 @@
 
 use crate::llvm::explain_llvm_error;
 use crate::toolchain::scrub_env;
-use crate::{fail, BuildError, TARGET};
+use crate::{fail, BuildError, BuildErrorKind, TARGET};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,20 +86,26 @@ impl ChildBuild<'_> {
             .arg("-Cllvm-args=-preserve-bc-uselistorder");
 
         let output = cmd.output().or_else(|e| {
-            fail(format!(
-                "could not run `{}`: {e}\n\nferrocuda builds kernels with cargo from rustup; \
+            fail(
+                BuildErrorKind::Toolchain,
+                format!(
+                    "could not run `{}`: {e}\n\nferrocuda builds kernels with cargo from rustup; \
                  install rustup (https://rustup.rs) or set FERROCUDA_CARGO to a cargo binary.",
-                cargo.to_string_lossy()
-            ))
+                    cargo.to_string_lossy()
+                ),
+            )
         })?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
-            return fail(format!(
-                "building the kernel crate `{}` for {TARGET} ({}) failed:\n{}",
-                self.crate_name,
-                self.arch,
-                explain_llvm_error(&stderr).unwrap_or_else(|| stderr.into_owned())
-            ));
+            return fail(
+                BuildErrorKind::Compile,
+                format!(
+                    "building the kernel crate `{}` for {TARGET} ({}) failed:\n{}",
+                    self.crate_name,
+                    self.arch,
+                    explain_llvm_error(&stderr).unwrap_or_else(|| stderr.into_owned())
+                ),
+            );
         }
         Ok(())
     }

@@ -144,10 +144,45 @@ pub struct BuildOutput {
     pub seconds: f64,
 }
 
-/// Why a build failed; the `Display` form says what to do about it.
+/// What kind of failure a [`BuildError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BuildErrorKind {
+    /// The builder was configured wrongly (an arch not of the form `sm_XY`, a kernel crate
+    /// without a package name).
+    Config,
+    /// A file could not be read, written or created.
+    Io,
+    /// The toolchain is missing or incomplete (cargo, rustc or an LLVM tool cannot run, no
+    /// `rust-src` or `llvm-tools` component, no libdevice for a kernel that needs it).
+    Toolchain,
+    /// The kernel crate did not compile for the NVPTX target (rustc or an LLVM tool failed).
+    Compile,
+    /// The PTX does not agree with the kernels' manifest records.
+    Manifest,
+    /// The generated PTX breaks a rule of [`check`] (an unresolved function, a barrier under
+    /// a thread-dependent branch, …) or ptxas rejects it.
+    Check,
+}
+
+/// Why a build failed: a [`BuildErrorKind`], and a message whose `Display` form says what to
+/// do about it.
 #[derive(Debug)]
 pub struct BuildError {
+    kind: BuildErrorKind,
     message: String,
+}
+
+impl BuildError {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> BuildErrorKind {
+        self.kind
+    }
+
+    /// The message (also the `Display` form).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl fmt::Display for BuildError {
@@ -158,8 +193,9 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-fn fail<T>(message: impl Into<String>) -> Result<T, BuildError> {
+fn fail<T>(kind: BuildErrorKind, message: impl Into<String>) -> Result<T, BuildError> {
     Err(BuildError {
+        kind,
         message: message.into(),
     })
 }
@@ -318,8 +354,12 @@ impl PtxBuilder {
             (None, None) => crate_dir.join("target"),
         };
         for d in [&out_dir, &target_dir] {
-            std::fs::create_dir_all(d)
-                .or_else(|e| fail(format!("cannot create {}: {e}", d.display())))?;
+            std::fs::create_dir_all(d).or_else(|e| {
+                fail(
+                    BuildErrorKind::Io,
+                    format!("cannot create {}: {e}", d.display()),
+                )
+            })?;
         }
         Ok((out_dir, target_dir))
     }
@@ -329,19 +369,23 @@ impl PtxBuilder {
         let crate_dir = self.resolve(&self.crate_path);
         let cargo_toml = crate_dir.join("Cargo.toml");
         let toml = std::fs::read_to_string(&cargo_toml).or_else(|e| {
-            fail(format!(
-                "cannot read the kernel crate's manifest {}: {e}",
-                cargo_toml.display()
-            ))
+            fail(
+                BuildErrorKind::Io,
+                format!(
+                    "cannot read the kernel crate's manifest {}: {e}",
+                    cargo_toml.display()
+                ),
+            )
         })?;
         let crate_name = child::package_name(&toml).ok_or_else(|| BuildError {
+            kind: BuildErrorKind::Config,
             message: format!("no `[package] name` in {}", cargo_toml.display()),
         })?;
         if !self.arch.starts_with("sm_") || self.arch[3..].parse::<u32>().is_err() {
-            return fail(format!(
-                "arch `{}` is not of the form sm_XY (e.g. sm_80)",
-                self.arch
-            ));
+            return fail(
+                BuildErrorKind::Config,
+                format!("arch `{}` is not of the form sm_XY (e.g. sm_80)", self.arch),
+            );
         }
         Ok((crate_dir, cargo_toml, crate_name))
     }
@@ -384,11 +428,15 @@ impl PtxBuilder {
             bitcode: &bitcode,
         };
         child.run()?;
-        let in_crate = |m: String| BuildError {
+        let in_crate = |kind: BuildErrorKind, m: String| BuildError {
+            kind,
             message: format!("kernel crate `{crate_name}`: {m}"),
         };
-        let generated = pipeline.run(&bitcode).map_err(|e| in_crate(e.message))?;
-        let (ptx, kernels) = process_ptx(&generated.ptx).map_err(in_crate)?;
+        let generated = pipeline
+            .run(&bitcode)
+            .map_err(|e| in_crate(e.kind, e.message))?;
+        let (ptx, kernels) =
+            process_ptx(&generated.ptx).map_err(|m| in_crate(BuildErrorKind::Manifest, m))?;
         let checked = verify::verify(
             &ptx,
             &pipeline.file("ptx"),
@@ -396,7 +444,7 @@ impl PtxBuilder {
             fallback.as_deref(),
             self.ptxas_report,
         )
-        .map_err(|e| in_crate(e.message))?;
+        .map_err(|e| in_crate(e.kind, e.message))?;
         let ptx_name = format!("{lib_name}.ptx");
         let manifest = Manifest {
             format: manifest::FORMAT,
@@ -427,6 +475,26 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
         return Ok(());
     }
-    std::fs::write(path, contents)
-        .or_else(|e| fail(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, contents).or_else(|e| {
+        fail(
+            BuildErrorKind::Io,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_arch_is_a_config_error() {
+        // The builder's own crate has a package name; its arch is what is wrong.
+        let e = PtxBuilder::new(env!("CARGO_MANIFEST_DIR"))
+            .arch("compute_80")
+            .build()
+            .unwrap_err();
+        assert_eq!(e.kind(), BuildErrorKind::Config, "{e}");
+        assert!(e.message().contains("sm_XY"), "{e}");
+    }
 }

@@ -12,7 +12,7 @@ use crate::cuda::Search;
 use crate::ir::display_symbol;
 use crate::shared::{self, Needs};
 use crate::toolchain::Toolchain;
-use crate::{fail, BuildError};
+use crate::{fail, BuildError, BuildErrorKind};
 use ferrocuda_abi::manifest::FpContract;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -71,13 +71,18 @@ impl Pipeline<'_> {
             ],
         )?;
         let text = read(&text_path)?;
-        let needs = shared::needs(&text).or_else(fail)?;
+        let needs = shared::needs(&text).or_else(|m| fail(BuildErrorKind::Compile, m))?;
         let mut input = bitcode.to_path_buf();
         if needs.rewrite() {
             input = self.file("shared.ll");
-            let rewritten = shared::rewrite(&text, &needs).or_else(fail)?;
-            std::fs::write(&input, rewritten)
-                .or_else(|e| fail(format!("cannot write {}: {e}", input.display())))?;
+            let rewritten =
+                shared::rewrite(&text, &needs).or_else(|m| fail(BuildErrorKind::Compile, m))?;
+            std::fs::write(&input, rewritten).or_else(|e| {
+                fail(
+                    BuildErrorKind::Io,
+                    format!("cannot write {}: {e}", input.display()),
+                )
+            })?;
         }
         let mut libdevice = None;
         if !needs.libdevice.is_empty() {
@@ -109,6 +114,7 @@ impl Pipeline<'_> {
     fn libdevice(&self, needs: &Needs) -> Result<PathBuf, BuildError> {
         let search = (self.find_libdevice)();
         search.found.clone().ok_or_else(|| BuildError {
+            kind: BuildErrorKind::Toolchain,
             message: format!(
                 "the kernels call libdevice functions ({}), but NVIDIA's libdevice.10.bc was \
                  not found. Looked at:\n{}\n\nInstall it with `pip install \
@@ -170,29 +176,39 @@ impl Pipeline<'_> {
 
     fn tool(&self, name: &str, args: &[OsString]) -> Result<(), BuildError> {
         let path = self.toolchain.tool(name);
-        let output = Command::new(&path)
-            .args(args)
-            .output()
-            .or_else(|e| fail(format!("could not run {}: {e}", path.display())))?;
+        let output = Command::new(&path).args(args).output().or_else(|e| {
+            fail(
+                BuildErrorKind::Toolchain,
+                format!("could not run {}: {e}", path.display()),
+            )
+        })?;
         if output.status.success() {
             return Ok(());
         }
         let stderr = String::from_utf8_lossy(&output.stderr);
         if let Some(explained) = explain_llvm_error(&stderr) {
-            return fail(explained);
+            return fail(BuildErrorKind::Compile, explained);
         }
         let cmdline: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
-        fail(format!(
-            "`{name} {}` failed ({}):\n{}",
-            cmdline.join(" "),
-            output.status,
-            stderr.trim_end()
-        ))
+        fail(
+            BuildErrorKind::Compile,
+            format!(
+                "`{name} {}` failed ({}):\n{}",
+                cmdline.join(" "),
+                output.status,
+                stderr.trim_end()
+            ),
+        )
     }
 }
 
 fn read(path: &Path) -> Result<String, BuildError> {
-    std::fs::read_to_string(path).or_else(|e| fail(format!("cannot read {}: {e}", path.display())))
+    std::fs::read_to_string(path).or_else(|e| {
+        fail(
+            BuildErrorKind::Io,
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })
 }
 
 /// A readable explanation of LLVM's location-less failure to generate code for a

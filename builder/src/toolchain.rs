@@ -1,6 +1,6 @@
 //! The Rust toolchain that builds a kernel crate, and the LLVM tools that ship with it.
 
-use crate::{fail, BuildError, TARGET};
+use crate::{fail, BuildError, BuildErrorKind, TARGET};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,33 +25,47 @@ impl Toolchain {
             .current_dir(crate_dir)
             .args(["--print", "sysroot"])
             .output()
-            .or_else(|e| fail(format!("could not run `rustc --print sysroot`: {e}")))?;
+            .or_else(|e| {
+                fail(
+                    BuildErrorKind::Toolchain,
+                    format!("could not run `rustc --print sysroot`: {e}"),
+                )
+            })?;
         if !out.status.success() {
-            return fail(format!(
-                "`rustc --print sysroot` failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            return fail(
+                BuildErrorKind::Toolchain,
+                format!(
+                    "`rustc --print sysroot` failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            );
         }
         let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         let toolchain = toolchain_name(&sysroot);
         let core = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
         if !core.exists() {
-            return fail(format!(
-                "the Rust toolchain at {} has no `rust-src` component, which -Zbuild-std=core \
+            return fail(
+                BuildErrorKind::Toolchain,
+                format!(
+                    "the Rust toolchain at {} has no `rust-src` component, which -Zbuild-std=core \
                  needs to compile `core` for {TARGET}.\n\nInstall it with:\n\n    \
                  rustup component add rust-src --toolchain {toolchain}\n",
-                sysroot.display()
-            ));
+                    sysroot.display()
+                ),
+            );
         }
         let Some(llvm_bin) = llvm_bin(&sysroot) else {
-            return fail(format!(
-                "the Rust toolchain at {} has no `llvm-tools` component ({}), which ferrocuda \
+            return fail(
+                BuildErrorKind::Toolchain,
+                format!(
+                    "the Rust toolchain at {} has no `llvm-tools` component ({}), which ferrocuda \
                  runs after rustc to place shared memory, link libdevice and generate the \
                  PTX.\n\nInstall it with:\n\n    \
                  rustup component add llvm-tools --toolchain {toolchain}\n",
-                sysroot.display(),
-                LLVM_TOOLS.join(", ")
-            ));
+                    sysroot.display(),
+                    LLVM_TOOLS.join(", ")
+                ),
+            );
         };
         Ok(Toolchain { llvm_bin })
     }

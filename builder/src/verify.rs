@@ -3,7 +3,7 @@
 
 use crate::check::ptxas::{self, Resources};
 use crate::check::{check_text, Finding, Rule, Severity};
-use crate::{fail, BuildError};
+use crate::{fail, BuildError, BuildErrorKind};
 use std::path::{Path, PathBuf};
 
 /// What the checks found, when nothing fails the build.
@@ -71,12 +71,15 @@ pub(crate) fn verify(
     }
     if !errors.is_empty() {
         let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();
-        return fail(format!(
-            "the generated PTX breaks {} rule{}:\n{}",
-            errors.len(),
-            if errors.len() == 1 { "" } else { "s" },
-            list.join("\n")
-        ));
+        return fail(
+            BuildErrorKind::Check,
+            format!(
+                "the generated PTX breaks {} rule{}:\n{}",
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" },
+                list.join("\n")
+            ),
+        );
     }
     out.warnings = warnings;
     Ok(out)

@@ -22,7 +22,7 @@
 //! then costs well under two seconds. Needs the pinned toolchain's `rust-src`
 //! and `llvm-tools`.
 
-use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
+use ferrocuda_builder::{BuildError, BuildErrorKind, BuildOutput, PtxBuilder};
 use std::fs;
 use std::path::Path;
 use std::time::Instant;
@@ -198,7 +198,12 @@ fn rejects_invalid_kernels() {
             Ok(_) => problems.push(format!("case `{name}` built, but must fail:\n{body}")),
             Err(e) => {
                 let msg = e.to_string();
-                if !msg.contains(expected) {
+                if e.kind() != BuildErrorKind::Compile {
+                    problems.push(format!(
+                        "case `{name}` failed as {:?}, not as a compile error:\n{msg}",
+                        e.kind()
+                    ));
+                } else if !msg.contains(expected) {
                     problems.push(format!(
                         "case `{name}` failed without `{expected}`:\n{body}\n--- error ---\n{msg}"
                     ));

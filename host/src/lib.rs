@@ -1,16 +1,28 @@
 //! ferrocuda's host runtime.
 //!
-//! * [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
-//!   validation: every rule of the consumer contract, in one module.
-//! * [`stream`] — the stream policy: which producer streams to synchronize or wait on, as an
-//!   inspectable plan, then its execution.
-//! * [`driver`] — the CUDA driver (through cudarc, loaded at run time): contexts, pointer
-//!   queries, events.
-//! * [`module`] — PTX modules with their manifests, loaded once per device.
-//! * [`launch`] — argument checks against the manifest and the launch itself.
-//! * [`array`] — [`DeviceArray`], an owning typed N-D device array that exports the CAI.
-//! * [`error`] — the one error type.
-//! * `timing` — stage timing of the launch path (cargo feature `launch-timing`, profiling only).
+//! # Layers
+//!
+//! Each module uses only the modules listed above it (layout arithmetic, element types and
+//! parameter kinds come from `ferrocuda_abi`, below all of them):
+//!
+//! 1. [`error`] — the one error type, with the interface [`Key`] and [`Protocol`] it names.
+//! 2. [`stream`] — the stream policy: which producer streams to synchronize or wait on, as an
+//!    inspectable plan (pure), and the operations that execute it.
+//! 3. [`driver`] — the CUDA driver (through cudarc, loaded at run time), layered as cudarc
+//!    is: `driver::result` (thin `Result` wrappers, the only calls into the driver) →
+//!    contexts, streams, events → the safe entry points.
+//! 4. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
+//!    validation: every rule of the consumer contract, in one module.
+//! 5. [`scalar`] — [`Scalar`], generated from the element-type table.
+//! 6. [`module`] — PTX modules with their manifests, loaded once per device.
+//! 7. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
+//!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
+//!    types, the plan around `cuLaunchKernel`).
+//! 8. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`], [`ForeignArray`](array::ForeignArray)
+//!    with the import-sync rule, and the staging of host arrays.
+//!
+//! `timing` — stage timing of the launch path (cargo feature `launch-timing`, profiling only)
+//! — uses nothing.
 #![warn(missing_docs)]
 
 /// Marks the end of launch stage `$stage` when the calling crate's feature `launch-timing`
@@ -33,13 +45,15 @@ pub mod driver;
 pub mod error;
 pub mod launch;
 pub mod module;
+pub mod scalar;
 pub mod stream;
 #[cfg(feature = "launch-timing")]
 pub mod timing;
 
-pub use array::DeviceArray;
+pub use array::{AnyDeviceArray, DeviceArray};
 pub use cai::ArrayDesc;
-pub use error::{Error, ErrorKind, Result};
-pub use launch::{Arg, LaunchOptions, Launched, Scalar};
+pub use error::{Error, ErrorKind, Key, Protocol, Result};
+pub use launch::{Arg, ArgList, LaunchOptions, Launched, Prepared};
 pub use module::{Kernel, Module};
+pub use scalar::Scalar;
 pub use stream::{StreamRef, SyncMode};

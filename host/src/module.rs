@@ -6,13 +6,14 @@
 //! launch limits and the manifest index are cached: a launch does no lookup by string and no
 //! allocation.
 
-use crate::driver::{check, init, Context, MAX_DEVICES};
+use crate::driver::result as cu;
+use crate::driver::{init, Context, MAX_DEVICES};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use ferrocuda_abi::{DType, ParamKind};
 use std::collections::HashMap;
-use std::ffi::{c_void, CString};
+use std::ffi::CString;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -79,21 +80,18 @@ impl Signature {
                 .ok_or_else(|| bad(format!("parameter `{}` has unknown dtype", p.name)))?;
             let rank = p.rank as usize;
             // The layouts of ferrocuda-abi's parameter types, checked against the manifest.
-            let (size, align) = match kind {
-                ParamKind::Scalar => (dtype.itemsize(), dtype.itemsize()),
-                ParamKind::Slice => (16, 8),
-                ParamKind::View => (8 + 16 * rank, 8),
-            };
-            if (kind == ParamKind::Scalar) != (rank == 0)
-                || (kind == ParamKind::Slice && rank != 1)
-                || size != p.size as usize
-                || align != p.align as usize
-            {
+            let layout = kind.layout(dtype, rank);
+            let Some((size, align)) = layout.filter(|&l| l == (p.size.into(), p.align.into()))
+            else {
+                let expected = match layout {
+                    Some((size, align)) => format!("expected {size}/{align}"),
+                    None => format!("no {} parameter has rank {rank}", kind.name()),
+                };
                 return Err(bad(format!(
-                    "parameter `{}` ({} {} rank {}) has size/align {}/{}, expected {size}/{align}",
+                    "parameter `{}` ({} {} rank {}) has size/align {}/{}, {expected}",
                     p.name, p.kind, p.dtype, p.rank, p.size, p.align
                 )));
-            }
+            };
             offset = offset.next_multiple_of(align);
             params.push(Param {
                 name: p.name.clone(),
@@ -118,7 +116,7 @@ impl Signature {
             .collect::<Vec<_>>();
         for g in &same_shape {
             if g.iter()
-                .any(|&i| i >= params.len() || params[i].kind == ParamKind::Scalar)
+                .any(|&i| i >= params.len() || !params[i].kind.is_array())
             {
                 return Err(bad("same_shape names a missing or scalar parameter".into()));
             }
@@ -157,6 +155,12 @@ pub(crate) struct Function {
     pub(crate) blocks_per_sm: u32,
     pub(crate) max_threads: u32,
 }
+
+// SAFETY: a CUfunction handle may be used from any thread (the driver API is thread-safe);
+// its module is never unloaded while the `Module` lives.
+unsafe impl Send for Function {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Function {}
 
 #[derive(Debug)]
 pub(crate) struct Loaded {
@@ -288,28 +292,11 @@ impl Module {
         init()?;
         ctx.bind()?;
         let mut log = vec![0u8; 8192];
-        let mut opts = [
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        ];
-        let mut vals: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
-        let mut module: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: NUL-terminated PTX; two JIT options with matching value slots; the log
-        // buffer outlives the call.
-        let res = unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut module,
-                self.ptx.as_ptr().cast(),
-                2,
-                opts.as_mut_ptr(),
-                vals.as_mut_ptr(),
-            )
-        };
-        if let Err(e) = check(res, "cuModuleLoadDataEx") {
+        let module = cu::module_load(&self.ptx, &mut log).map_err(|e| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
             let (maj, min) = ctx.compute_capability();
-            return Err(Error::new(
+            Error::new(
                 e.kind(),
                 format!(
                     "loading PTX built for {} on device {} (sm_{maj}{min}): {e}{}{}",
@@ -318,54 +305,46 @@ impl Module {
                     if text.is_empty() { "" } else { "\nJIT log: " },
                     text
                 ),
-            ));
-        }
-        let mut functions = Vec::with_capacity(self.signatures.len());
-        for s in &self.signatures {
-            let mut f: sys::CUfunction = std::ptr::null_mut();
-            // SAFETY: loaded module; NUL-terminated name.
-            check(
-                unsafe { sys::cuModuleGetFunction(&mut f, module, s.c_name.as_ptr()) },
-                "cuModuleGetFunction",
             )
-            .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))?;
-            let mut max_threads = 0;
-            // SAFETY: valid function; out-pointer to a local.
-            check(
-                unsafe {
-                    sys::cuFuncGetAttribute(
-                        &mut max_threads,
-                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                        f,
-                    )
-                },
-                "cuFuncGetAttribute",
-            )?;
-            let block = (max_threads.max(32) as u32).min(256);
-            let mut per_sm = 0;
-            // SAFETY: valid function and block size; no dynamic shared memory.
-            check(
-                unsafe {
-                    sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                        &mut per_sm,
-                        f,
-                        block as i32,
-                        0,
-                    )
-                },
-                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-            )?;
-            functions.push(Function {
-                raw: f,
-                block,
-                blocks_per_sm: per_sm.max(1) as u32,
-                max_threads: max_threads.max(1) as u32,
-            });
-        }
+        })?;
+        let functions = self
+            .signatures
+            .iter()
+            .map(|s| {
+                // SAFETY: `module` was just loaded into the bound context.
+                unsafe { Function::load(module, s) }
+                    .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Loaded {
             _module: module,
             functions,
         })
+    }
+}
+
+impl Function {
+    /// The function of `sig` in `module` and its launch limits: the default block (256
+    /// threads, or the kernel's maximum if lower) and how many such blocks an SM holds.
+    ///
+    /// # Safety
+    ///
+    /// `module` is loaded in the calling thread's current context.
+    unsafe fn load(module: sys::CUmodule, sig: &Signature) -> Result<Function> {
+        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+        // SAFETY: the caller's contract; the function comes from that module.
+        unsafe {
+            let f = cu::module_function(module, &sig.c_name)?;
+            let max_threads = cu::function_attribute(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+            let block = (max_threads.max(32) as u32).min(256);
+            let per_sm = cu::blocks_per_multiprocessor(f, block)?;
+            Ok(Function {
+                raw: f,
+                block,
+                blocks_per_sm: per_sm.max(1) as u32,
+                max_threads: max_threads.max(1) as u32,
+            })
+        }
     }
 }
 

@@ -4,7 +4,7 @@ import os
 from typing import Any, Dict, Optional, Tuple, Union, final
 
 import numpy as np
-from typing_extensions import CapsuleType, TypeAlias
+from typing_extensions import CapsuleType, TypeAlias, disjoint_base
 
 __all__ = [
     "CudaError",
@@ -23,6 +23,7 @@ __all__ = [
     "as_cuda_array",
     "from_cuda_array_interface",
     "Module",
+    "Launcher",
     "Kernel",
     "Family",
     "ConfiguredLauncher",
@@ -154,9 +155,9 @@ class ConfiguredLauncher:
 
     def __call__(self, *args: Any, sync: _SyncLike = None, check_pointers: bool = True) -> None: ...
 
-@final
-class Kernel:
-    """One kernel of a module."""
+@disjoint_base
+class Launcher:
+    """Launches kernels: the base of :class:`Kernel` and :class:`Family`."""
 
     def __call__(
         self,
@@ -170,6 +171,11 @@ class Kernel:
     def __getitem__(self, config: Tuple[Any, ...], /) -> ConfiguredLauncher: ...
     @property
     def name(self) -> str: ...
+
+@final
+class Kernel(Launcher):
+    """One kernel of a module."""
+
     @property
     def family(self) -> str: ...
     @property
@@ -178,21 +184,9 @@ class Kernel:
     def signature(self) -> str: ...
 
 @final
-class Family:
+class Family(Launcher):
     """A kernel family: dispatches on element types and ranks."""
 
-    def __call__(
-        self,
-        *args: Any,
-        stream: _StreamLike = None,
-        sync: _SyncLike = None,
-        grid: Optional[_Dim3] = None,
-        block: Optional[_Dim3] = None,
-        check_pointers: bool = True,
-    ) -> None: ...
-    def __getitem__(self, config: Tuple[Any, ...], /) -> ConfiguredLauncher: ...
-    @property
-    def name(self) -> str: ...
     @property
     def kernels(self) -> Tuple[Kernel, ...]: ...
 

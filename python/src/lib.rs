@@ -1,106 +1,54 @@
 //! `ferrocuda._ferrocuda`: the Python extension of ferrocuda.
 //!
 //! A thin layer over [`ferrocuda_host`]: it reads the array interfaces of Python objects
-//! (`__cuda_array_interface__` v0–v3, `__sycl_usm_array_interface__`, DLPack), normalizes
-//! stream arguments, converts scalars by the kernel manifest, and hands everything to the host
-//! crate, which validates, orders the launch against the producers' streams and launches.
+//! (`__cuda_array_interface__` v0–v3, `__sycl_usm_array_interface__`, DLPack, NumPy),
+//! normalizes stream arguments, converts scalars by the kernel manifest, and hands everything
+//! to the host crate, which validates, orders the launch against the producers' streams and
+//! launches.
 //!
-//! Module map:
+//! # Layers
 //!
-//! * [`interface`] — reading interface dictionaries into [`ferrocuda_host::cai::RawInterface`]
-//!   (no heap allocation for well-formed ones) and `validate_interface`;
-//! * [`dlpack`] — the DLPack C structures, the consumer (capsule import) and the producer
-//!   (`DeviceArray.__dlpack__`);
-//! * [`streams`] — stream and sync-mode arguments;
-//! * [`arrays`] — the `DeviceArray` and `ForeignArray` classes, and host (NumPy) arrays;
-//! * [`kernels`] — `Module`, `Kernel`, `Family` and the per-call launch path.
+//! Each module uses only the modules listed above it:
+//!
+//! 1. [`util`] — small helpers: integers, short strings, tuples and lists, type names, NumPy
+//!    attributes.
+//! 2. [`errors`] — `CudaError`, `PerformanceWarning`, host errors as Python exceptions,
+//!    failures of reading a producer's objects.
+//! 3. [`read`] — readers of foreign objects, each producing the host crate's description:
+//!    interface dictionaries (`read::cai`), CuPy and torch fast paths (`read::fast`), DLPack
+//!    capsules (`read::dlpack`), NumPy host arrays (`read::host`), stream and sync arguments
+//!    (`read::streams`).
+//! 4. [`arrays`] — the array objects: `DeviceArray`, `ForeignArray`, the DLPack export, and
+//!    the capsules held until a kernel completes.
+//! 5. [`args`] — argument classification: what each launch argument is.
+//! 6. [`docs`] — signatures and docstrings of launchers.
+//! 7. [`call`] — the call path: options, kernel selection, scalars, the launch through the
+//!    host crate's two phases (host arrays staged between them).
+//! 8. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
+//!    differ only in selection; `ConfiguredLauncher`.
+//! 9. [`module`] — `Module`, `load`, `bundled`.
+//! 10. [`functions`] — the module-level functions.
+//!
+//! This file registers the classes and functions (it uses every layer).
 //!
 //! No function here panics on any input: every failure is a Python exception. Host-crate
 //! errors map by kind: `Type` → `TypeError`, `Value` → `ValueError`, `Unsupported` →
 //! `NotImplementedError`, `Cuda`/`NoDriver` → `ferrocuda.CudaError`.
 
-use ferrocuda_host::{Error, ErrorKind};
-use pyo3::exceptions::{
-    PyNotImplementedError, PyRuntimeError, PyTypeError, PyUserWarning, PyValueError,
-};
 use pyo3::prelude::*;
 
+pub mod args;
 pub mod arrays;
-pub mod dlpack;
-pub mod fast;
-pub mod interface;
-pub mod kernels;
-pub mod streams;
+pub mod call;
+pub mod docs;
+pub mod errors;
+pub mod functions;
+pub mod launcher;
+pub mod module;
+pub mod read;
+pub mod util;
 
-pyo3::create_exception!(
-    ferrocuda,
-    CudaError,
-    PyRuntimeError,
-    "A CUDA driver call failed, or no CUDA driver/device is available.\n\n\
-     The attribute ``code`` holds the raw ``CUresult`` (``None`` when no driver was found)."
-);
-
-pyo3::create_exception!(
-    ferrocuda,
-    PerformanceWarning,
-    PyUserWarning,
-    "Emitted when a launch takes host (NumPy) arrays: they are copied to the device, and \
-     mutable ones copied back, on every call. Keep data on the device in loops."
-);
-
-/// Converts a host-crate error into the Python exception of its kind.
-pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    let msg = e.to_string();
-    match e.kind() {
-        ErrorKind::Type => PyTypeError::new_err(msg),
-        ErrorKind::Value => PyValueError::new_err(msg),
-        ErrorKind::Unsupported => PyNotImplementedError::new_err(msg),
-        ErrorKind::Cuda { code } => cuda_error(py, msg, Some(code)),
-        // NoDriver, and any kind added later.
-        _ => cuda_error(py, msg, None),
-    }
-}
-
-fn cuda_error(py: Python<'_>, msg: String, code: Option<u32>) -> PyErr {
-    let err = CudaError::new_err(msg);
-    // Best effort: an exception instance always accepts attributes.
-    let _ = err.value(py).setattr(pyo3::intern!(py, "code"), code);
-    err
-}
-
-/// Extension trait: `.py_err(py)?` on host-crate results.
-pub trait IntoPyResult<T> {
-    /// Maps the error with [`to_py`].
-    fn py_err(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> IntoPyResult<T> for Result<T, Error> {
-    #[inline]
-    fn py_err(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py(py, e))
-    }
-}
-
-/// `True` when a CUDA driver loads and reports at least one device. Never raises.
-#[pyfunction]
-fn driver_available(py: Python<'_>) -> bool {
-    py.detach(ferrocuda_host::driver::is_available)
-}
-
-/// Number of CUDA devices. Raises `CudaError` when no driver can be loaded.
-#[pyfunction]
-fn device_count(py: Python<'_>) -> PyResult<usize> {
-    py.detach(ferrocuda_host::driver::device_count).py_err(py)
-}
-
-/// Number of CUDA events in ferrocuda's pool for `device` (for leak tests: the pool holds
-/// events for reuse, it should not grow with the number of launches).
-#[pyfunction]
-#[pyo3(signature = (device = 0))]
-fn _pooled_events(py: Python<'_>, device: usize) -> PyResult<usize> {
-    py.detach(|| ferrocuda_host::driver::Context::get(device).map(|c| c.pooled_events()))
-        .py_err(py)
-}
+pub use errors::{to_py, CudaError, IntoPyResult, PerformanceWarning};
 
 /// The extension module.
 #[pymodule]
@@ -111,12 +59,31 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_NDIM", ferrocuda_host::cai::MAX_NDIM)?;
     m.add("SYNC_ENV_VAR", ferrocuda_host::stream::SYNC_ENV_VAR)?;
-    m.add_function(wrap_pyfunction!(driver_available, m)?)?;
-    m.add_function(wrap_pyfunction!(device_count, m)?)?;
-    m.add_function(wrap_pyfunction!(_pooled_events, m)?)?;
-    interface::register(m)?;
-    streams::register(m)?;
-    arrays::register(m)?;
-    kernels::register(m)?;
+    m.add_class::<arrays::PyDeviceArray>()?;
+    m.add_class::<arrays::PyForeignArray>()?;
+    m.add_class::<module::PyKModule>()?;
+    m.add_class::<launcher::PyLauncher>()?;
+    m.add_class::<launcher::PyKernel>()?;
+    m.add_class::<launcher::PyFamily>()?;
+    m.add_class::<launcher::PyConfigured>()?;
+    m.add_function(wrap_pyfunction!(module::bundled, m)?)?;
+    m.add_function(wrap_pyfunction!(module::load, m)?)?;
+    m.add_function(wrap_pyfunction!(module::_bundled_ptx, m)?)?;
+    use functions as f;
+    m.add_function(wrap_pyfunction!(f::driver_available, m)?)?;
+    m.add_function(wrap_pyfunction!(f::device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_pooled_events, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_pending_releases, m)?)?;
+    #[cfg(feature = "launch-timing")]
+    m.add_function(wrap_pyfunction!(f::_launch_timing, m)?)?;
+    m.add_function(wrap_pyfunction!(f::validate_interface, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_describe_generic, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_fast_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_cupy_stream_source, m)?)?;
+    m.add_function(wrap_pyfunction!(f::as_cuda_array, m)?)?;
+    m.add_function(wrap_pyfunction!(f::from_cuda_array_interface, m)?)?;
+    m.add_function(wrap_pyfunction!(f::normalize_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(f::normalize_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(f::synchronize, m)?)?;
     Ok(())
 }

@@ -8,12 +8,12 @@ runs every entry through ``ferrocuda.validate_interface(obj, name="arg")`` and t
 launch, on any machine (argument errors come before "no CUDA driver") and, on a GPU, with real
 allocations that are poisoned and checked afterwards: a refused launch writes nothing.
 
-What the entries pin down (read off ``host/src/cai.rs`` and ``python/src/interface.rs``, and
+What the entries pin down (read off ``host/src/cai/`` and ``python/src/read/cai.rs``, and
 checked against the extension):
 
 * every rule violation of the interface itself is a ``ValueError`` naming the key — also a
   *wrong type* of a key's value (``shape="4"``, ``version=3.0``, ``typestr=b"<f4"``) and
-  ``bool`` where an int is expected: ``python/src/interface.rs`` reports those as value errors
+  ``bool`` where an int is expected: ``python/src/read/cai.rs`` reports those as value errors
   of the key, as the existing ``test_interface.py`` does. Integers out of range (``2**64``,
   ``2**200``, ``-2**200``) in an interface are ``ValueError`` too ("does not fit", "out of
   range", "not an address"): ``OverflowError`` is only raised for *scalar kernel arguments*

@@ -1,5 +1,5 @@
-//! DLPack: the C structures (as in `dlpack.h` 1.x), the consumer (importing a producer's
-//! capsule) and the producer (`DeviceArray.__dlpack__`).
+//! DLPack: the C structures (as in `dlpack.h` 1.x) and the consumer (importing a producer's
+//! capsule). The producer (`DeviceArray.__dlpack__`) is `arrays::export`.
 //!
 //! # Consumer
 //!
@@ -17,26 +17,20 @@
 //! with the read-only flag gives a read-only array; a major version other than 1 is refused
 //! (its deleter is still called).
 //!
-//! # Producer
-//!
-//! [`export`] builds a managed tensor over a ferrocuda array. The tensor's context holds a
-//! strong reference to the Python array object, so the memory outlives every consumer; the
-//! deleter drops it. The capsule's destructor calls the deleter only if no consumer took the
-//! tensor (the capsule was not renamed).
 
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
 
-use ferrocuda_abi::DType;
-use ferrocuda_host::{ArrayDesc, Error};
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use ferrocuda_abi::{layout, DType, MAX_NDIM};
+use ferrocuda_host::{ArrayDesc, Error, Key, Protocol};
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict};
 
-use crate::interface::{rename_protocol, type_name};
-use crate::to_py;
+use crate::errors::{annotate, to_py};
+use crate::util::type_name;
 
 /// `DLDeviceType::kDLCPU`.
 pub const KDL_CPU: i32 = 1;
@@ -142,10 +136,14 @@ pub struct DLManagedTensorVersioned {
     pub dl_tensor: DLTensor,
 }
 
-const NAME: &CStr = c"dltensor";
-const USED_NAME: &CStr = c"used_dltensor";
-const NAME_V: &CStr = c"dltensor_versioned";
-const USED_NAME_V: &CStr = c"used_dltensor_versioned";
+/// The capsule name of an unversioned managed tensor.
+pub const NAME: &CStr = c"dltensor";
+/// The name a consumer gives an unversioned capsule it took.
+pub const USED_NAME: &CStr = c"used_dltensor";
+/// The capsule name of a versioned managed tensor.
+pub const NAME_V: &CStr = c"dltensor_versioned";
+/// The name a consumer gives a versioned capsule it took.
+pub const USED_NAME_V: &CStr = c"used_dltensor_versioned";
 
 /// A consumed managed tensor; drops it by calling the producer's deleter once.
 #[derive(Debug)]
@@ -184,15 +182,11 @@ impl Drop for DlpackOwner {
     }
 }
 
-fn dl_err(e: Error) -> Error {
-    rename_protocol(e, "__dlpack__")
-}
-
 fn bad(msg: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::value(msg)
 }
 
-/// The element type of a DLPack data type.
+/// The element type of a DLPack data type (the element-type table's DLPack codes).
 pub fn dtype_of(t: DLDataType) -> Result<DType, Error> {
     if t.lanes != 1 {
         return Err(Error::type_error(format!(
@@ -200,42 +194,19 @@ pub fn dtype_of(t: DLDataType) -> Result<DType, Error> {
             t.lanes
         )));
     }
-    let d = match (t.code, t.bits) {
-        (code::INT, 8) => DType::I8,
-        (code::INT, 16) => DType::I16,
-        (code::INT, 32) => DType::I32,
-        (code::INT, 64) => DType::I64,
-        (code::UINT, 8) => DType::U8,
-        (code::UINT, 16) => DType::U16,
-        (code::UINT, 32) => DType::U32,
-        (code::UINT, 64) => DType::U64,
-        (code::FLOAT, 16) => DType::F16,
-        (code::FLOAT, 32) => DType::F32,
-        (code::FLOAT, 64) => DType::F64,
-        (code::COMPLEX, 64) => DType::C64,
-        (code::COMPLEX, 128) => DType::C128,
-        (code::BOOL, 8) => DType::Bool,
-        (code::BFLOAT, _) => return Err(Error::type_error("bfloat16 is not supported")),
-        (c, b) => {
-            return Err(Error::type_error(format!(
-                "unsupported DLPack element type (code {c}, {b} bits)"
-            )))
-        }
-    };
-    Ok(d)
+    DType::from_dlpack(t.code, t.bits).ok_or_else(|| match t.code {
+        code::BFLOAT => Error::type_error("bfloat16 is not supported"),
+        c => Error::type_error(format!(
+            "unsupported DLPack element type (code {c}, {} bits)",
+            t.bits
+        )),
+    })
 }
 
 /// The DLPack data type of an element type.
 pub fn dl_dtype(d: DType) -> DLDataType {
-    let code = match d {
-        DType::Bool => code::BOOL,
-        DType::I8 | DType::I16 | DType::I32 | DType::I64 => code::INT,
-        DType::U8 | DType::U16 | DType::U32 | DType::U64 => code::UINT,
-        DType::F16 | DType::F32 | DType::F64 => code::FLOAT,
-        DType::C64 | DType::C128 => code::COMPLEX,
-    };
     DLDataType {
-        code,
+        code: d.dlpack_code(),
         bits: (d.itemsize() * 8) as u8,
         lanes: 1,
     }
@@ -259,48 +230,46 @@ unsafe fn describe_tensor(t: &DLTensor, readonly: bool) -> Result<ArrayDesc, Err
             return Err(bad(format!(
                 "the DLPack tensor is on device type {other}{name}, not a CUDA device"
             ))
-            .with_key("device"));
+            .with_key(Key::Device));
         }
     }
-    let dtype = dtype_of(t.dtype).map_err(|e| e.with_key("dtype"))?;
+    let dtype = dtype_of(t.dtype).map_err(|e| e.with_key(Key::Dtype))?;
     let ndim = usize::try_from(t.ndim)
-        .map_err(|_| bad(format!("ndim {} is negative", t.ndim)).with_key("ndim"))?;
-    if ndim > ferrocuda_host::cai::MAX_NDIM {
-        return Err(bad(format!(
-            "{ndim} axes; at most {} are supported",
-            ferrocuda_host::cai::MAX_NDIM
-        ))
-        .with_key("shape"));
+        .map_err(|_| bad(format!("ndim {} is negative", t.ndim)).with_key(Key::Ndim))?;
+    if ndim > MAX_NDIM {
+        return Err(
+            bad(format!("{ndim} axes; at most {} are supported", MAX_NDIM)).with_key(Key::Shape),
+        );
     }
     if ndim > 0 && t.shape.is_null() {
-        return Err(bad("shape is NULL").with_key("shape"));
+        return Err(bad("shape is NULL").with_key(Key::Shape));
     }
-    let mut shape = [0usize; ferrocuda_host::cai::MAX_NDIM];
-    let mut strides = [0isize; ferrocuda_host::cai::MAX_NDIM];
-    let item = dtype.itemsize() as i64;
+    let mut shape = [0usize; MAX_NDIM];
+    let mut elem = [0isize; MAX_NDIM];
     for d in 0..ndim {
         // SAFETY: `shape` holds `ndim` integers (caller's contract).
         let n = unsafe { *t.shape.add(d) };
         shape[d] = usize::try_from(n)
-            .map_err(|_| bad(format!("shape[{d}] = {n} is negative")).with_key("shape"))?;
+            .map_err(|_| bad(format!("shape[{d}] = {n} is negative")).with_key(Key::Shape))?;
         if !t.strides.is_null() {
             // SAFETY: `strides` holds `ndim` integers when not NULL.
-            let s = unsafe { *t.strides.add(d) };
-            strides[d] = s
-                .checked_mul(item)
-                .and_then(|b| isize::try_from(b).ok())
-                .ok_or_else(|| {
-                    bad(format!("strides[{d}] = {s} elements overflows in bytes"))
-                        .with_key("strides")
-                })?;
+            elem[d] = unsafe { *t.strides.add(d) } as isize;
         }
     }
+    let mut strides = [0isize; MAX_NDIM];
+    layout::byte_strides(&elem[..ndim], dtype.itemsize(), &mut strides).map_err(|d| {
+        bad(format!(
+            "strides[{d}] = {} elements overflows in bytes",
+            elem[d]
+        ))
+        .with_key(Key::Strides)
+    })?;
     let ptr = (t.data as u64).checked_add(t.byte_offset).ok_or_else(|| {
         bad(format!(
             "data {:#x} + byte_offset {} overflows",
             t.data as u64, t.byte_offset
         ))
-        .with_key("byte_offset")
+        .with_key(Key::ByteOffset)
     })?;
     let strides = (!t.strides.is_null()).then_some(&strides[..ndim]);
     ArrayDesc::from_parts(dtype, &shape[..ndim], strides, ptr, readonly, None)
@@ -339,9 +308,13 @@ pub fn import(
     arg: &str,
 ) -> PyResult<(ArrayDesc, DlpackOwner)> {
     let py = obj.py();
-    let named = |e: Error| to_py(py, dl_err(e).with_arg(arg.to_owned()));
-    let cap = call_dlpack(obj, stream)
-        .map_err(|e| crate::interface::annotate(py, e, "__dlpack__", arg))?;
+    let named = |e: Error| {
+        to_py(
+            py,
+            e.under_protocol(Protocol::DLPack).with_arg(arg.to_owned()),
+        )
+    };
+    let cap = call_dlpack(obj, stream).map_err(|e| annotate(py, e, "__dlpack__", arg))?;
     let cap = cap.cast_into::<PyCapsule>().map_err(|e| {
         named(Error::type_error(format!(
             "__dlpack__() returned {}, not a capsule",
@@ -377,7 +350,7 @@ pub fn import(
                     "DLPack version {}.{} is not supported (ferrocuda reads major version 1)",
                     m.version.major, m.version.minor
                 ))
-                .with_key("version"),
+                .with_key(Key::Version),
             ));
         }
         let ro = m.flags & FLAG_READ_ONLY != 0;
@@ -393,152 +366,5 @@ pub fn import(
     match desc {
         Ok(d) => Ok((d, owner)),
         Err(e) => Err(named(e)),
-    }
-}
-
-/// What an exported tensor keeps alive.
-struct ExportCtx {
-    _owner: Py<PyAny>,
-    _shape: Box<[i64]>,
-    _strides: Box<[i64]>,
-}
-
-/// The deleter of unversioned tensors made by [`export`].
-///
-/// # Safety
-///
-/// `m` is NULL or a tensor made by [`export`] that was not deleted yet.
-unsafe extern "C" fn delete_unversioned(m: *mut DLManagedTensor) {
-    if m.is_null() {
-        return;
-    }
-    // SAFETY: `m` and its context were created by `export` with Box::into_raw and are
-    // released exactly once, here (the DLPack contract: the deleter is called once).
-    // Dropping the Py reference without the GIL is deferred by PyO3's reference pool.
-    unsafe {
-        let m = Box::from_raw(m);
-        drop(Box::from_raw(m.manager_ctx.cast::<ExportCtx>()));
-    }
-}
-
-/// The deleter of versioned tensors made by [`export`].
-///
-/// # Safety
-///
-/// `m` is NULL or a tensor made by [`export`] that was not deleted yet.
-unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
-    if m.is_null() {
-        return;
-    }
-    // SAFETY: as in `delete_unversioned`.
-    unsafe {
-        let m = Box::from_raw(m);
-        drop(Box::from_raw(m.manager_ctx.cast::<ExportCtx>()));
-    }
-}
-
-/// The capsule destructor: deletes the tensor unless a consumer renamed (took) it.
-///
-/// # Safety
-///
-/// Called by Python, with the GIL, on a capsule made by [`export`].
-unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
-    // SAFETY: called by Python with the GIL held on a live capsule. The pending exception (if
-    // any) is saved and restored around the calls, as the DLPack reference implementation does.
-    unsafe {
-        if ffi::PyCapsule_IsValid(capsule, USED_NAME.as_ptr()) != 0
-            || ffi::PyCapsule_IsValid(capsule, USED_NAME_V.as_ptr()) != 0
-        {
-            return;
-        }
-        let mut t = std::ptr::null_mut();
-        let mut v = std::ptr::null_mut();
-        let mut tb = std::ptr::null_mut();
-        ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
-        if ffi::PyCapsule_IsValid(capsule, NAME_V.as_ptr()) != 0 {
-            let p = ffi::PyCapsule_GetPointer(capsule, NAME_V.as_ptr());
-            delete_versioned(p.cast());
-        } else if ffi::PyCapsule_IsValid(capsule, NAME.as_ptr()) != 0 {
-            let p = ffi::PyCapsule_GetPointer(capsule, NAME.as_ptr());
-            delete_unversioned(p.cast());
-        }
-        ffi::PyErr_Restore(t, v, tb);
-    }
-}
-
-/// Exports the array `desc` on CUDA device `device` as a DLPack capsule that keeps `owner`
-/// alive; versioned (`"dltensor_versioned"`, DLPack 1.0) or not (`"dltensor"`).
-pub fn export<'py>(
-    py: Python<'py>,
-    owner: Py<PyAny>,
-    desc: &ArrayDesc,
-    device: usize,
-    versioned: bool,
-) -> PyResult<Bound<'py, PyCapsule>> {
-    let item = desc.itemsize() as isize;
-    let shape: Box<[i64]> = desc.shape().iter().map(|&n| n as i64).collect();
-    let strides: Box<[i64]> = desc
-        .byte_strides()
-        .iter()
-        .map(|&s| (s / item.max(1)) as i64)
-        .collect();
-    let device_id = i32::try_from(device)
-        .map_err(|_| PyValueError::new_err(format!("device {device} out of range")))?;
-    let mut ctx = Box::new(ExportCtx {
-        _owner: owner,
-        _shape: shape,
-        _strides: strides,
-    });
-    let tensor = DLTensor {
-        data: desc.ptr() as usize as *mut c_void,
-        device: DLDevice {
-            device_type: KDL_CUDA,
-            device_id,
-        },
-        ndim: desc.ndim() as i32,
-        dtype: dl_dtype(desc.dtype()),
-        shape: ctx._shape.as_mut_ptr(),
-        strides: ctx._strides.as_mut_ptr(),
-        byte_offset: 0,
-    };
-    let ctx = Box::into_raw(ctx).cast::<c_void>();
-    let (ptr, name): (*mut c_void, &'static CStr) = if versioned {
-        let m = Box::new(DLManagedTensorVersioned {
-            version: DLPackVersion { major: 1, minor: 0 },
-            manager_ctx: ctx,
-            deleter: Some(delete_versioned),
-            flags: if desc.readonly() { FLAG_READ_ONLY } else { 0 },
-            dl_tensor: tensor,
-        });
-        (Box::into_raw(m).cast(), NAME_V)
-    } else {
-        let m = Box::new(DLManagedTensor {
-            dl_tensor: tensor,
-            manager_ctx: ctx,
-            deleter: Some(delete_unversioned),
-        });
-        (Box::into_raw(m).cast(), NAME)
-    };
-    let Some(nn) = NonNull::new(ptr) else {
-        return Err(PyBufferError::new_err("allocation failed"));
-    };
-    // SAFETY: `nn` points at the managed tensor just built; the destructor deletes it unless
-    // a consumer takes it (renames the capsule) and then calls the deleter itself.
-    let cap = unsafe {
-        PyCapsule::new_with_pointer_and_destructor(py, nn, name, Some(capsule_destructor))
-    };
-    match cap {
-        Ok(c) => Ok(c),
-        Err(e) => {
-            // SAFETY: the capsule was not created: the tensor is still ours to delete.
-            unsafe {
-                if versioned {
-                    delete_versioned(ptr.cast());
-                } else {
-                    delete_unversioned(ptr.cast());
-                }
-            }
-            Err(e)
-        }
     }
 }

@@ -47,7 +47,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use ferrocuda_abi::DType;
+use ferrocuda_abi::{layout, DType};
 use ferrocuda_host::cai::{self, ArrayDesc, Protocol, MAX_NDIM};
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::{PyRuntimeWarning, PyValueError};
@@ -56,7 +56,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 
-use crate::interface::StrBuf;
+use crate::util::StrBuf;
 
 // ---------------------------------------------------------------------------------------
 // A lock-free map from Python object addresses to a byte.
@@ -313,6 +313,22 @@ fn numpy_dtype(dtype: &Bound<'_, PyAny>) -> Option<DType> {
     d
 }
 
+/// The element types torch's `__cuda_array_interface__` getter exports (its typestr table);
+/// torch names each `torch.<NumPy name>`.
+const TORCH_EXPORTS: [DType; 11] = [
+    DType::Bool,
+    DType::U8,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::F16,
+    DType::F32,
+    DType::F64,
+    DType::C64,
+    DType::C128,
+];
+
 /// The element type of a torch dtype object (`torch.float32`, …): the dtypes the getter
 /// exports.
 fn torch_dtype(dtype: &Bound<'_, PyAny>) -> Option<DType> {
@@ -320,20 +336,8 @@ fn torch_dtype(dtype: &Bound<'_, PyAny>) -> Option<DType> {
         return dtype_of_code(c);
     }
     let text = dtype.str().ok()?.to_string();
-    let d = match text.as_str() {
-        "torch.bool" => Some(DType::Bool),
-        "torch.uint8" => Some(DType::U8),
-        "torch.int8" => Some(DType::I8),
-        "torch.int16" => Some(DType::I16),
-        "torch.int32" => Some(DType::I32),
-        "torch.int64" => Some(DType::I64),
-        "torch.float16" => Some(DType::F16),
-        "torch.float32" => Some(DType::F32),
-        "torch.float64" => Some(DType::F64),
-        "torch.complex64" => Some(DType::C64),
-        "torch.complex128" => Some(DType::C128),
-        _ => None,
-    };
+    let name = text.strip_prefix("torch.");
+    let d = TORCH_EXPORTS.into_iter().find(|d| name == Some(d.name()));
     DTYPES.insert(dtype, dtype_code(d));
     d
 }
@@ -537,9 +541,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
         }
         Some(&strides[..n])
     };
-    let size = shape[..n]
-        .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(s))?;
+    let size = layout::element_count(&shape[..n])?;
     let ptr: u64 = if size > 0 {
         obj.getattr(intern!(py, "data"))
             .ok()?
@@ -654,14 +656,11 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
         }
         n
     };
-    let item = dtype.itemsize() as isize;
-    for s in &mut strides[..n] {
-        let Some(b) = s.checked_mul(item) else {
-            return Ok(None);
-        };
-        *s = b;
+    let elem = strides;
+    if layout::byte_strides(&elem[..n], dtype.itemsize(), &mut strides).is_err() {
+        return Ok(None);
     }
-    let numel = shape[..n].iter().try_fold(1usize, |a, &s| a.checked_mul(s));
+    let numel = layout::element_count(&shape[..n]);
     let ptr: u64 = match numel {
         None => return Ok(None),
         Some(0) => 0,

@@ -29,33 +29,20 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
 
-use crate::interface::{read_int, type_name, StrBuf};
-use crate::IntoPyResult;
+use crate::errors::to_py;
+use crate::util::{read_int, type_name, StrBuf};
 
-/// A stream from a CAI-style integer (`0` refused).
-pub fn stream_from_int(v: i128, what: &str) -> PyResult<StreamRef> {
-    if v == 0 {
-        return Err(PyValueError::new_err(format!(
-            "{what}: stream 0 is ambiguous and disallowed; use 1 (the legacy default stream), \
-             2 (the per-thread default stream) or a stream handle"
-        )));
-    }
-    u64::try_from(v)
-        .ok()
-        .and_then(StreamRef::from_cai)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "{what}: {v} is not a stream handle (must be in 1..=2**64-1)"
-            ))
-        })
+/// A stream from a CAI-style integer (`0` refused: [`StreamRef::from_int`]).
+pub fn stream_from_int(py: Python<'_>, v: i128) -> PyResult<StreamRef> {
+    StreamRef::from_int(v).map_err(|e| to_py(py, e.with_arg("stream")))
 }
 
 /// A stream from a raw `CUstream` handle of a stream object (`0` = the null stream = legacy).
-fn stream_from_handle(v: i128, what: &str) -> PyResult<StreamRef> {
+fn stream_from_handle(py: Python<'_>, v: i128) -> PyResult<StreamRef> {
     if v == 0 {
         return Ok(StreamRef::Legacy);
     }
-    stream_from_int(v, what)
+    stream_from_int(py, v)
 }
 
 fn handle_int(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i128> {
@@ -85,7 +72,7 @@ pub fn parse_stream(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<StreamRef
     }
     if obj.is_instance_of::<PyInt>() {
         let v = read_int(obj)?.unwrap_or(0);
-        return stream_from_int(v, what).map(Some);
+        return stream_from_int(py, v).map(Some);
     }
     if let Some(f) = obj.getattr_opt(intern!(py, "__cuda_stream__"))? {
         let t = f.call0()?;
@@ -100,7 +87,7 @@ pub fn parse_stream(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<StreamRef
             )));
         }
         let h = handle_int(&t.get_item(1)?, what)?;
-        return stream_from_handle(h, what).map(Some);
+        return stream_from_handle(py, h).map(Some);
     }
     for attr in [
         intern!(py, "cuda_stream"), // torch.cuda.Stream
@@ -108,7 +95,7 @@ pub fn parse_stream(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<StreamRef
     ] {
         if let Some(h) = obj.getattr_opt(attr)? {
             let h = handle_int(&h, what)?;
-            return stream_from_handle(h, what).map(Some);
+            return stream_from_handle(py, h).map(Some);
         }
     }
     if let Some(h) = obj.getattr_opt(intern!(py, "handle"))? {
@@ -124,11 +111,11 @@ pub fn parse_stream(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<StreamRef
             v.call_method0(intern!(py, "__int__"))?
         };
         let h = handle_int(&v, what)?;
-        return stream_from_handle(h, what).map(Some);
+        return stream_from_handle(py, h).map(Some);
     }
     // NumPy integers and other `__index__` objects: a CAI-style integer.
     if let Some(v) = read_int(obj)? {
-        return stream_from_int(v, what).map(Some);
+        return stream_from_int(py, v).map(Some);
     }
     Err(PyTypeError::new_err(format!(
         "{what}: expected None, an int, or a stream object (with __cuda_stream__, \
@@ -181,45 +168,4 @@ pub fn sync_name(m: SyncMode) -> &'static str {
         SyncMode::Event => "event",
         SyncMode::Off => "off",
     }
-}
-
-/// Normalizes a stream argument to its CAI integer (``None`` stays ``None``): the function
-/// every launcher applies to ``stream=``. Raises for ``0``, negative or oversized integers,
-/// ``bool``, and objects that are no stream.
-#[pyfunction]
-#[pyo3(signature = (stream))]
-fn normalize_stream(stream: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
-    Ok(parse_stream(Some(stream))?.map(StreamRef::as_raw))
-}
-
-/// The sync mode a ``sync=`` argument selects, as a string (``'default'``, ``'event'`` or
-/// ``'off'``); ``None`` gives the process default (``FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC``).
-#[pyfunction]
-#[pyo3(signature = (sync = None))]
-fn normalize_sync(py: Python<'_>, sync: Option<&Bound<'_, PyAny>>) -> PyResult<&'static str> {
-    let m = match parse_sync(sync)? {
-        Some(m) => m,
-        None => ferrocuda_host::launch::default_sync_mode().py_err(py)?,
-    };
-    Ok(sync_name(m))
-}
-
-/// Blocks until all work on `stream` (default: the legacy default stream) of `device` is done.
-/// Also releases DLPack capsules whose kernels have completed.
-#[pyfunction]
-#[pyo3(signature = (stream = None, device = 0))]
-fn synchronize(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>, device: usize) -> PyResult<()> {
-    let s = parse_stream(stream)?.unwrap_or(StreamRef::Legacy);
-    py.detach(|| ferrocuda_host::launch::synchronize(device, s))
-        .py_err(py)?;
-    crate::kernels::release_completed(py);
-    Ok(())
-}
-
-/// Registers the functions of this module.
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(normalize_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(normalize_sync, m)?)?;
-    m.add_function(wrap_pyfunction!(synchronize, m)?)?;
-    Ok(())
 }

@@ -1,0 +1,358 @@
+//! The parameter-kind table: which kinds of kernel parameters exist, how each is named in the
+//! manifest, what a host checks for an argument of each kind, and the bytes such an argument
+//! occupies in the launch parameter buffer — computed from the parameter types themselves
+//! ([`Slice`], [`View`], …), so host and device cannot disagree on a layout.
+//!
+//! # Adding a parameter kind
+//!
+//! 1. Define its `#[repr(C)]` type(s) in [`params`](crate::params) and implement
+//!    [`KernelParam`] for them here (their [`ParamDesc`]).
+//! 2. Add a [`ParamKind`] variant with a new code (never reuse one) and fill every `match` of
+//!    this file — the compiler lists them: its name, whether it takes an array, the ranks it
+//!    allows, the host's checks ([`ParamKind::needs_c_contiguous`],
+//!    [`ParamKind::fixes_rank`]), its [`layout`](ParamKind::layout), its launch-buffer image
+//!    ([`write_array`](ParamKind::write_array)) and its Rust type text.
+//!
+//! The host's launcher, the manifest reader and the launcher generator use only this table.
+
+use crate::dtype::{DType, Element};
+use crate::indexer::Indexer;
+use crate::layout::MAX_NDIM;
+use crate::params::{Slice, SliceMut, View, ViewMut};
+use core::mem::{align_of, size_of};
+
+/// What kind of kernel parameter a type is.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A scalar passed by value.
+    Scalar = 1,
+    /// A contiguous 1-D array: [`Slice`] or [`SliceMut`].
+    Slice = 2,
+    /// A strided N-D array: [`View`] or [`ViewMut`].
+    View = 3,
+}
+
+/// Description of one kernel parameter type, as recorded in the manifest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParamDesc {
+    /// Scalar, slice or view.
+    pub kind: ParamKind,
+    /// Element type (the scalar's own type for scalars).
+    pub dtype: DType,
+    /// Number of axes: 0 for scalars, 1 for slices, `N` for views.
+    pub rank: u8,
+    /// Whether the kernel may write through it.
+    pub mutable: bool,
+    /// `size_of` the parameter in the launch buffer.
+    pub size: u16,
+    /// `align_of` the parameter in the launch buffer.
+    pub align: u16,
+}
+
+impl ParamDesc {
+    /// The description of the scalar parameter type `T` (used by the element-type table).
+    pub const fn scalar<T: Element>() -> ParamDesc {
+        ParamDesc {
+            kind: ParamKind::Scalar,
+            dtype: T::DTYPE,
+            rank: 0,
+            mutable: false,
+            size: core::mem::size_of::<T>() as u16,
+            align: core::mem::align_of::<T>() as u16,
+        }
+    }
+}
+
+/// A type that can be a kernel parameter.
+///
+/// `#[kernel]` requires every parameter type to implement this trait; implementing it for
+/// anything else than the types of this crate is not supported.
+///
+/// # Safety
+///
+/// `DESC` must describe `Self` exactly: size, alignment, element type, rank and whether the
+/// type can write. The host packs launch arguments according to `DESC`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a kernel parameter",
+    label = "not a kernel parameter type",
+    note = "kernel parameters are passed by value: use a scalar (i8..i64, u8..u64, f32, f64), \
+            Slice<T>, SliceMut<T>, View<T, N> or ViewMut<T, N> — never a reference or an owning type"
+)]
+pub unsafe trait KernelParam: Copy {
+    /// The manifest description of this parameter type.
+    const DESC: ParamDesc;
+}
+
+// SAFETY: a `#[repr(C)]` pointer-plus-POD layout; the description is computed from the type.
+unsafe impl<T: Element> KernelParam for Slice<T> {
+    const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::Slice, 1, false);
+}
+// SAFETY: as for `Slice`.
+unsafe impl<T: Element> KernelParam for SliceMut<T> {
+    const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::Slice, 1, true);
+}
+// SAFETY: as for `Slice`.
+unsafe impl<T: Element, const N: usize> KernelParam for View<T, N> {
+    const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::View, N, false);
+}
+// SAFETY: as for `Slice`.
+unsafe impl<T: Element, const N: usize> KernelParam for ViewMut<T, N> {
+    const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::View, N, true);
+}
+
+const fn array_desc<P, T: Element>(kind: ParamKind, rank: usize, mutable: bool) -> ParamDesc {
+    assert!(
+        rank <= MAX_NDIM,
+        "views of more than 32 axes are not supported"
+    );
+    ParamDesc {
+        kind,
+        dtype: T::DTYPE,
+        rank: rank as u8,
+        mutable,
+        size: core::mem::size_of::<P>() as u16,
+        align: core::mem::align_of::<P>() as u16,
+    }
+}
+
+/// The scalar parameter types: the Rust types of the element-type table.
+macro_rules! scalar_params {
+    ($($variant:ident = $code:literal, $name:literal, $typestr:literal, $dl:literal,
+       $class:ident $(($rust:ty))?;)*) => {
+        $($(
+            // SAFETY: a primitive passed by value; size and alignment are its own.
+            unsafe impl KernelParam for $rust {
+                const DESC: ParamDesc = ParamDesc::scalar::<$rust>();
+            }
+        )?)*
+    };
+}
+crate::element_types!(scalar_params);
+
+/// Runs `$body` with the const `$n` equal to `$rank` (0..=[`MAX_NDIM`]), else `$other`.
+macro_rules! with_rank {
+    ($rank:expr, $n:ident => $body:expr, else $other:expr) => {
+        with_rank!(@arms $rank, $n, $body, $other;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+            31 32)
+    };
+    (@arms $rank:expr, $n:ident, $body:expr, $other:expr; $($r:literal)*) => {
+        match $rank {
+            $($r => {
+                const $n: usize = $r;
+                $body
+            })*
+            _ => $other,
+        }
+    };
+}
+
+// `with_rank!` lists the ranks 0..=32 by hand.
+const _: () = assert!(MAX_NDIM == 32);
+
+/// An array argument as a kernel parameter receives it: the address of element `[0, …, 0]`,
+/// the element count, and the shape with **element** strides (host side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayArg<'a> {
+    /// Address of element `[0, …, 0]`.
+    pub ptr: u64,
+    /// Number of elements.
+    pub len: usize,
+    /// Extent of each axis.
+    pub shape: &'a [usize],
+    /// Stride of each axis, in elements.
+    pub strides: &'a [isize],
+}
+
+impl ParamKind {
+    /// Every kind, in code order.
+    pub const ALL: [ParamKind; 3] = [ParamKind::Scalar, ParamKind::Slice, ParamKind::View];
+
+    /// The kind with manifest code `code`.
+    pub const fn from_code(code: u8) -> Option<ParamKind> {
+        match code {
+            1 => Some(ParamKind::Scalar),
+            2 => Some(ParamKind::Slice),
+            3 => Some(ParamKind::View),
+            _ => None,
+        }
+    }
+
+    /// `"scalar"`, `"slice"` or `"view"` (the manifest's spelling).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ParamKind::Scalar => "scalar",
+            ParamKind::Slice => "slice",
+            ParamKind::View => "view",
+        }
+    }
+
+    /// The kind the manifest spells `name`.
+    pub fn from_name(name: &str) -> Option<ParamKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// `true` when an argument of this kind is an array (else a scalar).
+    pub const fn is_array(self) -> bool {
+        match self {
+            ParamKind::Scalar => false,
+            ParamKind::Slice | ParamKind::View => true,
+        }
+    }
+
+    /// `true` for the ranks a parameter of this kind can have: 0 for scalars, 1 for slices,
+    /// 0..=[`MAX_NDIM`] for views.
+    pub const fn allows_rank(self, rank: usize) -> bool {
+        match self {
+            ParamKind::Scalar => rank == 0,
+            ParamKind::Slice => rank == 1,
+            ParamKind::View => rank <= MAX_NDIM,
+        }
+    }
+
+    /// `true` when the argument must be C-contiguous (slices see only a pointer and a length).
+    pub const fn needs_c_contiguous(self) -> bool {
+        matches!(self, ParamKind::Slice)
+    }
+
+    /// `true` when the argument's rank must equal the parameter's (views; a slice takes an
+    /// array of any rank as its elements in C order).
+    pub const fn fixes_rank(self) -> bool {
+        matches!(self, ParamKind::View)
+    }
+
+    /// Size and alignment in the launch buffer of a parameter of this kind, element type and
+    /// rank: those of the parameter type itself. `None` when no such parameter type exists
+    /// (a rank the kind does not allow).
+    pub fn layout(self, dtype: DType, rank: usize) -> Option<(usize, usize)> {
+        if !self.allows_rank(rank) {
+            return None;
+        }
+        match self {
+            ParamKind::Scalar => Some((dtype.itemsize(), dtype.itemsize())),
+            // The element type only types the pointer: every `Slice<T>` is laid out alike.
+            ParamKind::Slice => Some((size_of::<Slice<u8>>(), align_of::<Slice<u8>>())),
+            ParamKind::View => with_rank!(rank, N => {
+                Some((size_of::<View<u8, N>>(), align_of::<View<u8, N>>()))
+            }, else None),
+        }
+    }
+
+    /// Writes the launch-buffer image of `arr` as a parameter of this kind — a [`Slice`] or a
+    /// [`View`] of rank `arr.shape.len()`, built with the types' own constructors — to the
+    /// start of `out`, and returns its size.
+    ///
+    /// `None` when the kind takes no array, the rank is not one it allows, shape and strides
+    /// differ in length, or `out` is too short.
+    pub fn write_array(self, arr: &ArrayArg<'_>, out: &mut [u8]) -> Option<usize> {
+        match self {
+            ParamKind::Scalar => None,
+            ParamKind::Slice => {
+                // SAFETY: the value is only copied, as bytes, into a launch buffer; the host's
+                // launch checks (extent inside the allocation, element type) stand for the
+                // validity the constructor asks of a pointer the kernel will use.
+                let s = unsafe { Slice::from_raw_parts(arr.ptr as usize as *const u8, arr.len) };
+                write_image(&s, out)
+            }
+            ParamKind::View => {
+                if arr.shape.len() != arr.strides.len() {
+                    return None;
+                }
+                with_rank!(arr.shape.len(), N => {
+                    let ix = Indexer::<N>::new(arr.shape.try_into().ok()?, arr.strides.try_into().ok()?);
+                    // SAFETY: as for slices: the view is only copied into a launch buffer.
+                    let v = unsafe { View::from_raw_parts(arr.ptr as usize as *const u8, ix) };
+                    write_image(&v, out)
+                }, else None)
+            }
+        }
+    }
+
+    /// The Rust parameter type of this kind for elements of Rust type `elem`: `elem` itself,
+    /// `Slice<elem>`, `ViewMut<elem, 3>`, ….
+    #[cfg(feature = "std")]
+    pub fn rust_type(self, elem: &str, rank: usize, mutable: bool) -> std::string::String {
+        let m = if mutable { "Mut" } else { "" };
+        match self {
+            ParamKind::Scalar => elem.into(),
+            ParamKind::Slice => std::format!("Slice{m}<{elem}>"),
+            ParamKind::View => std::format!("View{m}<{elem}, {rank}>"),
+        }
+    }
+}
+
+/// Copies `value`'s bytes to the start of `out`; returns their number.
+fn write_image<P: Copy>(value: &P, out: &mut [u8]) -> Option<usize> {
+    let n = size_of::<P>();
+    let out = out.get_mut(..n)?;
+    // SAFETY: `out` holds `n` writable bytes; `write_unaligned` needs no alignment, and `P` is
+    // `Copy` (no destructor to skip).
+    unsafe { out.as_mut_ptr().cast::<P>().write_unaligned(*value) };
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_the_types_own() {
+        let slice = <Slice<f64> as KernelParam>::DESC;
+        assert_eq!(
+            ParamKind::Slice.layout(DType::F64, 1),
+            Some((slice.size.into(), slice.align.into()))
+        );
+        let view = <ViewMut<i8, 3> as KernelParam>::DESC;
+        assert_eq!(
+            ParamKind::View.layout(DType::I8, 3),
+            Some((view.size.into(), view.align.into()))
+        );
+        assert_eq!(ParamKind::View.layout(DType::I8, 0), Some((8, 8)));
+        assert_eq!(ParamKind::View.layout(DType::I8, 33), None);
+        assert_eq!(ParamKind::Slice.layout(DType::I8, 2), None);
+        assert_eq!(ParamKind::Scalar.layout(DType::F32, 0), Some((4, 4)));
+        assert_eq!(ParamKind::Scalar.layout(DType::F32, 1), None);
+    }
+
+    #[test]
+    fn images_match_the_types() {
+        let mut buf = [0xAAu8; 64];
+        let arr = ArrayArg {
+            ptr: 0x1000,
+            len: 6,
+            shape: &[2, 3],
+            strides: &[-3, 1],
+        };
+        assert_eq!(ParamKind::Slice.write_array(&arr, &mut buf), Some(16));
+        assert_eq!(buf[..8], 0x1000u64.to_ne_bytes());
+        assert_eq!(buf[8..16], 6u64.to_ne_bytes());
+        assert_eq!(ParamKind::View.write_array(&arr, &mut buf), Some(40));
+        let words: [i64; 5] =
+            core::array::from_fn(|i| i64::from_ne_bytes(buf[8 * i..8 * i + 8].try_into().unwrap()));
+        assert_eq!(words, [0x1000, 2, 3, -3, 1]);
+        assert_eq!(ParamKind::View.write_array(&arr, &mut buf[..39]), None);
+        assert_eq!(ParamKind::Scalar.write_array(&arr, &mut buf), None);
+        let odd = ArrayArg {
+            strides: &[1],
+            ..arr
+        };
+        assert_eq!(ParamKind::View.write_array(&odd, &mut buf), None);
+        assert_eq!(
+            core::mem::size_of::<SliceMut<u64>>(),
+            core::mem::size_of::<Slice<u8>>()
+        );
+    }
+
+    #[test]
+    fn names_and_codes() {
+        for k in ParamKind::ALL {
+            assert_eq!(ParamKind::from_code(k as u8), Some(k));
+            assert_eq!(ParamKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(ParamKind::from_code(0), None);
+        assert!(ParamKind::Slice.needs_c_contiguous() && !ParamKind::View.needs_c_contiguous());
+        assert!(ParamKind::View.fixes_rank() && !ParamKind::Slice.fixes_rank());
+        assert!(!ParamKind::Scalar.is_array() && ParamKind::View.is_array());
+    }
+}

@@ -1,0 +1,71 @@
+//! The CUDA driver, through cudarc (loaded at run time): initialisation, primary contexts,
+//! streams, events and pointer queries.
+//!
+//! Layered as cudarc is:
+//!
+//! * `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
+//!   where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
+//!   the only module that calls the driver;
+//! * `context` — [`Context`]: each device's primary context and its event pool;
+//! * `streams` — [`Stream`], [`Fence`], and the driver side of a stream plan;
+//! * this module — the safe entry points ([`init`], [`device_count`], [`pointer_info`], …).
+//!
+//! cudarc is built with `dynamic-loading`: `libcuda.so` is opened at the first call, so
+//! ferrocuda builds and imports on machines with no driver and reports
+//! [`ErrorKind::NoDriver`](crate::ErrorKind::NoDriver) at first use. Nothing of cudarc appears in ferrocuda's public API
+//! except where noted.
+//!
+//! **`CUresult` caveat.** cudarc declares `CUresult` as a Rust enum. A driver newer than
+//! cudarc's newest bindings (CUDA 13.4 here) could in principle return a code the enum
+//! lacks, which Rust treats as undefined behaviour. ferrocuda uses the newest binding set to
+//! make that window as small as possible; drivers up to CUDA 13.4 return only known codes.
+//!
+//! **Contexts.** ferrocuda works in each device's *primary* context — the one the CUDA
+//! runtime, CuPy, PyTorch, Numba and JAX use — so pointers, streams and events of those
+//! libraries are valid in it. Each primary context is retained once and never released.
+
+mod context;
+pub(crate) mod result;
+mod streams;
+
+pub use context::Context;
+pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
+pub(crate) use streams::{raw_stream, DriverOps};
+pub use streams::{synchronize, Fence, Stream};
+
+use crate::error::Result;
+
+/// `true` when a CUDA driver loads and reports at least one device (tests use it to skip).
+pub fn is_available() -> bool {
+    device_count().map(|n| n > 0).unwrap_or(false)
+}
+
+/// Number of CUDA devices.
+pub fn device_count() -> Result<usize> {
+    result::device_count()
+}
+
+/// Queries memory type, device and allocation range of `ptr` in one driver call
+/// (`cuPointerGetAttributes`, ≈0.14 µs on an H100).
+pub fn pointer_info(ptr: u64) -> Result<PointerInfo> {
+    init()?;
+    result::pointer_attributes(ptr)
+}
+
+/// The device that holds the memory at `ptr`, when the driver knows the pointer.
+pub fn device_of(ptr: u64) -> Result<Option<usize>> {
+    let info = pointer_info(ptr)?;
+    Ok(usize::try_from(info.device).ok())
+}
+
+/// Blocks until all work on `s` is done, in device `ordinal`'s primary context.
+pub fn synchronize_on(ordinal: usize, s: crate::stream::StreamRef) -> Result<()> {
+    Context::get(ordinal)?.bind()?;
+    synchronize(s)
+}
+
+/// Free and total device memory of `device`, in bytes (`cuMemGetInfo`; for leak checks).
+pub fn mem_get_info(device: usize) -> Result<(usize, usize)> {
+    Context::get(device)?.bind()?;
+    result::mem_get_info()
+}

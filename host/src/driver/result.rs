@@ -1,0 +1,521 @@
+//! Thin `Result` wrappers over the CUDA driver: the one module that calls it.
+//!
+//! Layered as cudarc is: cudarc's `sys` holds the raw bindings; its `result` module wraps most
+//! calls in `Result`s, and where it does, the wrappers here use it and only name the call in
+//! the error. The few calls cudarc does not wrap (pointer attributes in one call, module
+//! loading with a JIT log, the current context's device, raw device-to-host copies) are
+//! wrapped here, from `sys`. Every wrapper is as thin as cudarc's: the safe types in the
+//! sibling modules ([`Context`](super::Context), [`Stream`](super::Stream),
+//! [`Fence`](super::Fence)) uphold the preconditions the `# Safety` sections state.
+//!
+//! Errors become [`Error`]s that name the call: `"<call> failed: CUDA_ERROR_X (code N): text"`,
+//! plus, for errors after which the context is unusable, the last kernel ferrocuda launched on
+//! the device ([`set_last_kernel`]).
+
+use crate::error::{Error, ErrorKind, Result};
+use cudarc::driver::result::{self as cu, DriverError};
+use cudarc::driver::sys;
+use std::ffi::{c_void, CStr, CString};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::OnceLock;
+
+/// Most devices ferrocuda addresses in one process.
+pub const MAX_DEVICES: usize = 64;
+
+/// Names the call in a cudarc error.
+trait Named<T> {
+    fn named(self, call: &'static str) -> Result<T>;
+}
+
+impl<T> Named<T> for std::result::Result<T, DriverError> {
+    #[inline]
+    fn named(self, call: &'static str) -> Result<T> {
+        self.map_err(|e| cuda_error(e.0, call))
+    }
+}
+
+/// The [`Error`] for a failed driver call: `"<call> failed: CUDA_ERROR_X (code N): text"`.
+#[cold]
+pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
+    let code = res as u32;
+    let e = DriverError(res);
+    let read = |s: std::result::Result<&CStr, DriverError>, fallback: &str| {
+        s.map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| fallback.to_string())
+    };
+    let name = read(e.error_name(), "CUDA_ERROR_UNKNOWN_CODE");
+    let text = read(e.error_string(), "unrecognized error code");
+    let sticky = if is_sticky(res) {
+        let dev = current_ordinal();
+        let last = dev
+            .and_then(last_kernel)
+            .map(|k| {
+                format!(
+                    "; the most recent kernel ferrocuda launched on device {} was `{k}`",
+                    dev.unwrap_or(0)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            " [sticky error: a kernel faulted{last}. The CUDA context of this device is now \
+             unusable for every library in the process; restart the process]"
+        )
+    } else {
+        String::new()
+    };
+    let kind = match res {
+        sys::CUresult::CUDA_ERROR_NO_DEVICE | sys::CUresult::CUDA_ERROR_STUB_LIBRARY => {
+            ErrorKind::NoDriver
+        }
+        _ => ErrorKind::Cuda { code },
+    };
+    Error::new(
+        kind,
+        format!("{call} failed: {name} (code {code}): {text}{sticky}"),
+    )
+}
+
+/// Errors after which the context is unusable (a kernel faulted): they are reported by the
+/// next driver call on the context, whichever library makes it.
+pub fn is_sticky(res: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        res,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+    )
+}
+
+static LAST_KERNEL: [AtomicPtr<String>; MAX_DEVICES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// Records the most recent kernel launched on `device` (so that a later fault can name it).
+/// `name` must live for the rest of the process (modules leak their kernel names for this).
+#[inline]
+pub(crate) fn set_last_kernel(device: usize, name: &'static String) {
+    if let Some(slot) = LAST_KERNEL.get(device) {
+        slot.store(name as *const String as *mut String, Ordering::Relaxed);
+    }
+}
+
+/// The most recent kernel ferrocuda launched on `device`, if any.
+pub fn last_kernel(device: usize) -> Option<&'static str> {
+    let p = LAST_KERNEL.get(device)?.load(Ordering::Relaxed);
+    // SAFETY: only `set_last_kernel` stores here, always a `&'static String`.
+    (!p.is_null()).then(|| unsafe { (*p).as_str() })
+}
+
+/// `true` when `libcuda.so` can be loaded.
+fn library_present() -> bool {
+    // SAFETY: probing for the library has no preconditions.
+    unsafe { sys::is_culib_present() }
+}
+
+static INIT: OnceLock<std::result::Result<(), Error>> = OnceLock::new();
+
+/// Loads the driver and calls `cuInit` once; later calls return the first outcome.
+pub fn init() -> Result<()> {
+    INIT.get_or_init(|| {
+        if !library_present() {
+            return Err(Error::new(
+                ErrorKind::NoDriver,
+                "no CUDA driver found (libcuda.so could not be loaded): ferrocuda needs an \
+                 NVIDIA GPU and its driver for this operation",
+            ));
+        }
+        cu::init().named("cuInit").map_err(|e| {
+            if e.kind() == ErrorKind::NoDriver {
+                Error::new(ErrorKind::NoDriver, format!("no usable CUDA device: {e}"))
+            } else {
+                e
+            }
+        })
+    })
+    .clone()
+}
+
+/// `cuDeviceGetCount` (after [`init`]).
+pub(crate) fn device_count() -> Result<usize> {
+    init()?;
+    cu::device::get_count()
+        .named("cuDeviceGetCount")
+        .map(|n| n.max(0) as usize)
+}
+
+/// `cuDeviceGet`.
+pub(crate) fn device(ordinal: usize) -> Result<sys::CUdevice> {
+    let ordinal = i32::try_from(ordinal).map_err(|_| Error::value("device ordinal too large"))?;
+    cu::device::get(ordinal).named("cuDeviceGet")
+}
+
+/// `cuDeviceGetAttribute`.
+///
+/// # Safety
+///
+/// `dev` comes from [`device`].
+pub(crate) unsafe fn device_attribute(
+    dev: sys::CUdevice,
+    attr: sys::CUdevice_attribute,
+) -> Result<i32> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::device::get_attribute(dev, attr) }.named("cuDeviceGetAttribute")
+}
+
+/// `cuDevicePrimaryCtxRetain`.
+///
+/// # Safety
+///
+/// `dev` comes from [`device`].
+pub(crate) unsafe fn primary_context_retain(dev: sys::CUdevice) -> Result<sys::CUcontext> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::primary_ctx::retain(dev) }.named("cuDevicePrimaryCtxRetain")
+}
+
+/// `cuCtxGetCurrent`: the calling thread's current context (null when none).
+#[inline]
+pub(crate) fn current_context() -> Result<sys::CUcontext> {
+    cu::ctx::get_current()
+        .named("cuCtxGetCurrent")
+        .map(|c| c.unwrap_or(std::ptr::null_mut()))
+}
+
+/// `cuCtxSetCurrent`.
+///
+/// # Safety
+///
+/// `ctx` is a live (retained) context.
+pub(crate) unsafe fn set_current_context(ctx: sys::CUcontext) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::ctx::set_current(ctx) }.named("cuCtxSetCurrent")
+}
+
+/// The device of the calling thread's current context, if any (`cuCtxGetDevice`).
+pub(crate) fn current_ordinal() -> Option<usize> {
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: out-pointer to a local; fails cleanly without a current context.
+    let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(dev.max(0) as usize)
+}
+
+/// `cuStreamCreate` in the current context; `non_blocking`: `CU_STREAM_NON_BLOCKING`.
+pub(crate) fn stream_create(non_blocking: bool) -> Result<sys::CUstream> {
+    let kind = if non_blocking {
+        cu::stream::StreamKind::NonBlocking
+    } else {
+        cu::stream::StreamKind::Default
+    };
+    cu::stream::create(kind).named("cuStreamCreate")
+}
+
+/// `cuStreamDestroy`.
+///
+/// # Safety
+///
+/// `s` was created by [`stream_create`] and is not used afterwards.
+pub(crate) unsafe fn stream_destroy(s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::stream::destroy(s) }.named("cuStreamDestroy")
+}
+
+/// `cuStreamSynchronize`.
+///
+/// # Safety
+///
+/// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
+pub(crate) unsafe fn stream_synchronize(s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::stream::synchronize(s) }.named("cuStreamSynchronize")
+}
+
+/// `cuStreamWaitEvent`: future work on `s` waits for the work `e` captured.
+///
+/// # Safety
+///
+/// `s` is a live stream (or a sentinel) and `e` a live, recorded event.
+pub(crate) unsafe fn stream_wait_event(s: sys::CUstream, e: sys::CUevent) -> Result<()> {
+    let flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
+    // SAFETY: the caller's contract.
+    unsafe { cu::stream::wait_event(s, e, flags) }.named("cuStreamWaitEvent")
+}
+
+/// `cuEventCreate` with `CU_EVENT_DISABLE_TIMING`, in the current context.
+pub(crate) fn event_create() -> Result<sys::CUevent> {
+    cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).named("cuEventCreate")
+}
+
+/// `cuEventRecord`.
+///
+/// # Safety
+///
+/// `e` is a live event of the current context; `s` a live stream of it (or a sentinel).
+pub(crate) unsafe fn event_record(e: sys::CUevent, s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::event::record(e, s) }.named("cuEventRecord")
+}
+
+/// `cuEventQuery`: `true` once the captured work has completed (never blocks).
+///
+/// # Safety
+///
+/// `e` is a live event.
+pub(crate) unsafe fn event_query(e: sys::CUevent) -> Result<bool> {
+    // SAFETY: the caller's contract.
+    match unsafe { cu::event::query(e) } {
+        Ok(()) => Ok(true),
+        Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
+        Err(other) => Err(cuda_error(other.0, "cuEventQuery")),
+    }
+}
+
+/// `cuEventSynchronize`.
+///
+/// # Safety
+///
+/// `e` is a live event.
+pub(crate) unsafe fn event_synchronize(e: sys::CUevent) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::event::synchronize(e) }.named("cuEventSynchronize")
+}
+
+/// What the driver knows about a pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointerInfo {
+    /// `CUmemorytype`: 1 host, 2 device, 3 array, 4 unified; 0 when the driver does not know
+    /// the pointer (plain host memory).
+    pub memory_type: u32,
+    /// Whether it is managed (unified) memory.
+    pub managed: bool,
+    /// Device the memory lives on.
+    pub device: i32,
+    /// Start of the allocation that contains the pointer.
+    pub range_start: u64,
+    /// Size in bytes of that allocation.
+    pub range_size: u64,
+}
+
+impl PointerInfo {
+    /// What the driver says of a pointer it does not know (plain host memory, or garbage).
+    const UNKNOWN: PointerInfo = PointerInfo {
+        memory_type: 0,
+        managed: false,
+        device: -1,
+        range_start: 0,
+        range_size: 0,
+    };
+
+    /// `true` for memory a kernel can address: device or managed memory.
+    pub fn is_device_accessible(&self) -> bool {
+        self.memory_type == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32
+            || self.memory_type == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32
+            || self.managed
+    }
+}
+
+/// Memory type, device and allocation range of `ptr` in one `cuPointerGetAttributes` call
+/// (≈0.14 µs on an H100). A pointer the driver does not know is not an error: its memory type
+/// is 0.
+pub(crate) fn pointer_attributes(ptr: u64) -> Result<PointerInfo> {
+    use sys::CUpointer_attribute::*;
+    let mut attrs = [
+        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    ];
+    let mut memory_type: u32 = 0;
+    let mut managed: u32 = 0;
+    let mut device: i32 = -1;
+    let mut start: u64 = 0;
+    let mut size: usize = 0;
+    let mut data: [*mut c_void; 5] = [
+        (&mut memory_type as *mut u32).cast(),
+        (&mut managed as *mut u32).cast(),
+        (&mut device as *mut i32).cast(),
+        (&mut start as *mut u64).cast(),
+        (&mut size as *mut usize).cast(),
+    ];
+    // SAFETY: five attributes, five out-pointers of the documented types, all locals.
+    let res = unsafe {
+        sys::cuPointerGetAttributes(
+            5,
+            attrs.as_mut_ptr(),
+            data.as_mut_ptr(),
+            ptr as sys::CUdeviceptr,
+        )
+    };
+    match res {
+        sys::CUresult::CUDA_SUCCESS => Ok(PointerInfo {
+            memory_type,
+            managed: managed != 0,
+            device,
+            range_start: start,
+            range_size: size as u64,
+        }),
+        sys::CUresult::CUDA_ERROR_INVALID_VALUE => Ok(PointerInfo::UNKNOWN),
+        other => Err(cuda_error(other, "cuPointerGetAttributes")),
+    }
+}
+
+/// `cuMemGetInfo`: free and total memory of the current context's device.
+pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
+    cu::mem_get_info().named("cuMemGetInfo")
+}
+
+/// `cuMemAllocAsync` of `bytes` on `s`.
+///
+/// # Safety
+///
+/// `s` is a live stream of the current context (or a sentinel); the memory is used in stream
+/// order after it.
+pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: sys::CUstream) -> Result<u64> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::malloc_async(s, bytes) }.named("cuMemAllocAsync")
+}
+
+/// `cuMemFreeAsync`.
+///
+/// # Safety
+///
+/// `ptr` was allocated by [`mem_alloc_async`] and is not used after the free in stream order.
+pub(crate) unsafe fn mem_free_async(ptr: u64, s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::free_async(ptr, s) }.named("cuMemFreeAsync")
+}
+
+/// `cuMemcpyHtoDAsync` of `src` to device address `dst`.
+///
+/// # Safety
+///
+/// `dst` holds `src.len()` bytes; `src` stays unchanged until the copy completes (callers
+/// synchronize `s` before returning).
+pub(crate) unsafe fn memcpy_htod_async(dst: u64, src: &[u8], s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::memcpy_htod_async(dst, src, s) }.named("cuMemcpyHtoDAsync")
+}
+
+/// `cuMemcpyDtoHAsync` of `bytes` bytes from device address `src` to `dst`.
+///
+/// # Safety
+///
+/// `dst` is valid for writes of `bytes` bytes until the copy completes (callers synchronize
+/// `s` before returning); `src` holds `bytes` bytes.
+pub(crate) unsafe fn memcpy_dtoh_async(
+    dst: *mut u8,
+    src: u64,
+    bytes: usize,
+    s: sys::CUstream,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, s) };
+    check(r, "cuMemcpyDtoHAsync")
+}
+
+/// `cuModuleLoadDataEx` of NUL-terminated PTX into the current context, with the JIT's
+/// error log written to `log` (NUL-terminated text, when the load fails).
+pub(crate) fn module_load(ptx: &CStr, log: &mut [u8]) -> Result<sys::CUmodule> {
+    let mut opts = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut vals: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: NUL-terminated PTX; two JIT options with matching value slots; the log buffer
+    // outlives the call.
+    let res = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            ptx.as_ptr().cast(),
+            2,
+            opts.as_mut_ptr(),
+            vals.as_mut_ptr(),
+        )
+    };
+    check(res, "cuModuleLoadDataEx").map(|()| module)
+}
+
+/// `cuModuleGetFunction`.
+///
+/// # Safety
+///
+/// `module` is a loaded module of the current context.
+pub(crate) unsafe fn module_function(
+    module: sys::CUmodule,
+    name: &CString,
+) -> Result<sys::CUfunction> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::module::get_function(module, name.clone()) }.named("cuModuleGetFunction")
+}
+
+/// `cuFuncGetAttribute`.
+///
+/// # Safety
+///
+/// `f` comes from [`module_function`].
+pub(crate) unsafe fn function_attribute(
+    f: sys::CUfunction,
+    attr: sys::CUfunction_attribute,
+) -> Result<i32> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::function::get_function_attribute(f, attr) }.named("cuFuncGetAttribute")
+}
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor` without dynamic shared memory.
+///
+/// # Safety
+///
+/// `f` comes from [`module_function`].
+pub(crate) unsafe fn blocks_per_multiprocessor(f: sys::CUfunction, block: u32) -> Result<i32> {
+    let block = i32::try_from(block).unwrap_or(i32::MAX);
+    // SAFETY: the caller's contract.
+    unsafe { cu::occupancy::max_active_block_per_multiprocessor(f, block, 0) }
+        .named("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+}
+
+/// `cuLaunchKernel`.
+///
+/// # Safety
+///
+/// `f` is a function of a module loaded in the current context; `params` holds one pointer
+/// per kernel parameter, each at a value of that parameter's size and layout, valid for the
+/// call; the memory the parameters describe stays valid until the kernel has completed.
+#[inline]
+pub(crate) unsafe fn launch_kernel(
+    f: sys::CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    s: sys::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        cu::launch_kernel(
+            f,
+            (grid[0], grid[1], grid[2]),
+            (block[0], block[1], block[2]),
+            shared_mem_bytes,
+            s,
+            params,
+        )
+    }
+    .named("cuLaunchKernel")
+}
+
+/// Converts a driver status into a `Result`, naming the call.
+#[inline]
+fn check(res: sys::CUresult, call: &'static str) -> Result<()> {
+    if res == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(cuda_error(res, call))
+    }
+}

@@ -1,0 +1,195 @@
+//! Launching a kernel on validated arrays, in two phases computed once each:
+//!
+//! 1. [`Kernel::prepare`] — argument checks against the manifest ([`check_args`]), the
+//!    producers' streams, the device (from the pointers, which are checked against their
+//!    allocations), the stream [`Plan`], the context and the launch configuration;
+//! 2. [`Prepared::execute`] — the parameter buffer (packed from the abi parameter types
+//!    themselves), the plan's work before the launch, `cuLaunchKernel`, and the plan's work
+//!    after it.
+//!
+//! [`Kernel::launch`] runs both. Between them a caller may stage host arrays on the prepared
+//! device and launch stream ([`Arg::Host`]; the array module's `Staging`) — the one path by
+//! which host arrays reach a kernel, from Rust (`Kernel::launch_host`) and Python.
+//!
+//! The whole path works on the stack: arguments are borrowed, the parameter buffer is a
+//! fixed 4 KiB array, the stream plan has fixed capacity. Per launch it costs one
+//! `cuPointerGetAttributes` per array (skippable with [`LaunchOptions::check_pointers`]),
+//! `cuCtxGetCurrent`, the plan's syncs/waits (none when every array lives on the launch
+//! stream) and `cuLaunchKernel`.
+
+mod check;
+mod execute;
+mod prepare;
+
+pub use check::check_args;
+pub use prepare::Prepared;
+
+use crate::cai::ArrayDesc;
+use crate::error::{Error, Result};
+use crate::module::{Kernel, MAX_PARAMS};
+use crate::scalar::Scalar;
+use crate::stream::{Plan, StreamRef, SyncMode};
+use std::sync::OnceLock;
+
+pub use crate::driver::synchronize_on as synchronize;
+
+/// One kernel argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// A device array (from an array interface, or a `DeviceArray`).
+    Array(&'a ArrayDesc),
+    /// A scalar.
+    Scalar(Scalar),
+    /// A host array that will be staged on the device before the launch: checked by
+    /// [`Kernel::prepare`] like a device array (element type, rank, shape, read-only) except
+    /// for its pointer, then replaced by its staged copy for [`Prepared::execute`] (see the
+    /// array module's `Staging`). The description is that of the staged copy: a C-contiguous
+    /// array.
+    Host(&'a ArrayDesc),
+}
+
+impl<'a> From<&'a ArrayDesc> for Arg<'a> {
+    fn from(d: &'a ArrayDesc) -> Self {
+        Arg::Array(d)
+    }
+}
+
+/// A launch's arguments, in fixed-capacity storage ([`MAX_PARAMS`]): no heap allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgList<'a> {
+    args: [Arg<'a>; MAX_PARAMS],
+    len: usize,
+}
+
+impl<'a> ArgList<'a> {
+    /// An empty list.
+    #[inline]
+    pub fn new() -> Self {
+        ArgList {
+            args: [Arg::Scalar(Scalar::I8(0)); MAX_PARAMS],
+            len: 0,
+        }
+    }
+
+    /// Appends `arg`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Value`](crate::ErrorKind::Value) beyond [`MAX_PARAMS`] arguments.
+    pub fn push(&mut self, arg: Arg<'a>) -> Result<()> {
+        let slot = self.args.get_mut(self.len).ok_or_else(|| {
+            Error::value(format!("a launch takes at most {MAX_PARAMS} arguments"))
+        })?;
+        *slot = arg;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The arguments, mutably (e.g. to put a converted scalar in place).
+    pub fn as_mut_slice(&mut self) -> &mut [Arg<'a>] {
+        &mut self.args[..self.len]
+    }
+}
+
+impl Default for ArgList<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> std::ops::Deref for ArgList<'a> {
+    type Target = [Arg<'a>];
+    fn deref(&self) -> &[Arg<'a>] {
+        &self.args[..self.len]
+    }
+}
+
+/// How to launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// Launch stream; `None` = the producers' common stream, else the legacy default stream
+    /// (see [`stream::plan`](crate::stream::plan)).
+    pub stream: Option<StreamRef>,
+    /// Ordering against producer streams; `None` = from `FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC`
+    /// (read once per process), which defaults to [`SyncMode::Default`].
+    pub sync: Option<SyncMode>,
+    /// Ask the driver, per array, whether the pointer is device memory on the launch device
+    /// and whether the described extent lies inside its allocation (default `true`).
+    pub check_pointers: bool,
+    /// Grid size; `None` = enough blocks for the largest array, capped at what the device
+    /// holds resident (kernels use grid-stride loops).
+    pub grid: Option<[u32; 3]>,
+    /// Block size; `None` = 256 threads (or the kernel's maximum if lower).
+    pub block: Option<[u32; 3]>,
+    /// Dynamic shared memory in bytes.
+    pub shared_mem_bytes: u32,
+    /// The device to launch on when no argument is in device memory (only scalars, empty or
+    /// host arrays); `None` = the calling thread's current device, else device 0. With device
+    /// arrays, their device decides.
+    pub device: Option<usize>,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            stream: None,
+            sync: None,
+            check_pointers: true,
+            grid: None,
+            block: None,
+            shared_mem_bytes: 0,
+            device: None,
+        }
+    }
+}
+
+/// What a launch did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launched {
+    /// The stream plan that was executed.
+    pub plan: Plan,
+    /// Device ordinal.
+    pub device: usize,
+    /// Grid and block used; `None` when nothing was launched because every array is empty.
+    pub config: Option<([u32; 3], [u32; 3])>,
+}
+
+static ENV_MODE: OnceLock<std::result::Result<SyncMode, Error>> = OnceLock::new();
+
+/// The process-wide default sync mode (`FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC`, read once).
+pub fn default_sync_mode() -> Result<SyncMode> {
+    ENV_MODE
+        .get_or_init(SyncMode::from_env)
+        .as_ref()
+        .copied()
+        .map_err(Clone::clone)
+}
+
+impl Kernel<'_> {
+    /// Checks the arguments and launches the kernel: [`prepare`](Kernel::prepare), then
+    /// [`execute`](Prepared::execute).
+    ///
+    /// The call returns once the launch is enqueued (and, in [`SyncMode::Default`], after the
+    /// host synchronization of foreign producer streams). It does not wait for the kernel.
+    ///
+    /// # Safety
+    ///
+    /// Everything the manifest can express is checked: argument count, kinds, element types,
+    /// ranks, read-only arrays, equal shapes where the kernel demands them, overlap of
+    /// outputs with other arguments, and (with `check_pointers`) that every array is device
+    /// memory of one device whose described extent lies inside its allocation. What remains
+    /// for the caller:
+    ///
+    /// * the kernel itself must be memory-safe for any arguments that pass these checks (the
+    ///   bundled kernels are; the typed launchers of the `ferrocuda` crate are safe);
+    /// * every array must stay allocated, and its producer must not free or reuse it, until
+    ///   the kernel has completed — the stream plan orders the producer streams behind the
+    ///   kernel, but the memory's owner must be kept alive by the caller;
+    /// * with `check_pointers: false`, the caller vouches for the pointers and extents.
+    pub unsafe fn launch(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Launched> {
+        let prepared = self.prepare(args, opts)?;
+        // SAFETY: the same arguments as prepared (no host arrays to stage), on the thread that
+        // just bound the prepared context; the rest is the caller's contract, forwarded.
+        unsafe { prepared.execute_bound(args) }
+    }
+}

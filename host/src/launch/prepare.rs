@@ -1,0 +1,277 @@
+//! Phase 1 of a launch: [`Kernel::prepare`] computes, once, everything a launch decides —
+//! checked arguments, producers, device, stream plan, context and configuration.
+
+use super::{check_args, default_sync_mode, Arg, LaunchOptions};
+use crate::cai::ArrayDesc;
+use crate::driver::{self, result as cu, Context, PointerInfo};
+use crate::error::{Error, Key, Result};
+use crate::module::{Function, Kernel, Param, MAX_PARAMS};
+use crate::stream::{self, Plan, StreamRef};
+
+/// A launch with everything decided: what [`Kernel::prepare`] returns and
+/// [`execute`](Prepared::execute) runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Prepared<'m> {
+    pub(super) kernel: Kernel<'m>,
+    pub(super) plan: Plan,
+    pub(super) ctx: &'static Context,
+    /// The function, grid and block; `None` when there is nothing to launch (every array is
+    /// empty and no grid was given).
+    pub(super) launch: Option<(Function, [u32; 3], [u32; 3])>,
+    pub(super) shared_mem_bytes: u32,
+    /// Bit `i` set: argument `i` was given as [`Arg::Host`].
+    pub(super) staged: u64,
+    pub(super) nargs: usize,
+}
+
+impl Prepared<'_> {
+    /// The device the kernel runs on.
+    pub fn device(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
+    /// The stream the kernel is launched on (host arrays are staged on it).
+    pub fn launch_stream(&self) -> StreamRef {
+        self.plan.launch_stream()
+    }
+
+    /// The stream plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The kernel's parameter `index` (for naming staged arguments).
+    pub fn param(&self, index: usize) -> Option<&Param> {
+        self.kernel.signature().params.get(index)
+    }
+}
+
+/// What the array arguments say: their streams, their device, the largest element count.
+struct Arrays {
+    producers: [Option<StreamRef>; stream::MAX_PRODUCERS],
+    count: usize,
+    /// The device of the first checked pointer, with the parameter that named it.
+    device: Option<(usize, usize)>,
+    work: usize,
+    staged: u64,
+}
+
+impl<'m> Kernel<'m> {
+    /// Phase 1 of a launch: checks the arguments against the manifest, loads the driver, and
+    /// computes the producers' streams, the device (checking every pointer against its
+    /// allocation, unless `opts.check_pointers` is off), the stream plan, the context and the
+    /// launch configuration. Makes no change on the device.
+    ///
+    /// `args` may hold host arrays ([`Arg::Host`]), to be staged on
+    /// [`device`](Prepared::device) and [`launch_stream`](Prepared::launch_stream) before
+    /// [`execute`](Prepared::execute).
+    pub fn prepare(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Prepared<'m>> {
+        let sig = self.signature();
+        check_args(sig, args)?;
+        crate::mark!(4);
+        driver::init()?;
+        let mode = match opts.sync {
+            Some(m) => m,
+            None => default_sync_mode()?,
+        };
+        crate::mark!(5);
+        let arrays = scan_arrays(self, args, opts.check_pointers)?;
+        crate::mark!(6);
+        let plan = stream::plan(&arrays.producers[..arrays.count], opts.stream, mode)?;
+        crate::mark!(7);
+        let ordinal = match (arrays.device, opts.device) {
+            (Some((d, _)), _) | (None, Some(d)) => d,
+            (None, None) => cu::current_ordinal().unwrap_or(0),
+        };
+        let ctx = Context::get(ordinal)?;
+        ctx.bind()?;
+        crate::mark!(8);
+        let launch = if arrays.work == 0 && opts.grid.is_none() {
+            None
+        } else {
+            Some(self.configure(ctx, opts, arrays.work)?)
+        };
+        crate::mark!(9);
+        Ok(Prepared {
+            kernel: *self,
+            plan,
+            ctx,
+            launch,
+            shared_mem_bytes: opts.shared_mem_bytes,
+            staged: arrays.staged,
+            nargs: args.len(),
+        })
+    }
+
+    /// The loaded function, grid and block of a launch over `work` elements.
+    fn configure(
+        &self,
+        ctx: &'static Context,
+        opts: &LaunchOptions,
+        work: usize,
+    ) -> Result<(Function, [u32; 3], [u32; 3])> {
+        let sig = self.signature();
+        let f = self.module.loaded(ctx)?.functions[self.index];
+        let block = opts.block.unwrap_or([f.block, 1, 1]);
+        let threads = block.iter().map(|&b| u64::from(b)).product::<u64>();
+        if threads == 0 || threads > u64::from(f.max_threads) {
+            return Err(Error::value(format!(
+                "block {block:?} has {threads} threads; kernel `{}` allows 1..={}",
+                sig.name, f.max_threads
+            )));
+        }
+        let grid = match opts.grid {
+            Some(g) if g.contains(&0) => {
+                return Err(Error::value(format!("grid {g:?} has a zero dimension")))
+            }
+            Some(g) => g,
+            None => {
+                let resident = || ctx.sm_count() as usize * f.blocks_per_sm as usize;
+                [
+                    auto_grid(work, threads as usize, sig.items_per_thread, resident),
+                    1,
+                    1,
+                ]
+            }
+        };
+        Ok((f, grid, block))
+    }
+}
+
+/// The array arguments' streams, device and sizes, each pointer checked (with `check`)
+/// against the driver's view of its allocation.
+fn scan_arrays(kernel: &Kernel<'_>, args: &[Arg<'_>], check: bool) -> Result<Arrays> {
+    let sig = kernel.signature();
+    let mut arrays = Arrays {
+        producers: [None; stream::MAX_PRODUCERS],
+        count: 0,
+        device: None,
+        work: 0,
+        staged: 0,
+    };
+    debug_assert!(args.len() <= MAX_PARAMS);
+    for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
+        let (d, stream) = match a {
+            Arg::Scalar(_) => continue,
+            Arg::Array(d) => (*d, d.stream()),
+            // Staged on the launch stream: nothing to order.
+            Arg::Host(d) => {
+                arrays.staged |= 1 << i;
+                (*d, None)
+            }
+        };
+        if arrays.count == stream::MAX_PRODUCERS {
+            return Err(Error::value(format!(
+                "kernel `{}` has more than {} array arguments",
+                sig.name,
+                stream::MAX_PRODUCERS
+            )));
+        }
+        arrays.producers[arrays.count] = stream;
+        arrays.count += 1;
+        arrays.work = arrays.work.max(d.size());
+        if check && matches!(a, Arg::Array(_)) {
+            if let Some(dev) = check_pointer(d).map_err(|e| e.with_arg(p.name.clone()))? {
+                agree_on_device(&mut arrays.device, dev, i, sig.params.as_slice())?;
+            }
+        }
+    }
+    Ok(arrays)
+}
+
+/// The device of a non-empty array whose pointer is device memory and whose described extent
+/// lies inside the allocation that holds it; `None` for an empty array.
+fn check_pointer(d: &ArrayDesc) -> Result<Option<usize>> {
+    let Some((lo, hi)) = d.byte_range() else {
+        return Ok(None);
+    };
+    // The driver is loaded (prepare's first step).
+    let info: PointerInfo = cu::pointer_attributes(d.ptr())?;
+    if !info.is_device_accessible() {
+        return Err(Error::value(format!(
+            "pointer {:#x} is not CUDA device memory (memory type {}: {})",
+            d.ptr(),
+            info.memory_type,
+            match info.memory_type {
+                0 => "unknown to the driver, e.g. ordinary host memory",
+                1 => "page-locked host memory",
+                3 => "a CUDA array",
+                _ => "not addressable by kernels",
+            }
+        ))
+        .with_key(Key::Data)
+        .with_protocol(d.protocol()));
+    }
+    let (start, end) = (
+        info.range_start,
+        info.range_start.saturating_add(info.range_size),
+    );
+    if info.range_size > 0 && (lo < start || hi > end) {
+        return Err(Error::value(format!(
+            "the interface describes bytes [{lo:#x}, {hi:#x}) but the allocation that holds its \
+             pointer is [{start:#x}, {end:#x}): shape/strides claim memory outside the \
+             allocation"
+        ))
+        .with_key(Key::Shape)
+        .with_protocol(d.protocol()));
+    }
+    Ok(Some(info.device.max(0) as usize))
+}
+
+/// Records the device of argument `i`, or refuses it when an earlier array is on another.
+fn agree_on_device(
+    device: &mut Option<(usize, usize)>,
+    dev: usize,
+    i: usize,
+    params: &[Param],
+) -> Result<()> {
+    match *device {
+        None => *device = Some((dev, i)),
+        Some((d0, first)) if d0 != dev => {
+            return Err(Error::value(format!(
+                "array is on device {dev} but `{}` is on device {d0}: all arrays of a launch \
+                 must be on one device",
+                params[first].name
+            ))
+            .with_arg(params[i].name.clone()))
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// The automatic grid (x only) for `work` elements in blocks of `threads`: one thread per
+/// `items_per_thread` elements when the kernel declares it, else at most one resident wave
+/// (`resident()` blocks; the kernel's grid-stride loop covers the rest). At least one block,
+/// at most the driver's 2^31 − 1.
+fn auto_grid(
+    work: usize,
+    threads: usize,
+    items_per_thread: Option<u16>,
+    resident: impl FnOnce() -> usize,
+) -> u32 {
+    let grid = match items_per_thread {
+        Some(k) => work.div_ceil(usize::from(k.max(1))).div_ceil(threads),
+        None => work.div_ceil(threads).min(resident()),
+    };
+    grid.clamp(1, i32::MAX as usize) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automatic_grid() {
+        // One resident wave without a hint.
+        assert_eq!(auto_grid(1 << 28, 256, None, || 1056), 1056);
+        assert_eq!(auto_grid(1000, 256, None, || 1056), 4);
+        // One thread per declared number of elements, no wave cap.
+        assert_eq!(auto_grid(1 << 28, 256, Some(4), || 1056), 1 << 18);
+        assert_eq!(auto_grid(1 << 28, 256, Some(2), || unreachable!()), 1 << 19);
+        assert_eq!(auto_grid(1025, 256, Some(4), || 0), 2);
+        // Never zero blocks, never beyond the driver's limit.
+        assert_eq!(auto_grid(0, 256, Some(4), || 0), 1);
+        assert_eq!(auto_grid(usize::MAX, 1, Some(1), || 0), i32::MAX as u32);
+    }
+}

@@ -1,0 +1,152 @@
+//! Argument classification: what each launch argument is ([`probe`]) — a ferrocuda array,
+//! an object with an array interface (read by a fast path or the generic reader), a
+//! DLPack-only object, or a host array — with the torch stream rule applied.
+
+use ferrocuda_host::{ArrayDesc, Protocol};
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+
+use crate::arrays::{PyDeviceArray, PyForeignArray};
+use crate::errors::annotate;
+use crate::read::cai::{read_interface, Scratch};
+use crate::read::fast::{self, CallState, Kind};
+use crate::util::type_name;
+
+/// Storage for classifying the arguments of one call: the interface reader's buffers, and the
+/// producer state read at most once per call (CuPy's and torch's current streams).
+pub struct ArgScratch {
+    /// The interface reader's buffers.
+    pub cai: Scratch,
+    /// Producer state of this call.
+    pub call: CallState,
+}
+
+impl ArgScratch {
+    /// Empty storage.
+    pub fn new() -> Self {
+        ArgScratch {
+            cai: Scratch::new(),
+            call: CallState::default(),
+        }
+    }
+}
+
+impl Default for ArgScratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What an argument turned out to be.
+// The descriptor is kept inline on purpose: boxing it would allocate on every launch.
+#[allow(clippy::large_enum_variant)]
+pub enum Found<'py> {
+    /// A device array with its validated interface (CAI, SYCL USM, or a ferrocuda array).
+    Desc(ArrayDesc),
+    /// An object to import through DLPack (`__dlpack__` with the launch stream).
+    Dlpack(Bound<'py, PyAny>),
+    /// A host array (NumPy, or anything NumPy converts and whose DLPack device is the CPU).
+    Host(Bound<'py, PyAny>),
+}
+
+/// Finds out what `obj` is, reading its interface when it has one.
+///
+/// Order: ferrocuda arrays; `__cuda_array_interface__`; `__sycl_usm_array_interface__`;
+/// `__dlpack__` (a host array when `__dlpack_device__()` says CPU); `__array_interface__`
+/// (host). Anything else is a `TypeError` ("not an array").
+pub fn probe<'py>(
+    obj: &Bound<'py, PyAny>,
+    arg: &str,
+    scratch: &mut ArgScratch,
+) -> PyResult<Found<'py>> {
+    let py = obj.py();
+    // The producer kind first (one lookup by type address): CuPy arrays and torch tensors
+    // then skip the checks for ferrocuda's own classes.
+    let kind = fast::kind_of(obj);
+    if kind == Kind::Other {
+        if let Ok(a) = obj.cast::<PyDeviceArray>() {
+            return Ok(Found::Desc(*a.get().desc()));
+        }
+        if let Ok(a) = obj.cast::<PyForeignArray>() {
+            return Ok(Found::Desc(*a.get().desc()));
+        }
+    }
+    ferrocuda_host::mark!(15);
+    if let Some(d) = fast::describe(obj, kind, arg, &mut scratch.call)? {
+        ferrocuda_host::mark!(18);
+        let state = scratch.call;
+        let d = fast::self_check(obj, kind, d, || {
+            let mut s = ArgScratch::new();
+            s.call = state;
+            generic_cuda(obj, arg, kind, &mut s)?.ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err("__cuda_array_interface__ disappeared")
+            })
+        })?;
+        ferrocuda_host::mark!(19);
+        return Ok(Found::Desc(d));
+    }
+    if let Some(d) = generic_cuda(obj, arg, kind, scratch)? {
+        return Ok(Found::Desc(d));
+    }
+    match obj.getattr_opt(intern!(py, "__sycl_usm_array_interface__")) {
+        Ok(Some(iface)) => {
+            return read_interface(&iface, Protocol::SyclUsm, &mut scratch.cai)
+                .map(Found::Desc)
+                .map_err(|f| f.into_py(py, arg))
+        }
+        Ok(None) => {}
+        Err(e) => return Err(annotate(py, e, "__sycl_usm_array_interface__", arg)),
+    }
+    if obj.hasattr(intern!(py, "__dlpack__"))? {
+        // NumPy arrays and CPU tensors export DLPack too: host arrays.
+        if dlpack_device_is_cpu(obj)? {
+            return Ok(Found::Host(obj.clone()));
+        }
+        return Ok(Found::Dlpack(obj.clone()));
+    }
+    if obj.hasattr(intern!(py, "__array_interface__"))? {
+        return Ok(Found::Host(obj.clone()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "argument `{arg}`: not an array: {} has no __cuda_array_interface__, \
+         __sycl_usm_array_interface__, __dlpack__ or __array_interface__",
+        type_name(obj)
+    )))
+}
+
+/// Reads `__cuda_array_interface__` if `obj` has one (`None` if it has none), applying the
+/// torch stream rule (see [`fast`]) to torch tensors whose interface names no stream.
+pub fn generic_cuda(
+    obj: &Bound<'_, PyAny>,
+    arg: &str,
+    kind: Kind,
+    scratch: &mut ArgScratch,
+) -> PyResult<Option<ArrayDesc>> {
+    let py = obj.py();
+    match obj.getattr_opt(intern!(py, "__cuda_array_interface__")) {
+        Ok(Some(iface)) => {
+            let mut d = read_interface(&iface, Protocol::Cuda, &mut scratch.cai)
+                .map_err(|f| f.into_py(py, arg))?;
+            if matches!(kind, Kind::Torch | Kind::TorchSub) {
+                fast::refuse_lazy_bits(obj, arg, true)?;
+                if d.stream().is_none() {
+                    d = d.with_stream(Some(fast::torch_stream(obj, &mut scratch.call)?));
+                }
+            }
+            Ok(Some(d))
+        }
+        Ok(None) => Ok(None),
+        Err(e) => Err(annotate(py, e, "__cuda_array_interface__", arg)),
+    }
+}
+
+/// `True` when `obj.__dlpack_device__()` names the CPU (device type 1).
+fn dlpack_device_is_cpu(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = obj.py();
+    let Ok(dev) = obj.call_method0(intern!(py, "__dlpack_device__")) else {
+        return Ok(false);
+    };
+    let ty = dev.get_item(0).and_then(|t| t.extract::<i64>());
+    Ok(matches!(ty, Ok(1)))
+}

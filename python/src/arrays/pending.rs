@@ -1,0 +1,73 @@
+//! DLPack capsules that must outlive a kernel: held with a fence on the launch stream, and
+//! released once the kernel has completed ([`release_completed`], polled at every launch and
+//! by `ferrocuda.synchronize`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use ferrocuda_host::driver::Fence;
+use ferrocuda_host::StreamRef;
+use pyo3::prelude::*;
+
+use crate::errors::IntoPyResult;
+use crate::read::dlpack::DlpackOwner;
+
+type Pending = (Fence, Vec<DlpackOwner>);
+
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+static PENDING_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Releases the DLPack capsules whose kernels have completed (a no-op, one atomic load, when
+/// none is pending). Called at every launch and by `ferrocuda.synchronize`.
+pub fn release_completed(_py: Python<'_>) {
+    if PENDING_LEN.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let done: Vec<Pending> = {
+        let mut q = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut done = Vec::new();
+        let mut i = 0;
+        while i < q.len() {
+            // A failed query (broken context) releases too: the kernel will not run.
+            if q[i].0.is_complete().unwrap_or(true) {
+                done.push(q.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        PENDING_LEN.store(q.len(), Ordering::Release);
+        done
+    };
+    // Deleters run outside the lock (they may call back into Python), with the GIL held.
+    drop(done);
+}
+
+/// Holds `owners` until the work now enqueued on `stream` of `device` (a kernel that uses
+/// their memory) has completed; if no fence can be recorded, waits for it and releases them.
+pub fn defer(
+    py: Python<'_>,
+    device: usize,
+    stream: StreamRef,
+    owners: Vec<DlpackOwner>,
+) -> PyResult<()> {
+    match py.detach(|| Fence::record(device, stream)) {
+        Ok(f) => {
+            let mut q = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+            q.push((f, owners));
+            PENDING_LEN.store(q.len(), Ordering::Release);
+            Ok(())
+        }
+        Err(e) => {
+            // Cannot fence: wait for the kernel instead, then release.
+            let r = py.detach(|| ferrocuda_host::driver::synchronize_on(device, stream));
+            drop(owners);
+            r.map_err(|_| e).py_err(py)
+        }
+    }
+}
+
+/// Number of DLPack capsules still held for kernels that may be running.
+pub fn pending(py: Python<'_>) -> usize {
+    release_completed(py);
+    PENDING_LEN.load(Ordering::Acquire)
+}

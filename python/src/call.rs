@@ -1,0 +1,669 @@
+//! The per-call launch path of every launcher.
+//!
+//! # One call
+//!
+//! 1. Each argument is classified by its parameter's kind (scalar or array; the kinds of a
+//!    family's kernels agree, so the first kernel's are used): arrays are *probed* once —
+//!    ferrocuda arrays give their descriptor directly, `__cuda_array_interface__` /
+//!    `__sycl_usm_array_interface__` dictionaries are read and validated without heap
+//!    allocation, DLPack-only objects and host (NumPy) arrays are noted.
+//! 2. DLPack producers are asked for their capsule with the stream the launch will go on (the
+//!    caller's, else the producers' common stream, else the legacy default stream); they order
+//!    their own work before it.
+//! 3. A family picks its kernel by the arrays' element types and ranks.
+//! 4. Scalars are converted to the parameter's type (range-checked).
+//! 5. The host crate checks everything against the manifest, orders the launch against the
+//!    producers' streams and launches — with the GIL released. Host arrays go through the
+//!    host crate's staging path between its two phases (`PerformanceWarning`): copied to the
+//!    launch's device and stream after the launch is prepared, and written ones copied back
+//!    after it (the call then waits for the kernel).
+//! 6. DLPack capsules are released once the kernel has completed: an event on the launch
+//!    stream is polled at later calls (and by `ferrocuda.synchronize`).
+//!
+//! Scalars: integer parameters take `int` (or `__index__` objects such as NumPy integers) in
+//! the parameter type's range (`OverflowError` otherwise) — never `float` or `bool`; float
+//! parameters take `int`, `float` or `__float__` objects — never `bool`; a finite value beyond
+//! `float32`'s range is an `OverflowError`.
+
+use std::fmt::Write as _;
+
+use ferrocuda_abi::ParamKind;
+use ferrocuda_host::array::Staging;
+use ferrocuda_host::module::{Param, Signature};
+use ferrocuda_host::stream;
+use ferrocuda_host::{
+    Arg, ArgList, ArrayDesc, Kernel, LaunchOptions, Launched, Scalar, StreamRef, SyncMode,
+};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
+
+use crate::args::{probe, ArgScratch, Found};
+use crate::arrays::pending::{defer, release_completed};
+use crate::docs::signature_text;
+use crate::errors::{IntoPyResult, PerformanceWarning};
+use crate::read::dlpack::{self, DlpackOwner};
+use crate::read::host::{host_view, HostView};
+use crate::read::streams::{parse_stream, parse_sync};
+use crate::util::{numpy_attr, read_int, repr, type_name};
+
+const MAX_ARRAYS: usize = ferrocuda_host::stream::MAX_PRODUCERS;
+const MAX_ARGS: usize = ferrocuda_host::module::MAX_PARAMS;
+
+// ---------------------------------------------------------------------------------------
+// Targets and options.
+
+/// What one launcher may launch: one kernel, or a family's kernels.
+pub struct Target {
+    /// The kernel's or family's name.
+    pub name: String,
+    is_family: bool,
+    /// The kernels, in manifest order (one for a kernel).
+    pub kernels: Box<[Kernel<'static>]>,
+    /// The parameter kinds every kernel shares (`None` if they differ: arguments are then
+    /// classified by their Python type).
+    kinds: Option<Box<[ParamKind]>>,
+}
+
+impl Target {
+    /// A launcher of `kernels` (one kernel, or a family's), named `name`.
+    pub fn new(name: String, is_family: bool, kernels: Vec<Kernel<'static>>) -> Self {
+        let first: Vec<ParamKind> = kernels[0]
+            .signature()
+            .params
+            .iter()
+            .map(|p| p.kind)
+            .collect();
+        let same = kernels.iter().all(|k| {
+            let ps = &k.signature().params;
+            ps.len() == first.len() && ps.iter().zip(&first).all(|(p, &f)| p.kind == f)
+        });
+        Target {
+            name,
+            is_family,
+            kinds: same.then(|| first.into_boxed_slice()),
+            kernels: kernels.into_boxed_slice(),
+        }
+    }
+
+    fn param_name(&self, i: usize) -> &str {
+        self.kernels[0]
+            .signature()
+            .params
+            .get(i)
+            .map(|p| p.name.as_str())
+            .unwrap_or("?")
+    }
+}
+
+/// Launch options of one call.
+#[derive(Clone, Copy, Debug)]
+pub struct CallOpts {
+    /// `stream=`.
+    pub stream: Option<StreamRef>,
+    /// `sync=`.
+    pub sync: Option<SyncMode>,
+    /// `grid=`.
+    pub grid: Option<[u32; 3]>,
+    /// `block=`.
+    pub block: Option<[u32; 3]>,
+    /// Dynamic shared memory (Numba-style configuration only).
+    pub shared_mem: u32,
+    /// `check_pointers=`.
+    pub check_pointers: bool,
+}
+
+impl CallOpts {
+    /// The options of a call with keyword arguments.
+    pub fn from_keywords(
+        stream: Option<&Bound<'_, PyAny>>,
+        sync: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        check_pointers: bool,
+    ) -> PyResult<CallOpts> {
+        Ok(CallOpts {
+            stream: parse_stream(stream)?,
+            sync: parse_sync(sync)?,
+            grid: dim3(grid, "grid")?,
+            block: dim3(block, "block")?,
+            shared_mem: 0,
+            check_pointers,
+        })
+    }
+
+    /// The host crate's options of this call.
+    fn launch_options(&self) -> LaunchOptions {
+        LaunchOptions {
+            stream: self.stream,
+            sync: self.sync,
+            check_pointers: self.check_pointers,
+            grid: self.grid,
+            block: self.block,
+            shared_mem_bytes: self.shared_mem,
+            device: None,
+        }
+    }
+}
+
+fn dim3(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<[u32; 3]>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let bad = || {
+        PyValueError::new_err(format!(
+            "argument `{what}`: expected a positive int or a tuple of 1 to 3 positive ints, \
+             got {}",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    };
+    let one = |o: &Bound<'_, PyAny>| -> PyResult<u32> {
+        match read_int(o)? {
+            Some(v) if v >= 1 && v <= i128::from(u32::MAX) => Ok(v as u32),
+            _ => Err(bad()),
+        }
+    };
+    if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
+        return Ok(Some([one(obj)?, 1, 1]));
+    }
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = obj.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        l.iter().collect()
+    } else {
+        return Err(bad());
+    };
+    if items.is_empty() || items.len() > 3 {
+        return Err(bad());
+    }
+    let mut out = [1u32; 3];
+    for (slot, it) in out.iter_mut().zip(&items) {
+        *slot = one(it)?;
+    }
+    Ok(Some(out))
+}
+
+fn shared_mem(obj: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(0);
+    };
+    match read_int(obj)? {
+        Some(v) if v >= 0 && v <= i128::from(u32::MAX) => Ok(v as u32),
+        _ => Err(PyValueError::new_err(format!(
+            "shared memory size must be an int in 0..=2**32-1, got {}",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))),
+    }
+}
+
+/// Numba-style `[grid, block, stream, shared_mem]` configuration.
+pub fn parse_config(cfg: &Bound<'_, PyAny>) -> PyResult<CallOpts> {
+    let t = cfg.cast::<PyTuple>().map_err(|_| {
+        PyTypeError::new_err(
+            "launch configuration must be [grid, block] or [grid, block, stream(, shared_mem)]",
+        )
+    })?;
+    if !(2..=4).contains(&t.len()) {
+        return Err(PyTypeError::new_err(format!(
+            "launch configuration takes 2 to 4 items (grid, block, stream, shared_mem), got {}",
+            t.len()
+        )));
+    }
+    let g = t.get_item(0)?;
+    let b = t.get_item(1)?;
+    let s = if t.len() > 2 {
+        Some(t.get_item(2)?)
+    } else {
+        None
+    };
+    let m = if t.len() > 3 {
+        Some(t.get_item(3)?)
+    } else {
+        None
+    };
+    Ok(CallOpts {
+        grid: dim3(Some(&g), "grid")?,
+        block: dim3(Some(&b), "block")?,
+        stream: parse_stream(s.as_ref())?,
+        sync: None,
+        shared_mem: shared_mem(m.as_ref())?,
+        check_pointers: true,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Scalars.
+
+fn scalar(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<Scalar> {
+    let name = &p.name;
+    let want = p.dtype.name();
+    if obj.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "argument `{name}`: expected a {want} scalar, got bool"
+        )));
+    }
+    let int = |lo: i128, hi: i128| -> PyResult<i128> {
+        if obj.is_instance_of::<PyFloat>() {
+            return Err(PyTypeError::new_err(format!(
+                "argument `{name}`: expected an integer for the {want} parameter, got {}",
+                type_name(obj)
+            )));
+        }
+        let v = read_int(obj)?.ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "argument `{name}`: expected an integer for the {want} parameter, got {}",
+                type_name(obj)
+            ))
+        })?;
+        if v < lo || v > hi {
+            return Err(PyOverflowError::new_err(format!(
+                "argument `{name}`: {} is out of range for {want} ({lo}..={hi})",
+                repr(obj)
+            )));
+        }
+        Ok(v)
+    };
+    let float = || -> PyResult<f64> {
+        // Python's own conversion: correctly rounded for any int, OverflowError beyond the
+        // float range (never a silently clamped value).
+        obj.extract::<f64>().map_err(|e| {
+            if e.is_instance_of::<PyOverflowError>(obj.py()) {
+                PyOverflowError::new_err(format!(
+                    "argument `{name}`: {} is out of range for {want}",
+                    repr(obj)
+                ))
+            } else {
+                PyTypeError::new_err(format!(
+                    "argument `{name}`: expected a real number for the {want} parameter, got {}",
+                    type_name(obj)
+                ))
+            }
+        })
+    };
+    if let Some((lo, hi)) = p.dtype.int_range() {
+        let v = int(lo, hi)?;
+        return Scalar::from_int(p.dtype, v).ok_or_else(|| {
+            PyOverflowError::new_err(format!("argument `{name}`: {v} is out of range for {want}"))
+        });
+    }
+    if p.dtype.is_float_scalar() {
+        let v = float()?;
+        return Scalar::from_f64(p.dtype, v).ok_or_else(|| {
+            PyOverflowError::new_err(format!(
+                "argument `{name}`: {} is out of range for {want}",
+                repr(obj)
+            ))
+        });
+    }
+    Err(PyTypeError::new_err(format!(
+        "argument `{name}`: {want} scalar parameters are not supported"
+    )))
+}
+
+// ---------------------------------------------------------------------------------------
+// The call.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Scalar,
+    Array(u8),
+    Dlpack(u8),
+    Host(u8),
+}
+
+/// The arguments of one call, classified: a slot per argument, the array descriptions, the
+/// host arrays.
+struct Classified<'py> {
+    slots: [Slot; MAX_ARGS],
+    n: usize,
+    descs: [Option<ArrayDesc>; MAX_ARRAYS],
+    arrays: usize,
+    has_dlpack: bool,
+    /// Host arrays: the argument index and its view.
+    hosts: Vec<(usize, HostView<'py>)>,
+}
+
+impl<'py> Classified<'py> {
+    fn slots(&self) -> &[Slot] {
+        &self.slots[..self.n]
+    }
+
+    /// The producers' streams of the arrays described so far.
+    fn producers(&self) -> [Option<StreamRef>; MAX_ARRAYS] {
+        let mut p = [None; MAX_ARRAYS];
+        for (p, d) in p.iter_mut().zip(&self.descs[..self.arrays]) {
+            *p = d.as_ref().and_then(ArrayDesc::stream);
+        }
+        p
+    }
+}
+
+impl Classified<'_> {
+    /// No argument classified yet. (Large: built in place in the caller's frame, and passed
+    /// by reference from there.)
+    #[inline(always)]
+    fn new(n: usize) -> Self {
+        Classified {
+            slots: [Slot::Scalar; MAX_ARGS],
+            n,
+            descs: [None; MAX_ARRAYS],
+            arrays: 0,
+            has_dlpack: false,
+            hosts: Vec::new(),
+        }
+    }
+}
+
+/// Classifies every argument (scalar or array, by the parameter kinds when a family's kernels
+/// share them) and describes the arrays (see [`probe`]).
+fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>, c: &mut Classified<'py>) -> PyResult<()> {
+    let mut scratch = ArgScratch::new();
+    for i in 0..c.n {
+        let a = args.get_item(i)?;
+        let is_scalar = match &t.kinds {
+            Some(k) => !k[i].is_array(),
+            None => is_number(&a),
+        };
+        if is_scalar {
+            continue;
+        }
+        if c.arrays == MAX_ARRAYS {
+            return Err(PyValueError::new_err(format!(
+                "a launch takes at most {MAX_ARRAYS} array arguments"
+            )));
+        }
+        let k = c.arrays as u8;
+        let name = t.param_name(i);
+        c.slots[i] = match probe(&a, name, &mut scratch)? {
+            Found::Desc(d) => {
+                c.descs[c.arrays] = Some(d);
+                Slot::Array(k)
+            }
+            Found::Dlpack(_) => {
+                c.has_dlpack = true;
+                Slot::Dlpack(k)
+            }
+            Found::Host(o) => {
+                let view = host_view(&o, name)?;
+                c.descs[c.arrays] = Some(view.desc);
+                c.hosts.push((i, view));
+                Slot::Host(k)
+            }
+        };
+        c.arrays += 1;
+    }
+    Ok(())
+}
+
+/// Imports the DLPack arguments, asking each producer to order its work before the stream the
+/// launch will go on ([`stream::launch_stream`]: the arrays imported here name no stream, so
+/// the launch's plan agrees).
+fn import_dlpack(
+    t: &Target,
+    args: &Bound<'_, PyTuple>,
+    c: &mut Classified<'_>,
+    caller: Option<StreamRef>,
+) -> PyResult<Vec<DlpackOwner>> {
+    let producers = c.producers();
+    let s = stream::launch_stream(&producers[..c.arrays], caller).as_raw();
+    let s = i64::try_from(s)
+        .map_err(|_| PyValueError::new_err(format!("stream {s:#x} does not fit DLPack's int64")))?;
+    let mut owners = Vec::new();
+    for i in 0..c.n {
+        if let Slot::Dlpack(k) = c.slots[i] {
+            let a = args.get_item(i)?;
+            let (d, owner) = dlpack::import(&a, Some(s), t.param_name(i))?;
+            c.descs[k as usize] = Some(d);
+            owners.push(owner);
+        }
+    }
+    Ok(owners)
+}
+
+/// The launch arguments: scalars converted to their parameters' types, arrays by their
+/// descriptions (host arrays as [`Arg::Host`]).
+fn arguments<'d>(
+    sig: &Signature,
+    args: &Bound<'_, PyTuple>,
+    c: &'d Classified<'_>,
+    argv: &mut ArgList<'d>,
+) -> PyResult<()> {
+    for (i, slot) in c.slots().iter().enumerate() {
+        let p = &sig.params[i];
+        let arg = match *slot {
+            Slot::Scalar if p.kind.is_array() => {
+                return Err(PyTypeError::new_err(format!(
+                    "argument `{}`: expected a {} array, got {}",
+                    p.name,
+                    p.dtype.name(),
+                    type_name(&args.get_item(i)?)
+                )));
+            }
+            Slot::Scalar => Arg::Scalar(scalar(&args.get_item(i)?, p)?),
+            Slot::Array(k) | Slot::Dlpack(k) | Slot::Host(k) => {
+                let d = c.descs[k as usize]
+                    .as_ref()
+                    .ok_or_else(|| PyValueError::new_err("array argument not described"))?;
+                if matches!(slot, Slot::Host(_)) {
+                    Arg::Host(d)
+                } else {
+                    Arg::Array(d)
+                }
+            }
+        };
+        argv.push(arg).map_err(|_| arity_error_of(sig, c.n))?;
+    }
+    Ok(())
+}
+
+fn arity_error_of(sig: &Signature, n: usize) -> PyErr {
+    PyTypeError::new_err(format!(
+        "kernel `{}` takes {} argument(s) ({}), got {n}",
+        sig.name,
+        sig.params.len(),
+        sig.param_list()
+    ))
+}
+
+/// A launch with host arrays: prepared, the host arrays staged on its device and stream (the
+/// host crate's [`Staging`], with the GIL held so that Python code cannot touch the sources),
+/// executed, and the written ones copied back.
+fn launch_with_hosts(
+    py: Python<'_>,
+    kernel: Kernel<'static>,
+    args: &Bound<'_, PyTuple>,
+    hosts: &mut [(usize, HostView<'_>)],
+    argv: &ArgList<'_>,
+    opts: &LaunchOptions,
+) -> PyResult<Launched> {
+    let sig = kernel.signature();
+    for (i, _) in hosts.iter() {
+        let p = &sig.params[*i];
+        if p.mutable {
+            check_host_output(&args.get_item(*i)?, p, &sig.name)?;
+        }
+    }
+    PyErr::warn(
+        py,
+        &py.get_type::<PerformanceWarning>(),
+        c"ferrocuda: host (NumPy) arrays are copied to the device, and mutable ones back, on every launch; keep data on the device (ferrocuda.DeviceArray, CuPy, PyTorch) in loops",
+        1,
+    )?;
+    let prepared = py.detach(|| kernel.prepare(argv, opts)).py_err(py)?;
+    let mut staging = Staging::new();
+    for (i, view) in hosts.iter() {
+        staging.stage(&prepared, *i, view).py_err(py)?;
+    }
+    let resolved = staging.resolve(argv).py_err(py)?;
+    // SAFETY: as in `call`; the staged copies live in `staging` until after the downloads,
+    // and are freed stream-ordered on the launch stream.
+    let launched = py
+        .detach(|| unsafe { prepared.execute(&resolved) })
+        .py_err(py)?;
+    for (i, view) in hosts.iter_mut() {
+        if sig.params[*i].mutable {
+            staging.download(*i, view).py_err(py)?;
+            let target = args.get_item(*i)?;
+            if !view.array.is(&target) {
+                numpy_attr(py, "copyto")?.call1((target, &view.array))?;
+            }
+        }
+    }
+    Ok(launched)
+}
+
+/// Launches `t` on `args`: the whole per-call path (see the module documentation).
+pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -> PyResult<()> {
+    ferrocuda_host::mark!(start);
+    release_completed(py);
+    ferrocuda_host::mark!(0);
+    let n = args.len();
+    if t.kinds.as_ref().is_some_and(|k| n != k.len()) || n > MAX_ARGS {
+        return Err(arity_error(t, n));
+    }
+    let mut c = Classified::new(n);
+    classify(t, args, &mut c)?;
+    let mut hosts = std::mem::take(&mut c.hosts);
+    ferrocuda_host::mark!(1);
+    let owners = if c.has_dlpack {
+        import_dlpack(t, args, &mut c, opts.stream)?
+    } else {
+        Vec::new()
+    };
+    let kernel = select(t, c.slots(), &c.descs)?;
+    let sig = kernel.signature();
+    if sig.params.len() != n {
+        return Err(arity_error(t, n));
+    }
+    let mut argv = ArgList::new();
+    arguments(sig, args, &c, &mut argv)?;
+    let lo = opts.launch_options();
+    ferrocuda_host::mark!(2);
+    let launched = if hosts.is_empty() {
+        py.detach(|| {
+            ferrocuda_host::mark!(3);
+            // SAFETY: kernels come from modules built by ferrocuda's builder, whose kernels
+            // are memory-safe for any arguments that pass the host's checks (the manifest
+            // contract); every array's owner is alive for the call (the argument tuple, the
+            // DLPack owners), and afterwards the stream plan orders the producers' streams
+            // behind the kernel and DLPack capsules are released only once the kernel
+            // completed.
+            unsafe { kernel.launch(&argv, &lo) }
+        })
+        .py_err(py)?
+    } else {
+        launch_with_hosts(py, kernel, args, &mut hosts, &argv, &lo)?
+    };
+    ferrocuda_host::mark!(14);
+    if !owners.is_empty() {
+        if launched.config.is_some() {
+            defer(py, launched.device, launched.plan.launch_stream(), owners)?;
+        } else {
+            drop(owners);
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Selection and checks.
+
+fn is_number(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()
+}
+
+fn arity_error(t: &Target, n: usize) -> PyErr {
+    let sig = t.kernels[0].signature();
+    PyTypeError::new_err(format!(
+        "{} `{}` takes {} argument(s) ({}), got {n}",
+        if t.is_family {
+            "kernel family"
+        } else {
+            "kernel"
+        },
+        t.name,
+        sig.params.len(),
+        sig.param_list()
+    ))
+}
+
+fn describe_args(slots: &[Slot], descs: &[Option<ArrayDesc>]) -> String {
+    let mut s = String::new();
+    for (i, slot) in slots.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        match slot {
+            Slot::Scalar => s.push_str("scalar"),
+            Slot::Array(k) | Slot::Dlpack(k) | Slot::Host(k) => match &descs[*k as usize] {
+                Some(d) => {
+                    let _ = write!(s, "{} {}-D array", d.dtype().name(), d.ndim());
+                }
+                None => s.push_str("array"),
+            },
+        }
+    }
+    s
+}
+
+fn matches(k: &Kernel<'_>, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> bool {
+    let ps = &k.signature().params;
+    ps.len() == slots.len()
+        && ps
+            .iter()
+            .zip(slots)
+            .all(|(p, s)| match (p.kind.is_array(), s) {
+                (false, Slot::Scalar) => true,
+                (false, _) | (true, Slot::Scalar) => false,
+                (true, Slot::Array(i) | Slot::Dlpack(i) | Slot::Host(i)) => match &descs
+                    [*i as usize]
+                {
+                    Some(d) => d.dtype() == p.dtype && (!p.kind.fixes_rank() || d.ndim() == p.rank),
+                    None => false,
+                },
+            })
+}
+
+fn select(t: &Target, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> PyResult<Kernel<'static>> {
+    if let Some(k) = t.kernels.iter().find(|k| matches(k, slots, descs)) {
+        return Ok(*k);
+    }
+    if t.kernels.len() == 1 {
+        // The host's argument check names the mismatch.
+        return Ok(t.kernels[0]);
+    }
+    let mut variants = String::new();
+    for k in t.kernels.iter() {
+        let _ = write!(variants, "\n    {}", signature_text(k));
+    }
+    Err(PyTypeError::new_err(format!(
+        "kernel family `{}` has no variant for ({}); variants:{variants}",
+        t.name,
+        describe_args(slots, descs)
+    )))
+}
+
+/// Checks that the host array behind a mutable parameter can be written back.
+fn check_host_output(obj: &Bound<'_, PyAny>, p: &Param, kernel: &str) -> PyResult<()> {
+    let py = obj.py();
+    let ro = obj
+        .getattr_opt(intern!(py, "__array_interface__"))?
+        .map(|i| -> PyResult<bool> { i.get_item(intern!(py, "data"))?.get_item(1)?.is_truthy() })
+        .transpose()?;
+    match ro {
+        None => Err(PyValueError::new_err(format!(
+            "argument `{}`: kernel `{kernel}` writes to `{}`, so a host argument there must be \
+             a writable NumPy array, not {}",
+            p.name,
+            p.name,
+            type_name(obj)
+        ))),
+        Some(true) => Err(PyValueError::new_err(format!(
+            "argument `{}`: __array_interface__['data']: array is read-only, but kernel \
+             `{kernel}` writes to `{}`",
+            p.name, p.name
+        ))),
+        Some(false) => Ok(()),
+    }
+}

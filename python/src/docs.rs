@@ -1,0 +1,91 @@
+//! Documentation text of launchers: signatures, and the docstrings of kernels and families.
+
+use std::fmt::Write as _;
+
+use ferrocuda_abi::ParamKind;
+use ferrocuda_host::module::Param;
+use ferrocuda_host::Kernel;
+
+fn param_text(p: &Param) -> String {
+    let dt = p.dtype.name();
+    match p.kind {
+        ParamKind::Scalar => format!("{}: {dt}", p.name),
+        ParamKind::Slice => format!(
+            "{}: {dt}[:] (C-contiguous{})",
+            p.name,
+            if p.mutable { ", written" } else { "" }
+        ),
+        ParamKind::View => format!(
+            "{}: {dt} {}-D array (any strides{})",
+            p.name,
+            p.rank,
+            if p.mutable { ", written" } else { "" }
+        ),
+    }
+}
+
+pub fn signature_text(k: &Kernel<'_>) -> String {
+    let sig = k.signature();
+    let ps: Vec<String> = sig.params.iter().map(param_text).collect();
+    format!("{}({})", sig.name, ps.join(", "))
+}
+
+const CALL_DOC: &str = "\
+Arrays may be any objects exporting ``__cuda_array_interface__`` (v0-v3) or
+``__sycl_usm_array_interface__``, DLPack-only objects (JAX; imported with the launch stream),
+``ferrocuda.DeviceArray`` / ``ForeignArray``, or NumPy host arrays (copied in, and back for
+written arguments, with a ``ferrocuda.PerformanceWarning``).
+
+Keyword arguments: ``stream`` (None, 1, 2, a handle, or a CuPy/PyTorch/Numba/``__cuda_stream__``
+stream object), ``sync`` (None = FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC, True/'default', 'event',
+False/'off'), ``grid`` and ``block`` (int or tuple of up to 3 ints; default: automatic),
+``check_pointers`` (ask the driver whether every pointer is device memory; default True).
+Numba-style ``launcher[grid, block, stream, shared_mem](...)`` works too. Returns None once
+the launch is enqueued.";
+
+pub fn kernel_doc(k: &Kernel<'_>) -> String {
+    let sig = k.signature();
+    let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
+    let mut s = format!(
+        "Kernel ``{}`` (family ``{}``).\n\n    {}\n\nCall as ``{}({}, *, stream=None, sync=None, grid=None, block=None, \
+         check_pointers=True)``.\n",
+        sig.name,
+        sig.family,
+        signature_text(k),
+        sig.name,
+        names.join(", ")
+    );
+    for g in &sig.same_shape {
+        let g: Vec<&str> = g.iter().map(|&i| sig.params[i].name.as_str()).collect();
+        let _ = writeln!(s, "Arguments {} must have the same shape.", g.join(", "));
+    }
+    s.push('\n');
+    s.push_str(CALL_DOC);
+    s
+}
+
+pub fn family_doc(name: &str, ks: &[Kernel<'_>]) -> String {
+    let names: Vec<&str> = ks[0]
+        .signature()
+        .params
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let mut s = format!(
+        "Kernel family ``{name}``: launches the variant matching the arrays' element types \
+         and ranks.\n\nCall as ``{name}({}, *, stream=None, sync=None, grid=None, block=None, \
+         check_pointers=True)``.\n\nVariants:\n",
+        names.join(", ")
+    );
+    for k in ks {
+        let _ = writeln!(s, "    {}", signature_text(k));
+    }
+    let sig = ks[0].signature();
+    for g in &sig.same_shape {
+        let g: Vec<&str> = g.iter().map(|&i| sig.params[i].name.as_str()).collect();
+        let _ = writeln!(s, "\nArguments {} must have the same shape.", g.join(", "));
+    }
+    s.push('\n');
+    s.push_str(CALL_DOC);
+    s
+}

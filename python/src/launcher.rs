@@ -1,0 +1,200 @@
+//! The launcher classes: `ferrocuda.Launcher`, the one class that launches, and its two kinds
+//! — `Kernel` (one kernel) and `Family` (a family's kernels, selected by the arguments'
+//! element types and ranks) — plus `ConfiguredLauncher` (`launcher[grid, block, …]`).
+
+use std::sync::Arc;
+
+use ferrocuda_host::{Kernel, StreamRef};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyTuple};
+
+use crate::call::{call, parse_config, CallOpts, Target};
+use crate::docs::signature_text;
+use crate::read::streams::parse_sync;
+
+/// Launches kernels on arrays and scalars: the common base of :class:`Kernel` and
+/// :class:`Family`, which differ only in how the kernel is selected (see their ``__doc__``).
+#[pyclass(name = "Launcher", module = "ferrocuda", subclass, frozen, dict)]
+pub struct PyLauncher {
+    target: Arc<Target>,
+}
+
+#[pymethods]
+impl PyLauncher {
+    /// Launches; see the class documentation for the arguments.
+    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, check_pointers = true))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        stream: Option<&Bound<'_, PyAny>>,
+        sync: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        check_pointers: bool,
+    ) -> PyResult<()> {
+        let o = CallOpts::from_keywords(stream, sync, grid, block, check_pointers)?;
+        call(py, &self.target, args, o)
+    }
+
+    /// Numba-style configuration: ``launcher[grid, block]``, ``launcher[grid, block, stream]``
+    /// or ``launcher[grid, block, stream, shared_mem]``.
+    fn __getitem__(&self, config: &Bound<'_, PyAny>) -> PyResult<PyConfigured> {
+        Ok(PyConfigured {
+            target: self.target.clone(),
+            opts: parse_config(config)?,
+        })
+    }
+
+    /// The kernel's (PTX entry) name, or the family's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.target.name
+    }
+}
+
+impl PyLauncher {
+    /// The first (for a kernel: the) kernel.
+    fn kernel(&self) -> &Kernel<'static> {
+        &self.target.kernels[0]
+    }
+}
+
+/// One kernel of a module: call it on arrays and scalars (see its ``__doc__``).
+#[pyclass(name = "Kernel", module = "ferrocuda", extends = PyLauncher, frozen)]
+pub struct PyKernel;
+
+impl PyKernel {
+    /// A launcher of kernel `k`.
+    pub fn new(k: Kernel<'static>) -> PyClassInitializer<Self> {
+        let target = Target::new(k.name().to_owned(), false, vec![k]);
+        PyClassInitializer::from(PyLauncher {
+            target: Arc::new(target),
+        })
+        .add_subclass(PyKernel)
+    }
+}
+
+#[pymethods]
+impl PyKernel {
+    /// The kernel's family.
+    #[getter]
+    fn family(slf: PyRef<'_, Self>) -> String {
+        slf.as_super().kernel().signature().family.clone()
+    }
+
+    /// The parameters: ``(name, kind, dtype, rank, mutable)`` tuples, ``kind`` being
+    /// ``'scalar'``, ``'slice'`` or ``'view'``.
+    #[getter]
+    fn params<'py>(slf: PyRef<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let items: Vec<Bound<'py, PyTuple>> = slf
+            .as_super()
+            .kernel()
+            .signature()
+            .params
+            .iter()
+            .map(|p| {
+                PyTuple::new(
+                    py,
+                    [
+                        p.name.as_str().into_pyobject(py)?.into_any(),
+                        p.kind.name().into_pyobject(py)?.into_any(),
+                        p.dtype.name().into_pyobject(py)?.into_any(),
+                        p.rank.into_pyobject(py)?.into_any(),
+                        PyBool::new(py, p.mutable).to_owned().into_any(),
+                    ],
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        PyTuple::new(py, items)
+    }
+
+    /// The signature as text, e.g. ``add_f32(a: float32[:] (C-contiguous), …)``.
+    #[getter]
+    fn signature(slf: PyRef<'_, Self>) -> String {
+        signature_text(slf.as_super().kernel())
+    }
+
+    fn __repr__(slf: PyRef<'_, Self>) -> String {
+        format!(
+            "<ferrocuda.Kernel {}>",
+            signature_text(slf.as_super().kernel())
+        )
+    }
+}
+
+/// A kernel family: launches the variant that matches the arguments' element types and ranks
+/// (see its ``__doc__``).
+#[pyclass(name = "Family", module = "ferrocuda", extends = PyLauncher, frozen)]
+pub struct PyFamily {
+    kernels: Py<PyTuple>,
+}
+
+impl PyFamily {
+    /// A launcher of family `name`, whose kernels are `kernels` with the launcher objects
+    /// `objects`.
+    pub fn new(
+        name: String,
+        kernels: Vec<Kernel<'static>>,
+        objects: Py<PyTuple>,
+    ) -> PyClassInitializer<Self> {
+        PyClassInitializer::from(PyLauncher {
+            target: Arc::new(Target::new(name, true, kernels)),
+        })
+        .add_subclass(PyFamily { kernels: objects })
+    }
+}
+
+#[pymethods]
+impl PyFamily {
+    /// The variants, a tuple of :class:`Kernel`.
+    #[getter]
+    fn kernels(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.kernels.clone_ref(py)
+    }
+
+    fn __repr__(slf: PyRef<'_, Self>) -> String {
+        let t = &slf.as_super().target;
+        let names: Vec<&str> = t.kernels.iter().map(|k| k.name()).collect();
+        format!("<ferrocuda.Family {} [{}]>", t.name, names.join(", "))
+    }
+}
+
+/// A kernel or family with a fixed launch configuration (``launcher[grid, block, stream]``).
+#[pyclass(name = "ConfiguredLauncher", module = "ferrocuda", frozen)]
+pub struct PyConfigured {
+    target: Arc<Target>,
+    opts: CallOpts,
+}
+
+#[pymethods]
+impl PyConfigured {
+    /// Launches with the configured grid, block, stream and shared memory.
+    #[pyo3(signature = (*args, sync = None, check_pointers = true))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        sync: Option<&Bound<'_, PyAny>>,
+        check_pointers: bool,
+    ) -> PyResult<()> {
+        let o = CallOpts {
+            sync: parse_sync(sync)?,
+            check_pointers,
+            ..self.opts
+        };
+        call(py, &self.target, args, o)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<ferrocuda.ConfiguredLauncher {} grid={:?} block={:?} stream={:?}>",
+            self.target.name,
+            self.opts.grid,
+            self.opts.block,
+            self.opts.stream.map(StreamRef::as_raw)
+        )
+    }
+}

@@ -1,0 +1,17 @@
+//! Readers of foreign objects: each turns a Python object into the host crate's description
+//! ([`ArrayDesc`](ferrocuda_host::ArrayDesc), [`StreamRef`](ferrocuda_host::StreamRef),
+//! [`SyncMode`](ferrocuda_host::SyncMode)), applying the host crate's rules.
+//!
+//! * [`cai`] — interface dictionaries (CAI, SYCL USM, NumPy's `__array_interface__`);
+//! * [`fast`] — exact CuPy arrays and torch tensors, read field by field;
+//! * [`dlpack`] — DLPack capsules (the consumer) and the DLPack C structures;
+//! * [`host`] — NumPy host arrays and dtype-likes;
+//! * [`streams`] — `stream=` and `sync=` arguments.
+//!
+//! `host` uses `cai`; the others use only the modules below this layer.
+
+pub mod cai;
+pub mod dlpack;
+pub mod fast;
+pub mod host;
+pub mod streams;
