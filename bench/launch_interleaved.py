@@ -4,7 +4,10 @@ variant in turn, repeated), so that slow drifts of the host (clock, core migrati
 variant alike. Used to tell a real per-variant cost from an artefact of measuring the rows of
 ``python_bench.py`` one after another.
 
-Usage: python3 bench/launch_interleaved.py [--rounds 40] [--calls 1000]
+Usage: python3 bench/launch_interleaved.py [--rounds 40] [--calls 1000] [--json]
+
+``--json`` prints one JSON object (variant -> list of µs/call per round) instead of the table,
+for ``bench/compare_builds.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     import cupy as cp
     import torch
+
+    import json
+
+    import numpy as np
 
     import ferrocuda
 
@@ -29,7 +37,9 @@ def main():
     n = 1024
     c = [cp.ones(n, cp.float32) for _ in range(3)]
     t = [torch.ones(n, device="cuda") for _ in range(3)]
+    d = [ferrocuda.DeviceArray.from_numpy(np.ones(n, np.float32)) for _ in range(3)]
     variants = {
+        "DeviceArray {}": lambda: add(*d),
         "cupy {}": lambda: add(*c),
         "cupy sync='default'": lambda: add(*c, sync="default"),
         "cupy sync=None": lambda: add(*c, sync=None),
@@ -58,6 +68,9 @@ def main():
                 f()
             sync()
             times[k].append((time.perf_counter() - t0) / args.calls * 1e6)
+    if args.json:
+        print(json.dumps(times))
+        return 0
     print("| variant (interleaved) | µs/call median | p10-p90 |")
     print("| --- | ---: | ---: |")
     for k, xs in times.items():

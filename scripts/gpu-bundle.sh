@@ -88,5 +88,9 @@ cargo run --quiet -p ferrocuda-builder --example build_kernel_crate -- \
   builder/tests/fixtures/device-lang target/device-lang >/dev/null
 cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json \
   scripts/gpu_pipeline_check.py .gpu/pipeline/ && echo "bundled .gpu/pipeline"
+# An earlier build's wheel (.whl-before/, kept by hand) for `run.sh compare`.
+if ls .whl-before/*.whl >/dev/null 2>&1; then
+  mkdir -p .gpu/wheels-before && cp .whl-before/*.whl .gpu/wheels-before/ && echo "bundled $(ls .gpu/wheels-before) as the earlier build"
+fi
 cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
 du -sh .gpu

@@ -6,6 +6,7 @@
 #       collectives and shared atomics — and memcheck)
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
 #       profile (stage timing of the Python launch path, from a profiling build)
+#       compare (launch overhead against the build in .gpu/wheels-before/)
 #       pipeline (the builder's device-language kernels: shared memory, libdevice, barriers;
 #                 plainly, then under compute-sanitizer racecheck and memcheck)
 #       (default: rust python sanitizer examples)
@@ -135,6 +136,17 @@ for w in $what; do
           python3 .gpu/bench/launch_profile.py 2>&1 | tee "$OUT/profile.txt" || status=1
       else
         echo "gpu-run: no profiling build in .gpu/wheels-timing"; status=1
+      fi ;;
+    compare)
+      # Launch overhead of this build against an earlier one (.gpu/wheels-before/, bundled from
+      # .whl-before/), child processes alternating between the two (bench/compare_builds.py).
+      if ls .gpu/wheels-before/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+          --target /tmp/ferrocuda-before .gpu/wheels-before/*.whl
+        python3 .gpu/bench/compare_builds.py /tmp/ferrocuda-before "$site" 2>&1 \
+          | tee "$OUT/compare.txt" || status=1
+      else
+        echo "gpu-run: no earlier build in .gpu/wheels-before"; status=1
       fi ;;
     bench|benchlaunch)
       [ "$w" = benchlaunch ] && export BENCH_SECTIONS=launch,numba
