@@ -1,6 +1,7 @@
 //! Compiles `kernels/` to PTX (rustc's NVPTX backend), writes its manifest, and generates a
 //! typed launcher per kernel from that manifest (so no signature is restated by hand; the
 //! Rust parameter types come from the abi's element-type and parameter-kind tables).
+use ferrocuda_abi::manifest::OperandSig;
 use ferrocuda_abi::ParamKind;
 use std::fmt::Write as _;
 
@@ -17,7 +18,12 @@ fn main() {
         let mut params = Vec::new();
         let mut args = Vec::new();
         let mut sig = Vec::new();
-        for p in &k.params {
+        // Scratch workspaces are the launcher's: not in the launcher's signature.
+        for p in k
+            .params
+            .iter()
+            .filter(|p| p.param_kind() != Some(ParamKind::Scratch))
+        {
             let ty = p.rust_type().unwrap_or_else(|| {
                 panic!(
                     "kernel `{}`: no Rust type for parameter `{}`",
@@ -33,9 +39,48 @@ fn main() {
             }
             sig.push(format!("`{}: {ty}`", p.name));
         }
+        let mut extras = String::new();
+        let pname = |i: u8| k.params[usize::from(i)].name.as_str();
+        for &z in &k.zero {
+            let _ = write!(
+                extras,
+                "\n///\n/// `{}` is zero-filled right before the launch.",
+                pname(z)
+            );
+        }
+        for s in &k.scratch {
+            let _ = write!(
+                extras,
+                "\n///\n/// The launcher provides the workspace `{}` (not an argument).",
+                pname(s.param)
+            );
+        }
+        let operand = |o: &OperandSig| match *o {
+            OperandSig::Int(v) => v.to_string(),
+            OperandSig::Scalar(p) => pname(p).to_string(),
+            OperandSig::Len(p) => format!("{}.len()", pname(p)),
+            OperandSig::Dim(p, a) => format!("{}.shape[{a}]", pname(p)),
+            OperandSig::Ptr(p) => format!("{}.ptr()", pname(p)),
+        };
+        for r in &k.require {
+            let cond = if r.op == "finite" {
+                format!("finite({})", operand(&r.lhs))
+            } else {
+                format!("{} {} {}", operand(&r.lhs), r.op, operand(&r.rhs))
+            };
+            let why = if r.message.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", r.message)
+            };
+            let _ = write!(
+                extras,
+                "\n///\n/// Requires `{cond}`{why}, else an error naming the argument."
+            );
+        }
         let _ = writeln!(
             code,
-            "/// Launches the bundled kernel `{name}` (family `{family}`): {sig}.\n\
+            "/// Launches the bundled kernel `{name}` (family `{family}`): {sig}.{extras}\n\
              ///\n/// Arguments are checked against the manifest (element types, ranks, shapes, \
              read-only arrays, overlap, pointers); see [`Kernel::launch`](ferrocuda_host::Kernel::launch).\n\
              pub fn {name}({params}{comma}opts: &LaunchOptions) -> Result<Launched> {{\n    \

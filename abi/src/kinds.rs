@@ -18,7 +18,7 @@
 use crate::dtype::{DType, Element};
 use crate::indexer::Indexer;
 use crate::layout::MAX_NDIM;
-use crate::params::{Slice, SliceMut, View, ViewMut};
+use crate::params::{Scratch, Slice, SliceMut, View, ViewMut};
 use core::mem::{align_of, size_of};
 
 /// What kind of kernel parameter a type is.
@@ -31,12 +31,15 @@ pub enum ParamKind {
     Slice = 2,
     /// A strided N-D array: [`View`] or [`ViewMut`].
     View = 3,
+    /// A launcher-managed workspace, [`Scratch`]: not passed by the caller; the launcher
+    /// allocates it per launch (zero-filled) with the length the kernel declares.
+    Scratch = 4,
 }
 
 /// Description of one kernel parameter type, as recorded in the manifest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ParamDesc {
-    /// Scalar, slice or view.
+    /// Scalar, slice, view or scratch.
     pub kind: ParamKind,
     /// Element type (the scalar's own type for scalars).
     pub dtype: DType,
@@ -91,6 +94,10 @@ unsafe impl<T: Element> KernelParam for Slice<T> {
 // SAFETY: as for `Slice`.
 unsafe impl<T: Element> KernelParam for SliceMut<T> {
     const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::Slice, 1, true);
+}
+// SAFETY: as for `Slice` (a `#[repr(C)]` pointer and length, the layout of `SliceMut`).
+unsafe impl<T: Element> KernelParam for Scratch<T> {
+    const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::Scratch, 1, true);
 }
 // SAFETY: as for `Slice`.
 unsafe impl<T: Element, const N: usize> KernelParam for View<T, N> {
@@ -167,7 +174,12 @@ pub struct ArrayArg<'a> {
 
 impl ParamKind {
     /// Every kind, in code order.
-    pub const ALL: [ParamKind; 3] = [ParamKind::Scalar, ParamKind::Slice, ParamKind::View];
+    pub const ALL: [ParamKind; 4] = [
+        ParamKind::Scalar,
+        ParamKind::Slice,
+        ParamKind::View,
+        ParamKind::Scratch,
+    ];
 
     /// The kind with manifest code `code`.
     pub const fn from_code(code: u8) -> Option<ParamKind> {
@@ -175,16 +187,18 @@ impl ParamKind {
             1 => Some(ParamKind::Scalar),
             2 => Some(ParamKind::Slice),
             3 => Some(ParamKind::View),
+            4 => Some(ParamKind::Scratch),
             _ => None,
         }
     }
 
-    /// `"scalar"`, `"slice"` or `"view"` (the manifest's spelling).
+    /// `"scalar"`, `"slice"`, `"view"` or `"scratch"` (the manifest's spelling).
     pub const fn name(self) -> &'static str {
         match self {
             ParamKind::Scalar => "scalar",
             ParamKind::Slice => "slice",
             ParamKind::View => "view",
+            ParamKind::Scratch => "scratch",
         }
     }
 
@@ -197,8 +211,14 @@ impl ParamKind {
     pub const fn is_array(self) -> bool {
         match self {
             ParamKind::Scalar => false,
-            ParamKind::Slice | ParamKind::View => true,
+            ParamKind::Slice | ParamKind::View | ParamKind::Scratch => true,
         }
+    }
+
+    /// `true` when the caller passes an argument for a parameter of this kind; `false` for
+    /// [`Scratch`](ParamKind::Scratch), which the launcher provides.
+    pub const fn is_argument(self) -> bool {
+        !matches!(self, ParamKind::Scratch)
     }
 
     /// `true` for the ranks a parameter of this kind can have: 0 for scalars, 1 for slices,
@@ -206,14 +226,14 @@ impl ParamKind {
     pub const fn allows_rank(self, rank: usize) -> bool {
         match self {
             ParamKind::Scalar => rank == 0,
-            ParamKind::Slice => rank == 1,
+            ParamKind::Slice | ParamKind::Scratch => rank == 1,
             ParamKind::View => rank <= MAX_NDIM,
         }
     }
 
     /// `true` when the argument must be C-contiguous (slices see only a pointer and a length).
     pub const fn needs_c_contiguous(self) -> bool {
-        matches!(self, ParamKind::Slice)
+        matches!(self, ParamKind::Slice | ParamKind::Scratch)
     }
 
     /// `true` when the argument's rank must equal the parameter's (views; a slice takes an
@@ -233,6 +253,7 @@ impl ParamKind {
             ParamKind::Scalar => Some((dtype.itemsize(), dtype.itemsize())),
             // The element type only types the pointer: every `Slice<T>` is laid out alike.
             ParamKind::Slice => Some((size_of::<Slice<u8>>(), align_of::<Slice<u8>>())),
+            ParamKind::Scratch => Some((size_of::<Scratch<u8>>(), align_of::<Scratch<u8>>())),
             ParamKind::View => with_rank!(rank, N => {
                 Some((size_of::<View<u8, N>>(), align_of::<View<u8, N>>()))
             }, else None),
@@ -253,6 +274,11 @@ impl ParamKind {
                 // launch checks (extent inside the allocation, element type) stand for the
                 // validity the constructor asks of a pointer the kernel will use.
                 let s = unsafe { Slice::from_raw_parts(arr.ptr as usize as *const u8, arr.len) };
+                write_image(&s, out)
+            }
+            ParamKind::Scratch => {
+                // SAFETY: as for slices; the launcher allocated `len` elements at `ptr`.
+                let s = unsafe { Scratch::from_raw_parts(arr.ptr as usize as *mut u8, arr.len) };
                 write_image(&s, out)
             }
             ParamKind::View => {
@@ -278,6 +304,7 @@ impl ParamKind {
             ParamKind::Scalar => elem.into(),
             ParamKind::Slice => std::format!("Slice{m}<{elem}>"),
             ParamKind::View => std::format!("View{m}<{elem}, {rank}>"),
+            ParamKind::Scratch => std::format!("Scratch<{elem}>"),
         }
     }
 }
@@ -354,5 +381,24 @@ mod tests {
         assert!(ParamKind::Slice.needs_c_contiguous() && !ParamKind::View.needs_c_contiguous());
         assert!(ParamKind::View.fixes_rank() && !ParamKind::Slice.fixes_rank());
         assert!(!ParamKind::Scalar.is_array() && ParamKind::View.is_array());
+        assert!(ParamKind::Slice.is_argument() && !ParamKind::Scratch.is_argument());
+        let scratch = <Scratch<u32> as KernelParam>::DESC;
+        assert_eq!(
+            (scratch.kind, scratch.rank, scratch.mutable),
+            (ParamKind::Scratch, 1, true)
+        );
+        assert_eq!(
+            ParamKind::Scratch.layout(DType::U32, 1),
+            Some((scratch.size.into(), scratch.align.into()))
+        );
+        let mut buf = [0u8; 16];
+        let arr = ArrayArg {
+            ptr: 0x2000,
+            len: 9,
+            shape: &[9],
+            strides: &[1],
+        };
+        assert_eq!(ParamKind::Scratch.write_array(&arr, &mut buf), Some(16));
+        assert_eq!(buf[8..16], 9u64.to_ne_bytes());
     }
 }

@@ -7,16 +7,19 @@
 //! * [`layout`] — strided-layout predicates (element count, span, contiguity, overlap, stride
 //!   units), shared by the indexer and every host-side check;
 //! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset);
-//! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters;
+//! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters, and
+//!   [`Scratch`], a workspace the launcher allocates;
 //! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
 //!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
 //!   layout of each kind, taken from the parameter types themselves;
+//! * [`extras`] — what a kernel declares beyond its parameters: zeroed outputs, scratch
+//!   lengths, requirements on its arguments;
 //! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form.
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
 //! Module order (each uses only those above it): `dtype`, `layout`, `indexer`, `params`,
-//! `kinds`, `manifest`.
+//! `kinds`, `extras`, `manifest`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
@@ -30,6 +33,7 @@
 extern crate std;
 
 pub mod dtype;
+pub mod extras;
 pub mod indexer;
 pub mod kinds;
 pub mod layout;
@@ -40,7 +44,7 @@ pub use dtype::{DType, Element};
 pub use indexer::Indexer;
 pub use kinds::{ArrayArg, KernelParam, ParamDesc, ParamKind};
 pub use layout::MAX_NDIM;
-pub use params::{Slice, SliceMut, View, ViewMut};
+pub use params::{Scratch, Slice, SliceMut, View, ViewMut};
 
 /// Expands to the link section that makes a `static` block-shared memory: `".ferrocuda.shared"`.
 ///

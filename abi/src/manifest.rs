@@ -18,8 +18,20 @@
 //! u8 ngroups
 //! ngroups × { u8 count, count × u8 parameter index }   parameters that must have equal shapes
 //! u16 items_per_thread          elements of the largest array one thread handles (0: unset)
+//! sections, until the end       kernel extras (see `crate::extras`); none in most records:
+//!   u8 tag, u16 payload length, payload = u8 count, count × entry
+//!   tag 1 zero:    entry = u8 parameter index
+//!   tag 2 scratch: entry = u8 param, u32 per_block, u32 constant, u8 of, u32 mult, u32 div
+//!   tag 3 require: entry = operand lhs, u8 cmp, operand rhs, u8 len, message bytes
+//!                  operand = u8 kind (1 int, 2 scalar, 3 len, 4 dim, 5 ptr), u8 param,
+//!                            u8 axis, i64 value
 //! ```
+//!
+//! A record that ends after `items_per_thread` (the layout before extras existed) decodes as
+//! a kernel without extras; an unknown section tag is an error (a record from a newer
+//! `#[kernel]`).
 
+use crate::extras::{self, Extras};
 use crate::kinds::ParamDesc;
 
 /// Prefix of the PTX global that holds a kernel's manifest record.
@@ -28,7 +40,40 @@ pub const SYMBOL_PREFIX: &str = "__ferrocuda_manifest__";
 /// First four bytes of every record.
 pub const MAGIC: [u8; 4] = *b"FCK2";
 
-/// Length of the record for a kernel (used by `#[kernel]` to size the global).
+/// Length of the record for a kernel with `extras` (used by `#[kernel]` to size the global).
+pub const fn encoded_len_ext(
+    name: &str,
+    family: &str,
+    params: &[(&str, ParamDesc)],
+    same_shape: &[&[u8]],
+    items_per_thread: u16,
+    extras: &Extras<'_>,
+) -> usize {
+    encoded_len(name, family, params, same_shape, items_per_thread) + extras::encoded_len(extras)
+}
+
+/// Encodes a kernel's record with its extras; `L` must equal [`encoded_len_ext`] of the same
+/// arguments. Every extra's parameter index must name a parameter.
+pub const fn encode_ext<const L: usize>(
+    name: &str,
+    family: &str,
+    params: &[(&str, ParamDesc)],
+    same_shape: &[&[u8]],
+    items_per_thread: u16,
+    extras: &Extras<'_>,
+) -> [u8; L] {
+    assert!(
+        L == encoded_len_ext(name, family, params, same_shape, items_per_thread, extras),
+        "manifest length mismatch"
+    );
+    let mut out = [0u8; L];
+    let at = encode_base(&mut out, name, family, params, same_shape, items_per_thread);
+    let end = extras::encode_into(&mut out, at, extras);
+    assert!(end == L, "manifest length mismatch");
+    out
+}
+
+/// Length of the record for a kernel without extras.
 pub const fn encoded_len(
     name: &str,
     family: &str,
@@ -66,22 +111,36 @@ pub const fn encode<const L: usize>(
         L == encoded_len(name, family, params, same_shape, items_per_thread),
         "manifest length mismatch"
     );
+    let mut out = [0u8; L];
+    let at = encode_base(&mut out, name, family, params, same_shape, items_per_thread);
+    assert!(at == L, "manifest length mismatch");
+    out
+}
+
+/// Writes the record's fields up to `items_per_thread` to the start of `out`; returns the end.
+const fn encode_base<const L: usize>(
+    out: &mut [u8; L],
+    name: &str,
+    family: &str,
+    params: &[(&str, ParamDesc)],
+    same_shape: &[&[u8]],
+    items_per_thread: u16,
+) -> usize {
     assert!(same_shape.len() <= 255, "too many same-shape groups");
     assert!(params.len() <= 255, "too many kernel parameters");
-    let mut out = [0u8; L];
     let mut at = 0;
     while at < 4 {
         out[at] = MAGIC[at];
         at += 1;
     }
-    at = put_str(&mut out, at, name.as_bytes());
-    at = put_str(&mut out, at, family.as_bytes());
+    at = put_str(out, at, name.as_bytes());
+    at = put_str(out, at, family.as_bytes());
     out[at] = params.len() as u8;
     at += 1;
     let mut i = 0;
     while i < params.len() {
         let (pname, d) = params[i];
-        at = put_str(&mut out, at, pname.as_bytes());
+        at = put_str(out, at, pname.as_bytes());
         out[at] = d.kind as u8;
         out[at + 1] = d.dtype as u8;
         out[at + 2] = d.rank;
@@ -115,9 +174,7 @@ pub const fn encode<const L: usize>(
     }
     out[at] = items_per_thread as u8;
     out[at + 1] = (items_per_thread >> 8) as u8;
-    at += 2;
-    assert!(at == L, "manifest length mismatch");
-    out
+    at + 2
 }
 
 const fn put_str<const L: usize>(out: &mut [u8; L], mut at: usize, s: &[u8]) -> usize {
@@ -140,6 +197,8 @@ pub use host::*;
 mod host {
     use super::MAGIC;
     use crate::dtype::DType;
+    use crate::extras::{Cmp, Operand, ScratchLen, NONE, OPERAND_BYTES, SCRATCH_BYTES};
+    use crate::extras::{TAG_REQUIRE, TAG_SCRATCH, TAG_ZERO};
     use crate::kinds::ParamKind;
     use serde::{Deserialize, Serialize};
     use std::format;
@@ -149,7 +208,10 @@ mod host {
     /// Version of the JSON manifest format written by the builder.
     ///
     /// Fields added since without a version change (a reader accepts a manifest without them,
-    /// and an older reader ignores them): `fp_contract` (absent: [`FpContract::Off`]).
+    /// and an older reader ignores them): `fp_contract` (absent: [`FpContract::Off`]); per
+    /// kernel `zero`, `scratch`, `require` (absent: none). A kernel with a scratch parameter
+    /// (kind `"scratch"`) is refused by readers older than that kind, as it must be: they
+    /// would ask the caller for it.
     pub const FORMAT: u32 = 1;
 
     /// Whether the code generator may contract a floating-point multiply and add into one
@@ -210,6 +272,131 @@ mod host {
         /// thread about this many (`None`: one resident wave of blocks, grid-stride loops).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub items_per_thread: Option<u16>,
+        /// Outputs the launcher zero-fills right before the launch (`#[kernel(zero(…))]`;
+        /// indices into `params`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub zero: Vec<u8>,
+        /// Lengths of the scratch workspaces (`#[kernel(scratch(…))]`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub scratch: Vec<ScratchSig>,
+        /// Conditions on the arguments, checked before a launch (`#[kernel(require(…))]`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub require: Vec<RequireSig>,
+    }
+
+    /// The length of a scratch workspace, in JSON: the fields of
+    /// [`ScratchLen`](crate::extras::ScratchLen), with `of` absent for no parameter.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct ScratchSig {
+        /// The scratch parameter (index into `params`).
+        pub param: u8,
+        /// Elements per block of the launch's grid.
+        #[serde(default)]
+        pub per_block: u32,
+        /// Constant elements.
+        #[serde(default)]
+        pub constant: u32,
+        /// The parameter whose length the third term uses.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub of: Option<u8>,
+        /// Multiplier of the third term.
+        #[serde(default)]
+        pub mult: u32,
+        /// Divisor (rounded up) of the third term.
+        #[serde(default = "one")]
+        pub div: u32,
+    }
+
+    fn one() -> u32 {
+        1
+    }
+
+    impl ScratchSig {
+        /// The length formula.
+        pub fn len(&self) -> ScratchLen {
+            ScratchLen {
+                param: self.param,
+                per_block: self.per_block,
+                constant: self.constant,
+                of: self.of.unwrap_or(NONE),
+                mult: self.mult,
+                div: self.div.max(1),
+            }
+        }
+
+        fn of_len(l: &ScratchLen) -> ScratchSig {
+            ScratchSig {
+                param: l.param,
+                per_block: l.per_block,
+                constant: l.constant,
+                of: (l.of != NONE).then_some(l.of),
+                mult: l.mult,
+                div: l.div,
+            }
+        }
+    }
+
+    /// One side of a requirement, in JSON: `{"int": 0}`, `{"scalar": 2}`, `{"len": 1}`,
+    /// `{"dim": [0, 1]}` or `{"ptr": 3}` (parameter indices into `params`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum OperandSig {
+        /// An integer literal.
+        Int(i64),
+        /// A scalar parameter's value.
+        Scalar(u8),
+        /// An array parameter's element count.
+        Len(u8),
+        /// An array parameter's extent along an axis.
+        Dim(u8, u8),
+        /// An array parameter's address.
+        Ptr(u8),
+    }
+
+    impl From<Operand> for OperandSig {
+        fn from(o: Operand) -> Self {
+            match o {
+                Operand::Int(v) => OperandSig::Int(v),
+                Operand::Scalar(p) => OperandSig::Scalar(p),
+                Operand::Len(p) => OperandSig::Len(p),
+                Operand::Dim(p, k) => OperandSig::Dim(p, k),
+                Operand::Ptr(p) => OperandSig::Ptr(p),
+            }
+        }
+    }
+
+    impl From<OperandSig> for Operand {
+        fn from(o: OperandSig) -> Self {
+            match o {
+                OperandSig::Int(v) => Operand::Int(v),
+                OperandSig::Scalar(p) => Operand::Scalar(p),
+                OperandSig::Len(p) => Operand::Len(p),
+                OperandSig::Dim(p, k) => Operand::Dim(p, k),
+                OperandSig::Ptr(p) => Operand::Ptr(p),
+            }
+        }
+    }
+
+    /// A requirement, in JSON: `lhs <op> rhs` with `op` one of `==`, `!=`, `<`, `<=`, `>`, `>=`
+    /// or `finite` (then `rhs` is ignored).
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct RequireSig {
+        /// Left operand.
+        pub lhs: OperandSig,
+        /// The comparison's symbol.
+        pub op: String,
+        /// Right operand.
+        pub rhs: OperandSig,
+        /// Explanation for the error message.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pub message: String,
+    }
+
+    impl RequireSig {
+        /// The comparison, if the manifest names a known one.
+        pub fn cmp(&self) -> Option<Cmp> {
+            Cmp::from_symbol(&self.op)
+        }
     }
 
     /// One parameter.
@@ -273,6 +460,8 @@ mod host {
                         ));
                     }
                 }
+                k.check_extras()
+                    .map_err(|e| format!("kernel manifest: {e}"))?;
             }
             Ok(m)
         }
@@ -334,16 +523,149 @@ mod host {
             same_shape.push(g);
         }
         let ipt = u16::from_le_bytes([r.u8()?, r.u8()?]);
-        if r.at != bytes.len() {
-            return Err("trailing bytes in manifest record".into());
-        }
-        Ok(KernelSig {
+        let mut sig = KernelSig {
             name,
             family,
             params,
             same_shape,
             items_per_thread: (ipt != 0).then_some(ipt),
-        })
+            zero: Vec::new(),
+            scratch: Vec::new(),
+            require: Vec::new(),
+        };
+        while r.at != bytes.len() {
+            let tag = r.u8()?;
+            let len = u16::from_le_bytes([r.u8()?, r.u8()?]) as usize;
+            let mut s = Reader {
+                b: r.take(len)?,
+                at: 0,
+            };
+            let count = s.u8()? as usize;
+            match tag {
+                TAG_ZERO => sig.zero = s.take(count)?.to_vec(),
+                TAG_SCRATCH => {
+                    for _ in 0..count {
+                        let e = s.take(SCRATCH_BYTES)?;
+                        let u = |i: usize| u32::from_le_bytes([e[i], e[i + 1], e[i + 2], e[i + 3]]);
+                        sig.scratch.push(ScratchSig::of_len(&ScratchLen {
+                            param: e[0],
+                            per_block: u(1),
+                            constant: u(5),
+                            of: e[9],
+                            mult: u(10),
+                            div: u(14),
+                        }));
+                    }
+                }
+                TAG_REQUIRE => {
+                    for _ in 0..count {
+                        let lhs = s.operand()?;
+                        let code = s.u8()?;
+                        let cmp = Cmp::from_code(code)
+                            .ok_or_else(|| format!("unknown comparison code {code}"))?;
+                        let rhs = s.operand()?;
+                        let n = s.u8()? as usize;
+                        let message = String::from_utf8(s.take(n)?.to_vec())
+                            .map_err(|_| "non-UTF-8 requirement message")?;
+                        sig.require.push(RequireSig {
+                            lhs: lhs.into(),
+                            op: cmp.symbol().into(),
+                            rhs: rhs.into(),
+                            message,
+                        });
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown manifest record section {tag} (a record from a newer \
+                         ferrocuda-device?)"
+                    ))
+                }
+            }
+            if s.at != s.b.len() {
+                return Err("trailing bytes in manifest record section".into());
+            }
+        }
+        sig.check_extras()?;
+        Ok(sig)
+    }
+
+    impl KernelSig {
+        /// Checks that the extras name parameters of the right kinds: zeroed outputs are
+        /// written arrays, scratch lengths name scratch parameters (each exactly once, and
+        /// every scratch parameter has one), requirements read scalars or caller arrays.
+        pub fn check_extras(&self) -> Result<(), String> {
+            let kind = |i: u8| self.params.get(i as usize).and_then(ParamSig::param_kind);
+            let name = |i: u8| self.params.get(i as usize).map_or("?", |p| p.name.as_str());
+            for &z in &self.zero {
+                let p = self.params.get(z as usize);
+                if !matches!(kind(z), Some(ParamKind::Slice | ParamKind::View))
+                    || !p.is_some_and(|p| p.mutable)
+                {
+                    return Err(format!(
+                        "zero({}) of `{}` does not name a written array parameter",
+                        name(z),
+                        self.name
+                    ));
+                }
+            }
+            for (i, p) in self.params.iter().enumerate() {
+                let declared = self
+                    .scratch
+                    .iter()
+                    .filter(|s| s.param as usize == i)
+                    .count();
+                let is_scratch = p.param_kind() == Some(ParamKind::Scratch);
+                if declared != usize::from(is_scratch) {
+                    return Err(format!(
+                        "kernel `{}`: scratch parameter `{}` needs exactly one length \
+                         declaration (#[kernel(scratch({} = …))]), found {declared}",
+                        self.name, p.name, p.name
+                    ));
+                }
+            }
+            for s in &self.scratch {
+                if let Some(of) = s.of {
+                    if !kind(of).is_some_and(|k| k.is_array() && k.is_argument()) {
+                        return Err(format!(
+                            "kernel `{}`: scratch length of `{}` uses `{}`, not an array argument",
+                            self.name,
+                            name(s.param),
+                            name(of)
+                        ));
+                    }
+                }
+            }
+            for r in &self.require {
+                if r.cmp().is_none() {
+                    return Err(format!(
+                        "kernel `{}`: unknown comparison `{}`",
+                        self.name, r.op
+                    ));
+                }
+                for o in [r.lhs, r.rhs] {
+                    let ok = match Operand::from(o) {
+                        Operand::Int(_) => true,
+                        Operand::Scalar(p) => kind(p) == Some(ParamKind::Scalar),
+                        Operand::Len(p) | Operand::Ptr(p) => {
+                            kind(p).is_some_and(|k| k.is_array() && k.is_argument())
+                        }
+                        Operand::Dim(p, axis) => {
+                            kind(p).is_some_and(|k| k.is_array() && k.is_argument())
+                                && self.params[p as usize].rank > axis
+                        }
+                    };
+                    if !ok {
+                        return Err(format!(
+                            "kernel `{}`: requirement `{:?} {} {:?}` reads a parameter that \
+                             does not exist or has the wrong kind or rank",
+                            self.name, r.lhs, r.op, r.rhs
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
     }
 
     struct Reader<'a> {
@@ -362,6 +684,13 @@ mod host {
         fn u8(&mut self) -> Result<u8, String> {
             Ok(self.take(1)?[0])
         }
+        fn operand(&mut self) -> Result<Operand, String> {
+            let b = self.take(OPERAND_BYTES)?;
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[3..11]);
+            Operand::from_code(b[0], b[1], b[2], i64::from_le_bytes(v))
+                .ok_or_else(|| format!("unknown operand kind {}", b[0]))
+        }
         fn string(&mut self) -> Result<String, String> {
             let n = self.u8()? as usize;
             let s = self.take(n)?;
@@ -371,7 +700,7 @@ mod host {
 
     #[cfg(test)]
     mod tests {
-        use super::super::{encode, encoded_len};
+        use super::super::{encode, encode_ext, encoded_len, encoded_len_ext};
         use super::*;
         use crate::kinds::KernelParam;
         use crate::params::{Slice, SliceMut, View};
@@ -431,6 +760,100 @@ mod host {
             for cut in 0..L {
                 assert!(decode(&bytes[..cut]).is_err());
             }
+        }
+
+        #[test]
+        fn extras_round_trip() {
+            use crate::extras::{Cmp, Extras, Operand, Require, ScratchLen, NONE};
+            use crate::params::Scratch;
+            let params = [
+                ("x", <Slice<f32> as KernelParam>::DESC),
+                ("out", <SliceMut<f32> as KernelParam>::DESC),
+                ("lo", <f64 as KernelParam>::DESC),
+                ("ws", <Scratch<u32> as KernelParam>::DESC),
+                ("v", <View<f64, 2> as KernelParam>::DESC),
+            ];
+            let scratch = [ScratchLen {
+                param: 3,
+                per_block: 2,
+                constant: 1,
+                of: 0,
+                mult: 3,
+                div: 4096,
+            }];
+            let require = [
+                Require {
+                    lhs: Operand::Len(1),
+                    cmp: Cmp::Eq,
+                    rhs: Operand::Dim(4, 1),
+                    message: "one per row",
+                },
+                Require {
+                    lhs: Operand::Scalar(2),
+                    cmp: Cmp::Finite,
+                    rhs: Operand::Int(-7),
+                    message: "",
+                },
+                Require {
+                    lhs: Operand::Ptr(0),
+                    cmp: Cmp::Ne,
+                    rhs: Operand::Ptr(1),
+                    message: "",
+                },
+            ];
+            let extras = Extras {
+                zero: &[1],
+                scratch: &scratch,
+                require: &require,
+            };
+            const L: usize = 66 + 5 + 22 + 87;
+            assert_eq!(encoded_len_ext("k", "k", &params, &[], 0, &extras), L);
+            let bytes: [u8; L] = encode_ext("k", "k", &params, &[], 0, &extras);
+            let sig = decode(&bytes).unwrap();
+            assert_eq!(sig.zero, [1]);
+            assert_eq!(sig.scratch.len(), 1);
+            assert_eq!(sig.scratch[0].len(), scratch[0]);
+            assert_eq!(sig.require.len(), 3);
+            assert_eq!(sig.require[0].lhs, OperandSig::Len(1));
+            assert_eq!(sig.require[0].rhs, OperandSig::Dim(4, 1));
+            assert_eq!(sig.require[0].message, "one per row");
+            assert_eq!(sig.require[1].cmp(), Some(Cmp::Finite));
+            assert_eq!(sig.require[1].rhs, OperandSig::Int(-7));
+            assert_eq!(sig.require[2].op, "!=");
+            // The JSON form round-trips, and leaves the fields out when empty.
+            let json = serde_json::to_string(&sig).unwrap();
+            assert_eq!(serde_json::from_str::<KernelSig>(&json).unwrap(), sig);
+            assert!(json.contains(r#""dim":[4,1]"#), "{json}");
+            // Truncations are errors — except at a section boundary with complete
+            // declarations (the record format's sections are optional; the builder reads
+            // records of known length, so truncation does not happen there).
+            for cut in 0..L {
+                assert_eq!(decode(&bytes[..cut]).is_err(), cut != 93, "cut {cut}");
+            }
+            // A record without extras decodes as before, and has none.
+            let plain: [u8; 45] = encode("k", "k", &params[..3], &[], 0);
+            let p = decode(&plain).unwrap();
+            assert!(p.zero.is_empty() && p.scratch.is_empty() && p.require.is_empty());
+            // ... but a scratch parameter without a length declaration is refused.
+            let undeclared: [u8; 66] = encode("k", "k", &params, &[], 0);
+            assert!(decode(&undeclared).unwrap_err().contains("`ws`"));
+            assert_eq!(sig.scratch[0].len().of, 0);
+            let mut no_of = sig.clone();
+            no_of.scratch[0].of = None;
+            assert_eq!(no_of.scratch[0].len().of, NONE);
+            // Extras must name parameters of the right kinds.
+            let mut bad = sig.clone();
+            bad.zero = std::vec![0];
+            assert!(bad.check_extras().unwrap_err().contains("zero(x)"));
+            let mut bad = sig.clone();
+            bad.require[0].rhs = OperandSig::Dim(4, 2);
+            assert!(bad.check_extras().is_err());
+            let mut bad = sig.clone();
+            bad.require[0].lhs = OperandSig::Len(3);
+            assert!(bad.check_extras().is_err());
+            let mut unknown = bytes.to_vec();
+            unknown[66] = 9;
+            assert!(decode(&unknown).unwrap_err().contains("section 9"));
         }
     }
 }

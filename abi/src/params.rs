@@ -11,7 +11,9 @@
 //! | [`View<T, N>`] | `ptr, shape[N], strides[N]` (8 + 16·N bytes) | no |
 //! | [`ViewMut<T, N>`] | `ptr, shape[N], strides[N]` (8 + 16·N bytes) | yes |
 //!
-//! plus the scalar [`Element`](crate::Element) types themselves. A read-only type has no method that writes:
+//! plus the scalar [`Element`](crate::Element) types themselves, and [`Scratch<T>`]: a
+//! workspace the *launcher* allocates per launch (zero-filled, stream-ordered) — never an
+//! argument the caller passes (see [`kinds`](crate::kinds) and `#[kernel(scratch(…))]`). A read-only type has no method that writes:
 //! the host may hand it memory of an array its producer exported as read-only.
 //!
 //! # Safety model
@@ -60,6 +62,25 @@ pub struct ViewMut<T, const N: usize> {
     _marker: PhantomData<*mut T>,
 }
 
+/// A launcher-managed workspace of `len` elements of `T`: device memory the launcher allocates
+/// for one launch from CUDA's stream-ordered pool, **zero-filled**, on the launch stream, and
+/// frees (stream-ordered) right after it. Callers never pass it: typed launchers and Python
+/// launchers leave scratch parameters out of their signatures.
+///
+/// Its length is declared on the kernel, `#[kernel(scratch(name = formula))]`, as a constant or
+/// a formula over the launch (`blocks`, the grid's block count) and the arguments
+/// (`x.len()`), e.g. `scratch(partials = blocks, ticket = 1)` or
+/// `scratch(status = x.len().div_ceil(4096) + 1)`.
+///
+/// The kernel may read and write it like a [`SliceMut`] ([`as_slice_mut`](Self::as_slice_mut));
+/// the device crate also views it as an `AtomicSlice`. Each launch gets its own memory, so
+/// workspaces never race between launches or streams.
+#[repr(C)]
+pub struct Scratch<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
 // Manual Clone/Copy: derive would demand `T: Clone`, which raw pointers don't need.
 macro_rules! copy_impls {
     ($($ty:ident $(< const $n:ident >)?),*) => {$(
@@ -70,7 +91,7 @@ macro_rules! copy_impls {
         impl<T $(, const $n: usize)?> Copy for $ty<T $(, $n)?> {}
     )*};
 }
-copy_impls!(Slice, SliceMut, View<const N>, ViewMut<const N>);
+copy_impls!(Slice, SliceMut, Scratch, View<const N>, ViewMut<const N>);
 
 impl<T> Slice<T> {
     /// A slice of `len` elements at `ptr`.
@@ -206,6 +227,46 @@ impl<T> SliceMut<T> {
         debug_assert!(i < self.len);
         // SAFETY: the caller's contract.
         unsafe { self.ptr.add(i).write(value) }
+    }
+}
+
+impl<T> Scratch<T> {
+    /// A workspace of `len` elements at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// As [`SliceMut::from_raw_parts`].
+    #[inline(always)]
+    pub const unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
+        Scratch { ptr, len }
+    }
+
+    /// Number of elements (as the kernel's `scratch(…)` formula computed it for this launch).
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` if the workspace holds no element.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The base pointer (16-byte aligned at least: the launcher aligns every workspace to 256
+    /// bytes).
+    #[inline(always)]
+    pub const fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+
+    /// The workspace as a mutable slice (plain loads and stores).
+    #[inline(always)]
+    pub const fn as_slice_mut(&self) -> SliceMut<T> {
+        SliceMut {
+            ptr: self.ptr,
+            len: self.len,
+        }
     }
 }
 

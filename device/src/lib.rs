@@ -45,7 +45,8 @@
 #![warn(missing_docs)]
 
 pub use ferrocuda_abi::{
-    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut,
+    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Scratch, Slice, SliceMut, View,
+    ViewMut,
 };
 pub use ferrocuda_macros::kernel;
 
@@ -67,7 +68,8 @@ pub mod warp;
 /// Items used by the code `#[kernel]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use ferrocuda_abi::manifest::{encode, encoded_len};
+    pub use ferrocuda_abi::extras::{Cmp, Extras, Operand, Require, ScratchLen};
+    pub use ferrocuda_abi::manifest::{encode, encode_ext, encoded_len, encoded_len_ext};
     pub use ferrocuda_abi::KernelParam;
 }
 

@@ -13,7 +13,9 @@
 //!    contexts, streams, events → the safe entry points.
 //! 4. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
 //!    validation: every rule of the consumer contract, in one module.
-//! 5. [`scalar`] — [`Scalar`], generated from the element-type table.
+//! 5. [`scalar`] — [`Scalar`], generated from the element-type table; [`extras`] — what
+//!    kernels declare beyond their parameters (requirements, zeroed outputs, scratch
+//!    workspaces), resolved, checked and carried out around a launch.
 //! 6. [`module`] — PTX modules with their manifests, loaded once per device.
 //! 7. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
 //!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
@@ -43,6 +45,7 @@ pub mod array;
 pub mod cai;
 pub mod driver;
 pub mod error;
+pub mod extras;
 pub mod launch;
 pub mod module;
 pub mod scalar;

@@ -9,6 +9,7 @@
 use crate::driver::result as cu;
 use crate::driver::{init, Context, MAX_DEVICES};
 use crate::error::{Error, Result};
+use crate::extras::{Requirement, ScratchParam};
 use cudarc::driver::sys;
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use ferrocuda_abi::{DType, ParamKind};
@@ -20,7 +21,9 @@ use std::sync::OnceLock;
 /// Most parameters a kernel may have.
 pub const MAX_PARAMS: usize = 64;
 
-/// A kernel parameter, decoded from the manifest once at module creation.
+/// A kernel parameter the caller passes an argument for, decoded from the manifest once at
+/// module creation (scratch parameters, which the launcher provides, are in
+/// [`Signature::scratch`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
     /// Name in the kernel source (used in every error about the argument).
@@ -33,6 +36,8 @@ pub struct Param {
     pub rank: usize,
     /// Whether the kernel may write through it.
     pub mutable: bool,
+    /// Position in the kernel's full parameter list (scratch parameters included).
+    pub entry: usize,
     /// Byte offset in the launch parameter buffer.
     pub offset: usize,
     /// Byte size in the launch parameter buffer.
@@ -46,8 +51,16 @@ pub struct Signature {
     pub name: String,
     /// Family name.
     pub family: String,
-    /// Parameters.
+    /// The parameters callers pass arguments for, in order.
     pub params: Vec<Param>,
+    /// The workspaces the launcher provides (`Scratch<T>` parameters).
+    pub scratch: Vec<ScratchParam>,
+    /// Outputs the launcher zero-fills before the launch (indices into `params`).
+    pub zero: Vec<usize>,
+    /// Conditions on the arguments, checked before the launch.
+    pub require: Vec<Requirement>,
+    /// Number of parameters of the PTX entry (`params` and `scratch` together).
+    pub entry_params: usize,
     /// Groups of parameter indices whose arrays must have equal shapes.
     pub same_shape: Vec<Vec<usize>>,
     /// Elements of the largest array one thread handles per pass (`#[kernel(items_per_thread
@@ -70,8 +83,11 @@ impl Signature {
             return Err(bad(format!("more than {MAX_PARAMS} parameters")));
         }
         let mut params = Vec::with_capacity(k.params.len());
+        let mut scratch = Vec::new();
+        // Full parameter index -> caller parameter index (None for scratch parameters).
+        let mut map = Vec::with_capacity(k.params.len());
         let mut offset = 0usize;
-        for p in &k.params {
+        for (entry, p) in k.params.iter().enumerate() {
             let kind = p
                 .param_kind()
                 .ok_or_else(|| bad(format!("parameter `{}` has unknown kind", p.name)))?;
@@ -93,15 +109,36 @@ impl Signature {
                 )));
             };
             offset = offset.next_multiple_of(align);
-            params.push(Param {
-                name: p.name.clone(),
-                kind,
-                dtype,
-                rank,
-                mutable: p.mutable,
-                offset,
-                size,
-            });
+            if kind.is_argument() {
+                map.push(Some(params.len()));
+                params.push(Param {
+                    name: p.name.clone(),
+                    kind,
+                    dtype,
+                    rank,
+                    mutable: p.mutable,
+                    entry,
+                    offset,
+                    size,
+                });
+            } else {
+                map.push(None);
+                scratch.push(ScratchParam {
+                    name: p.name.clone(),
+                    dtype,
+                    entry,
+                    offset,
+                    size,
+                    len: ferrocuda_abi::extras::ScratchLen {
+                        param: entry as u8,
+                        per_block: 0,
+                        constant: 0,
+                        of: ferrocuda_abi::extras::NONE,
+                        mult: 0,
+                        div: 1,
+                    },
+                });
+            }
             offset += size;
         }
         if offset > PARAM_BUFFER_SIZE {
@@ -112,8 +149,13 @@ impl Signature {
         let same_shape = k
             .same_shape
             .iter()
-            .map(|g| g.iter().map(|&i| i as usize).collect::<Vec<_>>())
+            .map(|g| {
+                g.iter()
+                    .map(|&i| map.get(i as usize).copied().flatten().unwrap_or(usize::MAX))
+                    .collect::<Vec<_>>()
+            })
             .collect::<Vec<_>>();
+        let extras = crate::extras::resolve(k, &map, &params, &mut scratch).map_err(bad)?;
         for g in &same_shape {
             if g.iter()
                 .any(|&i| i >= params.len() || !params[i].kind.is_array())
@@ -126,13 +168,22 @@ impl Signature {
         Ok(Signature {
             name: k.name.clone(),
             family: k.family.clone(),
+            entry_params: params.len() + scratch.len(),
             params,
+            scratch,
+            zero: extras.zero,
+            require: extras.require,
             same_shape,
             items_per_thread: k.items_per_thread,
             buffer_size: offset,
             c_name,
             static_name: Box::leak(Box::new(k.name.clone())),
         })
+    }
+
+    /// Whether a launch has work around it: zeroed outputs or scratch workspaces.
+    pub fn has_extras(&self) -> bool {
+        !self.zero.is_empty() || !self.scratch.is_empty()
     }
 
     /// `"a, b, out"` — for error messages.

@@ -2,6 +2,8 @@
 //!
 //! Use it through `ferrocuda_device::kernel`; see that crate for the full picture.
 
+mod extras;
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
@@ -32,6 +34,20 @@ use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Toke
 ///   automatic grid is one resident wave of blocks and the kernel's grid-stride loop covers
 ///   the rest — better for kernels with per-thread setup. Either way the kernel must be
 ///   correct for any grid (the caller may pass one).
+/// * `zero(p, …)` — the launcher fills these outputs (written arrays: `SliceMut`, `ViewMut`,
+///   `AtomicSlice`) with zeros on the launch stream right before the launch
+///   (`cuMemsetD8Async` of the array's extent, which must be contiguous): accumulators,
+///   histograms, atomics-based reductions;
+/// * `scratch(ws = len, …)` — the length of each `Scratch<T>` parameter: a sum of an integer,
+///   `blocks` or `k * blocks` (blocks of the launch's grid) and `x.len()`, `k * x.len()` or
+///   `k * x.len().div_ceil(d)` (an array argument's element count). The launcher allocates
+///   every workspace per launch from a stream-ordered pool, zero-filled, on the launch stream,
+///   and frees it after the launch; callers never pass scratch parameters;
+/// * `require(cond)` / `require(cond, "message")` — a condition the launcher checks before the
+///   launch, refusing the arguments with an error that names the first parameter `cond`
+///   reads: `a <op> b` with `<op>` one of `== != < <= > >=` over integer literals, scalar
+///   parameters, `x.len()`, `x.shape[k]`, `x.ptr()`; or `finite(scalar)`. E.g.
+///   `require(a.shape[1] == b.shape[0], "inner dimensions must agree")`, `require(lo < hi)`.
 ///
 /// Rejected at compile time: generic parameters, `self`, return values, `async`/`const`
 /// functions, variadics, pattern parameters, references, and any parameter type that is not
@@ -55,6 +71,7 @@ struct Options {
     family: Option<LitStr>,
     same_shape: Vec<Vec<Ident>>,
     items_per_thread: Option<u16>,
+    extras: extras::ExtrasOpts,
 }
 
 impl Parse for Options {
@@ -93,11 +110,11 @@ impl Parse for Options {
                         ))
                     }
                 }
-            } else {
+            } else if !opts.extras.parse_option(&key, input)? {
                 return Err(syn::Error::new(
                     key.span(),
-                    "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)` or \
-                     `items_per_thread = k`",
+                    "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
+                     `items_per_thread = k`, `zero(…)`, `scratch(…)` or `require(…)`",
                 ));
             }
             if !input.is_empty() {
@@ -210,12 +227,14 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .unwrap_or_else(|| name_str.clone());
 
     let ipt = opts.items_per_thread.unwrap_or(0);
+    let extras = extras::resolve(&opts.extras, &arg_names, &arg_types)?;
     Ok(expand_final(
-        &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt,
+        &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras,
     ))
 }
 
 /// Emits the entry point, its body and its manifest record.
+#[allow(clippy::too_many_arguments)]
 fn expand_final(
     func: &ItemFn,
     arg_names: &[Ident],
@@ -224,6 +243,7 @@ fn expand_final(
     groups: &[Vec<u8>],
     family: &str,
     items_per_thread: u16,
+    extras: &extras::Resolved,
 ) -> TokenStream2 {
     let sig = &func.sig;
     let name = &sig.ident;
@@ -252,9 +272,19 @@ fn expand_final(
         &[#( (#arg_name_strs, <#arg_types as ::ferrocuda_device::__private::KernelParam>::DESC) ),*]
     };
     let params_b = params_a.clone();
+    let extras_value = &extras.value;
+    let extras_checks = &extras.checks;
+    let extras_const = format_ident!("__FERROCUDA_EXTRAS_{}", name_str.to_uppercase());
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         const _: () = { #(#checks)* };
+        #[cfg(not(target_arch = "nvptx64"))]
+        const _: () = { #(#extras_checks)* };
+
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        const #extras_const: ::ferrocuda_device::__private::Extras<'static> = #extras_value;
 
         #[cfg(target_arch = "nvptx64")]
         #[inline(always)]
@@ -271,15 +301,17 @@ fn expand_final(
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
-        const #len_const: usize = ::ferrocuda_device::__private::encoded_len(
-            #name_str, #family, #params_a, &[#(#groups_a),*], #items_per_thread);
+        const #len_const: usize = ::ferrocuda_device::__private::encoded_len_ext(
+            #name_str, #family, #params_a, &[#(#groups_a),*], #items_per_thread,
+            &#extras_const);
 
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[unsafe(no_mangle)]
         #[allow(non_upper_case_globals)]
         pub static #manifest_sym: [u8; #len_const] =
-            ::ferrocuda_device::__private::encode::<#len_const>(
-                #name_str, #family, #params_b, &[#(#groups_b),*], #items_per_thread);
+            ::ferrocuda_device::__private::encode_ext::<#len_const>(
+                #name_str, #family, #params_b, &[#(#groups_b),*], #items_per_thread,
+                &#extras_const);
     }
 }

@@ -21,6 +21,8 @@ fn param_text(p: &Param) -> String {
             p.rank,
             if p.mutable { ", written" } else { "" }
         ),
+        // Never an argument: signatures list the caller's parameters only.
+        ParamKind::Scratch => format!("{}: {dt} workspace (provided by the launcher)", p.name),
     }
 }
 
@@ -43,6 +45,36 @@ False/'off'), ``grid`` and ``block`` (int or tuple of up to 3 ints; default: aut
 Numba-style ``launcher[grid, block, stream, shared_mem](...)`` works too. Returns None once
 the launch is enqueued.";
 
+/// What the launcher does beyond the arguments: zero-filled outputs, workspaces it
+/// provides, requirements it checks.
+fn extras_doc(sig: &ferrocuda_host::module::Signature) -> String {
+    let mut s = String::new();
+    for &z in &sig.zero {
+        let _ = writeln!(
+            s,
+            "``{}`` is zero-filled right before the launch.",
+            sig.params[z].name
+        );
+    }
+    for w in &sig.scratch {
+        let _ = writeln!(
+            s,
+            "The launcher provides the workspace ``{}`` (a {} array; not an argument).",
+            w.name,
+            w.dtype.name()
+        );
+    }
+    for r in &sig.require {
+        let why = if r.message.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.message)
+        };
+        let _ = writeln!(s, "Requires ``{}``{why}.", r.text);
+    }
+    s
+}
+
 pub fn kernel_doc(k: &Kernel<'_>) -> String {
     let sig = k.signature();
     let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
@@ -59,6 +91,7 @@ pub fn kernel_doc(k: &Kernel<'_>) -> String {
         let g: Vec<&str> = g.iter().map(|&i| sig.params[i].name.as_str()).collect();
         let _ = writeln!(s, "Arguments {} must have the same shape.", g.join(", "));
     }
+    s.push_str(&extras_doc(sig));
     s.push('\n');
     s.push_str(CALL_DOC);
     s
@@ -84,6 +117,11 @@ pub fn family_doc(name: &str, ks: &[Kernel<'_>]) -> String {
     for g in &sig.same_shape {
         let g: Vec<&str> = g.iter().map(|&i| sig.params[i].name.as_str()).collect();
         let _ = writeln!(s, "\nArguments {} must have the same shape.", g.join(", "));
+    }
+    let extras = extras_doc(sig);
+    if !extras.is_empty() {
+        s.push('\n');
+        s.push_str(&extras);
     }
     s.push('\n');
     s.push_str(CALL_DOC);

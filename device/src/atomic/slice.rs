@@ -1,6 +1,6 @@
 //! [`AtomicSlice`]: an array kernel parameter that many threads update atomically.
 
-use ferrocuda_abi::{Element, KernelParam, ParamDesc, SliceMut};
+use ferrocuda_abi::{Element, KernelParam, ParamDesc, Scratch, SliceMut};
 
 #[cfg(target_arch = "nvptx64")]
 use super::{Atomic, AtomicAdd, AtomicRef, Order, Scope};
@@ -67,6 +67,18 @@ impl<T> AtomicSlice<T> {
     #[inline(always)]
     pub const fn as_mut_ptr(&self) -> *mut T {
         self.0.as_mut_ptr()
+    }
+
+    /// A launcher-managed workspace, accessed atomically (counters, tile states, partials
+    /// other blocks read).
+    ///
+    /// # Safety
+    ///
+    /// While the atomic slice is used, every concurrent access to the workspace's elements
+    /// must be atomic.
+    #[inline(always)]
+    pub const unsafe fn from_scratch(s: Scratch<T>) -> Self {
+        AtomicSlice(s.as_slice_mut())
     }
 }
 

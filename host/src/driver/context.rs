@@ -14,7 +14,23 @@ pub struct Context {
     sm_count: u32,
     compute_capability: (u32, u32),
     events: Mutex<Vec<sys::CUevent>>,
+    /// Whether the device supports stream-ordered memory pools.
+    pools_supported: bool,
+    /// The pool of launcher-managed workspaces (created at the first use).
+    scratch_pool: OnceLock<std::result::Result<Pool, Error>>,
 }
+
+/// A memory pool handle, created once per context and never destroyed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pool(pub(crate) sys::CUmemoryPool);
+
+// SAFETY: a CUmemoryPool handle may be used from any thread (the driver API is thread-safe).
+unsafe impl Send for Pool {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Pool {}
+
+/// Bytes the workspace pool keeps reserved across synchronizations (its release threshold).
+pub const SCRATCH_POOL_KEEP: u64 = 64 << 20;
 
 // SAFETY: a CUcontext handle may be used from any thread (the driver API is thread-safe);
 // the event pool is behind a Mutex.
@@ -49,12 +65,14 @@ impl Context {
         let dev = cu::device(ordinal)?;
         use sys::CUdevice_attribute::*;
         // SAFETY: `dev` comes from `cu::device`.
-        let (raw, sms, major, minor) = unsafe {
+        let (raw, sms, major, minor, pools) = unsafe {
             (
                 cu::primary_context_retain(dev)?,
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+                // A driver too old to know the attribute has no pools either.
+                cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED).unwrap_or(0),
             )
         };
         Ok(Context {
@@ -63,7 +81,39 @@ impl Context {
             sm_count: sms.max(1) as u32,
             compute_capability: (major as u32, minor as u32),
             events: Mutex::new(Vec::new()),
+            pools_supported: pools != 0,
+            scratch_pool: OnceLock::new(),
         })
+    }
+
+    /// The stream-ordered memory pool of launcher-managed workspaces (`Scratch` parameters),
+    /// created at the first call with a release threshold of [`SCRATCH_POOL_KEEP`] bytes.
+    /// A pool of its own, so that neither the device's default pool (which other libraries
+    /// share) nor its release threshold is touched.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) when the device has no
+    /// memory-pool support (`CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED` is 0); a driver error
+    /// if creating the pool fails.
+    pub(crate) fn scratch_pool(&self) -> Result<Pool> {
+        if !self.pools_supported {
+            return Err(Error::new(
+                crate::ErrorKind::Unsupported,
+                format!(
+                    "device {} does not support stream-ordered memory pools \
+                     (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0), which kernels with \
+                     Scratch workspaces need",
+                    self.ordinal
+                ),
+            ));
+        }
+        self.scratch_pool
+            .get_or_init(|| {
+                self.bind()?;
+                cu::mem_pool_create(self.ordinal, SCRATCH_POOL_KEEP).map(Pool)
+            })
+            .clone()
     }
 
     /// The device ordinal.

@@ -391,6 +391,72 @@ pub(crate) unsafe fn mem_free_async(ptr: u64, s: sys::CUstream) -> Result<()> {
     unsafe { cu::free_async(ptr, s) }.named("cuMemFreeAsync")
 }
 
+/// `cuMemPoolCreate` of a device-memory pool on device `ordinal` (pinned device memory, no
+/// export handles), with its release threshold set to `keep` bytes: memory freed back to the
+/// pool stays reserved up to that much across synchronizations, so stream-ordered
+/// allocations after a sync do not go back to the operating system.
+pub(crate) fn mem_pool_create(ordinal: usize, keep: u64) -> Result<sys::CUmemoryPool> {
+    // SAFETY: an all-zero `CUmemPoolProps` is valid (no handle types, no security attributes,
+    // no maximum size); the fields set below are the documented ones for device memory.
+    let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+    props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.__bindgen_anon_1.id = ordinal as i32;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; `props` is a valid description.
+    let r = unsafe { sys::cuMemPoolCreate(&mut pool, &props) };
+    check(r, "cuMemPoolCreate")?;
+    let mut threshold = keep;
+    // SAFETY: `pool` was just created; the attribute takes a `cuuint64_t`.
+    let r = unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    };
+    check(r, "cuMemPoolSetAttribute")?;
+    Ok(pool)
+}
+
+/// `cuMemAllocFromPoolAsync` of `bytes` from `pool` on `s`.
+///
+/// # Safety
+///
+/// `pool` comes from [`mem_pool_create`] on the current context's device; `s` is a live
+/// stream of the current context (or a sentinel); the memory is used in stream order after
+/// it.
+pub(crate) unsafe fn mem_alloc_from_pool_async(
+    bytes: usize,
+    pool: sys::CUmemoryPool,
+    s: sys::CUstream,
+) -> Result<u64> {
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: the caller's contract; out-pointer to a local.
+    let r = unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool, s) };
+    check(r, "cuMemAllocFromPoolAsync").map(|()| ptr)
+}
+
+/// `cuMemsetD8Async`: `bytes` bytes at `ptr` set to `value`, on `s`.
+///
+/// # Safety
+///
+/// `ptr..ptr + bytes` is device memory of the current context that nothing else uses
+/// concurrently in stream order; `s` is a live stream (or a sentinel).
+pub(crate) unsafe fn memset_d8_async(
+    ptr: u64,
+    value: u8,
+    bytes: usize,
+    s: sys::CUstream,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(
+        unsafe { sys::cuMemsetD8Async(ptr, value, bytes, s) },
+        "cuMemsetD8Async",
+    )
+}
+
 /// `cuMemcpyHtoDAsync` of `src` to device address `dst`.
 ///
 /// # Safety

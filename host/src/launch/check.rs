@@ -7,7 +7,10 @@ use crate::module::{Param, Signature};
 use ferrocuda_abi::{layout, MAX_NDIM};
 
 /// Checks `args` against the kernel's signature (count, kinds, dtypes, ranks, mutability,
-/// read-only arrays, shapes, self-overlap and aliasing). Pure: no driver call.
+/// read-only arrays, shapes, self-overlap and aliasing) and the kernel's requirements
+/// (`#[kernel(require(…))]`, and dense zero-filled outputs). Pure: no driver call.
+///
+/// `args` holds the caller's arguments only: scratch parameters are the launcher's.
 ///
 /// Host arrays ([`Arg::Host`]) are checked like device arrays except for aliasing: they reach
 /// the kernel as fresh copies.
@@ -25,7 +28,8 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
         check_param(sig, p, a).map_err(|e| e.with_arg(p.name.clone()))?;
     }
     check_same_shapes(sig, args)?;
-    check_aliasing(sig, args)
+    check_aliasing(sig, args)?;
+    crate::extras::check(sig, args)
 }
 
 /// One argument against its parameter.

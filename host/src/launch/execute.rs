@@ -7,7 +7,7 @@ use super::{Arg, Launched, Prepared};
 use crate::driver::{self, raw_stream, result as cu, DriverOps};
 use crate::error::{Error, Result};
 use crate::module::{Signature, MAX_PARAMS, PARAM_BUFFER_SIZE};
-use ferrocuda_abi::{ArrayArg, MAX_NDIM};
+use ferrocuda_abi::{ArrayArg, ParamKind, MAX_NDIM};
 
 /// The launch parameter buffer, aligned for every parameter type.
 #[repr(C, align(16))]
@@ -56,21 +56,44 @@ impl Prepared<'_> {
             });
         };
         let mut buf = ParamBuffer([0u8; PARAM_BUFFER_SIZE]);
-        let mut ptrs: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
-        pack(sig, args, &mut buf, &mut ptrs)?;
+        pack(sig, args, &mut buf)?;
         crate::mark!(10);
         let mut ops = DriverOps { ctx: self.ctx };
         self.plan.before_launch(&mut ops)?;
         crate::mark!(11);
         let stream = raw_stream(self.plan.launch_stream());
-        let params = &mut ptrs[..args.len()];
+        let workspace = if sig.has_extras() {
+            // SAFETY: the context is bound; `stream` is the plan's launch stream, which now
+            // waits for the producers; the arguments were checked by prepare (zeroed outputs
+            // are dense, writable device memory).
+            let ptr = unsafe {
+                crate::extras::before_launch(self.ctx, sig, args, &self.scratch, stream)
+            }?;
+            if let Err(e) = pack_scratch(sig, &self.scratch, ptr, &mut buf) {
+                // SAFETY: allocated just above on `stream`; never used.
+                let _ = unsafe { crate::extras::after_launch(ptr, stream) };
+                return Err(e);
+            }
+            ptr
+        } else {
+            0
+        };
+        let mut ptrs: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
+        slot_addresses(sig, &mut buf, &mut ptrs);
+        let params = &mut ptrs[..sig.entry_params];
         // SAFETY: `f` belongs to the module loaded in the bound context (the caller's
         // contract); `params` points at one correctly sized and aligned value
         // per kernel parameter (layouts checked against the manifest, which the builder
-        // checked against the PTX); the arrays were validated by prepare and the caller
-        // upholds the rest (see # Safety).
-        unsafe { cu::launch_kernel(f.raw, grid, block, self.shared_mem_bytes, stream, params) }
-            .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)))?;
+        // checked against the PTX; scratch images written above); the arrays were validated
+        // by prepare and the caller upholds the rest (see # Safety).
+        let launched =
+            unsafe { cu::launch_kernel(f.raw, grid, block, self.shared_mem_bytes, stream, params) }
+                .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)));
+        // SAFETY: the workspace was allocated on `stream` for this launch only; its free is
+        // ordered after the kernel (or after nothing, if the launch failed).
+        let freed = unsafe { crate::extras::after_launch(workspace, stream) };
+        launched?;
+        freed?;
         driver::result::set_last_kernel(device, sig.static_name);
         crate::mark!(12);
         self.plan.after_launch(&mut ops)?;
@@ -107,14 +130,34 @@ impl Prepared<'_> {
     }
 }
 
-/// Writes each argument's launch-buffer image at its parameter's offset, and its address to
-/// `ptrs`.
-fn pack(
+/// Writes each scratch workspace's image (its address in the launch's allocation at `base`
+/// and its length) at its parameter's offset.
+fn pack_scratch(
     sig: &Signature,
-    args: &[Arg<'_>],
+    plan: &crate::extras::ScratchPlan,
+    base: u64,
     buf: &mut ParamBuffer,
-    ptrs: &mut [*mut c_void; MAX_PARAMS],
 ) -> Result<()> {
+    for (s, &(at, len)) in sig.scratch.iter().zip(plan.parts()) {
+        let image = ArrayArg {
+            ptr: base + at,
+            len: len as usize,
+            shape: &[],
+            strides: &[],
+        };
+        let slot = &mut buf.0[s.offset..s.offset + s.size];
+        if ParamKind::Scratch.write_array(&image, slot) != Some(s.size) {
+            return Err(Error::value(format!(
+                "scratch `{}` does not fit its parameter of kernel `{}`",
+                s.name, sig.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes each argument's launch-buffer image at its parameter's offset.
+fn pack(sig: &Signature, args: &[Arg<'_>], buf: &mut ParamBuffer) -> Result<()> {
     for (p, a) in sig.params.iter().zip(args) {
         let slot = &mut buf.0[p.offset..p.offset + p.size];
         let written = match a {
@@ -147,11 +190,21 @@ fn pack(
             )));
         }
     }
-    // The addresses, taken once every image is written (no later borrow of the buffer).
-    let base = buf.0.as_mut_ptr();
-    for (slot, p) in ptrs.iter_mut().zip(&sig.params) {
-        // SAFETY: offset + size <= buffer_size <= PARAM_BUFFER_SIZE (a `Signature` invariant).
-        *slot = unsafe { base.add(p.offset) }.cast();
-    }
     Ok(())
+}
+
+/// The address of every parameter's slot (scratch parameters included), in entry order:
+/// taken once every image is written, so no later borrow of the buffer invalidates them.
+fn slot_addresses(sig: &Signature, buf: &mut ParamBuffer, ptrs: &mut [*mut c_void; MAX_PARAMS]) {
+    let base = buf.0.as_mut_ptr();
+    let offsets = sig
+        .params
+        .iter()
+        .map(|p| (p.entry, p.offset))
+        .chain(sig.scratch.iter().map(|s| (s.entry, s.offset)));
+    for (entry, offset) in offsets {
+        // SAFETY: offset + size <= buffer_size <= PARAM_BUFFER_SIZE (a `Signature` invariant),
+        // and entry < entry_params <= MAX_PARAMS.
+        ptrs[entry] = unsafe { base.add(offset) }.cast();
+    }
 }

@@ -5,6 +5,7 @@ use super::{check_args, default_sync_mode, Arg, LaunchOptions};
 use crate::cai::ArrayDesc;
 use crate::driver::{self, result as cu, Context, PointerInfo};
 use crate::error::{Error, Key, Result};
+use crate::extras::ScratchPlan;
 use crate::module::{Function, Kernel, Param, MAX_PARAMS};
 use crate::stream::{self, Plan, StreamRef};
 
@@ -19,6 +20,8 @@ pub struct Prepared<'m> {
     /// empty and no grid was given).
     pub(super) launch: Option<(Function, [u32; 3], [u32; 3])>,
     pub(super) shared_mem_bytes: u32,
+    /// The launch's scratch workspaces (none for most kernels).
+    pub(super) scratch: ScratchPlan,
     /// Bit `i` set: argument `i` was given as [`Arg::Host`].
     pub(super) staged: u64,
     pub(super) nargs: usize,
@@ -91,6 +94,14 @@ impl<'m> Kernel<'m> {
         } else {
             Some(self.configure(ctx, opts, arrays.work)?)
         };
+        let scratch = match launch {
+            Some((_, grid, _)) if !sig.scratch.is_empty() => {
+                ctx.scratch_pool()?;
+                let blocks = grid.iter().map(|&g| u64::from(g)).product();
+                ScratchPlan::new(sig, args, blocks)?
+            }
+            _ => ScratchPlan::EMPTY,
+        };
         crate::mark!(9);
         Ok(Prepared {
             kernel: *self,
@@ -98,6 +109,7 @@ impl<'m> Kernel<'m> {
             ctx,
             launch,
             shared_mem_bytes: opts.shared_mem_bytes,
+            scratch,
             staged: arrays.staged,
             nargs: args.len(),
         })

@@ -1,0 +1,362 @@
+//! Kernel extras on the host: what `#[kernel(zero(…), scratch(…), require(…))]` declares,
+//! resolved against a kernel's signature, checked before a launch and carried out around it.
+//!
+//! * [`Requirement`]s are checked by [`check_args`](crate::launch::check_args) — pure, before
+//!   any driver call — with an error that names the first argument the condition reads.
+//! * Zeroed outputs must be dense (their elements fill their extent); right before the launch
+//!   each is cleared with one `cuMemsetD8Async` on the launch stream.
+//! * Scratch workspaces ([`ScratchParam`]) are sized by [`ScratchPlan::new`] when the launch is
+//!   prepared (their formulas read the grid and the arguments' lengths); right before the
+//!   launch, one allocation from the context's stream-ordered pool holds them all (each at a
+//!   256-byte aligned offset), one `cuMemsetD8Async` zero-fills it, and right after the launch
+//!   one `cuMemFreeAsync` returns it — all on the launch stream, so workspaces never race
+//!   between launches or streams, and the sequence is legal under stream capture.
+//!
+//! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed
+//! output; three driver calls (allocate, memset, free) for all of a launch's workspaces.
+
+use ferrocuda_abi::extras::{Cmp, Operand, ScratchLen, Value, NONE};
+use ferrocuda_abi::manifest::KernelSig;
+use ferrocuda_abi::DType;
+
+use crate::cai::ArrayDesc;
+use crate::driver::{result as cu, Context};
+use crate::error::{Error, Result};
+use crate::launch::Arg;
+use crate::module::{Param, Signature};
+use crate::scalar::Scalar;
+use cudarc::driver::sys;
+
+/// Most scratch parameters a kernel may have.
+pub const MAX_SCRATCH: usize = 8;
+
+/// Alignment of each workspace inside a launch's allocation, in bytes.
+pub const SCRATCH_ALIGN: u64 = 256;
+
+/// A scratch parameter: a workspace the launcher provides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScratchParam {
+    /// Name in the kernel source.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Position in the kernel's full parameter list.
+    pub entry: usize,
+    /// Byte offset in the launch parameter buffer.
+    pub offset: usize,
+    /// Byte size in the launch parameter buffer.
+    pub size: usize,
+    /// Its length formula; `len.of` is an index into [`Signature::params`] (or `NONE`).
+    pub len: ScratchLen,
+}
+
+/// A condition on the arguments (`#[kernel(require(…))]`), its operands indexing
+/// [`Signature::params`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    /// Left operand.
+    pub lhs: Operand,
+    /// Comparison.
+    pub cmp: Cmp,
+    /// Right operand (ignored by `finite`).
+    pub rhs: Operand,
+    /// The kernel's explanation (may be empty).
+    pub message: String,
+    /// The condition as source text, e.g. `a.shape[1] == b.shape[0]`.
+    pub text: String,
+    /// The parameter an error names: the first one the condition reads.
+    pub arg: usize,
+}
+
+/// The extras of a signature, resolved: zeroed outputs, requirements, scratch lengths.
+pub(crate) struct Resolved {
+    pub zero: Vec<usize>,
+    pub require: Vec<Requirement>,
+}
+
+/// Resolves `k`'s zeroed outputs and requirements against the caller parameters `params`,
+/// given `map` (full parameter index → caller parameter index; `None` for scratch), and remaps
+/// the scratch formulas of `scratch`.
+pub(crate) fn resolve(
+    k: &KernelSig,
+    map: &[Option<usize>],
+    params: &[Param],
+    scratch: &mut [ScratchParam],
+) -> std::result::Result<Resolved, String> {
+    k.check_extras()?;
+    let caller = |i: u8| -> std::result::Result<usize, String> {
+        map.get(i as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| format!("extra names parameter {i}, which is not an argument"))
+    };
+    let zero = k
+        .zero
+        .iter()
+        .map(|&z| caller(z))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if scratch.len() > MAX_SCRATCH {
+        return Err(format!("more than {MAX_SCRATCH} scratch parameters"));
+    }
+    for s in scratch.iter_mut() {
+        let decl = k
+            .scratch
+            .iter()
+            .find(|d| d.param as usize == s.entry)
+            .ok_or_else(|| format!("scratch parameter `{}` has no length", s.name))?;
+        let mut len = decl.len();
+        if len.of != NONE {
+            len.of = caller(len.of)? as u8;
+        }
+        s.len = len;
+    }
+    let mut require = Vec::with_capacity(k.require.len());
+    for r in &k.require {
+        let cmp = r
+            .cmp()
+            .ok_or_else(|| format!("unknown comparison `{}`", r.op))?;
+        let remap = |o: Operand| -> std::result::Result<Operand, String> {
+            Ok(match o {
+                Operand::Int(v) => Operand::Int(v),
+                Operand::Scalar(p) => Operand::Scalar(caller(p)? as u8),
+                Operand::Len(p) => Operand::Len(caller(p)? as u8),
+                Operand::Dim(p, a) => Operand::Dim(caller(p)? as u8, a),
+                Operand::Ptr(p) => Operand::Ptr(caller(p)? as u8),
+            })
+        };
+        let (lhs, rhs) = (remap(r.lhs.into())?, remap(r.rhs.into())?);
+        let arg = lhs.param().or(rhs.param()).unwrap_or(0) as usize;
+        let show = |o: Operand| operand_text(o, params);
+        let text = if cmp == Cmp::Finite {
+            format!("finite({})", show(lhs))
+        } else {
+            format!("{} {} {}", show(lhs), cmp.symbol(), show(rhs))
+        };
+        require.push(Requirement {
+            lhs,
+            cmp,
+            rhs,
+            message: r.message.clone(),
+            text,
+            arg,
+        });
+    }
+    Ok(Resolved { zero, require })
+}
+
+fn operand_text(o: Operand, params: &[Param]) -> String {
+    let name = |p: u8| params.get(p as usize).map_or("?", |p| p.name.as_str());
+    match o {
+        Operand::Int(v) => v.to_string(),
+        Operand::Scalar(p) => name(p).to_string(),
+        Operand::Len(p) => format!("{}.len()", name(p)),
+        Operand::Dim(p, a) => format!("{}.shape[{a}]", name(p)),
+        Operand::Ptr(p) => format!("{}.ptr()", name(p)),
+    }
+}
+
+/// The array of an array argument.
+fn array<'a>(a: &Arg<'a>) -> Option<&'a ArrayDesc> {
+    match *a {
+        Arg::Array(d) | Arg::Host(d) => Some(d),
+        Arg::Scalar(_) => None,
+    }
+}
+
+fn scalar_value(s: &Scalar) -> Value {
+    match *s {
+        Scalar::I8(v) => Value::Int(v.into()),
+        Scalar::I16(v) => Value::Int(v.into()),
+        Scalar::I32(v) => Value::Int(v.into()),
+        Scalar::I64(v) => Value::Int(v.into()),
+        Scalar::U8(v) => Value::Int(v.into()),
+        Scalar::U16(v) => Value::Int(v.into()),
+        Scalar::U32(v) => Value::Int(v.into()),
+        Scalar::U64(v) => Value::Int(v.into()),
+        Scalar::F32(v) => Value::Float(v.into()),
+        Scalar::F64(v) => Value::Float(v),
+    }
+}
+
+/// The value of `o` for `args` (checked arguments: kinds and ranks match the parameters).
+fn value(o: Operand, args: &[Arg<'_>]) -> Value {
+    let arg = |p: u8| args.get(p as usize);
+    let int = |v: usize| Value::Int(v as i128);
+    match o {
+        Operand::Int(v) => Value::Int(v.into()),
+        Operand::Scalar(p) => match arg(p) {
+            Some(Arg::Scalar(s)) => scalar_value(s),
+            _ => Value::Int(0),
+        },
+        Operand::Len(p) => int(arg(p).and_then(array).map_or(0, ArrayDesc::size)),
+        Operand::Dim(p, a) => int(arg(p)
+            .and_then(array)
+            .and_then(|d| d.shape().get(a as usize).copied())
+            .unwrap_or(0)),
+        Operand::Ptr(p) => Value::Int(arg(p).and_then(array).map_or(0, |d| d.ptr().into())),
+    }
+}
+
+fn value_text(v: Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+    }
+}
+
+/// Checks the kernel's requirements and its zeroed outputs' layout against checked `args`.
+pub(crate) fn check(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
+    for r in &sig.require {
+        let (a, b) = (value(r.lhs, args), value(r.rhs, args));
+        if r.cmp.holds(a, b) {
+            continue;
+        }
+        let mut got = Vec::new();
+        for (o, v) in [(r.lhs, a), (r.rhs, b)] {
+            if matches!(o, Operand::Int(_)) || (r.cmp == Cmp::Finite && o == r.rhs) {
+                continue;
+            }
+            got.push(format!(
+                "{} = {}",
+                operand_text(o, &sig.params),
+                value_text(v)
+            ));
+        }
+        let why = if r.message.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.message)
+        };
+        return Err(Error::value(format!(
+            "kernel `{}` requires {}{why}; got {}",
+            sig.name,
+            r.text,
+            got.join(", ")
+        ))
+        .with_arg(sig.params[r.arg].name.clone()));
+    }
+    for &z in &sig.zero {
+        if let Some(d) = args.get(z).and_then(array) {
+            if let Some((lo, hi)) = d.byte_range() {
+                if (hi - lo) as usize != d.size() * d.itemsize() {
+                    return Err(Error::value(format!(
+                        "kernel `{}` zero-fills `{}` before the launch, which needs a \
+                         contiguous array (its elements filling its extent); got shape {:?}, \
+                         strides {:?} bytes: pass a contiguous array",
+                        sig.name,
+                        sig.params[z].name,
+                        d.shape(),
+                        d.byte_strides()
+                    ))
+                    .with_arg(sig.params[z].name.clone()));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The workspaces of one launch: each one's byte offset in the launch's allocation and its
+/// element count, and the allocation's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchPlan {
+    parts: [(u64, u64); MAX_SCRATCH],
+    count: usize,
+    bytes: u64,
+}
+
+impl ScratchPlan {
+    /// No workspace.
+    pub const EMPTY: ScratchPlan = ScratchPlan {
+        parts: [(0, 0); MAX_SCRATCH],
+        count: 0,
+        bytes: 0,
+    };
+
+    /// The workspaces of `sig` for a launch of `blocks` blocks on `args`.
+    pub fn new(sig: &Signature, args: &[Arg<'_>], blocks: u64) -> Result<ScratchPlan> {
+        let mut plan = ScratchPlan::EMPTY;
+        let too_large =
+            |s: &ScratchParam| Error::value(format!("scratch workspace `{}` is too large", s.name));
+        for s in &sig.scratch {
+            let of_len = if s.len.of == NONE {
+                0
+            } else {
+                args.get(s.len.of as usize)
+                    .and_then(array)
+                    .map_or(0, |d| d.size() as u64)
+            };
+            let len = s.len.elements(blocks, of_len).ok_or_else(|| too_large(s))?;
+            let bytes = len
+                .checked_mul(s.dtype.itemsize() as u64)
+                .ok_or_else(|| too_large(s))?;
+            let at = plan.bytes.next_multiple_of(SCRATCH_ALIGN);
+            plan.parts[plan.count] = (at, len);
+            plan.count += 1;
+            plan.bytes = at.checked_add(bytes).ok_or_else(|| too_large(s))?;
+        }
+        Ok(plan)
+    }
+
+    /// Total bytes of the launch's allocation.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// (byte offset, element count) of each workspace, in [`Signature::scratch`] order.
+    pub fn parts(&self) -> &[(u64, u64)] {
+        &self.parts[..self.count]
+    }
+}
+
+/// Runs the extras' work before the launch on stream `s`: zero-fills the zeroed outputs and
+/// allocates and zero-fills the workspaces; returns the allocation (0 when there is none),
+/// which [`after_launch`] frees.
+///
+/// # Safety
+///
+/// `ctx` is bound on this thread; `s` is its live launch stream (or a sentinel); `args` are
+/// the checked arguments of `sig` (every zeroed output is writable device memory of `ctx`,
+/// dense over its extent).
+pub(crate) unsafe fn before_launch(
+    ctx: &Context,
+    sig: &Signature,
+    args: &[Arg<'_>],
+    plan: &ScratchPlan,
+    s: sys::CUstream,
+) -> Result<u64> {
+    for &z in &sig.zero {
+        if let Some((lo, hi)) = args.get(z).and_then(array).and_then(ArrayDesc::byte_range) {
+            // SAFETY: the caller's contract: a dense, writable device array of this context.
+            unsafe { cu::memset_d8_async(lo, 0, (hi - lo) as usize, s) }
+                .map_err(|e| e.with_arg(sig.params[z].name.clone()))?;
+        }
+    }
+    if plan.bytes == 0 {
+        return Ok(0);
+    }
+    let pool = ctx.scratch_pool()?;
+    let bytes = plan.bytes as usize;
+    // SAFETY: the pool belongs to `ctx`'s device; the stream is the caller's.
+    let ptr = unsafe { cu::mem_alloc_from_pool_async(bytes, pool.0, s) }?;
+    // SAFETY: `ptr` holds `bytes` bytes, used by nothing else in stream order.
+    if let Err(e) = unsafe { cu::memset_d8_async(ptr, 0, bytes, s) } {
+        // SAFETY: allocated just above on `s`, not used afterwards.
+        let _ = unsafe { cu::mem_free_async(ptr, s) };
+        return Err(e);
+    }
+    Ok(ptr)
+}
+
+/// Frees a launch's workspace allocation (stream-ordered: after the kernel on `s`).
+///
+/// # Safety
+///
+/// `ptr` comes from [`before_launch`] on `s`, and nothing enqueued on another stream uses it.
+pub(crate) unsafe fn after_launch(ptr: u64, s: sys::CUstream) -> Result<()> {
+    if ptr == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { cu::mem_free_async(ptr, s) }
+}
