@@ -197,7 +197,8 @@ pub use host::*;
 mod host {
     use super::MAGIC;
     use crate::dtype::DType;
-    use crate::extras::{Cmp, Operand, ScratchLen, NONE, OPERAND_BYTES, SCRATCH_BYTES};
+    pub use crate::extras::json::{OperandSig, RequireSig, ScratchSig};
+    use crate::extras::{Cmp, Operand, ScratchLen, OPERAND_BYTES, SCRATCH_BYTES};
     use crate::extras::{TAG_REQUIRE, TAG_SCRATCH, TAG_ZERO};
     use crate::kinds::ParamKind;
     use serde::{Deserialize, Serialize};
@@ -282,121 +283,6 @@ mod host {
         /// Conditions on the arguments, checked before a launch (`#[kernel(require(…))]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub require: Vec<RequireSig>,
-    }
-
-    /// The length of a scratch workspace, in JSON: the fields of
-    /// [`ScratchLen`](crate::extras::ScratchLen), with `of` absent for no parameter.
-    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-    pub struct ScratchSig {
-        /// The scratch parameter (index into `params`).
-        pub param: u8,
-        /// Elements per block of the launch's grid.
-        #[serde(default)]
-        pub per_block: u32,
-        /// Constant elements.
-        #[serde(default)]
-        pub constant: u32,
-        /// The parameter whose length the third term uses.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub of: Option<u8>,
-        /// Multiplier of the third term.
-        #[serde(default)]
-        pub mult: u32,
-        /// Divisor (rounded up) of the third term.
-        #[serde(default = "one")]
-        pub div: u32,
-    }
-
-    fn one() -> u32 {
-        1
-    }
-
-    impl ScratchSig {
-        /// The length formula.
-        pub fn len(&self) -> ScratchLen {
-            ScratchLen {
-                param: self.param,
-                per_block: self.per_block,
-                constant: self.constant,
-                of: self.of.unwrap_or(NONE),
-                mult: self.mult,
-                div: self.div.max(1),
-            }
-        }
-
-        fn of_len(l: &ScratchLen) -> ScratchSig {
-            ScratchSig {
-                param: l.param,
-                per_block: l.per_block,
-                constant: l.constant,
-                of: (l.of != NONE).then_some(l.of),
-                mult: l.mult,
-                div: l.div,
-            }
-        }
-    }
-
-    /// One side of a requirement, in JSON: `{"int": 0}`, `{"scalar": 2}`, `{"len": 1}`,
-    /// `{"dim": [0, 1]}` or `{"ptr": 3}` (parameter indices into `params`).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(rename_all = "lowercase")]
-    pub enum OperandSig {
-        /// An integer literal.
-        Int(i64),
-        /// A scalar parameter's value.
-        Scalar(u8),
-        /// An array parameter's element count.
-        Len(u8),
-        /// An array parameter's extent along an axis.
-        Dim(u8, u8),
-        /// An array parameter's address.
-        Ptr(u8),
-    }
-
-    impl From<Operand> for OperandSig {
-        fn from(o: Operand) -> Self {
-            match o {
-                Operand::Int(v) => OperandSig::Int(v),
-                Operand::Scalar(p) => OperandSig::Scalar(p),
-                Operand::Len(p) => OperandSig::Len(p),
-                Operand::Dim(p, k) => OperandSig::Dim(p, k),
-                Operand::Ptr(p) => OperandSig::Ptr(p),
-            }
-        }
-    }
-
-    impl From<OperandSig> for Operand {
-        fn from(o: OperandSig) -> Self {
-            match o {
-                OperandSig::Int(v) => Operand::Int(v),
-                OperandSig::Scalar(p) => Operand::Scalar(p),
-                OperandSig::Len(p) => Operand::Len(p),
-                OperandSig::Dim(p, k) => Operand::Dim(p, k),
-                OperandSig::Ptr(p) => Operand::Ptr(p),
-            }
-        }
-    }
-
-    /// A requirement, in JSON: `lhs <op> rhs` with `op` one of `==`, `!=`, `<`, `<=`, `>`, `>=`
-    /// or `finite` (then `rhs` is ignored).
-    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-    pub struct RequireSig {
-        /// Left operand.
-        pub lhs: OperandSig,
-        /// The comparison's symbol.
-        pub op: String,
-        /// Right operand.
-        pub rhs: OperandSig,
-        /// Explanation for the error message.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        pub message: String,
-    }
-
-    impl RequireSig {
-        /// The comparison, if the manifest names a known one.
-        pub fn cmp(&self) -> Option<Cmp> {
-            Cmp::from_symbol(&self.op)
-        }
     }
 
     /// One parameter.
@@ -588,84 +474,6 @@ mod host {
         }
         sig.check_extras()?;
         Ok(sig)
-    }
-
-    impl KernelSig {
-        /// Checks that the extras name parameters of the right kinds: zeroed outputs are
-        /// written arrays, scratch lengths name scratch parameters (each exactly once, and
-        /// every scratch parameter has one), requirements read scalars or caller arrays.
-        pub fn check_extras(&self) -> Result<(), String> {
-            let kind = |i: u8| self.params.get(i as usize).and_then(ParamSig::param_kind);
-            let name = |i: u8| self.params.get(i as usize).map_or("?", |p| p.name.as_str());
-            for &z in &self.zero {
-                let p = self.params.get(z as usize);
-                if !matches!(kind(z), Some(ParamKind::Slice | ParamKind::View))
-                    || !p.is_some_and(|p| p.mutable)
-                {
-                    return Err(format!(
-                        "zero({}) of `{}` does not name a written array parameter",
-                        name(z),
-                        self.name
-                    ));
-                }
-            }
-            for (i, p) in self.params.iter().enumerate() {
-                let declared = self
-                    .scratch
-                    .iter()
-                    .filter(|s| s.param as usize == i)
-                    .count();
-                let is_scratch = p.param_kind() == Some(ParamKind::Scratch);
-                if declared != usize::from(is_scratch) {
-                    return Err(format!(
-                        "kernel `{}`: scratch parameter `{}` needs exactly one length \
-                         declaration (#[kernel(scratch({} = …))]), found {declared}",
-                        self.name, p.name, p.name
-                    ));
-                }
-            }
-            for s in &self.scratch {
-                if let Some(of) = s.of {
-                    if !kind(of).is_some_and(|k| k.is_array() && k.is_argument()) {
-                        return Err(format!(
-                            "kernel `{}`: scratch length of `{}` uses `{}`, not an array argument",
-                            self.name,
-                            name(s.param),
-                            name(of)
-                        ));
-                    }
-                }
-            }
-            for r in &self.require {
-                if r.cmp().is_none() {
-                    return Err(format!(
-                        "kernel `{}`: unknown comparison `{}`",
-                        self.name, r.op
-                    ));
-                }
-                for o in [r.lhs, r.rhs] {
-                    let ok = match Operand::from(o) {
-                        Operand::Int(_) => true,
-                        Operand::Scalar(p) => kind(p) == Some(ParamKind::Scalar),
-                        Operand::Len(p) | Operand::Ptr(p) => {
-                            kind(p).is_some_and(|k| k.is_array() && k.is_argument())
-                        }
-                        Operand::Dim(p, axis) => {
-                            kind(p).is_some_and(|k| k.is_array() && k.is_argument())
-                                && self.params[p as usize].rank > axis
-                        }
-                    };
-                    if !ok {
-                        return Err(format!(
-                            "kernel `{}`: requirement `{:?} {} {:?}` reads a parameter that \
-                             does not exist or has the wrong kind or rank",
-                            self.name, r.lhs, r.op, r.rhs
-                        ));
-                    }
-                }
-            }
-            Ok(())
-        }
     }
 
     struct Reader<'a> {
