@@ -24,13 +24,19 @@ fn main() {
             .iter()
             .filter(|p| p.param_kind() != Some(ParamKind::Scratch))
         {
+            let scalar = p.param_kind() == Some(ParamKind::Scalar);
+            // Arrays of element types without a host Rust type (`float16`) are passed as any
+            // array argument; their documentation names the NumPy type.
             let ty = p.rust_type().unwrap_or_else(|| {
-                panic!(
-                    "kernel `{}`: no Rust type for parameter `{}`",
+                assert!(
+                    !scalar,
+                    "kernel `{}`: no Rust type for scalar parameter `{}`",
                     k.name, p.name
-                )
+                );
+                let m = if p.mutable { "Mut" } else { "" };
+                format!("{}{m}<{}>", p.kind[..1].to_uppercase() + &p.kind[1..], p.dtype)
             });
-            if p.param_kind() == Some(ParamKind::Scalar) {
+            if scalar {
                 params.push(format!("{}: {ty}", p.name));
                 args.push(format!("Arg::Scalar(Scalar::from({}))", p.name));
             } else {

@@ -20,70 +20,95 @@ pub unsafe fn binary<T: Element, const L: usize>(
     out: SliceMut<T>,
     f: impl Fn(T, T) -> T,
 ) {
-    let n = min(min(a.len(), b.len()), out.len());
+    // SAFETY: forwarded contract.
+    unsafe { map::<T, L, 2>([a, b], out, |[x, y]| f(x, y)) }
+}
+
+/// `out[i] = f(x[i])` for `i < min(len)`, vectorized as [`binary`].
+///
+/// # Safety
+///
+/// Kernel-launch context; `out` may alias `x` only element-for-element.
+#[inline(always)]
+pub unsafe fn unary<T: Element, const L: usize>(x: Slice<T>, out: SliceMut<T>, f: impl Fn(T) -> T) {
+    // SAFETY: forwarded contract.
+    unsafe { map::<T, L, 1>([x], out, |[v]| f(v)) }
+}
+
+/// `out[i] = f([ins[0][i], …])` for `i < min(len)`: 16-byte vectors of `L` elements when every
+/// pointer has the same alignment modulo 16 (scalar head and tail), scalar otherwise.
+///
+/// # Safety
+///
+/// Kernel-launch context; `out` may alias an input only element-for-element.
+#[inline(always)]
+unsafe fn map<T: Element, const L: usize, const N: usize>(
+    ins: [Slice<T>; N],
+    out: SliceMut<T>,
+    f: impl Fn([T; N]) -> T,
+) {
+    let n = ins.iter().fold(out.len(), |m, s| min(m, s.len()));
     let tid = thread::index_1d();
     let threads = thread::grid_size_1d();
     let size = core::mem::size_of::<T>();
-    let (pa, pb, po) = (
-        a.as_ptr() as usize,
-        b.as_ptr() as usize,
-        out.as_mut_ptr() as usize,
-    );
-    let mis = pa % 16;
-    if L > 1 && L * size == 16 && pb % 16 == mis && po % 16 == mis && mis % size == 0 {
+    let po = out.as_mut_ptr() as usize;
+    let mis = po % 16;
+    let at = |i: usize| -> [T; N] {
+        // SAFETY: callers pass i < n <= every input's length.
+        core::array::from_fn(|k| unsafe { ins[k].get_unchecked(i) })
+    };
+    let aligned = ins.iter().all(|s| s.as_ptr() as usize % 16 == mis);
+    if L > 1 && L * size == 16 && aligned && mis % size == 0 {
         let head = min((16 - mis) % 16 / size, n);
         if tid < head {
             // SAFETY: tid < head <= n; one thread per element.
-            unsafe { out.write_unchecked(tid, f(a.get_unchecked(tid), b.get_unchecked(tid))) };
+            unsafe { out.write_unchecked(tid, f(at(tid))) };
         }
         let body = (n - head) / L;
         // SAFETY: `head` elements past each pointer is 16-byte aligned and in bounds; the
         // chunks cover elements head .. head + body * L < n.
-        let (va, vb, vo) = unsafe {
+        let (vi, vo): ([*const Chunk<T, L>; N], *mut Chunk<T, L>) = unsafe {
             (
-                a.as_ptr().add(head) as *const Chunk<T, L>,
-                b.as_ptr().add(head) as *const Chunk<T, L>,
+                core::array::from_fn(|k| ins[k].as_ptr().add(head) as *const Chunk<T, L>),
                 out.as_mut_ptr().add(head) as *mut Chunk<T, L>,
             )
         };
-        // Two chunks per iteration: four independent 16-byte loads in flight per thread.
+        let apply = |x: [Chunk<T, L>; N]| {
+            let mut z = x[0];
+            for j in 0..L {
+                z.0[j] = f(core::array::from_fn(|k| x[k].0[j]));
+            }
+            z
+        };
+        // Two chunks per iteration: 2·N independent 16-byte loads in flight per thread.
         let mut j = tid;
         while j < body && body - j > threads {
             // SAFETY: j < j + threads < body: both chunks are in bounds and aligned; one
             // thread per chunk.
             unsafe {
-                let (x0, y0) = (va.add(j).read(), vb.add(j).read());
-                let (x1, y1) = (va.add(j + threads).read(), vb.add(j + threads).read());
-                let (mut z0, mut z1) = (x0, x1);
-                for k in 0..L {
-                    z0.0[k] = f(x0.0[k], y0.0[k]);
-                    z1.0[k] = f(x1.0[k], y1.0[k]);
-                }
-                vo.add(j).write(z0);
-                vo.add(j + threads).write(z1);
+                let x0: [Chunk<T, L>; N] = core::array::from_fn(|k| vi[k].add(j).read());
+                let x1: [Chunk<T, L>; N] = core::array::from_fn(|k| vi[k].add(j + threads).read());
+                vo.add(j).write(apply(x0));
+                vo.add(j + threads).write(apply(x1));
             }
             j += 2 * threads;
         }
         if j < body {
             // SAFETY: j < body: in bounds and aligned; one thread per chunk.
             unsafe {
-                let (x, y) = (va.add(j).read(), vb.add(j).read());
-                let mut z = x;
-                for k in 0..L {
-                    z.0[k] = f(x.0[k], y.0[k]);
-                }
-                vo.add(j).write(z);
+                let x: [Chunk<T, L>; N] = core::array::from_fn(|k| vi[k].add(j).read());
+                vo.add(j).write(apply(x));
             }
         }
         let t = head + body * L + tid;
         if t < n {
             // SAFETY: t < n; the tail has fewer than L elements, one thread each.
-            unsafe { out.write_unchecked(t, f(a.get_unchecked(t), b.get_unchecked(t))) };
+            unsafe { out.write_unchecked(t, f(at(t))) };
         }
     } else {
         for i in GridStride::new(tid, threads, n) {
             // SAFETY: i < n; one thread per element.
-            unsafe { out.write_unchecked(i, f(a.get_unchecked(i), b.get_unchecked(i))) };
+            unsafe { out.write_unchecked(i, f(at(i))) };
         }
     }
 }
@@ -129,6 +154,75 @@ pub unsafe fn generate<T: Element, const L: usize>(out: SliceMut<T>, f: impl Fn(
             unsafe { out.write_unchecked(i, f(i)) };
         }
     }
+}
+
+/// This thread's part of a reduction of `x`: `op` over `map(x[i])` for the elements thread
+/// `tid` of `threads` owns in a grid-stride walk — 16-byte vectors of `L` elements when `x`
+/// allows (scalar head and tail, as [`binary`]), with `L` independent accumulators — starting
+/// from `identity`. The combination order depends only on `n`, `tid` and `threads`, so the
+/// result is deterministic for a given grid.
+///
+/// # Safety
+///
+/// `x` is a valid slice (kernel-launch context).
+#[inline(always)]
+pub unsafe fn fold<T: Element, A: Copy, const L: usize>(
+    x: Slice<T>,
+    tid: usize,
+    threads: usize,
+    identity: A,
+    map: impl Fn(T) -> A,
+    op: impl Fn(A, A) -> A,
+) -> A {
+    let n = x.len();
+    let size = core::mem::size_of::<T>();
+    let p = x.as_ptr() as usize;
+    let mut acc = [identity; L];
+    if L > 1 && L * size == 16 && p % size == 0 {
+        let head = min((16 - p % 16) % 16 / size, n);
+        if tid < head {
+            // SAFETY: tid < head <= n.
+            acc[0] = op(acc[0], map(unsafe { x.get_unchecked(tid) }));
+        }
+        let body = (n - head) / L;
+        // SAFETY: 16-byte aligned after `head` elements; chunks below `body` are in bounds.
+        let v = unsafe { x.as_ptr().add(head) } as *const Chunk<T, L>;
+        let mut j = tid;
+        while j < body && body - j > threads {
+            // SAFETY: j < j + threads < body.
+            let (c0, c1) = unsafe { (v.add(j).read(), v.add(j + threads).read()) };
+            for k in 0..L {
+                acc[k] = op(op(acc[k], map(c0.0[k])), map(c1.0[k]));
+            }
+            j += 2 * threads;
+        }
+        if j < body {
+            // SAFETY: j < body.
+            let c = unsafe { v.add(j).read() };
+            for k in 0..L {
+                acc[k] = op(acc[k], map(c.0[k]));
+            }
+        }
+        let t = head + body * L + tid;
+        if t < n {
+            // SAFETY: t < n.
+            acc[0] = op(acc[0], map(unsafe { x.get_unchecked(t) }));
+        }
+    } else {
+        for i in GridStride::new(tid, threads, n) {
+            // SAFETY: i < n.
+            acc[0] = op(acc[0], map(unsafe { x.get_unchecked(i) }));
+        }
+    }
+    // A pairwise tree over the accumulators.
+    let mut width = L;
+    while width > 1 {
+        width /= 2;
+        for k in 0..width {
+            acc[k] = op(acc[k], acc[k + width]);
+        }
+    }
+    acc[0]
 }
 
 #[inline(always)]

@@ -13,9 +13,15 @@
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
 //! and in the host's generic launcher.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, core_float_math))]
 
 #[cfg(target_arch = "nvptx64")]
 mod elementwise;
+#[cfg(target_arch = "nvptx64")]
+mod grid;
+#[cfg(target_arch = "nvptx64")]
+mod num;
 
+mod activations;
 mod kernels;
+mod reduce;
