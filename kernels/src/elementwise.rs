@@ -2,6 +2,22 @@
 
 use ferrocuda_device::{thread, Element, GridStride, Slice, SliceMut};
 
+/// Runs `$body` with `$k` bound to `0, 1, …, $l - 1` (`$l` a constant of at most 16), written
+/// out in full: LLVM does not always unroll a 16-iteration loop, and a chunk indexed by a loop
+/// variable lands in local memory.
+macro_rules! for_lanes {
+    ($l:expr, |$k:ident| $body:expr) => {
+        for_lanes!(@ $l, $k, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $l:expr, $k:ident, $body:expr; $($i:literal)*) => {{
+        const { assert!($l <= 16) };
+        $(if $i < $l {
+            let $k: usize = $i;
+            $body;
+        })*
+    }};
+}
+
 /// `L` elements of `T` in one 16-byte aligned chunk (`L * size_of::<T>() == 16`).
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
@@ -75,9 +91,7 @@ unsafe fn map<T: Element, const L: usize, const N: usize>(
         };
         let apply = |x: [Chunk<T, L>; N]| {
             let mut z = x[0];
-            for j in 0..L {
-                z.0[j] = f(core::array::from_fn(|k| x[k].0[j]));
-            }
+            for_lanes!(L, |j| z.0[j] = f(core::array::from_fn(|k| x[k].0[j])));
             z
         };
         // Two chunks per iteration: 2·N independent 16-byte loads in flight per thread.
@@ -156,11 +170,62 @@ pub unsafe fn generate<T: Element, const L: usize>(out: SliceMut<T>, f: impl Fn(
     }
 }
 
-/// This thread's part of a reduction of `x`: `op` over `map(x[i])` for the elements thread
-/// `tid` of `threads` owns in a grid-stride walk — 16-byte vectors of `L` elements when `x`
-/// allows (scalar head and tail, as [`binary`]), with `L` independent accumulators — starting
-/// from `identity`. The combination order depends only on `n`, `tid` and `threads`, so the
-/// result is deterministic for a given grid.
+/// Calls `f(k, x[i])` for the elements thread `tid` of `threads` owns in a grid-stride walk of
+/// `x`: 16-byte vectors of `L` elements when `x` allows (scalar head and tail, as [`binary`];
+/// `k` is the element's lane in its vector, 0 for scalars), two vectors loaded per step. The
+/// order of the calls depends only on `n`, `tid` and `threads`.
+///
+/// # Safety
+///
+/// `x` is a valid slice (kernel-launch context).
+#[inline(always)]
+pub unsafe fn visit<T: Element, const L: usize>(
+    x: Slice<T>,
+    tid: usize,
+    threads: usize,
+    mut f: impl FnMut(usize, T),
+) {
+    let n = x.len();
+    let size = core::mem::size_of::<T>();
+    let p = x.as_ptr() as usize;
+    if L > 1 && L * size == 16 && p % size == 0 {
+        let head = min((16 - p % 16) % 16 / size, n);
+        if tid < head {
+            // SAFETY: tid < head <= n.
+            f(0, unsafe { x.get_unchecked(tid) });
+        }
+        let body = (n - head) / L;
+        // SAFETY: 16-byte aligned after `head` elements; chunks below `body` are in bounds.
+        let v = unsafe { x.as_ptr().add(head) } as *const Chunk<T, L>;
+        let mut j = tid;
+        while j < body && body - j > threads {
+            // SAFETY: j < j + threads < body.
+            let (c0, c1) = unsafe { (v.add(j).read(), v.add(j + threads).read()) };
+            for_lanes!(L, |k| f(k, c0.0[k]));
+            for_lanes!(L, |k| f(k, c1.0[k]));
+            j += 2 * threads;
+        }
+        if j < body {
+            // SAFETY: j < body.
+            let c = unsafe { v.add(j).read() };
+            for_lanes!(L, |k| f(k, c.0[k]));
+        }
+        let t = head + body * L + tid;
+        if t < n {
+            // SAFETY: t < n.
+            f(0, unsafe { x.get_unchecked(t) });
+        }
+    } else {
+        for i in GridStride::new(tid, threads, n) {
+            // SAFETY: i < n.
+            f(0, unsafe { x.get_unchecked(i) });
+        }
+    }
+}
+
+/// This thread's part of a reduction of `x`: `op` over `map(x[i])` for the elements [`visit`]
+/// gives it, with `L` independent accumulators (one per vector lane) combined pairwise at the
+/// end, starting from `identity`. Deterministic for a given grid.
 ///
 /// # Safety
 ///
@@ -174,47 +239,9 @@ pub unsafe fn fold<T: Element, A: Copy, const L: usize>(
     map: impl Fn(T) -> A,
     op: impl Fn(A, A) -> A,
 ) -> A {
-    let n = x.len();
-    let size = core::mem::size_of::<T>();
-    let p = x.as_ptr() as usize;
     let mut acc = [identity; L];
-    if L > 1 && L * size == 16 && p % size == 0 {
-        let head = min((16 - p % 16) % 16 / size, n);
-        if tid < head {
-            // SAFETY: tid < head <= n.
-            acc[0] = op(acc[0], map(unsafe { x.get_unchecked(tid) }));
-        }
-        let body = (n - head) / L;
-        // SAFETY: 16-byte aligned after `head` elements; chunks below `body` are in bounds.
-        let v = unsafe { x.as_ptr().add(head) } as *const Chunk<T, L>;
-        let mut j = tid;
-        while j < body && body - j > threads {
-            // SAFETY: j < j + threads < body.
-            let (c0, c1) = unsafe { (v.add(j).read(), v.add(j + threads).read()) };
-            for k in 0..L {
-                acc[k] = op(op(acc[k], map(c0.0[k])), map(c1.0[k]));
-            }
-            j += 2 * threads;
-        }
-        if j < body {
-            // SAFETY: j < body.
-            let c = unsafe { v.add(j).read() };
-            for k in 0..L {
-                acc[k] = op(acc[k], map(c.0[k]));
-            }
-        }
-        let t = head + body * L + tid;
-        if t < n {
-            // SAFETY: t < n.
-            acc[0] = op(acc[0], map(unsafe { x.get_unchecked(t) }));
-        }
-    } else {
-        for i in GridStride::new(tid, threads, n) {
-            // SAFETY: i < n.
-            acc[0] = op(acc[0], map(unsafe { x.get_unchecked(i) }));
-        }
-    }
-    // A pairwise tree over the accumulators.
+    // SAFETY: forwarded contract.
+    unsafe { visit::<T, L>(x, tid, threads, |k, v| acc[k] = op(acc[k], map(v))) };
     let mut width = L;
     while width > 1 {
         width /= 2;

@@ -23,5 +23,6 @@ mod grid;
 mod num;
 
 mod activations;
+mod histogram;
 mod kernels;
 mod reduce;
