@@ -2,15 +2,16 @@
 
 use ferrocuda_device::{thread, Element, GridStride, Slice, SliceMut};
 
-/// Runs `$body` with `$k` bound to `0, 1, …, $l - 1` (`$l` a constant of at most 16), written
-/// out in full: LLVM does not always unroll a 16-iteration loop, and a chunk indexed by a loop
+/// Runs `$body` with `$k` bound to `0, 1, …, $l - 1` (`$l` a constant of at most 32), written
+/// out in full: LLVM does not always unroll a 16-iteration loop, and an array indexed by a loop
 /// variable lands in local memory.
 macro_rules! for_lanes {
     ($l:expr, |$k:ident| $body:expr) => {
-        for_lanes!(@ $l, $k, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        for_lanes!(@ $l, $k, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
+                   24 25 26 27 28 29 30 31)
     };
     (@ $l:expr, $k:ident, $body:expr; $($i:literal)*) => {{
-        const { assert!($l <= 16) };
+        const { assert!($l <= 32) };
         $(if $i < $l {
             let $k: usize = $i;
             $body;

@@ -16,6 +16,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, core_float_math))]
 
 #[cfg(target_arch = "nvptx64")]
+#[macro_use]
 mod elementwise;
 #[cfg(target_arch = "nvptx64")]
 mod grid;
@@ -26,3 +27,4 @@ mod activations;
 mod histogram;
 mod kernels;
 mod reduce;
+mod softmax;
