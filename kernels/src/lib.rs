@@ -13,7 +13,7 @@
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
 //! and in the host's generic launcher.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, core_float_math))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, core_float_math, asm_experimental_arch))]
 
 #[cfg(target_arch = "nvptx64")]
 #[macro_use]
@@ -26,5 +26,6 @@ mod num;
 mod activations;
 mod histogram;
 mod kernels;
+mod matmul;
 mod reduce;
 mod softmax;

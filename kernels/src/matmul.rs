@@ -1,0 +1,513 @@
+//! `matmul`: `C = α·A·B + β·C` in `f32` on CUDA cores (no tensor cores), for strided 2-D views.
+//!
+//! # Schedule (blocks of 256 threads)
+//!
+//! Each block computes 128×128 tiles of `C` (a grid-stride loop over tiles, so any grid is
+//! correct), walking `K` in steps of 8:
+//!
+//! * **Register blocking**: each thread accumulates an 8×8 sub-tile of `C` (64 `f32`), as two
+//!   4-row by two 4-column groups 64 apart; per `k` it reads 8 values of `A` and 8 of `B` from
+//!   shared memory with four 16-byte loads (`ld.shared.v4`) and issues 64 fused multiply-adds
+//!   (`fma.rn.f32`, written out: the crate is not built with FMA contraction).
+//! * **Warp layout**: a warp covers 4×8 threads, so each of its shared loads touches 4 (A) or
+//!   8 (B) distinct 16-byte words — one wavefront, no bank conflict.
+//! * **Shared tiles**: `A` stored transposed (`As[k][m]`) and `B` as is (`Bs[k][n]`), rows padded
+//!   by 4 floats so that the transposing stores of row-major `A` are conflict-free too; two
+//!   stages (double buffering), one barrier per 8-wide step: the next step's tiles are loaded
+//!   from global memory into registers while the current one is computed.
+//! * **Global loads**: 16-byte vectors along whichever axis of each operand is contiguous
+//!   (row-major or column-major `A` and `B` alike), when its base and other stride keep them
+//!   aligned, else element loads. At the edges of `M` and `N` the loads are clamped to the last
+//!   row or column — they only feed elements of `C` that are not stored — so the loop has no
+//!   bounds checks; the last `K mod 8` steps are read straight from global memory. `C` is
+//!   written with 16-byte stores where possible; `β = 0` never reads `C` (BLAS semantics: NaN in
+//!   `C` is overwritten).
+//!
+//! Blocks of another size than 256 threads run a simple correct loop (one thread per element
+//! of `C`).
+
+use ferrocuda_device::{kernel, View, ViewMut};
+
+#[cfg(target_arch = "nvptx64")]
+use crate::elementwise::Chunk;
+#[cfg(target_arch = "nvptx64")]
+use crate::grid::{block_rank, blocks, thread_rank, Words};
+#[cfg(target_arch = "nvptx64")]
+use crate::num::fma;
+#[cfg(target_arch = "nvptx64")]
+use core::mem::MaybeUninit;
+#[cfg(target_arch = "nvptx64")]
+use ferrocuda_device::thread;
+
+#[cfg(target_arch = "nvptx64")]
+const BM: usize = 128;
+#[cfg(target_arch = "nvptx64")]
+const BK: usize = 8;
+/// Row pitch of a shared tile (floats): 128 + 4 of padding.
+#[cfg(target_arch = "nvptx64")]
+const PITCH: usize = BM + 4;
+/// Floats of one stage of one operand.
+#[cfg(target_arch = "nvptx64")]
+const STAGE: usize = BK * PITCH;
+#[cfg(target_arch = "nvptx64")]
+const THREADS: usize = 256;
+
+/// Two stages of `As` then two of `Bs` (16.5 KiB).
+#[cfg(target_arch = "nvptx64")]
+#[link_section = ferrocuda_abi::shared_section!()]
+static mut TILES: MaybeUninit<Words<{ 4 * STAGE / 2 }>> = MaybeUninit::uninit();
+
+/// An operand as the tile loader sees it: `outer` is `m` for `A` and `n` for `B`.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Operand {
+    ptr: *const f32,
+    /// Element strides along the outer axis and along `k`.
+    so: isize,
+    sk: isize,
+    /// Extents.
+    outer: usize,
+    k: usize,
+}
+
+/// Tile-loading modes (see [`Operand::mode`]).
+#[cfg(target_arch = "nvptx64")]
+const ALONG_OUTER: u8 = 0;
+#[cfg(target_arch = "nvptx64")]
+const ALONG_K: u8 = 1;
+#[cfg(target_arch = "nvptx64")]
+const ELEMENTS: u8 = 2;
+
+#[cfg(target_arch = "nvptx64")]
+impl Operand {
+    /// How this operand's tiles are loaded: [`ALONG_OUTER`] (16-byte vectors along the outer
+    /// axis), [`ALONG_K`] (16-byte vectors along `k`) or [`ELEMENTS`].
+    #[inline(always)]
+    fn mode(&self) -> u8 {
+        let aligned = self.ptr as usize % 16 == 0;
+        if aligned && self.so == 1 && self.sk % 4 == 0 {
+            ALONG_OUTER
+        } else if aligned && self.sk == 1 && self.so % 4 == 0 {
+            ALONG_K
+        } else {
+            ELEMENTS
+        }
+    }
+
+    /// Thread `t`'s cursor over the tiles at outer offset `o0`, from `k = 0`.
+    ///
+    /// A thread loads 4 values per tile: four consecutive `o` at row `k` (`ALONG_OUTER`:
+    /// `k = t / 32`, `o = 4·(t mod 32)`), or four consecutive `k` at column `o` (the other
+    /// modes: `o = t / 2`, `k = 4·(t mod 2)`). Rows beyond the operand's outer extent are read
+    /// clamped to its last row: they only feed elements of `C` that are never stored, so the
+    /// loads need no bounds check and no zero fill along `o`.
+    ///
+    /// `outer > 0`.
+    #[inline(always)]
+    fn cursor<const MODE: u8>(&self, t: usize, o0: usize) -> Cursor {
+        let last = self.outer - 1;
+        let (k, o) = if MODE == ALONG_OUTER {
+            (t / 32, (t % 32) * 4)
+        } else {
+            (4 * (t % 2), t / 2)
+        };
+        let row = (o0 + o).min(last);
+        // Values of the quad inside the operand (ALONG_OUTER; at least 1 after clamping).
+        let valid = (self.outer - row).min(4) as u32;
+        Cursor {
+            p: self
+                .ptr
+                .wrapping_offset(row as isize * self.so + k as isize * self.sk),
+            sk: self.sk,
+            k: k as u32,
+            o: o as u32,
+            valid,
+        }
+    }
+}
+
+/// Where one thread reads its quads of one operand, tile after tile along `k`.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Cursor {
+    /// The quad's first element in the current `k` tile.
+    p: *const f32,
+    sk: isize,
+    /// Position of the quad in the shared tile.
+    k: u32,
+    o: u32,
+    /// ALONG_OUTER: how many of the quad's 4 values lie inside the operand.
+    valid: u32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Cursor {
+    /// The quad of the current tile, whose `k` range is whole.
+    ///
+    /// # Safety
+    ///
+    /// The cursor's tile lies inside the operand along `k`.
+    #[inline(always)]
+    unsafe fn load<const MODE: u8>(&self) -> [f32; 4] {
+        // SAFETY (all): inside the operand, by the cursor's construction and the caller.
+        unsafe {
+            if MODE == ELEMENTS {
+                core::array::from_fn(|i| self.p.wrapping_offset(i as isize * self.sk).read())
+            } else if MODE == ALONG_K || self.valid == 4 {
+                (self.p as *const Chunk<f32, 4>).read().0
+            } else {
+                core::array::from_fn(|i| self.p.add((i as u32).min(self.valid - 1) as usize).read())
+            }
+        }
+    }
+
+    /// The quad of the last, partial tile: `k` positions at or beyond `kk_left` read as 0.
+    ///
+    /// # Safety
+    ///
+    /// `kk_left` (< BK) values of the tile along `k` lie inside the operand.
+    #[inline(always)]
+    unsafe fn load_tail<const MODE: u8>(&self, kk_left: u32) -> [f32; 4] {
+        // SAFETY (all): only positions k < kk_left are read.
+        unsafe {
+            if MODE == ALONG_OUTER {
+                if self.k < kk_left {
+                    self.load::<MODE>()
+                } else {
+                    [0.0; 4]
+                }
+            } else {
+                let step = if MODE == ALONG_K { 1 } else { self.sk };
+                core::array::from_fn(|i| {
+                    if self.k + (i as u32) < kk_left {
+                        self.p.wrapping_offset(i as isize * step).read()
+                    } else {
+                        0.0
+                    }
+                })
+            }
+        }
+    }
+
+    /// On to the next `k` tile.
+    #[inline(always)]
+    fn advance(&mut self) {
+        self.p = self.p.wrapping_offset(BK as isize * self.sk);
+    }
+
+    /// Stores a quad at the cursor's place in a stage of its shared tile.
+    ///
+    /// # Safety
+    ///
+    /// `base` points to one stage (`STAGE` floats, 16-byte aligned).
+    #[inline(always)]
+    unsafe fn put<const MODE: u8>(&self, base: *mut f32, v: [f32; 4]) {
+        let (k, o) = (self.k as usize, self.o as usize);
+        // SAFETY (all): k < BK, o + 4 <= BM (ALONG_OUTER) or k + 4 <= BK, o < BM: inside.
+        unsafe {
+            if MODE == ALONG_OUTER {
+                (base.add(k * PITCH + o) as *mut Chunk<f32, 4>).write(Chunk(v));
+            } else {
+                for (i, &vi) in v.iter().enumerate() {
+                    base.add((k + i) * PITCH + o).write(vi);
+                }
+            }
+        }
+    }
+}
+
+/// `acc += As · Bs` over the 8 `k` of one stage: per `k`, four 16-byte shared loads and 64
+/// fused multiply-adds.
+///
+/// # Safety
+///
+/// `pa`, `pb` point to this thread's columns (`4·ty`, `4·tx`) of row 0 of one stage of each
+/// tile, written and synchronized.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn step(acc: &mut [[f32; 8]; 8], pa: *const f32, pb: *const f32) {
+    for k in 0..BK {
+        // Keep this loop rolled in ptxas too: unrolled, ptxas hoists all 32 shared loads of a
+        // step (128 more registers) and the block no longer fits twice on an SM.
+        // SAFETY: a PTX directive; no operands, no effect on memory.
+        unsafe { core::arch::asm!(".pragma \"nounroll\";", options(nomem, nostack)) };
+        // SAFETY: row k of the stages; 16-byte aligned (PITCH · 4 bytes is a multiple of 16,
+        // and so are the column offsets).
+        let (a0, a1, b0, b1) = unsafe {
+            let ra = pa.add(k * PITCH) as *const Chunk<f32, 4>;
+            let rb = pb.add(k * PITCH) as *const Chunk<f32, 4>;
+            (
+                ra.read().0,
+                ra.add(16).read().0,
+                rb.read().0,
+                rb.add(16).read().0,
+            )
+        };
+        let af = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+        let bf = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
+        for i in 0..8 {
+            for j in 0..8 {
+                acc[i][j] = fma(af[i], bf[j], acc[i][j]);
+            }
+        }
+    }
+}
+
+/// `C = α·A·B + β·C`; see the module documentation.
+///
+/// # Safety
+///
+/// Kernel-launch context; the shapes agree (the kernel's requirements) and `c` overlaps
+/// neither `a` nor `b`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn matmul(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
+    let [m, kk] = a.shape();
+    let n = b.shape()[1];
+    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) =
+        (a.indexer().strides, b.indexer().strides, c.indexer().strides);
+    if thread::block_threads() as usize != THREADS {
+        // SAFETY: forwarded contract.
+        unsafe { matmul_simple(a, b, c, alpha, beta) };
+        return;
+    }
+    let opa = Operand {
+        ptr: a.as_ptr(),
+        so: sa0,
+        sk: sa1,
+        outer: m,
+        k: kk,
+    };
+    let opb = Operand {
+        ptr: b.as_ptr(),
+        so: sb1,
+        sk: sb0,
+        outer: n,
+        k: kk,
+    };
+    let cv = (c, [sc0, sc1], alpha, beta);
+    // One instance of the tile loop per pair of loading modes: a runtime choice inside one
+    // loop would keep every mode's registers live at once.
+    // SAFETY (every arm): forwarded contract; the modes are the operands' own (or ELEMENTS).
+    unsafe {
+        match (opa.mode(), opb.mode()) {
+            (ALONG_K, ALONG_OUTER) => tiles::<ALONG_K, ALONG_OUTER>(opa, opb, cv),
+            (ALONG_OUTER, ALONG_OUTER) => tiles::<ALONG_OUTER, ALONG_OUTER>(opa, opb, cv),
+            (ALONG_K, ALONG_K) => tiles::<ALONG_K, ALONG_K>(opa, opb, cv),
+            (ALONG_OUTER, ALONG_K) => tiles::<ALONG_OUTER, ALONG_K>(opa, opb, cv),
+            _ => tiles::<ELEMENTS, ELEMENTS>(opa, opb, cv),
+        }
+    }
+}
+
+/// `C`, its element strides, `α` and `β`.
+#[cfg(target_arch = "nvptx64")]
+type Out = (ViewMut<f32, 2>, [isize; 2], f32, f32);
+
+/// The tiled schedule with operand loading modes `MA` and `MB`.
+///
+/// # Safety
+///
+/// As [`matmul`], with blocks of [`THREADS`] threads; the modes are the operands' own (or
+/// `ELEMENTS`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn tiles<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, (c, [sc0, sc1], alpha, beta): Out) {
+    let (m, n, kk) = (opa.outer, opb.outer, opa.k);
+    let t = thread::rank_in_block() as usize;
+    // 4×8 threads per warp, 4×2 warps per block: thread (ty, tx) of a 16×16 grid.
+    let (w, lane) = (t / 32, t % 32);
+    let (ty, tx) = ((w / 2) * 4 + lane / 8, (w % 2) * 8 + lane % 8);
+    let tiles_n = n.div_ceil(BM);
+    let tiles = m.div_ceil(BM) * tiles_n;
+    // Whole 8-wide `k` steps are double-buffered; a last partial one is zero-filled.
+    let ktiles = kk / BK;
+    let kk_left = (kk % BK) as u32;
+    let smem: *mut f32 = (&raw mut TILES).cast();
+    let (sa, sb) = (smem, smem.wrapping_add(2 * STAGE));
+    // This thread's fragment columns in stage 0 of each tile.
+    let (fa, fb) = (sa.wrapping_add(4 * ty) as *const f32, sb.wrapping_add(4 * tx) as *const f32);
+    let c_vec = sc1 == 1 && sc0 % 4 == 0 && c.as_mut_ptr() as usize % 16 == 0;
+    let mut tile = block_rank();
+    while tile < tiles {
+        let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BM);
+        let (mut ca, mut cb) = (opa.cursor::<MA>(t, m0), opb.cursor::<MB>(t, n0));
+        let mut acc = [[0.0f32; 8]; 8];
+        // SAFETY (every load, store and step below): the cursors stay inside the operands
+        // (whole tiles while kt < ktiles, the partial one through `load_tail`); stage writes
+        // and reads are separated by the barriers.
+        unsafe {
+            if ktiles > 0 {
+                ca.put::<MA>(sa, ca.load::<MA>());
+                cb.put::<MB>(sb, cb.load::<MB>());
+            }
+            thread::sync_threads();
+            let mut kt = 0;
+            while kt < ktiles {
+                let stage = kt % 2;
+                let next = kt + 1 < ktiles;
+                // The next step's quads, in flight while this step computes.
+                let (mut qa, mut qb) = ([0.0; 4], [0.0; 4]);
+                if next {
+                    ca.advance();
+                    cb.advance();
+                    qa = ca.load::<MA>();
+                    qb = cb.load::<MB>();
+                }
+                step(&mut acc, fa.add(stage * STAGE), fb.add(stage * STAGE));
+                if next {
+                    // The other stage: every thread finished reading it before the barrier
+                    // that ended the previous step.
+                    ca.put::<MA>(sa.add((1 - stage) * STAGE), qa);
+                    cb.put::<MB>(sb.add((1 - stage) * STAGE), qb);
+                }
+                thread::sync_threads();
+                kt += 1;
+            }
+            if kk_left > 0 {
+                if ktiles > 0 {
+                    ca.advance();
+                    cb.advance();
+                }
+                ca.put::<MA>(sa, ca.load_tail::<MA>(kk_left));
+                cb.put::<MB>(sb, cb.load_tail::<MB>(kk_left));
+                thread::sync_threads();
+                step(&mut acc, fa, fb);
+                thread::sync_threads();
+            }
+        }
+        // Epilogue: rows m0 + {ty·4 + i, 64 + ty·4 + i}, columns n0 + {tx·4 + j, 64 + tx·4 + j}.
+        // Written out (constant indices into `acc`: registers, never local memory).
+        for_lanes!(8, |i| {
+            let row = m0 + (i / 4) * 64 + ty * 4 + i % 4;
+            if row < m {
+                let r = acc[i];
+                let (lo, hi) = ([r[0], r[1], r[2], r[3]], [r[4], r[5], r[6], r[7]]);
+                // SAFETY: (row, col + j) checked against (m, n) before every access; this
+                // thread alone owns these elements of C.
+                unsafe {
+                    store_quad(&c, row, n0 + tx * 4, n, [sc0, sc1], c_vec, lo, alpha, beta);
+                    store_quad(&c, row, n0 + 64 + tx * 4, n, [sc0, sc1], c_vec, hi, alpha, beta);
+                }
+            }
+        });
+        tile += blocks();
+    }
+}
+
+/// `C[row, col + j] = α·v[j] + β·C[row, col + j]` for the `j < 4` with `col + j < n`.
+///
+/// # Safety
+///
+/// `row` is a row of `c`; this thread alone owns these elements.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_quad(
+    c: &ViewMut<f32, 2>,
+    row: usize,
+    col: usize,
+    n: usize,
+    [s0, s1]: [isize; 2],
+    vec: bool,
+    v: [f32; 4],
+    alpha: f32,
+    beta: f32,
+) {
+    let base = row as isize * s0 + col as isize * s1;
+    if vec && col + 4 <= n {
+        // SAFETY: 4 in-bounds, contiguous, 16-byte aligned elements (`vec`).
+        unsafe {
+            let p = c.as_mut_ptr().offset(base) as *mut Chunk<f32, 4>;
+            let mut out = Chunk(v);
+            if beta == 0.0 {
+                for j in 0..4 {
+                    out.0[j] = alpha * v[j];
+                }
+            } else {
+                let old = p.read();
+                for j in 0..4 {
+                    out.0[j] = fma(alpha, v[j], beta * old.0[j]);
+                }
+            }
+            p.write(out);
+        }
+    } else {
+        for (j, &vj) in v.iter().enumerate() {
+            if col + j < n {
+                let off = base + j as isize * s1;
+                // SAFETY: (row, col + j) is in bounds.
+                unsafe {
+                    let y = if beta == 0.0 {
+                        alpha * vj
+                    } else {
+                        fma(alpha, vj, beta * c.read_at(off))
+                    };
+                    c.write_at(off, y);
+                }
+            }
+        }
+    }
+}
+
+/// The same product for any block size: one thread per element of `C`, a plain dot product.
+///
+/// # Safety
+///
+/// As [`matmul`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn matmul_simple(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
+    let [m, kk] = a.shape();
+    let n = b.shape()[1];
+    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) =
+        (a.indexer().strides, b.indexer().strides, c.indexer().strides);
+    let (tid, threads) = thread_rank();
+    let mut e = tid;
+    while e < m * n {
+        let (i, j) = (e / n, e % n);
+        let mut s = 0.0f32;
+        for k in 0..kk {
+            // SAFETY: i < m, j < n, k < kk: in-bounds elements.
+            unsafe {
+                s = fma(
+                    a.read_at(i as isize * sa0 + k as isize * sa1),
+                    b.read_at(k as isize * sb0 + j as isize * sb1),
+                    s,
+                );
+            }
+        }
+        let off = i as isize * sc0 + j as isize * sc1;
+        // SAFETY: (i, j) in bounds; one thread per element.
+        unsafe {
+            let y = if beta == 0.0 {
+                alpha * s
+            } else {
+                fma(alpha, s, beta * c.read_at(off))
+            };
+            c.write_at(off, y);
+        }
+        e += threads;
+    }
+}
+
+/// `c = alpha · a @ b + beta · c` in `f32` (no tensor cores; the "SGEMM" of BLAS, TF32 off).
+///
+/// `a`: M×K, `b`: K×N, `c`: M×N, each a 2-D view with any strides (16-byte vector loads where
+/// an operand is row- or column-major with aligned rows); any M, N, K (K = 0 gives `β·c`).
+/// `β = 0` never reads `c`. `c` must overlap neither input. Refused: inner dimensions that
+/// differ, a `c` of the wrong shape. Accuracy: each element is a sequence of K fused
+/// multiply-adds in `k` order (error ≲ K·ε·Σ|a||b|), then `α·s + β·c` with one more FMA.
+/// Blocks of 256 threads (the automatic block) take the tiled schedule, one 128×128 tile of
+/// `c` per block at a time (automatic grid: one block per tile); other block sizes a simple
+/// loop.
+#[kernel(family = "matmul", items_per_thread = 64,
+         require(a.shape[1] == b.shape[0], "the inner dimensions of a and b must agree"),
+         require(c.shape[0] == a.shape[0], "c must have a's row count"),
+         require(c.shape[1] == b.shape[1], "c must have b's column count"),
+         require(c.ptr() != a.ptr(), "c must not be a"),
+         require(c.ptr() != b.ptr(), "c must not be b"))]
+pub unsafe fn matmul_f32(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
+    // SAFETY: launched as a kernel over host-validated views whose shapes agree.
+    unsafe { matmul(a, b, c, alpha, beta) }
+}
