@@ -28,4 +28,6 @@ mod histogram;
 mod kernels;
 mod matmul;
 mod reduce;
+mod scan;
 mod softmax;
+mod stencil;

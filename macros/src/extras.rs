@@ -205,7 +205,7 @@ fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr) -> syn::Result<TokenStream
     };
     for t in terms {
         let (k, rest) = match t {
-            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => (Some(int(&b.left)?), &*b.right),
+            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => (Some(int(&b.left)?), peel(&b.right)),
             other => (None, other),
         };
         if let Some(v) = int_opt(rest) {
@@ -247,19 +247,20 @@ fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr) -> syn::Result<TokenStream
 }
 
 fn flatten_sum<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
+    match peel(e) {
         Expr::Binary(b) if matches!(b.op, BinOp::Add(_)) => {
             flatten_sum(&b.left, out);
             flatten_sum(&b.right, out);
         }
-        Expr::Paren(p) => flatten_sum(&p.expr, out),
         other => out.push(other),
     }
 }
 
 /// `x.len()` → `(x, 1)`; `x.len().div_ceil(d)` → `(x, d)`.
 fn len_term(e: &Expr) -> Option<(Ident, u32)> {
-    let Expr::MethodCall(m) = e else { return None };
+    let Expr::MethodCall(m) = peel(e) else {
+        return None;
+    };
     if m.method == "div_ceil" && m.args.len() == 1 {
         let d = int_opt(&m.args[0]).filter(|&d| d >= 1)?;
         let (x, one) = len_term(&m.receiver)?;
@@ -268,14 +269,24 @@ fn len_term(e: &Expr) -> Option<(Ident, u32)> {
     if m.method != "len" || !m.args.is_empty() {
         return None;
     }
-    match &*m.receiver {
+    match peel(&m.receiver) {
         Expr::Path(p) => p.path.get_ident().map(|i| (i.clone(), 1)),
         _ => None,
     }
 }
 
-fn int_opt(e: &Expr) -> Option<u32> {
+/// `e` without invisible groups (a `macro_rules!` fragment arrives wrapped in one) and
+/// parentheses.
+fn peel(e: &Expr) -> &Expr {
     match e {
+        Expr::Group(g) => peel(&g.expr),
+        Expr::Paren(p) => peel(&p.expr),
+        other => other,
+    }
+}
+
+fn int_opt(e: &Expr) -> Option<u32> {
+    match peel(e) {
         Expr::Lit(ExprLit {
             lit: Lit::Int(l), ..
         }) => l.base10_parse::<u32>().ok(),
@@ -336,7 +347,7 @@ fn operand(cx: &mut Ctx<'_>, e: &Expr) -> syn::Result<TokenStream2> {
              `x.ptr()`",
         )
     };
-    match e {
+    match peel(e) {
         Expr::Lit(ExprLit {
             lit: Lit::Int(l), ..
         }) => {
