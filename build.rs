@@ -34,7 +34,11 @@ fn main() {
                     k.name, p.name
                 );
                 let m = if p.mutable { "Mut" } else { "" };
-                format!("{}{m}<{}>", p.kind[..1].to_uppercase() + &p.kind[1..], p.dtype)
+                format!(
+                    "{}{m}<{}>",
+                    p.kind[..1].to_uppercase() + &p.kind[1..],
+                    p.dtype
+                )
             });
             if scalar {
                 params.push(format!("{}: {ty}", p.name));

@@ -18,7 +18,7 @@ cd "$root"
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/bin-bench .gpu/wheels .gpu/python
 
 # Rust test binaries that need a GPU (and the host lib tests, cheap to include).
-cargo test --release --no-run --message-format=json -p ferrocuda --test gpu --test device_gpu 2>/dev/null \
+cargo test --release --no-run --message-format=json -p ferrocuda --test gpu --test device_gpu --test gallery_gpu 2>/dev/null \
   | python3 -c '
 import json, sys, shutil, os
 for line in sys.stdin:

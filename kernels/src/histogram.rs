@@ -233,7 +233,8 @@ unsafe fn histogram<T: Binnable, const L: usize>(
         unsafe {
             visit::<T, L>(x, tid, threads, |_, v| {
                 if let Some(i) = v.bin(&b) {
-                    bins.at(i as usize).red_add(1, Order::Relaxed, Scope::Device);
+                    bins.at(i as usize)
+                        .red_add(1, Order::Relaxed, Scope::Device);
                 }
             })
         };
@@ -316,7 +317,8 @@ unsafe fn histogram<T: Binnable, const L: usize>(
             sum += unsafe { hist.add(bin * reps + (r + bin) % reps).read() } as u64;
         }
         if sum != 0 {
-            bins.at(bin).red_add(sum as i64, Order::Relaxed, Scope::Device);
+            bins.at(bin)
+                .red_add(sum as i64, Order::Relaxed, Scope::Device);
         }
         bin += bt;
     }

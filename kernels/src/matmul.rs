@@ -264,8 +264,11 @@ unsafe fn step(acc: &mut [[f32; 8]; 8], pa: *const f32, pb: *const f32) {
 unsafe fn matmul(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
     let [m, kk] = a.shape();
     let n = b.shape()[1];
-    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) =
-        (a.indexer().strides, b.indexer().strides, c.indexer().strides);
+    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) = (
+        a.indexer().strides,
+        b.indexer().strides,
+        c.indexer().strides,
+    );
     if thread::block_threads() as usize != THREADS {
         // SAFETY: forwarded contract.
         unsafe { matmul_simple(a, b, c, alpha, beta) };
@@ -312,7 +315,11 @@ type Out = (ViewMut<f32, 2>, [isize; 2], f32, f32);
 /// `ELEMENTS`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn tiles<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, (c, [sc0, sc1], alpha, beta): Out) {
+unsafe fn tiles<const MA: u8, const MB: u8>(
+    opa: Operand,
+    opb: Operand,
+    (c, [sc0, sc1], alpha, beta): Out,
+) {
     let (m, n, kk) = (opa.outer, opb.outer, opa.k);
     let t = thread::rank_in_block() as usize;
     // 4×8 threads per warp, 4×2 warps per block: thread (ty, tx) of a 16×16 grid.
@@ -326,7 +333,10 @@ unsafe fn tiles<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, (c, [sc0
     let smem: *mut f32 = (&raw mut TILES).cast();
     let (sa, sb) = (smem, smem.wrapping_add(2 * STAGE));
     // This thread's fragment columns in stage 0 of each tile.
-    let (fa, fb) = (sa.wrapping_add(4 * ty) as *const f32, sb.wrapping_add(4 * tx) as *const f32);
+    let (fa, fb) = (
+        sa.wrapping_add(4 * ty) as *const f32,
+        sb.wrapping_add(4 * tx) as *const f32,
+    );
     let c_vec = sc1 == 1 && sc0 % 4 == 0 && c.as_mut_ptr() as usize % 16 == 0;
     let mut tile = block_rank();
     while tile < tiles {
@@ -387,7 +397,17 @@ unsafe fn tiles<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, (c, [sc0
                 // thread alone owns these elements of C.
                 unsafe {
                     store_quad(&c, row, n0 + tx * 4, n, [sc0, sc1], c_vec, lo, alpha, beta);
-                    store_quad(&c, row, n0 + 64 + tx * 4, n, [sc0, sc1], c_vec, hi, alpha, beta);
+                    store_quad(
+                        &c,
+                        row,
+                        n0 + 64 + tx * 4,
+                        n,
+                        [sc0, sc1],
+                        c_vec,
+                        hi,
+                        alpha,
+                        beta,
+                    );
                 }
             }
         });
@@ -457,11 +477,20 @@ unsafe fn store_quad(
 /// As [`matmul`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn matmul_simple(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
+unsafe fn matmul_simple(
+    a: View<f32, 2>,
+    b: View<f32, 2>,
+    c: ViewMut<f32, 2>,
+    alpha: f32,
+    beta: f32,
+) {
     let [m, kk] = a.shape();
     let n = b.shape()[1];
-    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) =
-        (a.indexer().strides, b.indexer().strides, c.indexer().strides);
+    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) = (
+        a.indexer().strides,
+        b.indexer().strides,
+        c.indexer().strides,
+    );
     let (tid, threads) = thread_rank();
     let mut e = tid;
     while e < m * n {
@@ -507,7 +536,13 @@ unsafe fn matmul_simple(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, al
          require(c.shape[1] == b.shape[1], "c must have b's column count"),
          require(c.ptr() != a.ptr(), "c must not be a"),
          require(c.ptr() != b.ptr(), "c must not be b"))]
-pub unsafe fn matmul_f32(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
+pub unsafe fn matmul_f32(
+    a: View<f32, 2>,
+    b: View<f32, 2>,
+    c: ViewMut<f32, 2>,
+    alpha: f32,
+    beta: f32,
+) {
     // SAFETY: launched as a kernel over host-validated views whose shapes agree.
     unsafe { matmul(a, b, c, alpha, beta) }
 }

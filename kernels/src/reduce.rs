@@ -62,8 +62,12 @@ unsafe fn reduce_all<T, A, const L: usize>(
     // SAFETY: every thread of the block calls, with the block's shared scratch.
     let total = unsafe { block::reduce(mine, op, scratch) };
     // SAFETY: the workspaces are only accessed atomically in this kernel.
-    let (partials, ticket) =
-        unsafe { (AtomicSlice::from_scratch(partials), AtomicSlice::from_scratch(ticket)) };
+    let (partials, ticket) = unsafe {
+        (
+            AtomicSlice::from_scratch(partials),
+            AtomicSlice::from_scratch(ticket),
+        )
+    };
     let (b, nb) = (block_rank(), blocks());
     let mut last = false;
     if thread::rank_in_block() == 0 {

@@ -171,7 +171,9 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
         }
         // A barrier that also tells the whole block whether a tile is left.
         // SAFETY (the read): written by thread 0 before the barrier.
-        let more = thread::sync_threads_or(rank == 0 && unsafe { sh.add(WARPS + 1).read() } < tiles as u64);
+        let more = thread::sync_threads_or(
+            rank == 0 && unsafe { sh.add(WARPS + 1).read() } < tiles as u64,
+        );
         if !more {
             return;
         }
@@ -205,7 +207,11 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
             let mine = v[j][L - 1];
             let incl = block::warp_inclusive_scan(mine, block::Sum);
             let before = warp::shfl_up_sync(warp::FULL_MASK, incl, 1);
-            pre[j] = if lane == 0 { running } else { running.add(before) };
+            pre[j] = if lane == 0 {
+                running
+            } else {
+                running.add(before)
+            };
             running = running.add(warp::shfl_sync(warp::FULL_MASK, incl, 31));
         });
         if lane == 0 {
@@ -298,7 +304,11 @@ unsafe fn cumsum_one_block<T: Element + Widen<A>, A: Reducible, const EXCL: bool
     while start < n {
         let i = start + rank;
         // SAFETY: i < n.
-        let v = if i < n { unsafe { x.get_unchecked(i) }.widen_to() } else { A::ZERO };
+        let v = if i < n {
+            unsafe { x.get_unchecked(i) }.widen_to()
+        } else {
+            A::ZERO
+        };
         // SAFETY (all three): the whole block calls (a block-uniform loop).
         let y = unsafe {
             if EXCL {

@@ -60,7 +60,12 @@ impl<T: Storage> Rows<T> {
     ///
     /// `r` is a row of both arrays.
     #[inline(always)]
-    unsafe fn load<const N: usize, const L: usize>(&self, r: usize, first: usize, step: usize) -> [T::Acc; N] {
+    unsafe fn load<const N: usize, const L: usize>(
+        &self,
+        r: usize,
+        first: usize,
+        step: usize,
+    ) -> [T::Acc; N] {
         let mut v = [T::Acc::NEG_INF; N];
         // SAFETY: the caller's row; columns are checked below.
         let row = unsafe { self.x.offset(r as isize * self.xs) };
@@ -81,7 +86,13 @@ impl<T: Storage> Rows<T> {
     ///
     /// As `load`; this thread alone writes these columns of row `r`.
     #[inline(always)]
-    unsafe fn store<const N: usize, const L: usize>(&self, r: usize, first: usize, step: usize, v: [T::Acc; N]) {
+    unsafe fn store<const N: usize, const L: usize>(
+        &self,
+        r: usize,
+        first: usize,
+        step: usize,
+        v: [T::Acc; N],
+    ) {
         // SAFETY: the caller's row; columns are checked below.
         let row = unsafe { self.out.offset(r as isize * self.os) };
         for_lanes!(N / L, |k| {
@@ -100,11 +111,7 @@ impl<T: Storage> Rows<T> {
 /// reduction `sum` of a thread's `Σ exp(v − m)` over the row.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn finish<A: Acc, const N: usize, const LOG: bool>(
-    v: &mut [A; N],
-    m: A,
-    sum: impl FnOnce(A) -> A,
-) {
+fn finish<A: Acc, const N: usize, const LOG: bool>(v: &mut [A; N], m: A, sum: impl FnOnce(A) -> A) {
     let mut s = A::ZERO;
     if LOG {
         for_lanes!(N, |k| s = s + (v[k] - m).exp());
@@ -186,7 +193,12 @@ where
         && cols % L == 0
         && aligned(x.as_ptr() as usize, s0)
         && aligned(out.as_mut_ptr() as usize, o0);
-    let offsets = |r: usize, c: usize| (r as isize * s0 + c as isize * s1, r as isize * o0 + c as isize * o1);
+    let offsets = |r: usize, c: usize| {
+        (
+            r as isize * s0 + c as isize * s1,
+            r as isize * o0 + c as isize * o1,
+        )
+    };
     let bt = thread::block_threads() as usize;
     let rank = thread::rank_in_block() as usize;
     let scratch = block_scratch::<T::Acc>();

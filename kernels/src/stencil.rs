@@ -142,7 +142,11 @@ unsafe fn stencil5<T: Real, const L: usize>(x: View<T, 2>, out: ViewMut<T, 2>) {
             row
         };
         let r_end = (r0 + STRIP_ROWS).min(rows);
-        let (mut up, mut mid, mut down) = (load(r0 as isize - 1), load(r0 as isize), load(r0 as isize + 1));
+        let (mut up, mut mid, mut down) = (
+            load(r0 as isize - 1),
+            load(r0 as isize),
+            load(r0 as isize + 1),
+        );
         let mut r = r0;
         while r < r_end {
             let next = load(r as isize + 2);

@@ -205,7 +205,9 @@ fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr) -> syn::Result<TokenStream
     };
     for t in terms {
         let (k, rest) = match t {
-            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => (Some(int(&b.left)?), peel(&b.right)),
+            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => {
+                (Some(int(&b.left)?), peel(&b.right))
+            }
             other => (None, other),
         };
         if let Some(v) = int_opt(rest) {

@@ -1,0 +1,135 @@
+"""The gallery kernels without a GPU: their signatures (launcher-provided workspaces are not
+arguments), their argument checks (refused before any driver call, naming the argument), and
+the histogram's binning rule — the kernel's arithmetic mirrored in NumPy — against
+``numpy.histogram`` on adversarial data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferrocuda
+
+K = ferrocuda.kernels
+
+
+def test_workspaces_are_not_arguments() -> None:
+    names = [p[0] for p in K.cumsum_f32.params]
+    assert names == ["x", "out"]
+    assert [p[0] for p in K.sum_f32.params] == ["x", "out"]
+    manifest = json.loads(K.module.manifest)
+    by_name = {k["name"]: k for k in manifest["kernels"]}
+    assert [p["kind"] for p in by_name["sum_f32"]["params"]] == ["slice", "slice", "scratch", "scratch"]
+    assert by_name["histogram_u8"]["zero"] == [1]
+    assert "workspace ``status``" in K.cumsum.__doc__
+    assert "``bins`` is zero-filled" in K.histogram.__doc__
+    assert "Requires ``a.shape[1] == b.shape[0]``" in K.matmul.__doc__
+
+
+def test_gallery_families() -> None:
+    want = {
+        "sum", "min", "max", "sum_rows", "histogram", "softmax", "log_softmax", "matmul",
+        "stencil5", "cumsum", "cumsum_exclusive", "gelu", "gelu_tanh", "silu", "axpy",
+    }
+    assert want <= set(K.families)
+
+
+def host(shape: Any, dtype: Any, fill: float = 0) -> np.ndarray:
+    return np.full(shape, fill, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "call, arg, text",
+    [
+        (lambda: K.histogram(host(5, np.uint8), host(0, np.int64), 0.0, 1.0), "bins", "bin count"),
+        (lambda: K.histogram(host(5, np.uint8), host(4, np.int64), 1.0, 1.0), "lo", "lo < hi"),
+        (lambda: K.histogram(host(5, np.float32), host(4, np.int64), 2.0, 1.0), "lo", "lo < hi"),
+        (lambda: K.histogram(host(5, np.int32), host(4, np.int64), math.nan, 1.0), "lo", "lo < hi"),
+        (lambda: K.histogram(host(5, np.int32), host(4, np.int64), 0.0, math.inf), "hi", "finite"),
+        (lambda: K.matmul(host((4, 3), np.float32), host((5, 6), np.float32), host((4, 6), np.float32), 1.0, 0.0), "a", "inner dimensions"),
+        (lambda: K.matmul(host((4, 3), np.float32), host((3, 6), np.float32), host((4, 5), np.float32), 1.0, 0.0), "c", "column count"),
+        (lambda: K.sum(host(5, np.float32), host(2, np.float32)), "out", "one result"),
+        (lambda: K.min(host(0, np.float32), host(1, np.float32)), "x", "empty"),
+        (lambda: K.sum_rows(host((3, 4), np.float32), host(4, np.float32)), "out", "one sum per row"),
+        (lambda: K.cumsum(host(5, np.int32), host(4, np.int32)), "out", "one sum per element"),
+    ],
+)
+def test_bad_arguments_are_refused_before_the_driver(call: Any, arg: str, text: str) -> None:
+    with pytest.warns(ferrocuda.PerformanceWarning), pytest.raises(ValueError) as e:
+        call()
+    assert f"argument `{arg}`" in str(e.value) and text in str(e.value), str(e.value)
+
+
+# ---- the histogram's rule, mirrored ---------------------------------------------------------
+
+
+def kernel_rule(x: np.ndarray, nbins: int, lo: float, hi: float) -> np.ndarray:
+    """The bins the kernel computes (``Binner`` in kernels/src/histogram.rs), in NumPy: the
+    same types, the same operations in the same order, the same estimate shortcut."""
+    f32 = x.dtype == np.float32
+    denom = hi - lo
+    nbf = float(nbins)
+    step, scale = denom / nbf, nbf / denom
+
+    def edge(k: np.ndarray) -> np.ndarray:
+        e = np.where(k >= nbins, hi, k.astype(np.float64) * step + lo)
+        return e.astype(np.float32) if f32 else e
+
+    if f32:
+        lo32, hi32 = np.float32(lo), np.float32(hi)
+        keep = (x >= lo32) & (x <= hi32)
+        v = x[keep]
+        d = (v - lo32).astype(np.float64)
+    else:
+        v = x.astype(np.float64)
+        keep = (v >= lo) & (v <= hi)
+        v = v[keep]
+        d = v - lo
+    est = d * scale
+    floor = np.floor(est)
+    margin = (est + 1.0) * 1e-14
+    safe = (est - floor > margin) & (floor + 1.0 - est > margin)
+    i = np.where(safe, floor, d / denom * nbf).astype(np.int64)
+    i = np.minimum(i, nbins - 1)
+    dec = (i > 0) & (v < edge(i))
+    i = i - dec
+    inc = (i + 1 < nbins) & (v >= edge(i + 1))
+    i = i + inc
+    return np.bincount(i, minlength=nbins).astype(np.int64)
+
+
+RULE_CASES = [
+    (np.float32, 256, 0.1, 0.7),
+    (np.float32, 997, -1.3, 2.9),
+    (np.float32, 3, -1e-3, 1e-3),
+    (np.float32, 1000, 1e6, 1e6 + 1.0),  # bins narrower than float32's spacing
+    (np.float64, 33, -3.0, 3.0),
+    (np.float64, 7, 0.1, 0.3),
+    (np.int32, 1000, -1000.5, 999.7),
+    (np.int32, 9, -5.0, 5.0),
+    (np.uint8, 256, 0.0, 256.0),
+    (np.uint8, 255, 0.0, 255.0),
+    (np.uint8, 10, 3.5, 200.25),
+]
+
+
+@pytest.mark.parametrize("dtype, nbins, lo, hi", RULE_CASES)
+def test_histogram_rule_matches_numpy(dtype: Any, nbins: int, lo: float, hi: float) -> None:
+    rng = np.random.default_rng(7)
+    span = hi - lo
+    if np.dtype(dtype).kind == "f":
+        x = (lo - 0.1 * span + rng.random(200_000) * 1.2 * span).astype(dtype)
+        edges = np.linspace(lo, hi, nbins + 1)
+        near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        x = np.concatenate([x, near.astype(dtype), np.array([np.nan, np.inf, -np.inf, lo, hi], dtype)])
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(max(info.min, math.floor(lo) - 20), min(info.max, math.ceil(hi) + 20) + 1, 100_000).astype(dtype)
+    got = kernel_rule(x, nbins, lo, hi)
+    want = np.histogram(x, bins=nbins, range=(lo, hi))[0]
+    assert (got == want).all(), np.argwhere(got != want)[:10]

@@ -1,0 +1,480 @@
+"""The gallery kernels (reductions, histogram, softmax, matmul, stencil, scans, activations)
+against NumPy references, on CuPy, PyTorch, Numba, JAX and ferrocuda arrays (GPU).
+
+Outputs are poisoned before every launch and every element is checked. Inputs: random
+(seed printed by the ``rng`` fixture) and adversarial (NaN, ±inf, all values in one histogram
+bin or on bin edges, K = 1 and K = 0 products, 1×1 stencils, empty, odd and non-power-of-two
+sizes). Tolerances are stated next to each check with their reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Tuple
+
+import numpy as np
+import pytest
+from backends import BACKENDS, Backend, make_backend
+
+import ferrocuda
+
+pytestmark = pytest.mark.gpu
+
+K = ferrocuda.kernels
+SIZES = [0, 1, 7, 255, 1000, 4097, (1 << 20) + 3]
+EPS = {"float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def backend(request: Any) -> Backend:
+    return make_backend(request, request.param)
+
+
+@pytest.fixture
+def out_backend(request: Any, backend: Backend) -> Backend:
+    """Outputs live in the input's library when it is writable, else in ferrocuda arrays."""
+    return backend if backend.writable else make_backend(request, "ferrocuda")
+
+
+@pytest.fixture
+def cp(request: Any) -> Any:
+    return request.getfixturevalue("cupy")
+
+
+def run(b_in: Backend, b_out: Backend, f: Any, ins: Tuple[np.ndarray, ...], outs: Tuple[np.ndarray, ...], *scalars: Any, **kw: Any) -> Tuple[np.ndarray, ...]:
+    """Launches ``f(*ins, *outs, *scalars)`` with inputs from ``b_in`` and poisoned outputs
+    from ``b_out``; returns the outputs as NumPy arrays."""
+    din = [b_in.asarray(x) for x in ins]
+    dout = [b_out.poisoned(o.shape, o.dtype) for o in outs]
+    f(*[b_in.arg(d) for d in din], *[b_out.arg(d) for d in dout], *scalars, **kw)
+    b_out.synchronize()
+    return tuple(b_out.to_numpy(d) for d in dout)
+
+
+def random(rng: np.random.Generator, shape: Any, dtype: str) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    if dt == np.uint8:
+        return rng.integers(0, 256, size=shape, dtype=dt)
+    return rng.integers(-(2**30), 2**30, size=shape, dtype=dt)
+
+
+def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Bitwise-equal values (NaN equal to NaN)."""
+    assert got.shape == want.shape, what
+    ok = (got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else got == want
+    assert ok.all(), f"{what}: {int((~ok).sum())} of {ok.size} differ, first {np.argwhere(~ok)[:5].tolist()}"
+
+
+def close(got: np.ndarray, want: np.ndarray, tol: Any, what: str) -> None:
+    """|got − want| <= tol elementwise (tol broadcast), NaN exactly where ``want`` has NaN."""
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(want64)
+    assert (np.isnan(got64) == nan).all(), f"{what}: NaN positions differ"
+    err = np.abs(got64 - want64)
+    err[nan] = 0
+    inf = np.isinf(want64)
+    assert (got64[inf] == want64[inf]).all(), f"{what}: infinities differ"
+    err[inf] = 0
+    bad = err > tol
+    assert not bad.any(), (
+        f"{what}: {int(bad.sum())} of {bad.size} beyond tolerance; worst error "
+        f"{float(err.max())} at {np.unravel_index(int(err.argmax()), err.shape)}"
+    )
+
+
+# ---- sum, min, max ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_sum_min_max(backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str) -> None:
+    x = random(rng, n, dtype)
+    acc = np.int64 if dtype == "int32" else np.dtype(dtype)
+    (s,) = run(backend, out_backend, K.sum, (x,), (np.zeros(1, acc),))
+    if np.dtype(dtype).kind == "f":
+        # Each result is a tree of sums over ≤ 64 levels (per-thread chains of a few
+        # elements, block trees, the partials' tree): |error| ≤ 64·ε·Σ|x|.
+        close(s, np.array([math.fsum(x.astype(np.float64))]), 64 * EPS[dtype] * np.abs(x.astype(np.float64)).sum() + 1e-300, "sum")
+        # Deterministic for a given size on one device.
+        (s2,) = run(backend, out_backend, K.sum, (x,), (np.zeros(1, acc),))
+        same(s2, s, "sum run twice")
+    else:
+        same(s, np.array([x.astype(np.int64).sum()], dtype=acc), "sum")
+    if n == 0:
+        with pytest.raises(ValueError, match="x"):
+            K.min(backend.arg(backend.asarray(x)), out_backend.poisoned((1,), dtype))
+        return
+    (lo,) = run(backend, out_backend, K.min, (x,), (np.zeros(1, dtype),))
+    (hi,) = run(backend, out_backend, K.max, (x,), (np.zeros(1, dtype),))
+    same(lo, np.array([x.min()]), "min")
+    same(hi, np.array([x.max()]), "max")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reductions_special_values(cp: Any, dtype: str) -> None:
+    cases = {
+        "nan": np.array([1.0, np.nan, -3.0] * 1000, dtype),
+        "inf": np.array([1.0, np.inf, -3.0] * 1000, dtype),
+        "inf-inf": np.array([np.inf, -np.inf] + [1.0] * 5000, dtype),
+        "-inf": np.full(3001, -np.inf, dtype),
+        "one value": np.full(10007, 0.5, dtype),
+    }
+    b = make_backend_cupy(cp)
+    for name, x in cases.items():
+        for fam, ref in ((K.sum, np.sum), (K.min, np.min), (K.max, np.max)):
+            (got,) = run(b, b, fam, (x,), (np.zeros(1, dtype),))
+            with np.errstate(invalid="ignore"):
+                want = np.array([ref(x.astype(np.float64))], dtype)
+            close(got, want, 1e-6 * max(1.0, float(np.abs(x[np.isfinite(x)]).sum())), f"{fam.name} of {name}")
+
+
+def make_backend_cupy(cp: Any) -> Backend:
+    return BACKENDS["cupy"][1](cp)
+
+
+def test_reduction_requirements(cp: Any) -> None:
+    x = cp.ones(10, cp.float32)
+    with pytest.raises(ValueError, match="out"):
+        K.sum(x, cp.zeros(2, cp.float32))
+    with pytest.raises(TypeError):
+        K.sum(x, cp.zeros(1, cp.float64))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (1, 1), (7, 13), (100, 4097), (3, 9000)])
+def test_sum_rows(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int]) -> None:
+    x = random(rng, shape, "float32")
+    (got,) = run(backend, out_backend, K.sum_rows, (x,), (np.zeros(shape[0], np.float32),))
+    # Four accumulators per thread, then a shuffle or block tree: ≤ (cols/32 + 16)·ε·Σ|x|.
+    tol = (shape[1] / 32 + 16) * EPS["float32"] * np.abs(x.astype(np.float64)).sum(axis=1) + 1e-30
+    close(got, x.astype(np.float64).sum(axis=1), tol, "sum_rows")
+
+
+def test_sum_rows_views(cp: Any, rng: np.random.Generator) -> None:
+    base = cp.asarray(random(rng, (64, 300), "float64"))
+    for name, v in (("transposed", base.T), ("step", base[::3, 1::2]), ("reversed", base[::-1])):
+        out = cp.full(v.shape[0], cp.nan)
+        K.sum_rows(v, out)
+        want = cp.asnumpy(v).sum(axis=1)
+        close(cp.asnumpy(out), want, 1e-12 * np.abs(cp.asnumpy(v)).sum(axis=1) + 1e-300, name)
+
+
+# ---- histogram ----------------------------------------------------------------------------
+
+
+def np_hist(x: np.ndarray, nbins: int, lo: float, hi: float) -> np.ndarray:
+    return np.histogram(x, bins=nbins, range=(lo, hi))[0].astype(np.int64)
+
+
+HIST_CASES = [
+    ("uint8", 256, 0.0, 256.0),
+    ("uint8", 10, 3.5, 200.25),
+    ("uint8", 300, 0.0, 255.0),
+    ("int32", 1000, -1000.0, 1000.0),
+    ("int32", 9000, -(2.0**30), 2.0**30),
+    ("float32", 7, -2.0, 2.0),
+    ("float32", 256, 0.1, 0.7),
+    ("float64", 33, -3.0, 3.0),
+]
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000, (1 << 20) + 5])
+@pytest.mark.parametrize("dtype,nbins,lo,hi", HIST_CASES)
+def test_histogram(backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str, nbins: int, lo: float, hi: float) -> None:
+    x = random(rng, n, dtype)
+    if dtype == "int32":
+        x = (x // 2**19).astype(np.int32)  # mostly inside the range
+    (got,) = run(backend, out_backend, K.histogram, (x,), (np.zeros(nbins, np.int64),), lo, hi)
+    same(got, np_hist(x, nbins, lo, hi), "histogram")
+
+
+def test_histogram_edges_and_special_values(cp: Any, rng: np.random.Generator) -> None:
+    b = make_backend_cupy(cp)
+    # Every value in one bin (the privatized counters' worst case), and on edges.
+    for x, nb, lo, hi in [
+        (np.full(1 << 20, 77, np.uint8), 256, 0.0, 256.0),
+        (np.full(100003, 255, np.uint8), 255, 0.0, 255.0),  # hi itself: the last bin
+        (np.arange(256, dtype=np.uint8), 256, 0.0, 255.0),
+        (np.linspace(-1, 1, 10001).astype(np.float32), 20, -1.0, 1.0),  # many exact edges
+        (np.array([0.1, 0.2, 0.3, 0.7, 0.70000005, np.nextafter(np.float32(0.7), 0)] * 999, np.float32), 6, 0.1, 0.7),
+        (np.array([np.nan, np.inf, -np.inf, 0.0, 1.0, -1.0, 2.0, -2.0] * 1111, np.float32), 4, -1.0, 1.0),
+        (np.array([np.nan, 1e308, -1e308, 0.5], np.float64), 3, 0.0, 1.0),
+        (np.array([-5, 5, 0, 4, -4, 7], np.int32), 5, -5.0, 5.0),
+    ]:
+        nbins = nb
+        (got,) = run(b, b, K.histogram, (x,), (np.zeros(nbins, np.int64),), lo, hi)
+        same(got, np_hist(x, nbins, lo, hi), f"histogram of {x[:6]} ({nbins} bins over [{lo}, {hi}])")
+    # Random float32 values near many non-representable edges.
+    x = (rng.random(1 << 20) * 0.6 + 0.1).astype(np.float32)
+    (got,) = run(b, b, K.histogram, (x,), (np.zeros(997, np.int64),), 0.1, 0.7)
+    same(got, np_hist(x, 997, 0.1, 0.7), "histogram near edges")
+
+
+def test_histogram_bad_arguments(cp: Any) -> None:
+    x = cp.arange(10, dtype=cp.uint8)
+    with pytest.raises(ValueError, match="bins"):
+        K.histogram(x, cp.zeros(0, cp.int64), 0.0, 1.0)
+    with pytest.raises(ValueError, match="lo"):
+        K.histogram(x, cp.zeros(4, cp.int64), 1.0, 1.0)
+    with pytest.raises(ValueError, match="lo"):
+        K.histogram(x, cp.zeros(4, cp.int64), 2.0, 1.0)
+    with pytest.raises(ValueError, match="hi"):
+        K.histogram(x, cp.zeros(4, cp.int64), 0.0, math.inf)
+    with pytest.raises(ValueError, match="bins"):
+        K.histogram(x, cp.zeros(8, cp.int64)[::2], 0.0, 1.0)
+
+
+# ---- softmax ------------------------------------------------------------------------------
+
+
+def np_softmax(x: np.ndarray, log: bool) -> np.ndarray:
+    x = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = x.max(axis=1, keepdims=True) if x.shape[1] else np.zeros((x.shape[0], 1))
+        e = np.exp(x - m)
+        s = e.sum(axis=1, keepdims=True)
+        return (x - m - np.log(s)) if log else e / s
+
+
+SOFTMAX_SHAPES = [(0, 4), (3, 0), (1, 1), (5, 7), (33, 1024), (7, 4096), (9, 100), (3, 5000), (2, 70001)]
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("shape", SOFTMAX_SHAPES)
+def test_softmax(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int], dtype: str, log: bool) -> None:
+    if dtype == "float16" and backend.name not in ("cupy", "torch"):
+        pytest.skip("float16 arrays from CuPy and torch only")
+    x = (random(rng, shape, "float64") * 4).astype(dtype)
+    f = K.log_softmax if log else K.softmax
+    (got,) = run(backend, out_backend, f, (x,), (np.zeros(shape, dtype),))
+    want = np_softmax(x, log)
+    # libdevice exp/log (≤ 2 ulp) and one reciprocal in the computing type, then the rounding
+    # to the storage type; log-softmax errors scale with |x − max| + log(sum).
+    e = EPS["float32" if dtype == "float16" else dtype]
+    scale = np.abs(want) + (1.0 if log else 0.0)
+    tol = 16 * e * scale + (2 * EPS["float16"] * np.abs(want) if dtype == "float16" else 0) + 1e-300
+    close(got, want, tol, f"{f.name} {dtype} {shape}")
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_special_values_and_views(cp: Any, log: bool) -> None:
+    f = K.log_softmax if log else K.softmax
+    x = np.array(
+        [
+            [1.0, 2.0, 3.0, 4.0] * 8,
+            [1.0, np.nan, 3.0, 4.0] * 8,
+            [1.0, np.inf, 3.0, 4.0] * 8,
+            [-np.inf] * 32,
+            [-np.inf, 0.0, -np.inf, 1.0] * 8,
+            [1000.0, -1000.0, 999.0, 0.0] * 8,
+        ],
+        np.float32,
+    )
+    for cols in (32, 31):  # the warp schedule, then the streaming one (unaligned rows)
+        xs = np.ascontiguousarray(x[:, :cols])
+        out = cp.full(xs.shape, cp.nan, cp.float32)
+        f(cp.asarray(xs), out)
+        close(cp.asnumpy(out), np_softmax(xs, log).astype(np.float32), 1e-5, f"special rows, {cols} columns")
+    # Transposed and stepped views, and in place.
+    base = cp.asarray(np.random.default_rng(1).standard_normal((300, 70)).astype(np.float32))
+    for v in (base.T, base[::2, ::3]):
+        out = cp.full(v.shape, cp.nan, cp.float32)
+        f(v, out)
+        close(cp.asnumpy(out), np_softmax(cp.asnumpy(v), log), 1e-5, "view")
+    y = base.copy()
+    f(y, y)
+    close(cp.asnumpy(y), np_softmax(cp.asnumpy(base), log), 1e-5, "in place")
+
+
+# ---- matmul -------------------------------------------------------------------------------
+
+
+MATMUL_SHAPES = [(1, 1, 1), (127, 1, 129), (129, 7, 130), (128, 128, 128), (256, 300, 200), (3, 0, 5), (0, 4, 3), (513, 33, 257)]
+
+
+def matmul_tol(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """K + 2 roundings of f32 fused multiply-adds: |error| ≤ (K + 2)·ε·(|α|·|A||B| + |β||C|)."""
+    k = a.shape[1]
+    mag = abs(alpha) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+    if beta != 0:
+        mag = mag + abs(beta) * np.abs(c.astype(np.float64))
+    return (k + 2) * EPS["float32"] * mag + 1e-30
+
+
+@pytest.mark.parametrize("shape", MATMUL_SHAPES)
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 2.0)])
+def test_matmul(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int, int], alpha: float, beta: float) -> None:
+    m, k, n = shape
+    a, b = random(rng, (m, k), "float32"), random(rng, (k, n), "float32")
+    c0 = random(rng, (m, n), "float32")
+    dc = out_backend.asarray(c0 if beta != 0 else np.full((m, n), np.nan, np.float32))
+    K.matmul(backend.arg(backend.asarray(a)), backend.arg(backend.asarray(b)), out_backend.arg(dc), alpha, beta)
+    out_backend.synchronize()
+    got = out_backend.to_numpy(dc)
+    want = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + (beta * c0.astype(np.float64) if beta != 0 else 0)
+    close(got, want, matmul_tol(a, b, c0, alpha, beta), f"matmul {shape} α={alpha} β={beta}")
+
+
+def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
+    A = random(rng, (300, 260), "float32")
+    B = random(rng, (260, 190), "float32")
+    col = lambda x: cp.asarray(np.ascontiguousarray(x.T)).T  # a column-major view  # noqa: E731
+    views = {
+        "row-major": (cp.asarray(A), cp.asarray(B)),
+        "A column-major": (col(A), cp.asarray(B)),
+        "B column-major": (cp.asarray(A), col(B)),
+        "both column-major": (col(A), col(B)),
+    }
+    for name, (da, db) in views.items():
+        a, b = A, B
+        c = cp.full((300, 190), cp.nan, cp.float32)
+        K.matmul(da, db, c, 1.0, 0.0)
+        close(cp.asnumpy(c), a.astype(np.float64) @ b.astype(np.float64), matmul_tol(a, b, a[:, :1], 1.0, 0.0), name)
+    # Stepped views (element loads), an offset (misaligned) view, a strided output.
+    big_a = cp.asarray(random(rng, (601, 521), "float32"))
+    big_b = cp.asarray(random(rng, (521, 380), "float32"))
+    a, b = big_a[1::2, ::2], big_b[::2, 1::2]
+    c_base = cp.full((300, 400), cp.nan, cp.float32)
+    c = c_base[:, 1:191]
+    K.matmul(a, b, c, 2.0, 0.0)
+    an, bn = cp.asnumpy(a), cp.asnumpy(b)
+    close(cp.asnumpy(c), 2.0 * (an.astype(np.float64) @ bn.astype(np.float64)), matmul_tol(an, bn, an[:, :1], 2.0, 0.0), "views")
+    assert np.isnan(cp.asnumpy(c_base[:, 0])).all() and np.isnan(cp.asnumpy(c_base[:, 191:])).all(), "wrote outside the view"
+    # Blocks of another size: the simple schedule.
+    c = cp.full((300, 190), cp.nan, cp.float32)
+    K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=128)
+    close(cp.asnumpy(c), A.astype(np.float64) @ B.astype(np.float64), matmul_tol(A, B, A[:, :1], 1.0, 0.0), "block 128")
+
+
+def test_matmul_bad_arguments(cp: Any) -> None:
+    a, b = cp.ones((4, 3), cp.float32), cp.ones((5, 6), cp.float32)
+    with pytest.raises(ValueError, match=r"argument `a`.*inner dimensions"):
+        K.matmul(a, b, cp.zeros((4, 6), cp.float32), 1.0, 0.0)
+    with pytest.raises(ValueError, match="c"):
+        K.matmul(a, cp.ones((3, 6), cp.float32), cp.zeros((4, 5), cp.float32), 1.0, 0.0)
+    sq = cp.ones((4, 4), cp.float32)
+    with pytest.raises(ValueError, match="c"):
+        K.matmul(sq, cp.ones((4, 4), cp.float32), sq, 1.0, 0.0)
+
+
+# ---- stencil5 -----------------------------------------------------------------------------
+
+
+def np_stencil(x: np.ndarray) -> np.ndarray:
+    """The zero-padded Laplacian, summed left to right in the element type."""
+    p = np.pad(x, 1)
+    return p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - x.dtype.type(4) * x
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (1, 8), (5, 1), (3, 3), (67, 131), (130, 256), (257, 1024), (65, 136)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stencil5(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int], dtype: str) -> None:
+    x = random(rng, shape, dtype)
+    (got,) = run(backend, out_backend, K.stencil5, (x,), (np.zeros(shape, dtype),))
+    same(got, np_stencil(x), f"stencil5 {shape}")
+
+
+def test_stencil5_views(cp: Any, rng: np.random.Generator) -> None:
+    base = cp.asarray(random(rng, (200, 300), "float32"))
+    for name, v in (("transposed", base.T), ("stepped", base[::2, 1::3]), ("offset", base[1:, 1:])):
+        out = cp.full(v.shape, cp.nan, cp.float32)
+        K.stencil5(v, out)
+        same(cp.asnumpy(out), np_stencil(cp.asnumpy(v)), name)
+    with pytest.raises(ValueError, match="out"):
+        K.stencil5(base, base)
+
+
+# ---- cumsum -------------------------------------------------------------------------------
+
+
+SCAN_SIZES = [0, 1, 7, 2047, 2048, 4095, 4096, 4097, 100000, (1 << 20) + 3, (1 << 22) + 1]
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("dtype,out_dtype", [("float32", "float32"), ("float64", "float64"), ("int32", "int32"), ("int32", "int64"), ("int64", "int64")])
+@pytest.mark.parametrize("n", SCAN_SIZES)
+def test_cumsum(backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str, out_dtype: str, exclusive: bool) -> None:
+    x = random(rng, n, dtype)
+    f = K.cumsum_exclusive if exclusive else K.cumsum
+    (got,) = run(backend, out_backend, f, (x,), (np.zeros(n, out_dtype),))
+    if np.dtype(dtype).kind == "i":
+        want = np.cumsum(x, dtype=out_dtype)  # wraps like the kernel
+        if exclusive:
+            want = np.concatenate([np.zeros(min(n, 1), out_dtype), want[:-1]]) if n else want
+        same(got, want, f"cumsum {dtype}->{out_dtype}")
+        return
+    x64 = x.astype(np.float64)
+    want = np.cumsum(x64)
+    mag = np.cumsum(np.abs(x64))
+    if exclusive:
+        want = np.concatenate([[0.0], want[:-1]])[:n]
+        mag = np.concatenate([[0.0], mag[:-1]])[:n]
+    # A tree of sums (vector, warp, block, look-back chain): ≤ (2·log2(n) + 16)·ε·Σ|x|.
+    tol = (2 * math.log2(max(n, 2)) + 16) * EPS[dtype] * mag + 1e-30
+    close(got, want, tol, f"cumsum {dtype}")
+
+
+def test_cumsum_fallback_block_and_in_place(cp: Any, rng: np.random.Generator) -> None:
+    x = random(rng, 5000, "int32")
+    out = cp.full(5000, -7, cp.int64)
+    K.cumsum(cp.asarray(x), out, block=96)
+    same(cp.asnumpy(out), np.cumsum(x, dtype=np.int64), "block 96")
+    out = cp.full(5000, -7, cp.int64)
+    K.cumsum_exclusive(cp.asarray(x), out, block=96, grid=3)
+    same(cp.asnumpy(out), np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]), "exclusive, block 96")
+    y = cp.asarray(random(rng, 300001, "int64"))
+    want = np.cumsum(cp.asnumpy(y))
+    K.cumsum(y, y, grid=7)
+    same(cp.asnumpy(y), want, "in place, 7 blocks")
+    with pytest.raises(ValueError, match="out"):
+        K.cumsum(cp.zeros(5, cp.float32), cp.zeros(4, cp.float32))
+
+
+# ---- activations and axpy ------------------------------------------------------------------
+
+
+def np_act(name: str, x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    if name == "gelu":
+        return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+    if name == "gelu_tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    with np.errstate(over="ignore"):
+        return x / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 4099])
+def test_activations(cp: Any, rng: np.random.Generator, name: str, dtype: str, n: int) -> None:
+    x = (rng.standard_normal(n) * 4).astype(dtype)
+    x[: min(n, 4)] = np.array([0.0, -30.0, 30.0, np.nan][: min(n, 4)], dtype)
+    b = make_backend_cupy(cp)
+    (got,) = run(b, b, getattr(K, name), (x,), (np.zeros(n, dtype),))
+    want = np_act(name, x)
+    # f32: libdevice's functions (≤ 2 ulp) and a few roundings: 8 ulp of the result plus an
+    # absolute term for the cancellation near 0; f16: that, rounded once more (½ ulp of f16).
+    tol = 8 * EPS["float32"] * (np.abs(want) + np.abs(x.astype(np.float64))) + 1e-30
+    if dtype == "float16":
+        tol = tol + EPS["float16"] * np.abs(want) + 2.0**-24
+    close(got, want, tol, f"{name} {dtype}")
+
+
+def test_activations_on_torch(torch: Any) -> None:
+    x = torch.randn(10007, device="cuda") * 3
+    for name, ref in (("gelu", lambda t: torch.nn.functional.gelu(t)), ("gelu_tanh", lambda t: torch.nn.functional.gelu(t, approximate="tanh")), ("silu", torch.nn.functional.silu)):
+        out = torch.full_like(x, float("nan"))
+        getattr(K, name)(x, out)
+        torch.testing.assert_close(out, ref(x), rtol=2e-6, atol=2e-7)
+
+
+def test_axpy_f16(torch: Any) -> None:
+    for n in (0, 1, 7, 1001, (1 << 20) + 3):
+        x = torch.randn(n, device="cuda", dtype=torch.float16)
+        y = torch.randn(n, device="cuda", dtype=torch.float16)
+        want = (0.75 * x.float() + y.float()).half()
+        K.axpy(0.75, x, y)
+        torch.testing.assert_close(y, want, rtol=0, atol=0)

@@ -1,0 +1,373 @@
+//! GPU tests of the gallery's typed launchers (`ferrocuda::kernels::*`): one or more kernels of
+//! every family on `DeviceArray`s, against host references, outputs poisoned, every element
+//! checked; and, on any machine, the bundled manifest's argument checks (refused before the
+//! driver, naming the argument).
+//!
+//! Without a GPU the GPU tests are reported as ignored, with the reason printed once. Seed:
+//! `FERROCUDA_TEST_SEED` (printed).
+
+#![allow(clippy::needless_range_loop)]
+
+use ferrocuda::abi::DType;
+use ferrocuda::host::array::ForeignArray;
+use ferrocuda::host::driver;
+use ferrocuda::{
+    bundled, kernels, Arg, ArrayDesc, DeviceArray, ErrorKind, LaunchOptions, Scalar, StreamRef,
+};
+use libtest_mimic::{Arguments, Failed, Trial};
+use ndarray::{Array, Array2, IxDyn};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+type TestResult = Result<(), Failed>;
+
+const L: StreamRef = StreamRef::Legacy;
+
+fn err(e: impl std::fmt::Display) -> Failed {
+    Failed::from(e.to_string())
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
+    if cond {
+        Ok(())
+    } else {
+        Err(Failed::from(msg()))
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("FERROCUDA_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed)
+}
+
+fn upload<T: ferrocuda::abi::Element>(
+    v: Vec<T>,
+    shape: &[usize],
+) -> Result<DeviceArray<T>, Failed> {
+    let a = Array::from_shape_vec(IxDyn(shape), v).map_err(err)?;
+    DeviceArray::from_ndarray(&a, 0, L).map_err(err)
+}
+
+fn download<T: ferrocuda::abi::Element>(a: &DeviceArray<T>) -> Result<Vec<T>, Failed> {
+    Ok(a.to_ndarray().map_err(err)?.iter().copied().collect())
+}
+
+fn opts() -> LaunchOptions {
+    LaunchOptions::default()
+}
+
+fn reductions() -> TestResult {
+    let mut r = StdRng::seed_from_u64(seed());
+    for n in [0usize, 1, 7, 1000, 4099, (1 << 20) + 3] {
+        let x: Vec<f32> = (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let dx = upload(x.clone(), &[n])?;
+        let out = upload(vec![f32::NAN], &[1])?;
+        kernels::sum_f32(&dx, &out, &opts()).map_err(err)?;
+        let exact: f64 = x.iter().map(|&v| v as f64).sum();
+        let mag: f64 = x.iter().map(|&v| v.abs() as f64).sum();
+        let got = download(&out)?[0] as f64;
+        // A tree of sums at most 64 deep: |error| <= 64·ε·Σ|x|.
+        ensure(
+            (got - exact).abs() <= 64.0 * f32::EPSILON as f64 / 2.0 * mag + 1e-30,
+            || format!("sum of {n}: {got} vs {exact}"),
+        )?;
+        let xi: Vec<i32> = (0..n)
+            .map(|_| r.random_range(-(1 << 30)..(1 << 30)))
+            .collect();
+        let di = upload(xi.clone(), &[n])?;
+        let si = upload(vec![-7i64], &[1])?;
+        kernels::sum_i32(&di, &si, &opts()).map_err(err)?;
+        let want: i64 = xi.iter().map(|&v| v as i64).sum();
+        ensure(download(&si)?[0] == want, || format!("sum_i32 of {n}"))?;
+        if n > 0 {
+            let m = upload(vec![0i32], &[1])?;
+            kernels::max_i32(&di, &m, &opts()).map_err(err)?;
+            ensure(download(&m)?[0] == *xi.iter().max().unwrap(), || {
+                format!("max_i32 of {n}")
+            })?;
+            kernels::min_f32(&dx, &out, &opts()).map_err(err)?;
+            let lo = x.iter().copied().fold(f32::INFINITY, f32::min);
+            ensure(download(&out)?[0] == lo, || format!("min_f32 of {n}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn histogram() -> TestResult {
+    let mut r = StdRng::seed_from_u64(seed() ^ 1);
+    for n in [0usize, 1, 1000, (1 << 20) + 5] {
+        let x: Vec<u8> = (0..n).map(|_| r.random_range(0..=255u8)).collect();
+        let dx = upload(x.clone(), &[n])?;
+        let bins = upload(vec![-1i64; 256], &[256])?;
+        kernels::histogram_u8(&dx, &bins, 0.0, 256.0, &opts()).map_err(err)?;
+        let mut want = vec![0i64; 256];
+        for &v in &x {
+            want[v as usize] += 1;
+        }
+        ensure(download(&bins)? == want, || {
+            format!("histogram of {n} bytes")
+        })?;
+        // 10 bins over [0, 255]: width 25.5; 255 itself counts in the last bin.
+        let ten = upload(vec![-1i64; 10], &[10])?;
+        kernels::histogram_u8(&dx, &ten, 0.0, 255.0, &opts()).map_err(err)?;
+        let mut want = vec![0i64; 10];
+        for &v in &x {
+            want[((v as f64 / 25.5) as usize).min(9)] += 1;
+        }
+        ensure(download(&ten)? == want, || {
+            format!("10-bin histogram of {n} bytes")
+        })?;
+    }
+    Ok(())
+}
+
+fn softmax() -> TestResult {
+    let mut r = StdRng::seed_from_u64(seed() ^ 2);
+    for (rows, cols) in [(3usize, 5usize), (33, 1024), (5, 4096), (2, 9001)] {
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| r.random_range(-8.0f32..8.0))
+            .collect();
+        let dx = upload(x.clone(), &[rows, cols])?;
+        let out = upload(vec![f32::NAN; rows * cols], &[rows, cols])?;
+        kernels::softmax_f32(&dx, &out, &opts()).map_err(err)?;
+        let got = download(&out)?;
+        for i in 0..rows {
+            let row = &x[i * cols..(i + 1) * cols];
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+            let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
+            for j in 0..cols {
+                let want = (row[j] as f64 - m).exp() / s;
+                let g = got[i * cols + j] as f64;
+                // libdevice exp (≤ 2 ulp), a sum and a reciprocal in f32: 16 ulp.
+                ensure((g - want).abs() <= 16.0 * 6e-8 * want.abs() + 1e-30, || {
+                    format!("softmax ({rows}, {cols}) at ({i}, {j}): {g} vs {want}")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn matmul() -> TestResult {
+    let mut r = StdRng::seed_from_u64(seed() ^ 3);
+    for (m, k, n) in [
+        (1usize, 1usize, 1usize),
+        (127, 1, 129),
+        (130, 37, 257),
+        (256, 256, 256),
+    ] {
+        let a: Vec<f32> = (0..m * k).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let b: Vec<f32> = (0..k * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let c0: Vec<f32> = (0..m * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let (da, db, dc) = (
+            upload(a.clone(), &[m, k])?,
+            upload(b.clone(), &[k, n])?,
+            upload(c0.clone(), &[m, n])?,
+        );
+        kernels::matmul_f32(&da, &db, &dc, 1.5, -0.5, &opts()).map_err(err)?;
+        let got = download(&dc)?;
+        let (a2, b2) = (
+            Array2::from_shape_vec((m, k), a.iter().map(|&v| v as f64).collect()).map_err(err)?,
+            Array2::from_shape_vec((k, n), b.iter().map(|&v| v as f64).collect()).map_err(err)?,
+        );
+        let p = a2.dot(&b2);
+        for i in 0..m {
+            for j in 0..n {
+                let want = 1.5 * p[[i, j]] - 0.5 * c0[i * n + j] as f64;
+                // K + 2 roundings of terms below 1.5·K + 0.5 in magnitude.
+                let tol = (k as f64 + 2.0) * 6e-8 * (1.5 * k as f64 + 0.5);
+                ensure((got[i * n + j] as f64 - want).abs() <= tol, || {
+                    format!("matmul {m}×{k}×{n} at ({i}, {j})")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn stencil_and_scan() -> TestResult {
+    let mut r = StdRng::seed_from_u64(seed() ^ 4);
+    for (rows, cols) in [(1usize, 1usize), (3, 3), (130, 256), (67, 131)] {
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| r.random_range(-4.0f32..4.0))
+            .collect();
+        let dx = upload(x.clone(), &[rows, cols])?;
+        let out = upload(vec![f32::NAN; rows * cols], &[rows, cols])?;
+        kernels::stencil5_f32(&dx, &out, &opts()).map_err(err)?;
+        let got = download(&out)?;
+        let at = |i: isize, j: isize| {
+            if i < 0 || j < 0 || i >= rows as isize || j >= cols as isize {
+                0.0
+            } else {
+                x[i as usize * cols + j as usize]
+            }
+        };
+        for i in 0..rows as isize {
+            for j in 0..cols as isize {
+                let want =
+                    at(i - 1, j) + at(i + 1, j) + at(i, j - 1) + at(i, j + 1) - 4.0 * at(i, j);
+                let g = got[i as usize * cols + j as usize];
+                ensure(g == want, || {
+                    format!("stencil5 ({rows}, {cols}) at ({i}, {j}): {g} vs {want}")
+                })?;
+            }
+        }
+    }
+    for n in [0usize, 1, 4095, 4097, (1 << 20) + 3] {
+        let x: Vec<i32> = (0..n).map(|_| r.random_range(-1000..1000)).collect();
+        let dx = upload(x.clone(), &[n])?;
+        let out = upload(vec![i64::MIN; n], &[n])?;
+        kernels::cumsum_i32_i64(&dx, &out, &opts()).map_err(err)?;
+        let got = download(&out)?;
+        let mut s = 0i64;
+        for i in 0..n {
+            s += x[i] as i64;
+            ensure(got[i] == s, || format!("cumsum of {n} at {i}"))?;
+        }
+        let ex = upload(vec![i32::MIN; n], &[n])?;
+        kernels::cumsum_exclusive_i32(&dx, &ex, &opts()).map_err(err)?;
+        let got = download(&ex)?;
+        let mut s = 0i32;
+        for i in 0..n {
+            ensure(got[i] == s, || format!("exclusive cumsum of {n} at {i}"))?;
+            s = s.wrapping_add(x[i]);
+        }
+    }
+    Ok(())
+}
+
+fn activations() -> TestResult {
+    let n = 10007usize;
+    let x: Vec<f32> = (0..n).map(|i| (i as f32 - 5000.0) / 500.0).collect();
+    let dx = upload(x.clone(), &[n])?;
+    let out = upload(vec![f32::NAN; n], &[n])?;
+    kernels::silu_f32(&dx, &out, &opts()).map_err(err)?;
+    for (i, g) in download(&out)?.into_iter().enumerate() {
+        let v = x[i] as f64;
+        let want = v / (1.0 + (-v).exp());
+        ensure(
+            (g as f64 - want).abs() <= 8.0 * 6e-8 * (want.abs() + v.abs()),
+            || format!("silu({v})"),
+        )?;
+    }
+    // axpy on float16 data (bits in u16 arrays, described as float16).
+    let h = |v: f32| half::f16::from_f32(v).to_bits();
+    let xs: Vec<u16> = (0..n).map(|i| h(i as f32 / 100.0)).collect();
+    let ys: Vec<u16> = (0..n).map(|i| h(1.0 - i as f32 / 300.0)).collect();
+    let (dxh, dyh) = (upload(xs.clone(), &[n])?, upload(ys.clone(), &[n])?);
+    let as_f16 = |a: &DeviceArray<u16>| {
+        let d = ArrayDesc::from_parts(
+            DType::F16,
+            a.shape(),
+            None,
+            a.device_ptr(),
+            false,
+            Some(a.stream()),
+        )
+        .map_err(err)?;
+        ForeignArray::new(d, (), true).map_err(err)
+    };
+    kernels::axpy_f16(0.25, &as_f16(&dxh)?, &as_f16(&dyh)?, &opts()).map_err(err)?;
+    for (i, g) in download(&dyh)?.into_iter().enumerate() {
+        let (xv, yv) = (
+            half::f16::from_bits(xs[i]).to_f32(),
+            half::f16::from_bits(ys[i]).to_f32(),
+        );
+        let want = half::f16::from_f32(0.25f32.mul_add(xv, yv)).to_bits();
+        ensure(g == want, || {
+            format!("axpy_f16 at {i}: {g:#x} vs {want:#x}")
+        })?;
+    }
+    Ok(())
+}
+
+/// The bundled manifest's requirements, through the launch's first phase: refused before any
+/// driver call, naming the argument (no GPU needed).
+fn argument_checks() -> TestResult {
+    let m = bundled::module().map_err(err)?;
+    let d = |dtype: DType, shape: &[usize], ptr: u64| {
+        ArrayDesc::from_parts(dtype, shape, None, ptr, false, None).map_err(err)
+    };
+    let f = |v: f64| Arg::Scalar(Scalar::F64(v));
+    let (x, bins, none) = (
+        d(DType::U8, &[100], 0x10000)?,
+        d(DType::I64, &[8], 0x20000)?,
+        d(DType::I64, &[0], 0)?,
+    );
+    let h = m.kernel("histogram_u8").map_err(err)?;
+    for (args, arg) in [
+        (
+            vec![Arg::Array(&x), Arg::Array(&none), f(0.0), f(1.0)],
+            "bins",
+        ),
+        (
+            vec![Arg::Array(&x), Arg::Array(&bins), f(1.0), f(1.0)],
+            "lo",
+        ),
+        (
+            vec![Arg::Array(&x), Arg::Array(&bins), f(0.0), f(f64::INFINITY)],
+            "hi",
+        ),
+    ] {
+        let e = h.prepare(&args, &opts()).unwrap_err();
+        ensure(e.kind() == ErrorKind::Value && e.arg() == Some(arg), || {
+            format!("histogram: {e}")
+        })?;
+    }
+    let (a, b, c) = (
+        d(DType::F32, &[4, 3], 0x1000)?,
+        d(DType::F32, &[5, 6], 0x2000)?,
+        d(DType::F32, &[4, 6], 0x3000)?,
+    );
+    let e = m
+        .kernel("matmul_f32")
+        .map_err(err)?
+        .prepare(
+            &[
+                Arg::Array(&a),
+                Arg::Array(&b),
+                Arg::Array(&c),
+                Arg::Scalar(Scalar::F32(1.0)),
+                Arg::Scalar(Scalar::F32(0.0)),
+            ],
+            &opts(),
+        )
+        .unwrap_err();
+    ensure(
+        e.arg() == Some("a") && e.to_string().contains("inner dimensions"),
+        || format!("matmul: {e}"),
+    )?;
+    // Scratch parameters are not arguments: sum takes (x, out).
+    let sum = m.kernel("sum_f32").map_err(err)?;
+    ensure(
+        sum.signature().params.len() == 2 && sum.signature().scratch.len() == 2,
+        || "sum_f32 signature".into(),
+    )?;
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let devices = match driver::device_count() {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("gallery GPU tests SKIPPED (reported as ignored): {e}");
+            0
+        }
+    };
+    let gpu = |name: &'static str, f: fn() -> TestResult| {
+        Trial::test(name, f).with_ignored_flag(devices == 0)
+    };
+    let trials = vec![
+        Trial::test("argument_checks", argument_checks),
+        gpu("reductions", reductions),
+        gpu("histogram", histogram),
+        gpu("softmax", softmax),
+        gpu("matmul", matmul),
+        gpu("stencil_and_scan", stencil_and_scan),
+        gpu("activations", activations),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
