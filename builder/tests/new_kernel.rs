@@ -62,6 +62,8 @@ fn build(crate_dir: &Path, out_dir: &Path) -> BuildOutput {
         .arch("sm_80")
         .out_dir(out_dir)
         .target_dir(shared_target_dir())
+        // libdevice (the gallery's math) from the nvcc wheel, as the root build.rs finds it.
+        .cuda_fallback(repo_root().join(".tools/nvcc/nvidia/cuda_nvcc"))
         .build()
         .unwrap_or_else(|e| panic!("kernel build failed:\n{e}"))
 }
@@ -153,12 +155,10 @@ fn new_kernel_appears_and_rebuilds() {
         "kernels/Cargo.toml no longer has `{dep}`"
     );
     let device = root.join("device");
+    // Every path dependency (`../device`, `../abi`) points back at this repository.
     let toml = toml.replace(
-        dep,
-        &format!(
-            "ferrocuda-device = {{ path = {:?} }}",
-            device.to_str().unwrap()
-        ),
+        r#"path = "../"#,
+        &format!("path = \"{}/", root.to_str().unwrap()),
     );
     fs::write(&toml_path, toml).unwrap();
 

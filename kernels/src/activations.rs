@@ -7,9 +7,7 @@
 //! array-interface `bfloat16` element type (see the commented rows below).
 
 #[cfg(target_arch = "nvptx64")]
-use crate::elementwise::{binary, unary};
-#[cfg(target_arch = "nvptx64")]
-use crate::num::{act, fma, Storage};
+use crate::prelude::*;
 use ferrocuda_device::half::f16;
 use ferrocuda_device::{kernel, Slice, SliceMut};
 

@@ -27,19 +27,10 @@
 //! arithmetic, and the common `256 bins over [0, 256)` case skips even the table. More than 8192
 //! bins: every value is added to global memory directly.
 
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
 use ferrocuda_device::atomic::AtomicSlice;
 use ferrocuda_device::{kernel, Slice};
-
-#[cfg(target_arch = "nvptx64")]
-use crate::elementwise::visit;
-#[cfg(target_arch = "nvptx64")]
-use crate::grid::thread_rank;
-#[cfg(target_arch = "nvptx64")]
-use core::mem::MaybeUninit;
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::atomic::{shared, Order, Scope};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::{thread, Element};
 
 /// Counters of a block's private histogram (32 KiB of shared memory).
 #[cfg(target_arch = "nvptx64")]

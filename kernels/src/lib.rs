@@ -44,6 +44,19 @@ mod grid;
 #[cfg(target_arch = "nvptx64")]
 mod num;
 
+/// What the gallery's kernel bodies use (device only).
+#[cfg(target_arch = "nvptx64")]
+mod prelude {
+    pub use crate::elementwise::{binary, fold, unary, visit, Chunk};
+    pub use crate::grid::{block_rank, block_scratch, blocks, thread_rank, Words};
+    pub use crate::num::{act, fma, Acc, Reducible, Storage, Widen};
+    pub use core::mem::MaybeUninit;
+    pub use core::ops::{Add, Mul, Sub};
+    pub use ferrocuda_device::atomic::{fence, shared, AtomicRef, AtomicSlice, Order, Scope};
+    pub use ferrocuda_device::block::{self, ReduceOp};
+    pub use ferrocuda_device::{thread, warp, Element};
+}
+
 mod activations;
 mod histogram;
 mod kernels;

@@ -26,18 +26,9 @@
 //! Blocks of another size than 256 threads run a simple correct loop (one thread per element
 //! of `C`).
 
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
 use ferrocuda_device::{kernel, View, ViewMut};
-
-#[cfg(target_arch = "nvptx64")]
-use crate::elementwise::Chunk;
-#[cfg(target_arch = "nvptx64")]
-use crate::grid::{block_rank, blocks, thread_rank, Words};
-#[cfg(target_arch = "nvptx64")]
-use crate::num::fma;
-#[cfg(target_arch = "nvptx64")]
-use core::mem::MaybeUninit;
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::thread;
 
 #[cfg(target_arch = "nvptx64")]
 const BM: usize = 128;
@@ -455,16 +446,8 @@ unsafe fn store_quad(
     } else {
         for (j, &vj) in v.iter().enumerate() {
             if col + j < n {
-                let off = base + j as isize * s1;
-                // SAFETY: (row, col + j) is in bounds.
-                unsafe {
-                    let y = if beta == 0.0 {
-                        alpha * vj
-                    } else {
-                        fma(alpha, vj, beta * c.read_at(off))
-                    };
-                    c.write_at(off, y);
-                }
+                // SAFETY: (row, col + j) is in bounds; this thread alone owns it.
+                unsafe { blend(c, base + j as isize * s1, vj, alpha, beta) };
             }
         }
     }
@@ -506,17 +489,28 @@ unsafe fn matmul_simple(
                 );
             }
         }
-        let off = i as isize * sc0 + j as isize * sc1;
         // SAFETY: (i, j) in bounds; one thread per element.
-        unsafe {
-            let y = if beta == 0.0 {
-                alpha * s
-            } else {
-                fma(alpha, s, beta * c.read_at(off))
-            };
-            c.write_at(off, y);
-        }
+        unsafe { blend(&c, i as isize * sc0 + j as isize * sc1, s, alpha, beta) };
         e += threads;
+    }
+}
+
+/// `c[off] = α·v + β·c[off]`; `β = 0` does not read `c[off]` (BLAS semantics).
+///
+/// # Safety
+///
+/// `off` is the offset of an element of `c` that this thread alone accesses.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn blend(c: &ViewMut<f32, 2>, off: isize, v: f32, alpha: f32, beta: f32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let y = if beta == 0.0 {
+            alpha * v
+        } else {
+            fma(alpha, v, beta * c.read_at(off))
+        };
+        c.write_at(off, y);
     }
 }
 

@@ -20,20 +20,9 @@
 //! NaN propagates (`min`/`max` return NaN if any element is NaN, as NumPy's); integer sums
 //! wrap (`sum` of `int32` accumulates and returns `int64`, as NumPy's).
 
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
 use ferrocuda_device::{kernel, Scratch, Slice, SliceMut, View};
-
-#[cfg(target_arch = "nvptx64")]
-use crate::elementwise::fold;
-#[cfg(target_arch = "nvptx64")]
-use crate::grid::{block_rank, block_scratch, blocks, thread_rank};
-#[cfg(target_arch = "nvptx64")]
-use crate::num::{Reducible, Widen};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::atomic::{fence, AtomicSlice, Order, Scope};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::block::{self, ReduceOp};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::{thread, warp, Element};
 
 /// Reduces `x` with `op` (after `map`) into `out[0]`; see the module documentation.
 ///

@@ -19,22 +19,9 @@
 //! integer results are exact and deterministic. Other block sizes run a slower scan in one
 //! block (correct for any size).
 
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
 use ferrocuda_device::{kernel, Scratch, Slice, SliceMut};
-
-#[cfg(target_arch = "nvptx64")]
-use crate::elementwise::Chunk;
-#[cfg(target_arch = "nvptx64")]
-use crate::grid::{block_rank, block_scratch, Words};
-#[cfg(target_arch = "nvptx64")]
-use crate::num::{Reducible, Widen};
-#[cfg(target_arch = "nvptx64")]
-use core::mem::MaybeUninit;
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::atomic::{AtomicRef, AtomicSlice, Order, Scope};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::block::{self, ReduceOp};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::{thread, warp, Element};
 
 #[cfg(target_arch = "nvptx64")]
 const THREADS: usize = 256;

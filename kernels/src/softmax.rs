@@ -16,19 +16,10 @@
 //! (coalesced when the inner stride is 1). `f16` data is computed in `f32`. Special values follow PyTorch: a row containing NaN
 //! or `+∞`, or only `−∞`, becomes NaN.
 
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
 use ferrocuda_device::half::f16;
 use ferrocuda_device::{kernel, View, ViewMut};
-
-#[cfg(target_arch = "nvptx64")]
-use crate::elementwise::Chunk;
-#[cfg(target_arch = "nvptx64")]
-use crate::grid::{block_rank, block_scratch, blocks};
-#[cfg(target_arch = "nvptx64")]
-use crate::num::{Acc, Storage};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::block::{self, ReduceOp};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::{thread, warp};
 
 /// Values per lane of the warp schedule.
 #[cfg(target_arch = "nvptx64")]

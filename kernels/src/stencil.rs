@@ -19,16 +19,9 @@
 //! halo rows are then read from L2). Any other layout runs one thread per element, each
 //! reading its five inputs (cached).
 
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
 use ferrocuda_device::{kernel, View, ViewMut};
-
-#[cfg(target_arch = "nvptx64")]
-use crate::elementwise::Chunk;
-#[cfg(target_arch = "nvptx64")]
-use crate::grid::{block_rank, blocks, thread_rank};
-#[cfg(target_arch = "nvptx64")]
-use core::ops::{Add, Mul, Sub};
-#[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::{thread, warp, Element};
 
 /// Rows per warp strip.
 #[cfg(target_arch = "nvptx64")]
