@@ -52,11 +52,21 @@ if [ ! -f "$ptx" ]; then
   ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
 fi
 
+# The floor and the Rust launch bench feed the launch tables only: skipped when the sections
+# asked for (BENCH_SECTIONS) do not include `launch` (e.g. BENCH_SECTIONS=gallery).
+launch_parts=1
+if [ -n "${BENCH_SECTIONS:-}" ] && [[ ",$BENCH_SECTIONS," != *,launch,* ]]; then
+  launch_parts=0
+  echo "bench: BENCH_SECTIONS=$BENCH_SECTIONS: floor and Rust launch bench skipped"
+fi
+
 # ---- 1. the raw-driver floor
 : > "$parts/floor.jsonl"
 nvcc_bin="$(command -v nvcc || true)"
 [ -z "$nvcc_bin" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_bin=/usr/local/cuda/bin/nvcc
-if [ -z "$nvcc_bin" ]; then
+if [ "$launch_parts" = 0 ]; then
+  :
+elif [ -z "$nvcc_bin" ]; then
   echo "bench: nvcc not found: floor skipped"; status=1
 elif [ -z "$ptx" ] || [ ! -f "$ptx" ]; then
   echo "bench: no bundled PTX (run scripts/gpu-bundle.sh): floor skipped"; status=1
@@ -83,7 +93,9 @@ bin="$root/.gpu/bin-bench/launch"
 if [ ! -x "$bin" ]; then
   bin="$(ls -t target/release/deps/launch-* 2>/dev/null | grep -v '\.d$' | head -1)"
 fi
-if [ -n "$bin" ] && [ -x "$bin" ]; then
+if [ "$launch_parts" = 0 ]; then
+  :
+elif [ -n "$bin" ] && [ -x "$bin" ]; then
   echo "=== rust: CRITERION_HOME=$OUT/criterion $bin --bench --noplot"
   CRITERION_HOME="$OUT/criterion" timeout 200 "$bin" --bench --noplot 2>&1 | tee "$parts/rust.log"
   rc=${PIPESTATUS[0]}
