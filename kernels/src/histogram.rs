@@ -10,8 +10,10 @@
 //! `float32` data (the edges rounded to `float32`) and in `float64` for integer and `float64`
 //! data; [`Binner`] does the same arithmetic in the same types and order (with a fast,
 //! provably equal shortcut for the index estimate), so counts equal NumPy's — values on interior
-//! edges and on `hi` included. (NumPy widens an empty range, `lo == hi`, by ±0.5; here `lo < hi`
-//! is required instead.)
+//! edges and on `hi` included. Two differences, both where NumPy refuses or rewrites the
+//! request: an empty range (`lo == hi`, which NumPy widens by ±0.5) is refused here, and when
+//! bins are so narrow that two `float32` edges round to the same value (NumPy raises "Too many
+//! bins for data range") the kernel counts by its rounded edges.
 //!
 //! # The kernel
 //!
