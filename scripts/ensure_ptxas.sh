@@ -3,7 +3,8 @@
 # and print the absolute path of the ptxas binary on stdout.
 #
 # No GPU and no CUDA toolkit are needed: the wheel ships a self-contained ptxas, which
-# scripts/check_ptx.py uses to validate the device PTX and read its register/spill report.
+# scripts/check_ptx.py uses to validate the device PTX and read its register/spill report, and
+# nvvm/libdevice/libdevice.10.bc, which the builder links when a kernel calls a math function.
 # Idempotent: when the pinned version is already there it prints the path and nothing else.
 # Works from any working directory (the repo root is found from this script's location).
 #

@@ -2,7 +2,9 @@
 # The whole test suite, from a fresh clone: installs what it needs, then
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings)
 #   2. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU)
-#   3. the PTX checks (ptxas for sm_80 and sm_90: no spills, no stack, no .extern, no panics)
+#   3. the PTX checks (the rules of ferrocuda-builder, strictly: no .extern but dynamic shared
+#      memory, no panics, no barrier under a thread-dependent branch; ptxas for sm_80 and
+#      sm_90: no spills, no stack)
 #   4. the Python package's tests (GPU tests skip with a reason without a GPU) and stubtest
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

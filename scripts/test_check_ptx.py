@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Unit tests of scripts/check_ptx.py on PTX snippets and canned ptxas reports; no ptxas needed.
+"""Tests of scripts/check_ptx.py -- and through it of the rule set of ferrocuda-builder's
+`ferrocuda-ptx-check` -- on PTX snippets, with a fake ptxas printing canned reports (or the
+real one from .tools/ where installed). The command is built with cargo once.
 
 Run: python3 -m unittest scripts/test_check_ptx.py   (or: python3 scripts/test_check_ptx.py)
 """
@@ -223,173 +225,101 @@ ptxas info    : Used 20 registers, used 0 barriers
 """
 
 
-def rules(findings):
-    return sorted({f.rule for f in findings})
+# Two `bar.sync 0` in the two arms of a branch on tid.x: rustc 1.95's duplication
+# (rust-lang/rust#137086) of `if t < n { v = x[t] }; sync_threads(); if t < n { y[t] = v }`.
+def barrier_entry(body: str) -> str:
+    return HEADER + f"""
+.visible .entry staged(
+	.param .align 8 .b8 staged_param_0[16],
+	.param .align 8 .b8 staged_param_1[16]
+)
+{{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<8>;
+
+{body}
+}}
+"""
 
 
-class StripAndParse(unittest.TestCase):
-    def test_strip_comments_keeps_lines(self):
-        src = "a // b\n/* c\n d */ e\n"
-        out = cp.strip_comments(src)
-        self.assertEqual(out.count("\n"), src.count("\n"))
-        self.assertNotIn("b", out)
-        self.assertNotIn("c", out)
-        self.assertIn("e", out)
+TID_PREDICATE = """\
+	ld.param.b64 	%rd1, [staged_param_0+8];
+	mov.u32 	%r1, %tid.x;
+	cvt.u64.u32 	%rd2, %r1;
+	setp.le.u64 	%p1, %rd1, %rd2;
+"""
 
-    def test_parse_functions(self):
-        funcs = cp.parse_functions(cp.strip_comments(PANIC_PTX))
-        self.assertEqual([(f.name, f.kind, f.body is None) for f in funcs],
-                         [(PANIC_FN, "func", True), ("gather", "entry", False), (PANIC_FN, "func", False)])
-        self.assertEqual(funcs[1].linkage, ["visible"])
-        self.assertIn("call.uni", funcs[1].body)
+DUPLICATED_BARRIER_PTX = barrier_entry(TID_PREDICATE + """\
+	@%p1 bra 	$L__BB0_2;
+	ld.param.b64 	%rd3, [staged_param_0];
+	ld.b32 	%r2, [%rd3];
+	bar.sync 	0;
+	ld.param.b64 	%rd6, [staged_param_1];
+	st.b32 	[%rd6], %r2;
+	bra.uni 	$L__BB0_3;
+$L__BB0_2:
+	bar.sync 	0;
+$L__BB0_3:
+	ret;""")
 
-    def test_extern_function_declaration(self):
-        funcs = cp.parse_functions(cp.strip_comments(EXTERN_PTX))
-        helper = [f for f in funcs if f.name == "helper"]
-        self.assertEqual(len(helper), 1)
-        self.assertEqual(helper[0].linkage, ["extern"])
-        self.assertIsNone(helper[0].body)
-        self.assertEqual([n for n, _ in cp.extern_lines(cp.strip_comments(EXTERN_PTX))], [9])
+# What rustc 1.99 makes of the same source: one barrier after the join.
+SINGLE_BARRIER_PTX = barrier_entry(TID_PREDICATE + """\
+	@%p1 bra 	$L__BB0_2;
+	ld.param.b64 	%rd3, [staged_param_0];
+	ld.b32 	%r2, [%rd3];
+$L__BB0_2:
+	bar.sync 	0;
+	@%p1 bra 	$L__BB0_4;
+	ld.param.b64 	%rd6, [staged_param_1];
+	st.b32 	[%rd6], %r2;
+$L__BB0_4:
+	ret;""")
 
-    def test_entry_with_directives(self):
-        ptx = HEADER + ENTRY_ADD.replace(")\n{", ")\n.maxntid 256, 1, 1\n.minnctapersm 2\n{")
-        funcs = cp.parse_functions(cp.strip_comments(ptx))
-        self.assertEqual([(f.name, f.is_entry) for f in funcs], [("add", True)])
-        self.assertIn("ret;", funcs[0].body)
+# Uniform: a branch on %ctaid.x, a branch on a kernel parameter, a branch marked .uni.
+UNIFORM_BARRIER_PTXS = [
+    barrier_entry(f"""\
+	{pred}
+	{bra} 	$L__BB0_2;
+	bar.sync 	0;
+$L__BB0_2:
+	ret;""")
+    for pred, bra in [
+        ("mov.u32 	%r1, %ctaid.x;\n\tsetp.eq.s32 	%p1, %r1, 0;", "@%p1 bra"),
+        ("ld.param.b64 	%rd1, [staged_param_0+8];\n\tsetp.eq.s64 	%p1, %rd1, 0;", "@%p1 bra"),
+        ("mov.u32 	%r1, %tid.x;\n\tsetp.eq.s32 	%p1, %r1, 0;", "@%p1 bra.uni"),
+    ]
+]
 
-    def test_find_calls(self):
-        self.assertEqual(cp.find_calls("call.uni foo, (param0);"), ["foo"])
-        self.assertEqual(cp.find_calls("call.uni (retval0), bar, (param0, param1);"), ["bar"])
-        self.assertEqual(cp.find_calls(MULTILINE_CALL_BODY), ["_ZN4core9panicking5panic17h0123456789abcdefE"])
-        # Indirect calls go through a register; there is no name to judge.
-        self.assertEqual(cp.find_calls("call (retval0), %rd4, (param0, param1), prototype_2;"), [])
+# One barrier skipped by threads whose predicate comes from a loaded value.
+LOADED_BARRIER_PTX = barrier_entry("""\
+	ld.param.b64 	%rd1, [staged_param_0];
+	ld.global.b32 	%r1, [%rd1];
+	setp.eq.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB0_2;
+	bar.sync 	0;
+$L__BB0_2:
+	ret;""")
 
-    def test_byte_arrays_and_target(self):
-        arrays = dict(cp.byte_arrays(cp.strip_comments(PANIC_TEXT_PTX)))
-        self.assertEqual(arrays["anon_$_5e74_$_0"], b"src/lib.rs")
-        self.assertEqual(cp.ptx_target(PASSING_PTX), "sm_80")
-
-
-class StaticRules(unittest.TestCase):
-    def test_passing(self):
-        funcs, findings = cp.check_ptx_text(PASSING_PTX)
-        self.assertEqual(findings, [])
-        self.assertEqual([f.name for f in funcs if f.is_entry], ["add"])
-
-    def test_extern_fails(self):
-        _, findings = cp.check_ptx_text(EXTERN_PTX)
-        self.assertEqual(rules(findings), ["extern"])
-        self.assertEqual(sorted(f.kernel for f in findings), ["helper", "uses_extern"])
-
-    def test_extern_shared_needs_the_flag(self):
-        ptx = PASSING_PTX + "\n.extern .shared .align 16 .b8 dyn_smem[];\n"
-        self.assertEqual(rules(cp.check_ptx_text(ptx)[1]), ["extern"])
-        self.assertEqual(cp.check_ptx_text(ptx, allow_extern_shared=True)[1], [])
-
-    def test_panic_call_fails(self):
-        _, findings = cp.check_ptx_text(PANIC_PTX)
-        self.assertEqual(rules(findings), ["panic"])
-        self.assertTrue(any(f.kernel == "gather" and PANIC_FN in f.message for f in findings))
-        # declaration and definition of the panic function both reported
-        self.assertEqual(sum(1 for f in findings if f.kernel == PANIC_FN), 2)
-
-    def test_panic_call_multiline_legacy_mangling(self):
-        ptx = HEADER + ".visible .entry k()\n{\n" + MULTILINE_CALL_BODY + "\tret;\n}\n"
-        _, findings = cp.check_ptx_text(ptx)
-        self.assertEqual([(f.kernel, f.rule) for f in findings], [("k", "panic")])
-
-    def test_panic_in_comment_is_ignored(self):
-        ptx = PASSING_PTX + "// call.uni _ZN4core9panicking5panic, (param0);\n"
-        self.assertEqual(cp.check_ptx_text(ptx)[1], [])
-
-    def test_local_depot_fails(self):
-        _, findings = cp.check_ptx_text(LOCAL_PTX)
-        self.assertEqual([(f.kernel, f.rule) for f in findings], [("depot", "local")])
-        self.assertIn("__local_depot1", findings[0].message)
-
-    def test_panic_text_fails(self):
-        _, findings = cp.check_ptx_text(PANIC_TEXT_PTX)
-        self.assertEqual(rules(findings), ["panic-text"])
-        self.assertEqual(len(findings), 2)
-        self.assertTrue(any("src/lib.rs" in f.message for f in findings))
-        self.assertTrue(any("index out of bounds" in f.message for f in findings))
-
-    def test_panic_text_detector(self):
-        self.assertIsNone(cp.panic_text(b"FCK1\x03add\x03add\x01\x01a\x02"))
-        self.assertIsNone(cp.panic_text(b"0001020304050607"))  # core's digit table
-        self.assertIsNotNone(cp.panic_text(b"attempt to add with overflow"))
-        self.assertIsNotNone(cp.panic_text(b"/rustc/abc/library/core/src/num/mod.rs"))
-        self.assertIsNotNone(cp.panic_text(b"called `Option::unwrap()` on a `None` value"))
-
-
-class Manifest(unittest.TestCase):
-    def test_same_set_passes(self):
-        m = {"format": 1, "arch": "sm_80", "kernels": [{"name": "add"}, {"name": "scale"}]}
-        self.assertEqual(cp.check_manifest(m, ["scale", "add"], "sm_80"), [])
-
-    def test_mismatch_both_ways_and_arch(self):
-        m = {"arch": "sm_90", "kernels": [{"name": "add"}, {"name": "ghost"}, {"name": "add"}]}
-        findings = cp.check_manifest(m, ["add", "scale"], "sm_80")
-        got = sorted((f.kernel, f.message.split()[0]) for f in findings)
-        self.assertIn(("ghost", "in"), got)
-        self.assertIn(("scale", ".entry"), got)
-        self.assertIn(("add", "listed"), got)
-        self.assertTrue(any("arch" in f.message for f in findings))
-
-    def test_no_kernel_list(self):
-        self.assertEqual(rules(cp.check_manifest({}, ["add"], None)), ["manifest"])
-
-
-class PtxasReport(unittest.TestCase):
-    def test_passing_report(self):
-        props = cp.parse_ptxas_report(REPORT_OK)
-        self.assertEqual(sorted(props), ["add", "scale"])
-        self.assertEqual((props["add"].registers, props["add"].stack, props["add"].barriers), (18, 0, 0))
-        self.assertEqual((props["scale"].registers, props["scale"].barriers, props["scale"].smem), (30, 1, 1024))
-        self.assertTrue(props["add"].entry)
-        self.assertEqual(cp.check_report(props, ["add", "scale"], "sm_90"), [])
-
-    def test_spills_fail(self):
-        props = cp.parse_ptxas_report(REPORT_SPILLS)
-        p = props["add_index_f64_4d"]
-        self.assertEqual((p.registers, p.stack, p.spill_stores, p.spill_loads), (24, 8, 4, 16))
-        findings = cp.check_report(props, ["add_index_f64_4d"], "sm_80")
-        self.assertEqual(rules(findings), ["spill", "stack"])
-        self.assertTrue(all(f.arch == "sm_80" for f in findings))
-
-    def test_callee_stack_and_spills_fail(self):
-        props = cp.parse_ptxas_report(REPORT_CALLEE)
-        callee = "_RNvXsi_NtNtNtCs_4core3fmt3num3imp7Display3fmt"
-        self.assertFalse(props[callee].entry)
-        self.assertIsNone(props[callee].registers)
-        self.assertEqual(props["gather"].registers, 50)
-        findings = cp.check_report(props, ["gather"], "sm_90")
-        self.assertIn(("gather", "stack"), [(f.kernel, f.rule) for f in findings])
-        self.assertIn((callee, "spill"), [(f.kernel, f.rule) for f in findings])
-
-    def test_unknown_stack_fails(self):
-        props = cp.parse_ptxas_report(REPORT_RECURSIVE)
-        findings = cp.check_report(props, ["walk"], "sm_90")
-        self.assertTrue(any("statically" in f.message for f in findings))
-
-    def test_missing_entry_fails(self):
-        props = cp.parse_ptxas_report(REPORT_OK)
-        findings = cp.check_report(props, ["add", "scale", "lost"], "sm_90")
-        self.assertEqual([(f.kernel, f.rule) for f in findings], [("lost", "ptxas")])
-
-    def test_table(self):
-        props = cp.parse_ptxas_report(REPORT_SPILLS)
-        table = cp.format_table([("add_index_f64_4d", "sm_80", props["add_index_f64_4d"], True),
-                                 ("add", "sm_80", None, False)])
-        lines = table.splitlines()
-        self.assertEqual(lines[0].split(), ["kernel", "arch", "registers", "stack", "spill", "st/ld", "status"])
-        self.assertEqual(lines[2].split(), ["add_index_f64_4d", "sm_80", "24", "8", "4/16", "FAIL"])
-        self.assertEqual(lines[3].split(), ["add", "sm_80", "-", "-", "-", "ok"])
+MANIFEST = {"format": 1, "arch": "sm_80", "ptx": "k.ptx",
+            "kernels": [{"name": "add", "family": "add", "params": []}]}
 
 
 @unittest.skipIf(os.name != "posix", "the fake ptxas is a shell script")
-class MainEndToEnd(unittest.TestCase):
-    """main() with a fake ptxas that prints a canned report (or fails)."""
+class CheckPtx(unittest.TestCase):
+    """check_ptx.main() on snippet files (the command built once for the whole class)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.saved = os.environ.get("FERROCUDA_PTX_CHECK")
+        os.environ["FERROCUDA_PTX_CHECK"] = cp.find_checker()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.saved is None:
+            os.environ.pop("FERROCUDA_PTX_CHECK", None)
+        else:
+            os.environ["FERROCUDA_PTX_CHECK"] = cls.saved
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -420,35 +350,124 @@ class MainEndToEnd(unittest.TestCase):
         p.write_text(text)
         return str(p)
 
-    def test_pass(self):
-        ptx = self.write("k.ptx", PASSING_PTX)
-        man = self.write("k.json", json.dumps({"arch": "sm_80", "kernels": [{"name": "add"}]}))
-        ptxas = self.fake_ptxas(REPORT_OK)
-        rc, out = self.run_main(ptx, "--manifest", man, "--ptxas", ptxas, "--arch", "sm_90")
+    def static(self, ptx: str):
+        return self.run_main(self.write("k.ptx", ptx), "--static-only")
+
+    def assert_fails(self, ptx: str, *needles: str):
+        rc, out = self.static(ptx)
+        self.assertEqual(rc, 1, out)
+        for n in needles:
+            self.assertIn(n, out)
+        return out
+
+    # Text rules -------------------------------------------------------------------------
+
+    def test_passing(self):
+        rc, out = self.static(PASSING_PTX)
         self.assertEqual(rc, 0, out)
         self.assertIn("all checks passed", out)
 
-    def test_spills_fail(self):
+    def test_extern_fails_but_extern_shared_passes(self):
+        self.assert_fails(EXTERN_PTX, "FAIL helper: extern", "FAIL uses_extern: extern: calls the unresolved function `helper`")
+        ptx = PASSING_PTX + "\n.extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];\n"
+        self.assertEqual(self.static(ptx)[0], 0)
+        self.assert_fails(PASSING_PTX + "\n.extern .global .align 4 .b8 table[];\n", "extern")
+
+    def test_libm_extern_points_to_the_math_module(self):
+        self.assert_fails(EXTERN_PTX.replace("helper", "cbrtf"), "ferrocuda_device::math", "__nv_cbrtf")
+
+    def test_panic_machinery_fails(self):
+        out = self.assert_fails(PANIC_PTX, f"FAIL gather: panic: calls panic-machinery function {PANIC_FN}")
+        self.assertEqual(out.count(f"FAIL {PANIC_FN}: panic"), 2)  # declared and defined
+        legacy = HEADER + ".visible .entry k()\n{\n" + MULTILINE_CALL_BODY + "\tret;\n}\n"
+        self.assert_fails(legacy, "FAIL k: panic")
+        self.assertEqual(self.static(PASSING_PTX + "// call.uni _ZN4core9panicking5panic, (param0);\n")[0], 0)
+
+    def test_panic_text_fails(self):
+        out = self.assert_fails(PANIC_TEXT_PTX, "panic-text", "src/lib.rs", "index out of bounds")
+        self.assertEqual(out.count("FAIL <module>: panic-text"), 2)
+
+    def test_local_memory_fails(self):
+        self.assert_fails(LOCAL_PTX, "FAIL depot: local", "__local_depot1")
+
+    # Barriers ---------------------------------------------------------------------------
+
+    def test_duplicated_barrier_in_divergent_arms_fails(self):
+        out = self.assert_fails(DUPLICATED_BARRIER_PTX, "FAIL staged: barrier", "%p1 derives from %tid.x",
+                                "rust-lang/rust#137086")
+        self.assertEqual(out.count("FAIL staged: barrier"), 2)
+
+    def test_single_barrier_after_the_join_passes(self):
+        rc, out = self.static(SINGLE_BARRIER_PTX)
+        self.assertEqual(rc, 0, out)
+
+    def test_uniform_branches_pass(self):
+        for ptx in UNIFORM_BARRIER_PTXS:
+            rc, out = self.static(ptx)
+            self.assertEqual(rc, 0, ptx + out)
+
+    def test_branch_on_loaded_value_fails(self):
+        self.assert_fails(LOADED_BARRIER_PTX, "FAIL staged: barrier", "a loaded value")
+
+    # Manifest ---------------------------------------------------------------------------
+
+    def test_manifest(self):
+        ptx = self.write("k.ptx", PASSING_PTX)
+        good = self.write("k.json", json.dumps(MANIFEST))
+        self.assertEqual(self.run_main(ptx, "--manifest", good, "--static-only")[0], 0)
+        bad = dict(MANIFEST, arch="sm_90", kernels=[{"name": "ghost", "family": "g", "params": []}])
+        rc, out = self.run_main(ptx, "--manifest", self.write("bad.json", json.dumps(bad)), "--static-only")
+        self.assertEqual(rc, 1)
+        for n in ["FAIL ghost: manifest: in the manifest but not an .entry",
+                  "FAIL add: manifest: .entry of the PTX but not in the manifest", 'manifest arch "sm_90"']:
+            self.assertIn(n, out)
+        rc, out = self.run_main(ptx, "--manifest", self.write("junk.json", "{}"), "--static-only")
+        self.assertEqual(rc, 2, out)
+
+    # ptxas ------------------------------------------------------------------------------
+
+    def test_ptxas_report_passes(self):
+        ptx = self.write("k.ptx", PASSING_PTX + ENTRY_ADD.replace("add", "scale"))
+        rc, out = self.run_main(ptx, "--ptxas", self.fake_ptxas(REPORT_OK), "--arch", "sm_90")
+        self.assertEqual(rc, 0, out)
+        row = [ln.split() for ln in out.splitlines() if ln.startswith("scale ")]
+        self.assertEqual(row, [["scale", "sm_90", "30", "0", "0/0", "1024", "ok"]])
+
+    def test_spills_and_stacks_fail(self):
         ptx = self.write("k.ptx", PASSING_PTX.replace("add", "add_index_f64_4d"))
         rc, out = self.run_main(ptx, "--ptxas", self.fake_ptxas(REPORT_SPILLS), "--arch", "sm_80")
-        self.assertEqual(rc, 1)
-        self.assertIn("spill", out)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL add_index_f64_4d [sm_80]: spill", out)
+        self.assertIn("FAIL add_index_f64_4d [sm_80]: stack: entry has a 8-byte stack frame", out)
+        rc, out = self.run_main(self.write("g.ptx", PASSING_PTX.replace("add", "gather")),
+                                "--ptxas", self.fake_ptxas(REPORT_CALLEE), "--arch", "sm_90")
+        self.assertIn("_RNvXsi_NtNtNtCs_4core3fmt3num3imp7Display3fmt [sm_90]: spill", out)
+        rc, out = self.run_main(self.write("w.ptx", PASSING_PTX.replace("add", "walk")),
+                                "--ptxas", self.fake_ptxas(REPORT_RECURSIVE), "--arch", "sm_90")
+        self.assertIn("statically", out)
 
-    def test_ptxas_failure(self):
+    def test_ptxas_failure_and_missing_entries(self):
         ptx = self.write("k.ptx", PASSING_PTX)
-        ptxas = self.fake_ptxas("ptxas fatal   : Unresolved extern function 'helper'\n", rc=255)
-        rc, out = self.run_main(ptx, "--ptxas", ptxas)
+        rc, out = self.run_main(ptx, "--ptxas", self.fake_ptxas("ptxas fatal   : Unresolved extern function 'helper'\n", rc=255))
         self.assertEqual(rc, 1)
         self.assertIn("Unresolved extern function", out)
+        rc, out = self.run_main(ptx, "--ptxas", self.fake_ptxas(REPORT_OK.replace("'add'", "'other'")), "--arch", "sm_90")
+        self.assertEqual(rc, 1)
+        self.assertIn("FAIL add [sm_90]: ptxas: no ptxas report for this entry", out)
 
-    def test_static_only_and_usage_errors(self):
+    def test_usage_errors(self):
         ok = self.write("ok.ptx", PASSING_PTX)
-        bad = self.write("bad.ptx", LOCAL_PTX)
-        self.assertEqual(self.run_main(ok, "--static-only")[0], 0)
-        self.assertEqual(self.run_main(bad, "--static-only")[0], 1)
         self.assertEqual(self.run_main(str(self.dir / "missing.ptx"), "--static-only")[0], 2)
         # An explicit --ptxas that is not there is an error, never silently replaced.
         self.assertEqual(self.run_main(ok, "--ptxas", str(self.dir / "no-ptxas"))[0], 2)
+        self.assertEqual(self.run_main(ok, "--bogus")[0], 2)
+
+    @unittest.skipUnless(cp.REPO_PTXAS.is_file(), "no ptxas in .tools (scripts/ensure_ptxas.sh)")
+    def test_real_ptxas(self):
+        for ptx, rc in [(SINGLE_BARRIER_PTX, 0), (DUPLICATED_BARRIER_PTX, 1)]:
+            code, out = self.run_main(self.write("r.ptx", ptx), "--ptxas", str(cp.REPO_PTXAS))
+            self.assertEqual(code, rc, out)
+            self.assertIn("staged", out)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
 //! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset),
 //! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters,
 //! * [`Element`], [`DType`], [`KernelParam`], [`ParamDesc`] — how parameters are described,
-//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form.
+//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
+//! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
+//!   builder for block-shared memory.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
@@ -27,6 +29,66 @@ pub use indexer::Indexer;
 pub use params::{
     DType, Element, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut,
 };
+
+/// Expands to the link section that makes a `static` block-shared memory: `".ferrocuda.shared"`.
+///
+/// `#[link_section]` takes a literal or a macro call, not a constant, so device code writes
+/// `#[link_section = ferrocuda_abi::shared_section!()]`; [`SHARED_SECTION`] is the same name as
+/// a constant.
+#[macro_export]
+macro_rules! shared_section {
+    () => {
+        ".ferrocuda.shared"
+    };
+}
+
+/// The link section of block-shared statics: `ferrocuda-builder` turns every `static` placed in
+/// this section into a PTX `.shared` variable (one copy per thread block).
+///
+/// Rust has no address-space attribute, and rustc's NVPTX backend puts every `static` in
+/// `.global` memory — one array for the whole grid — whatever its section, `.shared` included.
+/// The builder therefore rewrites the compiled module before code generation. The contract:
+///
+/// * the static is placed with `#[link_section = ferrocuda_abi::shared_section!()]`;
+/// * its value is uninitialised — `MaybeUninit::uninit()` (shared memory starts with
+///   indeterminate contents in every block; any other initialiser is a build error naming the
+///   static);
+/// * it is mutable — a `static mut` or a type with interior mutability (an immutable static
+///   is a build error: the compiler may assume its contents never change);
+/// * it is not referenced from another static's initialiser (a shared address exists only while
+///   a block runs);
+/// * a static in a lookalike section (`.shared`, `.nv.shared`, …) is a build error: the backend
+///   ignores those names, and the array would silently be grid-wide.
+///
+/// Accesses compile to `ld.shared`/`st.shared`.
+pub const SHARED_SECTION: &str = shared_section!();
+
+/// Expands to the symbol name of dynamic shared memory: `"__ferrocuda_dynamic_shared"`.
+///
+/// For `#[link_name = ferrocuda_abi::dynamic_shared_symbol!()]`; [`DYNAMIC_SHARED_SYMBOL`] is the
+/// same name as a constant.
+#[macro_export]
+macro_rules! dynamic_shared_symbol {
+    () => {
+        "__ferrocuda_dynamic_shared"
+    };
+}
+
+/// The symbol of a kernel's dynamic shared memory (the bytes given at launch time).
+///
+/// Device code *declares* it, never defines it:
+///
+/// ```ignore
+/// unsafe extern "C" {
+///     #[link_name = ferrocuda_abi::dynamic_shared_symbol!()]
+///     static mut DYNAMIC_SHARED: [u8; 0];
+/// }
+/// ```
+///
+/// and `ferrocuda-builder` turns the declaration into
+/// `.extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];` (16-byte aligned). Defining a
+/// static of this name is a build error.
+pub const DYNAMIC_SHARED_SYMBOL: &str = dynamic_shared_symbol!();
 
 /// Aborts the current kernel (or panics on the host) after a failed bounds check.
 ///

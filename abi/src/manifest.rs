@@ -146,7 +146,36 @@ mod host {
     use std::vec::Vec;
 
     /// Version of the JSON manifest format written by the builder.
+    ///
+    /// Fields added since without a version change (a reader accepts a manifest without them,
+    /// and an older reader ignores them): `fp_contract` (absent: [`FpContract::Off`]).
     pub const FORMAT: u32 = 1;
+
+    /// Whether the code generator may contract a floating-point multiply and add into one
+    /// fused multiply-add (`fma.rn`, rounded once).
+    ///
+    /// Rust's semantics round every operation on its own, so [`FpContract::Off`] is the default;
+    /// nvcc contracts by default (its `--fmad=true`), which is what [`FpContract::Fast`] gives.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum FpContract {
+        /// Every `a * b + c` is a multiply and an add, each rounded (Rust's semantics).
+        #[default]
+        Off,
+        /// `a * b + c` may become `fma.rn` (faster, one rounding; results may differ in the
+        /// last bits from the host's).
+        Fast,
+    }
+
+    impl FpContract {
+        /// The name in the manifest and in `llc -fp-contract=…`: `"off"` or `"fast"`.
+        pub fn name(self) -> &'static str {
+            match self {
+                FpContract::Off => "off",
+                FpContract::Fast => "fast",
+            }
+        }
+    }
 
     /// The manifest of one compiled PTX module.
     #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,6 +186,9 @@ mod host {
         pub arch: String,
         /// File name of the PTX next to the manifest.
         pub ptx: String,
+        /// The floating-point contraction the PTX was generated with.
+        #[serde(default)]
+        pub fp_contract: FpContract,
         /// Every kernel, sorted by name.
         pub kernels: Vec<KernelSig>,
     }
@@ -333,6 +365,30 @@ mod host {
         use super::super::{encode, encoded_len};
         use super::*;
         use crate::params::{KernelParam, Slice, SliceMut, View};
+
+        #[test]
+        fn fp_contract_is_recorded_and_defaults_to_off() {
+            let m = Manifest {
+                format: FORMAT,
+                arch: "sm_80".into(),
+                ptx: "k.ptx".into(),
+                fp_contract: FpContract::Fast,
+                kernels: Vec::new(),
+            };
+            let json = m.to_json();
+            assert!(json.contains("\"fp_contract\": \"fast\""), "{json}");
+            assert_eq!(Manifest::from_json(&json).unwrap(), m);
+            // A manifest written before the field existed reads as `off`.
+            let old = r#"{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}"#;
+            assert_eq!(
+                Manifest::from_json(old).unwrap().fp_contract,
+                FpContract::Off
+            );
+            let bad = r#"{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "fp_contract": "on", "kernels": []}"#;
+            assert!(Manifest::from_json(bad).is_err());
+            assert_eq!(FpContract::Fast.name(), "fast");
+            assert_eq!(FpContract::default().name(), "off");
+        }
 
         #[test]
         fn record_round_trips() {

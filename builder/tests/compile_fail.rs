@@ -19,7 +19,8 @@
 //!
 //! The cases run one after another (a mutex serializes the tests of this file) and share the
 //! child build's target directory with `new_kernel.rs`, so `core` is compiled once; each case
-//! then costs well under two seconds. Needs the pinned toolchain's `rust-src`.
+//! then costs well under two seconds. Needs the pinned toolchain's `rust-src`
+//! and `llvm-tools`.
 
 use ferrocuda_builder::{BuildError, BuildOutput, PtxBuilder};
 use std::fs;
@@ -27,7 +28,7 @@ use std::path::Path;
 use std::time::Instant;
 
 mod common;
-use common::{param, repo_root, shared_target_dir, TempDir, BUILD_LOCK};
+use common::{param, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
 
 const CRATE_NAME: &str = "fc-case";
 
@@ -40,35 +41,7 @@ use ferrocuda_device::{kernel, Slice, SliceMut, View, ViewMut};
 
 /// Writes a kernel crate with `body` (after the prelude) to `dir` and builds it to PTX.
 fn build_case(dir: &Path, body: &str) -> Result<BuildOutput, BuildError> {
-    let root = repo_root();
-    fs::create_dir_all(dir.join("src")).unwrap();
-    fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{CRATE_NAME}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
-             publish = false\n\n[workspace]\n\n[dependencies]\n\
-             ferrocuda-device = {{ path = {:?} }}\n",
-            root.join("device").to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    // The bundled crate's lock file pins the macro crate's dependencies (no registry access).
-    let lock = fs::read_to_string(root.join("kernels").join("Cargo.lock")).unwrap();
-    let lock = lock.replace(
-        "name = \"ferrocuda-kernels\"",
-        &format!("name = \"{CRATE_NAME}\""),
-    );
-    fs::write(dir.join("Cargo.lock"), lock).unwrap();
-    fs::copy(
-        root.join("rust-toolchain.toml"),
-        dir.join("rust-toolchain.toml"),
-    )
-    .unwrap();
-    fs::write(
-        dir.join("src").join("lib.rs"),
-        format!("{PRELUDE}\n{body}\n"),
-    )
-    .unwrap();
+    write_kernel_crate(dir, CRATE_NAME, &format!("{PRELUDE}\n{body}\n"));
     PtxBuilder::new(dir)
         .arch("sm_80")
         .out_dir(dir.join("out"))

@@ -26,7 +26,8 @@
 //! kernel crate inherits it from the root, and the child cargo resolves the toolchain from
 //! the crate's directory.
 //!
-//! Needs the pinned toolchain's `rust-src` (`rustup component add rust-src --toolchain 1.99.0`).
+//! Needs the pinned toolchain's `rust-src` and `llvm-tools`
+//! (`rustup component add rust-src llvm-tools --toolchain 1.99.0`).
 //! Run with `--nocapture` to see the build times.
 
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
@@ -36,7 +37,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 mod common;
-use common::{param, repo_root, shared_target_dir, TempDir, BUILD_LOCK};
+use common::{param, repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK};
 
 /// Copies a directory tree, skipping any `target` directory.
 fn copy_tree(from: &Path, to: &Path) {
@@ -269,35 +270,16 @@ fn new_kernel_appears_and_rebuilds() {
 
 /// Writes a one-kernel crate named `same-name` whose kernel is `kernel`.
 fn tiny_crate(dir: &Path, kernel: &str) {
-    let root = repo_root();
-    fs::create_dir_all(dir.join("src")).unwrap();
-    fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"same-name\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-             [workspace]\n\n[dependencies]\nferrocuda-device = {{ path = {:?} }}\n",
-            root.join("device").to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let lock = fs::read_to_string(root.join("kernels").join("Cargo.lock")).unwrap();
-    let lock = lock.replace("name = \"ferrocuda-kernels\"", "name = \"same-name\"");
-    fs::write(dir.join("Cargo.lock"), lock).unwrap();
-    fs::copy(
-        root.join("rust-toolchain.toml"),
-        dir.join("rust-toolchain.toml"),
-    )
-    .unwrap();
-    fs::write(
-        dir.join("src").join("lib.rs"),
-        format!(
+    write_kernel_crate(
+        dir,
+        "same-name",
+        &format!(
             "#![no_std]\n#![cfg_attr(target_arch = \"nvptx64\", feature(abi_ptx))]\n\
              use ferrocuda_device::{{kernel, SliceMut}};\n\
              #[kernel]\npub unsafe fn {kernel}(x: SliceMut<u32>) {{\n    \
              if !x.is_empty() {{ unsafe {{ x.write_unchecked(0, 7) }} }}\n}}\n"
         ),
-    )
-    .unwrap();
+    );
 }
 
 #[test]

@@ -45,6 +45,38 @@ impl Drop for TempDir {
     }
 }
 
+/// Writes a kernel crate named `package` to `dir`: `src/lib.rs` is `lib_rs`, the
+/// dependencies are this repository's device crate (and `ferrocuda-abi`), the lock file is the
+/// bundled crate's (no registry access), the toolchain file is the repository's (the child
+/// cargo resolves the toolchain from the crate's directory).
+pub fn write_kernel_crate(dir: &Path, package: &str, lib_rs: &str) {
+    let root = repo_root();
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+             publish = false\n\n[workspace]\n\n[dependencies]\n\
+             ferrocuda-device = {{ path = {:?} }}\nferrocuda-abi = {{ path = {:?} }}\n",
+            root.join("device").to_str().unwrap(),
+            root.join("abi").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let lock = fs::read_to_string(root.join("kernels").join("Cargo.lock")).unwrap();
+    let lock = lock.replace(
+        "name = \"ferrocuda-kernels\"",
+        &format!("name = \"{package}\""),
+    );
+    fs::write(dir.join("Cargo.lock"), lock).unwrap();
+    fs::copy(
+        root.join("rust-toolchain.toml"),
+        dir.join("rust-toolchain.toml"),
+    )
+    .unwrap();
+    fs::write(dir.join("src").join("lib.rs"), lib_rs).unwrap();
+}
+
 /// A manifest parameter, for comparisons.
 pub fn param(
     name: &str,

@@ -1,0 +1,511 @@
+//! Block barriers reached under a thread-dependent branch.
+//!
+//! A CTA barrier (`bar.sync`, `barrier.sync`, `bar.arrive`, `bar.red`, `barrier.cta.*`, or a
+//! call to a function that executes one) must be reached by every thread of the block, or by
+//! none. rustc 1.95's MIR jump threading copied `sync_threads()` into both arms of
+//! `if t < n { … }` (rust-lang/rust#137086), so each thread waited at a *different* barrier
+//! instruction. This analysis finds every barrier that only some threads may reach:
+//!
+//! 1. **Divergence**: a register is *thread-dependent* when it derives from `%tid`, `%laneid`,
+//!    `%warpid`, `%lanemask_*`, `%clock*`, or from a warp-level operation (`shfl`, `vote`,
+//!    `match`, `activemask`); *data-dependent* when it derives from a loaded value (`ld` other
+//!    than of the entry's own parameters or from `.const`, atomics), a call's result, or a
+//!    `.func`'s parameters. Values derived from `%ctaid`, `%ntid`, `%nctaid` and the entry's
+//!    parameters are uniform. Propagation goes through every operand and the guard predicate;
+//!    a register assigned on the two sides of a divergent branch (a φ in the PTX) is divergent
+//!    too.
+//! 2. **Control flow**: the basic blocks of the function, with post-dominators computed toward
+//!    the `ret`/`exit` blocks (paths into a `trap` are aborts: they never reach a barrier
+//!    again, so they are left out). The *influence region* of a conditional branch is what
+//!    can be reached from it before its immediate post-dominator — where threads reconverge.
+//! 3. A barrier inside the influence region of a divergent branch (not `bra.uni`), or guarded
+//!    by a divergent predicate, is reported; two barriers of the same text on the two sides of
+//!    one branch are reported as the duplication shape.
+
+use super::parse::{registers, statements, Instr, PtxFunction, Statement};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// How a value may differ between the threads of a block (ordered: worst last).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Taint {
+    /// Equal in every thread of the block.
+    Uniform,
+    /// May differ: derived from memory, a call or a function parameter.
+    Data,
+    /// Differs by thread: derived from the thread's index (or lane, clock, warp operation).
+    Thread,
+}
+
+/// A barrier that not every thread of a block may reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DivergentBarrier {
+    /// The barrier's line and text.
+    pub line: usize,
+    /// The barrier instruction (or call).
+    pub barrier: String,
+    /// The branch (or guard) that makes it conditional: line and text.
+    pub branch_line: usize,
+    /// The branch instruction.
+    pub branch: String,
+    /// How the branch's predicate depends on the thread.
+    pub taint: Taint,
+    /// Where that dependence comes from, e.g. `%p1 derives from %tid.x`.
+    pub reason: String,
+    /// The same barrier appears on both sides of the branch (rust-lang/rust#137086's shape).
+    pub duplicated: bool,
+}
+
+/// Special registers whose value differs between the threads of a block.
+const THREAD_REGISTERS: [&str; 7] = [
+    "%tid",
+    "%laneid",
+    "%warpid",
+    "%lanemask_",
+    "%clock",
+    "%globaltimer",
+    "%pm",
+];
+/// Opcodes (first component) whose result differs between threads whatever their operands.
+const THREAD_OPS: [&str; 5] = ["shfl", "vote", "match", "activemask", "elect"];
+/// Opcodes whose result is data-dependent whatever their operands.
+const DATA_OPS: [&str; 6] = ["atom", "tex", "tld4", "suld", "ldu", "mbarrier"];
+/// Opcodes without a destination register.
+const NO_DEST: [&str; 16] = [
+    "st",
+    "red",
+    "bar",
+    "barrier",
+    "bra",
+    "brx",
+    "call",
+    "ret",
+    "exit",
+    "trap",
+    "membar",
+    "fence",
+    "prefetch",
+    "prefetchu",
+    "cp",
+    "nanosleep",
+];
+
+/// Whether `i` is a CTA-wide barrier (warp-level `bar.warp.sync` is not).
+pub fn is_barrier(i: &Instr) -> bool {
+    matches!(i.base(), "bar" | "barrier") && !i.opcode.starts_with("bar.warp")
+}
+
+/// The call target of a `call` instruction (`None` for indirect calls).
+pub fn call_target(i: &Instr) -> Option<&str> {
+    if i.base() != "call" {
+        return None;
+    }
+    i.operands
+        .iter()
+        .find(|o| !o.starts_with('('))
+        .filter(|o| !o.starts_with('%'))
+        .map(String::as_str)
+}
+
+/// Names of the functions that execute a barrier (directly or through a call).
+pub fn functions_with_barriers(funcs: &[PtxFunction]) -> HashSet<String> {
+    let bodies: Vec<(&str, Vec<Instr>)> = funcs
+        .iter()
+        .filter_map(|f| {
+            Some((
+                f.name.as_str(),
+                instrs(&statements(f.body.as_deref()?, f.body_line)),
+            ))
+        })
+        .collect();
+    let mut with: HashSet<String> = HashSet::new();
+    loop {
+        let before = with.len();
+        for (name, body) in &bodies {
+            if body
+                .iter()
+                .any(|i| is_barrier(i) || call_target(i).is_some_and(|t| with.contains(t)))
+            {
+                with.insert(name.to_string());
+            }
+        }
+        if with.len() == before {
+            return with;
+        }
+    }
+}
+
+fn instrs(st: &[Statement]) -> Vec<Instr> {
+    st.iter()
+        .filter_map(|s| match s {
+            Statement::Instr(i) if !i.opcode.starts_with('.') => Some(i.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A basic block.
+struct Block {
+    instrs: Vec<Instr>,
+    succs: Vec<usize>,
+    /// Ends the function normally (`ret`/`exit`, or falls off the end).
+    exits: bool,
+}
+
+/// The basic blocks of a body.
+fn blocks(st: &[Statement]) -> Vec<Block> {
+    let mut raw: Vec<(Vec<Instr>, Option<String>)> = vec![(Vec::new(), None)];
+    for s in st {
+        match s {
+            Statement::Label(l) => raw.push((Vec::new(), Some(l.clone()))),
+            Statement::Instr(i) if i.opcode.starts_with('.') => {}
+            Statement::Instr(i) => {
+                let ends = matches!(i.base(), "bra" | "brx" | "ret" | "exit");
+                if let Some(b) = raw.last_mut() {
+                    b.0.push(i.clone());
+                }
+                if ends {
+                    raw.push((Vec::new(), None));
+                }
+            }
+        }
+    }
+    let labels: HashMap<&str, usize> = raw
+        .iter()
+        .enumerate()
+        .filter_map(|(n, (_, l))| Some((l.as_deref()?, n)))
+        .collect();
+    let n = raw.len();
+    raw.iter()
+        .enumerate()
+        .map(|(k, (instrs, _))| {
+            let next = (k + 1 < n).then_some(k + 1);
+            let aborts = instrs
+                .iter()
+                .any(|i| i.opcode == "trap" && i.guard.is_none());
+            let (mut succs, mut exits) = (Vec::new(), false);
+            match instrs.last() {
+                _ if aborts => {}
+                Some(i) if i.base() == "bra" => {
+                    succs.extend(i.operands.first().and_then(|t| labels.get(t.as_str())));
+                    if i.guard.is_some() {
+                        succs.extend(next);
+                    }
+                }
+                Some(i) if i.base() == "brx" => succs.extend(labels.values()),
+                Some(i) if matches!(i.base(), "ret" | "exit") => {
+                    exits = true;
+                    if i.guard.is_some() {
+                        succs.extend(next);
+                    }
+                }
+                _ => match next {
+                    Some(nx) => succs.push(nx),
+                    None => exits = true,
+                },
+            }
+            succs.sort_unstable();
+            succs.dedup();
+            Block {
+                instrs: instrs.clone(),
+                succs,
+                exits,
+            }
+        })
+        .collect()
+}
+
+/// Immediate post-dominator of every block: `Some(j)` a block, `None` the function's exit
+/// (or, for a block that can only abort, nothing).
+fn ipdoms(blocks: &[Block]) -> Vec<Option<usize>> {
+    let n = blocks.len();
+    let exit = n; // the virtual exit node
+    let succs = |k: usize| -> Vec<usize> {
+        let mut s = blocks[k].succs.clone();
+        if blocks[k].exits {
+            s.push(exit);
+        }
+        s
+    };
+    // Blocks that can reach the exit (the others can only abort).
+    let mut live = vec![false; n + 1];
+    live[exit] = true;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in 0..n {
+            if !live[k] && succs(k).iter().any(|&s| live[s]) {
+                live[k] = true;
+                changed = true;
+            }
+        }
+    }
+    // pd[k][j]: j post-dominates k.
+    let mut pd: Vec<Vec<bool>> = (0..=n)
+        .map(|k| {
+            (0..=n)
+                .map(|j| if live[k] && k != exit { true } else { j == k })
+                .collect()
+        })
+        .collect();
+    changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).filter(|&k| live[k]) {
+            let mut set = vec![true; n + 1];
+            for s in succs(k).into_iter().filter(|&s| live[s]) {
+                set.iter_mut().zip(&pd[s]).for_each(|(a, &b)| *a &= b);
+            }
+            set[k] = true;
+            if set != pd[k] {
+                pd[k] = set;
+                changed = true;
+            }
+        }
+    }
+    (0..n)
+        .map(|k| {
+            let strict: Vec<usize> = (0..=n).filter(|&j| j != k && pd[k][j]).collect();
+            // The immediate one is post-dominated by every other strict post-dominator.
+            let i = strict
+                .iter()
+                .copied()
+                .find(|&c| strict.iter().all(|&o| pd[c][o]))?;
+            (i != exit).then_some(i)
+        })
+        .collect()
+}
+
+/// Blocks reachable from `from`'s successors without passing through `stop`.
+fn region(blocks: &[Block], from: usize, stop: Option<usize>) -> Vec<bool> {
+    let mut seen = vec![false; blocks.len()];
+    for &s in &blocks[from].succs {
+        let side = reach_from(blocks, s, stop);
+        seen.iter_mut().zip(&side).for_each(|(a, &b)| *a |= b);
+    }
+    seen
+}
+
+/// Register taints with the reason of each.
+type Taints = HashMap<String, (Taint, String)>;
+
+/// What makes `reg` (a source operand) vary between threads, if anything.
+fn source_taint(reg: &str, taints: &Taints) -> Option<(Taint, String)> {
+    if THREAD_REGISTERS.iter().any(|p| reg.starts_with(p)) {
+        return Some((Taint::Thread, reg.to_string()));
+    }
+    let (t, why) = taints.get(reg)?;
+    Some((*t, why.clone()))
+}
+
+/// The taint an instruction gives its destinations by itself (loads, atomics, warp ops).
+fn inherent_taint(i: &Instr, uniform_params: &HashSet<&str>) -> Option<(Taint, String)> {
+    let base = i.base();
+    if THREAD_OPS.contains(&base) {
+        return Some((Taint::Thread, format!("`{}` (line {})", i.opcode, i.line)));
+    }
+    let load = base == "ld" || DATA_OPS.contains(&base);
+    if !load {
+        return None;
+    }
+    let space = i.opcode.split('.').nth(1).unwrap_or("");
+    let addr = i
+        .operands
+        .get(1)
+        .map(|a| a.trim_matches(['[', ']']))
+        .unwrap_or("");
+    let own_param =
+        space == "param" && uniform_params.contains(addr.split('+').next().unwrap_or(""));
+    if base == "ld" && (own_param || space == "const") {
+        return None;
+    }
+    let what = if base == "ld" {
+        "a loaded value"
+    } else {
+        "a memory operation's result"
+    };
+    Some((Taint::Data, format!("{what} (line {})", i.line)))
+}
+
+/// Propagates taints through `instrs` until nothing changes.
+fn propagate(instrs: &[&Instr], taints: &mut Taints, uniform_params: &HashSet<&str>) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in instrs {
+            if NO_DEST.contains(&i.base()) || i.operands.is_empty() {
+                continue;
+            }
+            let mut worst = inherent_taint(i, uniform_params);
+            let sources = i.operands[1..].iter().flat_map(|o| registers(o));
+            for r in sources.chain(i.guard.as_deref()) {
+                if let Some(t) = source_taint(r, taints) {
+                    if worst.as_ref().is_none_or(|w| t.0 > w.0) {
+                        worst = Some(t);
+                    }
+                }
+            }
+            let Some((t, why)) = worst else { continue };
+            for d in registers(&i.operands[0]) {
+                if taints.get(d).is_none_or(|(old, _)| t > *old) {
+                    taints.insert(d.to_string(), (t, why.clone()));
+                    changed = true;
+                }
+            }
+        }
+    }
+}
+
+/// The divergent conditional branch (or guarded `ret`/`exit`) ending `b`: its taint, the
+/// reason, and the instruction.
+fn divergent_branch<'b>(b: &'b Block, taints: &Taints) -> Option<(Taint, String, &'b Instr)> {
+    let last = b.instrs.last()?;
+    let conditional =
+        matches!(last.base(), "bra" | "ret" | "exit") && !last.opcode.ends_with(".uni");
+    let guard = last.guard.as_deref().filter(|_| conditional)?;
+    let (t, why) = source_taint(guard, taints)?;
+    Some((t, format!("{guard} derives from {why}"), last))
+}
+
+/// Registers assigned more than once in the function (the PTX form of a φ).
+fn multiply_defined<'a>(instrs: &[&'a Instr]) -> HashSet<&'a str> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for i in instrs.iter().filter(|i| !NO_DEST.contains(&i.base())) {
+        for d in i.operands.first().map(|o| registers(o)).unwrap_or_default() {
+            *count.entry(d).or_default() += 1;
+        }
+    }
+    count
+        .into_iter()
+        .filter(|&(_, c)| c > 1)
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// Taints of every register of the function, φs of divergent branches included.
+fn taints(f: &PtxFunction, blocks: &[Block], ipdom: &[Option<usize>]) -> Taints {
+    // An entry's parameters are the same in every thread; a `.func`'s are not known.
+    let names = f.param_names();
+    let uniform_params: HashSet<&str> = names.iter().copied().filter(|_| f.is_entry()).collect();
+    let all: Vec<&Instr> = blocks.iter().flat_map(|b| &b.instrs).collect();
+    let phis = multiply_defined(&all);
+    let mut taints = Taints::new();
+    loop {
+        propagate(&all, &mut taints, &uniform_params);
+        let mut changed = false;
+        for (k, b) in blocks.iter().enumerate() {
+            let Some((t, _, br)) = divergent_branch(b, &taints) else {
+                continue;
+            };
+            let inside = region(blocks, k, ipdom[k]);
+            let defs = (0..blocks.len())
+                .filter(|&r| inside[r])
+                .flat_map(|r| &blocks[r].instrs)
+                .filter(|i| !NO_DEST.contains(&i.base()))
+                .filter_map(|i| i.operands.first())
+                .flat_map(|o| registers(o));
+            for d in defs.filter(|d| phis.contains(d)).collect::<Vec<_>>() {
+                if taints.get(d).is_none_or(|(old, _)| t > *old) {
+                    let why = format!(
+                        "a value set differently after the branch at line {}",
+                        br.line
+                    );
+                    taints.insert(d.to_string(), (t, why));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return taints;
+        }
+    }
+}
+
+/// The barriers of `f` that not every thread of a block may reach; `barrier_funcs` are the
+/// functions that execute a barrier (see [`functions_with_barriers`]).
+pub fn divergent_barriers(
+    f: &PtxFunction,
+    barrier_funcs: &HashSet<String>,
+) -> Vec<DivergentBarrier> {
+    let Some(body) = f.body.as_deref() else {
+        return Vec::new();
+    };
+    let blocks = blocks(&statements(body, f.body_line));
+    let ipdom = ipdoms(&blocks);
+    let taints = taints(f, &blocks, &ipdom);
+    let is_sync =
+        |i: &Instr| is_barrier(i) || call_target(i).is_some_and(|t| barrier_funcs.contains(t));
+    let mut found: BTreeMap<usize, DivergentBarrier> = BTreeMap::new();
+    let mut report = |b: &Instr, br: &Instr, t: Taint, reason: &str, duplicated: bool| {
+        let keep = found
+            .get(&b.line)
+            .is_none_or(|old| t > old.taint || (duplicated && !old.duplicated));
+        if keep {
+            found.insert(
+                b.line,
+                DivergentBarrier {
+                    line: b.line,
+                    barrier: b.text.clone(),
+                    branch_line: br.line,
+                    branch: br.text.clone(),
+                    taint: t,
+                    reason: reason.to_string(),
+                    duplicated,
+                },
+            );
+        }
+    };
+    for (k, b) in blocks.iter().enumerate() {
+        for i in b.instrs.iter().filter(|i| is_sync(i)) {
+            if let Some((t, why)) = i.guard.as_deref().and_then(|g| source_taint(g, &taints)) {
+                report(
+                    i,
+                    i,
+                    t,
+                    &format!("{} derives from {why}", i.guard.as_deref().unwrap_or("")),
+                    false,
+                );
+            }
+        }
+        let Some((t, reason, br)) = divergent_branch(b, &taints) else {
+            continue;
+        };
+        // The barriers reachable from each side of the branch before the threads reconverge.
+        let sides: Vec<Vec<&Instr>> = b
+            .succs
+            .iter()
+            .map(|&s| {
+                let seen = reach_from(&blocks, s, ipdom[k]);
+                (0..blocks.len())
+                    .filter(|&r| seen[r])
+                    .flat_map(|r| blocks[r].instrs.iter().filter(|i| is_sync(i)))
+                    .collect()
+            })
+            .collect();
+        for (n, side) in sides.iter().enumerate() {
+            for bar in side {
+                let twin = sides.iter().enumerate().any(|(m, other)| {
+                    m != n
+                        && other
+                            .iter()
+                            .any(|o| o.text == bar.text && o.line != bar.line)
+                });
+                report(bar, br, t, &reason, twin);
+            }
+        }
+    }
+    found.into_values().collect()
+}
+
+/// Blocks reachable from `from` (itself included) without passing through `stop`.
+fn reach_from(blocks: &[Block], from: usize, stop: Option<usize>) -> Vec<bool> {
+    let mut seen = vec![false; blocks.len()];
+    let mut work = vec![from];
+    while let Some(b) = work.pop() {
+        if Some(b) == stop || seen[b] {
+            continue;
+        }
+        seen[b] = true;
+        work.extend(&blocks[b].succs);
+    }
+    seen
+}

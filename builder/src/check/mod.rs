@@ -1,0 +1,562 @@
+//! The PTX rules: what must never reach a GPU, and what costs performance.
+//!
+//! One rule set, run by [`PtxBuilder`](crate::PtxBuilder) on every crate it builds and by the
+//! `ferrocuda-ptx-check` command (which `scripts/check_ptx.py` drives for the repository's
+//! test suite):
+//!
+//! | rule | what | builder | `ferrocuda-ptx-check` |
+//! | --- | --- | --- | --- |
+//! | [`Rule::Extern`] | an unresolved `.extern` (only `.extern .shared`, dynamic shared memory, is allowed) | error | error |
+//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: functions, calls, message strings, source paths | error | error |
+//! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
+//! | [`Rule::Local`], [`Rule::Stack`], [`Rule::Spill`] | local memory, stack frames, register spills (ptxas) | warning | error |
+//! | [`Rule::Ptxas`] | ptxas rejects the module or does not report an entry | error | error |
+//! | [`Rule::Manifest`], [`Rule::Entry`] | manifest and `.entry` list disagree; no entry | (checked while building) | error |
+
+pub mod barrier;
+pub mod parse;
+pub mod ptxas;
+
+use barrier::{divergent_barriers, functions_with_barriers, Taint};
+use ferrocuda_abi::manifest::Manifest;
+use parse::{parse_functions, strip_comments, PtxFunction};
+use std::fmt;
+
+/// Which rule a finding breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// An unresolved `.extern` declaration or a call to one.
+    Extern,
+    /// A panic-machinery function (defined, declared or called).
+    Panic,
+    /// A byte array holding a panic message or a source path.
+    PanicText,
+    /// A function using `.local` memory.
+    Local,
+    /// A barrier that not every thread of a block may reach.
+    Barrier,
+    /// A non-zero (or unknown) stack frame, from ptxas.
+    Stack,
+    /// Register spills, from ptxas.
+    Spill,
+    /// ptxas failed, or did not report an entry.
+    Ptxas,
+    /// The manifest and the PTX disagree.
+    Manifest,
+    /// The module defines no `.entry`.
+    Entry,
+}
+
+impl Rule {
+    /// The rule's short name (`extern`, `panic-text`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Extern => "extern",
+            Rule::Panic => "panic",
+            Rule::PanicText => "panic-text",
+            Rule::Local => "local",
+            Rule::Barrier => "barrier",
+            Rule::Stack => "stack",
+            Rule::Spill => "spill",
+            Rule::Ptxas => "ptxas",
+            Rule::Manifest => "manifest",
+            Rule::Entry => "entry",
+        }
+    }
+}
+
+/// Whether a finding fails a [`PtxBuilder`](crate::PtxBuilder) build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Reported (`cargo:warning=`), the build goes on.
+    Warning,
+    /// The build fails.
+    Error,
+}
+
+/// One broken rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The function (entry or `.func`) concerned; `None` for the module.
+    pub function: Option<String>,
+    /// The rule.
+    pub rule: Rule,
+    /// For a build.
+    pub severity: Severity,
+    /// What is wrong and, where known, what to do.
+    pub message: String,
+    /// The architecture of a ptxas finding.
+    pub arch: Option<String>,
+}
+
+impl Finding {
+    fn new(function: Option<&str>, rule: Rule, severity: Severity, message: String) -> Finding {
+        Finding {
+            function: function.map(str::to_string),
+            rule,
+            severity,
+            message,
+            arch: None,
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let who = self.function.as_deref().unwrap_or("<module>");
+        match &self.arch {
+            Some(a) => write!(f, "{who} [{a}]: {}: {}", self.rule.name(), self.message),
+            None => write!(f, "{who}: {}: {}", self.rule.name(), self.message),
+        }
+    }
+}
+
+/// The functions of a module and the findings of the text rules.
+#[derive(Clone, Debug)]
+pub struct TextCheck {
+    /// Every `.entry`/`.func`, defined or declared.
+    pub functions: Vec<PtxFunction>,
+    /// The `.target` (e.g. `sm_80`).
+    pub target: Option<String>,
+    /// Every finding, in module order.
+    pub findings: Vec<Finding>,
+}
+
+impl TextCheck {
+    /// The names of the defined entries.
+    pub fn entries(&self) -> Vec<&str> {
+        self.functions
+            .iter()
+            .filter(|f| f.is_entry() && f.body.is_some())
+            .map(|f| f.name.as_str())
+            .collect()
+    }
+}
+
+/// Runs the text rules (externs, panic machinery, local memory, divergent barriers).
+pub fn check_text(ptx: &str) -> TextCheck {
+    let src = strip_comments(ptx);
+    let functions = parse_functions(&src);
+    let mut findings = extern_findings(&src, &functions);
+    let barrier_funcs = functions_with_barriers(&functions);
+    for f in &functions {
+        findings.extend(panic_findings(f));
+        if let Some(used) = local_memory(f) {
+            findings.push(Finding::new(
+                Some(&f.name),
+                Rule::Local,
+                Severity::Warning,
+                format!("uses .local memory: {used}"),
+            ));
+        }
+        findings.extend(divergent_barriers(f, &barrier_funcs).into_iter().map(|d| {
+            let severity = if d.taint == Taint::Thread {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
+            Finding::new(Some(&f.name), Rule::Barrier, severity, barrier_message(&d))
+        }));
+    }
+    for (name, data) in byte_arrays(&src) {
+        if let Some((what, snippet)) = panic_text(&data) {
+            findings.push(Finding::new(
+                None,
+                Rule::PanicText,
+                Severity::Error,
+                format!("byte array {name} holds a {what}: {snippet:?}"),
+            ));
+        }
+    }
+    TextCheck {
+        target: ptx_target(&src),
+        functions,
+        findings,
+    }
+}
+
+fn barrier_message(d: &barrier::DivergentBarrier) -> String {
+    let mut m = format!(
+        "`{}` (line {}) is reached only by the threads that take one side of the \
+         thread-dependent branch `{}` (line {}; {}): every thread of a block must reach the \
+         same barrier, or the block hangs or computes wrong results",
+        d.barrier, d.line, d.branch, d.branch_line, d.reason
+    );
+    if d.duplicated {
+        m.push_str(
+            ". The same barrier is on both sides of the branch: if the source has one barrier \
+             after the `if`, the compiler duplicated it (rust-lang/rust#137086; fixed in \
+             rustc 1.97, avoided on older ones with -Zmir-enable-passes=-JumpThreading)",
+        );
+    }
+    if d.taint == Taint::Data {
+        m.push_str(". (The branch depends on loaded data: fine only if every thread of the block sees the same value.)");
+    }
+    m
+}
+
+/// Functions of the C math library that kernels may call by mistake (`f` suffixes too).
+const LIBM: [&str; 52] = [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "ceil",
+    "copysign",
+    "cos",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp",
+    "exp10",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fdim",
+    "floor",
+    "fma",
+    "fmax",
+    "fmin",
+    "fmod",
+    "frexp",
+    "hypot",
+    "ilogb",
+    "ldexp",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logb",
+    "modf",
+    "nearbyint",
+    "nextafter",
+    "pow",
+    "remainder",
+    "rint",
+    "round",
+    "scalbn",
+    "sin",
+    "sincos",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "tgamma",
+    "trunc",
+    "remquo",
+];
+
+/// What to say about an unresolved function `name`.
+pub fn unresolved_function_hint(name: &str) -> String {
+    let base = name
+        .strip_suffix('f')
+        .filter(|b| LIBM.contains(b))
+        .unwrap_or(name);
+    if LIBM.contains(&base) {
+        format!(
+            "`{name}` is a C math library function, which the GPU does not have: use \
+             `ferrocuda_device::math` (NVIDIA's libdevice, `__nv_{name}`)"
+        )
+    } else if name.starts_with(crate::shared::LIBDEVICE_PREFIX) {
+        format!("`{name}` is not a libdevice function (libdevice.10.bc does not define it)")
+    } else {
+        format!(
+            "`{name}` is declared but defined nowhere: every function a kernel calls must be \
+             defined in the kernel crate or its dependencies"
+        )
+    }
+}
+
+fn extern_findings(src: &str, functions: &[PtxFunction]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for f in functions.iter().filter(|f| f.is_extern()) {
+        out.push(Finding::new(
+            Some(&f.name),
+            Rule::Extern,
+            Severity::Error,
+            format!(
+                "unresolved `.extern .func` (line {}; the module would not load): {}",
+                f.line,
+                unresolved_function_hint(&f.name)
+            ),
+        ));
+    }
+    for (n, line) in src.lines().enumerate() {
+        let s = line.trim();
+        let words: Vec<&str> = s.split_whitespace().collect();
+        let Some(pos) = words.iter().position(|w| *w == ".extern") else {
+            continue;
+        };
+        let leading = words[..pos]
+            .iter()
+            .all(|w| matches!(*w, ".visible" | ".weak"));
+        let next = words.get(pos + 1).copied().unwrap_or("");
+        if !leading || next == ".func" || next == ".shared" {
+            continue;
+        }
+        out.push(Finding::new(
+            None,
+            Rule::Extern,
+            Severity::Error,
+            format!(
+                "unresolved `.extern` declaration at line {}: {}",
+                n + 1,
+                truncate(s, 120)
+            ),
+        ));
+    }
+    let externs: Vec<&str> = functions
+        .iter()
+        .filter(|f| f.is_extern())
+        .map(|f| f.name.as_str())
+        .collect();
+    for f in functions {
+        for target in calls(f) {
+            if externs.contains(&target.as_str()) {
+                out.push(Finding::new(
+                    Some(&f.name),
+                    Rule::Extern,
+                    Severity::Error,
+                    format!("calls the unresolved function `{target}`"),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
+}
+
+/// Direct call targets of a function (indirect calls through a register have no name).
+pub fn calls(f: &PtxFunction) -> Vec<String> {
+    let Some(body) = f.body.as_deref() else {
+        return Vec::new();
+    };
+    parse::statements(body, f.body_line)
+        .iter()
+        .filter_map(|s| match s {
+            parse::Statement::Instr(i) => barrier::call_target(i).map(str::to_string),
+            parse::Statement::Label(_) => None,
+        })
+        .collect()
+}
+
+/// Name fragments of the panic machinery (legacy and v0 manglings carry path segments
+/// literally).
+const PANIC_NAMES: [&str; 13] = [
+    "panic",
+    "rust_begin_unwind",
+    "unwrap_failed",
+    "expect_failed",
+    "assert_failed",
+    "slice_index_fail",
+    "slice_start_index_len_fail",
+    "slice_end_index_len_fail",
+    "slice_index_order_fail",
+    "slice_error_fail",
+    "str_index_overflow_fail",
+    "len_mismatch_fail",
+    "index_overflow_fail",
+];
+
+/// Whether a function name belongs to the panic machinery.
+pub fn is_panic_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    PANIC_NAMES.iter().any(|p| lower.contains(p))
+}
+
+fn panic_findings(f: &PtxFunction) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if is_panic_name(&f.name) {
+        let what = if f.body.is_some() {
+            "defined"
+        } else {
+            "declared"
+        };
+        out.push(Finding::new(
+            Some(&f.name),
+            Rule::Panic,
+            Severity::Error,
+            format!("panic-machinery function {what} at line {}", f.line),
+        ));
+    }
+    for target in calls(f).into_iter().filter(|t| is_panic_name(t)) {
+        out.push(Finding::new(
+            Some(&f.name),
+            Rule::Panic,
+            Severity::Error,
+            format!("calls panic-machinery function {target}"),
+        ));
+    }
+    out
+}
+
+/// What in a function uses the `.local` state space, if anything.
+pub fn local_memory(f: &PtxFunction) -> Option<String> {
+    let body = f.body.as_deref()?;
+    let decls: Vec<String> = body
+        .split(';')
+        .map(str::trim)
+        .filter(|s| s.starts_with(".local"))
+        .filter_map(|s| s.split_whitespace().last())
+        .map(|n| format!(".local {}", n.split('[').next().unwrap_or(n)))
+        .collect();
+    if !decls.is_empty() {
+        return Some(decls.join(", "));
+    }
+    if body.contains("__local_depot") {
+        return Some("__local_depot".into());
+    }
+    let stack = parse::registers(body)
+        .into_iter()
+        .any(|r| r == "%SP" || r == "%SPL");
+    stack.then(|| "%SP/%SPL stack pointer".into())
+}
+
+/// The first target of the `.target` directive (e.g. `sm_80`).
+pub fn ptx_target(ptx: &str) -> Option<String> {
+    ptx.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix(".target")?;
+        Some(rest.split(',').next()?.trim().to_string()).filter(|t| !t.is_empty())
+    })
+}
+
+/// `(name, bytes)` of every initialised `.global`/`.const` byte array.
+pub fn byte_arrays(ptx: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for stmt in ptx.split(';') {
+        let s = stmt.trim();
+        let words: Vec<&str> = s.split_whitespace().collect();
+        let space = words.iter().any(|w| *w == ".global" || *w == ".const");
+        let bytes = words.iter().any(|w| matches!(*w, ".b8" | ".u8" | ".s8"));
+        let (Some(open), Some(close)) = (s.find('{'), s.rfind('}')) else {
+            continue;
+        };
+        if !space || !bytes || !s[..open].contains('=') {
+            continue;
+        }
+        let decl = s[..open].trim_end().trim_end_matches('=').trim_end();
+        let name = decl
+            .split_whitespace()
+            .last()
+            .unwrap_or("")
+            .split('[')
+            .next()
+            .unwrap_or("");
+        let data = s[open + 1..close]
+            .split(',')
+            .map(|t| {
+                let t = t.trim();
+                let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                    Some(h) => u64::from_str_radix(h, 16).ok(),
+                    None => t.parse::<u64>().ok(),
+                };
+                // Anything else (e.g. `0xFF(generic(sym))`) is an address byte, not text.
+                v.map_or(0, |v| v as u8)
+            })
+            .collect();
+        out.push((name.to_string(), data));
+    }
+    out
+}
+
+/// Text that only panic messages carry.
+const PANIC_TEXTS: [&str; 18] = [
+    "panicked",
+    "index out of bounds",
+    "attempt to add",
+    "attempt to subtract",
+    "attempt to multiply",
+    "attempt to divide",
+    "attempt to calculate",
+    "attempt to negate",
+    "attempt to shift",
+    "called `Option::",
+    "called `Result::",
+    "range start index ",
+    "range end index ",
+    "slice index starts at ",
+    "assertion failed",
+    "assertion `left == right` failed",
+    "explicit panic",
+    "capacity overflow",
+];
+
+/// `(what, snippet)` when the bytes read like a panic message or a panic location's source
+/// path (`src/lib.rs`, `…/library/core/src/num/mod.rs`).
+pub fn panic_text(data: &[u8]) -> Option<(&'static str, String)> {
+    let text: String = data.iter().map(|&b| b as char).collect();
+    let hit = PANIC_TEXTS
+        .iter()
+        .find_map(|p| text.find(p).map(|at| ("panic message", at, p.len())))
+        .or_else(|| source_path(&text).map(|at| ("source path", at, 3)))?;
+    let (what, at, len) = hit;
+    let lo = text[..at]
+        .char_indices()
+        .rev()
+        .nth(19)
+        .map_or(0, |(i, _)| i);
+    let snippet: String = text[lo..]
+        .chars()
+        .take(at - lo + len + 20)
+        .map(|c| if (' '..='~').contains(&c) { c } else { '.' })
+        .collect();
+    Some((what, snippet))
+}
+
+/// Offset of a `.rs` that ends a path (`x.rs` not followed by a word character).
+fn source_path(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    text.match_indices(".rs").map(|(i, _)| i).find(|&i| {
+        let before = i > 0
+            && (b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'-' | b'/' | b'\\'));
+        let after = b
+            .get(i + 3)
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'));
+        before && after
+    })
+}
+
+/// The manifest's kernels are the module's entries, and its arch the module's `.target`.
+pub fn check_manifest(manifest: &Manifest, entries: &[&str], target: Option<&str>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut add = |who: Option<&str>, message: String| {
+        out.push(Finding::new(who, Rule::Manifest, Severity::Error, message));
+    };
+    let names: Vec<&str> = manifest.kernels.iter().map(|k| k.name.as_str()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for n in &names {
+        if !seen.insert(n) {
+            add(Some(n), "listed more than once in the manifest".into());
+        }
+    }
+    for n in names.iter().filter(|n| !entries.contains(n)) {
+        add(
+            Some(n),
+            "in the manifest but not an .entry of the PTX".into(),
+        );
+    }
+    for e in entries.iter().filter(|e| !names.contains(e)) {
+        add(Some(e), ".entry of the PTX but not in the manifest".into());
+    }
+    if let Some(t) = target.filter(|t| *t != manifest.arch) {
+        add(
+            None,
+            format!(
+                "manifest arch \"{}\" but the PTX .target is {t}",
+                manifest.arch
+            ),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+//! The child `cargo rustc` that compiles a kernel crate (with `core`) to one LTO'd LLVM
+//! bitcode module, and what is read back from its outputs (dep-info, package name).
+
+use crate::llvm::explain_llvm_error;
+use crate::toolchain::scrub_env;
+use crate::{fail, BuildError, TARGET};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One child build: which crate, where, how.
+pub(crate) struct ChildBuild<'a> {
+    /// The kernel crate's `Cargo.toml`.
+    pub cargo_toml: &'a Path,
+    /// The crate's package name (for messages).
+    pub crate_name: &'a str,
+    /// `sm_XY`.
+    pub arch: &'a str,
+    /// The child's target directory.
+    pub target_dir: &'a Path,
+    /// Release (`true`) or dev profile.
+    pub release: bool,
+    /// Where rustc writes the bitcode.
+    pub bitcode: &'a Path,
+}
+
+/// Cargo profile settings of every kernel build: one codegen unit with fat LTO (pulls `core`
+/// in; one module comes out), `opt-level=3` (lower levels leave `memcmp` calls), no debuginfo
+/// (ptxas rejects it), abort on panic, no overflow checks or debug assertions.
+const PROFILE: [(&str, &str); 8] = [
+    ("lto", "\"fat\""),
+    ("codegen-units", "1"),
+    ("opt-level", "3"),
+    ("debug", "false"),
+    ("panic", "\"abort\""),
+    ("incremental", "false"),
+    ("overflow-checks", "false"),
+    ("debug-assertions", "false"),
+];
+
+/// The profile's name for cargo and its directory name.
+pub(crate) fn profile(release: bool) -> (&'static str, &'static str) {
+    if release {
+        ("release", "release")
+    } else {
+        ("dev", "debug")
+    }
+}
+
+impl ChildBuild<'_> {
+    /// Runs the build; on success the bitcode is at `self.bitcode`.
+    pub fn run(&self) -> Result<(), BuildError> {
+        let cargo = std::env::var_os("FERROCUDA_CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let crate_dir = self.cargo_toml.parent().unwrap_or(Path::new("."));
+        let (profile, _) = profile(self.release);
+        let mut cmd = Command::new(&cargo);
+        scrub_env(&mut cmd);
+        cmd.current_dir(crate_dir)
+            .env("RUSTC_BOOTSTRAP", "1")
+            // Through RUSTFLAGS so that `core` gets the same target CPU (rustc refuses mixed
+            // ones) and the same panic strategy.
+            .env(
+                "CARGO_ENCODED_RUSTFLAGS",
+                [
+                    format!("-Ctarget-cpu={}", self.arch),
+                    "-Zunstable-options".into(),
+                    "-Cpanic=immediate-abort".into(),
+                ]
+                .join("\x1f"),
+            )
+            .args(["rustc", "--quiet", "--lib", "--crate-type=staticlib"])
+            .arg("--manifest-path")
+            .arg(self.cargo_toml)
+            .args(["--target", TARGET, "-Zbuild-std=core"])
+            .arg("--target-dir")
+            .arg(self.target_dir)
+            .args(["--profile", profile]);
+        for (k, v) in PROFILE {
+            cmd.arg("--config")
+                .arg(format!("profile.{profile}.{k}={v}"));
+        }
+        // The LTO'd module as bitcode, with its use-list order: `llc` then generates the
+        // same code from the file as rustc would from memory.
+        cmd.arg("--")
+            .arg(format!("--emit=llvm-bc={}", self.bitcode.display()))
+            .arg("-Cllvm-args=-preserve-bc-uselistorder");
+
+        let output = cmd.output().or_else(|e| {
+            fail(format!(
+                "could not run `{}`: {e}\n\nferrocuda builds kernels with cargo from rustup; \
+                 install rustup (https://rustup.rs) or set FERROCUDA_CARGO to a cargo binary.",
+                cargo.to_string_lossy()
+            ))
+        })?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return fail(format!(
+                "building the kernel crate `{}` for {TARGET} ({}) failed:\n{}",
+                self.crate_name,
+                self.arch,
+                explain_llvm_error(&stderr).unwrap_or_else(|| stderr.into_owned())
+            ));
+        }
+        Ok(())
+    }
+
+    /// The source files the build read (the crate's and its path dependencies', not the
+    /// toolchain's), its `Cargo.toml` and `Cargo.lock`, sorted.
+    pub fn sources(&self, lib_name: &str) -> Vec<PathBuf> {
+        let crate_dir = self.cargo_toml.parent().unwrap_or(Path::new("."));
+        let depfile = self
+            .target_dir
+            .join(TARGET)
+            .join(profile(self.release).1)
+            .join(format!("lib{lib_name}.d"));
+        let mut sources = dep_sources(&depfile, crate_dir);
+        sources.push(self.cargo_toml.to_path_buf());
+        let lock = crate_dir.join("Cargo.lock");
+        if lock.exists() {
+            sources.push(lock);
+        }
+        sources.sort();
+        sources.dedup();
+        sources
+    }
+}
+
+/// FNV-1a of a directory's canonical path (stable across runs and toolchains).
+pub(crate) fn path_hash(dir: &Path) -> u64 {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// `name` under `[package]` of a Cargo.toml (a minimal reader; no TOML dependency).
+pub(crate) fn package_name(toml: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in toml.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            continue;
+        }
+        if in_package {
+            if let Some(rest) = line.strip_prefix("name") {
+                let rest = rest.trim_start().strip_prefix('=')?.trim();
+                return Some(rest.trim_matches('"').to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Source files listed in a make-style dep-info file, excluding the toolchain's own sources.
+fn dep_sources(depfile: &Path, crate_dir: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(depfile) else {
+        return vec![crate_dir.join("src")];
+    };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((_, deps)) = line.split_once(": ") else {
+            continue;
+        };
+        // Paths are space-separated with spaces escaped as "\ ".
+        let mut cur = String::new();
+        let mut chars = deps.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' && chars.peek() == Some(&' ') {
+                cur.push(' ');
+                chars.next();
+            } else if c == ' ' {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            } else {
+                cur.push(c);
+            }
+        }
+        if !cur.is_empty() {
+            out.push(PathBuf::from(cur));
+        }
+    }
+    out.retain(|p| !p.components().any(|c| c.as_os_str() == "rustlib"));
+    if out.is_empty() {
+        out.push(crate_dir.join("src"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_package_name() {
+        let t = "[workspace]\n\n[package]\nversion = \"1\"\nname = \"my-kernels\"\n";
+        assert_eq!(package_name(t).as_deref(), Some("my-kernels"));
+        assert_eq!(package_name("[lib]\nname = \"x\"\n"), None);
+    }
+
+    #[test]
+    fn reads_dep_info() {
+        let dir = std::env::temp_dir().join(format!("fc-dep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.join("lib.d");
+        std::fs::write(
+            &d,
+            "/t/libk.rlib: /k/src/lib.rs /k/src/a\\ b.rs /r/lib/rustlib/src/core/lib.rs\n\n\
+             /k/src/lib.rs:\n",
+        )
+        .unwrap();
+        let got = dep_sources(&d, &dir);
+        assert_eq!(
+            got,
+            [
+                PathBuf::from("/k/src/lib.rs"),
+                PathBuf::from("/k/src/a b.rs")
+            ]
+        );
+        // No dep-info: the crate's src/ directory.
+        assert_eq!(dep_sources(&dir.join("none.d"), &dir), [dir.join("src")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
