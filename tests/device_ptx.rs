@@ -368,8 +368,7 @@ fn ptxas_check(ptx: &Path, manifest: &Path, archs: &[&str]) {
         .arg("--manifest")
         .arg(manifest)
         .arg("--ptxas")
-        .arg(&ptxas)
-        .arg("--allow-extern-shared");
+        .arg(&ptxas);
     for a in archs {
         cmd.args(["--arch", a]);
     }

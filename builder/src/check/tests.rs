@@ -191,6 +191,18 @@ fn uniform_loops_with_divergent_ifs_and_bounds_traps_pass() {
         "{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\tbar.sync 0;\n\tret;\n$L__BB0_2:\n\ttrap;\n\texit;"
     );
     assert_eq!(barrier_findings(&trap), []);
+    // The same through a function that never returns: LLVM ends the path with
+    // `exit; trap; exit;` after the call.
+    let noreturn = format!(
+        "{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\tbar.sync 0;\n\tret;\n$L__BB0_2:\n\t\
+         {{ // callseq 0, 0\n\tcall.uni abort, ();\n\t}} // callseq 0\n\texit;\n\ttrap; exit;"
+    );
+    assert_eq!(barrier_findings(&noreturn), []);
+    // A plain `exit` is a normal end: a barrier after the join of a thread-dependent early
+    // exit is refused.
+    let early_exit =
+        format!("{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\tbar.sync 0;\n$L__BB0_2:\n\texit;");
+    assert_eq!(barrier_findings(&early_exit).len(), 1);
     // A loop whose trip count depends on the thread, with a barrier inside: refused.
     let loop_ = "\tmov.u32 %r1, %tid.x;\n$L_top:\n\tbar.sync 0;\n\tadd.s32 %r1, %r1, 32;\n\t\
                  setp.lt.u32 %p1, %r1, 1000;\n\t@%p1 bra $L_top;\n\tret;";
