@@ -7,6 +7,7 @@
 //! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters,
 //! * [`Element`], [`DType`], [`KernelParam`], [`ParamDesc`] — how parameters are described,
 //! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
+//! * [`diag`] — the trap record through which a kernel tells the host where it stopped;
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
@@ -15,12 +16,13 @@
 #![no_std]
 // The device's `f16` element type is the nightly primitive, enabled in the (unstable-enabled)
 // kernel build only; the host build is stable and never names it.
-#![cfg_attr(target_arch = "nvptx64", feature(f16))]
+#![cfg_attr(target_arch = "nvptx64", feature(f16, stdarch_nvptx))]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod diag;
 pub mod indexer;
 pub mod manifest;
 pub mod params;
@@ -92,11 +94,15 @@ pub const DYNAMIC_SHARED_SYMBOL: &str = dynamic_shared_symbol!();
 
 /// Aborts the current kernel (or panics on the host) after a failed bounds check.
 ///
-/// Kernels are built with `-Cpanic=immediate-abort`, so on the device this is a PTX `trap`
-/// with no message string in the module.
+/// On the device this records the caller's location in the module's trap record (see
+/// [`diag`]) and executes a PTX `trap`; no message string is in the module.
 #[cold]
-#[inline(never)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 #[track_caller]
 pub fn abort() -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    diag::trap_at(core::panic::Location::caller());
+    #[cfg(not(target_arch = "nvptx64"))]
     panic!("ferrocuda: out-of-bounds access in a kernel")
 }

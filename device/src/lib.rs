@@ -44,6 +44,8 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub use ferrocuda_abi::shared_section;
 pub use ferrocuda_abi::{
     DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut,
 };
@@ -60,7 +62,10 @@ pub mod thread;
 pub mod atomic;
 #[cfg(target_arch = "nvptx64")]
 pub mod block;
+pub mod diag;
 pub mod half;
+pub mod math;
+pub mod shared;
 #[cfg(target_arch = "nvptx64")]
 pub mod warp;
 
@@ -71,9 +76,14 @@ pub mod __private {
     pub use ferrocuda_abi::KernelParam;
 }
 
+/// With `-Cpanic=abort`, a panic records its location in the trap record (see [`diag`]) and
+/// traps; the builder's default, `-Cpanic=immediate-abort`, never calls it.
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    // SAFETY: `trap` aborts the kernel; it has no preconditions.
-    unsafe { core::arch::nvptx::trap() }
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    match info.location() {
+        Some(location) => ferrocuda_abi::diag::trap_at(location),
+        // SAFETY: `trap` has no preconditions.
+        None => unsafe { core::arch::nvptx::trap() },
+    }
 }

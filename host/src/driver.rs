@@ -69,8 +69,12 @@ pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
                 )
             })
             .unwrap_or_default();
+        let trap = dev
+            .and_then(crate::trap::describe)
+            .map(|t| format!("; a device check failed at {t}"))
+            .unwrap_or_default();
         format!(
-            " [sticky error: a kernel faulted{last}. The CUDA context of this device is now \
+            " [sticky error: a kernel faulted{last}{trap}. The CUDA context of this device is now \
              unusable for every library in the process; restart the process]"
         )
     } else {

@@ -36,6 +36,7 @@ pub mod module;
 pub mod stream;
 #[cfg(feature = "launch-timing")]
 pub mod timing;
+pub mod trap;
 
 pub use array::DeviceArray;
 pub use cai::ArrayDesc;

@@ -320,6 +320,7 @@ impl Module {
                 ),
             ));
         }
+        crate::trap::register(ctx.ordinal(), module)?;
         let mut functions = Vec::with_capacity(self.signatures.len());
         for s in &self.signatures {
             let mut f: sys::CUfunction = std::ptr::null_mut();

@@ -215,7 +215,9 @@ fn externs() {
         "{HEADER}\n.extern .func (.param .b32 func_retval0) cbrtf\n(\n\t.param .b32 cbrtf_param_0\n)\n;\n\
          .extern .func helper\n(\n)\n;\n.extern .func (.param .b32 func_retval0) __nv_nope\n(\n\t.param .b32 p\n)\n;\n\
          .extern .global .align 4 .b8 table[];\n.extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];\n\
-         .visible .entry k()\n{{\n\t{{ // callseq 0, 0\n\tcall.uni helper, ();\n\t}} // callseq 0\n\tret;\n}}\n"
+         .extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n)\n;\n\
+         .visible .entry k()\n{{\n\t{{ // callseq 0, 0\n\tcall.uni helper, ();\n\t}} // callseq 0\n\t\
+         {{ // callseq 1, 0\n\tcall.uni (retval0), vprintf, (param0, param1);\n\t}} // callseq 1\n\tret;\n}}\n"
     );
     let c = check_text(&ptx);
     let msgs: Vec<String> = c.findings.iter().map(|f| f.to_string()).collect();
@@ -305,6 +307,14 @@ fn panic_text_and_byte_arrays() {
         ("anon_$_5e74_$_0".to_string(), b"src/lib.rs".to_vec())
     );
     assert_eq!(ptx_target(&ptx).as_deref(), Some("sm_80"));
+    // A module with the trap record keeps source paths for it; messages are still refused.
+    let with_record = format!(
+        "{ptx}.visible .global .align 8 .b8 {}[8];\n",
+        ferrocuda_abi::diag::TRAP_RECORD_SYMBOL
+    );
+    let c = check_text(&with_record);
+    assert_eq!(c.findings.len(), 1, "{:#?}", c.findings);
+    assert!(c.findings[0].message.contains("panic message"));
     assert!(panic_text(b"0001020304050607").is_none());
     assert!(panic_text(b"attempt to add with overflow").is_some());
     assert!(panic_text(b"/rustc/abc/library/core/src/num/mod.rs").is_some());
