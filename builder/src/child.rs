@@ -64,9 +64,7 @@ impl ChildBuild<'_> {
                 [
                     format!("-Ctarget-cpu={}", self.arch),
                     "-Zunstable-options".into(),
-                    std::env::var("FERROCUDA_EXP_PANIC")
-                        .map(|p| format!("-Cpanic={p}"))
-                        .unwrap_or_else(|_| "-Cpanic=immediate-abort".into()),
+                    "-Cpanic=immediate-abort".into(),
                 ]
                 .join("\x1f"),
             )
