@@ -325,7 +325,7 @@ mod nv_fast {
 /// | `sin_fast`, `cos_fast` | `__sinf`, `__cosf` | 2^-21.41 absolute for x in [−π, π], larger outside |
 /// | `tan_fast` | `__tanf` | from `__sinf / __cosf` |
 /// | `powf_fast` | `__powf` | from `exp2_approx(y · log2_approx(x))` |
-/// | `div_fast` | `__fdividef` | 2 ulp for \|y\| in [2^-126, 2^126]; 0 when \|y\| > 2^126 |
+/// | `div_fast` | `__fdividef` (`div.approx.f32`) | 2 ulp for \|y\| in [2^-126, 2^126]; 0 when \|y\| > 2^126 |
 /// | [`GpuFloat::rsqrt`] | `rsqrtf` | 2 ulp (it is already the `rsqrt.approx` instruction) |
 pub trait FastMath: Copy {
     /// Approximate e^self.
