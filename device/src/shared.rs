@@ -381,7 +381,8 @@ pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
 /// * `shared_array!(T, N)` — `N` elements of `T`: a [`SharedArray<T, N>`];
 /// * `shared_array!(T, N, align = A)` — the same, aligned to `A` bytes (a literal power of
 ///   two, e.g. 16 for vector loads);
-/// * `shared_array!(T, [R, C])` — an `R`×`C` tile: a [`SharedArray2<T, R, C>`].
+/// * `shared_array!(T, [R, C])` — an `R`×`C` tile: a [`SharedArray2<T, R, C>`];
+/// * `shared_array![T; N]` — cuda_std's spelling of the first form.
 ///
 /// `T` must be a [`SharedElement`] and not a generic parameter; `N`, `R`, `C` are constants.
 ///
@@ -393,6 +394,10 @@ pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
 /// ```
 #[macro_export]
 macro_rules! shared_array {
+    // cuda_std's spelling, `shared_array![T; N]`.
+    ($t:ty; $n:expr) => {
+        $crate::shared_array!($t, $n)
+    };
     ($t:ty, [$r:expr, $c:expr] $(,)?) => {{
         #[link_section = $crate::shared_section!()]
         static mut STORAGE: ::core::mem::MaybeUninit<[[$t; $c]; $r]> =

@@ -9,9 +9,15 @@ use libtest_mimic::Failed;
 
 pub const TESTS: &[crate::Test] = &[
     ("diag_printf", printf),
-    ("diag_device_assert_location", || failure(0, "0 => device_assert!")),
-    ("diag_bounds_check_location", || failure(1, "1 => unsafe { out.write")),
-    ("diag_shared_bounds_location", || failure(2, "let _ = tile.get(4 + i)")),
+    ("diag_device_assert_location", || {
+        failure(0, "0 => device_assert!")
+    }),
+    ("diag_bounds_check_location", || {
+        failure(1, "1 => unsafe { out.write")
+    }),
+    ("diag_shared_bounds_location", || {
+        failure(2, "let _ = tile.get(4 + i)")
+    }),
 ];
 
 /// The kernels' source, for the line numbers the device records.
@@ -43,7 +49,10 @@ pub fn run_child(scenario: &str) -> i32 {
             driver::synchronize(StreamRef::Legacy).map_err(err)
         })(),
         mode => (|| {
-            let mode: u32 = mode.strip_prefix("fail").and_then(|m| m.parse().ok()).unwrap_or(0);
+            let mode: u32 = mode
+                .strip_prefix("fail")
+                .and_then(|m| m.parse().ok())
+                .unwrap_or(0);
             let out = up(&vec![0u32; 1000])?;
             let args = [out.arg(), scalar(517u32), scalar(mode)];
             launch("fail_on_purpose", &args, [4, 1, 1], [256, 1, 1], 0)?;

@@ -56,7 +56,9 @@ fn shared_reverse() -> TestResult {
         let got = down(&y)?;
         for (g, v) in got.iter().enumerate() {
             let want = (3 * g as u32).wrapping_add(2);
-            ensure(*v == want, || format!("block size {n}: y[{g}] = {v}, want {want}"))?;
+            ensure(*v == want, || {
+                format!("block size {n}: y[{g}] = {v}, want {want}")
+            })?;
         }
     }
     Ok(())

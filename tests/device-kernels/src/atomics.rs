@@ -183,7 +183,7 @@ pub unsafe fn shared_atomics(x: Slice<u32>, out: SliceMut<u32>) {
         use atomic::shared;
         use Order::*;
         use Scope::*;
-        let words = ferrocuda_device::shared_array!(u32, 8);
+        let words = ferrocuda_device::shared_array![u32; 8];
         let s = words.as_mut_ptr();
         let (rank, n) = (thread::rank_in_block(), thread::block_threads());
         let block = thread::block_idx().x as usize;
