@@ -173,7 +173,14 @@ macro_rules! accessors {
             unsafe { self.ptr.add(i).write(value) }
         }
 
-        /// The first element's (generic) address.
+        pointers!();
+    };
+}
+
+/// `as_ptr` and `as_mut_ptr` of a handle with a `ptr` field.
+macro_rules! pointers {
+    () => {
+        /// The first element's (generic) address (row-major for the 2-D arrays).
         #[inline(always)]
         pub fn as_ptr(&self) -> *const T {
             self.ptr
@@ -185,6 +192,25 @@ macro_rules! accessors {
             self.ptr
         }
     };
+}
+
+/// Element `i` of `len` at `ptr` as a shared-memory atomic reference; out of bounds aborts.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[track_caller]
+fn atomic_at<T: crate::atomic::Atomic>(
+    ptr: *mut T,
+    len: usize,
+    i: usize,
+) -> crate::atomic::AtomicRef<'static, T> {
+    if i >= len {
+        fail();
+    }
+    // SAFETY: in bounds and aligned (static arrays: the element type's alignment; dynamic
+    // memory: a 16-byte base and align_of::<T>() <= 16) block-shared memory that lives for
+    // the kernel; plain accesses to the element are `unsafe` with a no-concurrent-access
+    // contract.
+    unsafe { crate::atomic::AtomicRef::from_shared_ptr(ptr.add(i)) }
 }
 
 impl<T: SharedElement, const N: usize> SharedArray<T, N> {
@@ -211,12 +237,7 @@ impl<T: SharedElement + crate::atomic::Atomic, const N: usize> SharedArray<T, N>
     #[inline(always)]
     #[track_caller]
     pub fn atomic(&self, i: usize) -> crate::atomic::AtomicRef<'static, T> {
-        if i >= N {
-            fail();
-        }
-        // SAFETY: in bounds, aligned, shared memory for the kernel's lifetime; plain accesses
-        // to the element are `unsafe` with a no-concurrent-access contract.
-        unsafe { crate::atomic::AtomicRef::from_shared_ptr(self.ptr.add(i)) }
+        atomic_at(self.ptr, N, i)
     }
 }
 
@@ -293,17 +314,7 @@ impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
         unsafe { self.ptr.add(r * C + c).write(value) }
     }
 
-    /// The first element's (generic) address; element `[r][c]` is at `r * C + c`.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr
-    }
-
-    /// The first element's (generic) address, for writes.
-    #[inline(always)]
-    pub fn as_mut_ptr(&self) -> *mut T {
-        self.ptr
-    }
+    pointers!();
 }
 
 impl<T: SharedElement> DynamicSharedArray<T> {
@@ -327,12 +338,7 @@ impl<T: SharedElement + crate::atomic::Atomic> DynamicSharedArray<T> {
     #[inline(always)]
     #[track_caller]
     pub fn atomic(&self, i: usize) -> crate::atomic::AtomicRef<'static, T> {
-        if i >= self.len {
-            fail();
-        }
-        // SAFETY: in bounds, aligned (16-byte base, align_of::<T>() <= 16), shared memory for
-        // the kernel's lifetime.
-        unsafe { crate::atomic::AtomicRef::from_shared_ptr(self.ptr.add(i)) }
+        atomic_at(self.ptr, self.len, i)
     }
 }
 
