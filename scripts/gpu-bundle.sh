@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gathers everything a GPU run needs into .gpu/ (git-ignored), built here on x86-64:
 #   .gpu/bin/       compiled Rust test binaries (release, stripped)
-#   .gpu/device-kernels/ PTX + manifest of tests/device-kernels (the device-primitive tests)
+#   .gpu/device-kernels/ PTX + manifest of tests/device-kernels (the device-primitive tests, Rust
+#                   and Python) and device/src/math.rs (the math accuracy bounds)
 #   .gpu/wheels/    the abi3 wheel of the Python package (if the Python env exists)
 #   .gpu/python/    the Python tests and benchmark scripts
 #   .gpu/bin-bench/ the Rust launch benchmark binary (criterion; run by .gpu/bench/run.sh)
@@ -37,7 +38,9 @@ cargo test --release --quiet --test device_ptx >/dev/null
 mkdir -p .gpu/device-kernels
 cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.ptx \
    target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.json .gpu/device-kernels/
-echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json})"
+# The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py.
+cp device/src/math.rs .gpu/device-kernels/math.rs
+echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json}, math.rs)"
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart

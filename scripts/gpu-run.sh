@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
 # what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
-#       device (the device-primitive GPU tests only; `rust` runs them too)
+#       device (the device-primitive GPU tests only, Rust and the Python math accuracy test;
+#       `rust` and `python` run them too)
 #       device-sanitizer (those under racecheck — shared-memory hazards of the block
 #       collectives and shared atomics — and memcheck)
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
@@ -40,8 +41,12 @@ for w in $what; do
         rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { status=1; echo "=== rust: $t exit $rc"; }
       done ;;
     device)
-      echo "=== device primitives (atomics, warp, block, half)"
+      echo "=== device primitives (atomics, warp, block, half, shared memory, examples, diagnostics)"
       timeout "${FERROCUDA_BIN_TIMEOUT_S:-300}" .gpu/bin/device_gpu --test-threads=1 2>&1 | tee "$OUT/device.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== device math accuracy (mpmath references; table in \$OUT/device_math_accuracy.json)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -s -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_device_math.py 2>&1 | tee "$OUT/device-math.log" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     device-sanitizer)
       # The large contention tests (2^20 threads per launch) are left to the plain run.

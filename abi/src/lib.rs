@@ -11,7 +11,8 @@
 //! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
 //!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
 //!   layout of each kind, taken from the parameter types themselves;
-//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form.
+//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
+//! * [`diag`] — the trap record through which a kernel tells the host where it stopped;
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
@@ -23,12 +24,13 @@
 #![no_std]
 // The device's `f16` element type is the nightly primitive, enabled in the (unstable-enabled)
 // kernel build only; the host build is stable and never names it.
-#![cfg_attr(target_arch = "nvptx64", feature(f16))]
+#![cfg_attr(target_arch = "nvptx64", feature(f16, stdarch_nvptx))]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod diag;
 pub mod dtype;
 pub mod indexer;
 pub mod kinds;
@@ -104,11 +106,15 @@ pub const DYNAMIC_SHARED_SYMBOL: &str = dynamic_shared_symbol!();
 
 /// Aborts the current kernel (or panics on the host) after a failed bounds check.
 ///
-/// Kernels are built with `-Cpanic=immediate-abort`, so on the device this is a PTX `trap`
-/// with no message string in the module.
+/// On the device this records the caller's location in the module's trap record (see
+/// [`diag`]) and executes a PTX `trap`; no message string is in the module.
 #[cold]
-#[inline(never)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 #[track_caller]
 pub fn abort() -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    diag::trap_at(core::panic::Location::caller());
+    #[cfg(not(target_arch = "nvptx64"))]
     panic!("ferrocuda: out-of-bounds access in a kernel")
 }

@@ -182,12 +182,14 @@ impl<T> SliceMut<T> {
         unsafe { self.as_slice().get_unchecked(i) }
     }
 
-    /// Writes `value` to element `i`; out-of-bounds indices abort the kernel (`trap`).
+    /// Writes `value` to element `i`; out-of-bounds indices abort the kernel (`trap`, with
+    /// the caller's location in the trap record: [`diag`](crate::diag)).
     ///
     /// # Safety
     ///
     /// No other thread of the launch may access element `i` concurrently.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn write(&self, i: usize, value: T) {
         if i >= self.len {
             crate::abort();
@@ -333,12 +335,14 @@ impl<T, const N: usize> ViewMut<T, N> {
         unsafe { self.ptr.offset(off).read() }
     }
 
-    /// Writes `value` at `idx`; an out-of-bounds index aborts the kernel (`trap`).
+    /// Writes `value` at `idx`; an out-of-bounds index aborts the kernel (`trap`, with the
+    /// caller's location in the trap record: [`diag`](crate::diag)).
     ///
     /// # Safety
     ///
     /// No other thread of the launch may access that element concurrently.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn write(&self, idx: [usize; N], value: T) {
         match self.indexer.get_offset(idx) {
             // SAFETY: in bounds; exclusivity is the caller's contract.

@@ -241,14 +241,48 @@ pub(crate) fn declared_functions(module: &str) -> Vec<String> {
 /// Every `(byte offset, name)` of a `ptr @name` operand in `line` whose printed name is in
 /// `names` (exact token match; strings are skipped).
 pub(crate) fn ptr_uses<'a>(line: &'a str, names: &[&str]) -> Vec<(usize, &'a str)> {
-    let b = line.as_bytes();
     global_refs(line)
         .into_iter()
-        .filter(|&(i, name)| {
-            let typed = line[..i].ends_with("ptr ") && (i == 4 || !is_ident_char(b[i - 5]));
-            typed && names.contains(&name)
-        })
+        .filter(|&(i, name)| names.contains(&name) && typed_ptr(&line[..i]))
         .collect()
+}
+
+/// Parameter attributes that may stand between `ptr` and the value of a call argument
+/// (`call void asm "…", "l"(ptr nonnull @S)`, `ptr noundef align 4 @S`).
+const PARAM_ATTRIBUTES: [&str; 14] = [
+    "nonnull",
+    "noundef",
+    "noalias",
+    "nocapture",
+    "readonly",
+    "writeonly",
+    "readnone",
+    "nofree",
+    "align",
+    "dereferenceable",
+    "dereferenceable_or_null",
+    "captures",
+    "elementtype",
+    "initializes",
+];
+
+/// Whether `prefix` (the text before an `@name`) ends with the type `ptr` and a space, maybe
+/// followed by parameter attributes.
+fn typed_ptr(prefix: &str) -> bool {
+    let Some(mut rest) = prefix.strip_suffix(' ') else {
+        return false;
+    };
+    loop {
+        let (head, word) = rest.rsplit_once(' ').unwrap_or(("", rest));
+        let base = word.split('(').next().unwrap_or(word);
+        let number = !word.is_empty() && word.bytes().all(|c| c.is_ascii_digit());
+        if PARAM_ATTRIBUTES.contains(&base) || (number && head.ends_with(" align")) {
+            rest = head;
+            continue;
+        }
+        let b = rest.as_bytes();
+        return rest.ends_with("ptr") && (b.len() == 3 || !is_ident_char(b[b.len() - 4]));
+    }
 }
 
 /// Whether `line` mentions `@name` for one of `names` anywhere (strings skipped).
@@ -441,6 +475,11 @@ mod tests {
         assert_eq!(uses, ["X", "\"q x\""]);
         assert!(ptr_uses("@X = internal global i32 undef", &names).is_empty());
         assert!(ptr_uses("  store i32 0, ptr @XY", &names).is_empty());
+        // Call arguments with parameter attributes (an asm operand, an aligned argument).
+        let call = r#"  %4 = call { ptr, i32 } asm sideeffect "", "=&l,0"(ptr nonnull @X, ptr noundef align 4 dereferenceable(32) @X)"#;
+        assert_eq!(ptr_uses(call, &names).len(), 2);
+        assert!(ptr_uses("  call void @f(i32 nonnull @X)", &names).is_empty());
+        assert!(ptr_uses("  call void @f(myptr nonnull @X)", &names).is_empty());
         assert!(mentions("uselistorder ptr @X, { 1, 0 }", &names));
         assert!(!mentions("uselistorder ptr @X2, { 1, 0 }", &names));
         assert!(!mentions(r#"@s = constant [3 x i8] c"@X\00""#, &names));

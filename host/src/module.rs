@@ -7,9 +7,10 @@
 //! allocation.
 
 use crate::driver::result as cu;
-use crate::driver::{init, Context, MAX_DEVICES};
+use crate::driver::{init, trap, Context, MAX_DEVICES};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
+use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use ferrocuda_abi::{DType, ParamKind};
 use std::collections::HashMap;
@@ -307,6 +308,7 @@ impl Module {
                 ),
             )
         })?;
+        register_trap_record(ctx.ordinal(), module)?;
         let functions = self
             .signatures
             .iter()
@@ -321,6 +323,23 @@ impl Module {
             functions,
         })
     }
+}
+
+/// Gives a freshly loaded module its trap record (see [`trap`]), if it defines the symbol:
+/// zeroed, page-locked, device-mapped host memory whose device address goes into the symbol.
+fn register_trap_record(device: usize, module: sys::CUmodule) -> Result<()> {
+    let name = CString::new(TRAP_RECORD_SYMBOL).expect("no NUL in the symbol");
+    // SAFETY: `module` was just loaded into the bound context.
+    let Some((symbol, 8)) = (unsafe { cu::module_global(module, &name) })? else {
+        return Ok(());
+    };
+    let (host, mapped) = cu::mem_host_alloc_mapped(std::mem::size_of::<TrapRecord>())?;
+    // SAFETY: the symbol is 8 bytes of device memory of the bound context.
+    unsafe { cu::memcpy_htod(symbol, &mapped.to_ne_bytes()) }?;
+    // SAFETY: page-locked (page-aligned), zeroed, sized for a record, never freed, and the
+    // host never writes it again.
+    unsafe { trap::remember(device, host.cast::<TrapRecord>()) };
+    Ok(())
 }
 
 impl Function {

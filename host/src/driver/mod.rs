@@ -3,6 +3,8 @@
 //!
 //! Layered as cudarc is:
 //!
+//! * `trap` — the registry of kernels' trap records (host-mapped memory the device fills
+//!   before a failed check traps), read when a sticky error is reported; no driver calls;
 //! * `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
 //!   where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
 //!   the only module that calls the driver;
@@ -27,6 +29,7 @@
 mod context;
 pub(crate) mod result;
 mod streams;
+pub mod trap;
 
 pub use context::Context;
 pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};

@@ -181,10 +181,11 @@ pub unsafe fn half_atomics(
     }
 }
 
-/// Shared-memory atomics, block scope: each block accumulates its `x` values in 8 shared
-/// words, then thread 0 writes them to `out[8 * block ..]`: 0 `fetch_add`, 1 `red_add`,
-/// 2 `fetch_min`, 3 `red_max`, 4 `fetch_and`, 5 `red_or`, 6 `fetch_xor`, 7 compare-exchange
-/// loop counting threads. Needs 32 bytes of dynamic shared memory.
+/// Shared-memory atomics, block scope: each block accumulates its `x` values in 8 words of a
+/// static shared array, then thread 0 writes them to `out[8 * block ..]`: 0 `fetch_add`,
+/// 1 `red_add`, 2 `fetch_min`, 3 `red_max` (through the array's `atomic(i)` handle), 4
+/// `fetch_and`, 5 `red_or`, 6 `fetch_xor` (the raw `atomic::shared` functions), 7
+/// compare-exchange loop counting threads.
 #[kernel]
 pub unsafe fn shared_atomics(x: Slice<u32>, out: SliceMut<u32>) {
     #[cfg(target_arch = "nvptx64")]
@@ -192,23 +193,24 @@ pub unsafe fn shared_atomics(x: Slice<u32>, out: SliceMut<u32>) {
         use atomic::shared;
         use Order::*;
         use Scope::*;
-        let s = crate::dynamic_shared::<u32>();
+        let words = ferrocuda_device::shared_array![u32; 8];
+        let s = words.as_mut_ptr();
         let (rank, n) = (thread::rank_in_block(), thread::block_threads());
         let block = thread::block_idx().x as usize;
-        // SAFETY (all shared accesses): 8 words of dynamic shared memory, ordered by the
-        // barriers, accessed atomically between them.
+        // SAFETY (all shared accesses): 8 words of shared memory, ordered by the barriers,
+        // accessed atomically between them.
         unsafe {
             if rank == 0 {
                 for (k, init) in [0, 0, u32::MAX, 0, u32::MAX, 0, 0, 0].iter().enumerate() {
-                    s.add(k).write(*init);
+                    words.write(k, *init);
                 }
             }
             thread::sync_threads();
             let v = x.get(block * n as usize + rank as usize).unwrap();
-            shared::fetch_add(s, v, Relaxed, Block);
-            shared::red_add(s.add(1), v, Relaxed, Block);
-            shared::fetch_min(s.add(2), v, AcqRel, Block);
-            shared::red_max(s.add(3), v, Release, Block);
+            words.atomic(0).fetch_add(v, Relaxed, Block);
+            words.atomic(1).red_add(v, Relaxed, Block);
+            words.atomic(2).fetch_min(v, AcqRel, Block);
+            words.atomic(3).red_max(v, Release, Block);
             shared::fetch_and(s.add(4), v, Relaxed, Block);
             shared::red_or(s.add(5), v, Relaxed, Block);
             shared::fetch_xor(s.add(6), v, Acquire, Block);
