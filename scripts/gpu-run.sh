@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
-# what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
+# what: rust python sanitizer (= memcheck racecheck synccheck) pysanitizer pyquick examples bench
 #       device (the device-primitive GPU tests only, Rust and the Python math accuracy test;
 #       `rust` and `python` run them too)
 #       device-sanitizer (those under racecheck — shared-memory hazards of the block
@@ -49,11 +49,13 @@ for w in $what; do
         .gpu/python/tests/test_gpu_device_math.py 2>&1 | tee "$OUT/device-math.log" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     device-sanitizer)
-      # The large contention tests (2^20 threads per launch) are left to the plain run.
-      for tool in racecheck memcheck; do
+      # The large contention tests (2^20 threads per launch) are left to the plain run, and
+      # the diagnostics tests, whose child processes trap on purpose.
+      for tool in racecheck synccheck memcheck; do
         echo "=== compute-sanitizer --tool $tool: device primitives"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/device_gpu --test-threads=1 \
-          --skip atomics_int --skip atomics_float 2>&1 | tail -25 | tee "$OUT/device-sanitizer-$tool.log"
+          --skip atomics_int --skip atomics_float --skip diag_ 2>&1 | tail -25 \
+          | tee "$OUT/device-sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
     examples)
@@ -64,15 +66,16 @@ for w in $what; do
       if [ -d .gpu/python/tests ]; then
         echo "=== python tests"
         PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs .gpu/python/tests 2>&1 \
-          | tee "$OUT/pytest.log" | grep -v "^SKIPPED" | tail -40 || status=1
+          | tee "$OUT/pytest.log" | grep -v "^SKIPPED" | tail -40
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
       fi ;;
-    sanitizer|memcheck|racecheck)
+    sanitizer|memcheck|racecheck|synccheck)
       # The Rust GPU suite minus the controls that race on purpose and the fault test (its
-      # child process traps); racecheck also skips the soak (memcheck covers it; racecheck
-      # takes many minutes on 10^5 launches).
-      tools="memcheck racecheck"; [ "$w" = sanitizer ] || tools="$w"
+      # child process traps); racecheck and synccheck also skip the soak (memcheck covers it;
+      # they take many minutes on 10^5 launches).
+      tools="memcheck racecheck synccheck"; [ "$w" = sanitizer ] || tools="$w"
       for tool in $tools; do
-        extra=""; [ "$tool" = racecheck ] && extra="--skip soak_no_leaks"
+        extra=""; [ "$tool" != memcheck ] && extra="--skip soak_no_leaks"
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
           --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
