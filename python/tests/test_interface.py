@@ -92,10 +92,18 @@ def test_every_version_accepted(version: int) -> None:
         ("<c8", "complex64"),
         ("<c16", "complex128"),
         (">i1", "int8"),
+        # bfloat16, as ml_dtypes, PyTorch and JAX export it.
+        ("<V2", "bfloat16"),
+        ("=V2", "bfloat16"),
     ],
 )
 def test_typestrs(typestr: str, dtype: str) -> None:
     assert validate_interface(CAIProducer(cai(typestr=typestr)))["dtype"] == dtype
+
+
+def test_numpy_void_is_not_bfloat16() -> None:
+    with pytest.raises(TypeError, match=r"opaque element type \"\|V2\" \(NumPy's void\)"):
+        validate_interface(CAIProducer(cai(typestr="|V2")))
 
 
 def test_optional_keys_absent_or_none() -> None:
