@@ -412,9 +412,9 @@ def test_launch_refuses_wrong_dtype_for_a_kernel() -> None:
 
 def test_family_without_matching_variant() -> None:
     with pytest.raises(TypeError) as info:
-        ferrocuda.kernels.add(_arr(typestr="<f2"), _arr(typestr="<f2", ptr=PTR + 4096), _arr(typestr="<f2", ptr=PTR + 8192))
+        ferrocuda.kernels.add(_arr(typestr="<u2"), _arr(typestr="<u2", ptr=PTR + 4096), _arr(typestr="<u2", ptr=PTR + 8192))
     msg = str(info.value)
-    assert "family `add` has no variant" in msg and "float16 1-D array" in msg and "add_f32(" in msg
+    assert "family `add` has no variant" in msg and "uint16 1-D array" in msg and "add_f32(" in msg
 
 
 def test_family_dispatches_on_rank() -> None:

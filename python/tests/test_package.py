@@ -423,7 +423,7 @@ def test_host_output_must_be_writable() -> None:
 
 def test_host_arrays_dispatch_by_dtype() -> None:
     with pytest.raises(TypeError, match="no variant"):
-        ferrocuda.kernels.add(np.ones(3, np.float16), np.ones(3, np.float16), np.ones(3, np.float16))
+        ferrocuda.kernels.add(np.ones(3, np.uint16), np.ones(3, np.uint16), np.ones(3, np.uint16))
 
 
 # ---- DLPack consumer, with capsules made by ctypes ---------------------------------------------------

@@ -28,7 +28,7 @@ mod context;
 pub(crate) mod result;
 mod streams;
 
-pub use context::Context;
+pub use context::{Context, DeviceLimits};
 pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
 pub(crate) use streams::{raw_stream, DriverOps};
 pub use streams::{synchronize, Fence, Stream};
