@@ -152,6 +152,7 @@ fn new_kernel_appears_and_rebuilds() {
         toml.contains(dep),
         "kernels/Cargo.toml no longer has `{dep}`"
     );
+    let device = root.join("device");
     let toml = toml.replace(
         "path = \"../",
         &format!("path = \"{}/", root.to_str().unwrap()),
