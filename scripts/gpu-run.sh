@@ -10,6 +10,8 @@
 #       compare (launch overhead against the build in .gpu/wheels-before/)
 #       pipeline (the builder's device-language kernels: shared memory, libdevice, barriers;
 #                 plainly, then under compute-sanitizer racecheck and memcheck)
+#       launch (launch shape and 16-bit floats only: the Rust tests launch_*, the Python
+#               test_gpu_launch.py, then the Rust ones under memcheck and racecheck)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -101,6 +103,20 @@ for w in $what; do
       else
         echo "no .gpu/pipeline (scripts/gpu-bundle.sh builds it)"; status=1
       fi ;;
+    launch)
+      echo "=== launch shape and 16-bit floats (Rust)"
+      .gpu/bin/gpu --test-threads=1 launch_ 2>&1 | tee "$OUT/launch-rust.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== launch shape and 16-bit floats (Python)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_launch.py 2>&1 | tee "$OUT/launch-python.log" | tail -20
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      for tool in memcheck racecheck; do
+        echo "=== compute-sanitizer --tool $tool: launch_*"
+        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 launch_ \
+          2>&1 | tail -15 | tee "$OUT/launch-sanitizer-$tool.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      done ;;
     pyquick)
       # The fast-path and lifetime tests only (a quick check after changing either).
       PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \

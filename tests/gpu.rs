@@ -24,6 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 type TestResult = Result<(), Failed>;
 
+/// Launch shape (limits, dynamic shared memory, N-D grids) and the 16-bit float types.
+#[path = "gpu/launch.rs"]
+mod launch;
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -939,6 +943,10 @@ fn main() {
         SOAK_NO_LEAKS,
         TWO_DEVICES,
     ];
-    let trials = tests.iter().map(|t| t.trial(devices)).collect();
+    let trials = tests
+        .iter()
+        .chain(&launch::TESTS)
+        .map(|t| t.trial(devices))
+        .collect();
     libtest_mimic::run(&args, trials).exit();
 }

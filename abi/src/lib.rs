@@ -11,13 +11,16 @@
 //! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
 //!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
 //!   layout of each kind, taken from the parameter types themselves;
+//! * [`launch`] — what a kernel declares about its launch shape (threads per block, a fixed
+//!   block, the element type of its dynamic shared memory, an N-D automatic grid): the second
+//!   record `#[kernel]` writes;
 //! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
 //! * [`diag`] — the trap record through which a kernel tells the host where it stopped;
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
 //! Module order (each uses only those above it): `dtype`, `layout`, `indexer`, `params`,
-//! `kinds`, `manifest`.
+//! `kinds`, `launch`, `manifest`, `diag`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
@@ -34,6 +37,7 @@ pub mod diag;
 pub mod dtype;
 pub mod indexer;
 pub mod kinds;
+pub mod launch;
 pub mod layout;
 pub mod manifest;
 pub mod params;

@@ -44,7 +44,9 @@
 //!    and the [`FpContract`] setting.
 //! 7. The PTX is post-processed: the manifest records that `#[kernel]` embeds (see
 //!    `ferrocuda_abi::manifest`) are decoded, removed from the PTX, cross-checked against the
-//!    `.entry` parameter lists, and written as JSON next to the PTX.
+//!    `.entry` parameter lists, and written as JSON next to the PTX; the launch records (see
+//!    `ferrocuda_abi::launch`) are removed too, their bounds written into the entries
+//!    (`.maxntid` / `.reqntid`) and recorded in the manifest.
 //! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
 //!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, and block barriers
 //!    under thread-dependent branches fail the build; then **ptxas**, when one is found
@@ -437,9 +439,12 @@ impl PtxBuilder {
             .map_err(|e| in_crate(e.kind, e.message))?;
         let (ptx, kernels) =
             process_ptx(&generated.ptx).map_err(|m| in_crate(BuildErrorKind::Manifest, m))?;
+        // ptxas checks the module as it ships: records removed, launch bounds written in.
+        let processed = pipeline.file("processed.ptx");
+        write_if_changed(&processed, &ptx)?;
         let checked = verify::verify(
             &ptx,
-            &pipeline.file("ptx"),
+            &processed,
             &self.arch,
             fallback.as_deref(),
             self.ptxas_report,

@@ -138,7 +138,7 @@ fn new_kernel_appears_and_rebuilds() {
     let out_dir = tmp.0.join("out");
     let root = repo_root();
 
-    // A copy of kernels/ whose path dependency points back at this repository's device crate.
+    // A copy of kernels/ whose path dependencies point back at this repository's crates.
     copy_tree(&root.join("kernels"), &crate_dir);
     fs::copy(
         root.join("rust-toolchain.toml"),
@@ -154,11 +154,8 @@ fn new_kernel_appears_and_rebuilds() {
     );
     let device = root.join("device");
     let toml = toml.replace(
-        dep,
-        &format!(
-            "ferrocuda-device = {{ path = {:?} }}",
-            device.to_str().unwrap()
-        ),
+        "path = \"../",
+        &format!("path = \"{}/", root.to_str().unwrap()),
     );
     fs::write(&toml_path, toml).unwrap();
 

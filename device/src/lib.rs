@@ -94,8 +94,9 @@ pub mod warp;
 /// Items used by the code `#[kernel]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use ferrocuda_abi::launch::{LaunchDecl, LEN as LAUNCH_RECORD_LEN};
     pub use ferrocuda_abi::manifest::{encode, encoded_len};
-    pub use ferrocuda_abi::KernelParam;
+    pub use ferrocuda_abi::{Element, KernelParam};
 }
 
 /// With `-Cpanic=abort`, a panic records its location in the trap record (see [`diag`]) and

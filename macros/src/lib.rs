@@ -10,6 +10,8 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type};
 
+mod launch;
+
 /// Turns a Rust function into a PTX kernel entry point and records its signature in the
 /// kernel manifest.
 ///
@@ -33,6 +35,21 @@ use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Toke
 ///   the rest — better for kernels with per-thread setup. Either way the kernel must be
 ///   correct for any grid (the caller may pass one).
 ///
+/// Launch shape (recorded in the manifest's `launch` field; see `ferrocuda_abi::launch`):
+/// * `max_threads = n` (1..=1024) — the kernel is compiled for blocks of at most `n` threads
+///   (PTX `.maxntid n, 1, 1`: ptxas may then give each thread more registers); the host
+///   refuses larger blocks and the automatic block respects it;
+/// * `block = (x, y, z)` (or `block = n`, `(x, y)`) — the kernel needs exactly this block
+///   (PTX `.reqntid`): the host launches with it and refuses any other block a caller
+///   passes. Excludes `max_threads`;
+/// * `dynamic_shared = T` — the kernel's dynamic shared memory holds `T`s: the host refuses a
+///   dynamic shared size that is not a multiple of `size_of::<T>()`;
+/// * `grid = "2d"` / `"3d"` — the automatic grid covers the largest array argument in 2 (3)
+///   dimensions, one thread per element: x along its last axis, y along the one before (in
+///   `"2d"`: all the others), z along the rest; blocks are 32 threads wide along x. The grid is
+///   capped at the device's limits, so the kernel still strides (`"1d"`, the default: one
+///   dimension, as described above).
+///
 /// Rejected at compile time: generic parameters, `self`, return values, `async`/`const`
 /// functions, variadics, pattern parameters, references, and any parameter type that is not
 /// a `KernelParam` (non-`Copy` and owning types included).
@@ -55,6 +72,7 @@ struct Options {
     family: Option<LitStr>,
     same_shape: Vec<Vec<Ident>>,
     items_per_thread: Option<u16>,
+    launch: launch::LaunchOptions,
 }
 
 impl Parse for Options {
@@ -93,11 +111,14 @@ impl Parse for Options {
                         ))
                     }
                 }
+            } else if launch::OPTIONS.contains(&key.to_string().as_str()) {
+                opts.launch.parse(&key, input)?;
             } else {
                 return Err(syn::Error::new(
                     key.span(),
-                    "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)` or \
-                     `items_per_thread = k`",
+                    "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
+                     `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
+                     `dynamic_shared = T` or `grid = \"2d\"`",
                 ));
             }
             if !input.is_empty() {
@@ -210,9 +231,11 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .unwrap_or_else(|| name_str.clone());
 
     let ipt = opts.items_per_thread.unwrap_or(0);
-    Ok(expand_final(
+    let kernel = expand_final(
         &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt,
-    ))
+    );
+    let launch_record = opts.launch.record(name);
+    Ok(quote! { #kernel #launch_record })
 }
 
 /// Emits the entry point, its body and its manifest record.

@@ -47,7 +47,7 @@ _StreamLike: TypeAlias = Any
 #: A ``sync=`` argument: ``None`` (process default), ``True``/``'default'``, ``'event'``,
 #: ``False``/``'off'`` (or a :class:`ferrocuda.SyncMode`).
 _SyncLike: TypeAlias = Any
-#: ``grid=`` / ``block=``: an int or a tuple of up to three ints.
+#: ``grid=`` / ``block=``: an int or a tuple of one to three ints.
 _Dim3: TypeAlias = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
 
 class CudaError(RuntimeError):
@@ -166,6 +166,7 @@ class Launcher:
         sync: _SyncLike = None,
         grid: Optional[_Dim3] = None,
         block: Optional[_Dim3] = None,
+        shared_mem: Optional[int] = None,
         check_pointers: bool = True,
     ) -> None: ...
     def __getitem__(self, config: Tuple[Any, ...], /) -> ConfiguredLauncher: ...

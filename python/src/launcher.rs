@@ -22,7 +22,7 @@ pub struct PyLauncher {
 #[pymethods]
 impl PyLauncher {
     /// Launches; see the class documentation for the arguments.
-    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, check_pointers = true))]
+    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn __call__(
         &self,
@@ -32,9 +32,11 @@ impl PyLauncher {
         sync: Option<&Bound<'_, PyAny>>,
         grid: Option<&Bound<'_, PyAny>>,
         block: Option<&Bound<'_, PyAny>>,
+        shared_mem: Option<&Bound<'_, PyAny>>,
         check_pointers: bool,
     ) -> PyResult<()> {
-        let o = CallOpts::from_keywords(stream, sync, grid, block, check_pointers)?;
+        let shape = [grid, block, shared_mem];
+        let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
         call(py, &self.target, args, o)
     }
 
@@ -190,11 +192,12 @@ impl PyConfigured {
 
     fn __repr__(&self) -> String {
         format!(
-            "<ferrocuda.ConfiguredLauncher {} grid={:?} block={:?} stream={:?}>",
+            "<ferrocuda.ConfiguredLauncher {} grid={:?} block={:?} stream={:?} shared_mem={}>",
             self.target.name,
             self.opts.grid,
             self.opts.block,
-            self.opts.stream.map(StreamRef::as_raw)
+            self.opts.stream.map(StreamRef::as_raw),
+            self.opts.shared_mem
         )
     }
 }

@@ -6,6 +6,33 @@ use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::sync::{Mutex, OnceLock};
 
+/// What a device allows one launch: read once, when its context is retained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Largest block extent along x, y, z (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X/Y/Z`).
+    pub max_block: [u32; 3],
+    /// Largest grid extent along x, y, z (`CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z`).
+    pub max_grid: [u32; 3],
+    /// Most threads in a block (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    pub max_threads: u32,
+    /// Shared memory (static plus dynamic) a block may use after the kernel opts in, in bytes
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`; 227 KiB on an H100).
+    pub shared_optin: u32,
+}
+
+impl DeviceLimits {
+    /// The limits of every GPU ferrocuda supports (sm_80 and newer), with `shared_optin`
+    /// bytes of opt-in shared memory: for tests and documentation.
+    pub const fn sm80_family(shared_optin: u32) -> DeviceLimits {
+        DeviceLimits {
+            max_block: [1024, 1024, 64],
+            max_grid: [i32::MAX as u32, 65535, 65535],
+            max_threads: 1024,
+            shared_optin,
+        }
+    }
+}
+
 /// A device's primary context, retained for the life of the process.
 #[derive(Debug)]
 pub struct Context {
@@ -13,6 +40,7 @@ pub struct Context {
     raw: sys::CUcontext,
     sm_count: u32,
     compute_capability: (u32, u32),
+    limits: DeviceLimits,
     events: Mutex<Vec<sys::CUevent>>,
 }
 
@@ -57,13 +85,21 @@ impl Context {
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
             )
         };
+        // SAFETY: `dev` comes from `cu::device`.
+        let limits = unsafe { read_limits(dev) }?;
         Ok(Context {
             ordinal,
             raw,
             sm_count: sms.max(1) as u32,
             compute_capability: (major as u32, minor as u32),
+            limits,
             events: Mutex::new(Vec::new()),
         })
+    }
+
+    /// What the device allows one launch.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.limits
     }
 
     /// The device ordinal.
@@ -118,4 +154,29 @@ impl Context {
     pub fn pooled_events(&self) -> usize {
         self.events.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
+}
+
+/// The launch limits of device `dev`.
+///
+/// # Safety
+///
+/// `dev` comes from `cu::device`.
+unsafe fn read_limits(dev: sys::CUdevice) -> Result<DeviceLimits> {
+    use sys::CUdevice_attribute::*;
+    // SAFETY: the caller's contract.
+    let get = |a| unsafe { cu::device_attribute(dev, a) }.map(|v| v.max(0) as u32);
+    Ok(DeviceLimits {
+        max_block: [
+            get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+        ],
+        max_grid: [
+            get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+        ],
+        max_threads: get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        shared_optin: get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+    })
 }

@@ -31,7 +31,7 @@ pub(crate) mod result;
 mod streams;
 pub mod trap;
 
-pub use context::Context;
+pub use context::{Context, DeviceLimits};
 pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
 pub(crate) use streams::{raw_stream, DriverOps};
 pub use streams::{synchronize, Fence, Stream};

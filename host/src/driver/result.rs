@@ -519,6 +519,34 @@ pub(crate) unsafe fn function_attribute(
     unsafe { cu::function::get_function_attribute(f, attr) }.named("cuFuncGetAttribute")
 }
 
+/// `cuFuncSetAttribute`.
+///
+/// # Safety
+///
+/// `f` comes from [`module_function`].
+pub(crate) unsafe fn set_function_attribute(
+    f: sys::CUfunction,
+    attr: sys::CUfunction_attribute,
+    value: i32,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::function::set_function_attribute(f, attr, value) }.named("cuFuncSetAttribute")
+}
+
+/// `cuOccupancyMaxPotentialBlockSize` without dynamic shared memory: the block size (at most
+/// `limit` threads; 0: the kernel's maximum) that maximizes the kernel's occupancy.
+///
+/// # Safety
+///
+/// `f` comes from [`module_function`].
+pub(crate) unsafe fn potential_block_size(f: sys::CUfunction, limit: u32) -> Result<u32> {
+    let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+    // SAFETY: the caller's contract; no block-size-to-shared-memory callback.
+    unsafe { cu::occupancy::max_potential_block_size(f, None, 0, limit) }
+        .named("cuOccupancyMaxPotentialBlockSize")
+        .map(|(_, block)| block.max(1) as u32)
+}
+
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` without dynamic shared memory.
 ///
 /// # Safety
