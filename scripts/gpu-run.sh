@@ -77,7 +77,7 @@ for w in $what; do
       # they take many minutes on 10^5 launches).
       tools="memcheck racecheck synccheck"; [ "$w" = sanitizer ] || tools="$w"
       for tool in $tools; do
-        extra=""; [ "$tool" != memcheck ] && extra="--skip soak_no_leaks"
+        extra=""; { [ "$tool" != memcheck ] || [ -n "${FERROCUDA_SKIP_SOAK:-}" ]; } && extra="--skip soak_no_leaks"
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
           --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
