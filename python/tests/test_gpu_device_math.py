@@ -341,7 +341,9 @@ def _check(
             assert math.isnan(want) and math.isnan(g), where
             continue
         if edge and (want == 0 or math.isinf(want)):
-            assert g == want and math.copysign(1, g) == math.copysign(1, want), where
+            # min/max of +0 and -0 (equal values): Rust lets either be returned.
+            either = method in ("min", "max") and all(float(v) == 0 for v in xs)
+            assert g == want and (either or math.copysign(1, g) == math.copysign(1, want)), where
             continue
         e = _ulps(g, want, dtype)
         if e > worst:
@@ -403,7 +405,7 @@ FAST: Dict[str, Tuple[str, Callable[[Any, Any], Any], Tuple[float, float], str]]
     # method: (bound kind, reference, domain, bound) — the CUDA Programming Guide's
     # "Intrinsic Functions" bounds on the domains it states them for.
     "sin": ("abs", lambda mp, x: mp.sin(x), (-math.pi, math.pi), "2^-21.41"),
-    "cos": ("abs", lambda mp, x: mp.cos(x), (-math.pi, math.pi), "2^-21.41"),
+    "cos": ("abs", lambda mp, x: mp.cos(x), (-math.pi, math.pi), "2^-21.19"),
     "ln": ("abs", lambda mp, x: mp.log(x), (0.5, 2.0), "2^-21.41"),
     "log2": ("abs", lambda mp, x: mp.log(x, 2), (0.5, 2.0), "2^-22"),
     "exp": ("ulp_exp", lambda mp, x: mp.exp(x), (-10.0, 10.0), "2 + floor(1.173|x|)"),
