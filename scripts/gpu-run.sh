@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
-# what: rust python sanitizer (= memcheck racecheck synccheck) pysanitizer pyquick examples bench
+# what: rust python sanitizer (= memcheck racecheck synccheck) pysanitizer (same, Python) pyquick examples bench
 #       device (the device-primitive GPU tests only, Rust and the Python math accuracy test;
 #       `rust` and `python` run them too)
 #       device-sanitizer (those under racecheck — shared-memory hazards of the block
@@ -129,15 +129,17 @@ for w in $what; do
       # (FERROCUDA_SANITIZER=1: tests/scale.py), minus only the negative controls (they race
       # on purpose and assert that the race shows, which the sanitizer's timing may hide) and,
       # for racecheck, the soak (below). No -x: every test runs under the sanitizer.
-      # Budget: FERROCUDA_SANITIZER_S per tool (default 540).
+      # Budget: FERROCUDA_SANITIZER_S per tool (default 540). Tools: FERROCUDA_PYSAN_TOOLS
+      # (default "memcheck racecheck synccheck", all at once).
+      pytools="${FERROCUDA_PYSAN_TOOLS:-memcheck racecheck synccheck}"
       if [ -d .gpu/python/tests ]; then
         pids=()
-        for tool in memcheck racecheck; do
+        for tool in $pytools; do
           # racecheck loses track of kernel launches when 8 threads launch at once ("Internal
           # Sanitizer Error: Detected a failure to track a kernel launch") and skips the soak,
           # as the Rust suite's racecheck does; memcheck runs it.
           sel="not control and not off_observed"
-          [ "$tool" = racecheck ] && sel="$sel and not soak"
+          [ "$tool" != memcheck ] && sel="$sel and not soak"
           echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
           # JAX must not preallocate 75% of the GPU: two tools share it here.
           ( FERROCUDA_SANITIZER=1 XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
@@ -151,7 +153,7 @@ for w in $what; do
         wait "${pids[@]}"
         # The tests must pass (the exit status is pytest's), and the sanitizer must report
         # nothing but the allowed reports of scripts/sanitizer-verdict.py.
-        for tool in memcheck racecheck; do
+        for tool in $pytools; do
           echo "=== pysanitizer $tool"
           grep -v "^SKIPPED\|^=========" "$OUT/pysanitizer-$tool.log" | tail -25
           tail -1 "$OUT/pysanitizer-$tool.log" | grep -q "exit: 0$" || status=1
