@@ -346,7 +346,7 @@ impl Module {
 
     fn load(&self, ctx: &'static Context) -> Result<Loaded> {
         init()?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let mut log = vec![0u8; 8192];
         let module = cu::module_load(&self.ptx, &mut log).map_err(|e| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -464,7 +464,7 @@ impl<'m> Kernel<'m> {
     pub fn limits(&self, device: usize) -> Result<FunctionLimits> {
         init()?;
         let ctx = Context::get(device)?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         Ok(self.module.loaded(ctx)?.functions[self.index].limits)
     }
 }

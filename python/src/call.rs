@@ -29,6 +29,7 @@ use std::fmt::Write as _;
 
 use ferrocuda_abi::ParamKind;
 use ferrocuda_host::array::Staging;
+use ferrocuda_host::driver::CallerContext;
 use ferrocuda_host::module::{Param, Signature};
 use ferrocuda_host::stream;
 use ferrocuda_host::{
@@ -501,6 +502,8 @@ fn launch_with_hosts(
         c"ferrocuda: host (NumPy) arrays are copied to the device, and mutable ones back, on every launch; keep data on the device (ferrocuda.DeviceArray, CuPy, PyTorch) in loops",
         1,
     )?;
+    // The caller's current context comes back after the staging, launch and copies back.
+    let _caller = CallerContext::save();
     let prepared = py.detach(|| kernel.prepare(argv, opts)).py_err(py)?;
     let mut staging = Staging::new();
     for (i, view) in hosts.iter() {

@@ -1,7 +1,7 @@
 //! Primary contexts: one per device, retained once for the life of the process, each with a
 //! pool of events.
 
-use super::result::{self as cu, MAX_DEVICES};
+use super::result::{self as cu, init, MAX_DEVICES};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::sync::{Mutex, OnceLock};
@@ -122,7 +122,20 @@ impl Context {
         self.raw
     }
 
-    /// Makes this context current on the calling thread (a no-op when it already is).
+    /// Makes this context current on the calling thread for a scope: the caller's current
+    /// context comes back when the returned guard is dropped (see [`CallerContext`]). What
+    /// every public operation that needs a device's context uses, so that it leaves the
+    /// caller's current device as it found it.
+    #[inline]
+    pub fn enter(&self) -> Result<CallerContext> {
+        let caller = CallerContext::save();
+        self.bind()?;
+        Ok(caller)
+    }
+
+    /// Makes this context current on the calling thread (a no-op when it already is), and
+    /// leaves it current: [`Kernel::prepare`](crate::Kernel::prepare) binds the launch's
+    /// context for [`Prepared::execute`](crate::Prepared::execute) this way.
     #[inline]
     pub fn bind(&self) -> Result<()> {
         if cu::current_context()? != self.raw {
@@ -153,6 +166,45 @@ impl Context {
     /// Number of pooled events (for leak tests).
     pub fn pooled_events(&self) -> usize {
         self.events.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// The calling thread's current context, as it was before ferrocuda made a device's context
+/// current: made current again when this guard is dropped, if it changed meanwhile (null —
+/// no current context — included).
+///
+/// The CUDA runtime, and with it CuPy's `Device(n)`, torch's `cuda:n` and `cudaSetDevice`,
+/// keeps the caller's device as the thread's current context. A launch on arrays of another
+/// device, an allocation or copy there, or freeing an array there, binds that device's
+/// context; this guard puts the caller's back, so that the caller's next operation runs on
+/// the device it chose. Costs one `cuCtxGetCurrent` (≈8 ns) at creation and one at the drop,
+/// plus one `cuCtxSetCurrent` each way when the devices differ.
+#[derive(Debug)]
+#[must_use = "the caller's context is restored when the guard is dropped"]
+pub struct CallerContext {
+    /// The saved context; `None` when the driver is not loaded (nothing to restore).
+    saved: Option<sys::CUcontext>,
+}
+
+impl CallerContext {
+    /// Saves the calling thread's current context (nothing, without a driver: then nothing
+    /// can be bound either).
+    pub fn save() -> CallerContext {
+        CallerContext {
+            saved: init().ok().and_then(|()| cu::current_context().ok()),
+        }
+    }
+}
+
+impl Drop for CallerContext {
+    fn drop(&mut self) {
+        let Some(saved) = self.saved else { return };
+        if cu::current_context().is_ok_and(|now| now != saved) {
+            // SAFETY: `saved` was current on this thread when the guard was made, and a
+            // context current on a thread stays alive while it is (its owner must not destroy
+            // it under the thread); null unbinds.
+            let _ = unsafe { cu::set_current_context(saved) };
+        }
     }
 }
 

@@ -82,7 +82,7 @@ impl Stream {
     /// the legacy default stream (`CU_STREAM_NON_BLOCKING`, as PyTorch's side streams).
     pub fn new(device: usize, non_blocking: bool) -> Result<Stream> {
         let ctx = Context::get(device)?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let raw = cu::stream_create(non_blocking)?;
         Ok(Stream { raw, ctx })
     }
@@ -94,7 +94,7 @@ impl Stream {
 
     /// Blocks until all work on the stream is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         synchronize(self.as_ref())
     }
 
@@ -106,7 +106,7 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
+        if let Ok(_caller) = self.ctx.enter() {
             // SAFETY: we created the stream; pending work still completes after destroy.
             let _ = unsafe { cu::stream_destroy(self.raw) };
         }
@@ -137,7 +137,7 @@ impl Fence {
     /// Records a fence on `stream` in device `ordinal`'s primary context.
     pub fn record(ordinal: usize, stream: StreamRef) -> Result<Fence> {
         let ctx = Context::get(ordinal)?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let event = record_pooled(ctx, stream)?;
         Ok(Fence { ctx, event })
     }
@@ -145,20 +145,20 @@ impl Fence {
     /// Makes `stream` wait (on the device, without blocking the host) until the fence has
     /// completed.
     pub fn wait_on(&self, stream: StreamRef) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         wait(stream, self.event)
     }
 
     /// `true` once the work before the fence has completed (`cuEventQuery`; never blocks).
     pub fn is_complete(&self) -> Result<bool> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         // SAFETY: a recorded event owned by this fence.
         unsafe { cu::event_query(self.event) }
     }
 
     /// Blocks until the fence has completed.
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         // SAFETY: a recorded event owned by this fence.
         unsafe { cu::event_synchronize(self.event) }
     }

@@ -185,6 +185,8 @@ impl Kernel<'_> {
     ///
     /// The call returns once the launch is enqueued (and, in [`SyncMode::Default`], after the
     /// host synchronization of foreign producer streams). It does not wait for the kernel.
+    /// The calling thread's current context is the same afterwards as before, whichever
+    /// device the launch ran on ([`CallerContext`](crate::driver::CallerContext)).
     ///
     /// # Safety
     ///
@@ -201,6 +203,7 @@ impl Kernel<'_> {
     ///   kernel, but the memory's owner must be kept alive by the caller;
     /// * with `check_pointers: false`, the caller vouches for the pointers and extents.
     pub unsafe fn launch(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Launched> {
+        let _caller = crate::driver::CallerContext::save();
         let prepared = self.prepare(args, opts)?;
         // SAFETY: the same arguments as prepared (no host arrays to stage), on the thread that
         // just bound the prepared context; the rest is the caller's contract, forwarded.

@@ -70,6 +70,10 @@ impl<'m> Kernel<'m> {
     /// `args` may hold host arrays ([`Arg::Host`]), to be staged on
     /// [`device`](Prepared::device) and [`launch_stream`](Prepared::launch_stream) before
     /// [`execute`](Prepared::execute).
+    ///
+    /// Leaves the launch device's context current on the calling thread; a caller that must
+    /// keep its own keeps a [`CallerContext`](crate::driver::CallerContext) across both
+    /// phases, as [`launch`](Kernel::launch) does.
     pub fn prepare(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Prepared<'m>> {
         let sig = self.signature();
         check_args(sig, args)?;
