@@ -10,6 +10,8 @@
 #   .gpu/whl-numba/ a NumPy < 2.5 wheel from .whl/, if there is one (for the Numba benchmarks)
 #   .gpu/pipeline/  the builder's device-language check: builder/tests/fixtures/device-lang
 #                   built to PTX here, and scripts/gpu_pipeline_check.py (`run.sh pipeline`)
+#   .gpu/whl-scale/ Dask, distributed, dask-cuda, their missing dependencies and an MPI
+#                   runtime (scripts/scale-wheels.sh), for `run.sh scale`; .gpu/wheel_data.py
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
 #                   runs everything, writing logs under $OUT (`bash .gpu/run.sh bench`: benchmarks)
 # Usage: scripts/gpu-bundle.sh   (then carry .gpu to the GPU machine and run `bash .gpu/run.sh`)
@@ -94,6 +96,13 @@ cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json 
 # An earlier build's wheel (.whl-before/, kept by hand) for `run.sh compare`.
 if ls .whl-before/*.whl >/dev/null 2>&1; then
   mkdir -p .gpu/wheels-before && cp .whl-before/*.whl .gpu/wheels-before/ && echo "bundled $(ls .gpu/wheels-before) as the earlier build"
+fi
+# The wheels of the `scale` part (downloaded once into .whl-scale/).
+if bash scripts/scale-wheels.sh; then
+  mkdir -p .gpu/whl-scale && cp .whl-scale/*.whl .gpu/whl-scale/ && cp scripts/wheel_data.py .gpu/
+  echo "bundled .gpu/whl-scale ($(ls .gpu/whl-scale | wc -l) wheels)"
+else
+  echo "warning: scripts/scale-wheels.sh failed: \`run.sh scale\` will skip the Dask and MPI cases" >&2
 fi
 cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
 du -sh .gpu

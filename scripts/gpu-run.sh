@@ -12,6 +12,12 @@
 #                 plainly, then under compute-sanitizer racecheck and memcheck)
 #       launch (launch shape and 16-bit floats only: the Rust tests launch_*, the Python
 #               test_gpu_launch.py, then the Rust ones under memcheck and racecheck)
+#       scale (several GPUs, Dask and MPI: the pickling and device-placement tests, the Dask
+#              cases — threads, two workers on one GPU, dask-cuda one worker per GPU — and
+#              the MPI cases — two ranks on one GPU, one rank per GPU — with the carried
+#              wheels of .gpu/whl-scale in their own directory; then bench/multi_gpu.py --quick)
+#       scalebench (bench/multi_gpu.py in full: launch cost and bandwidth on 1 and 2 GPUs,
+#                   Dask's cost per task)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -117,6 +123,40 @@ for w in $what; do
           2>&1 | tail -15 | tee "$OUT/launch-sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
+    scale|scalebench)
+      # Dask, distributed and dask-cuda (.gpu/whl-scale) go into a directory of their own,
+      # used by this part only; the MPICH wheel's data tree (mpiexec, libmpi.so.12) into
+      # another, for mpi4py (MPI4PY_LIBMPI) and the MPI tests (FERROCUDA_MPIEXEC). NumPy 2.4
+      # comes first, as for the Python tests: distributed deserializes CuPy arrays through
+      # Numba. Each step runs under a time limit.
+      scale_site=/tmp/ferrocuda-scale-site; mpi_prefix=/tmp/ferrocuda-mpi
+      if ls .gpu/whl-scale/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$scale_site" \
+          $(ls .gpu/whl-scale/*.whl | grep -v /mpich-)
+        for mpi_wheel in .gpu/whl-scale/mpich-*.whl; do
+          [ -f "$mpi_wheel" ] && python3 .gpu/wheel_data.py "$mpi_wheel" "$mpi_prefix"
+        done
+      else
+        echo "gpu-run: no .gpu/whl-scale: the Dask and MPI cases will skip"
+      fi
+      scale_env=(PYTHONPATH="$np_site$scale_site:$PYTHONPATH" XLA_PYTHON_CLIENT_PREALLOCATE=false)
+      if [ -x "$mpi_prefix/bin/mpiexec" ] && [ -z "${FERROCUDA_SYSTEM_MPI:-}" ]; then
+        scale_env+=(FERROCUDA_MPIEXEC="$mpi_prefix/bin/mpiexec" MPI4PY_LIBMPI="$mpi_prefix/lib/libmpi.so.12")
+      fi
+      if [ "$w" = scale ]; then
+        echo "=== scale: pickling, device placement, Dask, MPI"
+        tmo=(); python3 -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout 400)
+        env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_TIMEOUT_S:-1500}" python3 -m pytest -q -rs -s \
+          -p no:cacheprovider "${tmo[@]}" .gpu/python/tests/test_pickle.py \
+          .gpu/python/tests/test_gpu_devices.py .gpu/python/tests/test_gpu_scale_dask.py \
+          .gpu/python/tests/test_gpu_scale_mpi.py 2>&1 | tee "$OUT/scale.log" | grep -v "^\s*$" | tail -60
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      fi
+      echo "=== scale: bench/multi_gpu.py"
+      quick=(--quick); [ "$w" = scalebench ] && quick=()
+      env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_BENCH_S:-420}" python3 .gpu/bench/multi_gpu.py \
+        "${quick[@]}" --json "$OUT/multi_gpu.json" 2>&1 | tee "$OUT/multi_gpu.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     pyquick)
       # The fast-path and lifetime tests only (a quick check after changing either).
       PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
