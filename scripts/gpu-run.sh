@@ -128,7 +128,8 @@ for w in $what; do
       # used by this part only; the MPICH wheel's data tree (mpiexec, libmpi.so.12) into
       # another, for mpi4py (MPI4PY_LIBMPI) and the MPI tests (FERROCUDA_MPIEXEC). NumPy 2.4
       # comes first, as for the Python tests: distributed deserializes CuPy arrays through
-      # Numba. Each step runs under a time limit.
+      # Numba. Each step runs under a time limit (defaults: 420 s for the tests, 150 s for the
+      # quick bench: the part fits one 10-minute command).
       scale_site=/tmp/ferrocuda-scale-site; mpi_prefix=/tmp/ferrocuda-mpi
       if ls .gpu/whl-scale/*.whl >/dev/null 2>&1; then
         python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$scale_site" \
@@ -145,16 +146,17 @@ for w in $what; do
       fi
       if [ "$w" = scale ]; then
         echo "=== scale: pickling, device placement, Dask, MPI"
-        tmo=(); python3 -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout 400)
-        env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_TIMEOUT_S:-1500}" python3 -m pytest -q -rs -s \
+        tmo=(); python3 -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout 300)
+        env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_TIMEOUT_S:-420}" python3 -m pytest -q -rs -s \
           -p no:cacheprovider "${tmo[@]}" .gpu/python/tests/test_pickle.py \
           .gpu/python/tests/test_gpu_devices.py .gpu/python/tests/test_gpu_scale_dask.py \
           .gpu/python/tests/test_gpu_scale_mpi.py 2>&1 | tee "$OUT/scale.log" | grep -v "^\s*$" | tail -60
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       fi
       echo "=== scale: bench/multi_gpu.py"
-      quick=(--quick); [ "$w" = scalebench ] && quick=()
-      env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_BENCH_S:-420}" python3 .gpu/bench/multi_gpu.py \
+      quick=(--quick --budget 120); limit="${FERROCUDA_SCALE_BENCH_S:-150}"
+      [ "$w" = scalebench ] && quick=(--budget 480) && limit="${FERROCUDA_SCALE_BENCH_S:-560}"
+      env "${scale_env[@]}" timeout "$limit" python3 .gpu/bench/multi_gpu.py \
         "${quick[@]}" --json "$OUT/multi_gpu.json" 2>&1 | tee "$OUT/multi_gpu.log" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     pyquick)

@@ -830,7 +830,7 @@ fn test_soak_no_leaks() -> TestResult {
     ensure(pooled <= ctx_events_before + 64, || {
         format!("{pooled} pooled events after 10^5 launches")
     })?;
-    driver::synchronize(StreamRef::Legacy).map_err(err)?;
+    driver::synchronize_on(DEV, StreamRef::Legacy).map_err(err)?;
     let (free_after, _) = driver::mem_get_info(DEV).map_err(err)?;
     // Stream-ordered frees return memory to the pool; allow the pool's slack, not a leak.
     ensure(free_after + (64 << 20) >= free_before, || {

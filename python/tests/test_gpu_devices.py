@@ -102,9 +102,9 @@ def test_cupy_arrays_from_another_thread(cupy: Any) -> None:
 
 def test_the_callers_context_is_kept(cupy: Any) -> None:
     cp = cupy
-    ctx = current_context()
-    assert ctx != 0, "CuPy made device 0's context current"
     x = cp.zeros(100, cp.int32)
+    ctx = current_context()
+    assert ctx != 0, "CuPy's allocation made device 0's context current"
     kernels.initialize_array(x)
     d = ferrocuda.DeviceArray.empty((4,), "float32")
     ferrocuda.synchronize()

@@ -2,7 +2,7 @@
 //! unusable): the child is this binary again with `FERROCUDA_DEVICE_CHILD=<scenario>`; it
 //! prints what it saw, and the parent checks the output.
 
-use crate::{down, ensure, err, launch, scalar, up, TestResult};
+use crate::{down, ensure, err, launch, scalar, up, TestResult, DEV};
 use ferrocuda::host::driver;
 use ferrocuda::StreamRef;
 use libtest_mimic::Failed;
@@ -46,7 +46,7 @@ pub fn run_child(scenario: &str) -> i32 {
         "printf" => (|| {
             let x = up(&[1.5f32])?;
             launch("printf_line", &[x.arg()], [2, 1, 1], [64, 1, 1], 0)?;
-            driver::synchronize(StreamRef::Legacy).map_err(err)
+            driver::synchronize_on(DEV, StreamRef::Legacy).map_err(err)
         })(),
         mode => (|| {
             let mode: u32 = mode
@@ -56,7 +56,7 @@ pub fn run_child(scenario: &str) -> i32 {
             let out = up(&vec![0u32; 1000])?;
             let args = [out.arg(), scalar(517u32), scalar(mode)];
             launch("fail_on_purpose", &args, [4, 1, 1], [256, 1, 1], 0)?;
-            driver::synchronize(StreamRef::Legacy).map_err(err)?;
+            driver::synchronize_on(DEV, StreamRef::Legacy).map_err(err)?;
             let _ = down(&out)?;
             Ok(())
         })(),

@@ -13,7 +13,9 @@ pub(crate) fn raw_stream(s: StreamRef) -> sys::CUstream {
     s.as_raw() as usize as sys::CUstream
 }
 
-/// Blocks until all work on `s` is done (in the calling thread's current context).
+/// Blocks until all work on `s` is done, in the calling thread's current context (which
+/// ferrocuda's own calls leave as they found it: with none current, use
+/// [`synchronize_on`](super::synchronize_on)).
 pub fn synchronize(s: StreamRef) -> Result<()> {
     // SAFETY: callers pass streams named by live arrays or the caller, or the sentinels; an
     // invalid handle yields an error code.
