@@ -23,12 +23,22 @@
 //! thread of the launch reads or writes that element at the same time (the usual "one thread
 //! per output element" pattern satisfies this).
 //!
+//! # Generated code
+//!
+//! Each type starts with its data pointer, which `#[kernel]` marks as global memory
+//! ([`space::global`]): accesses compile to `ld.global`/`st.global` (SASS `LDG`/`STG`).
+//! [`Slice::get_nc`] and [`View::read_at_nc`] read through the read-only data cache under an
+//! extra contract, and [`Slice::split_vectors`] / [`SliceMut::split_vectors`] give 16-byte
+//! vector access ([`Vectors`], [`VectorsMut`]).
+//!
 //! Every type here implements [`KernelParam`](crate::KernelParam) (see
 //! [`kinds`](crate::kinds)), which is how `#[kernel]` rejects, at compile
 //! time, parameters that cannot cross the launch boundary (references, `String`, …) and how
 //! the parameter is described in the kernel manifest.
 
 use crate::indexer::Indexer;
+use crate::space;
+use crate::vectors::{split_counts, Vectors, VectorsMut};
 use core::marker::PhantomData;
 
 /// A read-only contiguous array of `len` elements of `T`.
@@ -124,6 +134,77 @@ impl<T> Slice<T> {
         // SAFETY: the caller keeps `i` in bounds.
         unsafe { self.ptr.add(i).read() }
     }
+
+    /// Element `i` through the read-only data cache (`ld.global.nc`, SASS `LDG.E.CONSTANT`;
+    /// CUDA's `__ldg`), or `None` if `i >= len`.
+    ///
+    /// # Safety
+    ///
+    /// No thread of the launch writes element `i` while the launch runs — also not through
+    /// another parameter: the host accepts the same array as an input and an output (`out =
+    /// x`), and then this read may return stale data (see [`space::global_nc`]). A kernel
+    /// parameter is global memory; a slice built with [`from_raw_parts`](Self::from_raw_parts)
+    /// must point to global memory.
+    #[inline(always)]
+    pub unsafe fn get_nc(&self, i: usize) -> Option<T> {
+        if i < self.len {
+            // SAFETY: in bounds; the rest is the caller's contract.
+            Some(unsafe { self.get_nc_unchecked(i) })
+        } else {
+            None
+        }
+    }
+
+    /// Element `i` through the read-only data cache, without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `i < self.len()`, and [`get_nc`](Self::get_nc)'s contract.
+    #[inline(always)]
+    pub unsafe fn get_nc_unchecked(&self, i: usize) -> T {
+        debug_assert!(i < self.len);
+        // SAFETY: the caller's contract.
+        unsafe { space::global_nc(self.ptr.add(i)).read() }
+    }
+
+    /// The first `mid` elements and the rest; `mid > len` aborts the kernel (`trap`, with the
+    /// caller's location in the trap record: [`diag`](crate::diag)).
+    #[inline(always)]
+    #[track_caller]
+    pub fn split_at(&self, mid: usize) -> (Slice<T>, Slice<T>) {
+        if mid > self.len {
+            crate::abort();
+        }
+        // SAFETY: both parts lie inside this slice.
+        unsafe { (Slice::from_raw_parts(self.ptr, mid), self.tail_from(mid)) }
+    }
+
+    /// Elements `mid..`, unchecked.
+    #[inline(always)]
+    unsafe fn tail_from(&self, mid: usize) -> Slice<T> {
+        // SAFETY: the caller keeps `mid <= len`.
+        unsafe { Slice::from_raw_parts(self.ptr.add(mid), self.len - mid) }
+    }
+
+    /// Splits the slice for 16-byte vector access ([`vectors`](crate::vectors)): a scalar
+    /// head of fewer than `L` elements (those before the first 16-byte aligned one), the
+    /// aligned vectors of `L` elements, and a scalar tail of fewer than `L` elements.
+    /// `L * size_of::<T>()` must be 16 (a compile-time error otherwise).
+    ///
+    /// The split costs a few integer operations on the pointer: do it once per kernel. Two
+    /// arrays walked together can share a split when their heads have the same length.
+    #[inline(always)]
+    pub fn split_vectors<const L: usize>(&self) -> (Slice<T>, Vectors<T, L>, Slice<T>) {
+        let (head, n) = split_counts::<T, L>(self.ptr as usize, self.len);
+        // SAFETY: head + n * L <= len; the vectors start on a 16-byte boundary.
+        unsafe {
+            (
+                Slice::from_raw_parts(self.ptr, head),
+                Vectors::from_raw_parts(self.ptr.add(head), n),
+                self.tail_from(head + n * L),
+            )
+        }
+    }
 }
 
 impl<T> SliceMut<T> {
@@ -209,6 +290,38 @@ impl<T> SliceMut<T> {
         // SAFETY: the caller's contract.
         unsafe { self.ptr.add(i).write(value) }
     }
+
+    /// The first `mid` elements and the rest; `mid > len` aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn split_at(&self, mid: usize) -> (SliceMut<T>, SliceMut<T>) {
+        if mid > self.len {
+            crate::abort();
+        }
+        // SAFETY: both parts lie inside this slice.
+        unsafe {
+            (
+                SliceMut::from_raw_parts(self.ptr, mid),
+                SliceMut::from_raw_parts(self.ptr.add(mid), self.len - mid),
+            )
+        }
+    }
+
+    /// [`Slice::split_vectors`] for a slice that may be written: head, aligned vectors of `L`
+    /// elements, tail.
+    #[inline(always)]
+    pub fn split_vectors<const L: usize>(&self) -> (SliceMut<T>, VectorsMut<T, L>, SliceMut<T>) {
+        let (head, n) = split_counts::<T, L>(self.ptr as usize, self.len);
+        let body = head + n * L;
+        // SAFETY: head + n * L <= len; the vectors start on a 16-byte boundary.
+        unsafe {
+            (
+                SliceMut::from_raw_parts(self.ptr, head),
+                VectorsMut::from_raw_parts(self.ptr.add(head), n),
+                SliceMut::from_raw_parts(self.ptr.add(body), self.len - body),
+            )
+        }
+    }
 }
 
 impl<T, const N: usize> View<T, N> {
@@ -265,6 +378,19 @@ impl<T, const N: usize> View<T, N> {
     pub unsafe fn read_at(&self, off: isize) -> T {
         // SAFETY: the caller's contract.
         unsafe { self.ptr.offset(off).read() }
+    }
+
+    /// Element at element offset `off` through the read-only data cache (`ld.global.nc`,
+    /// SASS `LDG.E.CONSTANT`; CUDA's `__ldg`).
+    ///
+    /// # Safety
+    ///
+    /// As [`read_at`](Self::read_at), and [`Slice::get_nc`]'s contract: no thread of the
+    /// launch writes that element while the launch runs.
+    #[inline(always)]
+    pub unsafe fn read_at_nc(&self, off: isize) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { space::global_nc(self.ptr.offset(off)).read() }
     }
 }
 
