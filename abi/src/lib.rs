@@ -24,14 +24,17 @@
 //!   builder for block-shared memory.
 //!
 //! Module order (each uses only those above it): `space`, `dtype`, `layout`, `indexer`,
-//! `vectors`, `params`, `kinds`, `launch`, `manifest`, `diag`.
+//! `params`, `vectors`, `kinds`, `launch`, `manifest`, `diag`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
 #![no_std]
 // The device's `f16` element type is the nightly primitive, enabled in the (unstable-enabled)
 // kernel build only; the host build is stable and never names it.
-#![cfg_attr(target_arch = "nvptx64", feature(f16, stdarch_nvptx, ffi_const))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(f16, stdarch_nvptx, ffi_const, portable_simd)
+)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
