@@ -155,8 +155,9 @@ mod device {
         {
             // SAFETY: `rec` is the host's mapped record (the host's contract), written by this
             // thread only (the claim above); volatile stores reach host memory in order with
-            // the fences.
-            unsafe { write_record(rec, location) };
+            // the fences. Mapped host memory is in the global window, so the stores are
+            // `st.volatile.global` rather than generic.
+            unsafe { write_record(crate::space::global(rec), location) };
         }
         // SAFETY: `trap` has no preconditions.
         unsafe { nvptx::trap() }

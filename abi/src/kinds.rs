@@ -5,8 +5,9 @@
 //!
 //! # Adding a parameter kind
 //!
-//! 1. Define its `#[repr(C)]` type(s) in [`params`](crate::params) and implement
-//!    [`KernelParam`] for them here (their [`ParamDesc`]).
+//! 1. Define its `#[repr(C)]` type(s) in [`params`](crate::params) — an array kind with its
+//!    data pointer as the first field — and implement [`KernelParam`] for them here (their
+//!    [`ParamDesc`]).
 //! 2. Add a [`ParamKind`] variant with a new code (never reuse one) and fill every `match` of
 //!    this file — the compiler lists them: its name, whether it takes an array, the ranks it
 //!    allows, the host's checks ([`ParamKind::needs_c_contiguous`],
@@ -73,6 +74,11 @@ impl ParamDesc {
 ///
 /// `DESC` must describe `Self` exactly: size, alignment, element type, rank and whether the
 /// type can write. The host packs launch arguments according to `DESC`.
+///
+/// A type whose kind takes an array ([`ParamKind::is_array`]) must begin with its data
+/// pointer (a `#[repr(C)]` first field, or `#[repr(transparent)]` over such a type): the
+/// kernel entry marks that pointer as global memory ([`space::global`](crate::space::global)),
+/// so the host must pass device memory there (it checks every array argument with the driver).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a kernel parameter",
     label = "not a kernel parameter type",

@@ -3,10 +3,14 @@
 //! This crate is the single source of truth for everything that crosses the launch
 //! boundary:
 //!
+//! * [`space`] — the markers by which device code tells the builder that a pointer addresses
+//!   global memory (`ld.global`), or read-only global memory (`ld.global.nc`);
 //! * [`dtype`] — the element-type table ([`element_types!`]): [`DType`], [`Element`];
 //! * [`layout`] — strided-layout predicates (element count, span, contiguity, overlap, stride
 //!   units), shared by the indexer and every host-side check;
 //! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset);
+//! * [`Vectors`], [`VectorsMut`] — the 16-byte aligned middle of a contiguous array, for vector
+//!   loads and stores;
 //! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters;
 //! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
 //!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
@@ -19,15 +23,18 @@
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
-//! Module order (each uses only those above it): `dtype`, `layout`, `indexer`, `params`,
-//! `kinds`, `launch`, `manifest`, `diag`.
+//! Module order (each uses only those above it): `space`, `dtype`, `layout`, `indexer`,
+//! `params`, `vectors`, `kinds`, `launch`, `manifest`, `diag`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
 #![no_std]
 // The device's `f16` element type is the nightly primitive, enabled in the (unstable-enabled)
 // kernel build only; the host build is stable and never names it.
-#![cfg_attr(target_arch = "nvptx64", feature(f16, stdarch_nvptx))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(f16, stdarch_nvptx, ffi_const, portable_simd)
+)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
@@ -41,12 +48,15 @@ pub mod launch;
 pub mod layout;
 pub mod manifest;
 pub mod params;
+pub mod space;
+pub mod vectors;
 
 pub use dtype::{DType, Element};
 pub use indexer::Indexer;
 pub use kinds::{ArrayArg, KernelParam, ParamDesc, ParamKind};
 pub use layout::MAX_NDIM;
 pub use params::{Slice, SliceMut, View, ViewMut};
+pub use vectors::{Vectors, VectorsMut};
 
 /// Expands to the link section that makes a `static` block-shared memory: `".ferrocuda.shared"`.
 ///

@@ -48,7 +48,7 @@ pub(crate) fn unquote(printed: &str) -> String {
 }
 
 /// Splits `s` at top-level occurrences of `sep` (outside strings and `()[]{}<>` nesting).
-fn split_top(s: &str, sep: u8) -> Vec<&str> {
+pub(crate) fn split_top(s: &str, sep: u8) -> Vec<&str> {
     let b = s.as_bytes();
     let (mut depth, mut start, mut i) = (0i32, 0, 0);
     let mut parts = Vec::new();
@@ -266,6 +266,31 @@ const PARAM_ATTRIBUTES: [&str; 14] = [
     "initializes",
 ];
 
+/// The value of a typed operand `ptr [attributes] value` (`ptr noundef align 4 %3` → `%3`);
+/// `None` when the operand is not of type `ptr` (or has no value).
+pub(crate) fn ptr_operand_value(operand: &str) -> Option<&str> {
+    let mut rest = operand.trim().strip_prefix("ptr ")?.trim_start();
+    loop {
+        let word = rest.split(' ').next().unwrap_or(rest);
+        let base = word.split('(').next().unwrap_or(word);
+        if !PARAM_ATTRIBUTES.contains(&base) {
+            break;
+        }
+        // `align N` takes the next word; `dereferenceable(N)` and the like are one word.
+        let skip = if base == "align" && !word.contains('(') {
+            2
+        } else {
+            1
+        };
+        let mut words = rest.splitn(skip + 1, ' ');
+        for _ in 0..skip {
+            words.next();
+        }
+        rest = words.next()?.trim_start();
+    }
+    (!rest.is_empty()).then_some(rest.trim_end())
+}
+
 /// Whether `prefix` (the text before an `@name`) ends with the type `ptr` and a space, maybe
 /// followed by parameter attributes.
 fn typed_ptr(prefix: &str) -> bool {
@@ -465,6 +490,25 @@ mod tests {
                  declare void @\"odd name\"(ptr)\n\
                  define void @f() {\n  call void @g()\n}\n";
         assert_eq!(declared_functions(m), ["__nv_expf", "odd name"]);
+    }
+
+    #[test]
+    fn reads_pointer_operands() {
+        assert_eq!(ptr_operand_value("ptr %3"), Some("%3"));
+        assert_eq!(
+            ptr_operand_value(" ptr noundef align 16 %\"a b\" "),
+            Some("%\"a b\"")
+        );
+        assert_eq!(
+            ptr_operand_value("ptr nonnull dereferenceable(16) null"),
+            Some("null")
+        );
+        assert_eq!(
+            ptr_operand_value("ptr inttoptr (i64 16 to ptr)"),
+            Some("inttoptr (i64 16 to ptr)")
+        );
+        assert_eq!(ptr_operand_value("i64 %3"), None);
+        assert_eq!(ptr_operand_value("ptr noundef"), None);
     }
 
     #[test]

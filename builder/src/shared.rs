@@ -1,5 +1,6 @@
-//! What a kernel module asks of the pipeline — shared memory, libdevice — and the rewrite that
-//! puts shared statics into the PTX `.shared` state space.
+//! What a kernel module asks of the pipeline — shared memory, libdevice, state-space markers
+//! ([`crate::space`]) — and the rewrite that puts shared statics into the PTX `.shared` state
+//! space.
 //!
 //! rustc gives every `static` address space 0 (generic), which the NVPTX backend emits as
 //! `.global`. The rewrite works on the `llvm-dis` text of the LTO'd module:
@@ -20,6 +21,7 @@
 //! would have the wrong type and fail that verification instead of compiling silently.
 
 use crate::ir::{self, GlobalVar};
+use crate::space;
 use ferrocuda_abi::{DYNAMIC_SHARED_SYMBOL, SHARED_SECTION};
 
 /// Prefix of the libdevice functions (`__nv_expf`, `__nv_sin`, …).
@@ -37,12 +39,19 @@ pub(crate) struct Needs {
     pub dynamic_shared: bool,
     /// libdevice functions the module calls (sorted).
     pub libdevice: Vec<String>,
+    /// The module calls a state-space marker (see [`crate::space`]).
+    pub markers: bool,
 }
 
 impl Needs {
-    /// Whether the module text must be rewritten.
-    pub fn rewrite(&self) -> bool {
+    /// Whether shared memory must be rewritten.
+    pub fn shared_rewrite(&self) -> bool {
         !self.shared.is_empty() || self.dynamic_shared
+    }
+
+    /// Whether the module text must be rewritten (shared memory or markers).
+    pub fn rewrite(&self) -> bool {
+        self.shared_rewrite() || self.markers
     }
 }
 
@@ -80,7 +89,9 @@ pub(crate) fn needs(module: &str) -> Result<Needs, String> {
             _ => {}
         }
     }
-    needs.libdevice = ir::declared_functions(module)
+    let declared = ir::declared_functions(module);
+    needs.markers = declared.iter().any(|f| space::is_marker(f));
+    needs.libdevice = declared
         .into_iter()
         .filter(|f| f.starts_with(LIBDEVICE_PREFIX))
         .collect();
@@ -251,6 +262,9 @@ uselistorder ptr asm sideeffect "exit;", "", { 1, 0 }
         assert!(n.dynamic_shared);
         assert!(n.rewrite());
         assert_eq!(n.libdevice, ["__nv_expf", "__nv_sinf"]);
+        assert!(!n.markers);
+        let marked = needs("declare ptr @__ferrocuda_global(ptr)\n").unwrap();
+        assert!(marked.markers && marked.rewrite() && !marked.shared_rewrite());
         let plain = needs("define void @f() {\n  ret void\n}\n").unwrap();
         assert_eq!(plain, Needs::default());
         assert!(!plain.rewrite());

@@ -37,7 +37,8 @@
 //! * [`diag`] — [`gpu_printf!`] (device `printf`) and [`device_assert!`]; every failed check
 //!   (bounds checks included) tells the host its file, line and thread;
 //! * [`GridStride`] / [`thread::grid_stride`] — the grid-stride loop;
-//! * the parameter types and the indexer, re-exported from `ferrocuda-abi`;
+//! * the parameter types (with 16-byte vector access, [`Vectors`], and read-only-cache loads)
+//!   and the indexer, re-exported from `ferrocuda-abi`; [`space`], the global-memory markers;
 //! * [`kernel`] — the attribute that makes a PTX entry point and its manifest record;
 //! * [`prelude`] — the names most kernels use, in one `use`.
 //!
@@ -57,8 +58,10 @@
 
 #[doc(hidden)]
 pub use ferrocuda_abi::shared_section;
+pub use ferrocuda_abi::space;
 pub use ferrocuda_abi::{
-    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, View, ViewMut,
+    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Slice, SliceMut, Vectors,
+    VectorsMut, View, ViewMut,
 };
 pub use ferrocuda_macros::kernel;
 
@@ -97,6 +100,31 @@ pub mod __private {
     pub use ferrocuda_abi::launch::{LaunchDecl, LEN as LAUNCH_RECORD_LEN};
     pub use ferrocuda_abi::manifest::{encode, encoded_len};
     pub use ferrocuda_abi::{Element, KernelParam};
+
+    /// The kernel entry's view of parameter `p`: for an array kind, the same value with its
+    /// data pointer marked as global memory ([`ferrocuda_abi::space::global`]), so that
+    /// accesses through it compile to `ld.global`/`st.global`; a scalar unchanged.
+    #[inline(always)]
+    pub fn in_global<P: KernelParam>(p: P) -> P {
+        const {
+            assert!(
+                !P::DESC.kind.is_array()
+                    || (core::mem::size_of::<P>() >= core::mem::size_of::<*mut u8>()
+                        && core::mem::align_of::<P>() >= core::mem::align_of::<*mut u8>()),
+                "an array parameter type must begin with its data pointer"
+            )
+        };
+        if !P::DESC.kind.is_array() {
+            return p;
+        }
+        let mut p = p;
+        let data = (&raw mut p).cast::<*mut u8>();
+        // SAFETY: an array kind begins with its data pointer (`KernelParam`'s contract; the
+        // assertion above checks room and alignment for it), which the host has checked to be
+        // device memory (or null for an empty array, never dereferenced).
+        unsafe { data.write(ferrocuda_abi::space::global(data.read())) };
+        p
+    }
 }
 
 /// With `-Cpanic=abort`, a panic records its location in the trap record (see [`diag`]) and

@@ -1,14 +1,11 @@
-//! Element-wise loops over contiguous slices with 16-byte vector memory access.
+//! Element-wise loops over contiguous slices with 16-byte vector memory access
+//! (`split_vectors`: a scalar head, aligned vectors, a scalar tail).
 
 use ferrocuda_device::{thread, Element, GridStride, Slice, SliceMut};
 
-/// `L` elements of `T` in one 16-byte aligned chunk (`L * size_of::<T>() == 16`).
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-pub struct Chunk<T: Copy, const L: usize>(pub [T; L]);
-
 /// `out[i] = f(a[i], b[i])` for `i < min(len)`, vectorized when the three pointers share
-/// their alignment modulo 16 bytes (scalar head and tail), scalar otherwise.
+/// their alignment modulo 16 bytes (scalar head and tail), scalar otherwise. `L` elements of
+/// `T` make 16 bytes.
 ///
 /// # Safety
 ///
@@ -21,113 +18,89 @@ pub unsafe fn binary<T: Element, const L: usize>(
     f: impl Fn(T, T) -> T,
 ) {
     let n = min(min(a.len(), b.len()), out.len());
+    let (a, b, out) = (a.split_at(n).0, b.split_at(n).0, out.split_at(n).0);
     let tid = thread::index_1d();
     let threads = thread::grid_size_1d();
-    let size = core::mem::size_of::<T>();
-    let (pa, pb, po) = (
-        a.as_ptr() as usize,
-        b.as_ptr() as usize,
-        out.as_mut_ptr() as usize,
-    );
-    let mis = pa % 16;
-    if L > 1 && L * size == 16 && pb % 16 == mis && po % 16 == mis && mis % size == 0 {
-        let head = min((16 - mis) % 16 / size, n);
-        if tid < head {
-            // SAFETY: tid < head <= n; one thread per element.
-            unsafe { out.write_unchecked(tid, f(a.get_unchecked(tid), b.get_unchecked(tid))) };
-        }
-        let body = (n - head) / L;
-        // SAFETY: `head` elements past each pointer is 16-byte aligned and in bounds; the
-        // chunks cover elements head .. head + body * L < n.
-        let (va, vb, vo) = unsafe {
-            (
-                a.as_ptr().add(head) as *const Chunk<T, L>,
-                b.as_ptr().add(head) as *const Chunk<T, L>,
-                out.as_mut_ptr().add(head) as *mut Chunk<T, L>,
-            )
-        };
-        // Two chunks per iteration: four independent 16-byte loads in flight per thread.
-        let mut j = tid;
-        while j < body && body - j > threads {
-            // SAFETY: j < j + threads < body: both chunks are in bounds and aligned; one
-            // thread per chunk.
-            unsafe {
-                let (x0, y0) = (va.add(j).read(), vb.add(j).read());
-                let (x1, y1) = (va.add(j + threads).read(), vb.add(j + threads).read());
-                let (mut z0, mut z1) = (x0, x1);
-                for k in 0..L {
-                    z0.0[k] = f(x0.0[k], y0.0[k]);
-                    z1.0[k] = f(x1.0[k], y1.0[k]);
-                }
-                vo.add(j).write(z0);
-                vo.add(j + threads).write(z1);
-            }
-            j += 2 * threads;
-        }
-        if j < body {
-            // SAFETY: j < body: in bounds and aligned; one thread per chunk.
-            unsafe {
-                let (x, y) = (va.add(j).read(), vb.add(j).read());
-                let mut z = x;
-                for k in 0..L {
-                    z.0[k] = f(x.0[k], y.0[k]);
-                }
-                vo.add(j).write(z);
-            }
-        }
-        let t = head + body * L + tid;
-        if t < n {
-            // SAFETY: t < n; the tail has fewer than L elements, one thread each.
-            unsafe { out.write_unchecked(t, f(a.get_unchecked(t), b.get_unchecked(t))) };
-        }
-    } else {
+    let (ha, va, ta) = a.split_vectors::<L>();
+    let (hb, vb, tb) = b.split_vectors::<L>();
+    let (ho, vo, to) = out.split_vectors::<L>();
+    if ha.len() != hb.len() || ha.len() != ho.len() {
+        // Differently misaligned: scalar accesses only.
         for i in GridStride::new(tid, threads, n) {
             // SAFETY: i < n; one thread per element.
             unsafe { out.write_unchecked(i, f(a.get_unchecked(i), b.get_unchecked(i))) };
         }
+        return;
+    }
+    // Equal heads of equal-length arrays: equal vector counts and tails.
+    for i in GridStride::new(tid, threads, ho.len()) {
+        // SAFETY: i < head length (fewer than L); one thread per element.
+        unsafe { ho.write_unchecked(i, f(ha.get_unchecked(i), hb.get_unchecked(i))) };
+    }
+    let body = vo.len();
+    // Two vectors per iteration: four independent 16-byte loads in flight per thread.
+    let mut j = tid;
+    while j < body && body - j > threads {
+        // SAFETY: j < j + threads < body, the vector count of all three; one thread per
+        // vector.
+        unsafe {
+            let (x0, y0) = (va.get_unchecked(j), vb.get_unchecked(j));
+            let (x1, y1) = (va.get_unchecked(j + threads), vb.get_unchecked(j + threads));
+            let (mut z0, mut z1) = (x0, x1);
+            for k in 0..L {
+                z0[k] = f(x0[k], y0[k]);
+                z1[k] = f(x1[k], y1[k]);
+            }
+            vo.write_unchecked(j, z0);
+            vo.write_unchecked(j + threads, z1);
+        }
+        j += 2 * threads;
+    }
+    if j < body {
+        // SAFETY: j < body; one thread per vector.
+        unsafe {
+            let (x, y) = (va.get_unchecked(j), vb.get_unchecked(j));
+            let mut z = x;
+            for k in 0..L {
+                z[k] = f(x[k], y[k]);
+            }
+            vo.write_unchecked(j, z);
+        }
+    }
+    for i in GridStride::new(tid, threads, to.len()) {
+        // SAFETY: i < tail length (fewer than L); one thread per element.
+        unsafe { to.write_unchecked(i, f(ta.get_unchecked(i), tb.get_unchecked(i))) };
     }
 }
 
-/// `out[i] = f(i)` for `i < out.len()`, vectorized when `out` is 16-byte aligned.
+/// `out[i] = f(i)` for `i < out.len()`, vectorized over the 16-byte aligned middle of `out`.
 ///
 /// # Safety
 ///
 /// Kernel-launch context.
 #[inline(always)]
 pub unsafe fn generate<T: Element, const L: usize>(out: SliceMut<T>, f: impl Fn(usize) -> T) {
-    let n = out.len();
     let tid = thread::index_1d();
     let threads = thread::grid_size_1d();
-    let size = core::mem::size_of::<T>();
-    let po = out.as_mut_ptr() as usize;
-    if L > 1 && L * size == 16 && po % size == 0 {
-        let head = min((16 - po % 16) % 16 / size, n);
-        if tid < head {
-            // SAFETY: tid < head <= n; one thread per element.
-            unsafe { out.write_unchecked(tid, f(tid)) };
+    let (head, body, tail) = out.split_vectors::<L>();
+    for i in GridStride::new(tid, threads, head.len()) {
+        // SAFETY: i < head length; one thread per element.
+        unsafe { head.write_unchecked(i, f(i)) };
+    }
+    let start = head.len();
+    for j in GridStride::new(tid, threads, body.len()) {
+        let base = start + j * L;
+        let mut z = [f(base); L];
+        for (k, v) in z.iter_mut().enumerate().skip(1) {
+            *v = f(base + k);
         }
-        let body = (n - head) / L;
-        // SAFETY: aligned and in bounds as in `binary`.
-        let vo = unsafe { out.as_mut_ptr().add(head) as *mut Chunk<T, L> };
-        for j in GridStride::new(tid, threads, body) {
-            let base = head + j * L;
-            let mut z = Chunk([f(base); L]);
-            for k in 1..L {
-                z.0[k] = f(base + k);
-            }
-            // SAFETY: j < body; one thread per chunk.
-            unsafe { vo.add(j).write(z) };
-        }
-        let t = head + body * L + tid;
-        if t < n {
-            // SAFETY: t < n.
-            unsafe { out.write_unchecked(t, f(t)) };
-        }
-    } else {
-        for i in GridStride::new(tid, threads, n) {
-            // SAFETY: i < n.
-            unsafe { out.write_unchecked(i, f(i)) };
-        }
+        // SAFETY: j < body length; one thread per vector.
+        unsafe { body.write_unchecked(j, z) };
+    }
+    let start = start + body.len() * L;
+    for i in GridStride::new(tid, threads, tail.len()) {
+        // SAFETY: i < tail length; one thread per element.
+        unsafe { tail.write_unchecked(i, f(start + i)) };
     }
 }
 

@@ -55,7 +55,9 @@ mod launch;
 /// a `KernelParam` (non-`Copy` and owning types included).
 ///
 /// On `nvptx64` the function becomes `#[no_mangle] extern "ptx-kernel"`, which needs
-/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` in the kernel crate. On other
+/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` in the kernel crate; it passes
+/// every array parameter's data pointer through `ferrocuda_abi::space::global` before calling
+/// the body, so that accesses through it compile to `ld.global`/`st.global`. On other
 /// targets only the parameter types are checked and no code is emitted.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -261,10 +263,15 @@ fn expand_final(
     let arg_name_strs: Vec<String> = arg_names.iter().map(|i| i.to_string()).collect();
     let groups_a: Vec<TokenStream2> = groups.iter().map(|g| quote! { &[#(#g),*] }).collect();
     let groups_b = groups_a.clone();
+    // Array parameters reach the body with their data pointer marked as global memory (see
+    // `ferrocuda_abi::space`), so that their accesses compile to `ld.global`/`st.global`.
+    let routed = arg_names.iter().zip(arg_types).map(|(name, ty)| {
+        quote! { ::ferrocuda_device::__private::in_global::<#ty>(#name) }
+    });
     let call = if unsafety.is_some() {
-        quote! { unsafe { #inner(#(#arg_names),*) } }
+        quote! { unsafe { #inner(#(#routed),*) } }
     } else {
-        quote! { #inner(#(#arg_names),*) }
+        quote! { #inner(#(#routed),*) }
     };
     let checks = arg_types.iter().map(|ty| {
         quote_spanned! {ty.span()=>

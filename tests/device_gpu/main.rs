@@ -1,6 +1,7 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
-//! reductions and scans, half precision, counting barriers and clocks, shared memory, the
-//! porting guide's kernels, device printf and failed-check locations (in child processes).
+//! reductions and scans, half precision, counting barriers and clocks, shared memory,
+//! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
+//! device printf and failed-check locations (in child processes).
 //! The math functions' accuracy is tested from Python against mpmath
 //! (`python/tests/test_gpu_device_math.py`). The kernels are in
 //! `tests/device-kernels/` (built by `tests/common/device_kernels.rs`, or shipped in the GPU
@@ -28,6 +29,7 @@ mod collectives;
 mod diag;
 mod examples;
 mod half;
+mod memory;
 mod shared;
 mod warp;
 
@@ -192,6 +194,7 @@ fn main() {
     tests.extend(half::TESTS);
     tests.extend(shared::TESTS);
     tests.extend(examples::TESTS);
+    tests.extend(memory::TESTS);
     tests.extend(diag::TESTS);
     let trials = tests
         .into_iter()

@@ -12,10 +12,14 @@
 //! | [`Rule::Local`], [`Rule::Stack`], [`Rule::Spill`] | local memory, stack frames, register spills (ptxas) | warning | error |
 //! | [`Rule::Ptxas`] | ptxas rejects the module or does not report an entry | error | error |
 //! | [`Rule::Manifest`], [`Rule::Entry`] | manifest and `.entry` list disagree; no entry | (checked while building) | error |
+//!
+//! [`sass`] reads the SASS a module assembles to (ptxas and nvdisasm): the state space and width
+//! of every memory access, for the tests of the generated code.
 
 pub mod barrier;
 pub mod parse;
 pub mod ptxas;
+pub mod sass;
 
 use barrier::{divergent_barriers, functions_that_abort, functions_with_barriers, Taint};
 use ferrocuda_abi::manifest::Manifest;

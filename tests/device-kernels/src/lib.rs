@@ -1,6 +1,7 @@
 //! Kernels that exercise every primitive of `ferrocuda-device`: atomics, fences, warp
 //! operations, block reductions and scans, half-precision arithmetic, counting barriers and
-//! clocks, shared memory, math functions, diagnostics, and the porting guide's examples.
+//! clocks, shared memory, math functions, diagnostics, global-memory access forms (vectors,
+//! the read-only cache), and the porting guide's examples.
 //! Built by `tests/device_ptx.rs` (PTX text and ptxas checks) and run on a GPU by
 //! `tests/device_gpu/` and `python/tests/test_device_math.py`, which check every output
 //! against a host reference.
@@ -16,6 +17,7 @@ mod diag;
 mod examples;
 mod half;
 mod math;
+mod memory;
 mod misc;
 mod shared;
 mod warp;
