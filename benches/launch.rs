@@ -84,6 +84,10 @@ impl Setup {
         let ha: Vec<f32> = (0..N).map(|i| (i as f32) * 0.25 - 100.0).collect();
         let hb: Vec<f32> = (0..N).map(|i| 3.0 - (i % 17) as f32 * 1.5).collect();
         let expected = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+        // The thread's current context is device 0's, as in an application that has chosen
+        // its device (CuPy and torch make it so): launches then leave it as it is, with no
+        // context switch per launch (see `driver::CallerContext`).
+        driver::Context::get(DEV)?.bind()?;
         let a = DeviceArray::from_ndarray(&Array1::from_vec(ha), DEV, StreamRef::Legacy)?;
         let b = DeviceArray::from_ndarray(&Array1::from_vec(hb), DEV, StreamRef::Legacy)?;
         let out = DeviceArray::<f32>::empty(&[N], DEV, StreamRef::Legacy)?;

@@ -17,31 +17,6 @@ set -euo pipefail
 # 12.9 accepts PTX ISA <= 8.8 and sm_50 .. sm_121).
 NVCC_WHEEL_VERSION="12.9.86"
 
-script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
-repo_root="$(cd -- "${script_dir}/.." && pwd -P)"
-target="${repo_root}/.tools/nvcc"
-ptxas="${target}/nvidia/cuda_nvcc/bin/ptxas"
-stamp="${target}/nvidia_cuda_nvcc_cu12-${NVCC_WHEEL_VERSION}.dist-info"
-python="${PYTHON:-python3}"
-
-if [[ ! -x "${ptxas}" || ! -d "${stamp}" ]]; then
-    # Fresh or different version: start clean so no files of another version linger
-    # (pip --target does not uninstall what it replaces).
-    rm -rf -- "${target}"
-    mkdir -p -- "${target}"
-    # shellcheck disable=SC2086  # PIP_EXTRA_ARGS is meant to word-split
-    if ! PIP_ROOT_USER_ACTION=ignore "${python}" -m pip install --quiet --disable-pip-version-check --no-deps \
-            --target "${target}" ${PIP_EXTRA_ARGS:-} \
-            "nvidia-cuda-nvcc-cu12==${NVCC_WHEEL_VERSION}" >&2; then
-        echo "ensure_ptxas.sh: pip install of nvidia-cuda-nvcc-cu12==${NVCC_WHEEL_VERSION} failed" >&2
-        rm -rf -- "${target}"
-        exit 1
-    fi
-    if [[ ! -f "${ptxas}" ]]; then
-        echo "ensure_ptxas.sh: the wheel has no ptxas at ${ptxas}" >&2
-        exit 1
-    fi
-    chmod +x -- "${ptxas}"
-fi
-
-printf '%s\n' "${ptxas}"
+# shellcheck source=scripts/pip_tool.sh
+source "$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)/pip_tool.sh"
+ensure_pip_tool nvidia-cuda-nvcc-cu12 "${NVCC_WHEEL_VERSION}" nvcc nvidia/cuda_nvcc/bin/ptxas

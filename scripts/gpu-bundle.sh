@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gathers everything a GPU run needs into .gpu/ (git-ignored), built here on x86-64:
 #   .gpu/bin/       compiled Rust test binaries (release, stripped)
-#   .gpu/device-kernels/ PTX + manifest of tests/device-kernels (the device-primitive tests)
+#   .gpu/device-kernels/ PTX + manifest of tests/device-kernels (the device-primitive tests, Rust
+#                   and Python) and device/src/math.rs (the math accuracy bounds)
 #   .gpu/wheels/    the abi3 wheel of the Python package (if the Python env exists)
 #   .gpu/python/    the Python tests and benchmark scripts
 #   .gpu/bin-bench/ the Rust launch benchmark binary (criterion; run by .gpu/bench/run.sh)
@@ -9,6 +10,8 @@
 #   .gpu/whl-numba/ a NumPy < 2.5 wheel from .whl/, if there is one (for the Numba benchmarks)
 #   .gpu/pipeline/  the builder's device-language check: builder/tests/fixtures/device-lang
 #                   built to PTX here, and scripts/gpu_pipeline_check.py (`run.sh pipeline`)
+#   .gpu/whl-scale/ Dask, distributed, dask-cuda, their missing dependencies and an MPI
+#                   runtime (scripts/scale-wheels.sh), for `run.sh scale`; .gpu/wheel_data.py
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
 #                   runs everything, writing logs under $OUT (`bash .gpu/run.sh bench`: benchmarks)
 # Usage: scripts/gpu-bundle.sh   (then carry .gpu to the GPU machine and run `bash .gpu/run.sh`)
@@ -37,7 +40,9 @@ cargo test --release --quiet --test device_ptx >/dev/null
 mkdir -p .gpu/device-kernels
 cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.ptx \
    target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.json .gpu/device-kernels/
-echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json})"
+# The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py.
+cp device/src/math.rs .gpu/device-kernels/math.rs
+echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json}, math.rs)"
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart
@@ -91,6 +96,13 @@ cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json 
 # An earlier build's wheel (.whl-before/, kept by hand) for `run.sh compare`.
 if ls .whl-before/*.whl >/dev/null 2>&1; then
   mkdir -p .gpu/wheels-before && cp .whl-before/*.whl .gpu/wheels-before/ && echo "bundled $(ls .gpu/wheels-before) as the earlier build"
+fi
+# The wheels of the `scale` part (downloaded once into .whl-scale/).
+if bash scripts/scale-wheels.sh; then
+  mkdir -p .gpu/whl-scale && cp .whl-scale/*.whl .gpu/whl-scale/ && cp scripts/wheel_data.py .gpu/
+  echo "bundled .gpu/whl-scale ($(ls .gpu/whl-scale | wc -l) wheels)"
+else
+  echo "warning: scripts/scale-wheels.sh failed: \`run.sh scale\` will skip the Dask and MPI cases" >&2
 fi
 cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
 du -sh .gpu

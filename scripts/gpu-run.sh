@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
-# what: rust python sanitizer (= memcheck racecheck) pysanitizer pyquick examples bench
-#       device (the device-primitive GPU tests only; `rust` runs them too)
+# what: rust python sanitizer (= memcheck racecheck synccheck) pysanitizer (same, Python) pyquick examples bench
+#       device (the device-primitive GPU tests only, Rust and the Python math accuracy test;
+#       `rust` and `python` run them too)
 #       device-sanitizer (those under racecheck — shared-memory hazards of the block
 #       collectives and shared atomics — and memcheck)
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
@@ -12,6 +13,14 @@
 #       ncu-gallery (Nsight Compute metrics of the gallery kernels and peers)
 #       pipeline (the builder's device-language kernels: shared memory, libdevice, barriers;
 #                 plainly, then under compute-sanitizer racecheck and memcheck)
+#       launch (launch shape and 16-bit floats only: the Rust tests launch_*, the Python
+#               test_gpu_launch.py, then the Rust ones under memcheck and racecheck)
+#       scale (several GPUs, Dask and MPI: the pickling and device-placement tests, the Dask
+#              cases — threads, two workers on one GPU, dask-cuda one worker per GPU — and
+#              the MPI cases — two ranks on one GPU, one rank per GPU — with the carried
+#              wheels of .gpu/whl-scale in their own directory; then bench/multi_gpu.py --quick)
+#       scalebench (bench/multi_gpu.py in full: launch cost and bandwidth on 1 and 2 GPUs,
+#                   Dask's cost per task)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,19 +44,29 @@ np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
 for w in $what; do
   case "$w" in
     rust)
+      # Each binary under a time limit (FERROCUDA_BIN_TIMEOUT_S, default 300): a hung test
+      # must not take the rest of the run with it.
       for t in .gpu/bin/*; do
-        echo "=== rust: $t"; "$t" --test-threads=1 2>&1 | tee "$OUT/rust-$(basename "$t").log" || status=1
+        echo "=== rust: $t"
+        timeout "${FERROCUDA_BIN_TIMEOUT_S:-300}" "$t" --test-threads=1 2>&1 | tee "$OUT/rust-$(basename "$t").log"
+        rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { status=1; echo "=== rust: $t exit $rc"; }
       done ;;
     device)
-      echo "=== device primitives (atomics, warp, block, half)"
-      .gpu/bin/device_gpu --test-threads=1 2>&1 | tee "$OUT/device.log"
+      echo "=== device primitives (atomics, warp, block, half, shared memory, examples, diagnostics)"
+      timeout "${FERROCUDA_BIN_TIMEOUT_S:-300}" .gpu/bin/device_gpu --test-threads=1 2>&1 | tee "$OUT/device.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== device math accuracy (mpmath references; table in \$OUT/device_math_accuracy.json)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -s -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_device_math.py 2>&1 | tee "$OUT/device-math.log" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     device-sanitizer)
-      # The large contention tests (2^20 threads per launch) are left to the plain run.
-      for tool in racecheck memcheck; do
+      # The large contention tests (2^20 threads per launch) are left to the plain run, and
+      # the diagnostics tests, whose child processes trap on purpose.
+      for tool in racecheck synccheck memcheck; do
         echo "=== compute-sanitizer --tool $tool: device primitives"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/device_gpu --test-threads=1 \
-          --skip atomics_int --skip atomics_float 2>&1 | tail -25 | tee "$OUT/device-sanitizer-$tool.log"
+          --skip atomics_int --skip atomics_float --skip diag_ 2>&1 | tail -25 \
+          | tee "$OUT/device-sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
     examples)
@@ -58,15 +77,16 @@ for w in $what; do
       if [ -d .gpu/python/tests ]; then
         echo "=== python tests"
         PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs .gpu/python/tests 2>&1 \
-          | tee "$OUT/pytest.log" | grep -v "^SKIPPED" | tail -40 || status=1
+          | tee "$OUT/pytest.log" | grep -v "^SKIPPED" | tail -40
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
       fi ;;
-    sanitizer|memcheck|racecheck)
+    sanitizer|memcheck|racecheck|synccheck)
       # The Rust GPU suite minus the controls that race on purpose and the fault test (its
-      # child process traps); racecheck also skips the soak (memcheck covers it; racecheck
-      # takes many minutes on 10^5 launches).
-      tools="memcheck racecheck"; [ "$w" = sanitizer ] || tools="$w"
+      # child process traps); racecheck and synccheck also skip the soak (memcheck covers it;
+      # they take many minutes on 10^5 launches).
+      tools="memcheck racecheck synccheck"; [ "$w" = sanitizer ] || tools="$w"
       for tool in $tools; do
-        extra=""; [ "$tool" = racecheck ] && extra="--skip soak_no_leaks"
+        extra=""; { [ "$tool" != memcheck ] || [ -n "${FERROCUDA_SKIP_SOAK:-}" ]; } && extra="--skip soak_no_leaks"
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
           --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
@@ -81,13 +101,67 @@ for w in $what; do
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
         for tool in racecheck memcheck; do
           echo "=== pipeline under compute-sanitizer --tool $tool"
-          compute-sanitizer --tool "$tool" --error-exitcode 86 "${check[@]}" 2>&1 | tail -15 \
-            | tee "$OUT/pipeline-$tool.log"
-          [ "${PIPESTATUS[0]}" = 0 ] || status=1
+          # Judged by scripts/sanitizer-verdict.py (only the allowed reports may appear), not
+          # by the tool's error count.
+          compute-sanitizer --tool "$tool" --print-limit 1000 "${check[@]}" \
+            > "$OUT/pipeline-$tool.log" 2>&1 || status=1
+          grep -v "^=========" "$OUT/pipeline-$tool.log" | tail -10
+          python3 .gpu/sanitizer-verdict.py "$OUT/pipeline-$tool.log" > "$OUT/pipeline-verdict-$tool.txt"
+          v=$?; tail -6 "$OUT/pipeline-verdict-$tool.txt"; [ "$v" = 0 ] || status=1
         done
       else
         echo "no .gpu/pipeline (scripts/gpu-bundle.sh builds it)"; status=1
       fi ;;
+    launch)
+      echo "=== launch shape and 16-bit floats (Rust)"
+      .gpu/bin/gpu --test-threads=1 launch_ 2>&1 | tee "$OUT/launch-rust.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== launch shape and 16-bit floats (Python)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_launch.py 2>&1 | tee "$OUT/launch-python.log" | tail -20
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      for tool in memcheck racecheck; do
+        echo "=== compute-sanitizer --tool $tool: launch_*"
+        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 launch_ \
+          2>&1 | tail -15 | tee "$OUT/launch-sanitizer-$tool.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      done ;;
+    scale|scalebench)
+      # Dask, distributed and dask-cuda (.gpu/whl-scale) go into a directory of their own,
+      # used by this part only; the MPICH wheel's data tree (mpiexec, libmpi.so.12) into
+      # another, for mpi4py (MPI4PY_LIBMPI) and the MPI tests (FERROCUDA_MPIEXEC). NumPy 2.4
+      # comes first, as for the Python tests: distributed deserializes CuPy arrays through
+      # Numba. Each step runs under a time limit (defaults: 420 s for the tests, 150 s for the
+      # quick bench: the part fits one 10-minute command).
+      scale_site=/tmp/ferrocuda-scale-site; mpi_prefix=/tmp/ferrocuda-mpi
+      if ls .gpu/whl-scale/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$scale_site" \
+          $(ls .gpu/whl-scale/*.whl | grep -v /mpich-)
+        for mpi_wheel in .gpu/whl-scale/mpich-*.whl; do
+          [ -f "$mpi_wheel" ] && python3 .gpu/wheel_data.py "$mpi_wheel" "$mpi_prefix"
+        done
+      else
+        echo "gpu-run: no .gpu/whl-scale: the Dask and MPI cases will skip"
+      fi
+      scale_env=(PYTHONPATH="$np_site$scale_site:$PYTHONPATH" XLA_PYTHON_CLIENT_PREALLOCATE=false)
+      if [ -x "$mpi_prefix/bin/mpiexec" ] && [ -z "${FERROCUDA_SYSTEM_MPI:-}" ]; then
+        scale_env+=(FERROCUDA_MPIEXEC="$mpi_prefix/bin/mpiexec" MPI4PY_LIBMPI="$mpi_prefix/lib/libmpi.so.12")
+      fi
+      if [ "$w" = scale ]; then
+        echo "=== scale: pickling, device placement, Dask, MPI"
+        tmo=(); python3 -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout 300)
+        env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_TIMEOUT_S:-420}" python3 -m pytest -q -rs -s \
+          -p no:cacheprovider "${tmo[@]}" .gpu/python/tests/test_pickle.py \
+          .gpu/python/tests/test_gpu_devices.py .gpu/python/tests/test_gpu_scale_dask.py \
+          .gpu/python/tests/test_gpu_scale_mpi.py 2>&1 | tee "$OUT/scale.log" | grep -v "^\s*$" | tail -60
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      fi
+      echo "=== scale: bench/multi_gpu.py"
+      quick=(--quick --budget 120); limit="${FERROCUDA_SCALE_BENCH_S:-150}"
+      [ "$w" = scalebench ] && quick=(--budget 480) && limit="${FERROCUDA_SCALE_BENCH_S:-560}"
+      env "${scale_env[@]}" timeout "$limit" python3 .gpu/bench/multi_gpu.py \
+        "${quick[@]}" --json "$OUT/multi_gpu.json" 2>&1 | tee "$OUT/multi_gpu.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     pyquick)
       # The fast-path and lifetime tests only (a quick check after changing either).
       PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
@@ -100,15 +174,17 @@ for w in $what; do
       # (FERROCUDA_SANITIZER=1: tests/scale.py), minus only the negative controls (they race
       # on purpose and assert that the race shows, which the sanitizer's timing may hide) and,
       # for racecheck, the soak (below). No -x: every test runs under the sanitizer.
-      # Budget: FERROCUDA_SANITIZER_S per tool (default 540).
+      # Budget: FERROCUDA_SANITIZER_S per tool (default 540). Tools: FERROCUDA_PYSAN_TOOLS
+      # (default "memcheck racecheck synccheck", all at once).
+      pytools="${FERROCUDA_PYSAN_TOOLS:-memcheck racecheck synccheck}"
       if [ -d .gpu/python/tests ]; then
         pids=()
-        for tool in memcheck racecheck; do
+        for tool in $pytools; do
           # racecheck loses track of kernel launches when 8 threads launch at once ("Internal
           # Sanitizer Error: Detected a failure to track a kernel launch") and skips the soak,
           # as the Rust suite's racecheck does; memcheck runs it.
           sel="not control and not off_observed"
-          [ "$tool" = racecheck ] && sel="$sel and not soak"
+          [ "$tool" != memcheck ] && sel="$sel and not soak"
           echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
           # JAX must not preallocate 75% of the GPU: two tools share it here.
           ( FERROCUDA_SANITIZER=1 XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
@@ -122,7 +198,7 @@ for w in $what; do
         wait "${pids[@]}"
         # The tests must pass (the exit status is pytest's), and the sanitizer must report
         # nothing but the allowed reports of scripts/sanitizer-verdict.py.
-        for tool in memcheck racecheck; do
+        for tool in $pytools; do
           echo "=== pysanitizer $tool"
           grep -v "^SKIPPED\|^=========" "$OUT/pysanitizer-$tool.log" | tail -25
           tail -1 "$OUT/pysanitizer-$tool.log" | grep -q "exit: 0$" || status=1
@@ -146,7 +222,7 @@ for w in $what; do
       if ls .gpu/wheels-before/*.whl >/dev/null 2>&1; then
         python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
           --target /tmp/ferrocuda-before .gpu/wheels-before/*.whl
-        python3 .gpu/bench/compare_builds.py /tmp/ferrocuda-before "$site" 2>&1 \
+        python3 .gpu/bench/compare_builds.py /tmp/ferrocuda-before "$site" --pairs 2 --rounds 10 2>&1 \
           | tee "$OUT/compare.txt" || status=1
       else
         echo "gpu-run: no earlier build in .gpu/wheels-before"; status=1

@@ -12,13 +12,15 @@ cd "$root"
 
 venv="$root/.venv"
 py="$venv/bin/python"
-# Pinned tools (maturin < 2 as pyproject.toml requires; numpy < 2.5 keeps Numba usable).
+# Pinned tools (maturin < 2 as pyproject.toml requires; numpy < 2.5 keeps Numba usable;
+# cloudpickle, Dask's serializer, for the pickling tests).
 reqs=(
   "maturin==1.16.0"
   "numpy==2.4.6"
   "pytest==9.2.0"
   "hypothesis==6.170.15"
   "mypy==2.4.1"
+  "cloudpickle==3.1.2"
 )
 
 if [ ! -x "$py" ]; then

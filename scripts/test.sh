@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs, then
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings)
-#   2. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU)
+#   2. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU;
+#      the SASS checks assemble the kernels with ptxas and list them with nvdisasm, installed
+#      into .tools/ by scripts/ensure_nvdisasm.sh)
 #   3. the PTX checks (the rules of ferrocuda-builder, strictly: no .extern but dynamic shared
 #      memory, no panics, no barrier under a thread-dependent branch; ptxas for sm_80 and
 #      sm_90: no spills, no stack)
@@ -26,6 +28,8 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy --manifest-path kernels/Cargo.toml --quiet -- -D warnings
 
 step "cargo test (Rust)"
+# nvdisasm for the SASS checks of tests/device_ptx.rs (state spaces and widths of accesses).
+bash scripts/ensure_nvdisasm.sh >/dev/null
 cargo test --workspace --quiet 2>&1
 
 step "PTX checks"

@@ -25,6 +25,9 @@
 
 pub use ferrocuda_abi as abi;
 pub use ferrocuda_host as host;
+/// The `half` crate: `half::f16` and `half::bf16` are the host's 16-bit float element types
+/// (for `DeviceArray<f16>`, scalars, and the launchers of `f16`/`bf16` kernels).
+pub use ferrocuda_host::half;
 pub use ferrocuda_host::{
     Arg, ArrayDesc, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module, Result,
     Scalar, StreamRef, SyncMode,
@@ -82,6 +85,9 @@ impl<O> AsArg for host::array::ForeignArray<O> {
 pub mod kernels {
     use crate::bundled::module;
     use crate::AsArg;
+    // The Rust types of 16-bit float scalar parameters.
+    #[allow(unused_imports)]
+    use ferrocuda_host::half::{bf16, f16};
     use ferrocuda_host::{Arg, LaunchOptions, Launched, Result, Scalar};
 
     include!(concat!(env!("OUT_DIR"), "/launchers.rs"));

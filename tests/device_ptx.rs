@@ -3,21 +3,28 @@
 //! with the memory order, scope and state space as written in the source — `red` for the
 //! no-result forms, one `bar.sync` per barrier, no local memory. With ptxas available
 //! (`scripts/ensure_ptxas.sh`, or `$PTXAS`) the module is also assembled for sm_80 and sm_90
-//! through `scripts/check_ptx.py` (no stack, no spills). No GPU needed.
+//! through `scripts/check_ptx.py` (no stack, no spills). With nvdisasm as well
+//! (`scripts/ensure_nvdisasm.sh`), the SASS for sm_90 of these kernels and of the bundled ones
+//! must access memory in its state space (`LDG`/`STG`, `LDS`/`STS`, never generic `LD`/`ST`
+//! but where listed), with 16-byte vectors and the read-only cache where the source asks for
+//! them. No GPU needed.
 
 #[path = "common/device_kernels.rs"]
 mod device_kernels;
 
+use ferrocuda_builder::check::sass::{self, SassFunction};
+use ferrocuda_builder::check::{ptxas, Rule, Severity};
+use ferrocuda_builder::BuildOutput;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The sm_80 build: (PTX text, PTX path, manifest path).
-fn sm80() -> &'static (String, PathBuf, PathBuf) {
-    static BUILT: OnceLock<(String, PathBuf, PathBuf)> = OnceLock::new();
+/// The sm_80 build: (PTX text, PTX path, manifest path, build output).
+fn sm80() -> &'static (String, PathBuf, PathBuf, BuildOutput) {
+    static BUILT: OnceLock<(String, PathBuf, PathBuf, BuildOutput)> = OnceLock::new();
     BUILT.get_or_init(|| {
         let out = device_kernels::build("sm_80").unwrap_or_else(|e| panic!("{e}"));
         let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-        (ptx, out.ptx, out.manifest_path)
+        (ptx, out.ptx.clone(), out.manifest_path.clone(), out)
     })
 }
 
@@ -150,7 +157,7 @@ fn bf16_atomics_are_native_when_built_for_sm90() {
     ] {
         assert!(body.contains(w), "sm_90 half_atomics: no `{w}`");
     }
-    ptxas_check(&out.ptx, &out.manifest_path, &["sm_90"]);
+    assert_clean(&out);
 }
 
 #[test]
@@ -200,8 +207,9 @@ fn release_acquire_and_fences() {
             "fence.sc.sys",
         ],
     );
-    // A relaxed fence emits nothing: 3 acq_rel + 3 sc.
-    assert_eq!(count("fences", "fence."), 6);
+    // A relaxed fence emits nothing: 3 acq_rel + 3 sc, plus the two system fences of the
+    // trap record on the bounds check's failure path.
+    assert_eq!(count("fences", "fence."), 8);
 }
 
 #[test]
@@ -316,11 +324,16 @@ fn half_arithmetic_is_hardware() {
 
 #[test]
 fn no_local_memory_and_atomic_slices_are_written_slices() {
-    let (ptx, _, manifest) = sm80();
-    assert!(
-        !ptx.contains(".local") && !ptx.contains("__local_depot"),
-        "local memory in the PTX"
-    );
+    let (ptx, _, manifest, out) = sm80();
+    for k in &out.manifest.kernels {
+        let body = entry(ptx, &k.name);
+        let local = body.contains(".local") || body.contains("__local_depot");
+        assert!(
+            !local || LOCAL_MEMORY_ALLOWED.contains(&k.name.as_str()),
+            "local memory in {}",
+            k.name
+        );
+    }
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
     let k = m["kernels"]
@@ -343,49 +356,81 @@ fn no_local_memory_and_atomic_slices_are_written_slices() {
     assert_eq!(h["params"][0]["dtype"], "float16");
 }
 
-/// ptxas for sm_80 and sm_90 through scripts/check_ptx.py: no stack, no spills.
-#[test]
-fn ptxas_accepts_the_module() {
-    let (_, ptx, manifest) = sm80();
-    ptxas_check(ptx, manifest, &["sm_80", "sm_90"]);
-}
+/// Kernels allowed a stack frame and local memory: libdevice's slow-path argument reduction
+/// of `sin`/`cos`/`tan` for huge arguments, and `vprintf`'s argument buffer.
+const LOCAL_MEMORY_ALLOWED: [&str; 10] = [
+    "math_sin_f32",
+    "math_cos_f32",
+    "math_tan_f32",
+    "math_sin_cos_f32",
+    "math_sin_f64",
+    "math_cos_f64",
+    "math_tan_f64",
+    "math_sin_cos_f64",
+    "printf_line",
+    "__internal_trig_reduction_slowpathd",
+];
 
-fn ptxas_check(ptx: &Path, manifest: &Path, archs: &[&str]) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let ptxas = std::env::var_os("PTXAS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".tools/nvcc/nvidia/cuda_nvcc/bin/ptxas"));
-    if !ptxas.exists() {
-        eprintln!(
-            "ptxas check SKIPPED: no ptxas at {} (scripts/ensure_ptxas.sh installs it)",
-            ptxas.display()
-        );
+/// The ptxas report of a build: every entry reported, no spills anywhere, and no finding
+/// (local memory, stack) but the allowed ones.
+fn assert_clean(out: &BuildOutput) {
+    if out.ptxas.is_none() {
+        eprintln!("ptxas check SKIPPED: no ptxas found (scripts/ensure_ptxas.sh installs it)");
         return;
     }
-    let mut cmd = std::process::Command::new("python3");
-    cmd.arg(root.join("scripts/check_ptx.py"))
-        .arg(ptx)
-        .arg("--manifest")
-        .arg(manifest)
-        .arg("--ptxas")
-        .arg(&ptxas);
-    for a in archs {
-        cmd.args(["--arch", a]);
-    }
-    let out = cmd.output().expect("run python3 scripts/check_ptx.py");
-    assert!(
-        out.status.success(),
-        "check_ptx.py failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let entries = out.manifest.kernels.len();
+    let reported = out.resources.iter().filter(|r| r.entry).count();
+    assert_eq!(
+        reported, entries,
+        "ptxas reported {reported} of {entries} entries"
     );
+    for r in &out.resources {
+        assert_eq!(
+            r.spill_stores.unwrap_or(0) + r.spill_loads.unwrap_or(0),
+            0,
+            "{r:?}"
+        );
+    }
+    for w in &out.warnings {
+        let allowed = matches!(w.rule, Rule::Local | Rule::Stack)
+            && w.function
+                .as_deref()
+                .is_some_and(|f| LOCAL_MEMORY_ALLOWED.contains(&f));
+        assert!(
+            allowed && w.severity == Severity::Warning,
+            "unexpected finding: {w}"
+        );
+    }
+}
+
+/// ptxas for sm_80 (and sm_90, in `bf16_atomics_are_native_when_built_for_sm90`): no spills,
+/// stacks only where allowed. Prints the registers of the math kernels.
+#[test]
+fn ptxas_accepts_the_module() {
+    let out = &sm80().3;
+    assert_clean(out);
+    let mut math: Vec<String> = out
+        .resources
+        .iter()
+        .filter(|r| r.entry && (r.name.starts_with("math_") || r.name.starts_with("fast_")))
+        .map(|r| {
+            format!(
+                "{} {} regs, {} B stack",
+                r.name,
+                r.registers.unwrap_or(0),
+                r.stack.unwrap_or(0)
+            )
+        })
+        .collect();
+    math.sort();
+    eprintln!("math kernels on sm_80:\n  {}", math.join("\n  "));
 }
 
 /// The host runtime accepts the module (no driver needed to read it): every kernel the GPU
 /// tests launch is there.
 #[test]
 fn host_reads_the_module() {
-    let (_, _, manifest) = sm80();
+    let (_, _, manifest, _) = sm80();
     let m = ferrocuda::Module::from_manifest_file(manifest).unwrap();
     for k in [
         "int_atomics_u32",
@@ -402,7 +447,372 @@ fn host_reads_the_module() {
         "f16_arith",
         "bf16_ops",
         "packed_ops_bf16x2",
+        "shared_isolation",
+        "shared_reverse",
+        "shared_transpose",
+        "dynamic_shared_len",
+        "printf_line",
+        "fail_on_purpose",
+        "vec_add",
+        "gemm_naive",
+        "gemm_tiled",
+        "math_exp_f32",
+        "math_sin_cos_f64",
+        "math_mul_add_f32",
+        "fast_div_f32",
     ] {
         m.kernel(k).unwrap_or_else(|e| panic!("{k}: {e}"));
     }
+}
+
+/// The `.shared` variables of the module: `(name, bytes)`.
+fn shared_variables(ptx: &str) -> Vec<(String, usize)> {
+    ptx.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l
+                .strip_prefix(".shared ")
+                .or_else(|| l.strip_prefix(".visible .shared "))?;
+            let decl = rest.trim_end_matches(';').split_whitespace().last()?;
+            let (name, n) = decl.split_once('[')?;
+            Some((name.to_string(), n.trim_end_matches(']').parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn shared_arrays_are_shared_variables_accessed_as_shared() {
+    let ptx = &sm80().0;
+    let vars = shared_variables(ptx);
+    // One `.shared` variable per `shared_array!` expansion (static storage), of its size.
+    let storage: Vec<&(String, usize)> =
+        vars.iter().filter(|(n, _)| n.contains("STORAGE")).collect();
+    assert!(storage.len() >= 12, "{vars:?}");
+    for (k, bytes) in [
+        ("shared_isolation", 4096),
+        ("shared_transpose", 32 * 33 * 4),
+        ("shared_atomics", 32),
+    ] {
+        let body = entry(ptx, k);
+        let used: Vec<&&(String, usize)> = storage
+            .iter()
+            .filter(|(n, _)| body.contains(n.as_str()))
+            .collect();
+        assert_eq!(used.len(), 1, "{k}: {used:?}");
+        assert_eq!(used[0].1, bytes, "{k}");
+    }
+    // Two call sites, two arrays.
+    let body = entry(ptx, "shared_reverse");
+    let used = storage
+        .iter()
+        .filter(|(n, _)| body.contains(n.as_str()))
+        .count();
+    assert_eq!(used, 2, "shared_reverse must use two distinct arrays");
+    // Accesses name the state space.
+    for (k, ld, st) in [
+        ("shared_isolation", 1, 1),
+        ("shared_reverse", 3, 2),
+        ("shared_transpose", 4, 4),
+        ("gemm_tiled", 2, 2),
+    ] {
+        let body = entry(ptx, k);
+        let lds = body.matches("ld.shared.").count();
+        let sts = body.matches("st.shared.").count();
+        assert!(
+            lds >= ld && sts >= st,
+            "{k}: {lds} ld.shared, {sts} st.shared"
+        );
+    }
+    // Block collectives with a static scratch: its accesses are shared ones too.
+    assert!(entry(ptx, "collectives_sum_f32").contains("st.shared."));
+}
+
+#[test]
+fn dynamic_shared_memory_is_extern_shared_and_sized_by_the_register() {
+    let ptx = &sm80().0;
+    assert!(ptx.contains(".extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];"));
+    let body = entry(ptx, "dynamic_shared_len");
+    assert!(
+        body.contains("%dynamic_smem_size"),
+        "no %dynamic_smem_size read"
+    );
+    assert!(body.contains("st.shared.b32") || body.contains("st.shared.u32"));
+    assert!(entry(ptx, "collectives_affine_u64").contains("%dynamic_smem_size"));
+}
+
+#[test]
+fn failed_checks_write_the_trap_record_and_printf_calls_vprintf() {
+    let ptx = &sm80().0;
+    assert!(ptx.contains(".visible .global .align 8 .b8 __ferrocuda_trap_record[8];"));
+    let body = entry(ptx, "fail_on_purpose");
+    for w in [
+        "ld.volatile.global.b64",
+        "atom.relaxed.sys.global.cas.b32",
+        "fence.sc.sys",
+        // The mapped record is reached through the global window.
+        "st.volatile.global.b32",
+        "trap;",
+    ] {
+        assert!(body.contains(w), "fail_on_purpose: no `{w}`");
+    }
+    // The recorded line of the device_assert! in tests/device-kernels/src/diag.rs.
+    let src = std::fs::read_to_string(device_kernels::crate_dir().join("src/diag.rs")).unwrap();
+    let line = src
+        .lines()
+        .position(|l| l.contains("0 => device_assert!"))
+        .unwrap()
+        + 1;
+    assert!(body.contains(&format!("{line};")), "line {line} not stored");
+    assert!(ptx
+        .lines()
+        .any(|l| l.starts_with(".extern .func") && l.contains("vprintf")));
+    assert!(entry(ptx, "printf_line").contains("vprintf"));
+}
+
+#[test]
+fn math_compiles_to_libdevice_and_hardware_instructions() {
+    let ptx = &sm80().0;
+    for (k, instr) in [
+        ("math_exp_f32", "ex2.approx"),
+        ("math_sqrt_f32", "sqrt.rn.f32"),
+        ("math_sqrt_f64", "sqrt.rn.f64"),
+        ("math_rsqrt_f32", "rsqrt.approx.f32"),
+        ("math_mul_add_f32", "fma.rn.f32"),
+        ("math_mul_add_f64", "fma.rn.f64"),
+        ("math_floor_f32", "cvt.rmi.f32.f32"),
+        ("math_ceil_f64", "cvt.rpi.f64.f64"),
+        ("math_trunc_f32", "cvt.rzi.f32.f32"),
+        ("math_round_ties_even_f64", "cvt.rni.f64.f64"),
+        ("math_min_f32", "min.f32"),
+        ("math_max_f64", "max.f64"),
+        ("math_abs_f32", "abs.f32"),
+        ("math_copysign_f64", "copysign.f64"),
+        ("fast_sin_f32", "sin.approx"),
+        ("fast_cos_f32", "cos.approx"),
+        ("fast_log2_f32", "lg2.approx"),
+        ("fast_div_f32", "div.approx.f32"),
+    ] {
+        assert!(entry(ptx, k).contains(instr), "{k}: no `{instr}`");
+    }
+    // No calls but to libdevice's own internal helpers (the f64 trig slow path, `pow`'s
+    // core) and to vprintf.
+    for k in &sm80().3.manifest.kernels {
+        let body = entry(ptx, &k.name);
+        for call in body.lines().filter(|l| l.contains("call.uni")) {
+            assert!(
+                call.contains("__internal_") || call.contains("vprintf"),
+                "{}: {call}",
+                k.name
+            );
+        }
+    }
+}
+
+/// The SASS for sm_90 of the PTX file `ptx`, or `None` (saying so) without ptxas or nvdisasm.
+fn sass_sm90(ptx: &Path) -> Option<Vec<SassFunction>> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let ptxas = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc")));
+    let nvdisasm = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13")));
+    match (ptxas, nvdisasm) {
+        (Some(p), Some(n)) => {
+            Some(sass::disassemble(&p, &n, "sm_90", ptx).unwrap_or_else(|e| panic!("{e}")))
+        }
+        (p, n) => {
+            eprintln!(
+                "SASS check SKIPPED: ptxas {}, nvdisasm {} (scripts/ensure_ptxas.sh and \
+                 scripts/ensure_nvdisasm.sh install them)",
+                if p.is_some() { "found" } else { "missing" },
+                if n.is_some() { "found" } else { "missing" },
+            );
+            None
+        }
+    }
+}
+
+/// The memory instructions of `f`.
+fn memory_ops(f: &SassFunction) -> Vec<&str> {
+    f.opcodes
+        .iter()
+        .map(String::as_str)
+        .filter(|o| sass::space(o).is_some())
+        .collect()
+}
+
+/// The function `name` of a disassembly.
+fn function<'a>(sass: &'a [SassFunction], name: &str) -> &'a SassFunction {
+    sass.iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no function {name} in the SASS"))
+}
+
+/// One line per kernel: its memory opcodes and their counts.
+fn memory_summary(sass: &[SassFunction], kernels: &[String]) -> String {
+    let mut lines = Vec::new();
+    for k in kernels {
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        for o in &function(sass, k).opcodes {
+            if sass::space(o).is_some() {
+                *counts.entry(o.as_str()).or_default() += 1;
+            }
+        }
+        let ops: Vec<String> = counts.iter().map(|(o, n)| format!("{o}×{n}")).collect();
+        lines.push(format!("  {k}: {}", ops.join(" ")));
+    }
+    lines.join("\n")
+}
+
+/// Test kernels with generic accesses, and why: atomics on generic addresses, which ptxas
+/// expands with a branch per state-space window (`ATOM`, and `LD`/`ST` for the local window).
+const GENERIC_ALLOWED: [(&str, &str); 5] = [
+    (
+        "int_atomics_u32",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "int_atomics_i32",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "int_atomics_u64",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "int_atomics_i64",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "half_atomics",
+        "AtomicRef::from_ptr, a generic atomic reference",
+    ),
+];
+
+#[test]
+fn test_kernels_access_memory_in_its_state_space() {
+    let (_, ptx_path, _, out) = sm80();
+    let Some(sass) = sass_sm90(ptx_path) else {
+        return;
+    };
+    let kernels: Vec<String> = out
+        .manifest
+        .kernels
+        .iter()
+        .map(|k| k.name.clone())
+        .collect();
+    eprintln!(
+        "memory instructions (sm_90):\n{}",
+        memory_summary(&sass, &kernels)
+    );
+    for k in &kernels {
+        let f = function(&sass, k);
+        let generic = f.generic_accesses();
+        match GENERIC_ALLOWED.iter().find(|(n, _)| n == k) {
+            // An exception must still be one, or it is removed from the list.
+            Some((_, why)) => assert!(
+                generic.iter().any(|o| o.starts_with("ATOM.")),
+                "{k} ({why}) has no generic atomic any more: {generic:?}"
+            ),
+            None => assert!(generic.is_empty(), "{k}: generic accesses {generic:?}"),
+        }
+        assert!(
+            f.accesses(sass::Space::Local).is_empty() || local_allowed(k),
+            "{k}"
+        );
+    }
+    // Array parameters: global loads and stores; shared arrays and dynamic shared memory:
+    // shared ones.
+    for (k, load, store) in [
+        ("vec_add", "LDG", "STG"),
+        ("gemm_naive", "LDG", "STG"),
+        ("math_exp_f32", "LDG", "STG"),
+        ("math_powf_f64", "LDG", "STG"),
+        ("f16_arith", "LDG", "STG"),
+        ("shared_isolation", "LDS", "STS"),
+        ("shared_reverse", "LDS", "STS"),
+        ("shared_transpose", "LDS", "STS"),
+        ("gemm_tiled", "LDS", "STS"),
+        ("dynamic_shared_len", "LDS", "STS"),
+        ("collectives_sum_f32", "LDS", "STS"),
+        ("shared_atomics", "LDS", "STS"),
+    ] {
+        let f = function(&sass, k);
+        assert!(f.has(load) && f.has(store), "{k}: {:?}", memory_ops(f));
+    }
+    // The read-only cache and 16-byte vectors where the source asks for them.
+    let axpy = function(&sass, "vector_axpy_nc");
+    let nc_vectors = axpy.count("LDG", &["128", "CONSTANT"]);
+    assert!(nc_vectors >= 1, "{:?}", memory_ops(axpy));
+    assert!(
+        axpy.count("LDG", &["CONSTANT"]) > nc_vectors,
+        "no scalar read-only loads: {:?}",
+        memory_ops(axpy)
+    );
+    assert!(
+        axpy.count("LDG", &["128"]) > nc_vectors && axpy.has("STG.E.128"),
+        "y is not read and written in vectors: {:?}",
+        memory_ops(axpy)
+    );
+    let sums = function(&sass, "row_sums_nc");
+    let coherent: Vec<&String> = sums
+        .opcodes
+        .iter()
+        .filter(|o| o.starts_with("LDG.") && !o.contains("CONSTANT") && !o.contains("STRONG"))
+        .collect();
+    assert!(
+        sums.has("LDG.E.CONSTANT") && coherent.is_empty(),
+        "row_sums_nc: {:?}",
+        memory_ops(sums)
+    );
+    for k in ["vector_copy_u8", "vector_copy_f64"] {
+        let f = function(&sass, k);
+        assert!(
+            f.has("LDG.E.128") && f.has("STG.E.128"),
+            "{k}: {:?}",
+            memory_ops(f)
+        );
+        assert_eq!(f.count("LDG", &["CONSTANT"]), 0, "{k}: copies may alias");
+    }
+}
+
+fn local_allowed(kernel: &str) -> bool {
+    LOCAL_MEMORY_ALLOWED.contains(&kernel)
+}
+
+#[test]
+fn bundled_kernels_access_memory_in_its_state_space() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundled-sm80.ptx");
+    std::fs::write(&path, ferrocuda::bundled::PTX).unwrap();
+    let Some(sass) = sass_sm90(&path) else {
+        return;
+    };
+    let kernels: Vec<String> = ferrocuda_builder::ptx_entries(ferrocuda::bundled::PTX)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(kernels.len() >= 30, "{kernels:?}");
+    eprintln!(
+        "bundled kernels' memory instructions (sm_90):\n{}",
+        memory_summary(&sass, &kernels)
+    );
+    for k in &kernels {
+        let f = function(&sass, k);
+        // Every bundled kernel writes an array parameter, and no access is generic.
+        assert!(f.has("STG"), "{k}: {:?}", memory_ops(f));
+        assert!(
+            f.generic_accesses().is_empty(),
+            "{k}: generic accesses {:?}",
+            f.generic_accesses()
+        );
+        // The element-wise kernels move their aligned middle in 16-byte vectors.
+        if k.starts_with("add_") && !k.starts_with("add_index") || k.starts_with("saxpy_") {
+            assert!(
+                f.has("LDG.E.128") && f.has("STG.E.128"),
+                "{k}: {:?}",
+                memory_ops(f)
+            );
+        }
+    }
+    assert!(function(&sass, "initialize_array").has("STG.E.128"));
+    let rev = function(&sass, "shared_reverse_f32");
+    assert!(rev.has("LDS") && rev.has("STS") && rev.has("LDG"));
 }

@@ -24,6 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 type TestResult = Result<(), Failed>;
 
+/// Launch shape (limits, dynamic shared memory, N-D grids) and the 16-bit float types.
+#[path = "gpu/launch.rs"]
+mod launch;
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -826,7 +830,7 @@ fn test_soak_no_leaks() -> TestResult {
     ensure(pooled <= ctx_events_before + 64, || {
         format!("{pooled} pooled events after 10^5 launches")
     })?;
-    driver::synchronize(StreamRef::Legacy).map_err(err)?;
+    driver::synchronize_on(DEV, StreamRef::Legacy).map_err(err)?;
     let (free_after, _) = driver::mem_get_info(DEV).map_err(err)?;
     // Stream-ordered frees return memory to the pool; allow the pool's slack, not a leak.
     ensure(free_after + (64 << 20) >= free_before, || {
@@ -939,6 +943,10 @@ fn main() {
         SOAK_NO_LEAKS,
         TWO_DEVICES,
     ];
-    let trials = tests.iter().map(|t| t.trial(devices)).collect();
+    let trials = tests
+        .iter()
+        .chain(&launch::TESTS)
+        .map(|t| t.trial(devices))
+        .collect();
     libtest_mimic::run(&args, trials).exit();
 }

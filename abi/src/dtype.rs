@@ -3,8 +3,20 @@
 //! [`element_types!`](crate::element_types) is the table. Each row declares one element
 //! type: its [`DType`] variant and manifest code, its NumPy name, its array-interface
 //! `typestr` (from which the kind character and the item size are read), its DLPack type code,
-//! and — for the types kernels can take as scalars and arrays of — its Rust type, as `int(T)`
-//! or `float(T)` (`none` for types without one on this side of the launch boundary).
+//! and — for the types kernels can take as scalars and arrays of — its Rust type, as `int(T)`,
+//! `float(T)` or `half(T)` (`none` for types without one).
+//!
+//! `half(T)` rows are the 16-bit floats, which stable Rust has no primitive for: the host's
+//! type is `half::T` (the `half` crate; its [`Element`] impls come with this crate's `half`
+//! feature), the device's is `ferrocuda_device::half::T` (the device crate implements
+//! [`Element`] and [`KernelParam`](crate::KernelParam) for it). Both have the same bits.
+//!
+//! **bfloat16's typestr.** NumPy has no bfloat16 and the array interfaces define no kind for
+//! it. ml_dtypes' `bfloat16` dtype writes `"<V2"` (a 2-byte opaque type with native byte
+//! order), and PyTorch's and JAX's `__cuda_array_interface__` export bfloat16 arrays with that
+//! same typestr; no producer writes `"<V2"` for anything else. So `"<V2"` (or `"=V2"`) reads as
+//! bfloat16, while NumPy's plain 2-byte void, `"|V2"`, stays refused. DLPack names it exactly
+//! (`kDLBfloat`, 16 bits).
 //!
 //! From that table come, in this crate, the [`DType`] enum with its names, type strings,
 //! sizes, DLPack codes and Rust type names, and the [`Element`] implementations; in
@@ -29,9 +41,10 @@
 ///
 /// `code` is the manifest encoding (never renumber, never reuse); `name` is NumPy's name;
 /// `typestr` is the little-endian array-interface type string (`|` for one-byte types),
-/// whose second character is the kind (`b`, `i`, `u`, `f`, `c`) and whose digits are the item
-/// size in bytes; `dlpack_code` is the `DLDataTypeCode` (`0` int, `1` uint, `2` float, `4`
-/// bfloat, `5` complex, `6` bool). See the [module documentation](crate::dtype).
+/// whose second character is the kind (`b`, `i`, `u`, `f`, `c`; `V` for bfloat16) and whose
+/// digits are the item size in bytes; `dlpack_code` is the `DLDataTypeCode` (`0` int, `1`
+/// uint, `2` float, `4` bfloat, `5` complex, `6` bool). See the
+/// [module documentation](crate::dtype).
 #[macro_export]
 macro_rules! element_types {
     ($callback:path) => {
@@ -45,11 +58,12 @@ macro_rules! element_types {
             U16 = 7, "uint16", "<u2", 1, int(u16);
             U32 = 8, "uint32", "<u4", 1, int(u32);
             U64 = 9, "uint64", "<u8", 1, int(u64);
-            F16 = 10, "float16", "<f2", 2, none;
+            F16 = 10, "float16", "<f2", 2, half(f16);
             F32 = 11, "float32", "<f4", 2, float(f32);
             F64 = 12, "float64", "<f8", 2, float(f64);
             C64 = 13, "complex64", "<c8", 5, none;
             C128 = 14, "complex128", "<c16", 5, none;
+            BF16 = 15, "bfloat16", "<V2", 4, half(bf16);
         }
     };
 }
@@ -102,7 +116,7 @@ macro_rules! declare_dtype {
                 match self { $(DType::$variant => const { typestr_size($typestr) },)* }
             }
 
-            /// The array-interface kind character: `b`, `i`, `u`, `f` or `c`.
+            /// The array-interface kind character: `b`, `i`, `u`, `f`, `c`, or `V` (bfloat16).
             pub const fn kind_char(self) -> u8 {
                 match self { $(DType::$variant => $typestr.as_bytes()[1],)* }
             }
@@ -122,7 +136,8 @@ macro_rules! declare_dtype {
                 match self { $(DType::$variant => declare_dtype!(@range $class $(($rust))?),)* }
             }
 
-            /// `true` for the types with a Rust float type (scalars convert from real numbers).
+            /// `true` for the floating-point types with a Rust type, 16-bit ones included
+            /// (scalars convert from real numbers, rounded to nearest, ties to even).
             pub const fn is_float_scalar(self) -> bool {
                 match self { $(DType::$variant => declare_dtype!(@is_float $class),)* }
             }
@@ -135,8 +150,11 @@ macro_rules! declare_dtype {
     (@range int ($rust:ty)) => { Some((<$rust>::MIN as i128, <$rust>::MAX as i128)) };
     (@range $class:ident $(($rust:ty))?) => { None };
     (@is_float float) => { true };
+    (@is_float half) => { true };
     (@is_float $class:ident) => { false };
     (@element $variant:ident none) => {};
+    // Per side: the host's `half` types below, the device's in the device crate.
+    (@element $variant:ident half ($rust:ty)) => {};
     (@element $variant:ident $class:ident ($rust:ty)) => {
         // SAFETY: the table row states that the primitive has exactly the size and
         // representation of the dtype, and every bit pattern is a valid value.
@@ -150,11 +168,34 @@ element_types!(declare_dtype);
 
 // The device's half precision is the nightly `f16` primitive (kernel build only, where the
 // feature is enabled); on the host `ferrocuda_device::half::f16` stands in for it in kernel
-// signatures, so the table row names no Rust type.
+// signatures. The device's `bf16` is the device crate's own type (its impl is there).
 #[cfg(target_arch = "nvptx64")]
 // SAFETY: `f16` is IEEE binary16, exactly `<f2`, and every bit pattern is a valid value.
 unsafe impl Element for f16 {
     const DTYPE: DType = DType::F16;
+}
+
+/// The host's 16-bit floats: the `half` crate's types of the table's `half(T)` rows.
+#[cfg(feature = "half")]
+mod host_half {
+    use super::{DType, Element};
+    use half::{bf16, f16};
+
+    macro_rules! half_elements {
+        ($($variant:ident = $code:literal, $name:literal, $typestr:literal, $dl:literal,
+           $class:ident $(($rust:ty))?;)*) => {
+            $(half_elements!(@one $variant $class $(($rust))?);)*
+        };
+        (@one $variant:ident half ($rust:ty)) => {
+            // SAFETY: the `half` crate's types are `repr(transparent)` over `u16` with the
+            // IEEE binary16 / bfloat16 bit layout of the row; every bit pattern is a value.
+            unsafe impl Element for $rust {
+                const DTYPE: DType = DType::$variant;
+            }
+        };
+        (@one $variant:ident $class:ident $(($rust:ty))?) => {};
+    }
+    crate::element_types!(half_elements);
 }
 
 impl DType {
@@ -206,8 +247,8 @@ impl DType {
 /// array-interface type admits must be a valid `Self`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an array element type",
-    note = "elements are i8, i16, i32, i64, u8, u16, u32, u64, f32 or f64 (usize/isize have no \
-            fixed size across host and device)"
+    note = "elements are i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32 or f64 (usize/isize \
+            have no fixed size across host and device)"
 )]
 pub unsafe trait Element: Copy + 'static {
     /// The array-interface type of `Self`.
@@ -233,10 +274,15 @@ mod tests {
             assert!(d.typestr().starts_with(order), "{}", d.typestr());
         }
         assert_eq!(DType::from_code(0), None);
-        assert_eq!(DType::from_code(15), None);
+        assert_eq!(DType::from_code(16), None);
         assert_eq!(DType::C128.itemsize(), 16);
         assert_eq!(DType::F16.kind_char(), b'f');
         assert_eq!(DType::from_kind(b'f', 16), None);
+        // bfloat16: ml_dtypes' typestr, DLPack's code.
+        assert_eq!(DType::from_kind(b'V', 2), Some(DType::BF16));
+        assert_eq!(DType::from_kind(b'V', 4), None);
+        assert_eq!(DType::from_dlpack(4, 16), Some(DType::BF16));
+        assert_eq!(DType::from_name("bfloat16"), Some(DType::BF16));
     }
 
     #[test]
@@ -254,6 +300,18 @@ mod tests {
         assert_eq!(DType::I16.int_range(), Some((-32768, 32767)));
         assert_eq!(DType::U64.int_range(), Some((0, u64::MAX as i128)));
         assert_eq!(DType::F32.int_range(), None);
-        assert!(DType::F64.is_float_scalar() && !DType::F16.is_float_scalar());
+        assert!(DType::F64.is_float_scalar() && !DType::C64.is_float_scalar());
+        assert!(DType::F16.is_float_scalar() && DType::BF16.is_float_scalar());
+        assert_eq!(DType::F16.rust_name(), Some("f16"));
+        assert_eq!(DType::BF16.rust_name(), Some("bf16"));
+        assert_eq!(DType::BF16.int_range(), None);
+    }
+
+    #[cfg(feature = "half")]
+    #[test]
+    fn host_half_types_are_elements() {
+        assert_eq!(<half::f16 as Element>::DTYPE, DType::F16);
+        assert_eq!(<half::bf16 as Element>::DTYPE, DType::BF16);
+        assert_eq!(core::mem::size_of::<half::bf16>(), DType::BF16.itemsize());
     }
 }

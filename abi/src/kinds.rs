@@ -5,8 +5,9 @@
 //!
 //! # Adding a parameter kind
 //!
-//! 1. Define its `#[repr(C)]` type(s) in [`params`](crate::params) and implement
-//!    [`KernelParam`] for them here (their [`ParamDesc`]).
+//! 1. Define its `#[repr(C)]` type(s) in [`params`](crate::params) — an array kind with its
+//!    data pointer as the first field — and implement [`KernelParam`] for them here (their
+//!    [`ParamDesc`]).
 //! 2. Add a [`ParamKind`] variant with a new code (never reuse one) and fill every `match` of
 //!    this file — the compiler lists them: its name, whether it takes an array, the ranks it
 //!    allows, the host's checks ([`ParamKind::needs_c_contiguous`],
@@ -76,10 +77,15 @@ impl ParamDesc {
 ///
 /// `DESC` must describe `Self` exactly: size, alignment, element type, rank and whether the
 /// type can write. The host packs launch arguments according to `DESC`.
+///
+/// A type whose kind takes an array ([`ParamKind::is_array`]) must begin with its data
+/// pointer (a `#[repr(C)]` first field, or `#[repr(transparent)]` over such a type): the
+/// kernel entry marks that pointer as global memory ([`space::global`](crate::space::global)),
+/// so the host must pass device memory there (it checks every array argument with the driver).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a kernel parameter",
     label = "not a kernel parameter type",
-    note = "kernel parameters are passed by value: use a scalar (i8..i64, u8..u64, f32, f64), \
+    note = "kernel parameters are passed by value: use a scalar (i8..i64, u8..u64, f16, bf16, f32, f64), \
             Slice<T>, SliceMut<T>, View<T, N> or ViewMut<T, N> — never a reference or an owning type"
 )]
 pub unsafe trait KernelParam: Copy {
@@ -123,19 +129,30 @@ const fn array_desc<P, T: Element>(kind: ParamKind, rank: usize, mutable: bool) 
     }
 }
 
-/// The scalar parameter types: the Rust types of the element-type table.
+/// The scalar parameter types: the primitive Rust types of the element-type table (`int` and
+/// `float` rows; the device's 16-bit floats are below and in the device crate).
 macro_rules! scalar_params {
     ($($variant:ident = $code:literal, $name:literal, $typestr:literal, $dl:literal,
        $class:ident $(($rust:ty))?;)*) => {
-        $($(
-            // SAFETY: a primitive passed by value; size and alignment are its own.
-            unsafe impl KernelParam for $rust {
-                const DESC: ParamDesc = ParamDesc::scalar::<$rust>();
-            }
-        )?)*
+        $(scalar_params!(@one $class $(($rust))?);)*
+    };
+    (@one int ($rust:ty)) => { scalar_params!(@impl $rust); };
+    (@one float ($rust:ty)) => { scalar_params!(@impl $rust); };
+    (@one $class:ident $(($rust:ty))?) => {};
+    (@impl $rust:ty) => {
+        // SAFETY: a primitive passed by value; size and alignment are its own.
+        unsafe impl KernelParam for $rust {
+            const DESC: ParamDesc = ParamDesc::scalar::<$rust>();
+        }
     };
 }
 crate::element_types!(scalar_params);
+
+// SAFETY: the device's `f16` primitive, passed by value; size and alignment are its own.
+#[cfg(target_arch = "nvptx64")]
+unsafe impl KernelParam for f16 {
+    const DESC: ParamDesc = ParamDesc::scalar::<f16>();
+}
 
 /// Runs `$body` with the const `$n` equal to `$rank` (0..=[`MAX_NDIM`]), else `$other`.
 macro_rules! with_rank {

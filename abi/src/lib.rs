@@ -3,48 +3,64 @@
 //! This crate is the single source of truth for everything that crosses the launch
 //! boundary:
 //!
+//! * [`space`] — the markers by which device code tells the builder that a pointer addresses
+//!   global memory (`ld.global`), or read-only global memory (`ld.global.nc`);
 //! * [`dtype`] — the element-type table ([`element_types!`]): [`DType`], [`Element`];
 //! * [`layout`] — strided-layout predicates (element count, span, contiguity, overlap, stride
 //!   units), shared by the indexer and every host-side check;
 //! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset);
+//! * [`Vectors`], [`VectorsMut`] — the 16-byte aligned middle of a contiguous array, for vector
+//!   loads and stores;
 //! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters, and
 //!   [`Scratch`], a workspace the launcher allocates;
 //! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
 //!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
 //!   layout of each kind, taken from the parameter types themselves;
-//! * [`extras`] — what a kernel declares beyond its parameters: zeroed outputs, scratch
-//!   lengths, requirements on its arguments;
-//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form.
+//! * [`launch`] — what a kernel declares about its launch shape (threads per block, a fixed
+//!   block, the element type of its dynamic shared memory, an N-D automatic grid): the second
+//!   record `#[kernel]` writes;
+//! * [`extras`] — what a kernel declares beyond its parameters and launch shape: zeroed
+//!   outputs, scratch lengths, requirements on its arguments;
+//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
+//! * [`diag`] — the trap record through which a kernel tells the host where it stopped;
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
-//! Module order (each uses only those above it): `dtype`, `layout`, `indexer`, `params`,
-//! `kinds`, `extras`, `manifest`.
+//! Module order (each uses only those above it): `space`, `dtype`, `layout`, `indexer`,
+//! `params`, `vectors`, `kinds`, `launch`, `extras`, `manifest`, `diag`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
 #![no_std]
 // The device's `f16` element type is the nightly primitive, enabled in the (unstable-enabled)
 // kernel build only; the host build is stable and never names it.
-#![cfg_attr(target_arch = "nvptx64", feature(f16))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(f16, stdarch_nvptx, ffi_const, portable_simd)
+)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod diag;
 pub mod dtype;
 pub mod extras;
 pub mod indexer;
 pub mod kinds;
+pub mod launch;
 pub mod layout;
 pub mod manifest;
 pub mod params;
+pub mod space;
+pub mod vectors;
 
 pub use dtype::{DType, Element};
 pub use indexer::Indexer;
 pub use kinds::{ArrayArg, KernelParam, ParamDesc, ParamKind};
 pub use layout::MAX_NDIM;
 pub use params::{Scratch, Slice, SliceMut, View, ViewMut};
+pub use vectors::{Vectors, VectorsMut};
 
 /// Expands to the link section that makes a `static` block-shared memory: `".ferrocuda.shared"`.
 ///
@@ -108,11 +124,15 @@ pub const DYNAMIC_SHARED_SYMBOL: &str = dynamic_shared_symbol!();
 
 /// Aborts the current kernel (or panics on the host) after a failed bounds check.
 ///
-/// Kernels are built with `-Cpanic=immediate-abort`, so on the device this is a PTX `trap`
-/// with no message string in the module.
+/// On the device this records the caller's location in the module's trap record (see
+/// [`diag`]) and executes a PTX `trap`; no message string is in the module.
 #[cold]
-#[inline(never)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 #[track_caller]
 pub fn abort() -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    diag::trap_at(core::panic::Location::caller());
+    #[cfg(not(target_arch = "nvptx64"))]
     panic!("ferrocuda: out-of-bounds access in a kernel")
 }

@@ -201,6 +201,7 @@ mod host {
     use crate::extras::{Cmp, Operand, ScratchLen, OPERAND_BYTES, SCRATCH_BYTES};
     use crate::extras::{TAG_REQUIRE, TAG_SCRATCH, TAG_ZERO};
     use crate::kinds::ParamKind;
+    pub use crate::launch::LaunchSpec;
     use serde::{Deserialize, Serialize};
     use std::format;
     use std::string::String;
@@ -210,9 +211,10 @@ mod host {
     ///
     /// Fields added since without a version change (a reader accepts a manifest without them,
     /// and an older reader ignores them): `fp_contract` (absent: [`FpContract::Off`]); per
-    /// kernel `zero`, `scratch`, `require` (absent: none). A kernel with a scratch parameter
-    /// (kind `"scratch"`) is refused by readers older than that kind, as it must be: they
-    /// would ask the caller for it.
+    /// kernel `launch` (absent: nothing declared; see [`LaunchSpec`]) and `zero`, `scratch`,
+    /// `require` (absent: none). A kernel with a scratch parameter (kind `"scratch"`) is
+    /// refused by readers older than that kind, as it must be: they would ask the caller for
+    /// it.
     pub const FORMAT: u32 = 1;
 
     /// Whether the code generator may contract a floating-point multiply and add into one
@@ -273,6 +275,10 @@ mod host {
         /// thread about this many (`None`: one resident wave of blocks, grid-stride loops).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub items_per_thread: Option<u16>,
+        /// What the kernel declares about its launch shape (`#[kernel(max_threads, block,
+        /// dynamic_shared, grid)]`), from its launch record.
+        #[serde(default, skip_serializing_if = "LaunchSpec::is_empty")]
+        pub launch: LaunchSpec,
         /// Outputs the launcher zero-fills right before the launch (`#[kernel(zero(…))]`;
         /// indices into `params`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -338,6 +344,9 @@ mod host {
                 ));
             }
             for k in &m.kernels {
+                k.launch.decl().map_err(|e| {
+                    format!("kernel manifest: launch declaration of `{}`: {e}", k.name)
+                })?;
                 for p in &k.params {
                     if p.param_kind().is_none() || p.element().is_none() {
                         return Err(format!(
@@ -415,6 +424,7 @@ mod host {
             params,
             same_shape,
             items_per_thread: (ipt != 0).then_some(ipt),
+            launch: LaunchSpec::default(),
             zero: Vec::new(),
             scratch: Vec::new(),
             require: Vec::new(),
@@ -535,6 +545,56 @@ mod host {
             assert!(Manifest::from_json(bad).is_err());
             assert_eq!(FpContract::Fast.name(), "fast");
             assert_eq!(FpContract::default().name(), "off");
+        }
+
+        #[test]
+        fn launch_declarations_round_trip_through_json() {
+            let kernel = |launch: LaunchSpec| KernelSig {
+                name: "k".into(),
+                family: "k".into(),
+                params: Vec::new(),
+                same_shape: Vec::new(),
+                items_per_thread: None,
+                launch,
+                zero: Vec::new(),
+                scratch: Vec::new(),
+                require: Vec::new(),
+            };
+            let declared = LaunchSpec {
+                block: Some([16, 16, 1]),
+                dynamic_shared: Some("float32".into()),
+                grid_dims: Some(2),
+                ..LaunchSpec::default()
+            };
+            let m = Manifest {
+                format: FORMAT,
+                arch: "sm_80".into(),
+                ptx: "k.ptx".into(),
+                fp_contract: FpContract::Off,
+                kernels: std::vec![kernel(declared.clone()), kernel(LaunchSpec::default())],
+            };
+            let json = m.to_json();
+            assert_eq!(json.matches("\"launch\"").count(), 1, "{json}");
+            assert!(json.contains("\"block\": [\n"), "{json}");
+            let back = Manifest::from_json(&json).unwrap();
+            assert_eq!(back, m);
+            assert_eq!(
+                back.kernels[0].launch.decl().unwrap().fixed_block(),
+                Some([16, 16, 1])
+            );
+            // A manifest written before the field existed reads as "nothing declared"; an
+            // invalid declaration is refused with the kernel's name.
+            let old = r#"{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "kernels": [
+                {"name": "k", "family": "k", "params": []}]}"#;
+            assert!(Manifest::from_json(old).unwrap().kernels[0]
+                .launch
+                .is_empty());
+            let bad = old.replace(
+                "\"params\": []",
+                "\"params\": [], \"launch\": {\"max_threads\": 4096}",
+            );
+            let e = Manifest::from_json(&bad).unwrap_err();
+            assert!(e.contains("launch declaration of `k`"), "{e}");
         }
 
         #[test]

@@ -25,12 +25,21 @@
 //! thread of the launch reads or writes that element at the same time (the usual "one thread
 //! per output element" pattern satisfies this).
 //!
+//! # Generated code
+//!
+//! Each type starts with its data pointer, which `#[kernel]` marks as global memory
+//! ([`space::global`]): accesses compile to `ld.global`/`st.global` (SASS `LDG`/`STG`).
+//! [`Slice::get_nc`] and [`View::read_at_nc`] read through the read-only data cache under an
+//! extra contract, and [`Slice::split_vectors`] / [`SliceMut::split_vectors`] give 16-byte
+//! vector access ([`Vectors`](crate::Vectors), [`VectorsMut`](crate::VectorsMut)).
+//!
 //! Every type here implements [`KernelParam`](crate::KernelParam) (see
 //! [`kinds`](crate::kinds)), which is how `#[kernel]` rejects, at compile
 //! time, parameters that cannot cross the launch boundary (references, `String`, …) and how
 //! the parameter is described in the kernel manifest.
 
 use crate::indexer::Indexer;
+use crate::space;
 use core::marker::PhantomData;
 
 /// A read-only contiguous array of `len` elements of `T`.
@@ -145,6 +154,68 @@ impl<T> Slice<T> {
         // SAFETY: the caller keeps `i` in bounds.
         unsafe { self.ptr.add(i).read() }
     }
+
+    /// Element `i` through the read-only data cache (`ld.global.nc`, SASS `LDG.E.CONSTANT`;
+    /// CUDA's `__ldg`), or `None` if `i >= len`.
+    ///
+    /// # Safety
+    ///
+    /// No thread of the launch writes element `i` while the launch runs — also not through
+    /// another parameter: the host accepts the same array as an input and an output (`out =
+    /// x`), and then this read may return stale data (see [`space::global_nc`]). A kernel
+    /// parameter is global memory; a slice built with [`from_raw_parts`](Self::from_raw_parts)
+    /// must point to global memory.
+    #[inline(always)]
+    pub unsafe fn get_nc(&self, i: usize) -> Option<T> {
+        if i < self.len {
+            // SAFETY: in bounds; the rest is the caller's contract.
+            Some(unsafe { self.get_nc_unchecked(i) })
+        } else {
+            None
+        }
+    }
+
+    /// Element `i` through the read-only data cache, without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `i < self.len()`, and [`get_nc`](Self::get_nc)'s contract.
+    #[inline(always)]
+    pub unsafe fn get_nc_unchecked(&self, i: usize) -> T {
+        debug_assert!(i < self.len);
+        // SAFETY: the caller's contract.
+        unsafe { space::global_nc(self.ptr.add(i)).read() }
+    }
+
+    /// The same elements as a slice that may write.
+    ///
+    /// # Safety
+    ///
+    /// The elements are valid for writes (part of a [`SliceMut`]).
+    #[inline(always)]
+    pub(crate) const unsafe fn assume_mut(self) -> SliceMut<T> {
+        SliceMut {
+            ptr: self.ptr.cast_mut(),
+            len: self.len,
+        }
+    }
+
+    /// The first `mid` elements and the rest; `mid > len` aborts the kernel (`trap`, with the
+    /// caller's location in the trap record: [`diag`](crate::diag)).
+    #[inline(always)]
+    #[track_caller]
+    pub fn split_at(&self, mid: usize) -> (Slice<T>, Slice<T>) {
+        if mid > self.len {
+            crate::abort();
+        }
+        // SAFETY: both parts lie inside this slice.
+        unsafe {
+            (
+                Slice::from_raw_parts(self.ptr, mid),
+                Slice::from_raw_parts(self.ptr.add(mid), self.len - mid),
+            )
+        }
+    }
 }
 
 impl<T> SliceMut<T> {
@@ -203,12 +274,14 @@ impl<T> SliceMut<T> {
         unsafe { self.as_slice().get_unchecked(i) }
     }
 
-    /// Writes `value` to element `i`; out-of-bounds indices abort the kernel (`trap`).
+    /// Writes `value` to element `i`; out-of-bounds indices abort the kernel (`trap`, with
+    /// the caller's location in the trap record: [`diag`](crate::diag)).
     ///
     /// # Safety
     ///
     /// No other thread of the launch may access element `i` concurrently.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn write(&self, i: usize, value: T) {
         if i >= self.len {
             crate::abort();
@@ -227,6 +300,15 @@ impl<T> SliceMut<T> {
         debug_assert!(i < self.len);
         // SAFETY: the caller's contract.
         unsafe { self.ptr.add(i).write(value) }
+    }
+
+    /// The first `mid` elements and the rest; `mid > len` aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn split_at(&self, mid: usize) -> (SliceMut<T>, SliceMut<T>) {
+        let (head, tail) = self.as_slice().split_at(mid);
+        // SAFETY: both are parts of this slice, which may be written.
+        unsafe { (head.assume_mut(), tail.assume_mut()) }
     }
 }
 
@@ -325,6 +407,19 @@ impl<T, const N: usize> View<T, N> {
         // SAFETY: the caller's contract.
         unsafe { self.ptr.offset(off).read() }
     }
+
+    /// Element at element offset `off` through the read-only data cache (`ld.global.nc`,
+    /// SASS `LDG.E.CONSTANT`; CUDA's `__ldg`).
+    ///
+    /// # Safety
+    ///
+    /// As [`read_at`](Self::read_at), and [`Slice::get_nc`]'s contract: no thread of the
+    /// launch writes that element while the launch runs.
+    #[inline(always)]
+    pub unsafe fn read_at_nc(&self, off: isize) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { space::global_nc(self.ptr.offset(off)).read() }
+    }
 }
 
 impl<T, const N: usize> ViewMut<T, N> {
@@ -394,12 +489,14 @@ impl<T, const N: usize> ViewMut<T, N> {
         unsafe { self.ptr.offset(off).read() }
     }
 
-    /// Writes `value` at `idx`; an out-of-bounds index aborts the kernel (`trap`).
+    /// Writes `value` at `idx`; an out-of-bounds index aborts the kernel (`trap`, with the
+    /// caller's location in the trap record: [`diag`](crate::diag)).
     ///
     /// # Safety
     ///
     /// No other thread of the launch may access that element concurrently.
     #[inline(always)]
+    #[track_caller]
     pub unsafe fn write(&self, idx: [usize; N], value: T) {
         match self.indexer.get_offset(idx) {
             // SAFETY: in bounds; exclusivity is the caller's contract.
@@ -418,5 +515,87 @@ impl<T, const N: usize> ViewMut<T, N> {
     pub unsafe fn write_at(&self, off: isize, value: T) {
         // SAFETY: the caller's contract.
         unsafe { self.ptr.offset(off).write(value) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(16))]
+    struct Buffer([f32; 12]);
+
+    #[test]
+    fn vector_splits_cover_every_element_once() {
+        let mut buf = Buffer(core::array::from_fn(|i| i as f32));
+        let base = buf.0.as_mut_ptr();
+        for offset in 0..4 {
+            for len in 0..=12 - offset {
+                // SAFETY: `len` elements of the buffer from `offset`, used only here.
+                let s = unsafe { Slice::from_raw_parts(base.add(offset).cast_const(), len) };
+                let (head, body, tail) = s.split_vectors::<4>();
+                assert_eq!(head.len() + 4 * body.len() + tail.len(), len);
+                assert!(head.len() < 4 && tail.len() < 4, "{offset} {len}");
+                assert!(body.is_empty() || (body.elements().as_ptr() as usize).is_multiple_of(16));
+                let mut seen: [f32; 12] = [-1.0; 12];
+                let mut n = 0;
+                for i in 0..head.len() {
+                    seen[n] = head.get(i).unwrap();
+                    n += 1;
+                }
+                for j in 0..body.len() {
+                    for v in body.get(j).unwrap() {
+                        seen[n] = v;
+                        n += 1;
+                    }
+                }
+                for i in 0..tail.len() {
+                    // SAFETY: in bounds, nothing writes.
+                    seen[n] = unsafe { tail.get_nc(i) }.unwrap();
+                    n += 1;
+                }
+                let want: [f32; 12] =
+                    core::array::from_fn(|i| if i < len { (offset + i) as f32 } else { -1.0 });
+                assert_eq!(seen, want, "offset {offset} len {len}");
+                // The mutable split agrees.
+                // SAFETY: as above; the shared slice is not used while this one writes.
+                let m = unsafe { SliceMut::from_raw_parts(base.add(offset), len) };
+                let (mh, mb, mt) = m.split_vectors::<4>();
+                assert_eq!(
+                    (mh.len(), mb.len(), mt.len()),
+                    (head.len(), body.len(), tail.len())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn split_at_and_nc_reads() {
+        let mut buf = Buffer([0.0; 12]);
+        let base = buf.0.as_mut_ptr();
+        // SAFETY: the buffer, used only here.
+        let m = unsafe { SliceMut::from_raw_parts(base, 12) };
+        let (a, b) = m.split_at(5);
+        assert_eq!((a.len(), b.len()), (5, 7));
+        // SAFETY: single-threaded, in bounds.
+        unsafe { b.write(0, 2.5) };
+        let s = m.as_slice();
+        // SAFETY: nothing writes while these read.
+        unsafe {
+            assert_eq!(s.get_nc(5), Some(2.5));
+            assert_eq!(s.get_nc(12), None);
+            assert_eq!(s.get_nc_unchecked(5), 2.5);
+        }
+        let (c, d) = s.split_at(12);
+        assert_eq!((c.len(), d.len(), d.is_empty()), (12, 0, true));
+    }
+
+    #[test]
+    #[should_panic(expected = "out-of-bounds")]
+    fn split_past_the_end_aborts() {
+        let buf = Buffer([0.0; 12]);
+        // SAFETY: the buffer, read-only.
+        let s = unsafe { Slice::from_raw_parts(buf.0.as_ptr(), 12) };
+        let _ = s.split_at(13);
     }
 }

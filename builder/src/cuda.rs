@@ -1,5 +1,6 @@
 //! Finding NVIDIA's files the pipeline can use: `libdevice.10.bc` (math functions, linked when
-//! a kernel calls one) and `ptxas` (the per-kernel resource report).
+//! a kernel calls one), `ptxas` (the per-kernel resource report) and `nvdisasm` (the SASS
+//! checks of [`crate::check::sass`]).
 //!
 //! Both live under a *CUDA root*: a CUDA toolkit (`bin/ptxas`, `nvvm/libdevice/…`) or the PyPI
 //! wheel `nvidia-cuda-nvcc-cu12`'s `nvidia/cuda_nvcc` directory, which has the same layout.
@@ -12,6 +13,9 @@ use std::sync::OnceLock;
 pub(crate) const LIBDEVICE_IN_ROOT: &str = "nvvm/libdevice/libdevice.10.bc";
 /// Where ptxas lies under a CUDA root.
 pub(crate) const PTXAS_IN_ROOT: &str = "bin/ptxas";
+/// Where nvdisasm lies under a CUDA root (a toolkit, or the `nvidia-cuda-nvdisasm` wheel's
+/// `nvidia/cu13` directory).
+pub(crate) const NVDISASM_IN_ROOT: &str = "bin/nvdisasm";
 
 /// A place that was looked at, for "not found" messages.
 #[derive(Clone, Debug)]
@@ -161,21 +165,50 @@ pub(crate) fn find_libdevice(explicit: Option<&Path>, fallback_root: Option<&Pat
 /// Searches ptxas: `$FERROCUDA_PTXAS` (when set, the answer), `$CUDA_HOME`, `$CUDA_PATH`,
 /// `PATH`, `/usr/local/cuda`, python3's wheel, then `fallback_root`.
 pub(crate) fn find_ptxas(fallback_root: Option<&Path>) -> Search {
-    let rel = PTXAS_IN_ROOT;
+    find_program(
+        "FERROCUDA_PTXAS",
+        "ptxas",
+        PTXAS_IN_ROOT,
+        true,
+        fallback_root,
+    )
+}
+
+/// Searches nvdisasm: `$FERROCUDA_NVDISASM` (when set, the answer), `$CUDA_HOME`,
+/// `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, then `fallback_root` (`<root>/bin/nvdisasm`).
+pub(crate) fn find_nvdisasm(fallback_root: Option<&Path>) -> Search {
+    find_program(
+        "FERROCUDA_NVDISASM",
+        "nvdisasm",
+        NVDISASM_IN_ROOT,
+        false,
+        fallback_root,
+    )
+}
+
+/// Searches `program` (at `rel` under a CUDA root): `$<var>`, the environment's CUDA roots,
+/// `PATH`, `/usr/local/cuda`, python3's nvcc wheel (when `wheel`), then `fallback_root`.
+fn find_program(
+    var: &str,
+    program: &str,
+    rel: &str,
+    wheel: bool,
+    fallback_root: Option<&Path>,
+) -> Search {
     search(vec![
-        Box::new(|| decisive(None, "FERROCUDA_PTXAS")),
+        Box::new(|| decisive(None, var)),
         Box::new(|| env_roots(rel)),
         Box::new(|| {
             std::env::var_os("PATH")
                 .map(|p| {
                     std::env::split_paths(&p)
-                        .map(|d| candidate("PATH", d.join("ptxas")))
+                        .map(|d| candidate("PATH", d.join(program)))
                         .collect()
                 })
                 .unwrap_or_default()
         }),
         Box::new(|| system_root(rel)),
-        Box::new(|| wheel_roots(rel)),
+        Box::new(|| if wheel { wheel_roots(rel) } else { Vec::new() }),
         Box::new(|| fallback(fallback_root, rel)),
     ])
 }

@@ -48,7 +48,7 @@ pub(crate) fn unquote(printed: &str) -> String {
 }
 
 /// Splits `s` at top-level occurrences of `sep` (outside strings and `()[]{}<>` nesting).
-fn split_top(s: &str, sep: u8) -> Vec<&str> {
+pub(crate) fn split_top(s: &str, sep: u8) -> Vec<&str> {
     let b = s.as_bytes();
     let (mut depth, mut start, mut i) = (0i32, 0, 0);
     let mut parts = Vec::new();
@@ -241,14 +241,73 @@ pub(crate) fn declared_functions(module: &str) -> Vec<String> {
 /// Every `(byte offset, name)` of a `ptr @name` operand in `line` whose printed name is in
 /// `names` (exact token match; strings are skipped).
 pub(crate) fn ptr_uses<'a>(line: &'a str, names: &[&str]) -> Vec<(usize, &'a str)> {
-    let b = line.as_bytes();
     global_refs(line)
         .into_iter()
-        .filter(|&(i, name)| {
-            let typed = line[..i].ends_with("ptr ") && (i == 4 || !is_ident_char(b[i - 5]));
-            typed && names.contains(&name)
-        })
+        .filter(|&(i, name)| names.contains(&name) && typed_ptr(&line[..i]))
         .collect()
+}
+
+/// Parameter attributes that may stand between `ptr` and the value of a call argument
+/// (`call void asm "…", "l"(ptr nonnull @S)`, `ptr noundef align 4 @S`).
+const PARAM_ATTRIBUTES: [&str; 14] = [
+    "nonnull",
+    "noundef",
+    "noalias",
+    "nocapture",
+    "readonly",
+    "writeonly",
+    "readnone",
+    "nofree",
+    "align",
+    "dereferenceable",
+    "dereferenceable_or_null",
+    "captures",
+    "elementtype",
+    "initializes",
+];
+
+/// The value of a typed operand `ptr [attributes] value` (`ptr noundef align 4 %3` → `%3`);
+/// `None` when the operand is not of type `ptr` (or has no value).
+pub(crate) fn ptr_operand_value(operand: &str) -> Option<&str> {
+    let mut rest = operand.trim().strip_prefix("ptr ")?.trim_start();
+    loop {
+        let word = rest.split(' ').next().unwrap_or(rest);
+        let base = word.split('(').next().unwrap_or(word);
+        if !PARAM_ATTRIBUTES.contains(&base) {
+            break;
+        }
+        // `align N` takes the next word; `dereferenceable(N)` and the like are one word.
+        let skip = if base == "align" && !word.contains('(') {
+            2
+        } else {
+            1
+        };
+        let mut words = rest.splitn(skip + 1, ' ');
+        for _ in 0..skip {
+            words.next();
+        }
+        rest = words.next()?.trim_start();
+    }
+    (!rest.is_empty()).then_some(rest.trim_end())
+}
+
+/// Whether `prefix` (the text before an `@name`) ends with the type `ptr` and a space, maybe
+/// followed by parameter attributes.
+fn typed_ptr(prefix: &str) -> bool {
+    let Some(mut rest) = prefix.strip_suffix(' ') else {
+        return false;
+    };
+    loop {
+        let (head, word) = rest.rsplit_once(' ').unwrap_or(("", rest));
+        let base = word.split('(').next().unwrap_or(word);
+        let number = !word.is_empty() && word.bytes().all(|c| c.is_ascii_digit());
+        if PARAM_ATTRIBUTES.contains(&base) || (number && head.ends_with(" align")) {
+            rest = head;
+            continue;
+        }
+        let b = rest.as_bytes();
+        return rest.ends_with("ptr") && (b.len() == 3 || !is_ident_char(b[b.len() - 4]));
+    }
 }
 
 /// Whether `line` mentions `@name` for one of `names` anywhere (strings skipped).
@@ -434,6 +493,25 @@ mod tests {
     }
 
     #[test]
+    fn reads_pointer_operands() {
+        assert_eq!(ptr_operand_value("ptr %3"), Some("%3"));
+        assert_eq!(
+            ptr_operand_value(" ptr noundef align 16 %\"a b\" "),
+            Some("%\"a b\"")
+        );
+        assert_eq!(
+            ptr_operand_value("ptr nonnull dereferenceable(16) null"),
+            Some("null")
+        );
+        assert_eq!(
+            ptr_operand_value("ptr inttoptr (i64 16 to ptr)"),
+            Some("inttoptr (i64 16 to ptr)")
+        );
+        assert_eq!(ptr_operand_value("i64 %3"), None);
+        assert_eq!(ptr_operand_value("ptr noundef"), None);
+    }
+
+    #[test]
     fn finds_typed_uses_exactly() {
         let names = ["X", "\"q x\""];
         let line = r#"  %a = getelementptr inbounds nuw [4 x i8], ptr @X, i64 %t ; ptr @XY ptr @X.1 c"ptr @X" ptr @"q x""#;
@@ -441,6 +519,11 @@ mod tests {
         assert_eq!(uses, ["X", "\"q x\""]);
         assert!(ptr_uses("@X = internal global i32 undef", &names).is_empty());
         assert!(ptr_uses("  store i32 0, ptr @XY", &names).is_empty());
+        // Call arguments with parameter attributes (an asm operand, an aligned argument).
+        let call = r#"  %4 = call { ptr, i32 } asm sideeffect "", "=&l,0"(ptr nonnull @X, ptr noundef align 4 dereferenceable(32) @X)"#;
+        assert_eq!(ptr_uses(call, &names).len(), 2);
+        assert!(ptr_uses("  call void @f(i32 nonnull @X)", &names).is_empty());
+        assert!(ptr_uses("  call void @f(myptr nonnull @X)", &names).is_empty());
         assert!(mentions("uselistorder ptr @X, { 1, 0 }", &names));
         assert!(!mentions("uselistorder ptr @X2, { 1, 0 }", &names));
         assert!(!mentions(r#"@s = constant [3 x i8] c"@X\00""#, &names));

@@ -25,7 +25,7 @@
 //! 2. **`llvm-dis`** turns the bitcode into text, which the builder reads for what the module
 //!    needs: statics in [`SHARED_SECTION`](ferrocuda_abi::SHARED_SECTION), a declaration of
 //!    [`DYNAMIC_SHARED_SYMBOL`](ferrocuda_abi::DYNAMIC_SHARED_SYMBOL), calls to libdevice's
-//!    `__nv_*` functions.
+//!    `__nv_*` functions, calls to the state-space markers of `ferrocuda_abi::space`.
 //! 3. **Shared memory** (only when used): Rust has no address spaces, so rustc puts every
 //!    static in `.global` memory. The builder rewrites the text so that those statics live in
 //!    address space 3 (PTX `.shared`, one copy per block) and dynamic shared memory becomes
@@ -33,18 +33,40 @@
 //!    [`SHARED_SECTION`](ferrocuda_abi::SHARED_SECTION): uninitialised (`MaybeUninit`),
 //!    mutable statics; misuse — an initial value, an immutable static, a lookalike section
 //!    such as `.shared` or `.nv.shared` — is a build error naming the static.
+//!
+//!    **Global memory** (every kernel with an array parameter): array parameters arrive in
+//!    by-value structs, so LLVM sees their data pointers as integers made generic pointers,
+//!    and every access would be a generic `ld`/`st` (SASS `LD.E`/`ST.E`, which tests the
+//!    address's window at run time). `#[kernel]`'s entry passes each array parameter's data
+//!    pointer — the first field of every array kind, `AtomicSlice` and future kinds included
+//!    — through the marker `__ferrocuda_global(ptr) -> ptr` (declared `ffi_const`, so it is
+//!    no barrier to rustc's optimiser). The builder replaces each call by
+//!    `addrspacecast … to ptr addrspace(1)` and a cast back: the same address, known to be
+//!    global (the host checks every array argument with the driver; a zero-size array's null
+//!    pointer is never dereferenced). The read-only accessors (`Slice::get_nc`, …) use a
+//!    second marker, `__ferrocuda_global_nc`, whose loads — through the result, an offset of
+//!    it, or `phi`/`select`s of such addresses — also get `!invariant.load`: `ld.global.nc`.
+//!    Any other use of a marker is a build error. Why markers and not `llvm.assume` of
+//!    `isspacep.global`: optimisation drops those assumptions before the backend sees them.
+//!    Why a text rewrite and not `llc` alone: only the IR can carry the read-only loads'
+//!    metadata, and the shared-memory path needs `opt` anyway.
 //! 4. **`llvm-link`** (only when a kernel calls a libdevice function) links NVIDIA's
 //!    `libdevice.10.bc` in with `--only-needed --internalize`: only the functions called come
 //!    in, and as internal functions, so they can be inlined.
-//! 5. **`opt -O3`** (only after step 3 or 4: rustc has optimised the module already) resolves
-//!    libdevice's `__nvvm_reflect` queries — IEEE: no flush to zero, correctly rounded
-//!    `sqrt` — inlines libdevice, and infers address spaces (`ld.shared`/`st.shared`).
+//! 5. **`opt`** (only after step 3 or 4: rustc has optimised the module already) first runs
+//!    `infer-address-spaces`, which carries the casts of step 3 to every access
+//!    (`ld.global`/`st.global`, `ld.shared`/`st.shared`) — it must run before InstCombine,
+//!    which folds a cast pair back to the generic pointer — then, for shared memory and
+//!    libdevice, the `-O3` pipeline: it resolves libdevice's `__nvvm_reflect` queries — IEEE:
+//!    no flush to zero, correctly rounded `sqrt` — and inlines libdevice.
 //! 6. **`llc`** generates the PTX with rustc's own code-generation settings (`-O3`,
 //!    `-mcpu=<arch>` and so the PTX ISA version LLVM picks for it, traps for `unreachable`),
 //!    and the [`FpContract`] setting.
 //! 7. The PTX is post-processed: the manifest records that `#[kernel]` embeds (see
 //!    `ferrocuda_abi::manifest`) are decoded, removed from the PTX, cross-checked against the
-//!    `.entry` parameter lists, and written as JSON next to the PTX.
+//!    `.entry` parameter lists, and written as JSON next to the PTX; the launch records (see
+//!    `ferrocuda_abi::launch`) are removed too, their bounds written into the entries
+//!    (`.maxntid` / `.reqntid`) and recorded in the manifest.
 //! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
 //!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, and block barriers
 //!    under thread-dependent branches fail the build; then **ptxas**, when one is found
@@ -87,6 +109,7 @@ mod ir;
 mod llvm;
 mod ptx;
 mod shared;
+mod space;
 mod toolchain;
 mod verify;
 
@@ -437,9 +460,12 @@ impl PtxBuilder {
             .map_err(|e| in_crate(e.kind, e.message))?;
         let (ptx, kernels) =
             process_ptx(&generated.ptx).map_err(|m| in_crate(BuildErrorKind::Manifest, m))?;
+        // ptxas checks the module as it ships: records removed, launch bounds written in.
+        let processed = pipeline.file("processed.ptx");
+        write_if_changed(&processed, &ptx)?;
         let checked = verify::verify(
             &ptx,
-            &pipeline.file("ptx"),
+            &processed,
             &self.arch,
             fallback.as_deref(),
             self.ptxas_report,

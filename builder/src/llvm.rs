@@ -1,16 +1,19 @@
 //! From rustc's bitcode to PTX with the toolchain's LLVM tools:
-//! `llvm-dis` → (shared-memory rewrite) → `llvm-link` (+ libdevice) → `opt` → `llc`.
+//! `llvm-dis` → (shared-memory and state-space rewrites) → `llvm-link` (+ libdevice) → `opt` →
+//! `llc`.
 //!
 //! The flags are rustc's own for the NVPTX target, so a module that needs neither a rewrite
 //! nor libdevice gives the PTX rustc's `--emit=asm` would: `-O3`, `-mcpu=<arch>` (and with it
 //! LLVM's PTX ISA version for that CPU), no debug info (none is in the bitcode), traps for
 //! `unreachable` except right after a `noreturn` call (rustc's `TrapUnreachable` /
 //! `NoTrapAfterNoreturn`), and use-list orders carried through every file. `opt` runs only
-//! when the module was changed after rustc had optimised it.
+//! when the module was changed after rustc had optimised it: address-space inference always,
+//! the `-O3` pipeline only for shared memory and libdevice.
 
 use crate::cuda::Search;
 use crate::ir::display_symbol;
 use crate::shared::{self, Needs};
+use crate::space;
 use crate::toolchain::Toolchain;
 use crate::{fail, BuildError, BuildErrorKind};
 use ferrocuda_abi::manifest::FpContract;
@@ -74,9 +77,16 @@ impl Pipeline<'_> {
         let needs = shared::needs(&text).or_else(|m| fail(BuildErrorKind::Compile, m))?;
         let mut input = bitcode.to_path_buf();
         if needs.rewrite() {
-            input = self.file("shared.ll");
-            let rewritten =
-                shared::rewrite(&text, &needs).or_else(|m| fail(BuildErrorKind::Compile, m))?;
+            input = self.file("rewritten.ll");
+            let mut rewritten = text;
+            if needs.shared_rewrite() {
+                rewritten = shared::rewrite(&rewritten, &needs)
+                    .or_else(|m| fail(BuildErrorKind::Compile, m))?;
+            }
+            if needs.markers {
+                rewritten =
+                    space::rewrite(&rewritten).or_else(|m| fail(BuildErrorKind::Compile, m))?;
+            }
             std::fs::write(&input, rewritten).or_else(|e| {
                 fail(
                     BuildErrorKind::Io,
@@ -105,7 +115,8 @@ impl Pipeline<'_> {
             libdevice = Some(path);
         }
         if needs.rewrite() || libdevice.is_some() {
-            input = self.opt(&input)?;
+            let full = needs.shared_rewrite() || libdevice.is_some();
+            input = self.opt(&input, full)?;
         }
         let ptx = self.llc(&input)?;
         Ok(Generated { ptx, libdevice })
@@ -131,9 +142,20 @@ impl Pipeline<'_> {
         })
     }
 
-    fn opt(&self, input: &Path) -> Result<PathBuf, BuildError> {
+    /// `opt`: address-space inference first — before InstCombine can fold the markers' cast
+    /// pairs back into generic pointers — then, when `full`, the `-O3` pipeline (for shared
+    /// memory and libdevice; rustc has optimised the rest already).
+    fn opt(&self, input: &Path, full: bool) -> Result<PathBuf, BuildError> {
         let out = self.file("opt.bc");
-        let mut args: Vec<OsString> = vec!["-O3".into(), format!("-mcpu={}", self.arch).into()];
+        let passes = if full {
+            "function(infer-address-spaces),default<O3>"
+        } else {
+            "function(infer-address-spaces)"
+        };
+        let mut args: Vec<OsString> = vec![
+            format!("-passes={passes}").into(),
+            format!("-mcpu={}", self.arch).into(),
+        ];
         args.extend(
             REFLECT
                 .iter()

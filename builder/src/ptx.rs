@@ -1,7 +1,10 @@
 //! Post-processing of the generated PTX: the manifest records that `#[kernel]` embeds are
-//! decoded, removed, and cross-checked against the `.entry` parameter lists.
+//! decoded, removed, and cross-checked against the `.entry` parameter lists; the launch
+//! records (see `ferrocuda_abi::launch`) are decoded, removed, and their bounds written into
+//! the entries as `.maxntid` / `.reqntid`.
 
 use crate::check::parse::{parse_functions, strip_comments};
+use ferrocuda_abi::launch::{self, LaunchDecl};
 use ferrocuda_abi::manifest::{self, KernelSig};
 use std::collections::BTreeMap;
 
@@ -57,14 +60,46 @@ fn param_size(decl: &str) -> Option<usize> {
     Some(bits.div_ceil(8))
 }
 
-/// Extracts and removes the manifest records from `ptx`, decodes them, and checks them
-/// against the `.entry` declarations. Returns the cleaned PTX and the kernels, sorted by name.
+/// Reads the byte array a record global holds: `decl` is its whole declaration, `sym` its
+/// kernel's name (for errors).
+fn record_bytes(decl: &str, sym: &str) -> Result<Vec<u8>, String> {
+    let open = decl
+        .find('{')
+        .ok_or_else(|| format!("record of `{sym}` without initializer"))?;
+    let close = decl
+        .rfind('}')
+        .ok_or_else(|| format!("record of `{sym}` without initializer"))?;
+    let bytes: Result<Vec<u8>, _> = decl[open + 1..close]
+        .split(',')
+        .map(|b| b.trim().parse::<u8>())
+        .collect();
+    let mut bytes = bytes.map_err(|e| format!("bad byte in record of `{sym}`: {e}"))?;
+    // LLVM leaves trailing zero bytes out of the initializer: pad to the declared length.
+    let declared: usize = decl[..open]
+        .rfind('[')
+        .and_then(|l| decl[l + 1..open].split(']').next()?.parse().ok())
+        .ok_or_else(|| format!("record of `{sym}` has no length"))?;
+    if bytes.len() > declared {
+        return Err(format!("record of `{sym}` is longer than declared"));
+    }
+    bytes.resize(declared, 0);
+    Ok(bytes)
+}
+
+/// Extracts and removes the manifest records (and launch records) from `ptx`, decodes them,
+/// and checks them against the `.entry` declarations; writes each kernel's declared launch
+/// bounds into its entry ([`apply_launch_bounds`]). Returns the cleaned PTX and the kernels,
+/// sorted by name.
 pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
     let mut records: BTreeMap<String, KernelSig> = BTreeMap::new();
+    let mut launches: BTreeMap<String, LaunchDecl> = BTreeMap::new();
     let mut cleaned = String::with_capacity(ptx.len());
     let mut lines = ptx.lines().peekable();
     while let Some(line) = lines.next() {
-        let Some(at) = line.find(manifest::SYMBOL_PREFIX) else {
+        let found = [manifest::SYMBOL_PREFIX, launch::SYMBOL_PREFIX]
+            .into_iter()
+            .find_map(|prefix| line.find(prefix).map(|at| (prefix, at)));
+        let Some((prefix, at)) = found else {
             cleaned.push_str(line);
             cleaned.push('\n');
             continue;
@@ -81,33 +116,17 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
                 None => return Err("unterminated manifest record in PTX".into()),
             }
         }
-        let sym: String = decl[at + manifest::SYMBOL_PREFIX.len()..]
+        let sym: String = decl[at + prefix.len()..]
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
-        let open = decl
-            .find('{')
-            .ok_or("manifest record without initializer")?;
-        let close = decl
-            .rfind('}')
-            .ok_or("manifest record without initializer")?;
-        let bytes: Result<Vec<u8>, _> = decl[open + 1..close]
-            .split(',')
-            .map(|b| b.trim().parse::<u8>())
-            .collect();
-        let mut bytes =
-            bytes.map_err(|e| format!("bad byte in manifest record of `{sym}`: {e}"))?;
-        // LLVM leaves trailing zero bytes out of the initializer: pad to the declared length.
-        let declared: usize = decl[..open]
-            .rfind('[')
-            .and_then(|l| decl[l + 1..open].split(']').next()?.parse().ok())
-            .ok_or_else(|| format!("manifest record of `{sym}` has no length"))?;
-        if bytes.len() > declared {
-            return Err(format!(
-                "manifest record of `{sym}` is longer than declared"
-            ));
+        let bytes = record_bytes(&decl, &sym)?;
+        if prefix == launch::SYMBOL_PREFIX {
+            let d =
+                LaunchDecl::decode(&bytes).map_err(|e| format!("launch record of `{sym}`: {e}"))?;
+            launches.insert(sym, d);
+            continue;
         }
-        bytes.resize(declared, 0);
         let sig =
             manifest::decode(&bytes).map_err(|e| format!("manifest record of `{sym}`: {e}"))?;
         if sig.name != sym {
@@ -141,7 +160,42 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
             ));
         }
     }
+    for (name, d) in launches {
+        let sig = records
+            .get_mut(&name)
+            .ok_or_else(|| format!("launch record for `{name}` but no such kernel"))?;
+        cleaned = apply_launch_bounds(&cleaned, &name, &d)?;
+        sig.launch = d.into();
+    }
     Ok((cleaned, records.into_values().collect()))
+}
+
+/// Writes the launch bounds `d` declares into entry `name` of `ptx`: `.maxntid n, 1, 1` or
+/// `.reqntid x, y, z` between its parameter list and its body (PTX's place for performance
+/// tuning directives). Unchanged when `d` declares neither.
+pub fn apply_launch_bounds(ptx: &str, name: &str, d: &LaunchDecl) -> Result<String, String> {
+    let directive = match (d.fixed_block(), d.max_threads) {
+        (Some([x, y, z]), _) => format!(".reqntid {x}, {y}, {z}"),
+        (None, 0) => return Ok(ptx.to_string()),
+        (None, n) => format!(".maxntid {n}, 1, 1"),
+    };
+    let header = format!(".entry {name}(");
+    let at = ptx
+        .match_indices(&header)
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || ptx[..i].ends_with(char::is_whitespace))
+        .ok_or_else(|| format!("no .entry `{name}` to give launch bounds"))?;
+    // The parameter list's closing parenthesis (parameters hold no parentheses).
+    let close = at
+        + ptx[at..]
+            .find(')')
+            .ok_or_else(|| format!(".entry `{name}` has no parameter list end"))?;
+    let rest = &ptx[close + 1..];
+    let before_body = &rest[..rest.find('{').unwrap_or(rest.len())];
+    if before_body.contains(".maxntid") || before_body.contains(".reqntid") {
+        return Err(format!(".entry `{name}` already has launch bounds"));
+    }
+    Ok(format!("{}\n{directive}{}", &ptx[..=close], rest))
 }
 
 #[cfg(test)]
@@ -192,6 +246,79 @@ mod tests {
         // An entry without a record is caught.
         let extra = format!("{ptx}\n.visible .entry rogue()\n{{\nret;\n}}\n");
         assert!(process_ptx(&extra).unwrap_err().contains("rogue"));
+    }
+
+    #[test]
+    fn launch_records_become_directives() {
+        use ferrocuda_abi::{KernelParam, Slice};
+        let params = [
+            ("a", <Slice<f32> as KernelParam>::DESC),
+            ("alpha", <f32 as KernelParam>::DESC),
+        ];
+        let bytes: [u8; 36] = manifest::encode("k", "k", &params, &[], 0);
+        let list = |b: &[u8]| {
+            b.iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let decl = LaunchDecl {
+            block: [16, 8, 1],
+            grid_dims: 2,
+            ..LaunchDecl::default()
+        };
+        let rec = decl.encode();
+        // LLVM drops trailing zeros of the initializer; the declared length restores them.
+        let trimmed = &rec[..rec.iter().rposition(|&b| b != 0).unwrap() + 1];
+        let ptx = SAMPLE
+            .replace(
+                "[36] = {70, 67, 75, 49, 1, 107, 1, 107, 2, 1, 97, 2, 11, 1, 0, 16, 0, 8, 0, 5, 97, 108, 112, 104, 97, 1, 11, 0, 0, 4, 0, 4, 0, 0, 0, 0}",
+                &format!("[36] = {{{}}}", list(&bytes)),
+            )
+            .replace(
+                "\n.visible .entry k(",
+                &format!(
+                    "\t// .globl\t__ferrocuda_launch__k\n.visible .global .align 1 .b8 \
+                     __ferrocuda_launch__k[14] = {{{}}};\n\n.visible .entry k(",
+                    list(trimmed)
+                ),
+            );
+        let (clean, kernels) = process_ptx(&ptx).unwrap();
+        assert!(!clean.contains("__ferrocuda_launch__"), "{clean}");
+        assert!(clean.contains(")\n.reqntid 16, 8, 1\n{"), "{clean}");
+        assert_eq!(kernels[0].launch.block, Some([16, 8, 1]));
+        assert_eq!(kernels[0].launch.grid_dims, Some(2));
+        // The entries are parsed as before, directive and all.
+        assert_eq!(ptx_entries(&clean).unwrap()[0].param_sizes, vec![16, 4]);
+
+        let max = LaunchDecl {
+            max_threads: 128,
+            ..LaunchDecl::default()
+        };
+        let with = apply_launch_bounds(SAMPLE, "k", &max).unwrap();
+        assert!(
+            with.contains("k_param_1\n)\n.maxntid 128, 1, 1\n{"),
+            "{with}"
+        );
+        assert!(
+            apply_launch_bounds(&with, "k", &max).is_err(),
+            "applied twice"
+        );
+        assert!(apply_launch_bounds(SAMPLE, "other", &max).is_err());
+        assert_eq!(
+            apply_launch_bounds(SAMPLE, "k", &LaunchDecl::default()).unwrap(),
+            SAMPLE
+        );
+        // A launch record without its kernel, or a corrupt one, is an error.
+        let orphan = ptx.replace("__ferrocuda_launch__k[", "__ferrocuda_launch__q[");
+        assert!(process_ptx(&orphan).unwrap_err().contains("`q`"));
+        let corrupt = ptx.replace(
+            "__ferrocuda_launch__k[14] = {70,",
+            "__ferrocuda_launch__k[14] = {71,",
+        );
+        assert!(process_ptx(&corrupt)
+            .unwrap_err()
+            .contains("launch record of `k`"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! What a kernel module asks of the pipeline — shared memory, libdevice — and the rewrite that
-//! puts shared statics into the PTX `.shared` state space.
+//! What a kernel module asks of the pipeline — shared memory, libdevice, state-space markers
+//! ([`crate::space`]) — and the rewrite that puts shared statics into the PTX `.shared` state
+//! space.
 //!
 //! rustc gives every `static` address space 0 (generic), which the NVPTX backend emits as
 //! `.global`. The rewrite works on the `llvm-dis` text of the LTO'd module:
@@ -20,6 +21,7 @@
 //! would have the wrong type and fail that verification instead of compiling silently.
 
 use crate::ir::{self, GlobalVar};
+use crate::space;
 use ferrocuda_abi::{DYNAMIC_SHARED_SYMBOL, SHARED_SECTION};
 
 /// Prefix of the libdevice functions (`__nv_expf`, `__nv_sin`, …).
@@ -37,12 +39,19 @@ pub(crate) struct Needs {
     pub dynamic_shared: bool,
     /// libdevice functions the module calls (sorted).
     pub libdevice: Vec<String>,
+    /// The module calls a state-space marker (see [`crate::space`]).
+    pub markers: bool,
 }
 
 impl Needs {
-    /// Whether the module text must be rewritten.
-    pub fn rewrite(&self) -> bool {
+    /// Whether shared memory must be rewritten.
+    pub fn shared_rewrite(&self) -> bool {
         !self.shared.is_empty() || self.dynamic_shared
+    }
+
+    /// Whether the module text must be rewritten (shared memory or markers).
+    pub fn rewrite(&self) -> bool {
+        self.shared_rewrite() || self.markers
     }
 }
 
@@ -80,7 +89,9 @@ pub(crate) fn needs(module: &str) -> Result<Needs, String> {
             _ => {}
         }
     }
-    needs.libdevice = ir::declared_functions(module)
+    let declared = ir::declared_functions(module);
+    needs.markers = declared.iter().any(|f| space::is_marker(f));
+    needs.libdevice = declared
         .into_iter()
         .filter(|f| f.starts_with(LIBDEVICE_PREFIX))
         .collect();
@@ -142,13 +153,12 @@ pub(crate) fn rewrite(module: &str, needs: &Needs) -> Result<String, String> {
         if line.starts_with('^') {
             continue;
         }
-        // The use-list orders of the rewritten statics change, and LLVM's own parser cannot
-        // read back the ones it prints for inline assembly (`uselistorder ptr asm …`, written
-        // when one `asm!` template is used at several sites): both go.
-        let directive = line.trim_start();
-        if directive.starts_with("uselistorder")
-            && (ir::mentions(line, &names) || directive.starts_with("uselistorder ptr asm "))
-        {
+        if line.trim_start().starts_with("uselistorder") && ir::mentions(line, &names) {
+            continue;
+        }
+        // llvm-dis writes the use-list order of inline asm values in a form its parser
+        // refuses ("invalid type for inline asm constraint string"); the order is cosmetic.
+        if line.trim_start().starts_with("uselistorder ptr asm ") {
             continue;
         }
         if line.starts_with('@') {
@@ -240,7 +250,7 @@ declare noundef float @cbrtf(float noundef) unnamed_addr #0
 
 uselistorder ptr @_RNvCs1_2pk4TILE, { 1, 0 }
 uselistorder ptr @_RNvCs1_2pk6OTHER, { 1, 0 }
-uselistorder ptr asm sideeffect "st.relaxed.gpu.global.b32 [${0}], ${2};", "=&l,0,r,~{memory}", { 1, 0 }
+uselistorder ptr asm sideeffect "exit;", "", { 1, 0 }
 
 ^0 = module: (path: "k.bc", hash: (0, 0, 0, 0, 0))
 "#;
@@ -252,6 +262,9 @@ uselistorder ptr asm sideeffect "st.relaxed.gpu.global.b32 [${0}], ${2};", "=&l,
         assert!(n.dynamic_shared);
         assert!(n.rewrite());
         assert_eq!(n.libdevice, ["__nv_expf", "__nv_sinf"]);
+        assert!(!n.markers);
+        let marked = needs("declare ptr @__ferrocuda_global(ptr)\n").unwrap();
+        assert!(marked.markers && marked.rewrite() && !marked.shared_rewrite());
         let plain = needs("define void @f() {\n  ret void\n}\n").unwrap();
         assert_eq!(plain, Needs::default());
         assert!(!plain.rewrite());

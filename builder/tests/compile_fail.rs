@@ -9,8 +9,10 @@
 //!   a raw pointer, a non-`Copy` local struct, a `Copy` struct / array / `usize` that is not a
 //!   `KernelParam`, a return value, a generic kernel (type, const and lifetime parameters, a
 //!   `where` clause), `self`, a pattern parameter, `async`/`const`/`extern` kernels, a `__` name,
-//!   an unknown option, a bad family, and `same_shape` naming a missing parameter, one
-//!   parameter, or a parameter twice;
+//!   an unknown option, a bad family, `same_shape` naming a missing parameter, one
+//!   parameter, or a parameter twice, and launch declarations out of range (`max_threads`,
+//!   `block` extents and threads, both at once, `grid`, a `dynamic_shared` type that is not
+//!   an element type);
 //! * `accepts_a_minimal_kernel`: a minimal valid crate builds (the harness can succeed) and its
 //!   manifest is right — including a `mut` parameter binding, a parameterless kernel and a view;
 //! * `panics_become_trap`: kernels with panic paths (a bounds-checked `SliceMut::write`, array
@@ -150,7 +152,7 @@ const REJECTED: &[(&str, &str, &str)] = &[
     ),
     (
         "unknown_option",
-        "#[kernel(block = 256)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "#[kernel(threads = 256)] pub unsafe fn k(x: SliceMut<f32>) {}",
         "unknown #[kernel] option",
     ),
     (
@@ -182,6 +184,51 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "items_per_thread_too_large",
         "#[kernel(items_per_thread = 65536)] pub unsafe fn k(x: SliceMut<f32>) {}",
         "items_per_thread must be an integer in 1..=65535",
+    ),
+    (
+        "max_threads_zero",
+        "#[kernel(max_threads = 0)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "max_threads must be an integer in 1..=1024",
+    ),
+    (
+        "max_threads_too_large",
+        "#[kernel(max_threads = 2048)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "max_threads must be an integer in 1..=1024",
+    ),
+    (
+        "block_zero_extent",
+        "#[kernel(block = (16, 0))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "block extents must be at least 1",
+    ),
+    (
+        "block_too_many_threads",
+        "#[kernel(block = (64, 32))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "at most 1024 threads in all",
+    ),
+    (
+        "block_z_too_deep",
+        "#[kernel(block = (1, 1, 128))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "at most (1024, 1024, 64)",
+    ),
+    (
+        "block_four_extents",
+        "#[kernel(block = (4, 4, 4, 4))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "block takes 1 to 3 extents",
+    ),
+    (
+        "block_and_max_threads",
+        "#[kernel(block = (16, 16), max_threads = 256)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "declare either `block` or `max_threads`",
+    ),
+    (
+        "grid_4d",
+        "#[kernel(grid = \"4d\")] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "grid must be \"1d\", \"2d\" or \"3d\"",
+    ),
+    (
+        "dynamic_shared_not_an_element",
+        "#[kernel(dynamic_shared = usize)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "`usize` is not an array element type",
     ),
 ];
 

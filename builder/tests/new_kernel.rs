@@ -140,7 +140,7 @@ fn new_kernel_appears_and_rebuilds() {
     let out_dir = tmp.0.join("out");
     let root = repo_root();
 
-    // A copy of kernels/ whose path dependency points back at this repository's device crate.
+    // A copy of kernels/ whose path dependencies point back at this repository's crates.
     copy_tree(&root.join("kernels"), &crate_dir);
     fs::copy(
         root.join("rust-toolchain.toml"),
@@ -157,7 +157,7 @@ fn new_kernel_appears_and_rebuilds() {
     let device = root.join("device");
     // Every path dependency (`../device`, `../abi`) points back at this repository.
     let toml = toml.replace(
-        r#"path = "../"#,
+        "path = \"../",
         &format!("path = \"{}/", root.to_str().unwrap()),
     );
     fs::write(&toml_path, toml).unwrap();

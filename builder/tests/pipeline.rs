@@ -371,19 +371,19 @@ pub unsafe fn bad(y: SliceMut<f32>) {
 fn stack_and_local_memory_are_reported_not_refused() {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = TempDir::new("pipe-report");
-    // libdevice's sinf reduces huge arguments with a local array (as in nvcc's code).
+    // libdevice's f64 sin reduces huge arguments with a local array (as in nvcc's code).
     let src = r#"#![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 use ferrocuda_device::{kernel, SliceMut};
 
 unsafe extern "C" {
-    fn __nv_sinf(x: f32) -> f32;
+    fn __nv_sin(x: f64) -> f64;
 }
 
 #[kernel]
-pub unsafe fn sines(y: SliceMut<f32>, x: f32) {
+pub unsafe fn sines(y: SliceMut<f64>, x: f64) {
     // SAFETY: index 0 exists when the slice is not empty.
-    unsafe { if !y.is_empty() { y.write_unchecked(0, __nv_sinf(x)) } }
+    unsafe { if !y.is_empty() { y.write_unchecked(0, __nv_sin(x)) } }
 }
 "#;
     let root = cuda_root();

@@ -8,7 +8,7 @@
 //! | `WarpScan::InclusiveScan` / `ExclusiveScan` | [`warp_inclusive_scan`], [`warp_exclusive_scan`] |
 //! | `BlockReduce::Reduce` | [`reduce`] (result in **every** thread, not only thread 0) |
 //! | `BlockScan::InclusiveScan` / `ExclusiveScan` | [`inclusive_scan`], [`exclusive_scan`] |
-//! | `TempStorage` | `scratch`: [`scratch_len`]`(block_threads)` elements of shared memory |
+//! | `TempStorage` | `scratch`: a [`Scratch`] of [`scratch_len`]`(block_threads)` elements — `shared_array!(T, block::SCRATCH_LEN_MAX)` fits any block |
 //!
 //! The operation is a [`ReduceOp`]: one of [`Sum`], [`Min`], [`Max`], [`BitAnd`], [`BitOr`],
 //! [`BitXor`], or any closure `Fn(T, T) -> T`. It must be associative; it need not be
@@ -36,14 +36,18 @@
 //!   CUB's `TempStorage`).
 //!
 //! ```ignore
-//! // A block-wide sum (scratch: a pointer to 64 `f32` of shared memory).
+//! // A block-wide sum.
+//! let scratch = shared_array!(f32, block::SCRATCH_LEN_MAX);
+//! // SAFETY: every thread of the block calls; nothing else uses `scratch`.
 //! let total = unsafe { block::reduce(x, block::Sum, scratch) };
 //! ```
 //!
 //! [`thread::rank_in_block`]: crate::thread::rank_in_block
 //! [`thread::sync_threads`]: crate::thread::sync_threads
 
+use crate::diag::fail;
 use crate::half::{bf16, bf16x2, f16, f16x2};
+use crate::shared::{DynamicSharedArray, SharedArray, SharedElement};
 use crate::thread::{block_threads, rank_in_block, sync_threads};
 use crate::warp::{self, first_lanes, Redux, ReduxOp, Shuffle};
 
@@ -214,16 +218,60 @@ pub fn warp_exclusive_scan<T: Shuffle, Op: ReduceOp<T>>(value: T, initial: T, op
     }
 }
 
+/// Memory for the block collectives' partial results: a shared array handle
+/// ([`SharedArray`], [`DynamicSharedArray`] — its length is checked against
+/// [`scratch_len`]`(block_threads())` at run time, and a short one aborts the kernel with the
+/// caller's location) or a raw pointer (`*mut T`, unchecked: the caller vouches for the
+/// length).
+pub trait Scratch<T>: Copy {
+    /// The first element, after checking the length for this block.
+    #[doc(hidden)]
+    fn checked(self) -> *mut T;
+}
+
+impl<T> Scratch<T> for *mut T {
+    #[inline(always)]
+    fn checked(self) -> *mut T {
+        self
+    }
+}
+
+impl<T: SharedElement, const N: usize> Scratch<T> for SharedArray<T, N> {
+    #[inline(always)]
+    #[track_caller]
+    fn checked(self) -> *mut T {
+        // N >= SCRATCH_LEN_MAX fits every block: no run-time check.
+        if N < SCRATCH_LEN_MAX && N < scratch_len(block_threads()) {
+            fail();
+        }
+        self.as_mut_ptr()
+    }
+}
+
+impl<T: SharedElement> Scratch<T> for DynamicSharedArray<T> {
+    #[inline(always)]
+    #[track_caller]
+    fn checked(self) -> *mut T {
+        if self.len() < scratch_len(block_threads()) {
+            fail();
+        }
+        self.as_mut_ptr()
+    }
+}
+
 /// The reduction of `value` over the whole block, returned to every thread.
 ///
 /// # Safety
 ///
-/// `scratch` points to [`scratch_len`]`(block_threads())` elements of memory every thread of
-/// the block sees (shared memory), valid for reads and writes and used by nothing else
-/// during the call; every thread of the block calls with the same `op` and `scratch` (see
-/// the module's thread model).
+/// `scratch` is memory every thread of the block sees (shared memory), with
+/// [`scratch_len`]`(block_threads())` elements — checked for the shared-array handles, the
+/// caller's promise for a raw pointer, which must also be valid for reads and writes. No
+/// thread accesses it otherwise from the last barrier before the call to the end of the call,
+/// and every thread of the block calls with the same `op` and `scratch` (see the module's
+/// thread model).
 #[inline(always)]
-pub unsafe fn reduce<T: Shuffle, Op: ReduceOp<T>>(value: T, op: Op, scratch: *mut T) -> T {
+pub unsafe fn reduce<T: Shuffle, Op: ReduceOp<T>>(value: T, op: Op, scratch: impl Scratch<T>) -> T {
+    let scratch = scratch.checked();
     let p = place();
     let part = op.warp_reduce_lanes(value, p.lanes);
     if p.warps == 1 {
@@ -300,7 +348,12 @@ unsafe fn warp_prefix<T: Shuffle, Op: ReduceOp<T>>(
 ///
 /// As [`reduce`].
 #[inline(always)]
-pub unsafe fn inclusive_scan<T: Shuffle, Op: ReduceOp<T>>(value: T, op: Op, scratch: *mut T) -> T {
+pub unsafe fn inclusive_scan<T: Shuffle, Op: ReduceOp<T>>(
+    value: T,
+    op: Op,
+    scratch: impl Scratch<T>,
+) -> T {
+    let scratch = scratch.checked();
     let p = place();
     let incl = scan_lanes(value, op, p.lanes, p.lane);
     // SAFETY: forwarded contract.
@@ -321,8 +374,9 @@ pub unsafe fn exclusive_scan<T: Shuffle, Op: ReduceOp<T>>(
     value: T,
     initial: T,
     op: Op,
-    scratch: *mut T,
+    scratch: impl Scratch<T>,
 ) -> T {
+    let scratch = scratch.checked();
     let p = place();
     let incl = scan_lanes(value, op, p.lanes, p.lane);
     let before = warp::shfl_up_sync(first_lanes(p.lanes), incl, 1);

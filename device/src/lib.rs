@@ -16,24 +16,36 @@
 //! }
 //! ```
 //!
-//! What is here:
+//! What is here (the guide: `docs/writing-kernels.md`; from Rust-CUDA:
+//! `docs/porting-from-rust-cuda.md`):
 //!
 //! * [`thread`] — thread, block and grid indices in 1-D, 2-D and 3-D, the global index, the
 //!   block's linear thread rank, the block barrier [`thread::sync_threads`] and its counting
 //!   forms, `nanosleep`, clock and timer reads;
+//! * [`shared`] — block-shared memory: [`shared_array!`] (static arrays, 1-D and 2-D tiles)
+//!   and `shared::dynamic_shared` (the launch's dynamic shared memory), with bounds-checked
+//!   handles and shared-memory atomics;
 //! * [`atomic`] — atomics with an explicit memory [`atomic::Order`] and [`atomic::Scope`] on
 //!   device and shared memory, fences, and [`atomic::AtomicSlice`], an array parameter that
 //!   many threads update;
 //! * [`warp`] — lane id, shuffles, votes, match, `redux.sync`, the warp barrier;
-//! * [`block`] — CUB-style warp and block reductions and scans over any block size;
+//! * [`block`] — CUB-style warp and block reductions and scans over any block size, with a
+//!   shared-array scratch;
+//! * [`math`] — [`GpuFloat`] (`x.exp()`, `x.sin_cos()`, `x.powf(y)`, … over NVIDIA's
+//!   libdevice, with its accuracy table) and [`math::FastMath`] (the `*.approx` forms);
 //! * [`half`] — `f16`, `bf16` and their packed pairs, with hardware conversions;
+//! * [`diag`] — [`gpu_printf!`] (device `printf`) and [`device_assert!`]; every failed check
+//!   (bounds checks included) tells the host its file, line and thread;
 //! * [`GridStride`] / [`thread::grid_stride`] — the grid-stride loop;
-//! * the parameter types and the indexer, re-exported from `ferrocuda-abi`;
-//! * [`kernel`] — the attribute that makes a PTX entry point and its manifest record.
+//! * the parameter types (with 16-byte vector access, [`Vectors`], and read-only-cache loads)
+//!   and the indexer, re-exported from `ferrocuda-abi`; [`space`], the global-memory markers;
+//! * [`kernel`] — the attribute that makes a PTX entry point and its manifest record;
+//! * [`prelude`] — the names most kernels use, in one `use`.
 //!
-//! On the device, panics become a PTX `trap` (the builder compiles with
-//! `-Cpanic=immediate-abort`); this crate supplies the `#[panic_handler]`. On the host only the
-//! target-independent parts ([`GridStride`], the re-exports) exist, so they can be unit-tested.
+//! On the device, `core`'s panics become a bare PTX `trap` (the builder compiles with
+//! `-Cpanic=immediate-abort`); this crate's checks record their location first (see
+//! [`diag`]). On the host only the target-independent parts ([`GridStride`], [`math`], the
+//! handles' types, the re-exports) exist, so they can be unit-tested.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -44,9 +56,12 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub use ferrocuda_abi::shared_section;
+pub use ferrocuda_abi::space;
 pub use ferrocuda_abi::{
-    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Scratch, Slice, SliceMut, View,
-    ViewMut,
+    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Scratch, Slice, SliceMut, Vectors,
+    VectorsMut, View, ViewMut,
 };
 pub use ferrocuda_macros::kernel;
 
@@ -61,7 +76,21 @@ pub mod thread;
 pub mod atomic;
 #[cfg(target_arch = "nvptx64")]
 pub mod block;
+pub mod diag;
 pub mod half;
+pub mod math;
+pub mod shared;
+
+pub use math::GpuFloat;
+
+/// The names most kernels use: `use ferrocuda_device::prelude::*;` (as `cuda_std::prelude`).
+pub mod prelude {
+    pub use crate::math::{FastMath, GpuFloat};
+    #[cfg(target_arch = "nvptx64")]
+    pub use crate::thread;
+    pub use crate::{device_assert, gpu_printf, kernel, shared_array};
+    pub use crate::{Slice, SliceMut, View, ViewMut};
+}
 #[cfg(target_arch = "nvptx64")]
 pub mod warp;
 
@@ -69,13 +98,44 @@ pub mod warp;
 #[doc(hidden)]
 pub mod __private {
     pub use ferrocuda_abi::extras::{Cmp, Extras, Operand, Require, ScratchLen};
+    pub use ferrocuda_abi::launch::{LaunchDecl, LEN as LAUNCH_RECORD_LEN};
     pub use ferrocuda_abi::manifest::{encode, encode_ext, encoded_len, encoded_len_ext};
-    pub use ferrocuda_abi::KernelParam;
+    pub use ferrocuda_abi::{Element, KernelParam};
+
+    /// The kernel entry's view of parameter `p`: for an array kind, the same value with its
+    /// data pointer marked as global memory ([`ferrocuda_abi::space::global`]), so that
+    /// accesses through it compile to `ld.global`/`st.global`; a scalar unchanged.
+    #[inline(always)]
+    pub fn in_global<P: KernelParam>(p: P) -> P {
+        const {
+            assert!(
+                !P::DESC.kind.is_array()
+                    || (core::mem::size_of::<P>() >= core::mem::size_of::<*mut u8>()
+                        && core::mem::align_of::<P>() >= core::mem::align_of::<*mut u8>()),
+                "an array parameter type must begin with its data pointer"
+            )
+        };
+        if !P::DESC.kind.is_array() {
+            return p;
+        }
+        let mut p = p;
+        let data = (&raw mut p).cast::<*mut u8>();
+        // SAFETY: an array kind begins with its data pointer (`KernelParam`'s contract; the
+        // assertion above checks room and alignment for it), which the host has checked to be
+        // device memory (or null for an empty array, never dereferenced).
+        unsafe { data.write(ferrocuda_abi::space::global(data.read())) };
+        p
+    }
 }
 
+/// With `-Cpanic=abort`, a panic records its location in the trap record (see [`diag`]) and
+/// traps; the builder's default, `-Cpanic=immediate-abort`, never calls it.
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    // SAFETY: `trap` aborts the kernel; it has no preconditions.
-    unsafe { core::arch::nvptx::trap() }
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    match info.location() {
+        Some(location) => ferrocuda_abi::diag::trap_at(location),
+        // SAFETY: `trap` has no preconditions.
+        None => unsafe { core::arch::nvptx::trap() },
+    }
 }

@@ -191,3 +191,22 @@ pub fn global_timer() -> u64 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvvm::globaltimer() }
 }
+
+/// cuda_std's per-component names (`thread::thread_idx_x()`, …), for code ported from
+/// Rust-CUDA: each is one component of [`thread_idx`], [`block_idx`], [`block_dim`] or
+/// [`grid_dim`].
+macro_rules! component_aliases {
+    ($($name:ident = $f:ident . $c:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($f), "().", stringify!($c), "` (cuda_std's name).")]
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            $f().$c
+        }
+    )*};
+}
+component_aliases! {
+    thread_idx_x = thread_idx.x; thread_idx_y = thread_idx.y; thread_idx_z = thread_idx.z;
+    block_idx_x = block_idx.x; block_idx_y = block_idx.y; block_idx_z = block_idx.z;
+    block_dim_x = block_dim.x; block_dim_y = block_dim.y; block_dim_z = block_dim.z;
+    grid_dim_x = grid_dim.x; grid_dim_y = grid_dim.y; grid_dim_z = grid_dim.z;
+}

@@ -173,6 +173,8 @@ fn scalar_value(s: &Scalar) -> Value {
         Scalar::U16(v) => Value::Int(v.into()),
         Scalar::U32(v) => Value::Int(v.into()),
         Scalar::U64(v) => Value::Int(v.into()),
+        Scalar::F16(v) => Value::Float(v.to_f64()),
+        Scalar::BF16(v) => Value::Float(v.to_f64()),
         Scalar::F32(v) => Value::Float(v.into()),
         Scalar::F64(v) => Value::Float(v),
     }

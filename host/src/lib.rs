@@ -53,6 +53,9 @@ pub mod stream;
 #[cfg(feature = "launch-timing")]
 pub mod timing;
 
+/// The `half` crate, whose `f16` and `bf16` are the host's 16-bit float element types.
+pub use half;
+
 pub use array::{AnyDeviceArray, DeviceArray};
 pub use cai::ArrayDesc;
 pub use error::{Error, ErrorKind, Key, Protocol, Result};

@@ -7,15 +7,18 @@
 //! allocation.
 
 use crate::driver::result as cu;
-use crate::driver::{init, Context, MAX_DEVICES};
+use crate::driver::{init, trap, Context, MAX_DEVICES};
 use crate::error::{Error, Result};
 use crate::extras::{Requirement, ScratchParam};
 use cudarc::driver::sys;
+use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
+use ferrocuda_abi::launch::LaunchDecl;
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use ferrocuda_abi::{DType, ParamKind};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// Most parameters a kernel may have.
@@ -66,6 +69,9 @@ pub struct Signature {
     /// Elements of the largest array one thread handles per pass (`#[kernel(items_per_thread
     /// = k)]`): the automatic grid has one thread per `k` elements. `None`: one resident wave.
     pub items_per_thread: Option<u16>,
+    /// What the kernel declares about its launch shape: `max_threads`, a fixed `block`, the
+    /// element type of its dynamic shared memory, the automatic grid's dimensions.
+    pub launch: LaunchDecl,
     /// Size of the whole parameter buffer.
     pub buffer_size: usize,
     c_name: CString,
@@ -163,6 +169,10 @@ impl Signature {
                 return Err(bad("same_shape names a missing or scalar parameter".into()));
             }
         }
+        let launch = k
+            .launch
+            .decl()
+            .map_err(|e| bad(format!("launch declaration: {e}")))?;
         let c_name =
             CString::new(k.name.clone()).map_err(|_| bad("kernel name contains NUL".into()))?;
         Ok(Signature {
@@ -175,6 +185,7 @@ impl Signature {
             require: extras.require,
             same_shape,
             items_per_thread: k.items_per_thread,
+            launch,
             buffer_size: offset,
             c_name,
             static_name: Box::leak(Box::new(k.name.clone())),
@@ -196,15 +207,36 @@ impl Signature {
     }
 }
 
+/// What the driver says about one loaded kernel: read once per device, when its module loads
+/// (`cuFuncGetAttribute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionLimits {
+    /// Most threads per block the kernel can be launched with: the device's limit, lowered by
+    /// its registers per thread and by a declared `max_threads` or block
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    pub max_threads: u32,
+    /// Bytes of static shared memory per block (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    pub static_shared: u32,
+    /// Bytes of dynamic shared memory a launch may ask for without opting in
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` at load: 48 KiB minus the static
+    /// shared memory).
+    pub dynamic_shared: u32,
+    /// Registers per thread (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
+    pub registers: u32,
+}
+
 /// A loaded function and the launch limits derived from it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Function {
     pub(crate) raw: sys::CUfunction,
-    /// Default block size (threads).
+    /// Default block size (threads) of the 1-D automatic configuration.
     pub(crate) block: u32,
     /// Resident blocks of `block` threads per SM.
     pub(crate) blocks_per_sm: u32,
-    pub(crate) max_threads: u32,
+    /// Threads of the block that maximizes occupancy (`cuOccupancyMaxPotentialBlockSize`):
+    /// the size of N-D automatic blocks.
+    pub(crate) potential_block: u32,
+    pub(crate) limits: FunctionLimits,
 }
 
 // SAFETY: a CUfunction handle may be used from any thread (the driver API is thread-safe);
@@ -217,6 +249,9 @@ unsafe impl Sync for Function {}
 pub(crate) struct Loaded {
     _module: sys::CUmodule,
     pub(crate) functions: Vec<Function>,
+    /// Per function: the dynamic shared memory (bytes) launches may use now — the load-time
+    /// limit, raised by each opt-in ([`Loaded::allow_dynamic_shared`]).
+    dynamic_shared: Vec<AtomicU32>,
 }
 
 // SAFETY: CUmodule/CUfunction handles are usable from any thread; they are never mutated
@@ -224,6 +259,27 @@ pub(crate) struct Loaded {
 unsafe impl Send for Loaded {}
 // SAFETY: as above.
 unsafe impl Sync for Loaded {}
+
+impl Loaded {
+    /// Lets function `index` be launched with `bytes` of dynamic shared memory: when that is
+    /// more than it may use now, sets its `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`
+    /// to `bytes` (once per function and larger size; an atomic load otherwise). The caller
+    /// has checked `bytes` against the device's opt-in limit.
+    pub(crate) fn allow_dynamic_shared(&self, index: usize, bytes: u32) -> Result<()> {
+        let allowed = &self.dynamic_shared[index];
+        if bytes <= allowed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let value = i32::try_from(bytes)
+            .map_err(|_| Error::value(format!("{bytes} bytes of shared memory is too many")))?;
+        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX;
+        // SAFETY: the function belongs to this loaded module (its context is bound by the
+        // caller, which prepares a launch in it).
+        unsafe { cu::set_function_attribute(self.functions[index].raw, MAX, value) }?;
+        allowed.fetch_max(bytes, Ordering::AcqRel);
+        Ok(())
+    }
+}
 
 /// A PTX module with its manifest.
 pub struct Module {
@@ -341,7 +397,7 @@ impl Module {
 
     fn load(&self, ctx: &'static Context) -> Result<Loaded> {
         init()?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let mut log = vec![0u8; 8192];
         let module = cu::module_load(&self.ptx, &mut log).map_err(|e| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -358,6 +414,7 @@ impl Module {
                 ),
             )
         })?;
+        register_trap_record(ctx.ordinal(), module)?;
         let functions = self
             .signatures
             .iter()
@@ -369,31 +426,61 @@ impl Module {
             .collect::<Result<Vec<_>>>()?;
         Ok(Loaded {
             _module: module,
+            dynamic_shared: functions
+                .iter()
+                .map(|f| AtomicU32::new(f.limits.dynamic_shared))
+                .collect(),
             functions,
         })
     }
 }
 
+/// Gives a freshly loaded module its trap record (see [`trap`]), if it defines the symbol:
+/// zeroed, page-locked, device-mapped host memory whose device address goes into the symbol.
+fn register_trap_record(device: usize, module: sys::CUmodule) -> Result<()> {
+    let name = CString::new(TRAP_RECORD_SYMBOL).expect("no NUL in the symbol");
+    // SAFETY: `module` was just loaded into the bound context.
+    let Some((symbol, 8)) = (unsafe { cu::module_global(module, &name) })? else {
+        return Ok(());
+    };
+    let (host, mapped) = cu::mem_host_alloc_mapped(std::mem::size_of::<TrapRecord>())?;
+    // SAFETY: the symbol is 8 bytes of device memory of the bound context.
+    unsafe { cu::memcpy_htod(symbol, &mapped.to_ne_bytes()) }?;
+    // SAFETY: page-locked (page-aligned), zeroed, sized for a record, never freed, and the
+    // host never writes it again.
+    unsafe { trap::remember(device, host.cast::<TrapRecord>()) };
+    Ok(())
+}
+
 impl Function {
-    /// The function of `sig` in `module` and its launch limits: the default block (256
-    /// threads, or the kernel's maximum if lower) and how many such blocks an SM holds.
+    /// The function of `sig` in `module` and its launch limits: the driver's attributes, the
+    /// default 1-D block (256 threads, or the kernel's maximum if lower), how many such blocks
+    /// an SM holds, and the occupancy-maximizing block size.
     ///
     /// # Safety
     ///
     /// `module` is loaded in the calling thread's current context.
     unsafe fn load(module: sys::CUmodule, sig: &Signature) -> Result<Function> {
-        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+        use sys::CUfunction_attribute::*;
         // SAFETY: the caller's contract; the function comes from that module.
         unsafe {
             let f = cu::module_function(module, &sig.c_name)?;
-            let max_threads = cu::function_attribute(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
-            let block = (max_threads.max(32) as u32).min(256);
+            let attr = |a| cu::function_attribute(f, a).map(|v| v.max(0) as u32);
+            let limits = FunctionLimits {
+                max_threads: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?.max(1),
+                static_shared: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                dynamic_shared: attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+                registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            };
+            let block = limits.max_threads.min(256);
             let per_sm = cu::blocks_per_multiprocessor(f, block)?;
+            let potential_block = cu::potential_block_size(f, limits.max_threads)?;
             Ok(Function {
                 raw: f,
                 block,
                 blocks_per_sm: per_sm.max(1) as u32,
-                max_threads: max_threads.max(1) as u32,
+                potential_block: potential_block.min(limits.max_threads),
+                limits,
             })
         }
     }
@@ -420,5 +507,15 @@ impl<'m> Kernel<'m> {
     /// The module.
     pub fn module(&self) -> &'m Module {
         self.module
+    }
+
+    /// The kernel's limits on device `device`, as the driver reports them (loads the module
+    /// there, once). Launches are checked against these and the device's
+    /// ([`Context::limits`]).
+    pub fn limits(&self, device: usize) -> Result<FunctionLimits> {
+        init()?;
+        let ctx = Context::get(device)?;
+        let _caller = ctx.enter()?;
+        Ok(self.module.loaded(ctx)?.functions[self.index].limits)
     }
 }

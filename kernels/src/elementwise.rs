@@ -1,4 +1,5 @@
-//! Element-wise loops over contiguous slices with 16-byte vector memory access.
+//! Element-wise loops over contiguous slices with 16-byte vector memory access
+//! (`split_vectors`: a scalar head, aligned vectors, a scalar tail).
 
 use ferrocuda_device::{thread, Element, GridStride, Slice, SliceMut};
 
@@ -25,7 +26,8 @@ macro_rules! for_lanes {
 pub struct Chunk<T: Copy, const L: usize>(pub [T; L]);
 
 /// `out[i] = f(a[i], b[i])` for `i < min(len)`, vectorized when the three pointers share
-/// their alignment modulo 16 bytes (scalar head and tail), scalar otherwise.
+/// their alignment modulo 16 bytes (scalar head and tail), scalar otherwise. `L` elements of
+/// `T` make 16 bytes.
 ///
 /// # Safety
 ///
@@ -65,109 +67,84 @@ unsafe fn map<T: Element, const L: usize, const N: usize>(
     f: impl Fn([T; N]) -> T,
 ) {
     let n = ins.iter().fold(out.len(), |m, s| min(m, s.len()));
+    let (ins, out) = (ins.map(|s| s.split_at(n).0), out.split_at(n).0);
     let tid = thread::index_1d();
     let threads = thread::grid_size_1d();
-    let size = core::mem::size_of::<T>();
-    let po = out.as_mut_ptr() as usize;
-    let mis = po % 16;
-    let at = |i: usize| -> [T; N] {
-        // SAFETY: callers pass i < n <= every input's length.
-        core::array::from_fn(|k| unsafe { ins[k].get_unchecked(i) })
-    };
-    let aligned = ins.iter().all(|s| s.as_ptr() as usize % 16 == mis);
-    if L > 1 && L * size == 16 && aligned && mis % size == 0 {
-        let head = min((16 - mis) % 16 / size, n);
-        if tid < head {
-            // SAFETY: tid < head <= n; one thread per element.
-            unsafe { out.write_unchecked(tid, f(at(tid))) };
-        }
-        let body = (n - head) / L;
-        // SAFETY: `head` elements past each pointer is 16-byte aligned and in bounds; the
-        // chunks cover elements head .. head + body * L < n.
-        let (vi, vo): ([*const Chunk<T, L>; N], *mut Chunk<T, L>) = unsafe {
-            (
-                core::array::from_fn(|k| ins[k].as_ptr().add(head) as *const Chunk<T, L>),
-                out.as_mut_ptr().add(head) as *mut Chunk<T, L>,
-            )
-        };
-        let apply = |x: [Chunk<T, L>; N]| {
-            let mut z = x[0];
-            for_lanes!(L, |j| z.0[j] = f(core::array::from_fn(|k| x[k].0[j])));
-            z
-        };
-        // Two chunks per iteration: 2·N independent 16-byte loads in flight per thread.
-        let mut j = tid;
-        while j < body && body - j > threads {
-            // SAFETY: j < j + threads < body: both chunks are in bounds and aligned; one
-            // thread per chunk.
-            unsafe {
-                let x0: [Chunk<T, L>; N] = core::array::from_fn(|k| vi[k].add(j).read());
-                let x1: [Chunk<T, L>; N] = core::array::from_fn(|k| vi[k].add(j + threads).read());
-                vo.add(j).write(apply(x0));
-                vo.add(j + threads).write(apply(x1));
-            }
-            j += 2 * threads;
-        }
-        if j < body {
-            // SAFETY: j < body: in bounds and aligned; one thread per chunk.
-            unsafe {
-                let x: [Chunk<T, L>; N] = core::array::from_fn(|k| vi[k].add(j).read());
-                vo.add(j).write(apply(x));
-            }
-        }
-        let t = head + body * L + tid;
-        if t < n {
-            // SAFETY: t < n; the tail has fewer than L elements, one thread each.
-            unsafe { out.write_unchecked(t, f(at(t))) };
-        }
-    } else {
+    let parts = ins.map(|s| s.split_vectors::<L>());
+    let (ho, vo, to) = out.split_vectors::<L>();
+    if parts.iter().any(|p| p.0.len() != ho.len()) {
+        // Differently misaligned: scalar accesses only.
         for i in GridStride::new(tid, threads, n) {
-            // SAFETY: i < n; one thread per element.
-            unsafe { out.write_unchecked(i, f(at(i))) };
+            // SAFETY: i < n <= every input's length; one thread per element.
+            unsafe { out.write_unchecked(i, f(core::array::from_fn(|k| ins[k].get_unchecked(i)))) };
         }
+        return;
+    }
+    // Equal heads of equal-length arrays: equal vector counts and tails.
+    for i in GridStride::new(tid, threads, ho.len()) {
+        // SAFETY: i < head length (fewer than L); one thread per element.
+        unsafe { ho.write_unchecked(i, f(core::array::from_fn(|k| parts[k].0.get_unchecked(i)))) };
+    }
+    let apply = |x: [[T; L]; N]| {
+        let mut z = x[0];
+        for_lanes!(L, |j| z[j] = f(core::array::from_fn(|k| x[k][j])));
+        z
+    };
+    let body = vo.len();
+    // Two vectors per iteration: 2·N independent 16-byte loads in flight per thread.
+    let mut j = tid;
+    while j < body && body - j > threads {
+        // SAFETY: j < j + threads < body, the vector count of every array; one thread per
+        // vector.
+        unsafe {
+            let x0: [[T; L]; N] = core::array::from_fn(|k| parts[k].1.get_unchecked(j));
+            let x1: [[T; L]; N] = core::array::from_fn(|k| parts[k].1.get_unchecked(j + threads));
+            vo.write_unchecked(j, apply(x0));
+            vo.write_unchecked(j + threads, apply(x1));
+        }
+        j += 2 * threads;
+    }
+    if j < body {
+        // SAFETY: j < body; one thread per vector.
+        unsafe {
+            let x: [[T; L]; N] = core::array::from_fn(|k| parts[k].1.get_unchecked(j));
+            vo.write_unchecked(j, apply(x));
+        }
+    }
+    for i in GridStride::new(tid, threads, to.len()) {
+        // SAFETY: i < tail length (fewer than L); one thread per element.
+        unsafe { to.write_unchecked(i, f(core::array::from_fn(|k| parts[k].2.get_unchecked(i)))) };
     }
 }
 
-/// `out[i] = f(i)` for `i < out.len()`, vectorized when `out` is 16-byte aligned.
+/// `out[i] = f(i)` for `i < out.len()`, vectorized over the 16-byte aligned middle of `out`.
 ///
 /// # Safety
 ///
 /// Kernel-launch context.
 #[inline(always)]
 pub unsafe fn generate<T: Element, const L: usize>(out: SliceMut<T>, f: impl Fn(usize) -> T) {
-    let n = out.len();
     let tid = thread::index_1d();
     let threads = thread::grid_size_1d();
-    let size = core::mem::size_of::<T>();
-    let po = out.as_mut_ptr() as usize;
-    if L > 1 && L * size == 16 && po % size == 0 {
-        let head = min((16 - po % 16) % 16 / size, n);
-        if tid < head {
-            // SAFETY: tid < head <= n; one thread per element.
-            unsafe { out.write_unchecked(tid, f(tid)) };
+    let (head, body, tail) = out.split_vectors::<L>();
+    for i in GridStride::new(tid, threads, head.len()) {
+        // SAFETY: i < head length; one thread per element.
+        unsafe { head.write_unchecked(i, f(i)) };
+    }
+    let start = head.len();
+    for j in GridStride::new(tid, threads, body.len()) {
+        let base = start + j * L;
+        let mut z = [f(base); L];
+        for (k, v) in z.iter_mut().enumerate().skip(1) {
+            *v = f(base + k);
         }
-        let body = (n - head) / L;
-        // SAFETY: aligned and in bounds as in `binary`.
-        let vo = unsafe { out.as_mut_ptr().add(head) as *mut Chunk<T, L> };
-        for j in GridStride::new(tid, threads, body) {
-            let base = head + j * L;
-            let mut z = Chunk([f(base); L]);
-            for k in 1..L {
-                z.0[k] = f(base + k);
-            }
-            // SAFETY: j < body; one thread per chunk.
-            unsafe { vo.add(j).write(z) };
-        }
-        let t = head + body * L + tid;
-        if t < n {
-            // SAFETY: t < n.
-            unsafe { out.write_unchecked(t, f(t)) };
-        }
-    } else {
-        for i in GridStride::new(tid, threads, n) {
-            // SAFETY: i < n.
-            unsafe { out.write_unchecked(i, f(i)) };
-        }
+        // SAFETY: j < body length; one thread per vector.
+        unsafe { body.write_unchecked(j, z) };
+    }
+    let start = start + body.len() * L;
+    for i in GridStride::new(tid, threads, tail.len()) {
+        // SAFETY: i < tail length; one thread per element.
+        unsafe { tail.write_unchecked(i, f(start + i)) };
     }
 }
 
@@ -186,41 +163,28 @@ pub unsafe fn visit<T: Element, const L: usize>(
     threads: usize,
     mut f: impl FnMut(usize, T),
 ) {
-    let n = x.len();
-    let size = core::mem::size_of::<T>();
-    let p = x.as_ptr() as usize;
-    if L > 1 && L * size == 16 && p % size == 0 {
-        let head = min((16 - p % 16) % 16 / size, n);
-        if tid < head {
-            // SAFETY: tid < head <= n.
-            f(0, unsafe { x.get_unchecked(tid) });
-        }
-        let body = (n - head) / L;
-        // SAFETY: 16-byte aligned after `head` elements; chunks below `body` are in bounds.
-        let v = unsafe { x.as_ptr().add(head) } as *const Chunk<T, L>;
-        let mut j = tid;
-        while j < body && body - j > threads {
-            // SAFETY: j < j + threads < body.
-            let (c0, c1) = unsafe { (v.add(j).read(), v.add(j + threads).read()) };
-            for_lanes!(L, |k| f(k, c0.0[k]));
-            for_lanes!(L, |k| f(k, c1.0[k]));
-            j += 2 * threads;
-        }
-        if j < body {
-            // SAFETY: j < body.
-            let c = unsafe { v.add(j).read() };
-            for_lanes!(L, |k| f(k, c.0[k]));
-        }
-        let t = head + body * L + tid;
-        if t < n {
-            // SAFETY: t < n.
-            f(0, unsafe { x.get_unchecked(t) });
-        }
-    } else {
-        for i in GridStride::new(tid, threads, n) {
-            // SAFETY: i < n.
-            f(0, unsafe { x.get_unchecked(i) });
-        }
+    let (head, body, tail) = x.split_vectors::<L>();
+    for i in GridStride::new(tid, threads, head.len()) {
+        // SAFETY: i < head length.
+        f(0, unsafe { head.get_unchecked(i) });
+    }
+    let n = body.len();
+    let mut j = tid;
+    while j < n && n - j > threads {
+        // SAFETY: j < j + threads < n, the vector count.
+        let (c0, c1) = unsafe { (body.get_unchecked(j), body.get_unchecked(j + threads)) };
+        for_lanes!(L, |k| f(k, c0[k]));
+        for_lanes!(L, |k| f(k, c1[k]));
+        j += 2 * threads;
+    }
+    if j < n {
+        // SAFETY: j < n.
+        let c = unsafe { body.get_unchecked(j) };
+        for_lanes!(L, |k| f(k, c[k]));
+    }
+    for i in GridStride::new(tid, threads, tail.len()) {
+        // SAFETY: i < tail length.
+        f(0, unsafe { tail.get_unchecked(i) });
     }
 }
 

@@ -1,5 +1,6 @@
 //! The bundled kernels.
 
+use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, Slice, SliceMut, ViewMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{thread, GridStride, Indexer};
@@ -33,7 +34,24 @@ macro_rules! num {
     )*};
 }
 #[cfg(target_arch = "nvptx64")]
-num!(float f32, f64);
+num!(float f32, f64, f16);
+
+// bf16 arithmetic is the device crate's (one rounding per operation).
+#[cfg(target_arch = "nvptx64")]
+impl Num for bf16 {
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    #[inline(always)]
+    fn from_index(i: usize) -> Self {
+        bf16::from_f32(i as f32)
+    }
+}
 #[cfg(target_arch = "nvptx64")]
 num!(int i32, i64);
 
@@ -49,6 +67,8 @@ macro_rules! add_kernels {
     )*};
 }
 add_kernels! {
+    add_f16: f16, 8;
+    add_bf16: bf16, 8;
     add_f32: f32, 4;
     add_f64: f64, 2;
     add_i32: i32, 4;
@@ -76,6 +96,8 @@ macro_rules! saxpy_kernels {
     )*};
 }
 saxpy_kernels! {
+    saxpy_f16: f16, 8;
+    saxpy_bf16: bf16, 8;
     saxpy_f32: f32, 4;
     saxpy_f64: f64, 2;
 }

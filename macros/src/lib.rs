@@ -12,6 +12,8 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type};
 
+mod launch;
+
 /// Turns a Rust function into a PTX kernel entry point and records its signature in the
 /// kernel manifest.
 ///
@@ -49,12 +51,29 @@ use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Toke
 ///   parameters, `x.len()`, `x.shape[k]`, `x.ptr()`; or `finite(scalar)`. E.g.
 ///   `require(a.shape[1] == b.shape[0], "inner dimensions must agree")`, `require(lo < hi)`.
 ///
+/// Launch shape (recorded in the manifest's `launch` field; see `ferrocuda_abi::launch`):
+/// * `max_threads = n` (1..=1024) — the kernel is compiled for blocks of at most `n` threads
+///   (PTX `.maxntid n, 1, 1`: ptxas may then give each thread more registers); the host
+///   refuses larger blocks and the automatic block respects it;
+/// * `block = (x, y, z)` (or `block = n`, `(x, y)`) — the kernel needs exactly this block
+///   (PTX `.reqntid`): the host launches with it and refuses any other block a caller
+///   passes. Excludes `max_threads`;
+/// * `dynamic_shared = T` — the kernel's dynamic shared memory holds `T`s: the host refuses a
+///   dynamic shared size that is not a multiple of `size_of::<T>()`;
+/// * `grid = "2d"` / `"3d"` — the automatic grid covers the largest array argument in 2 (3)
+///   dimensions, one thread per element: x along its last axis, y along the one before (in
+///   `"2d"`: all the others), z along the rest; blocks are 32 threads wide along x. The grid is
+///   capped at the device's limits, so the kernel still strides (`"1d"`, the default: one
+///   dimension, as described above).
+///
 /// Rejected at compile time: generic parameters, `self`, return values, `async`/`const`
 /// functions, variadics, pattern parameters, references, and any parameter type that is not
 /// a `KernelParam` (non-`Copy` and owning types included).
 ///
 /// On `nvptx64` the function becomes `#[no_mangle] extern "ptx-kernel"`, which needs
-/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` in the kernel crate. On other
+/// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` in the kernel crate; it passes
+/// every array parameter's data pointer through `ferrocuda_abi::space::global` before calling
+/// the body, so that accesses through it compile to `ld.global`/`st.global`. On other
 /// targets only the parameter types are checked and no code is emitted.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -72,6 +91,7 @@ struct Options {
     same_shape: Vec<Vec<Ident>>,
     items_per_thread: Option<u16>,
     extras: extras::ExtrasOpts,
+    launch: launch::LaunchOptions,
 }
 
 impl Parse for Options {
@@ -110,11 +130,15 @@ impl Parse for Options {
                         ))
                     }
                 }
+            } else if launch::OPTIONS.contains(&key.to_string().as_str()) {
+                opts.launch.parse(&key, input)?;
             } else if !opts.extras.parse_option(&key, input)? {
                 return Err(syn::Error::new(
                     key.span(),
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
-                     `items_per_thread = k`, `zero(…)`, `scratch(…)` or `require(…)`",
+                     `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
+                     `dynamic_shared = T`, `grid = \"2d\"`, `zero(…)`, `scratch(…)` or \
+                     `require(…)`",
                 ));
             }
             if !input.is_empty() {
@@ -228,9 +252,11 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
 
     let ipt = opts.items_per_thread.unwrap_or(0);
     let extras = extras::resolve(&opts.extras, &arg_names, &arg_types)?;
-    Ok(expand_final(
+    let kernel = expand_final(
         &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras,
-    ))
+    );
+    let launch_record = opts.launch.record(name);
+    Ok(quote! { #kernel #launch_record })
 }
 
 /// Emits the entry point, its body and its manifest record.
@@ -258,10 +284,15 @@ fn expand_final(
     let arg_name_strs: Vec<String> = arg_names.iter().map(|i| i.to_string()).collect();
     let groups_a: Vec<TokenStream2> = groups.iter().map(|g| quote! { &[#(#g),*] }).collect();
     let groups_b = groups_a.clone();
+    // Array parameters reach the body with their data pointer marked as global memory (see
+    // `ferrocuda_abi::space`), so that their accesses compile to `ld.global`/`st.global`.
+    let routed = arg_names.iter().zip(arg_types).map(|(name, ty)| {
+        quote! { ::ferrocuda_device::__private::in_global::<#ty>(#name) }
+    });
     let call = if unsafety.is_some() {
-        quote! { unsafe { #inner(#(#arg_names),*) } }
+        quote! { unsafe { #inner(#(#routed),*) } }
     } else {
-        quote! { #inner(#(#arg_names),*) }
+        quote! { #inner(#(#routed),*) }
     };
     let checks = arg_types.iter().map(|ty| {
         quote_spanned! {ty.span()=>

@@ -35,6 +35,8 @@ __all__ = [
     "_cupy_stream_source",
     "_pooled_events",
     "_bundled_ptx",
+    "_module",
+    "_launcher",
 ]
 
 __version__: str
@@ -47,7 +49,7 @@ _StreamLike: TypeAlias = Any
 #: A ``sync=`` argument: ``None`` (process default), ``True``/``'default'``, ``'event'``,
 #: ``False``/``'off'`` (or a :class:`ferrocuda.SyncMode`).
 _SyncLike: TypeAlias = Any
-#: ``grid=`` / ``block=``: an int or a tuple of up to three ints.
+#: ``grid=`` / ``block=``: an int or a tuple of one to three ints.
 _Dim3: TypeAlias = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
 
 class CudaError(RuntimeError):
@@ -76,6 +78,10 @@ def _fast_paths() -> Tuple[bool, bool]: ...
 def _cupy_stream_source() -> str: ...
 def _pooled_events(device: int = 0) -> int: ...
 def _bundled_ptx() -> str: ...
+def _module(manifest: Optional[Union[str, "os.PathLike[str]"]]) -> Module: ...
+def _launcher(
+    manifest: Optional[Union[str, "os.PathLike[str]"]], name: str, family: bool
+) -> Union[Kernel, Family]: ...
 
 @final
 class DeviceArray:
@@ -166,11 +172,13 @@ class Launcher:
         sync: _SyncLike = None,
         grid: Optional[_Dim3] = None,
         block: Optional[_Dim3] = None,
+        shared_mem: Optional[int] = None,
         check_pointers: bool = True,
     ) -> None: ...
     def __getitem__(self, config: Tuple[Any, ...], /) -> ConfiguredLauncher: ...
     @property
     def name(self) -> str: ...
+    def __reduce__(self) -> Tuple[Any, Tuple[Optional[str], str, bool]]: ...
 
 @final
 class Kernel(Launcher):
@@ -206,5 +214,6 @@ class Module:
     def arch(self) -> str: ...
     @property
     def source(self) -> str: ...
+    def __reduce__(self) -> Tuple[Any, Tuple[Optional[str]]]: ...
     # Kernels and families are also attributes at run time (``module.add``); PyO3 implements
     # that as a slot stubtest cannot see, so the typed access is ``module.families["add"]``.

@@ -29,6 +29,7 @@ use std::fmt::Write as _;
 
 use ferrocuda_abi::ParamKind;
 use ferrocuda_host::array::Staging;
+use ferrocuda_host::driver::CallerContext;
 use ferrocuda_host::module::{Param, Signature};
 use ferrocuda_host::stream;
 use ferrocuda_host::{
@@ -108,7 +109,8 @@ pub struct CallOpts {
     pub grid: Option<[u32; 3]>,
     /// `block=`.
     pub block: Option<[u32; 3]>,
-    /// Dynamic shared memory (Numba-style configuration only).
+    /// `shared_mem=`, or the fourth item of a Numba-style configuration: bytes of dynamic
+    /// shared memory.
     pub shared_mem: u32,
     /// `check_pointers=`.
     pub check_pointers: bool,
@@ -119,16 +121,16 @@ impl CallOpts {
     pub fn from_keywords(
         stream: Option<&Bound<'_, PyAny>>,
         sync: Option<&Bound<'_, PyAny>>,
-        grid: Option<&Bound<'_, PyAny>>,
-        block: Option<&Bound<'_, PyAny>>,
+        shape: [Option<&Bound<'_, PyAny>>; 3],
         check_pointers: bool,
     ) -> PyResult<CallOpts> {
+        let [grid, block, shared] = shape;
         Ok(CallOpts {
             stream: parse_stream(stream)?,
             sync: parse_sync(sync)?,
             grid: dim3(grid, "grid")?,
             block: dim3(block, "block")?,
-            shared_mem: 0,
+            shared_mem: shared_mem(shared)?,
             check_pointers,
         })
     }
@@ -147,32 +149,35 @@ impl CallOpts {
     }
 }
 
+/// A grid or block: `None`, a positive int, or a tuple (or list) of 1 to 3 positive ints
+/// (ints by `__index__`, so NumPy integers too; never `bool`). Missing extents are 1. Device
+/// limits are checked at launch, by the host crate.
 fn dim3(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<[u32; 3]>> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(None);
     };
     let bad = || {
         PyValueError::new_err(format!(
-            "argument `{what}`: expected a positive int or a tuple of 1 to 3 positive ints, \
-             got {}",
-            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            "argument `{what}`: expected a positive int or a tuple of 1 to 3 positive ints \
+             (each at most 2**32-1), got {}",
+            repr(obj)
         ))
     };
     let one = |o: &Bound<'_, PyAny>| -> PyResult<u32> {
+        if o.is_instance_of::<PyBool>() {
+            return Err(bad());
+        }
         match read_int(o)? {
             Some(v) if v >= 1 && v <= i128::from(u32::MAX) => Ok(v as u32),
             _ => Err(bad()),
         }
     };
-    if obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
-        return Ok(Some([one(obj)?, 1, 1]));
-    }
     let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = obj.cast::<PyTuple>() {
         t.iter().collect()
     } else if let Ok(l) = obj.cast::<PyList>() {
         l.iter().collect()
     } else {
-        return Err(bad());
+        return Ok(Some([one(obj)?, 1, 1]));
     };
     if items.is_empty() || items.len() > 3 {
         return Err(bad());
@@ -184,15 +189,22 @@ fn dim3(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<[u32; 3]>
     Ok(Some(out))
 }
 
+/// Bytes of dynamic shared memory: `None` (0) or an int in `0..=2**32-1` (never `bool`).
 fn shared_mem(obj: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
     let Some(obj) = obj.filter(|o| !o.is_none()) else {
         return Ok(0);
     };
-    match read_int(obj)? {
+    let v = if obj.is_instance_of::<PyBool>() {
+        None
+    } else {
+        read_int(obj)?
+    };
+    match v {
         Some(v) if v >= 0 && v <= i128::from(u32::MAX) => Ok(v as u32),
         _ => Err(PyValueError::new_err(format!(
-            "shared memory size must be an int in 0..=2**32-1, got {}",
-            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            "argument `shared_mem`: expected bytes of dynamic shared memory, an int in \
+             0..=2**32-1, got {}",
+            repr(obj)
         ))),
     }
 }
@@ -490,6 +502,8 @@ fn launch_with_hosts(
         c"ferrocuda: host (NumPy) arrays are copied to the device, and mutable ones back, on every launch; keep data on the device (ferrocuda.DeviceArray, CuPy, PyTorch) in loops",
         1,
     )?;
+    // The caller's current context comes back after the staging, launch and copies back.
+    let _caller = CallerContext::save();
     let prepared = py.detach(|| kernel.prepare(argv, opts)).py_err(py)?;
     let mut staging = Staging::new();
     for (i, view) in hosts.iter() {

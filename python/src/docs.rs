@@ -40,10 +40,43 @@ written arguments, with a ``ferrocuda.PerformanceWarning``).
 
 Keyword arguments: ``stream`` (None, 1, 2, a handle, or a CuPy/PyTorch/Numba/``__cuda_stream__``
 stream object), ``sync`` (None = FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC, True/'default', 'event',
-False/'off'), ``grid`` and ``block`` (int or tuple of up to 3 ints; default: automatic),
-``check_pointers`` (ask the driver whether every pointer is device memory; default True).
-Numba-style ``launcher[grid, block, stream, shared_mem](...)`` works too. Returns None once
-the launch is enqueued.";
+False/'off'), ``grid`` and ``block`` (int or tuple of 1 to 3 ints; default: automatic),
+``shared_mem`` (bytes of dynamic shared memory; default 0), ``check_pointers`` (ask the driver
+whether every pointer is device memory; default True). Numba-style
+``launcher[grid, block, stream, shared_mem](...)`` works too. A block, grid or shared memory
+size beyond the kernel's or the device's limits is a ValueError naming the limit, raised before
+anything is launched. Returns None once the launch is enqueued.";
+
+/// The kernel's launch declarations, as sentences (empty when it declares none).
+fn launch_text(k: &Kernel<'_>) -> String {
+    let d = &k.signature().launch;
+    let mut s = String::new();
+    if let Some([x, y, z]) = d.fixed_block() {
+        let _ = writeln!(
+            s,
+            "Launched with blocks of exactly ({x}, {y}, {z}) threads."
+        );
+    }
+    if d.max_threads != 0 {
+        let _ = writeln!(s, "Blocks of at most {} threads.", d.max_threads);
+    }
+    if d.grid_dims >= 2 {
+        let _ = writeln!(
+            s,
+            "Automatic grid: {}-D over the largest array, one thread per element.",
+            d.grid_dims
+        );
+    }
+    if let Some(t) = ferrocuda_abi::DType::from_code(d.dynamic_shared) {
+        let _ = writeln!(
+            s,
+            "Dynamic shared memory holds {} ({} bytes each): shared_mem must be a multiple.",
+            t.name(),
+            t.itemsize()
+        );
+    }
+    s
+}
 
 /// What the launcher does beyond the arguments: zero-filled outputs, workspaces it
 /// provides, requirements it checks.
@@ -80,7 +113,7 @@ pub fn kernel_doc(k: &Kernel<'_>) -> String {
     let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
     let mut s = format!(
         "Kernel ``{}`` (family ``{}``).\n\n    {}\n\nCall as ``{}({}, *, stream=None, sync=None, grid=None, block=None, \
-         check_pointers=True)``.\n",
+         shared_mem=None, check_pointers=True)``.\n",
         sig.name,
         sig.family,
         signature_text(k),
@@ -92,6 +125,7 @@ pub fn kernel_doc(k: &Kernel<'_>) -> String {
         let _ = writeln!(s, "Arguments {} must have the same shape.", g.join(", "));
     }
     s.push_str(&extras_doc(sig));
+    s.push_str(&launch_text(k));
     s.push('\n');
     s.push_str(CALL_DOC);
     s
@@ -107,7 +141,7 @@ pub fn family_doc(name: &str, ks: &[Kernel<'_>]) -> String {
     let mut s = format!(
         "Kernel family ``{name}``: launches the variant matching the arrays' element types \
          and ranks.\n\nCall as ``{name}({}, *, stream=None, sync=None, grid=None, block=None, \
-         check_pointers=True)``.\n\nVariants:\n",
+         shared_mem=None, check_pointers=True)``.\n\nVariants:\n",
         names.join(", ")
     );
     for k in ks {

@@ -1,10 +1,19 @@
 //! The launcher classes: `ferrocuda.Launcher`, the one class that launches, and its two kinds
 //! — `Kernel` (one kernel) and `Family` (a family's kernels, selected by the arguments'
 //! element types and ranks) — plus `ConfiguredLauncher` (`launcher[grid, block, …]`).
+//!
+//! Launchers pickle by name, not by pointer: a pickle names the module (bundled, or the
+//! canonical path of its manifest), the launcher's name and whether it is a family, and
+//! unpickling looks that name up in the module as loaded in the unpickling process (see
+//! `module::_launcher`). Kernels load into each device at their first launch there, so a
+//! launcher unpickled in a Dask worker or an MPI rank runs on that process's devices.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use ferrocuda_host::{Kernel, StreamRef};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 
@@ -17,12 +26,40 @@ use crate::read::streams::parse_sync;
 #[pyclass(name = "Launcher", module = "ferrocuda", subclass, frozen, dict)]
 pub struct PyLauncher {
     target: Arc<Target>,
+    origin: Origin,
+}
+
+/// Where a module's code comes from: what a pickle of the module or of one of its launchers
+/// names, so that another process can load it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The kernels bundled with ferrocuda.
+    Bundled,
+    /// A module loaded from a manifest file (its canonical path).
+    Manifest(PathBuf),
+}
+
+impl Origin {
+    /// The module's argument of the unpickling functions: `None` for the bundled kernels,
+    /// else the manifest's path (a Python `str`).
+    pub fn pickle_arg(&self) -> Option<OsString> {
+        match self {
+            Origin::Bundled => None,
+            Origin::Manifest(p) => Some(p.clone().into_os_string()),
+        }
+    }
+}
+
+/// The function of the extension module named `name` (what pickles refer to).
+pub fn extension_function<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import(intern!(py, "ferrocuda._ferrocuda"))?
+        .getattr(name)
 }
 
 #[pymethods]
 impl PyLauncher {
     /// Launches; see the class documentation for the arguments.
-    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, check_pointers = true))]
+    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn __call__(
         &self,
@@ -32,9 +69,11 @@ impl PyLauncher {
         sync: Option<&Bound<'_, PyAny>>,
         grid: Option<&Bound<'_, PyAny>>,
         block: Option<&Bound<'_, PyAny>>,
+        shared_mem: Option<&Bound<'_, PyAny>>,
         check_pointers: bool,
     ) -> PyResult<()> {
-        let o = CallOpts::from_keywords(stream, sync, grid, block, check_pointers)?;
+        let shape = [grid, block, shared_mem];
+        let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
         call(py, &self.target, args, o)
     }
 
@@ -52,6 +91,22 @@ impl PyLauncher {
     fn name(&self) -> &str {
         &self.target.name
     }
+
+    /// Pickles by name: unpickling returns the launcher of the same name in the same module
+    /// as loaded in the unpickling process (the bundled kernels, or the manifest at the same
+    /// path) — in this process, this very object.
+    #[allow(clippy::type_complexity)] // the pickle protocol's tuple
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Option<OsString>, String, bool))> {
+        let py = slf.py();
+        let this = slf.get();
+        let family = slf.is_instance_of::<PyFamily>();
+        Ok((
+            extension_function(py, "_launcher")?,
+            (this.origin.pickle_arg(), this.target.name.clone(), family),
+        ))
+    }
 }
 
 impl PyLauncher {
@@ -66,11 +121,12 @@ impl PyLauncher {
 pub struct PyKernel;
 
 impl PyKernel {
-    /// A launcher of kernel `k`.
-    pub fn new(k: Kernel<'static>) -> PyClassInitializer<Self> {
+    /// A launcher of kernel `k` of the module from `origin`.
+    pub fn new(k: Kernel<'static>, origin: Origin) -> PyClassInitializer<Self> {
         let target = Target::new(k.name().to_owned(), false, vec![k]);
         PyClassInitializer::from(PyLauncher {
             target: Arc::new(target),
+            origin,
         })
         .add_subclass(PyKernel)
     }
@@ -133,15 +189,17 @@ pub struct PyFamily {
 }
 
 impl PyFamily {
-    /// A launcher of family `name`, whose kernels are `kernels` with the launcher objects
-    /// `objects`.
+    /// A launcher of family `name` of the module from `origin`, whose kernels are `kernels`
+    /// with the launcher objects `objects`.
     pub fn new(
         name: String,
         kernels: Vec<Kernel<'static>>,
         objects: Py<PyTuple>,
+        origin: Origin,
     ) -> PyClassInitializer<Self> {
         PyClassInitializer::from(PyLauncher {
             target: Arc::new(Target::new(name, true, kernels)),
+            origin,
         })
         .add_subclass(PyFamily { kernels: objects })
     }
@@ -190,11 +248,12 @@ impl PyConfigured {
 
     fn __repr__(&self) -> String {
         format!(
-            "<ferrocuda.ConfiguredLauncher {} grid={:?} block={:?} stream={:?}>",
+            "<ferrocuda.ConfiguredLauncher {} grid={:?} block={:?} stream={:?} shared_mem={}>",
             self.target.name,
             self.opts.grid,
             self.opts.block,
-            self.opts.stream.map(StreamRef::as_raw)
+            self.opts.stream.map(StreamRef::as_raw),
+            self.opts.shared_mem
         )
     }
 }

@@ -69,6 +69,8 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module::bundled, m)?)?;
     m.add_function(wrap_pyfunction!(module::load, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_ptx, m)?)?;
+    m.add_function(wrap_pyfunction!(module::_module, m)?)?;
+    m.add_function(wrap_pyfunction!(module::_launcher, m)?)?;
     use functions as f;
     m.add_function(wrap_pyfunction!(f::driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(f::device_count, m)?)?;

@@ -1,12 +1,13 @@
 //! `ferrocuda.Module`: a PTX module and its manifest, its kernels and families as
-//! launchers; `load` and `bundled`.
+//! launchers; `load` and `bundled`; `_launcher`, which unpickles launchers by name.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ferrocuda_host::{Kernel, Module};
-use pyo3::exceptions::PyAttributeError;
+use pyo3::exceptions::{PyAttributeError, PyLookupError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -14,25 +15,29 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::docs::{family_doc, kernel_doc};
 use crate::errors::IntoPyResult;
-use crate::launcher::{PyFamily, PyKernel};
+use crate::launcher::{extension_function, Origin, PyFamily, PyKernel};
 
 /// A PTX module and its manifest (built by ``ferrocuda-builder``): its kernels are attributes
 /// (``module.add_f32``), and so are its families (``module.add``, dispatching by type).
+///
+/// Modules and their launchers pickle by name (the bundled kernels, or the manifest's path):
+/// unpickled in another process, they load the same files there, and their kernels load into
+/// that process's devices at their first launch.
 #[pyclass(name = "Module", module = "ferrocuda", frozen)]
 pub struct PyKModule {
     module: &'static Module,
-    source: String,
+    origin: Origin,
     kernels: Py<PyDict>,
     families: Py<PyDict>,
 }
 
-fn make_module(py: Python<'_>, module: &'static Module, source: String) -> PyResult<PyKModule> {
+fn make_module(py: Python<'_>, module: &'static Module, origin: Origin) -> PyResult<PyKModule> {
     let kernels = PyDict::new(py);
     let mut order: Vec<&str> = Vec::new();
     let mut by_family: HashMap<&str, Vec<(Kernel<'static>, Py<PyKernel>)>> = HashMap::new();
     for sig in module.signatures() {
         let k = module.kernel(&sig.name).py_err(py)?;
-        let obj = Py::new(py, PyKernel::new(k))?;
+        let obj = Py::new(py, PyKernel::new(k, origin.clone()))?;
         obj.bind(py)
             .setattr(intern!(py, "__doc__"), kernel_doc(&k))?;
         kernels.set_item(&sig.name, &obj)?;
@@ -51,51 +56,76 @@ fn make_module(py: Python<'_>, module: &'static Module, source: String) -> PyRes
         let ks: Vec<Kernel<'static>> = members.iter().map(|(k, _)| *k).collect();
         let doc = family_doc(fam, &ks);
         let objs = PyTuple::new(py, members.iter().map(|(_, o)| o.clone_ref(py)))?;
-        let f = Py::new(py, PyFamily::new(fam.to_owned(), ks, objs.unbind()))?;
+        let f = PyFamily::new(fam.to_owned(), ks, objs.unbind(), origin.clone());
+        let f = Py::new(py, f)?;
         f.bind(py).setattr(intern!(py, "__doc__"), doc)?;
         families.set_item(fam, f)?;
     }
     Ok(PyKModule {
         module,
-        source,
+        origin,
         kernels: kernels.unbind(),
         families: families.unbind(),
     })
 }
 
 /// Modules loaded from files, by (canonical path, modification time, size): loading the same
-/// files again reuses the module (it is JIT-loaded into each device once, and never unloaded).
+/// files again returns the same module object (its code is JIT-loaded into each device once,
+/// and never unloaded); a changed file is loaded anew.
 type LoadKey = (PathBuf, Option<std::time::SystemTime>, u64);
-static LOADED: Mutex<Vec<(LoadKey, &'static Module)>> = Mutex::new(Vec::new());
+static LOADED: Mutex<Vec<(LoadKey, Py<PyKModule>)>> = Mutex::new(Vec::new());
 
-fn load_static(path: &str) -> ferrocuda_host::Result<&'static Module> {
-    let canon = std::fs::canonicalize(path)
-        .map_err(|e| ferrocuda_host::Error::value(format!("cannot read {path}: {e}")))?;
+/// The cache key of the manifest at `path`.
+fn load_key(path: &Path) -> ferrocuda_host::Result<LoadKey> {
+    let canon = std::fs::canonicalize(path).map_err(|e| {
+        ferrocuda_host::Error::value(format!("cannot read {}: {e}", path.display()))
+    })?;
     let meta = std::fs::metadata(&canon).ok();
-    let key: LoadKey = (
-        canon.clone(),
+    Ok((
+        canon,
         meta.as_ref().and_then(|m| m.modified().ok()),
         meta.as_ref().map(|m| m.len()).unwrap_or(0),
-    );
-    let mut cache = LOADED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, m)) = cache.iter().find(|(k, _)| *k == key) {
+    ))
+}
+
+fn cached(py: Python<'_>, key: &LoadKey) -> Option<Py<PyKModule>> {
+    let cache = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    cache
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, m)| m.clone_ref(py))
+}
+
+/// The module of the manifest at `path`: the cached one while the file is unchanged, else
+/// loaded (files read with the GIL released) and cached.
+fn load_module(py: Python<'_>, path: &Path) -> PyResult<Py<PyKModule>> {
+    let key = py.detach(|| load_key(path)).py_err(py)?;
+    if let Some(m) = cached(py, &key) {
         return Ok(m);
     }
-    let m: &'static Module = Box::leak(Box::new(Module::from_manifest_file(&canon)?));
-    cache.push((key, m));
-    Ok(m)
+    let canon = key.0.clone();
+    let module = py
+        .detach(|| Module::from_manifest_file(&canon))
+        .py_err(py)?;
+    let module: &'static Module = Box::leak(Box::new(module));
+    let obj = Py::new(py, make_module(py, module, Origin::Manifest(canon))?)?;
+    let mut cache = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    // Another thread may have loaded it meanwhile: the first one stays the module.
+    if let Some((_, m)) = cache.iter().find(|(k, _)| *k == key) {
+        return Ok(m.clone_ref(py));
+    }
+    cache.push((key, obj.clone_ref(py)));
+    Ok(obj)
 }
 
 #[pymethods]
 impl PyKModule {
     /// Loads a module from the manifest JSON written by ``ferrocuda-builder`` (the PTX file
-    /// it names sits beside it). Loading the same unchanged files again returns a module over
-    /// the same loaded code.
+    /// it names sits beside it). Loading the same unchanged files again returns the same
+    /// module.
     #[staticmethod]
-    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyKModule> {
-        let p = path.to_string_lossy().into_owned();
-        let m = py.detach(|| load_static(&p)).py_err(py)?;
-        make_module(py, m, p)
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyKModule>> {
+        load_module(py, &path)
     }
 
     /// Kernel name → :class:`Kernel` (a new dict).
@@ -122,10 +152,25 @@ impl PyKModule {
         &self.module.manifest().arch
     }
 
-    /// Where the module came from (a manifest path, or ``'<bundled>'``).
+    /// Where the module came from: the manifest's canonical path, or ``'<bundled>'``.
     #[getter]
-    fn source(&self) -> &str {
-        &self.source
+    fn source(&self) -> String {
+        match &self.origin {
+            Origin::Bundled => "<bundled>".to_owned(),
+            Origin::Manifest(p) => p.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Pickles by name: the bundled kernels, or the manifest's path (which must name the same
+    /// files wherever the pickle is loaded).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Option<OsString>,))> {
+        Ok((
+            extension_function(py, "_module")?,
+            (self.origin.pickle_arg(),),
+        ))
     }
 
     /// ``module.<family>`` or ``module.<kernel>`` (a family wins when both have the name).
@@ -138,7 +183,7 @@ impl PyKModule {
         }
         Err(PyAttributeError::new_err(format!(
             "module {} has no kernel or family named {name:?}",
-            self.source
+            self.source()
         )))
     }
 
@@ -158,7 +203,7 @@ impl PyKModule {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "<ferrocuda.Module {} ({}, {} kernels, {} families)>",
-            self.source,
+            self.source(),
             self.module.manifest().arch,
             self.kernels.bind(py).len(),
             self.families.bind(py).len()
@@ -174,7 +219,7 @@ pub fn bundled(py: Python<'_>) -> PyResult<Py<PyKModule>> {
     BUNDLED
         .get_or_try_init(py, || {
             let m = ferrocuda::bundled::module().py_err(py)?;
-            Py::new(py, make_module(py, m, "<bundled>".to_owned())?)
+            Py::new(py, make_module(py, m, Origin::Bundled)?)
         })
         .map(|m| m.clone_ref(py))
 }
@@ -182,8 +227,46 @@ pub fn bundled(py: Python<'_>) -> PyResult<Py<PyKModule>> {
 /// Loads a module built by ``ferrocuda-builder`` from its manifest JSON (see
 /// :meth:`Module.load`).
 #[pyfunction]
-pub fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyKModule> {
-    PyKModule::load(py, path)
+pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyKModule>> {
+    load_module(py, &path)
+}
+
+/// Unpickles a module: the bundled kernels (`manifest` is ``None``) or the module of the
+/// manifest at `manifest` (see :meth:`Module.load`).
+#[pyfunction]
+pub fn _module(py: Python<'_>, manifest: Option<PathBuf>) -> PyResult<Py<PyKModule>> {
+    match manifest {
+        None => bundled(py),
+        Some(p) => load_module(py, &p),
+    }
+}
+
+/// Unpickles a launcher: family (`family`) or kernel `name` of the module that `_module`
+/// returns for `manifest`. A name the module lacks is a ``LookupError`` that says so (a
+/// pickle from another version of the kernels).
+#[pyfunction]
+pub fn _launcher<'py>(
+    py: Python<'py>,
+    manifest: Option<PathBuf>,
+    name: &str,
+    family: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let m = _module(py, manifest)?;
+    let m = m.get();
+    let (table, what) = if family {
+        (&m.families, "family")
+    } else {
+        (&m.kernels, "kernel")
+    };
+    table.bind(py).get_item(name)?.ok_or_else(|| {
+        PyLookupError::new_err(format!(
+            "cannot unpickle launcher `{name}`: module {} (ferrocuda {}) has no {what} named \
+             {name:?}; the pickle comes from other kernels (is the same ferrocuda, and the same \
+             manifest, installed where it is loaded?)",
+            m.source(),
+            env!("CARGO_PKG_VERSION"),
+        ))
+    })
 }
 
 /// The PTX text of the bundled kernels (with :attr:`Module.manifest` of :func:`bundled`, what

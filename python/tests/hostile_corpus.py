@@ -783,7 +783,7 @@ for c in [
     C("wrong_dtype_family", "float64 out for float32 inputs: no variant", lambda b: obj(b, typestr="<f8", descr=None), T, "kernel family `add` has no variant", launch=add_out, launch_named=False),
     C("wrong_dtype_kernel", "float64 out for add_f32", lambda b: obj(b, typestr="<f8", descr=None), T, "expected a float32 array, got float64", launch=add_f32_out),
     C("wrong_dtype_initialize", "float32 for initialize_array (int32)", lambda b: obj(b), T, "expected a int32 array, got float32", launch=initialize_array),
-    C("unsupported_dtype_family", "float16 arrays: no variant of add", lambda b: obj(b, typestr="<f2", descr=None), T, "no variant", launch=add_out, launch_named=False),
+    C("unsupported_dtype_family", "uint16 arrays: no variant of add", lambda b: obj(b, typestr="<u2", descr=None), T, "no variant", launch=add_out, launch_named=False),
     C("wrong_rank_family", "5-D array for add_index (1-D to 4-D)", lambda b: obj(b, shape=(1, 1, 1, 1, 2)), T, "no variant", launch=add_index, launch_named=False),
     C("wrong_rank_scalar", "0-D array for add_index", lambda b: obj(b, shape=()), T, "no variant", launch=add_index, launch_named=False),
     C("wrong_rank_kernel", "1-D array for add_index_f32_2d", lambda b: obj(b), T, "expected a 2-D array, got 1-D", launch=add_index_f32_2d),

@@ -46,8 +46,12 @@ def test_device_array_from_non_contiguous_and_lists(gpu: None) -> None:
     assert "DeviceArray(shape=[2, 3], dtype=int16" in repr(e)
     with pytest.raises(TypeError, match="not supported by DeviceArray"):
         ferrocuda.DeviceArray.empty(3, "complex64")
-    with pytest.raises(TypeError):
-        ferrocuda.DeviceArray.from_numpy(np.zeros(3, np.float16))
+    with pytest.raises(TypeError, match="not supported by DeviceArray"):
+        ferrocuda.DeviceArray.from_numpy(np.zeros(3, np.complex128))
+    # The 16-bit floats are supported.
+    h = ferrocuda.DeviceArray.from_numpy(np.arange(5, dtype=np.float16) / 4)
+    assert h.dtype == np.float16 and np.array_equal(h.to_numpy(), np.arange(5, dtype=np.float16) / 4)
+    assert ferrocuda.DeviceArray.empty(3, "bfloat16").shape == (3,)
 
 
 def test_cupy_round_trip(cupy: Any) -> None:

@@ -92,10 +92,18 @@ def test_every_version_accepted(version: int) -> None:
         ("<c8", "complex64"),
         ("<c16", "complex128"),
         (">i1", "int8"),
+        # bfloat16, as ml_dtypes, PyTorch and JAX export it.
+        ("<V2", "bfloat16"),
+        ("=V2", "bfloat16"),
     ],
 )
 def test_typestrs(typestr: str, dtype: str) -> None:
     assert validate_interface(CAIProducer(cai(typestr=typestr)))["dtype"] == dtype
+
+
+def test_numpy_void_is_not_bfloat16() -> None:
+    with pytest.raises(TypeError, match=r"opaque element type \"\|V2\" \(NumPy's void\)"):
+        validate_interface(CAIProducer(cai(typestr="|V2")))
 
 
 def test_optional_keys_absent_or_none() -> None:
@@ -404,9 +412,9 @@ def test_launch_refuses_wrong_dtype_for_a_kernel() -> None:
 
 def test_family_without_matching_variant() -> None:
     with pytest.raises(TypeError) as info:
-        ferrocuda.kernels.add(_arr(typestr="<f2"), _arr(typestr="<f2", ptr=PTR + 4096), _arr(typestr="<f2", ptr=PTR + 8192))
+        ferrocuda.kernels.add(_arr(typestr="<u2"), _arr(typestr="<u2", ptr=PTR + 4096), _arr(typestr="<u2", ptr=PTR + 8192))
     msg = str(info.value)
-    assert "family `add` has no variant" in msg and "float16 1-D array" in msg and "add_f32(" in msg
+    assert "family `add` has no variant" in msg and "uint16 1-D array" in msg and "add_f32(" in msg
 
 
 def test_family_dispatches_on_rank() -> None:

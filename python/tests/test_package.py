@@ -425,7 +425,7 @@ def test_host_output_must_be_writable() -> None:
 
 def test_host_arrays_dispatch_by_dtype() -> None:
     with pytest.raises(TypeError, match="no variant"):
-        ferrocuda.kernels.add(np.ones(3, np.float16), np.ones(3, np.float16), np.ones(3, np.float16))
+        ferrocuda.kernels.add(np.ones(3, np.uint16), np.ones(3, np.uint16), np.ones(3, np.uint16))
 
 
 # ---- DLPack consumer, with capsules made by ctypes ---------------------------------------------------
@@ -560,6 +560,13 @@ def test_dlpack_import_versioned_readonly_and_strides() -> None:
     assert p.deleted == 1
 
 
+def test_dlpack_bfloat16() -> None:
+    p = FakeDLPack(shape=(4,), code=4, bits=16)
+    got = validate_interface(p)
+    assert got["dtype"] == "bfloat16" and got["typestr"] == "<V2" and got["strides"] == (2,)
+    assert p.deleted == 1
+
+
 def test_dlpack_old_producer_fallback() -> None:
     p = FakeDLPack(old_producer=True)
     validate_interface(p)
@@ -573,7 +580,7 @@ def test_dlpack_old_producer_fallback() -> None:
         ({"device_type": 3}, ValueError, "device", "device type 3 (CUDA host), not a CUDA device"),
         ({"device_type": 10}, ValueError, "device", "device type 10, not a CUDA device"),
         ({"lanes": 4}, TypeError, "dtype", "lanes = 4"),
-        ({"code": 4, "bits": 16}, TypeError, "dtype", "bfloat16"),
+        ({"code": 4, "bits": 32}, TypeError, "dtype", "unsupported DLPack element type (code 4, 32 bits)"),
         ({"code": 2, "bits": 128}, TypeError, "dtype", "unsupported DLPack element type"),
         ({"shape": (2, -3)}, ValueError, "shape", "shape[1] = -3 is negative"),
         ({"data": PTR + 2}, ValueError, "data", "not aligned"),

@@ -13,8 +13,11 @@ pub fn crate_dir() -> PathBuf {
 /// the build output (PTX and manifest paths).
 pub fn build(arch: &str) -> Result<ferrocuda_builder::BuildOutput, String> {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("device-kernels");
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     ferrocuda_builder::PtxBuilder::new(crate_dir())
         .arch(arch)
+        // scripts/ensure_ptxas.sh's ptxas and libdevice, when no CUDA is installed.
+        .cuda_fallback(repo.join(".tools/nvcc/nvidia/cuda_nvcc"))
         .out_dir(base.join(arch))
         .target_dir(base.join("target"))
         .build()

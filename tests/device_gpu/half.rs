@@ -35,6 +35,9 @@ trait Half {
     fn to_f64(b: u16) -> f64;
     fn round(x: f64) -> u16;
     fn round_f32(x: f32) -> u16;
+    /// Halfway between the largest finite value and the next power of two: the magnitude
+    /// at and above which round-to-nearest overflows to infinity.
+    fn overflow_midpoint() -> f64;
     fn is_nan(b: u16) -> bool {
         Self::to_f64(b).is_nan()
     }
@@ -52,6 +55,9 @@ macro_rules! formats {
             }
             fn round_f32(x: f32) -> u16 {
                 round_to(x as f64, $mant, $exp)
+            }
+            fn overflow_midpoint() -> f64 {
+                (2.0 - 2f64.powi(-($mant + 1))) * 2f64.powi((1 << ($exp - 1)) - 1)
             }
         }
     )*};
@@ -80,6 +86,11 @@ fn fma_ref<H: Half>(a: u16, b: u16, c: u16) -> Option<u16> {
     let r = H::round(s);
     if e == 0.0 {
         return Some(r);
+    }
+    // On the overflow midpoint the residual decides between the largest finite value and
+    // infinity, which the neighbour test below cannot see (infinity has no finite neighbour).
+    if s.abs() == H::overflow_midpoint() {
+        return None;
     }
     // Rounding s and s + e can differ only if s is exactly halfway between two halves.
     let (lo, hi) = (H::to_f64(r), s);

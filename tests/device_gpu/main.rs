@@ -1,5 +1,9 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
-//! reductions and scans, half precision, counting barriers and clocks. The kernels are in
+//! reductions and scans, half precision, counting barriers and clocks, shared memory,
+//! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
+//! device printf and failed-check locations (in child processes).
+//! The math functions' accuracy is tested from Python against mpmath
+//! (`python/tests/test_gpu_device_math.py`). The kernels are in
 //! `tests/device-kernels/` (built by `tests/common/device_kernels.rs`, or shipped in the GPU
 //! bundle as `.gpu/device-kernels/`; `FERROCUDA_DEVICE_KERNELS` names another manifest).
 //!
@@ -22,7 +26,11 @@ mod half_ref;
 
 mod atomics;
 mod collectives;
+mod diag;
+mod examples;
 mod half;
+mod memory;
+mod shared;
 mod warp;
 
 use ferrocuda::abi::{DType, Element};
@@ -147,6 +155,9 @@ pub const BLOCKS: &[[u32; 3]] = &[
 ];
 
 fn main() {
+    if let Ok(scenario) = std::env::var("FERROCUDA_DEVICE_CHILD") {
+        std::process::exit(diag::run_child(&scenario));
+    }
     let args = Arguments::from_args();
     let seed = std::env::var("FERROCUDA_TEST_SEED")
         .ok()
@@ -181,6 +192,10 @@ fn main() {
     tests.extend(warp::TESTS);
     tests.extend(collectives::TESTS);
     tests.extend(half::TESTS);
+    tests.extend(shared::TESTS);
+    tests.extend(examples::TESTS);
+    tests.extend(memory::TESTS);
+    tests.extend(diag::TESTS);
     let trials = tests
         .into_iter()
         .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu))

@@ -16,7 +16,8 @@
 //!    too.
 //! 2. **Control flow**: the basic blocks of the function, with post-dominators computed toward
 //!    the `ret`/`exit` blocks (paths into a `trap` are aborts: they never reach a barrier
-//!    again, so they are left out). The *influence region* of a conditional branch is what
+//!    again, so they are left out; so is the `exit` LLVM puts after a call that never
+//!    returns, which a `trap` follows). The *influence region* of a conditional branch is what
 //!    can be reached from it before its immediate post-dominator — where threads reconverge.
 //! 3. A barrier inside the influence region of a divergent branch (not `bra.uni`), or guarded
 //!    by a divergent predicate, is reported; two barriers of the same text on the two sides of
@@ -215,14 +216,22 @@ fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block> {
         .filter_map(|(n, (_, l))| Some((l.as_deref()?, n)))
         .collect();
     let n = raw.len();
+    // An unguarded `trap`, or an unguarded call to a function that never returns.
+    let traps = |i: &Instr| {
+        i.guard.is_none()
+            && (i.opcode == "trap" || call_target(i).is_some_and(|t| aborting.contains(t)))
+    };
     raw.iter()
         .enumerate()
         .map(|(k, (instrs, _))| {
             let next = (k + 1 < n).then_some(k + 1);
-            let aborts = instrs.iter().any(|i| {
-                i.guard.is_none()
-                    && (i.opcode == "trap" || call_target(i).is_some_and(|t| aborting.contains(t)))
-            });
+            // `exit` right before an unconditional `trap` is how LLVM ends the path after a
+            // call that never returns (a panic or abort function): `exit; trap; exit;`.
+            let exit_before_trap = instrs
+                .last()
+                .is_some_and(|i| i.opcode == "exit" && i.guard.is_none())
+                && next.is_some_and(|nx| raw[nx].0.first().is_some_and(traps));
+            let aborts = instrs.iter().any(traps) || exit_before_trap;
             let (mut succs, mut exits) = (Vec::new(), false);
             match instrs.last() {
                 _ if aborts => {}

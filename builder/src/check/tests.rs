@@ -206,16 +206,18 @@ fn uniform_loops_with_divergent_ifs_and_bounds_traps_pass() {
         .filter(|f| f.rule == Rule::Barrier)
         .collect();
     assert_eq!(found, []);
-    // A function that may return is no abort: the barrier is then divergent.
-    let returning = via_call.replace(".func oob()\n{\n\ttrap;", ".func oob()\n{\n\tret;");
-    assert_eq!(
-        check_text(&returning)
-            .findings
-            .iter()
-            .filter(|f| f.rule == Rule::Barrier)
-            .count(),
-        1
+    // The same through a function that never returns: LLVM ends the path with
+    // `exit; trap; exit;` after the call.
+    let noreturn = format!(
+        "{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\tbar.sync 0;\n\tret;\n$L__BB0_2:\n\t\
+         {{ // callseq 0, 0\n\tcall.uni abort, ();\n\t}} // callseq 0\n\texit;\n\ttrap; exit;"
     );
+    assert_eq!(barrier_findings(&noreturn), []);
+    // A plain `exit` is a normal end: a barrier after the join of a thread-dependent early
+    // exit is refused.
+    let early_exit =
+        format!("{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n\tbar.sync 0;\n$L__BB0_2:\n\texit;");
+    assert_eq!(barrier_findings(&early_exit).len(), 1);
     // A loop whose trip count depends on the thread, with a barrier inside: refused.
     let loop_ = "\tmov.u32 %r1, %tid.x;\n$L_top:\n\tbar.sync 0;\n\tadd.s32 %r1, %r1, 32;\n\t\
                  setp.lt.u32 %p1, %r1, 1000;\n\t@%p1 bra $L_top;\n\tret;";
@@ -228,7 +230,9 @@ fn externs() {
         "{HEADER}\n.extern .func (.param .b32 func_retval0) cbrtf\n(\n\t.param .b32 cbrtf_param_0\n)\n;\n\
          .extern .func helper\n(\n)\n;\n.extern .func (.param .b32 func_retval0) __nv_nope\n(\n\t.param .b32 p\n)\n;\n\
          .extern .global .align 4 .b8 table[];\n.extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];\n\
-         .visible .entry k()\n{{\n\t{{ // callseq 0, 0\n\tcall.uni helper, ();\n\t}} // callseq 0\n\tret;\n}}\n"
+         .extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n)\n;\n\
+         .visible .entry k()\n{{\n\t{{ // callseq 0, 0\n\tcall.uni helper, ();\n\t}} // callseq 0\n\t\
+         {{ // callseq 1, 0\n\tcall.uni (retval0), vprintf, (param0, param1);\n\t}} // callseq 1\n\tret;\n}}\n"
     );
     let c = check_text(&ptx);
     let msgs: Vec<String> = c.findings.iter().map(|f| f.to_string()).collect();
@@ -318,6 +322,14 @@ fn panic_text_and_byte_arrays() {
         ("anon_$_5e74_$_0".to_string(), b"src/lib.rs".to_vec())
     );
     assert_eq!(ptx_target(&ptx).as_deref(), Some("sm_80"));
+    // A module with the trap record keeps source paths for it; messages are still refused.
+    let with_record = format!(
+        "{ptx}.visible .global .align 8 .b8 {}[8];\n",
+        ferrocuda_abi::diag::TRAP_RECORD_SYMBOL
+    );
+    let c = check_text(&with_record);
+    assert_eq!(c.findings.len(), 1, "{:#?}", c.findings);
+    assert!(c.findings[0].message.contains("panic message"));
     assert!(panic_text(b"0001020304050607").is_none());
     assert!(panic_text(b"attempt to add with overflow").is_some());
     assert!(panic_text(b"/rustc/abc/library/core/src/num/mod.rs").is_some());

@@ -84,8 +84,10 @@ impl<T> AtomicSlice<T> {
 
 #[cfg(target_arch = "nvptx64")]
 impl<T: Atomic> AtomicSlice<T> {
-    /// Element `i` as an atomic reference; an out-of-bounds `i` aborts the kernel (`trap`).
+    /// Element `i` as an atomic reference; an out-of-bounds `i` aborts the kernel (`trap`,
+    /// with the caller's location recorded: [`diag`](crate::diag)).
     #[inline(always)]
+    #[track_caller]
     pub fn at(&self, i: usize) -> AtomicRef<'_, T> {
         if i >= self.len() {
             ferrocuda_abi::abort();
@@ -112,6 +114,7 @@ impl<T: AtomicAdd> AtomicSlice<T> {
     /// CUDA's `atomicAdd(&a[i], value)`: a relaxed, device-scope add that returns the previous
     /// value (`atom.relaxed.gpu.global.add`). Out-of-bounds `i` aborts the kernel.
     #[inline(always)]
+    #[track_caller]
     pub fn atomic_add(&self, i: usize, value: T) -> T {
         self.at(i).fetch_add(value, Order::Relaxed, Scope::Device)
     }

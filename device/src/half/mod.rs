@@ -22,8 +22,9 @@
 //!   half, at the lower address): `add.rn.f16x2`, `fma.rn.bf16x2`, `cvt.rn.f16x2.f32`, …
 //!   and the packed atomic adds of [`atomic`](crate::atomic).
 //!
-//! There is no bf16 [`Element`](crate::Element) yet: the array-interface type table has no
-//! `bfloat16` entry (bf16 arrays arrive through DLPack); the impl comes with that entry.
+//! Both are [`Element`](crate::Element)s (`float16`, `bfloat16`) and kernel scalar
+//! parameters, so `Slice<bf16>`, `ViewMut<f16, 2>` and `alpha: bf16` work in kernels; on the
+//! host they are `half::f16` and `half::bf16` (same bits).
 //!
 //! # Thread model
 //!
@@ -70,6 +71,24 @@ impl f16 {
 #[cfg(not(target_arch = "nvptx64"))]
 unsafe impl crate::Element for f16 {
     const DTYPE: crate::DType = crate::DType::F16;
+}
+
+// SAFETY: passed by value; the description is computed from the type (2 bytes, align 2),
+// the layout of the device's `f16` primitive.
+#[cfg(not(target_arch = "nvptx64"))]
+unsafe impl crate::KernelParam for f16 {
+    const DESC: crate::ParamDesc = crate::ParamDesc::scalar::<f16>();
+}
+
+// SAFETY: `repr(transparent)` over `u16` with bfloat16's bit layout; every bit pattern is a
+// value: exactly `bfloat16`.
+unsafe impl crate::Element for bf16 {
+    const DTYPE: crate::DType = crate::DType::BF16;
+}
+
+// SAFETY: passed by value; the description is computed from the type.
+unsafe impl crate::KernelParam for bf16 {
+    const DESC: crate::ParamDesc = crate::ParamDesc::scalar::<bf16>();
 }
 
 /// bfloat16: the upper half of an `f32` (8 exponent bits, 8 significand bits).

@@ -56,7 +56,7 @@ impl AnyDeviceArray {
             )));
         }
         let ctx = Context::get(device)?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let bytes = layout::element_count(shape)
             .and_then(|n| n.checked_mul(dtype.itemsize()))
             .ok_or_else(|| Error::value(format!("shape {shape:?} overflows")))?;
@@ -90,7 +90,7 @@ impl AnyDeviceArray {
         if src.is_empty() {
             return Ok(());
         }
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         // SAFETY: the allocation holds `src.len()` bytes; `src` is borrowed for the call, and
         // the synchronization below ends the copy before it returns.
         unsafe { cu::memcpy_htod_async(self.desc.ptr(), src, raw_stream(self.stream)) }?;
@@ -114,7 +114,7 @@ impl AnyDeviceArray {
         if self.nbytes() == 0 {
             return Ok(());
         }
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         // SAFETY: the allocation holds `nbytes` bytes; `dst` holds as many (caller); the
         // synchronization below ends the copy before returning.
         unsafe {
@@ -145,7 +145,7 @@ impl AnyDeviceArray {
 
     /// Blocks until all work on the array's stream is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         driver::synchronize(self.stream)
     }
 
@@ -167,7 +167,7 @@ impl Drop for AnyDeviceArray {
         }
         // Stream-ordered free: runs after all work enqueued on the array's stream, which
         // includes waits on kernels that used the array from other streams.
-        if self.ctx.bind().is_ok() {
+        if let Ok(_caller) = self.ctx.enter() {
             // SAFETY: we own the allocation; no reference to it outlives `self` (launch
             // contract), and the free is ordered after the stream's pending work.
             let _ = unsafe { cu::mem_free_async(ptr, raw_stream(self.stream)) };

@@ -35,7 +35,7 @@ pub fn import(desc: ArrayDesc, sync: bool) -> Result<ArrayDesc> {
     } else {
         driver::device_of(desc.ptr())?.unwrap_or(0)
     };
-    Context::get(device)?.bind()?;
+    let _caller = Context::get(device)?.enter()?;
     driver::synchronize(s)?;
     Ok(desc)
 }

@@ -176,6 +176,7 @@ impl Kernel<'_> {
             device: opts.device.or(Some(device)),
             ..*opts
         };
+        let _caller = driver::CallerContext::save();
         let prepared = self.prepare(&list, &opts)?;
         let mut staging = Staging::new();
         for (i, a) in args.iter().enumerate() {

@@ -260,6 +260,13 @@ fn parse_typestr_inner(protocol: Protocol, typestr: &str) -> Result<DType> {
             quoted(typestr)
         ))
         .with_key(Key::Typestr)),
+        // NumPy's plain void: not bfloat16 (which ml_dtypes, PyTorch and JAX write "<V2").
+        b'|' if b[1] == b'V' && protocol != Protocol::SyclUsm => Err(Error::type_error(format!(
+            "opaque element type {} (NumPy's void) is not supported; bfloat16 arrays are \
+             exported as \"<V2\" (ml_dtypes, PyTorch, JAX) or through DLPack",
+            quoted(typestr)
+        ))
+        .with_key(Key::Typestr)),
         // dpctl writes '|' for every type in the SYCL USM interface; NumPy never does.
         b'|' if size > 1 && protocol != Protocol::SyclUsm => Err(value_err(
             Key::Typestr,

@@ -1,10 +1,37 @@
 //! Primary contexts: one per device, retained once for the life of the process, each with a
 //! pool of events.
 
-use super::result::{self as cu, MAX_DEVICES};
+use super::result::{self as cu, init, MAX_DEVICES};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::sync::{Mutex, OnceLock};
+
+/// What a device allows one launch: read once, when its context is retained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Largest block extent along x, y, z (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X/Y/Z`).
+    pub max_block: [u32; 3],
+    /// Largest grid extent along x, y, z (`CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z`).
+    pub max_grid: [u32; 3],
+    /// Most threads in a block (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    pub max_threads: u32,
+    /// Shared memory (static plus dynamic) a block may use after the kernel opts in, in bytes
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`; 227 KiB on an H100).
+    pub shared_optin: u32,
+}
+
+impl DeviceLimits {
+    /// The limits of every GPU ferrocuda supports (sm_80 and newer), with `shared_optin`
+    /// bytes of opt-in shared memory: for tests and documentation.
+    pub const fn sm80_family(shared_optin: u32) -> DeviceLimits {
+        DeviceLimits {
+            max_block: [1024, 1024, 64],
+            max_grid: [i32::MAX as u32, 65535, 65535],
+            max_threads: 1024,
+            shared_optin,
+        }
+    }
+}
 
 /// A device's primary context, retained for the life of the process.
 #[derive(Debug)]
@@ -13,6 +40,7 @@ pub struct Context {
     raw: sys::CUcontext,
     sm_count: u32,
     compute_capability: (u32, u32),
+    limits: DeviceLimits,
     events: Mutex<Vec<sys::CUevent>>,
     /// Whether the device supports stream-ordered memory pools.
     pools_supported: bool,
@@ -75,15 +103,23 @@ impl Context {
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED).unwrap_or(0),
             )
         };
+        // SAFETY: `dev` comes from `cu::device`.
+        let limits = unsafe { read_limits(dev) }?;
         Ok(Context {
             ordinal,
             raw,
             sm_count: sms.max(1) as u32,
             compute_capability: (major as u32, minor as u32),
+            limits,
             events: Mutex::new(Vec::new()),
             pools_supported: pools != 0,
             scratch_pool: OnceLock::new(),
         })
+    }
+
+    /// What the device allows one launch.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.limits
     }
 
     /// The stream-ordered memory pool of launcher-managed workspaces (`Scratch` parameters),
@@ -110,7 +146,7 @@ impl Context {
         }
         self.scratch_pool
             .get_or_init(|| {
-                self.bind()?;
+                let _caller = self.enter()?;
                 cu::mem_pool_create(self.ordinal, SCRATCH_POOL_KEEP).map(Pool)
             })
             .clone()
@@ -136,7 +172,20 @@ impl Context {
         self.raw
     }
 
-    /// Makes this context current on the calling thread (a no-op when it already is).
+    /// Makes this context current on the calling thread for a scope: the caller's current
+    /// context comes back when the returned guard is dropped (see [`CallerContext`]). What
+    /// every public operation that needs a device's context uses, so that it leaves the
+    /// caller's current device as it found it.
+    #[inline]
+    pub fn enter(&self) -> Result<CallerContext> {
+        let caller = CallerContext::save();
+        self.bind()?;
+        Ok(caller)
+    }
+
+    /// Makes this context current on the calling thread (a no-op when it already is), and
+    /// leaves it current: [`Kernel::prepare`](crate::Kernel::prepare) binds the launch's
+    /// context for [`Prepared::execute`](crate::Prepared::execute) this way.
     #[inline]
     pub fn bind(&self) -> Result<()> {
         if cu::current_context()? != self.raw {
@@ -168,4 +217,68 @@ impl Context {
     pub fn pooled_events(&self) -> usize {
         self.events.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
+}
+
+/// The calling thread's current context, as it was before ferrocuda made a device's context
+/// current: made current again when this guard is dropped, if it changed meanwhile (null —
+/// no current context — included).
+///
+/// The CUDA runtime, and with it CuPy's `Device(n)`, torch's `cuda:n` and `cudaSetDevice`,
+/// keeps the caller's device as the thread's current context. A launch on arrays of another
+/// device, an allocation or copy there, or freeing an array there, binds that device's
+/// context; this guard puts the caller's back, so that the caller's next operation runs on
+/// the device it chose. Costs one `cuCtxGetCurrent` (≈8 ns) at creation and one at the drop,
+/// plus one `cuCtxSetCurrent` each way when the devices differ.
+#[derive(Debug)]
+#[must_use = "the caller's context is restored when the guard is dropped"]
+pub struct CallerContext {
+    /// The saved context; `None` when the driver is not loaded (nothing to restore).
+    saved: Option<sys::CUcontext>,
+}
+
+impl CallerContext {
+    /// Saves the calling thread's current context (nothing, without a driver: then nothing
+    /// can be bound either).
+    pub fn save() -> CallerContext {
+        CallerContext {
+            saved: init().ok().and_then(|()| cu::current_context().ok()),
+        }
+    }
+}
+
+impl Drop for CallerContext {
+    fn drop(&mut self) {
+        let Some(saved) = self.saved else { return };
+        if cu::current_context().is_ok_and(|now| now != saved) {
+            // SAFETY: `saved` was current on this thread when the guard was made, and a
+            // context current on a thread stays alive while it is (its owner must not destroy
+            // it under the thread); null unbinds.
+            let _ = unsafe { cu::set_current_context(saved) };
+        }
+    }
+}
+
+/// The launch limits of device `dev`.
+///
+/// # Safety
+///
+/// `dev` comes from `cu::device`.
+unsafe fn read_limits(dev: sys::CUdevice) -> Result<DeviceLimits> {
+    use sys::CUdevice_attribute::*;
+    // SAFETY: the caller's contract.
+    let get = |a| unsafe { cu::device_attribute(dev, a) }.map(|v| v.max(0) as u32);
+    Ok(DeviceLimits {
+        max_block: [
+            get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+        ],
+        max_grid: [
+            get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+        ],
+        max_threads: get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        shared_optin: get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+    })
 }

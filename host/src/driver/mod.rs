@@ -3,6 +3,8 @@
 //!
 //! Layered as cudarc is:
 //!
+//! * `trap` — the registry of kernels' trap records (host-mapped memory the device fills
+//!   before a failed check traps), read when a sticky error is reported; no driver calls;
 //! * `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
 //!   where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
 //!   the only module that calls the driver;
@@ -23,12 +25,16 @@
 //! **Contexts.** ferrocuda works in each device's *primary* context — the one the CUDA
 //! runtime, CuPy, PyTorch, Numba and JAX use — so pointers, streams and events of those
 //! libraries are valid in it. Each primary context is retained once and never released.
+//! Every public operation leaves the calling thread's current context as it found it
+//! ([`CallerContext`]); only [`Kernel::prepare`](crate::Kernel::prepare) leaves the launch's
+//! context current, for [`Prepared::execute`](crate::Prepared::execute).
 
 mod context;
 pub(crate) mod result;
 mod streams;
+pub mod trap;
 
-pub use context::Context;
+pub use context::{CallerContext, Context, DeviceLimits};
 pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
 pub(crate) use streams::{raw_stream, DriverOps};
 pub use streams::{synchronize, Fence, Stream};
@@ -60,12 +66,12 @@ pub fn device_of(ptr: u64) -> Result<Option<usize>> {
 
 /// Blocks until all work on `s` is done, in device `ordinal`'s primary context.
 pub fn synchronize_on(ordinal: usize, s: crate::stream::StreamRef) -> Result<()> {
-    Context::get(ordinal)?.bind()?;
+    let _caller = Context::get(ordinal)?.enter()?;
     synchronize(s)
 }
 
 /// Free and total device memory of `device`, in bytes (`cuMemGetInfo`; for leak checks).
 pub fn mem_get_info(device: usize) -> Result<(usize, usize)> {
-    Context::get(device)?.bind()?;
+    let _caller = Context::get(device)?.enter()?;
     result::mem_get_info()
 }

@@ -56,9 +56,13 @@ pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
                 )
             })
             .unwrap_or_default();
+        let trap = dev
+            .and_then(super::trap::describe)
+            .map(|t| format!("; a device check failed at {t}"))
+            .unwrap_or_default();
         format!(
-            " [sticky error: a kernel faulted{last}. The CUDA context of this device is now \
-             unusable for every library in the process; restart the process]"
+            " [sticky error: a kernel faulted{last}{trap}. The CUDA context of this device is \
+             now unusable for every library in the process; restart the process]"
         )
     } else {
         String::new()
@@ -197,10 +201,18 @@ pub(crate) unsafe fn set_current_context(ctx: sys::CUcontext) -> Result<()> {
     unsafe { cu::ctx::set_current(ctx) }.named("cuCtxSetCurrent")
 }
 
-/// The device of the calling thread's current context, if any (`cuCtxGetDevice`).
+/// The device of the calling thread's current context, if any (`cuCtxGetDevice`, asked only
+/// when `cuCtxGetCurrent` shows a context: without one it fails with
+/// `CUDA_ERROR_INVALID_CONTEXT`, which compute-sanitizer reports as a failed API call).
 pub(crate) fn current_ordinal() -> Option<usize> {
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; succeeds (null) without a current context.
+    let r = unsafe { sys::cuCtxGetCurrent(&mut ctx) };
+    if r != sys::CUresult::CUDA_SUCCESS || ctx.is_null() {
+        return None;
+    }
     let mut dev: sys::CUdevice = 0;
-    // SAFETY: out-pointer to a local; fails cleanly without a current context.
+    // SAFETY: out-pointer to a local; a context is current.
     let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
     (r == sys::CUresult::CUDA_SUCCESS).then_some(dev.max(0) as usize)
 }
@@ -508,6 +520,53 @@ pub(crate) fn module_load(ptx: &CStr, log: &mut [u8]) -> Result<sys::CUmodule> {
     check(res, "cuModuleLoadDataEx").map(|()| module)
 }
 
+/// `cuModuleGetGlobal` of `name`: its device address and size, or `None` when the module
+/// has no such global.
+///
+/// # Safety
+///
+/// `module` is a loaded module of the current context.
+pub(crate) unsafe fn module_global(
+    module: sys::CUmodule,
+    name: &CStr,
+) -> Result<Option<(u64, usize)>> {
+    let (mut dptr, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+    // SAFETY: the caller's contract; NUL-terminated name; out-pointers to locals.
+    let r = unsafe { sys::cuModuleGetGlobal_v2(&mut dptr, &mut size, module, name.as_ptr()) };
+    if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+        return Ok(None);
+    }
+    check(r, "cuModuleGetGlobal").map(|()| Some((dptr, size)))
+}
+
+/// `cuMemHostAlloc(DEVICEMAP)` of `bytes` zeroed bytes of page-locked host memory mapped
+/// into the current context's address space: its host and device addresses. Never freed by
+/// ferrocuda (callers keep it for the life of the process).
+pub(crate) fn mem_host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
+    let mut host: *mut c_void = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local.
+    let r = unsafe { sys::cuMemHostAlloc(&mut host, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
+    check(r, "cuMemHostAlloc")?;
+    // SAFETY: `host` is a fresh allocation of `bytes` bytes.
+    unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
+    let mut mapped: sys::CUdeviceptr = 0;
+    // SAFETY: `host` was allocated with DEVICEMAP in the current context.
+    let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut mapped, host, 0) };
+    check(r, "cuMemHostGetDevicePointer")?;
+    Ok((host.cast(), mapped))
+}
+
+/// `cuMemcpyHtoD` (synchronous) of `src` to device address `dst`.
+///
+/// # Safety
+///
+/// `dst` holds `src.len()` bytes of device memory of the current context.
+pub(crate) unsafe fn memcpy_htod(dst: u64, src: &[u8]) -> Result<()> {
+    // SAFETY: the caller's contract; `src` is valid for its length.
+    let r = unsafe { sys::cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), src.len()) };
+    check(r, "cuMemcpyHtoD")
+}
+
 /// `cuModuleGetFunction`.
 ///
 /// # Safety
@@ -532,6 +591,34 @@ pub(crate) unsafe fn function_attribute(
 ) -> Result<i32> {
     // SAFETY: the caller's contract.
     unsafe { cu::function::get_function_attribute(f, attr) }.named("cuFuncGetAttribute")
+}
+
+/// `cuFuncSetAttribute`.
+///
+/// # Safety
+///
+/// `f` comes from [`module_function`].
+pub(crate) unsafe fn set_function_attribute(
+    f: sys::CUfunction,
+    attr: sys::CUfunction_attribute,
+    value: i32,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::function::set_function_attribute(f, attr, value) }.named("cuFuncSetAttribute")
+}
+
+/// `cuOccupancyMaxPotentialBlockSize` without dynamic shared memory: the block size (at most
+/// `limit` threads; 0: the kernel's maximum) that maximizes the kernel's occupancy.
+///
+/// # Safety
+///
+/// `f` comes from [`module_function`].
+pub(crate) unsafe fn potential_block_size(f: sys::CUfunction, limit: u32) -> Result<u32> {
+    let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+    // SAFETY: the caller's contract; no block-size-to-shared-memory callback.
+    unsafe { cu::occupancy::max_potential_block_size(f, None, 0, limit) }
+        .named("cuOccupancyMaxPotentialBlockSize")
+        .map(|(_, block)| block.max(1) as u32)
 }
 
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` without dynamic shared memory.

@@ -13,7 +13,9 @@ pub(crate) fn raw_stream(s: StreamRef) -> sys::CUstream {
     s.as_raw() as usize as sys::CUstream
 }
 
-/// Blocks until all work on `s` is done (in the calling thread's current context).
+/// Blocks until all work on `s` is done, in the calling thread's current context (which
+/// ferrocuda's own calls leave as they found it: with none current, use
+/// [`synchronize_on`](super::synchronize_on)).
 pub fn synchronize(s: StreamRef) -> Result<()> {
     // SAFETY: callers pass streams named by live arrays or the caller, or the sentinels; an
     // invalid handle yields an error code.
@@ -82,7 +84,7 @@ impl Stream {
     /// the legacy default stream (`CU_STREAM_NON_BLOCKING`, as PyTorch's side streams).
     pub fn new(device: usize, non_blocking: bool) -> Result<Stream> {
         let ctx = Context::get(device)?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let raw = cu::stream_create(non_blocking)?;
         Ok(Stream { raw, ctx })
     }
@@ -94,7 +96,7 @@ impl Stream {
 
     /// Blocks until all work on the stream is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         synchronize(self.as_ref())
     }
 
@@ -106,7 +108,7 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if self.ctx.bind().is_ok() {
+        if let Ok(_caller) = self.ctx.enter() {
             // SAFETY: we created the stream; pending work still completes after destroy.
             let _ = unsafe { cu::stream_destroy(self.raw) };
         }
@@ -137,7 +139,7 @@ impl Fence {
     /// Records a fence on `stream` in device `ordinal`'s primary context.
     pub fn record(ordinal: usize, stream: StreamRef) -> Result<Fence> {
         let ctx = Context::get(ordinal)?;
-        ctx.bind()?;
+        let _caller = ctx.enter()?;
         let event = record_pooled(ctx, stream)?;
         Ok(Fence { ctx, event })
     }
@@ -145,20 +147,20 @@ impl Fence {
     /// Makes `stream` wait (on the device, without blocking the host) until the fence has
     /// completed.
     pub fn wait_on(&self, stream: StreamRef) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         wait(stream, self.event)
     }
 
     /// `true` once the work before the fence has completed (`cuEventQuery`; never blocks).
     pub fn is_complete(&self) -> Result<bool> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         // SAFETY: a recorded event owned by this fence.
         unsafe { cu::event_query(self.event) }
     }
 
     /// Blocks until the fence has completed.
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
+        let _caller = self.ctx.enter()?;
         // SAFETY: a recorded event owned by this fence.
         unsafe { cu::event_synchronize(self.event) }
     }

@@ -7,6 +7,10 @@
 //!    themselves), the plan's work before the launch, `cuLaunchKernel`, and the plan's work
 //!    after it.
 //!
+//! Grid, block and dynamic shared memory — the caller's or the automatic ones — are checked
+//! against the kernel's limits (read once per device when its module loads) and the device's
+//! (read once per context) before anything happens on the device; see [`shape`].
+//!
 //! [`Kernel::launch`] runs both. Between them a caller may stage host arrays on the prepared
 //! device and launch stream ([`Arg::Host`]; the array module's `Staging`) — the one path by
 //! which host arrays reach a kernel, from Rust (`Kernel::launch_host`) and Python.
@@ -20,6 +24,7 @@
 mod check;
 mod execute;
 mod prepare;
+pub mod shape;
 
 pub use check::check_args;
 pub use prepare::Prepared;
@@ -116,12 +121,21 @@ pub struct LaunchOptions {
     /// Ask the driver, per array, whether the pointer is device memory on the launch device
     /// and whether the described extent lies inside its allocation (default `true`).
     pub check_pointers: bool,
-    /// Grid size; `None` = enough blocks for the largest array, capped at what the device
-    /// holds resident (kernels use grid-stride loops).
+    /// Grid size (x, y, z); `None` = automatic: for 1-D kernels enough blocks for the largest
+    /// array (one thread per `items_per_thread` elements), capped at one resident wave
+    /// otherwise (kernels use grid-stride loops); for `#[kernel(grid = "2d")]`/`"3d"` kernels
+    /// an N-D grid over the largest array, one thread per element (see
+    /// [`shape::nd_grid`]).
     pub grid: Option<[u32; 3]>,
-    /// Block size; `None` = 256 threads (or the kernel's maximum if lower).
+    /// Block size (x, y, z); `None` = the kernel's declared block, else 256 threads (or the
+    /// kernel's maximum if lower) for 1-D kernels and the occupancy-maximizing size, 32 wide,
+    /// for N-D ones (see [`shape::auto_block`]). A kernel that declares a block takes no
+    /// other.
     pub block: Option<[u32; 3]>,
-    /// Dynamic shared memory in bytes.
+    /// Dynamic shared memory in bytes. Above 48 KiB the kernel is opted in to more
+    /// (`cuFuncSetAttribute`, once per kernel and size), up to the device's limit per block
+    /// less the kernel's static shared memory; a kernel that declares the element type of its
+    /// dynamic shared memory takes only whole elements.
     pub shared_mem_bytes: u32,
     /// The device to launch on when no argument is in device memory (only scalars, empty or
     /// host arrays); `None` = the calling thread's current device, else device 0. With device
@@ -171,6 +185,8 @@ impl Kernel<'_> {
     ///
     /// The call returns once the launch is enqueued (and, in [`SyncMode::Default`], after the
     /// host synchronization of foreign producer streams). It does not wait for the kernel.
+    /// The calling thread's current context is the same afterwards as before, whichever
+    /// device the launch ran on ([`CallerContext`](crate::driver::CallerContext)).
     ///
     /// # Safety
     ///
@@ -187,6 +203,7 @@ impl Kernel<'_> {
     ///   kernel, but the memory's owner must be kept alive by the caller;
     /// * with `check_pointers: false`, the caller vouches for the pointers and extents.
     pub unsafe fn launch(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Launched> {
+        let _caller = crate::driver::CallerContext::save();
         let prepared = self.prepare(args, opts)?;
         // SAFETY: the same arguments as prepared (no host arrays to stage), on the thread that
         // just bound the prepared context; the rest is the caller's contract, forwarded.

@@ -1,7 +1,7 @@
 //! Phase 1 of a launch: [`Kernel::prepare`] computes, once, everything a launch decides —
 //! checked arguments, producers, device, stream plan, context and configuration.
 
-use super::{check_args, default_sync_mode, Arg, LaunchOptions};
+use super::{check_args, default_sync_mode, shape, Arg, LaunchOptions};
 use crate::cai::ArrayDesc;
 use crate::driver::{self, result as cu, Context, PointerInfo};
 use crate::error::{Error, Key, Result};
@@ -56,6 +56,8 @@ struct Arrays {
     /// The device of the first checked pointer, with the parameter that named it.
     device: Option<(usize, usize)>,
     work: usize,
+    /// The argument with the most elements (the first of them), if any array is given.
+    largest: Option<usize>,
     staged: u64,
 }
 
@@ -63,11 +65,18 @@ impl<'m> Kernel<'m> {
     /// Phase 1 of a launch: checks the arguments against the manifest, loads the driver, and
     /// computes the producers' streams, the device (checking every pointer against its
     /// allocation, unless `opts.check_pointers` is off), the stream plan, the context and the
-    /// launch configuration. Makes no change on the device.
+    /// launch configuration — checked against the kernel's and the device's limits (block,
+    /// grid, dynamic shared memory; see [`shape`](super::shape)). Makes no change on the
+    /// device, except raising the kernel's dynamic shared memory limit when the launch asks
+    /// for more than 48 KiB (`cuFuncSetAttribute`, once per kernel and size).
     ///
     /// `args` may hold host arrays ([`Arg::Host`]), to be staged on
     /// [`device`](Prepared::device) and [`launch_stream`](Prepared::launch_stream) before
     /// [`execute`](Prepared::execute).
+    ///
+    /// Leaves the launch device's context current on the calling thread; a caller that must
+    /// keep its own keeps a [`CallerContext`](crate::driver::CallerContext) across both
+    /// phases, as [`launch`](Kernel::launch) does.
     pub fn prepare(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Prepared<'m>> {
         let sig = self.signature();
         check_args(sig, args)?;
@@ -92,7 +101,11 @@ impl<'m> Kernel<'m> {
         let launch = if arrays.work == 0 && opts.grid.is_none() {
             None
         } else {
-            Some(self.configure(ctx, opts, arrays.work)?)
+            let largest = match arrays.largest.map(|i| &args[i]) {
+                Some(Arg::Array(d) | Arg::Host(d)) => d.shape(),
+                _ => &[],
+            };
+            Some(self.configure(ctx, opts, arrays.work, largest)?)
         };
         let scratch = match launch {
             Some((_, grid, _)) if !sig.scratch.is_empty() => {
@@ -115,37 +128,44 @@ impl<'m> Kernel<'m> {
         })
     }
 
-    /// The loaded function, grid and block of a launch over `work` elements.
+    /// The loaded function, grid and block of a launch whose largest array (`work` elements)
+    /// has shape `largest`: the caller's grid and block, else the automatic ones (see
+    /// [`shape`]); every shape checked against the kernel's and the device's limits, and the
+    /// function's dynamic shared memory limit raised when the launch needs more (once per
+    /// function and size).
     fn configure(
         &self,
         ctx: &'static Context,
         opts: &LaunchOptions,
         work: usize,
+        largest: &[usize],
     ) -> Result<(Function, [u32; 3], [u32; 3])> {
         let sig = self.signature();
-        let f = self.module.loaded(ctx)?.functions[self.index];
-        let block = opts.block.unwrap_or([f.block, 1, 1]);
-        let threads = block.iter().map(|&b| u64::from(b)).product::<u64>();
-        if threads == 0 || threads > u64::from(f.max_threads) {
-            return Err(Error::value(format!(
-                "block {block:?} has {threads} threads; kernel `{}` allows 1..={}",
-                sig.name, f.max_threads
-            )));
-        }
+        let decl = &sig.launch;
+        let loaded = self.module.loaded(ctx)?;
+        let f = loaded.functions[self.index];
+        let device = ctx.limits();
+        let block = opts
+            .block
+            .unwrap_or_else(|| shape::auto_block(decl, f.block, f.potential_block));
+        shape::check_block(&sig.name, decl, &f.limits, device, block)?;
         let grid = match opts.grid {
-            Some(g) if g.contains(&0) => {
-                return Err(Error::value(format!("grid {g:?} has a zero dimension")))
-            }
             Some(g) => g,
+            None if decl.grid_dims >= 2 => {
+                shape::nd_grid(largest, decl.grid_dims, block, device.max_grid)
+            }
             None => {
+                let threads = block.iter().map(|&b| b as usize).product();
                 let resident = || ctx.sm_count() as usize * f.blocks_per_sm as usize;
-                [
-                    auto_grid(work, threads as usize, sig.items_per_thread, resident),
-                    1,
-                    1,
-                ]
+                let x = shape::auto_grid(work, threads, sig.items_per_thread, resident);
+                [x, 1, 1]
             }
         };
+        shape::check_grid(&sig.name, device, grid)?;
+        let shared = opts.shared_mem_bytes;
+        if let Some(bytes) = shape::check_shared(&sig.name, decl, &f.limits, device, shared)? {
+            loaded.allow_dynamic_shared(self.index, bytes)?;
+        }
         Ok((f, grid, block))
     }
 }
@@ -159,6 +179,7 @@ fn scan_arrays(kernel: &Kernel<'_>, args: &[Arg<'_>], check: bool) -> Result<Arr
         count: 0,
         device: None,
         work: 0,
+        largest: None,
         staged: 0,
     };
     debug_assert!(args.len() <= MAX_PARAMS);
@@ -181,6 +202,9 @@ fn scan_arrays(kernel: &Kernel<'_>, args: &[Arg<'_>], check: bool) -> Result<Arr
         }
         arrays.producers[arrays.count] = stream;
         arrays.count += 1;
+        if arrays.largest.is_none() || d.size() > arrays.work {
+            arrays.largest = Some(i);
+        }
         arrays.work = arrays.work.max(d.size());
         if check && matches!(a, Arg::Array(_)) {
             if let Some(dev) = check_pointer(d).map_err(|e| e.with_arg(p.name.clone()))? {
@@ -250,40 +274,4 @@ fn agree_on_device(
         Some(_) => {}
     }
     Ok(())
-}
-
-/// The automatic grid (x only) for `work` elements in blocks of `threads`: one thread per
-/// `items_per_thread` elements when the kernel declares it, else at most one resident wave
-/// (`resident()` blocks; the kernel's grid-stride loop covers the rest). At least one block,
-/// at most the driver's 2^31 − 1.
-fn auto_grid(
-    work: usize,
-    threads: usize,
-    items_per_thread: Option<u16>,
-    resident: impl FnOnce() -> usize,
-) -> u32 {
-    let grid = match items_per_thread {
-        Some(k) => work.div_ceil(usize::from(k.max(1))).div_ceil(threads),
-        None => work.div_ceil(threads).min(resident()),
-    };
-    grid.clamp(1, i32::MAX as usize) as u32
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn automatic_grid() {
-        // One resident wave without a hint.
-        assert_eq!(auto_grid(1 << 28, 256, None, || 1056), 1056);
-        assert_eq!(auto_grid(1000, 256, None, || 1056), 4);
-        // One thread per declared number of elements, no wave cap.
-        assert_eq!(auto_grid(1 << 28, 256, Some(4), || 1056), 1 << 18);
-        assert_eq!(auto_grid(1 << 28, 256, Some(2), || unreachable!()), 1 << 19);
-        assert_eq!(auto_grid(1025, 256, Some(4), || 0), 2);
-        // Never zero blocks, never beyond the driver's limit.
-        assert_eq!(auto_grid(0, 256, Some(4), || 0), 1);
-        assert_eq!(auto_grid(usize::MAX, 1, Some(1), || 0), i32::MAX as u32);
-    }
 }

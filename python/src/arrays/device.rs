@@ -34,12 +34,11 @@ fn supported(d: DType) -> ferrocuda_host::Result<()> {
     )))
 }
 
-/// Copies a device array into a new NumPy array.
-/// Copies a device array into a new NumPy array.
+/// Copies a device array into a new NumPy array (of `ml_dtypes.bfloat16` for bfloat16).
 fn download_new<'py>(py: Python<'py>, a: &AnyDeviceArray) -> PyResult<Bound<'py, PyAny>> {
     let d = a.desc();
     let shape = PyTuple::new(py, d.shape())?;
-    let out = numpy_attr(py, "empty")?.call1((shape, d.dtype().typestr()))?;
+    let out = numpy_attr(py, "empty")?.call1((shape, numpy_dtype(py, d.dtype())?))?;
     let iface = out.getattr(intern!(py, "__array_interface__"))?;
     let data = iface.get_item(intern!(py, "data"))?.get_item(0)?;
     let ptr = read_int(&data)?.unwrap_or(0) as usize;
@@ -120,6 +119,19 @@ pub fn cai_dict<'py>(py: Python<'py>, desc: &ArrayDesc) -> PyResult<Bound<'py, P
 }
 
 pub fn numpy_dtype<'py>(py: Python<'py>, d: DType) -> PyResult<Bound<'py, PyAny>> {
+    if d == DType::BF16 {
+        // NumPy has no bfloat16; ml_dtypes' is the one JAX and PyTorch interoperate with.
+        let bf16 = py
+            .import("ml_dtypes")
+            .and_then(|m| m.getattr("bfloat16"))
+            .map_err(|_| {
+                PyTypeError::new_err(
+                    "bfloat16 arrays need the ml_dtypes package on the host (NumPy has no \
+                     bfloat16): pip install ml_dtypes",
+                )
+            })?;
+        return numpy_attr(py, "dtype")?.call1((bf16,));
+    }
     numpy_attr(py, "dtype")?.call1((d.name(),))
 }
 
@@ -165,7 +177,7 @@ fn consumer_stream(stream: Option<&Bound<'_, PyAny>>) -> PyResult<Option<StreamR
 
 #[pymethods]
 impl PyDeviceArray {
-    /// A new array of ``shape`` and ``dtype`` (any NumPy dtype-like of the ten supported
+    /// A new array of ``shape`` and ``dtype`` (any NumPy dtype-like of the twelve supported
     /// types; default float64) with unspecified contents, on ``device``, ordered on ``stream``
     /// (default: the legacy default stream). A stream *object* is kept alive by the array (its
     /// memory is freed on that stream); with a raw integer handle, keep the stream alive for as

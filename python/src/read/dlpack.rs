@@ -12,7 +12,8 @@
 //! [`ArrayDesc`] has no stream: ordering already happened inside `__dlpack__`.
 //!
 //! Accepted tensors: device type CUDA (2) or CUDA managed (13); `lanes == 1`; integer,
-//! unsigned, float (16/32/64 bits), bool (8 bits) and complex (64/128 bits) element types;
+//! unsigned, float (16/32/64 bits), bfloat16, bool (8 bits) and complex (64/128 bits) element
+//! types;
 //! strides in elements (NULL = C order); `byte_offset` added to `data`. A versioned tensor
 //! with the read-only flag gives a read-only array; a major version other than 1 is refused
 //! (its deleter is still called).
@@ -194,12 +195,11 @@ pub fn dtype_of(t: DLDataType) -> Result<DType, Error> {
             t.lanes
         )));
     }
-    DType::from_dlpack(t.code, t.bits).ok_or_else(|| match t.code {
-        code::BFLOAT => Error::type_error("bfloat16 is not supported"),
-        c => Error::type_error(format!(
-            "unsupported DLPack element type (code {c}, {} bits)",
-            t.bits
-        )),
+    DType::from_dlpack(t.code, t.bits).ok_or_else(|| {
+        Error::type_error(format!(
+            "unsupported DLPack element type (code {}, {} bits)",
+            t.code, t.bits
+        ))
     })
 }
 

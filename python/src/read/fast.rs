@@ -256,6 +256,8 @@ pub fn self_check(
 ) -> PyResult<ArrayDesc> {
     let (checked, on, who) = match kind {
         Kind::Cupy => (&CUPY_CHECKED, &CUPY_ON, "CuPy"),
+        // bfloat16 tensors are not compared: older torch getters refuse them.
+        Kind::Torch if fast.dtype() == DType::BF16 => return Ok(fast),
         Kind::Torch => (&TORCH_CHECKED, &TORCH_ON, "PyTorch"),
         _ => return Ok(fast),
     };
@@ -313,9 +315,11 @@ fn numpy_dtype(dtype: &Bound<'_, PyAny>) -> Option<DType> {
     d
 }
 
-/// The element types torch's `__cuda_array_interface__` getter exports (its typestr table);
-/// torch names each `torch.<NumPy name>`.
-const TORCH_EXPORTS: [DType; 11] = [
+/// The element types the torch fast path reads: those torch's `__cuda_array_interface__`
+/// getter exports (its typestr table), and `bfloat16`, which newer getters export as `"<V2"`
+/// and older ones refuse (DLPack then being the generic way in); torch names each
+/// `torch.<NumPy name>`.
+const TORCH_EXPORTS: [DType; 12] = [
     DType::Bool,
     DType::U8,
     DType::I8,
@@ -323,6 +327,7 @@ const TORCH_EXPORTS: [DType; 11] = [
     DType::I32,
     DType::I64,
     DType::F16,
+    DType::BF16,
     DType::F32,
     DType::F64,
     DType::C64,

@@ -26,8 +26,11 @@ wrap_add!(u32, i32, u64, i64);
 /// 0 ticket counter (`fetch_add(one)`: each thread's ticket goes to `tickets[i]`),
 /// 1 `red_add`, 2 `fetch_sub`, 3 `red_sub`, 4 `fetch_min`, 5 `fetch_max`, 6 `red_min`,
 /// 7 `red_max`, 8 `fetch_and`, 9 `fetch_or`, 10 `fetch_xor`, 11 `red_and`, 12 `red_or`,
-/// 13 `red_xor`, 14 compare-exchange loop adding `x[i]`, 15 `swap` (the old value goes to
+/// 13 `red_xor`, 14 compare-exchange loop adding `x[i]` (for `i < CAS_THREADS`), 15 `swap` (the old value goes to
 /// `olds[i]`), 16 `atomic_add`, 17 the free function `atomic::red_add` (generic address).
+/// Elements `0..CAS_THREADS` run the compare-exchange loops (see [`int_atomics`]).
+pub const CAS_THREADS: usize = 4096;
+
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn int_atomics<T>(
@@ -58,10 +61,15 @@ unsafe fn int_atomics<T>(
         acc.at(11).red_and(v, Relaxed, Device);
         acc.at(12).red_or(v, Release, Device);
         acc.at(13).red_xor(v, Relaxed, Device);
-        let cas = acc.at(14);
-        let mut cur = cas.load(Relaxed, Device);
-        while let Err(now) = cas.compare_exchange(cur, cur.wrap_add(v), AcqRel, Device) {
-            cur = now;
+        // A compare-exchange loop on one address costs O(contenders) attempts per success:
+        // only the first CAS_THREADS elements take part (all at once), or a grid of 2^20
+        // threads would need ~10^11 attempts.
+        if i < CAS_THREADS {
+            let cas = acc.at(14);
+            let mut cur = cas.load(Relaxed, Device);
+            while let Err(now) = cas.compare_exchange(cur, cur.wrap_add(v), AcqRel, Device) {
+                cur = now;
+            }
         }
         unsafe { olds.write(i, acc.at(15).swap(v, AcqRel, Device)) };
         acc.atomic_add(16, v);
@@ -88,7 +96,7 @@ int_kernels! {
 
 /// Float contention. Slots: 0 `fetch_add`, 1 `red_add`, 2 `fetch_sub`, 3 `fetch_min`,
 /// 4 `fetch_max`, 5 `red_min`, 6 `red_max`, 7 `swap` (old to `olds[i]`), 8 compare-exchange
-/// loop adding `x[i]`, 9 `atomic_add`.
+/// loop adding `x[i]` (for `i < CAS_THREADS`), 9 `atomic_add`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn float_atomics<T>(x: Slice<T>, acc: AtomicSlice<T>, olds: SliceMut<T>)
@@ -108,7 +116,9 @@ where
         acc.at(6).red_max(v, Relaxed, Device);
         // SAFETY: one thread per element.
         unsafe { olds.write(i, acc.at(7).swap(v, Relaxed, Device)) };
-        let _ = acc.at(8).fetch_update(AcqRel, Device, |c| Some(c + v));
+        if i < CAS_THREADS {
+            let _ = acc.at(8).fetch_update(AcqRel, Device, |c| Some(c + v));
+        }
         acc.atomic_add(9, v);
     }
 }
@@ -171,10 +181,11 @@ pub unsafe fn half_atomics(
     }
 }
 
-/// Shared-memory atomics, block scope: each block accumulates its `x` values in 8 shared
-/// words, then thread 0 writes them to `out[8 * block ..]`: 0 `fetch_add`, 1 `red_add`,
-/// 2 `fetch_min`, 3 `red_max`, 4 `fetch_and`, 5 `red_or`, 6 `fetch_xor`, 7 compare-exchange
-/// loop counting threads. Needs 32 bytes of dynamic shared memory.
+/// Shared-memory atomics, block scope: each block accumulates its `x` values in 8 words of a
+/// static shared array, then thread 0 writes them to `out[8 * block ..]`: 0 `fetch_add`,
+/// 1 `red_add`, 2 `fetch_min`, 3 `red_max` (through the array's `atomic(i)` handle), 4
+/// `fetch_and`, 5 `red_or`, 6 `fetch_xor` (the raw `atomic::shared` functions), 7
+/// compare-exchange loop counting threads.
 #[kernel]
 pub unsafe fn shared_atomics(x: Slice<u32>, out: SliceMut<u32>) {
     #[cfg(target_arch = "nvptx64")]
@@ -182,23 +193,24 @@ pub unsafe fn shared_atomics(x: Slice<u32>, out: SliceMut<u32>) {
         use atomic::shared;
         use Order::*;
         use Scope::*;
-        let s = crate::dynamic_shared::<u32>();
+        let words = ferrocuda_device::shared_array![u32; 8];
+        let s = words.as_mut_ptr();
         let (rank, n) = (thread::rank_in_block(), thread::block_threads());
         let block = thread::block_idx().x as usize;
-        // SAFETY (all shared accesses): 8 words of dynamic shared memory, ordered by the
-        // barriers, accessed atomically between them.
+        // SAFETY (all shared accesses): 8 words of shared memory, ordered by the barriers,
+        // accessed atomically between them.
         unsafe {
             if rank == 0 {
                 for (k, init) in [0, 0, u32::MAX, 0, u32::MAX, 0, 0, 0].iter().enumerate() {
-                    s.add(k).write(*init);
+                    words.write(k, *init);
                 }
             }
             thread::sync_threads();
             let v = x.get(block * n as usize + rank as usize).unwrap();
-            shared::fetch_add(s, v, Relaxed, Block);
-            shared::red_add(s.add(1), v, Relaxed, Block);
-            shared::fetch_min(s.add(2), v, AcqRel, Block);
-            shared::red_max(s.add(3), v, Release, Block);
+            words.atomic(0).fetch_add(v, Relaxed, Block);
+            words.atomic(1).red_add(v, Relaxed, Block);
+            words.atomic(2).fetch_min(v, AcqRel, Block);
+            words.atomic(3).red_max(v, Release, Block);
             shared::fetch_and(s.add(4), v, Relaxed, Block);
             shared::red_or(s.add(5), v, Relaxed, Block);
             shared::fetch_xor(s.add(6), v, Acquire, Block);

@@ -2,8 +2,9 @@
 
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{
-    block::{self, ReduceOp},
-    thread, warp,
+    block::{self, ReduceOp, Scratch},
+    shared::{dynamic_shared, SharedElement},
+    shared_array, thread, warp,
 };
 use ferrocuda_device::{kernel, Slice, SliceMut};
 
@@ -14,22 +15,21 @@ pub const RECORD: usize = 7;
 /// writes `out[7g ..]`: 0 block `reduce`, 1 block `inclusive_scan`, 2 block
 /// `exclusive_scan(initial)`, 3 a second `reduce` right after (same scratch, no barrier in
 /// between), 4 `warp_inclusive_scan`, 5 `warp_exclusive_scan(initial)`, 6 `warp_reduce`
-/// (lane 0 only; the other lanes write nothing). Scratch: dynamic shared memory of
-/// `block::scratch_len(n)` elements.
+/// (lane 0 only; the other lanes write nothing). Scratch: a static shared array of
+/// `block::SCRATCH_LEN_MAX` elements, or (`collectives_affine_u64`) the launch's dynamic
+/// shared memory of `block::scratch_len(n)` elements.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn collectives<T, Op>(x: Slice<T>, out: SliceMut<T>, initial: T, op: Op)
+unsafe fn collectives<T, Op>(x: Slice<T>, out: SliceMut<T>, initial: T, op: Op, scratch: impl Scratch<T>)
 where
-    T: warp::Shuffle + ferrocuda_device::Element,
+    T: warp::Shuffle + ferrocuda_device::Element + SharedElement,
     Op: ReduceOp<T>,
 {
     let n = thread::block_threads() as usize;
     let r = thread::rank_in_block() as usize;
     let g = thread::block_idx().x as usize * n + r;
     let v = x.get(g).unwrap();
-    let scratch = crate::dynamic_shared::<T>();
-    // SAFETY: every thread of the block calls, with the launch's dynamic shared memory of
-    // scratch_len(n) elements as the scratch.
+    // SAFETY: every thread of the block calls, with the same scratch, used for nothing else.
     let (red, incl, excl, red2) = unsafe {
         (
             block::reduce(v, op, scratch),
@@ -64,24 +64,25 @@ fn affine(a: u64, b: u64) -> u64 {
 }
 
 macro_rules! collective_kernels {
-    ($($name:ident: $t:ty, $op:expr;)*) => {$(
+    ($($name:ident: $t:ty, $op:expr, $scratch:expr;)*) => {$(
         #[kernel(family = "collectives")]
         pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$t>, initial: $t) {
-            // SAFETY: a kernel over host-validated arrays, launched with the scratch.
+            // SAFETY: a kernel over host-validated arrays; the scratch is this kernel's.
             #[cfg(target_arch = "nvptx64")]
-            unsafe { collectives::<$t, _>(x, out, initial, $op) }
+            unsafe { collectives::<$t, _>(x, out, initial, $op, $scratch) }
         }
     )*};
 }
 collective_kernels! {
-    collectives_sum_u32: u32, block::Sum;
-    collectives_min_u32: u32, block::Min;
-    collectives_max_i32: i32, block::Max;
-    collectives_xor_u32: u32, block::BitXor;
-    collectives_sum_u64: u64, block::Sum;
-    collectives_min_i64: i64, block::Min;
-    collectives_sum_f32: f32, block::Sum;
-    collectives_max_f32: f32, block::Max;
-    collectives_sum_f64: f64, block::Sum;
-    collectives_affine_u64: u64, affine;
+    collectives_sum_u32: u32, block::Sum, shared_array!(u32, block::SCRATCH_LEN_MAX);
+    collectives_min_u32: u32, block::Min, shared_array!(u32, block::SCRATCH_LEN_MAX);
+    collectives_max_i32: i32, block::Max, shared_array!(i32, block::SCRATCH_LEN_MAX);
+    collectives_xor_u32: u32, block::BitXor, shared_array!(u32, block::SCRATCH_LEN_MAX);
+    collectives_sum_u64: u64, block::Sum, shared_array!(u64, block::SCRATCH_LEN_MAX);
+    collectives_min_i64: i64, block::Min, shared_array!(i64, block::SCRATCH_LEN_MAX);
+    collectives_sum_f32: f32, block::Sum, shared_array!(f32, block::SCRATCH_LEN_MAX);
+    collectives_max_f32: f32, block::Max, shared_array!(f32, block::SCRATCH_LEN_MAX);
+    // Exactly the required length: the run-time length check passes.
+    collectives_sum_f64: f64, block::Sum, shared_array!(f64, 64);
+    collectives_affine_u64: u64, affine, dynamic_shared::<u64>();
 }

@@ -1,0 +1,376 @@
+//! What a kernel declares about its launch shape — `#[kernel(max_threads = …)]`,
+//! `#[kernel(block = (…))]`, `#[kernel(dynamic_shared = T)]`, `#[kernel(grid = "2d")]` — and
+//! how the declaration travels from the kernel source to the host.
+//!
+//! `#[kernel]` stores a [`LaunchDecl`] of a kernel that declares any of these as a second
+//! record beside its manifest record: a PTX global named [`SYMBOL_PREFIX`]`<kernel>` holding
+//! [`LaunchDecl::encode`]'s bytes. The builder reads it back ([`LaunchDecl::decode`]), removes
+//! it, writes the bounds into the PTX entry (`.maxntid` / `.reqntid`, so that ptxas allocates
+//! registers for them) and records them in the manifest's `launch` field
+//! ([`LaunchSpec`](crate::manifest::LaunchSpec)). A kernel without declarations has no record.
+//!
+//! Record layout (14 bytes, integers little-endian):
+//!
+//! ```text
+//! magic "FCL1"
+//! u16 max_threads               upper bound of threads per block (0: none)
+//! u16 block[3]                  the block shape the kernel requires (all 0: none)
+//! u8  dynamic_shared            dtype code of the dynamic shared memory's elements (0: none)
+//! u8  grid_dims                 dimensions of the automatic grid (0 or 1: one; 2; 3)
+//! ```
+
+/// Prefix of the PTX global that holds a kernel's launch record.
+pub const SYMBOL_PREFIX: &str = "__ferrocuda_launch__";
+
+/// First four bytes of every launch record.
+pub const MAGIC: [u8; 4] = *b"FCL1";
+
+/// Length of a launch record.
+pub const LEN: usize = 14;
+
+/// Most threads in a block on every GPU ferrocuda supports (sm_80 and newer).
+pub const MAX_BLOCK_THREADS: u32 = 1024;
+
+/// Largest block extent along x, y and z on every GPU ferrocuda supports.
+pub const MAX_BLOCK_DIMS: [u32; 3] = [1024, 1024, 64];
+
+/// A kernel's launch-shape declarations (the record's contents).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LaunchDecl {
+    /// `#[kernel(max_threads = n)]`: the kernel is compiled for at most `n` threads per block
+    /// (PTX `.maxntid n, 1, 1`); 0 when not declared.
+    pub max_threads: u16,
+    /// `#[kernel(block = (x, y, z))]`: the block shape the kernel requires (PTX `.reqntid`);
+    /// all 0 when not declared.
+    pub block: [u16; 3],
+    /// `#[kernel(dynamic_shared = T)]`: the dtype code of `T`, the element type of the
+    /// kernel's dynamic shared memory (its size must be a multiple of `T`'s); 0 when not
+    /// declared.
+    pub dynamic_shared: u8,
+    /// `#[kernel(grid = "2d")]` / `"3d"`: the automatic grid covers the largest array in 2 or
+    /// 3 dimensions, one thread per element; 0 (or 1) for the 1-D automatic grid.
+    pub grid_dims: u8,
+}
+
+impl LaunchDecl {
+    /// `true` when nothing is declared (no record is needed).
+    pub const fn is_empty(&self) -> bool {
+        self.max_threads == 0
+            && self.block[0] == 0
+            && self.block[1] == 0
+            && self.block[2] == 0
+            && self.dynamic_shared == 0
+            && self.grid_dims <= 1
+    }
+
+    /// The record's bytes. Fails to compile (const evaluation panics) when the declaration
+    /// is invalid (see [`check`](Self::check)).
+    pub const fn encode(&self) -> [u8; LEN] {
+        if let Err(e) = self.check() {
+            panic!("{}", e);
+        }
+        let mut out = [0u8; LEN];
+        let mut i = 0;
+        while i < 4 {
+            out[i] = MAGIC[i];
+            i += 1;
+        }
+        let words = [
+            self.max_threads,
+            self.block[0],
+            self.block[1],
+            self.block[2],
+        ];
+        i = 0;
+        while i < 4 {
+            out[4 + 2 * i] = words[i] as u8;
+            out[5 + 2 * i] = (words[i] >> 8) as u8;
+            i += 1;
+        }
+        out[12] = self.dynamic_shared;
+        out[13] = self.grid_dims;
+        out
+    }
+
+    /// Reads a record written by [`encode`](Self::encode), and checks it.
+    pub fn decode(bytes: &[u8]) -> Result<LaunchDecl, &'static str> {
+        let b: &[u8; LEN] = bytes
+            .try_into()
+            .map_err(|_| "launch record has the wrong length")?;
+        if b[..4] != MAGIC {
+            return Err("bad launch record magic");
+        }
+        let word = |i: usize| u16::from_le_bytes([b[4 + 2 * i], b[5 + 2 * i]]);
+        let d = LaunchDecl {
+            max_threads: word(0),
+            block: [word(1), word(2), word(3)],
+            dynamic_shared: b[12],
+            grid_dims: b[13],
+        };
+        d.check()?;
+        Ok(d)
+    }
+
+    /// The block shape, if declared.
+    pub const fn fixed_block(&self) -> Option<[u32; 3]> {
+        if self.block[0] == 0 {
+            None
+        } else {
+            Some([
+                self.block[0] as u32,
+                self.block[1] as u32,
+                self.block[2] as u32,
+            ])
+        }
+    }
+
+    /// Checks the declaration: `max_threads` in 1..=1024; a block of 1..=1024 × 1..=1024 ×
+    /// 1..=64 extents and at most 1024 threads; not both (`.reqntid` and `.maxntid` exclude
+    /// each other in PTX: a fixed block already bounds the threads); a known dtype code; 1 to 3
+    /// grid dimensions.
+    pub const fn check(&self) -> Result<(), &'static str> {
+        if self.max_threads as u32 > MAX_BLOCK_THREADS {
+            return Err("max_threads must be in 1..=1024");
+        }
+        let b = self.block;
+        let any = b[0] != 0 || b[1] != 0 || b[2] != 0;
+        if any {
+            if b[0] == 0 || b[1] == 0 || b[2] == 0 {
+                return Err("every block extent must be at least 1");
+            }
+            if b[0] as u32 > MAX_BLOCK_DIMS[0]
+                || b[1] as u32 > MAX_BLOCK_DIMS[1]
+                || b[2] as u32 > MAX_BLOCK_DIMS[2]
+            {
+                return Err("block extents must be at most (1024, 1024, 64)");
+            }
+            if b[0] as u32 * b[1] as u32 * b[2] as u32 > MAX_BLOCK_THREADS {
+                return Err("a block has at most 1024 threads");
+            }
+            if self.max_threads != 0 {
+                return Err(
+                    "declare either block or max_threads: a fixed block bounds the threads",
+                );
+            }
+        }
+        if self.dynamic_shared != 0 && crate::DType::from_code(self.dynamic_shared).is_none() {
+            return Err("unknown element type of dynamic shared memory");
+        }
+        if self.grid_dims > 3 {
+            return Err("the automatic grid has 1, 2 or 3 dimensions");
+        }
+        Ok(())
+    }
+}
+
+/// The JSON form of a [`LaunchDecl`]: the manifest's `launch` field of a kernel (absent when
+/// nothing is declared; each member absent when not declared).
+#[cfg(feature = "std")]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LaunchSpec {
+    /// Upper bound of threads per block (`.maxntid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_threads: Option<u32>,
+    /// The block shape the kernel requires (`.reqntid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<[u32; 3]>,
+    /// NumPy name of the element type of the dynamic shared memory (`"float32"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_shared: Option<std::string::String>,
+    /// Dimensions of the automatic grid (2 or 3; absent: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_dims: Option<u8>,
+}
+
+#[cfg(feature = "std")]
+impl LaunchSpec {
+    /// `true` when nothing is declared (the manifest leaves the field out).
+    pub fn is_empty(&self) -> bool {
+        *self == LaunchSpec::default()
+    }
+
+    /// The declaration, checked (see [`LaunchDecl::check`]).
+    pub fn decl(&self) -> Result<LaunchDecl, std::string::String> {
+        use std::string::ToString;
+        let small = |v: u32, what: &str| {
+            u16::try_from(v).map_err(|_| std::format!("{what} {v} is out of range"))
+        };
+        let block = match self.block {
+            Some(b) => [
+                small(b[0], "block")?,
+                small(b[1], "block")?,
+                small(b[2], "block")?,
+            ],
+            None => [0; 3],
+        };
+        let dynamic_shared = match &self.dynamic_shared {
+            Some(name) => crate::DType::from_name(name)
+                .ok_or_else(|| std::format!("unknown dynamic shared element type `{name}`"))?
+                as u8,
+            None => 0,
+        };
+        let d = LaunchDecl {
+            max_threads: small(self.max_threads.unwrap_or(0), "max_threads")?,
+            block,
+            dynamic_shared,
+            grid_dims: self.grid_dims.unwrap_or(0),
+        };
+        if self.max_threads == Some(0) || self.grid_dims == Some(0) {
+            return Err("max_threads and grid_dims must be at least 1 when given".into());
+        }
+        d.check().map_err(ToString::to_string)?;
+        Ok(d)
+    }
+}
+
+#[cfg(feature = "std")]
+impl From<LaunchDecl> for LaunchSpec {
+    fn from(d: LaunchDecl) -> LaunchSpec {
+        LaunchSpec {
+            max_threads: (d.max_threads != 0).then_some(u32::from(d.max_threads)),
+            block: d.fixed_block(),
+            dynamic_shared: crate::DType::from_code(d.dynamic_shared).map(|t| t.name().into()),
+            grid_dims: (d.grid_dims > 1).then_some(d.grid_dims),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn json_form() {
+        let d = LaunchDecl {
+            block: [16, 16, 1],
+            dynamic_shared: DType::F32 as u8,
+            grid_dims: 2,
+            ..LaunchDecl::default()
+        };
+        let spec = LaunchSpec::from(d);
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(
+            json,
+            r#"{"block":[16,16,1],"dynamic_shared":"float32","grid_dims":2}"#
+        );
+        let back: LaunchSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.decl(), Ok(d));
+        assert!(LaunchSpec::from(LaunchDecl::default()).is_empty());
+        let m = LaunchSpec::from(LaunchDecl {
+            max_threads: 128,
+            ..LaunchDecl::default()
+        });
+        assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"max_threads":128}"#);
+        for bad in [
+            r#"{"max_threads":0}"#,
+            r#"{"max_threads":70000}"#,
+            r#"{"block":[0,1,1]}"#,
+            r#"{"block":[16,16,1],"max_threads":256}"#,
+            r#"{"dynamic_shared":"float128"}"#,
+            r#"{"grid_dims":5}"#,
+        ] {
+            let spec: LaunchSpec = serde_json::from_str(bad).unwrap();
+            assert!(spec.decl().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let cases = [
+            LaunchDecl::default(),
+            LaunchDecl {
+                max_threads: 256,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [16, 16, 1],
+                dynamic_shared: DType::F32 as u8,
+                grid_dims: 2,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [8, 8, 16],
+                grid_dims: 3,
+                dynamic_shared: DType::BF16 as u8,
+                ..LaunchDecl::default()
+            },
+        ];
+        for d in cases {
+            let bytes = d.encode();
+            assert_eq!(LaunchDecl::decode(&bytes), Ok(d));
+            for cut in 0..LEN {
+                assert!(LaunchDecl::decode(&bytes[..cut]).is_err());
+            }
+        }
+        assert!(LaunchDecl::default().is_empty());
+        assert!(LaunchDecl {
+            grid_dims: 1,
+            ..LaunchDecl::default()
+        }
+        .is_empty());
+        assert!(!cases[1].is_empty());
+        assert_eq!(cases[2].fixed_block(), Some([16, 16, 1]));
+        assert_eq!(cases[1].fixed_block(), None);
+        // The layout, byte by byte.
+        assert_eq!(
+            cases[2].encode(),
+            [b'F', b'C', b'L', b'1', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2]
+        );
+    }
+
+    #[test]
+    fn invalid_declarations_are_refused() {
+        let bad = [
+            LaunchDecl {
+                max_threads: 1025,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [16, 0, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [2048, 1, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [1, 1, 65],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [64, 32, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [16, 16, 1],
+                max_threads: 256,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                dynamic_shared: 99,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                grid_dims: 4,
+                ..LaunchDecl::default()
+            },
+        ];
+        for d in bad {
+            assert!(d.check().is_err(), "{d:?}");
+            // A record with an invalid declaration (written by hand) does not decode.
+            let mut bytes = LaunchDecl::default().encode();
+            bytes[4..6].copy_from_slice(&d.max_threads.to_le_bytes());
+            for (i, b) in d.block.iter().enumerate() {
+                bytes[6 + 2 * i..8 + 2 * i].copy_from_slice(&b.to_le_bytes());
+            }
+            bytes[12] = d.dynamic_shared;
+            bytes[13] = d.grid_dims;
+            assert!(LaunchDecl::decode(&bytes).is_err(), "{d:?}");
+        }
+        let mut bytes = LaunchDecl::default().encode();
+        bytes[0] = b'X';
+        assert_eq!(LaunchDecl::decode(&bytes), Err("bad launch record magic"));
+    }
+}

@@ -1,0 +1,438 @@
+//! Block-shared memory: static arrays ([`shared_array!`](crate::shared_array)) and the
+//! launch's dynamic shared memory ([`dynamic_shared`]).
+//!
+//! | CUDA C++ | here |
+//! | --- | --- |
+//! | `__shared__ float tile[256];` | `let tile = shared_array!(f32, 256);` → [`SharedArray<f32, 256>`] |
+//! | `__shared__ float tile[16][17];` | `let tile = shared_array!(f32, [16, 17]);` → [`SharedArray2<f32, 16, 17>`] |
+//! | `__shared__ __align__(16) float4 v[64];` | `shared_array!(f32, 256, align = 16)` |
+//! | `extern __shared__ float smem[];` | `let smem = dynamic_shared::<f32>();` → [`DynamicSharedArray<f32>`] |
+//! | `atomicAdd(&tile[i], v)` | `tile.atomic(i).fetch_add(v, Order::Relaxed, Scope::Block)` |
+//!
+//! (Rust-CUDA's `cuda_std` names the macro `shared_array!` too; cuda-oxide's types are
+//! `SharedArray`/`DynamicSharedArray`.)
+//!
+//! # How it works
+//!
+//! `shared_array!` expands to a `static mut` of uninitialised storage in the link section
+//! [`SHARED_SECTION`](ferrocuda_abi::SHARED_SECTION), which `ferrocuda-builder` moves to the
+//! PTX `.shared` state space (one copy per thread block), and returns a `Copy` handle to it.
+//! Accesses through the handle compile to `ld.shared`/`st.shared`. Every expansion is its own
+//! array; an expansion inside a function is **one** array for every call of that function —
+//! a device function that declares a shared array and is called from two kernels, or twice in
+//! one kernel, uses the same array each time, as a CUDA `static __shared__` variable in a
+//! `__device__` function does. The element type cannot be a generic parameter (a `static`
+//! cannot name one): declare the array in the kernel and pass the handle down.
+//!
+//! Dynamic shared memory is the launch's `shared_mem_bytes` (Rust `LaunchOptions`, Python
+//! `shared_mem=`): one 16-byte aligned `.extern .shared` array whose length is read from the
+//! `%dynamic_smem_size` register.
+//!
+//! # Thread model
+//!
+//! A shared array is visible to every thread of **one block** and to no other block; its
+//! contents are indeterminate when the block starts and lost when it ends. Reads
+//! ([`get`](SharedArray::get)) are safe: shared memory holds plain bits of a `Copy` type
+//! (the element types are restricted to [`SharedElement`], whose every bit pattern is a
+//! value). Writes are `unsafe`: the caller promises that no other thread of the block
+//! accesses the same element concurrently — a [`sync_threads`](crate::thread::sync_threads)
+//! between one thread's write and another thread's access orders them. Atomics
+//! ([`atomic`](SharedArray::atomic)) may be used concurrently by any threads of the block.
+//! Out-of-bounds indices abort the kernel with their location recorded
+//! ([`diag`](crate::diag)); the `_unchecked` forms leave the check to the caller.
+
+use crate::diag::fail;
+use core::marker::PhantomData;
+
+/// Element types of shared arrays: `Copy` types of which every bit pattern is a value, so that
+/// reading never-written (indeterminate) shared memory is not undefined behaviour.
+///
+/// # Safety
+///
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`, with no padding.
+pub unsafe trait SharedElement: Copy {}
+
+macro_rules! shared_elements {
+    ($($t:ty),*) => {$(
+        // SAFETY: a primitive numeric type: every bit pattern is a value, no padding.
+        unsafe impl SharedElement for $t {}
+    )*};
+}
+shared_elements!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+// SAFETY: any bits are a value of these 16/32-bit wrappers.
+unsafe impl SharedElement for crate::half::bf16 {}
+// SAFETY: as above.
+unsafe impl SharedElement for crate::half::bf16x2 {}
+// SAFETY: as above.
+unsafe impl SharedElement for crate::half::f16x2 {}
+// SAFETY: as above.
+unsafe impl SharedElement for crate::half::f16 {}
+// SAFETY: an array of such elements has no padding and any bits are a value.
+unsafe impl<T: SharedElement, const N: usize> SharedElement for [T; N] {}
+
+/// A handle to a block-shared array of `N` elements of `T`; made by
+/// [`shared_array!`](crate::shared_array). `Copy`: pass it to the functions that use it.
+pub struct SharedArray<T, const N: usize> {
+    ptr: *mut T,
+}
+
+/// A handle to a block-shared `R`×`C` array (row-major, `[[T; C]; R]`); made by
+/// `shared_array!(T, [R, C])`.
+pub struct SharedArray2<T, const R: usize, const C: usize> {
+    ptr: *mut T,
+    _shape: PhantomData<[[T; C]; R]>,
+}
+
+/// A handle to the launch's dynamic shared memory as an array of `T`: see [`dynamic_shared`].
+pub struct DynamicSharedArray<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+macro_rules! copy_handle {
+    ($($ty:ident <T $(, const $n:ident: usize)*>),*) => {$(
+        impl<T $(, const $n: usize)*> Clone for $ty<T $(, $n)*> {
+            #[inline(always)]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T $(, const $n: usize)*> Copy for $ty<T $(, $n)*> {}
+    )*};
+}
+copy_handle!(
+    SharedArray<T, const N: usize>,
+    SharedArray2<T, const R: usize, const C: usize>,
+    DynamicSharedArray<T>
+);
+
+/// The accessors shared by every handle: `len`, `get`, `write`, their unchecked forms, the
+/// pointers and the atomic view. `$len` is the length expression (`self` in scope).
+macro_rules! accessors {
+    ($len:expr) => {
+        /// The number of elements.
+        #[inline(always)]
+        pub fn len(&self) -> usize {
+            let this = self;
+            $len(this)
+        }
+
+        /// Whether the array has no element.
+        #[inline(always)]
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Element `i`; an out-of-bounds `i` aborts the kernel (location recorded).
+        #[inline(always)]
+        #[track_caller]
+        pub fn get(&self, i: usize) -> T {
+            if i >= self.len() {
+                fail();
+            }
+            // SAFETY: in bounds; every bit pattern is a `T` (SharedElement).
+            unsafe { self.ptr.add(i).read() }
+        }
+
+        /// Element `i` without a bounds check.
+        ///
+        /// # Safety
+        ///
+        /// `i < self.len()`.
+        #[inline(always)]
+        pub unsafe fn get_unchecked(&self, i: usize) -> T {
+            // SAFETY: the caller's contract; any bits are a `T`.
+            unsafe { self.ptr.add(i).read() }
+        }
+
+        /// Writes element `i`; an out-of-bounds `i` aborts the kernel (location recorded).
+        ///
+        /// # Safety
+        ///
+        /// No other thread of the block accesses element `i` concurrently (a barrier orders
+        /// this write before other threads' later accesses).
+        #[inline(always)]
+        #[track_caller]
+        pub unsafe fn write(&self, i: usize, value: T) {
+            if i >= self.len() {
+                fail();
+            }
+            // SAFETY: in bounds; exclusivity is the caller's contract.
+            unsafe { self.ptr.add(i).write(value) }
+        }
+
+        /// Writes element `i` without a bounds check.
+        ///
+        /// # Safety
+        ///
+        /// `i < self.len()`, and no other thread of the block accesses element `i`
+        /// concurrently.
+        #[inline(always)]
+        pub unsafe fn write_unchecked(&self, i: usize, value: T) {
+            // SAFETY: the caller's contract.
+            unsafe { self.ptr.add(i).write(value) }
+        }
+
+        pointers!();
+    };
+}
+
+/// `as_ptr` and `as_mut_ptr` of a handle with a `ptr` field.
+macro_rules! pointers {
+    () => {
+        /// The first element's (generic) address (row-major for the 2-D arrays).
+        #[inline(always)]
+        pub fn as_ptr(&self) -> *const T {
+            self.ptr
+        }
+
+        /// The first element's (generic) address, for writes.
+        #[inline(always)]
+        pub fn as_mut_ptr(&self) -> *mut T {
+            self.ptr
+        }
+    };
+}
+
+/// Element `i` of `len` at `ptr` as a shared-memory atomic reference; out of bounds aborts.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[track_caller]
+fn atomic_at<T: crate::atomic::Atomic>(
+    ptr: *mut T,
+    len: usize,
+    i: usize,
+) -> crate::atomic::AtomicRef<'static, T> {
+    if i >= len {
+        fail();
+    }
+    // SAFETY: in bounds and aligned (static arrays: the element type's alignment; dynamic
+    // memory: a 16-byte base and align_of::<T>() <= 16) block-shared memory that lives for
+    // the kernel; plain accesses to the element are `unsafe` with a no-concurrent-access
+    // contract.
+    unsafe { crate::atomic::AtomicRef::from_shared_ptr(ptr.add(i)) }
+}
+
+impl<T: SharedElement, const N: usize> SharedArray<T, N> {
+    /// The handle of a shared static (what [`shared_array!`](crate::shared_array) calls).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to `N` elements of `T` of block-shared memory that live for the whole
+    /// kernel and are accessed only through handles.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub const unsafe fn from_raw(ptr: *mut T) -> Self {
+        SharedArray { ptr }
+    }
+
+    accessors!(|_: &Self| N);
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement + crate::atomic::Atomic, const N: usize> SharedArray<T, N> {
+    /// Element `i` as an atomic reference in shared memory (`atom.shared`, `red.shared`);
+    /// an out-of-bounds `i` aborts the kernel. Use [`Scope::Block`](crate::atomic::Scope)
+    /// unless another block's threads could see the array (they cannot).
+    #[inline(always)]
+    #[track_caller]
+    pub fn atomic(&self, i: usize) -> crate::atomic::AtomicRef<'static, T> {
+        atomic_at(self.ptr, N, i)
+    }
+}
+
+impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
+    /// The handle of a shared static of `R * C` elements (what `shared_array!` calls).
+    ///
+    /// # Safety
+    ///
+    /// As [`SharedArray::from_raw`], for `R * C` elements.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub const unsafe fn from_raw(ptr: *mut T) -> Self {
+        SharedArray2 {
+            ptr,
+            _shape: PhantomData,
+        }
+    }
+
+    /// Rows.
+    pub const ROWS: usize = R;
+    /// Columns.
+    pub const COLS: usize = C;
+
+    #[inline(always)]
+    #[track_caller]
+    fn index(r: usize, c: usize) -> usize {
+        if r >= R || c >= C {
+            fail();
+        }
+        r * C + c
+    }
+
+    /// Element `[r][c]`; an index out of its bound aborts the kernel (location recorded).
+    #[inline(always)]
+    #[track_caller]
+    pub fn get(&self, r: usize, c: usize) -> T {
+        let i = Self::index(r, c);
+        // SAFETY: in bounds; any bits are a `T`.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Writes element `[r][c]`; an index out of its bound aborts the kernel.
+    ///
+    /// # Safety
+    ///
+    /// No other thread of the block accesses that element concurrently.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn write(&self, r: usize, c: usize, value: T) {
+        let i = Self::index(r, c);
+        // SAFETY: in bounds; exclusivity is the caller's contract.
+        unsafe { self.ptr.add(i).write(value) }
+    }
+
+    /// Element `[r][c]` without bounds checks.
+    ///
+    /// # Safety
+    ///
+    /// `r < R` and `c < C`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, r: usize, c: usize) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { self.ptr.add(r * C + c).read() }
+    }
+
+    /// Writes element `[r][c]` without bounds checks.
+    ///
+    /// # Safety
+    ///
+    /// `r < R`, `c < C`, and no other thread of the block accesses that element concurrently.
+    #[inline(always)]
+    pub unsafe fn write_unchecked(&self, r: usize, c: usize, value: T) {
+        // SAFETY: the caller's contract.
+        unsafe { self.ptr.add(r * C + c).write(value) }
+    }
+
+    pointers!();
+}
+
+impl<T: SharedElement> DynamicSharedArray<T> {
+    accessors!(|s: &Self| s.len);
+
+    /// The same memory as an array of `U` (the length is recomputed from the bytes).
+    #[inline(always)]
+    pub fn cast<U: SharedElement>(self) -> DynamicSharedArray<U> {
+        const { assert!(align_of::<U>() <= 16 && size_of::<U>() > 0) };
+        DynamicSharedArray {
+            ptr: self.ptr.cast(),
+            len: self.len * size_of::<T>() / size_of::<U>(),
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement + crate::atomic::Atomic> DynamicSharedArray<T> {
+    /// Element `i` as an atomic reference in shared memory; an out-of-bounds `i` aborts the
+    /// kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn atomic(&self, i: usize) -> crate::atomic::AtomicRef<'static, T> {
+        atomic_at(self.ptr, self.len, i)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+unsafe extern "C" {
+    /// The launch's dynamic shared memory (the builder declares it `.extern .shared .align 16`).
+    #[link_name = "__ferrocuda_dynamic_shared"]
+    static mut DYNAMIC_SHARED: [u8; 0];
+    #[link_name = "llvm.nvvm.read.ptx.sreg.dynamic_smem_size"]
+    fn dynamic_smem_size() -> u32;
+}
+
+// The literal above must be the ABI's name.
+const _: () = {
+    let (a, b) = (
+        ferrocuda_abi::DYNAMIC_SHARED_SYMBOL.as_bytes(),
+        b"__ferrocuda_dynamic_shared",
+    );
+    assert!(a.len() == b.len());
+    let mut i = 0;
+    while i < a.len() {
+        assert!(a[i] == b[i]);
+        i += 1;
+    }
+};
+
+/// The launch's dynamic shared memory (`extern __shared__ T smem[]`) as an array of `T`:
+/// 16-byte aligned, `%dynamic_smem_size / size_of::<T>()` elements (0 when the launch gave
+/// none). Every call returns the same memory; use [`DynamicSharedArray::cast`] for another
+/// view, and split it by index for several arrays.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
+    const { assert!(align_of::<T>() <= 16 && size_of::<T>() > 0) };
+    // SAFETY: reads a special register; takes the address of the module's dynamic shared
+    // memory (no access).
+    let (bytes, ptr) = unsafe { (dynamic_smem_size(), (&raw mut DYNAMIC_SHARED).cast::<T>()) };
+    DynamicSharedArray {
+        ptr,
+        len: bytes as usize / size_of::<T>(),
+    }
+}
+
+/// Declares a block-shared array and evaluates to its handle (see [`shared`](crate::shared)):
+///
+/// * `shared_array!(T, N)` — `N` elements of `T`: a [`SharedArray<T, N>`];
+/// * `shared_array!(T, N, align = A)` — the same, aligned to `A` bytes (a literal power of
+///   two, e.g. 16 for vector loads);
+/// * `shared_array!(T, [R, C])` — an `R`×`C` tile: a [`SharedArray2<T, R, C>`];
+/// * `shared_array![T; N]` — cuda_std's spelling of the first form.
+///
+/// `T` must be a [`SharedElement`] and not a generic parameter; `N`, `R`, `C` are constants.
+///
+/// ```ignore
+/// let tile = shared_array!(f32, [16, 17]);
+/// unsafe { tile.write(ty, tx, a.get(i).unwrap()) };
+/// thread::sync_threads();
+/// let x = tile.get(tx, ty);
+/// ```
+#[macro_export]
+macro_rules! shared_array {
+    // cuda_std's spelling, `shared_array![T; N]`.
+    ($t:ty; $n:expr) => {
+        $crate::shared_array!($t, $n)
+    };
+    ($t:ty, [$r:expr, $c:expr] $(,)?) => {{
+        #[link_section = $crate::shared_section!()]
+        static mut STORAGE: ::core::mem::MaybeUninit<[[$t; $c]; $r]> =
+            ::core::mem::MaybeUninit::uninit();
+        // SAFETY: a static of this expansion only, in the shared section: R*C elements of
+        // block-shared memory for the kernel's lifetime, reached only through handles.
+        unsafe {
+            $crate::shared::SharedArray2::<$t, { $r }, { $c }>::from_raw(
+                (&raw mut STORAGE).cast::<$t>(),
+            )
+        }
+    }};
+    ($t:ty, $n:expr, align = $a:literal $(,)?) => {{
+        #[repr(C, align($a))]
+        struct Aligned(::core::mem::MaybeUninit<[$t; $n]>);
+        #[link_section = $crate::shared_section!()]
+        static mut STORAGE: Aligned = Aligned(::core::mem::MaybeUninit::uninit());
+        // SAFETY: as in the plain form.
+        unsafe {
+            $crate::shared::SharedArray::<$t, { $n }>::from_raw((&raw mut STORAGE).cast::<$t>())
+        }
+    }};
+    ($t:ty, $n:expr $(,)?) => {{
+        #[link_section = $crate::shared_section!()]
+        static mut STORAGE: ::core::mem::MaybeUninit<[$t; $n]> = ::core::mem::MaybeUninit::uninit();
+        // SAFETY: a static of this expansion only, in the shared section: N elements of
+        // block-shared memory for the kernel's lifetime, reached only through handles.
+        unsafe {
+            $crate::shared::SharedArray::<$t, { $n }>::from_raw((&raw mut STORAGE).cast::<$t>())
+        }
+    }};
+}
