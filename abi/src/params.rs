@@ -10,11 +10,13 @@
 //! | [`SliceMut<T>`] | `ptr, len` (16 bytes) | yes |
 //! | [`View<T, N>`] | `ptr, shape[N], strides[N]` (8 + 16·N bytes) | no |
 //! | [`ViewMut<T, N>`] | `ptr, shape[N], strides[N]` (8 + 16·N bytes) | yes |
+//! | [`Scratch<T>`] | `ptr, len` (16 bytes) | yes |
 //!
-//! plus the scalar [`Element`](crate::Element) types themselves, and [`Scratch<T>`]: a
-//! workspace the *launcher* allocates per launch (zero-filled, stream-ordered) — never an
-//! argument the caller passes (see [`kinds`](crate::kinds) and `#[kernel(scratch(…))]`). A read-only type has no method that writes:
-//! the host may hand it memory of an array its producer exported as read-only.
+//! plus the scalar [`Element`](crate::Element) types themselves. [`Scratch<T>`] is a workspace
+//! the *launcher* allocates per launch (zero-filled, stream-ordered) — never an argument the
+//! caller passes (see [`kinds`](crate::kinds) and `#[kernel(scratch(…))]`). A read-only type
+//! has no method that writes: the host may hand it memory of an array its producer exported as
+//! read-only.
 //!
 //! # Safety model
 //!
@@ -28,7 +30,9 @@
 //! # Generated code
 //!
 //! Each type starts with its data pointer, which `#[kernel]` marks as global memory
-//! ([`space::global`]): accesses compile to `ld.global`/`st.global` (SASS `LDG`/`STG`).
+//! ([`space::global`]): accesses compile to `ld.global`/`st.global` (SASS `LDG`/`STG`) — a
+//! [`Scratch`] workspace's too, the launcher's pool allocation being device memory like any
+//! checked argument.
 //! [`Slice::get_nc`] and [`View::read_at_nc`] read through the read-only data cache under an
 //! extra contract, and [`Slice::split_vectors`] / [`SliceMut::split_vectors`] give 16-byte
 //! vector access ([`Vectors`](crate::Vectors), [`VectorsMut`](crate::VectorsMut)).
@@ -101,6 +105,16 @@ macro_rules! copy_impls {
     )*};
 }
 copy_impls!(Slice, SliceMut, Scratch, View<const N>, ViewMut<const N>);
+
+// Every array parameter type begins with its data pointer, which the kernel entry marks as
+// global memory (`KernelParam`'s contract).
+const _: () = assert!(
+    core::mem::offset_of!(Slice<u8>, ptr) == 0
+        && core::mem::offset_of!(SliceMut<u8>, ptr) == 0
+        && core::mem::offset_of!(Scratch<u8>, ptr) == 0
+        && core::mem::offset_of!(View<u8, 2>, ptr) == 0
+        && core::mem::offset_of!(ViewMut<u8, 2>, ptr) == 0
+);
 
 impl<T> Slice<T> {
     /// A slice of `len` elements at `ptr`.
