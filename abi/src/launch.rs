@@ -1,38 +1,46 @@
 //! What a kernel declares about its launch shape — `#[kernel(max_threads = …)]`,
-//! `#[kernel(block = (…))]`, `#[kernel(dynamic_shared = T)]`, `#[kernel(grid = "2d")]` — and
-//! how the declaration travels from the kernel source to the host.
+//! `#[kernel(block = (…))]`, `#[kernel(min_blocks = …)]`, `#[kernel(dynamic_shared = T)]`,
+//! `#[kernel(grid = "2d")]` — and how the declaration travels from the kernel source to the
+//! host.
 //!
 //! `#[kernel]` stores a [`LaunchDecl`] of a kernel that declares any of these as a second
 //! record beside its manifest record: a PTX global named [`SYMBOL_PREFIX`]`<kernel>` holding
 //! [`LaunchDecl::encode`]'s bytes. The builder reads it back ([`LaunchDecl::decode`]), removes
-//! it, writes the bounds into the PTX entry (`.maxntid` / `.reqntid`, so that ptxas allocates
-//! registers for them) and records them in the manifest's `launch` field
+//! it, writes the bounds into the PTX entry (`.maxntid` / `.reqntid`, and `.minnctapersm`, so
+//! that ptxas allocates registers for them) and records them in the manifest's `launch` field
 //! ([`LaunchSpec`](crate::manifest::LaunchSpec)). A kernel without declarations has no record.
 //!
-//! Record layout (14 bytes, integers little-endian):
+//! Record layout (15 bytes, integers little-endian):
 //!
 //! ```text
-//! magic "FCL1"
+//! magic "FCL2"
 //! u16 max_threads               upper bound of threads per block (0: none)
 //! u16 block[3]                  the block shape the kernel requires (all 0: none)
 //! u8  dynamic_shared            dtype code of the dynamic shared memory's elements (0: none)
 //! u8  grid_dims                 dimensions of the automatic grid (0 or 1: one; 2; 3)
+//! u8  min_blocks                blocks per SM the registers must allow (0: none)
 //! ```
 
 /// Prefix of the PTX global that holds a kernel's launch record.
 pub const SYMBOL_PREFIX: &str = "__ferrocuda_launch__";
 
 /// First four bytes of every launch record.
-pub const MAGIC: [u8; 4] = *b"FCL1";
+pub const MAGIC: [u8; 4] = *b"FCL2";
 
 /// Length of a launch record.
-pub const LEN: usize = 14;
+pub const LEN: usize = 15;
 
 /// Most threads in a block on every GPU ferrocuda supports (sm_80 and newer).
 pub const MAX_BLOCK_THREADS: u32 = 1024;
 
 /// Largest block extent along x, y and z on every GPU ferrocuda supports.
 pub const MAX_BLOCK_DIMS: [u32; 3] = [1024, 1024, 64];
+
+/// Most resident threads of one SM on the GPUs ferrocuda supports (sm_80, sm_90: 2048).
+pub const MAX_SM_THREADS: u32 = 2048;
+
+/// Most resident blocks of one SM on the GPUs ferrocuda supports (sm_80, sm_90: 32).
+pub const MAX_SM_BLOCKS: u8 = 32;
 
 /// A kernel's launch-shape declarations (the record's contents).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -50,6 +58,11 @@ pub struct LaunchDecl {
     /// `#[kernel(grid = "2d")]` / `"3d"`: the automatic grid covers the largest array in 2 or
     /// 3 dimensions, one thread per element; 0 (or 1) for the 1-D automatic grid.
     pub grid_dims: u8,
+    /// `#[kernel(min_blocks = n)]`: ptxas keeps the registers per thread low enough for `n`
+    /// blocks of the bound (`max_threads` or `block`) on one SM (PTX `.minnctapersm n`) — an
+    /// occupancy target it then neither exceeds nor undercuts with its own heuristics; 0 when
+    /// not declared. Needs `max_threads` or `block`.
+    pub min_blocks: u8,
 }
 
 impl LaunchDecl {
@@ -61,6 +74,7 @@ impl LaunchDecl {
             && self.block[2] == 0
             && self.dynamic_shared == 0
             && self.grid_dims <= 1
+            && self.min_blocks == 0
     }
 
     /// The record's bytes. Fails to compile (const evaluation panics) when the declaration
@@ -89,6 +103,7 @@ impl LaunchDecl {
         }
         out[12] = self.dynamic_shared;
         out[13] = self.grid_dims;
+        out[14] = self.min_blocks;
         out
     }
 
@@ -106,6 +121,7 @@ impl LaunchDecl {
             block: [word(1), word(2), word(3)],
             dynamic_shared: b[12],
             grid_dims: b[13],
+            min_blocks: b[14],
         };
         d.check()?;
         Ok(d)
@@ -127,7 +143,8 @@ impl LaunchDecl {
     /// Checks the declaration: `max_threads` in 1..=1024; a block of 1..=1024 × 1..=1024 ×
     /// 1..=64 extents and at most 1024 threads; not both (`.reqntid` and `.maxntid` exclude
     /// each other in PTX: a fixed block already bounds the threads); a known dtype code; 1 to 3
-    /// grid dimensions.
+    /// grid dimensions; `min_blocks` only with a bound, at most 32 blocks and 2048 threads of
+    /// the bound per SM.
     pub const fn check(&self) -> Result<(), &'static str> {
         if self.max_threads as u32 > MAX_BLOCK_THREADS {
             return Err("max_threads must be in 1..=1024");
@@ -159,6 +176,22 @@ impl LaunchDecl {
         if self.grid_dims > 3 {
             return Err("the automatic grid has 1, 2 or 3 dimensions");
         }
+        if self.min_blocks != 0 {
+            let threads = match self.fixed_block() {
+                Some([x, y, z]) => x * y * z,
+                None => self.max_threads as u32,
+            };
+            if threads == 0 {
+                return Err("min_blocks needs max_threads or block: the threads of a block");
+            }
+            if self.min_blocks > MAX_SM_BLOCKS || self.min_blocks as u32 * threads > MAX_SM_THREADS
+            {
+                return Err(
+                    "min_blocks blocks of the bound must fit on one SM (at most 32 \
+                            blocks and 2048 threads)",
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -180,6 +213,9 @@ pub struct LaunchSpec {
     /// Dimensions of the automatic grid (2 or 3; absent: 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid_dims: Option<u8>,
+    /// Blocks per SM the registers allow (`.minnctapersm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_blocks: Option<u8>,
 }
 
 #[cfg(feature = "std")]
@@ -214,9 +250,12 @@ impl LaunchSpec {
             block,
             dynamic_shared,
             grid_dims: self.grid_dims.unwrap_or(0),
+            min_blocks: self.min_blocks.unwrap_or(0),
         };
-        if self.max_threads == Some(0) || self.grid_dims == Some(0) {
-            return Err("max_threads and grid_dims must be at least 1 when given".into());
+        if self.max_threads == Some(0) || self.grid_dims == Some(0) || self.min_blocks == Some(0) {
+            return Err(
+                "max_threads, grid_dims and min_blocks must be at least 1 when given".into(),
+            );
         }
         d.check().map_err(ToString::to_string)?;
         Ok(d)
@@ -231,6 +270,7 @@ impl From<LaunchDecl> for LaunchSpec {
             block: d.fixed_block(),
             dynamic_shared: crate::DType::from_code(d.dynamic_shared).map(|t| t.name().into()),
             grid_dims: (d.grid_dims > 1).then_some(d.grid_dims),
+            min_blocks: (d.min_blocks != 0).then_some(d.min_blocks),
         }
     }
 }
@@ -263,6 +303,15 @@ mod tests {
             ..LaunchDecl::default()
         });
         assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"max_threads":128}"#);
+        let occupancy = LaunchDecl {
+            block: [256, 1, 1],
+            min_blocks: 2,
+            ..LaunchDecl::default()
+        };
+        let json = serde_json::to_string(&LaunchSpec::from(occupancy)).unwrap();
+        assert_eq!(json, r#"{"block":[256,1,1],"min_blocks":2}"#);
+        let back: LaunchSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.decl(), Ok(occupancy));
         for bad in [
             r#"{"max_threads":0}"#,
             r#"{"max_threads":70000}"#,
@@ -270,6 +319,9 @@ mod tests {
             r#"{"block":[16,16,1],"max_threads":256}"#,
             r#"{"dynamic_shared":"float128"}"#,
             r#"{"grid_dims":5}"#,
+            r#"{"min_blocks":2}"#,
+            r#"{"max_threads":256,"min_blocks":0}"#,
+            r#"{"max_threads":1024,"min_blocks":3}"#,
         ] {
             let spec: LaunchSpec = serde_json::from_str(bad).unwrap();
             assert!(spec.decl().is_err(), "{bad}");
@@ -296,6 +348,11 @@ mod tests {
                 dynamic_shared: DType::BF16 as u8,
                 ..LaunchDecl::default()
             },
+            LaunchDecl {
+                max_threads: 256,
+                min_blocks: 2,
+                ..LaunchDecl::default()
+            },
         ];
         for d in cases {
             let bytes = d.encode();
@@ -316,8 +373,15 @@ mod tests {
         // The layout, byte by byte.
         assert_eq!(
             cases[2].encode(),
-            [b'F', b'C', b'L', b'1', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2]
+            [b'F', b'C', b'L', b'2', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0]
         );
+        assert_eq!(cases[4].encode()[14], 2);
+        assert!(!LaunchDecl {
+            max_threads: 64,
+            min_blocks: 1,
+            ..LaunchDecl::default()
+        }
+        .is_empty());
     }
 
     #[test]
@@ -356,6 +420,21 @@ mod tests {
                 grid_dims: 4,
                 ..LaunchDecl::default()
             },
+            // min_blocks without a bound, beyond 32 blocks, beyond 2048 threads per SM.
+            LaunchDecl {
+                min_blocks: 1,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                max_threads: 32,
+                min_blocks: 33,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                block: [32, 32, 1],
+                min_blocks: 3,
+                ..LaunchDecl::default()
+            },
         ];
         for d in bad {
             assert!(d.check().is_err(), "{d:?}");
@@ -367,6 +446,7 @@ mod tests {
             }
             bytes[12] = d.dynamic_shared;
             bytes[13] = d.grid_dims;
+            bytes[14] = d.min_blocks;
             assert!(LaunchDecl::decode(&bytes).is_err(), "{d:?}");
         }
         let mut bytes = LaunchDecl::default().encode();

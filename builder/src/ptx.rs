@@ -171,14 +171,18 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
 }
 
 /// Writes the launch bounds `d` declares into entry `name` of `ptx`: `.maxntid n, 1, 1` or
-/// `.reqntid x, y, z` between its parameter list and its body (PTX's place for performance
-/// tuning directives). Unchanged when `d` declares neither.
+/// `.reqntid x, y, z`, then `.minnctapersm n` when declared, between its parameter list and
+/// its body (PTX's place for performance tuning directives). Unchanged when `d` declares
+/// neither bound.
 pub fn apply_launch_bounds(ptx: &str, name: &str, d: &LaunchDecl) -> Result<String, String> {
-    let directive = match (d.fixed_block(), d.max_threads) {
+    let mut directive = match (d.fixed_block(), d.max_threads) {
         (Some([x, y, z]), _) => format!(".reqntid {x}, {y}, {z}"),
         (None, 0) => return Ok(ptx.to_string()),
         (None, n) => format!(".maxntid {n}, 1, 1"),
     };
+    if d.min_blocks != 0 {
+        directive.push_str(&format!("\n.minnctapersm {}", d.min_blocks));
+    }
     let header = format!(".entry {name}(");
     let at = ptx
         .match_indices(&header)
@@ -279,7 +283,7 @@ mod tests {
                 "\n.visible .entry k(",
                 &format!(
                     "\t// .globl\t__ferrocuda_launch__k\n.visible .global .align 1 .b8 \
-                     __ferrocuda_launch__k[14] = {{{}}};\n\n.visible .entry k(",
+                     __ferrocuda_launch__k[15] = {{{}}};\n\n.visible .entry k(",
                     list(trimmed)
                 ),
             );
@@ -304,6 +308,15 @@ mod tests {
             apply_launch_bounds(&with, "k", &max).is_err(),
             "applied twice"
         );
+        let occupancy = LaunchDecl {
+            min_blocks: 2,
+            ..max
+        };
+        let with = apply_launch_bounds(SAMPLE, "k", &occupancy).unwrap();
+        assert!(
+            with.contains("k_param_1\n)\n.maxntid 128, 1, 1\n.minnctapersm 2\n{"),
+            "{with}"
+        );
         assert!(apply_launch_bounds(SAMPLE, "other", &max).is_err());
         assert_eq!(
             apply_launch_bounds(SAMPLE, "k", &LaunchDecl::default()).unwrap(),
@@ -313,8 +326,8 @@ mod tests {
         let orphan = ptx.replace("__ferrocuda_launch__k[", "__ferrocuda_launch__q[");
         assert!(process_ptx(&orphan).unwrap_err().contains("`q`"));
         let corrupt = ptx.replace(
-            "__ferrocuda_launch__k[14] = {70,",
-            "__ferrocuda_launch__k[14] = {71,",
+            "__ferrocuda_launch__k[15] = {70,",
+            "__ferrocuda_launch__k[15] = {71,",
         );
         assert!(process_ptx(&corrupt)
             .unwrap_err()

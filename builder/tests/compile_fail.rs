@@ -10,7 +10,7 @@
 //!   `KernelParam`, a return value, a generic kernel (type, const and lifetime parameters, a
 //!   `where` clause), `self`, a pattern parameter, `async`/`const`/`extern` kernels, a `__` name,
 //!   an unknown option, a bad family, `same_shape` naming a missing parameter, one
-//!   parameter, or a parameter twice, and launch declarations out of range (`max_threads`,
+//!   parameter, or a parameter twice, and launch declarations out of range (`max_threads`, `min_blocks`,
 //!   `block` extents and threads, both at once, `grid`, a `dynamic_shared` type that is not
 //!   an element type);
 //! * `accepts_a_minimal_kernel`: a minimal valid crate builds (the harness can succeed) and its
@@ -219,6 +219,21 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "block_and_max_threads",
         "#[kernel(block = (16, 16), max_threads = 256)] pub unsafe fn k(x: SliceMut<f32>) {}",
         "declare either `block` or `max_threads`",
+    ),
+    (
+        "min_blocks_without_bound",
+        "#[kernel(min_blocks = 2)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "min_blocks needs `max_threads = n` or `block = (…)`",
+    ),
+    (
+        "min_blocks_too_many",
+        "#[kernel(max_threads = 32, min_blocks = 33)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "min_blocks must be an integer in 1..=32",
+    ),
+    (
+        "min_blocks_too_many_threads",
+        "#[kernel(block = 1024, min_blocks = 3)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "3 blocks of 1024 threads do not fit on one SM",
     ),
     (
         "grid_4d",

@@ -1,14 +1,16 @@
 //! Launch declarations of `#[kernel]`, through the real NVPTX build and ptxas (no GPU).
 //!
-//! One kernel crate holds the same register-hungry body (96 values live at once) three times:
-//! without bounds, with `max_threads = 1024` and with `block = (32, 32)`, plus one kernel with
-//! every other declaration (`dynamic_shared`, `grid`). What this verifies:
+//! One kernel crate holds the same register-hungry body (96 values live at once) four times:
+//! without bounds, with `max_threads = 1024`, with `block = (32, 32)` and with
+//! `max_threads = 256, min_blocks = 4`, plus one kernel with every other declaration
+//! (`dynamic_shared`, `grid`). What this verifies:
 //!
-//! * the PTX entries carry `.maxntid 1024, 1, 1` and `.reqntid 32, 32, 1` between parameter
-//!   list and body, and no launch record is left in the PTX;
+//! * the PTX entries carry `.maxntid 1024, 1, 1`, `.reqntid 32, 32, 1` and
+//!   `.maxntid 256, 1, 1` + `.minnctapersm 4` between parameter list and body, and no launch
+//!   record is left in the PTX;
 //! * ptxas accepts the module, and its register report follows the bounds: the unbounded
-//!   kernel takes more than 64 registers per thread, the two bounded to 1024 threads at most
-//!   64 (65536 registers per SM / 1024 threads);
+//!   kernel takes more than 64 registers per thread, the three bounded to 1024 threads per SM
+//!   at most 64 (65536 registers per SM / 1024 threads);
 //! * the manifest records each declaration (and nothing for the kernel without any).
 //!
 //! Needs the pinned toolchain's `rust-src` and `llvm-tools`, and ptxas (`.tools/`, as
@@ -72,6 +74,11 @@ pub unsafe fn fixed(x: Slice<f32>, y: SliceMut<f32>) {
     unsafe { hungry(x, y) }
 }
 
+#[kernel(max_threads = 256, min_blocks = 4)]
+pub unsafe fn occupied(x: Slice<f32>, y: SliceMut<f32>) {
+    unsafe { hungry(x, y) }
+}
+
 #[kernel(dynamic_shared = u16, grid = "3d", max_threads = 64)]
 pub unsafe fn other(x: SliceMut<f32>) {}
 "#;
@@ -112,6 +119,10 @@ fn bounds_reach_ptx_ptxas_and_manifest() {
     assert_eq!(after_params("bounded"), ".maxntid 1024, 1, 1");
     assert_eq!(after_params("fixed"), ".reqntid 32, 32, 1");
     assert_eq!(after_params("other"), ".maxntid 64, 1, 1");
+    assert_eq!(
+        after_params("occupied"),
+        ".maxntid 256, 1, 1\n.minnctapersm 4"
+    );
 
     let launch = |name: &str| {
         let k = out
@@ -125,6 +136,13 @@ fn bounds_reach_ptx_ptxas_and_manifest() {
     assert!(launch("free").is_empty());
     assert_eq!(launch("bounded").max_threads, Some(1024));
     assert_eq!(launch("fixed").block, Some([32, 32, 1]));
+    assert_eq!(
+        (
+            launch("occupied").max_threads,
+            launch("occupied").min_blocks
+        ),
+        (Some(256), Some(4))
+    );
     let other = launch("other");
     assert_eq!(other.dynamic_shared.as_deref(), Some("uint16"));
     assert_eq!((other.grid_dims, other.max_threads), (Some(3), Some(64)));
@@ -143,14 +161,22 @@ fn bounds_reach_ptx_ptxas_and_manifest() {
             .and_then(|r| r.registers)
             .unwrap_or_else(|| panic!("{} reports no registers for `{name}`", ptxas.display()))
     };
-    let (free, bounded, fixed) = (regs("free"), regs("bounded"), regs("fixed"));
-    eprintln!("registers: free {free}, max_threads = 1024: {bounded}, block = (32, 32): {fixed}");
+    let (free, bounded, fixed, occupied) = (
+        regs("free"),
+        regs("bounded"),
+        regs("fixed"),
+        regs("occupied"),
+    );
+    eprintln!(
+        "registers: free {free}, max_threads = 1024: {bounded}, block = (32, 32): {fixed}, \
+         max_threads = 256 with min_blocks = 4: {occupied}"
+    );
     assert!(
         free > 64,
         "the unbounded kernel should need more than 64 registers: {free}"
     );
     assert!(
-        bounded <= 64 && fixed <= 64,
-        "bounded: {bounded}, fixed: {fixed}"
+        bounded <= 64 && fixed <= 64 && occupied <= 64,
+        "bounded: {bounded}, fixed: {fixed}, occupied: {occupied}"
     );
 }

@@ -1,6 +1,6 @@
 //! The launch-shape options of `#[kernel]` — `max_threads = n`, `block = (x, y, z)`,
-//! `dynamic_shared = T`, `grid = "2d"` — and the launch record they become (see
-//! `ferrocuda_abi::launch`).
+//! `min_blocks = n`, `dynamic_shared = T`, `grid = "2d"` — and the launch record they become
+//! (see `ferrocuda_abi::launch`).
 
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote};
@@ -9,11 +9,20 @@ use syn::punctuated::Punctuated;
 use syn::{Ident, LitInt, LitStr, Token, Type};
 
 /// The option names this module parses.
-pub const OPTIONS: [&str; 4] = ["max_threads", "block", "dynamic_shared", "grid"];
+pub const OPTIONS: [&str; 5] = [
+    "max_threads",
+    "block",
+    "min_blocks",
+    "dynamic_shared",
+    "grid",
+];
 
 /// Most threads per block, and the largest block extents, of every supported GPU.
 const MAX_THREADS: u32 = 1024;
 const MAX_DIMS: [u32; 3] = [1024, 1024, 64];
+/// Most resident blocks and threads of one SM of every supported GPU.
+const MAX_SM_BLOCKS: u32 = 32;
+const MAX_SM_THREADS: u32 = 2048;
 
 /// The launch options of one kernel.
 #[derive(Default)]
@@ -22,6 +31,7 @@ pub struct LaunchOptions {
     block: Option<([u16; 3], Span)>,
     dynamic_shared: Option<Type>,
     grid_dims: u8,
+    min_blocks: Option<(u8, Span)>,
 }
 
 impl LaunchOptions {
@@ -49,6 +59,14 @@ impl LaunchOptions {
                 );
             }
             self.block = Some((dims.map(|d| d as u16), span));
+        } else if key == "min_blocks" {
+            let lit: LitInt = input.parse()?;
+            match lit.base10_parse::<u32>() {
+                Ok(n) if (1..=MAX_SM_BLOCKS).contains(&n) => {
+                    self.min_blocks = Some((n as u8, lit.span()))
+                }
+                _ => return err(lit.span(), "min_blocks must be an integer in 1..=32"),
+            }
         } else if key == "dynamic_shared" {
             self.dynamic_shared = Some(input.parse()?);
         } else {
@@ -71,18 +89,43 @@ impl LaunchOptions {
     }
 
     /// The launch record of kernel `name` (nothing when no option was given), and on the host
-    /// a compile-time check of the declaration.
-    pub fn record(&self, name: &Ident) -> TokenStream2 {
+    /// a compile-time check of the declaration. Refuses `min_blocks` without a bound on the
+    /// threads of a block, or with more blocks of the bound than an SM holds.
+    pub fn record(&self, name: &Ident) -> syn::Result<TokenStream2> {
+        if let Some((n, span)) = self.min_blocks {
+            let threads = match (self.block, self.max_threads) {
+                (Some((b, _)), _) => b.iter().map(|&d| u32::from(d)).product(),
+                (None, Some((t, _))) => u32::from(t),
+                (None, None) => {
+                    return Err(syn::Error::new(
+                        span,
+                        "min_blocks needs `max_threads = n` or `block = (…)`: the threads of \
+                         the blocks that must fit",
+                    ))
+                }
+            };
+            if u32::from(n) * threads > MAX_SM_THREADS {
+                return Err(syn::Error::new(
+                    span,
+                    format!(
+                        "{n} blocks of {threads} threads do not fit on one SM (at most 2048 \
+                         threads)"
+                    ),
+                ));
+            }
+        }
         if self.max_threads.is_none()
             && self.block.is_none()
             && self.dynamic_shared.is_none()
             && self.grid_dims <= 1
+            && self.min_blocks.is_none()
         {
-            return TokenStream2::new();
+            return Ok(TokenStream2::new());
         }
         let max_threads = self.max_threads.map_or(0, |(n, _)| n);
         let [bx, by, bz] = self.block.map_or([0; 3], |(b, _)| b);
         let grid_dims = self.grid_dims;
+        let min_blocks = self.min_blocks.map_or(0, |(n, _)| n);
         let shared = match &self.dynamic_shared {
             Some(ty) => quote! {
                 <#ty as ::ferrocuda_device::__private::Element>::DTYPE as u8
@@ -95,10 +138,11 @@ impl LaunchOptions {
                 block: [#bx, #by, #bz],
                 dynamic_shared: #shared,
                 grid_dims: #grid_dims,
+                min_blocks: #min_blocks,
             }
         };
         let sym = format_ident!("__ferrocuda_launch__{}", name);
-        quote! {
+        Ok(quote! {
             #[cfg(not(target_arch = "nvptx64"))]
             const _: () = {
                 let _ = #decl.encode();
@@ -109,7 +153,7 @@ impl LaunchOptions {
             #[unsafe(no_mangle)]
             #[allow(non_upper_case_globals)]
             pub static #sym: [u8; ::ferrocuda_device::__private::LAUNCH_RECORD_LEN] = #decl.encode();
-        }
+        })
     }
 }
 

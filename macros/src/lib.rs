@@ -58,6 +58,9 @@ mod launch;
 /// * `block = (x, y, z)` (or `block = n`, `(x, y)`) — the kernel needs exactly this block
 ///   (PTX `.reqntid`): the host launches with it and refuses any other block a caller
 ///   passes. Excludes `max_threads`;
+/// * `min_blocks = n` (1..=32, with `max_threads` or `block`) — ptxas keeps each thread's
+///   registers low enough for `n` such blocks on one SM (PTX `.minnctapersm n`): an occupancy
+///   target that replaces its own heuristic, which can otherwise pick a tighter one and spill;
 /// * `dynamic_shared = T` — the kernel's dynamic shared memory holds `T`s: the host refuses a
 ///   dynamic shared size that is not a multiple of `size_of::<T>()`;
 /// * `grid = "2d"` / `"3d"` — the automatic grid covers the largest array argument in 2 (3)
@@ -137,8 +140,8 @@ impl Parse for Options {
                     key.span(),
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
                      `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
-                     `dynamic_shared = T`, `grid = \"2d\"`, `zero(…)`, `scratch(…)` or \
-                     `require(…)`",
+                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"`, `zero(…)`, \
+                     `scratch(…)` or `require(…)`",
                 ));
             }
             if !input.is_empty() {
@@ -255,7 +258,7 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
     let kernel = expand_final(
         &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras,
     );
-    let launch_record = opts.launch.record(name);
+    let launch_record = opts.launch.record(name)?;
     Ok(quote! { #kernel #launch_record })
 }
 

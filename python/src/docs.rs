@@ -60,6 +60,13 @@ fn launch_text(k: &Kernel<'_>) -> String {
     if d.max_threads != 0 {
         let _ = writeln!(s, "Blocks of at most {} threads.", d.max_threads);
     }
+    if d.min_blocks != 0 {
+        let _ = writeln!(
+            s,
+            "Compiled for at least {} resident blocks per multiprocessor.",
+            d.min_blocks
+        );
+    }
     if d.grid_dims >= 2 {
         let _ = writeln!(
             s,

@@ -233,6 +233,7 @@ mod tests {
             block,
             dynamic_shared: dynamic_shared.map_or(0, |t| t as u8),
             grid_dims,
+            min_blocks: 0,
         }
     }
 
