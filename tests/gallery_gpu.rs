@@ -9,7 +9,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use ferrocuda::abi::DType;
-use ferrocuda::host::array::ForeignArray;
+use ferrocuda::half::{bf16, f16};
 use ferrocuda::host::driver;
 use ferrocuda::{
     bundled, kernels, Arg, ArrayDesc, DeviceArray, ErrorKind, LaunchOptions, Scalar, StreamRef,
@@ -252,32 +252,41 @@ fn activations() -> TestResult {
             || format!("silu({v})"),
         )?;
     }
-    // axpy on float16 data (bits in u16 arrays, described as float16).
-    let h = |v: f32| half::f16::from_f32(v).to_bits();
-    let xs: Vec<u16> = (0..n).map(|i| h(i as f32 / 100.0)).collect();
-    let ys: Vec<u16> = (0..n).map(|i| h(1.0 - i as f32 / 300.0)).collect();
-    let (dxh, dyh) = (upload(xs.clone(), &[n])?, upload(ys.clone(), &[n])?);
-    let as_f16 = |a: &DeviceArray<u16>| {
-        let d = ArrayDesc::from_parts(
-            DType::F16,
-            a.shape(),
-            None,
-            a.device_ptr(),
-            false,
-            Some(a.stream()),
-        )
-        .map_err(err)?;
-        ForeignArray::new(d, (), true).map_err(err)
-    };
-    kernels::axpy_f16(0.25, &as_f16(&dxh)?, &as_f16(&dyh)?, &opts()).map_err(err)?;
-    for (i, g) in download(&dyh)?.into_iter().enumerate() {
-        let (xv, yv) = (
-            half::f16::from_bits(xs[i]).to_f32(),
-            half::f16::from_bits(ys[i]).to_f32(),
-        );
-        let want = half::f16::from_f32(0.25f32.mul_add(xv, yv)).to_bits();
-        ensure(g == want, || {
-            format!("axpy_f16 at {i}: {g:#x} vs {want:#x}")
+    // axpy on float16 and bfloat16 data: one f32 fma, one rounding to the storage type.
+    let xs: Vec<f32> = (0..n).map(|i| i as f32 / 100.0).collect();
+    let ys: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 / 300.0).collect();
+    macro_rules! axpy {
+        ($t:ty, $launch:path) => {{
+            let x: Vec<$t> = xs.iter().map(|&v| <$t>::from_f32(v)).collect();
+            let y: Vec<$t> = ys.iter().map(|&v| <$t>::from_f32(v)).collect();
+            let (dx, dy) = (upload(x.clone(), &[n])?, upload(y.clone(), &[n])?);
+            $launch(0.25, &dx, &dy, &opts()).map_err(err)?;
+            for (i, g) in download(&dy)?.into_iter().enumerate() {
+                let want = <$t>::from_f32(0.25f32.mul_add(x[i].to_f32(), y[i].to_f32()));
+                ensure(g.to_bits() == want.to_bits(), || {
+                    format!("{} at {i}: {g} vs {want}", stringify!($launch))
+                })?;
+            }
+        }};
+    }
+    axpy!(f16, kernels::axpy_f16);
+    axpy!(bf16, kernels::axpy_bf16);
+    // gelu on bfloat16 computes gelu_f32 of the widened values and rounds once: bit for bit
+    // the f32 kernel's result rounded on the host (both round to nearest even).
+    let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+    let (dxb, outb) = (upload(xb.clone(), &[n])?, upload(vec![bf16::NAN; n], &[n])?);
+    let wide = upload(xb.iter().map(|v| v.to_f32()).collect(), &[n])?;
+    let out32 = upload(vec![f32::NAN; n], &[n])?;
+    kernels::gelu_bf16(&dxb, &outb, &opts()).map_err(err)?;
+    kernels::gelu_f32(&wide, &out32, &opts()).map_err(err)?;
+    for (i, (g, w)) in download(&outb)?
+        .into_iter()
+        .zip(download(&out32)?)
+        .enumerate()
+    {
+        let want = bf16::from_f32(w);
+        ensure(g.to_bits() == want.to_bits(), || {
+            format!("gelu_bf16({}) = {g}, want {want}", xb[i])
         })?;
     }
     Ok(())

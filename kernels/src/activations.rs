@@ -3,12 +3,11 @@
 //! Every kernel streams 16-byte vectors where the arrays share their alignment (4 `f32` or
 //! 8 `f16` per load), one thread per vector (`items_per_thread`), and computes in `f32`
 //! whatever the storage type, rounding once to the output type — as PyTorch's kernels do
-//! (`opmath_t`). bf16 instances use the same generic bodies and are added with the
-//! array-interface `bfloat16` element type (see the commented rows below).
+//! (`opmath_t`); `f16` and `bf16` share the generic bodies.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
-use ferrocuda_device::half::f16;
+use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, Slice, SliceMut};
 
 /// `out[i] = f(x[i])` computed in the storage type's arithmetic type.
@@ -51,9 +50,10 @@ activations! {
         "GELU, tanh approximation: `out = x/2 · (1 + tanh(√(2/π)(x + 0.044715 x³)))`.";
     "silu", silu_f32: f32, 4, silu, "SiLU (swish): `out = x / (1 + e^-x)`.";
     "silu", silu_f16: f16, 8, silu, "SiLU (swish): `out = x / (1 + e^-x)`.";
-    // With the bfloat16 element type:
-    // "gelu", gelu_bf16: bf16, 8, gelu, "…"; "gelu_tanh", gelu_tanh_bf16: bf16, 8, gelu_tanh, "…";
-    // "silu", silu_bf16: bf16, 8, silu, "…";
+    "gelu", gelu_bf16: bf16, 8, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";
+    "gelu_tanh", gelu_tanh_bf16: bf16, 8, gelu_tanh,
+        "GELU, tanh approximation: `out = x/2 · (1 + tanh(√(2/π)(x + 0.044715 x³)))`.";
+    "silu", silu_bf16: bf16, 8, silu, "SiLU (swish): `out = x / (1 + e^-x)`.";
 }
 
 macro_rules! axpy {
@@ -77,5 +77,5 @@ macro_rules! axpy {
 }
 axpy! {
     axpy_f16: f16;
-    // With the bfloat16 element type: axpy_bf16: bf16;
+    axpy_bf16: bf16;
 }

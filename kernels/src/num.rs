@@ -7,7 +7,7 @@
 //! here in one private place until the device crate's math module provides them.
 
 use core::ops::{Add, Mul, Sub};
-use ferrocuda_device::half::f16;
+use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::warp::Shuffle;
 use ferrocuda_device::Element;
 
@@ -80,7 +80,7 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
 }
 
 /// A stored element type and the type its arithmetic runs in: `f32` and `f64` themselves,
-/// `f16` (and `bf16`) widened to `f32`.
+/// `f16` and `bf16` widened to `f32`.
 pub trait Storage: Element + Copy {
     /// The arithmetic type.
     type Acc: Acc;
@@ -126,11 +126,18 @@ impl Storage for f16 {
     }
 }
 
-// bf16 joins with the array-interface `bfloat16` entry (a bf16 `Element`); its conversions are
-// `bf16::to_f32` (exact) and `bf16::from_f32` (`cvt.rn.bf16.f32`):
-//
-// impl Storage for bf16 { type Acc = f32; fn widen(self) -> f32 { self.to_f32() }
-//                         fn narrow(a: f32) -> bf16 { bf16::from_f32(a) } }
+impl Storage for bf16 {
+    type Acc = f32;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    /// `cvt.rn.bf16.f32`.
+    #[inline(always)]
+    fn narrow(a: f32) -> bf16 {
+        bf16::from_f32(a)
+    }
+}
 
 /// The activation functions of the gallery, in `f32`.
 pub mod act {

@@ -13,12 +13,12 @@
 //! The register schedules read rows once, in 16-byte vectors: they take arrays whose rows are
 //! contiguous, 16-byte aligned and a whole number of vectors long (a multiple of 4 `f32`,
 //! 8 `f16`, 2 `f64`) — the common layouts; any other layout is streamed, element by element
-//! (coalesced when the inner stride is 1). `f16` data is computed in `f32`. Special values follow PyTorch: a row containing NaN
+//! (coalesced when the inner stride is 1). `f16` and `bf16` data are computed in `f32`. Special values follow PyTorch: a row containing NaN
 //! or `+∞`, or only `−∞`, becomes NaN.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
-use ferrocuda_device::half::f16;
+use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, View, ViewMut};
 
 /// Values per lane of the warp schedule.
@@ -265,7 +265,7 @@ macro_rules! softmaxes {
         ///
         /// `x`, `out`: 2-D arrays of one shape, any strides (16-byte vectors when both have
         /// contiguous, aligned rows); `out` may be `x`. Any shape, empty included. Computed in
-        /// `f32` for `f16`/`f32` data (`f64` for `f64`): within a few ulp of the correctly rounded
+        /// `f32` for `f16`/`bf16`/`f32` data (`f64` for `f64`): within a few ulp of the correctly rounded
         /// result (libdevice `exp`/`log`, one reciprocal). Grid and block: any (automatic: one
         /// resident wave; rows up to 1024 elements need blocks of a multiple of 32 threads for
         /// the warp schedule, otherwise the block schedules run).
@@ -283,6 +283,6 @@ softmaxes! {
     "log_softmax", log_softmax_f32: f32, 4, true;
     "log_softmax", log_softmax_f64: f64, 2, true;
     "log_softmax", log_softmax_f16: f16, 8, true;
-    // With the bfloat16 element type:
-    // "softmax", softmax_bf16: bf16, 8, false; "log_softmax", log_softmax_bf16: bf16, 8, true;
+    "softmax", softmax_bf16: bf16, 8, false;
+    "log_softmax", log_softmax_bf16: bf16, 8, true;
 }

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gpu
 
 K = ferrocuda.kernels
 SIZES = [0, 1, 7, 255, 1000, 4097, (1 << 20) + 3]
-EPS = {"float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
+EPS = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
 
 
 @pytest.fixture(params=list(BACKENDS))
@@ -469,6 +469,130 @@ def test_activations_on_torch(torch: Any) -> None:
         out = torch.full_like(x, float("nan"))
         getattr(K, name)(x, out)
         torch.testing.assert_close(out, ref(x), rtol=2e-6, atol=2e-7)
+
+
+# ---- bfloat16 (softmax, log_softmax, activations, axpy) ------------------------------------------
+#
+# Inputs from PyTorch (bfloat16 tensors, read through the tensor fast path) and JAX (read-only
+# bfloat16 arrays; outputs in ferrocuda arrays); references in float64 from the inputs' exact
+# values (ml_dtypes' bfloat16 on the host), or bit-exact where the kernel's one f32 rounding
+# then one bf16 rounding can be reproduced (axpy).
+
+
+def bf16_host(rng: np.random.Generator, shape: Any, scale: float) -> np.ndarray:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return (rng.standard_normal(shape) * scale).astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+def torch_bf16(torch: Any, h: np.ndarray) -> Any:
+    """The bfloat16 host array ``h`` as a CUDA tensor (bits copied)."""
+    return torch.from_numpy(np.ascontiguousarray(h).view(np.int16)).cuda().view(torch.bfloat16)
+
+
+def torch_bf16_to_host(torch: Any, t: Any) -> np.ndarray:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return t.contiguous().view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
+
+
+def softmax_bf16_tol(want: np.ndarray, log: bool) -> np.ndarray:
+    # As for float16: the f32 computation (libdevice exp/log, one reciprocal), then one rounding
+    # to bfloat16 (½ ulp, 2^-8 relative).
+    return 16 * EPS["float32"] * (np.abs(want) + (1.0 if log else 0.0)) + 2 * EPS["bfloat16"] * np.abs(want) + 1e-300
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape", [(0, 4), (1, 1), (5, 7), (33, 1024), (7, 4096), (3, 5000), (2, 70001)])
+def test_softmax_bf16_torch(torch: Any, rng: np.random.Generator, shape: Tuple[int, int], log: bool) -> None:
+    f = K.log_softmax if log else K.softmax
+    xh = bf16_host(rng, shape, 4.0)
+    x = torch_bf16(torch, xh)
+    out = torch.full(shape, float("nan"), dtype=torch.bfloat16, device="cuda")
+    f(x, out)
+    got = torch_bf16_to_host(torch, out)
+    want = np_softmax(xh.astype(np.float64), log)
+    close(got, want, softmax_bf16_tol(want, log), f"{f.name} bfloat16 {shape}")
+    # Transposed (strided rows: the streaming schedule) and in place.
+    if shape[0] > 1 and shape[1] > 1:
+        v = x.T
+        out = torch.full(v.shape, float("nan"), dtype=torch.bfloat16, device="cuda")
+        f(v, out)
+        want_t = np_softmax(xh.T.astype(np.float64), log)
+        close(torch_bf16_to_host(torch, out), want_t, softmax_bf16_tol(want_t, log), "transposed")
+        f(x, x)
+        close(torch_bf16_to_host(torch, x), want, softmax_bf16_tol(want, log), "in place")
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_bf16_jax(jax: Any, rng: np.random.Generator, log: bool) -> None:
+    f = K.log_softmax if log else K.softmax
+    jnp = jax.numpy
+    for shape in ((9, 100), (33, 1024), (3, 5000)):
+        xh = bf16_host(rng, shape, 4.0)
+        x = jnp.asarray(xh)
+        x.block_until_ready()
+        out = ferrocuda.DeviceArray.empty(shape, "bfloat16")
+        f(x, out)
+        got = out.to_numpy()
+        assert got.dtype == xh.dtype
+        want = np_softmax(xh.astype(np.float64), log)
+        close(got, want, softmax_bf16_tol(want, log), f"{f.name} jax bfloat16 {shape}")
+
+
+def act_bf16_tol(x: np.ndarray, want: np.ndarray) -> np.ndarray:
+    # The f32 tolerance of test_activations, then one rounding to bfloat16 (½ ulp; 2^-133 is
+    # bfloat16's smallest subnormal).
+    return 8 * EPS["float32"] * (np.abs(want) + np.abs(x.astype(np.float64))) + EPS["bfloat16"] * np.abs(want) + 2.0**-133
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])
+def test_activations_bf16_torch(torch: Any, rng: np.random.Generator, name: str) -> None:
+    refs = {
+        "gelu": lambda t: torch.nn.functional.gelu(t),
+        "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+        "silu": torch.nn.functional.silu,
+    }
+    for n in (0, 1, 7, 1000, 4099, (1 << 20) + 3):
+        xh = bf16_host(rng, n, 4.0)
+        xh[: min(n, 4)] = np.array([0.0, -30.0, 30.0, np.nan][: min(n, 4)], np.float32).astype(xh.dtype)
+        x = torch_bf16(torch, xh)
+        out = torch.full((n,), float("nan"), dtype=torch.bfloat16, device="cuda")
+        getattr(K, name)(x, out)
+        got = torch_bf16_to_host(torch, out)
+        want = np_act(name, xh.astype(np.float64))
+        close(got, want, act_bf16_tol(xh, want), f"{name} bfloat16 n={n}")
+        # PyTorch computes in f32 too and rounds once: equal, or one bf16 ulp apart where the
+        # two f32 results straddle a rounding boundary.
+        torch.testing.assert_close(out.float(), refs[name](x).float(), rtol=2.0**-7, atol=2.0**-126, equal_nan=True)
+
+
+def test_activations_bf16_jax(jax: Any, rng: np.random.Generator) -> None:
+    jnp = jax.numpy
+    xh = bf16_host(rng, 10_007, 4.0)
+    x = jnp.asarray(xh)
+    x.block_until_ready()
+    for name in ("gelu", "gelu_tanh", "silu"):
+        out = ferrocuda.DeviceArray.empty(xh.shape, "bfloat16")
+        getattr(K, name)(x, out)
+        want = np_act(name, xh.astype(np.float64))
+        close(out.to_numpy(), want, act_bf16_tol(xh, want), f"{name} jax bfloat16")
+
+
+def test_axpy_bf16(torch: Any, jax: Any, rng: np.random.Generator) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    # 0.75·x is exact in f32 (bfloat16 has 8 significant bits), so the kernel's fma rounds the
+    # same f32 value NumPy's product-then-sum does; both then round once to bfloat16.
+    for n in (0, 1, 7, 1001, (1 << 20) + 3):
+        xh, yh = bf16_host(rng, n, 1.0), bf16_host(rng, n, 1.0)
+        want = (0.75 * xh.astype(np.float32) + yh.astype(np.float32)).astype(ml_dtypes.bfloat16)
+        y = torch_bf16(torch, yh)
+        K.axpy(0.75, torch_bf16(torch, xh), y)
+        assert np.array_equal(torch_bf16_to_host(torch, y).view(np.uint16), want.view(np.uint16)), f"torch n={n}"
+        # A read-only JAX x, a ferrocuda y.
+        x = jax.numpy.asarray(xh)
+        x.block_until_ready()
+        dy = ferrocuda.DeviceArray.from_numpy(yh)
+        K.axpy(0.75, x, dy)
+        assert np.array_equal(dy.to_numpy().view(np.uint16), want.view(np.uint16)), f"jax n={n}"
 
 
 def test_axpy_f16(torch: Any) -> None:
