@@ -18,16 +18,16 @@
 //! | `sum`, `min`, `max` | `{sum,min,max}_{f32,f64,i32,i64}` | whole-array reduction in one launch (last block finishes; `sum_i32` returns `int64`) |
 //! | `sum_rows` | `sum_rows_{f32,f64}` | sum along the last axis of a 2-D view |
 //! | `histogram` | `histogram_{u8,i32,f32,f64}` | `numpy.histogram` with equal-width bins, exactly; privatized shared-memory counts |
-//! | `softmax`, `log_softmax` | `…_{f32,f64,f16}` | along rows of a 2-D view; warp- or block-per-row in registers, streamed for long rows |
+//! | `softmax`, `log_softmax` | `…_{f32,f64,f16,bf16}` | along rows of a 2-D view; warp- or block-per-row in registers, streamed for long rows |
 //! | `matmul` | `matmul_f32` | `c = α·a@b + β·c` on strided views, 128×128 tiles, 8×8 per thread |
 //! | `stencil5` | `stencil5_{f32,f64}` | zero-padded 5-point Laplacian of a 2-D view |
 //! | `cumsum`, `cumsum_exclusive` | `…_{f32,f64,i32,i64,i32_i64}` | single-pass prefix sums (decoupled look-back) |
-//! | `gelu`, `gelu_tanh`, `silu` | `…_{f32,f16}` | activations, computed in `f32` |
-//! | `axpy` | `axpy_f16` | `y = α·x + y` on `float16` |
+//! | `gelu`, `gelu_tanh`, `silu` | `…_{f32,f16,bf16}` | activations, computed in `f32` |
+//! | `axpy` | `axpy_{f16,bf16}` | `y = α·x + y` on `float16` / `bfloat16` |
 //!
-//! bf16 instances of the half-precision kernels share their generic bodies and are enabled
-//! with the array-interface `bfloat16` element type. Kernels that need a fixed block (256
-//! threads: `matmul`, `cumsum`) run a simple, correct fallback under any other block size.
+//! Launch declarations: `cumsum` needs blocks of exactly 256 threads (`block = 256`), `matmul`
+//! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); the others
+//! take any block.
 //!
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)

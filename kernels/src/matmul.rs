@@ -23,8 +23,13 @@
 //!   written with 16-byte stores where possible; `β = 0` never reads `C` (BLAS semantics: NaN in
 //!   `C` is overwritten).
 //!
-//! Blocks of another size than 256 threads run a simple correct loop (one thread per element
-//! of `C`).
+//! Launch bounds: blocks of at most 256 threads (`max_threads = 256`, PTX `.maxntid`; larger
+//! blocks are refused by the launcher), which lets ptxas give each thread the registers the
+//! 8×8 accumulators and the double buffer need (155 on sm_80 and sm_90, no spills). Two
+//! blocks per SM (`.minnctapersm 2`) would cap a thread at 128 registers, and ptxas then
+//! spills (76 bytes on sm_90, 132 on sm_80); a fixed block (`.reqntid 256`) makes ptxas for
+//! sm_80 cap at 128 registers and spill too. So one block of 256 threads per SM. Smaller
+//! blocks run a simple correct loop (one thread per element of `C`).
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
@@ -522,9 +527,9 @@ unsafe fn blend(c: &ViewMut<f32, 2>, off: isize, v: f32, alpha: f32, beta: f32) 
 /// differ, a `c` of the wrong shape. Accuracy: each element is a sequence of K fused
 /// multiply-adds in `k` order (error ≲ K·ε·Σ|a||b|), then `α·s + β·c` with one more FMA.
 /// Blocks of 256 threads (the automatic block) take the tiled schedule, one 128×128 tile of
-/// `c` per block at a time (automatic grid: one block per tile); other block sizes a simple
-/// loop.
-#[kernel(family = "matmul", items_per_thread = 64,
+/// `c` per block at a time (automatic grid: one block per tile); smaller blocks a simple
+/// loop; larger blocks are refused (`max_threads = 256`).
+#[kernel(family = "matmul", items_per_thread = 64, max_threads = 256,
          require(a.shape[1] == b.shape[0], "the inner dimensions of a and b must agree"),
          require(c.shape[0] == a.shape[0], "c must have a's row count"),
          require(c.shape[1] == b.shape[1], "c must have b's column count"),

@@ -16,8 +16,14 @@
 //! Integers wrap (`int32` input can accumulate into `int64` output, as NumPy's default). Float
 //! results depend on which predecessors had published their prefixes when a tile looked back,
 //! so they may differ in the last bits from run to run (errors ≲ log₂(n)·ε·Σ|x| in practice);
-//! integer results are exact and deterministic. Other block sizes run a slower scan in one
-//! block (correct for any size).
+//! integer results are exact and deterministic.
+//!
+//! The kernels declare their block, `block = 256` (PTX `.reqntid 256, 1, 1`): the launcher
+//! uses it and refuses any other, and ptxas, knowing the exact block, aims at an occupancy of
+//! its own (four to five blocks per SM for 32-bit data, where it needs one `min_blocks = 4` to
+//! avoid a spill; two for `i32 → i64`). The status words are accessed unchecked: their
+//! indices are in bounds by construction, and a bounds check's trap path costs 8 to 16
+//! registers.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
@@ -68,24 +74,43 @@ bits! {
 }
 
 /// The status of tile `t`: words `1 + 3t` (flag), `2 + 3t` (aggregate), `3 + 3t` (prefix).
+/// Unchecked: a bounds check's failure path (the trap record) costs the scan 8 to 16
+/// registers, and the indices are in bounds by construction.
+///
+/// # Safety
+///
+/// `t` is a tile of the launch (`t < ⌈n / tile⌉`, which sizes `status`: the kernel's scratch
+/// declaration) and `k < 3`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn word(status: &AtomicSlice<u64>, t: usize, k: usize) -> AtomicRef<'_, u64> {
-    status.at(1 + 3 * t + k)
+unsafe fn word(status: &AtomicSlice<u64>, t: usize, k: usize) -> AtomicRef<'_, u64> {
+    // SAFETY: 1 + 3t + k < 1 + 3·tiles, the workspace's length (the caller's contract).
+    unsafe { status.at_unchecked(1 + 3 * t + k) }
 }
 
 /// Publishes `value` for tile `t` under `flag` (the value first, then the flag, released).
+///
+/// # Safety
+///
+/// As [`word`]; `flag` is [`AGGREGATE`] or [`PREFIX`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn publish<A: Bits>(status: &AtomicSlice<u64>, t: usize, flag: u64, value: A) {
-    word(status, t, flag as usize).store(value.to_u64(), Order::Relaxed, Scope::Device);
-    word(status, t, 0).store(flag, Order::Release, Scope::Device);
+unsafe fn publish<A: Bits>(status: &AtomicSlice<u64>, t: usize, flag: u64, value: A) {
+    // SAFETY: the caller's contract; flag < 3.
+    unsafe {
+        word(status, t, flag as usize).store(value.to_u64(), Order::Relaxed, Scope::Device);
+        word(status, t, 0).store(flag, Order::Release, Scope::Device);
+    }
 }
 
 /// Warp 0's look-back for tile `t > 0`: the sum of every element before the tile.
+///
+/// # Safety
+///
+/// As [`word`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn look_back<A: Reducible + Bits>(status: &AtomicSlice<u64>, t: usize, lane: usize) -> A
+unsafe fn look_back<A: Reducible + Bits>(status: &AtomicSlice<u64>, t: usize, lane: usize) -> A
 where
     block::Sum: ReduceOp<A>,
 {
@@ -97,13 +122,16 @@ where
         if lane < end {
             let p = end - 1 - lane;
             loop {
-                flag = word(status, p, 0).load(Order::Acquire, Scope::Device);
+                // SAFETY: p < t, a tile of the launch.
+                flag = unsafe { word(status, p, 0) }.load(Order::Acquire, Scope::Device);
                 if flag != 0 {
                     break;
                 }
                 thread::nanosleep(32);
             }
-            v = A::from_u64(word(status, p, flag as usize).load(Order::Relaxed, Scope::Device));
+            // SAFETY: p < t; a published flag is AGGREGATE (1) or PREFIX (2).
+            let w = unsafe { word(status, p, flag as usize) };
+            v = A::from_u64(w.load(Order::Relaxed, Scope::Device));
         }
         // The nearest predecessor with a prefix closes the window: add it and everything
         // nearer (aggregates), nothing farther.
@@ -124,8 +152,9 @@ where
 ///
 /// # Safety
 ///
-/// Kernel-launch context; `status` holds `3 · ⌈n / tile⌉ + 1` zeroed words (the kernel's
-/// scratch declaration, with the tile of `L` · 4 · 256 elements); `out` has `x`'s length.
+/// Kernel-launch context with blocks of [`THREADS`] threads (the kernel's `block`
+/// declaration); `status` holds `3 · ⌈n / tile⌉ + 1` zeroed words (the kernel's scratch
+/// declaration, with the tile of `L` · 4 · 256 elements); `out` has `x`'s length.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, const EXCL: bool>(
@@ -136,11 +165,6 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
     block::Sum: ReduceOp<A>,
 {
     let n = x.len();
-    if thread::block_threads() as usize != THREADS {
-        // SAFETY: forwarded contract.
-        unsafe { cumsum_one_block::<T, A, EXCL>(x, out) };
-        return;
-    }
     // SAFETY: the workspace is only accessed atomically.
     let status = unsafe { AtomicSlice::from_scratch(status) };
     let tile_len = THREADS * VECS * L;
@@ -152,7 +176,9 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
     let out_vec = L * core::mem::size_of::<A>() == 16 && out.as_mut_ptr() as usize % 16 == 0;
     loop {
         if rank == 0 {
-            let t = status.at(0).fetch_add(1, Order::Relaxed, Scope::Device);
+            // SAFETY: word 0, the tile counter (the workspace has 3·tiles + 1 ≥ 1 words).
+            let counter = unsafe { status.at_unchecked(0) };
+            let t = counter.fetch_add(1, Order::Relaxed, Scope::Device);
             // SAFETY: the block's shared tile slot; read after the barrier below.
             unsafe { sh.add(WARPS + 1).write(t) };
         }
@@ -220,13 +246,15 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
             let prefix = if t == 0 {
                 A::ZERO
             } else {
+                // SAFETY (both): t < tiles (the loop's condition).
                 if lane == 0 {
-                    publish(&status, t, AGGREGATE, aggregate);
+                    unsafe { publish(&status, t, AGGREGATE, aggregate) };
                 }
-                look_back::<A>(&status, t, lane)
+                unsafe { look_back::<A>(&status, t, lane) }
             };
             if lane == 0 {
-                publish(&status, t, PREFIX, prefix.add(aggregate));
+                // SAFETY: t < tiles.
+                unsafe { publish(&status, t, PREFIX, prefix.add(aggregate)) };
                 // SAFETY: the block's prefix slot; read after the barrier below.
                 unsafe { sh.add(WARPS).write(prefix.to_u64()) };
             }
@@ -266,68 +294,25 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
     }
 }
 
-/// The same scan by block 0 alone, for any block size: chunks of one element per thread,
-/// each scanned by the block and offset by the running total.
-///
-/// # Safety
-///
-/// As [`cumsum`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn cumsum_one_block<T: Element + Widen<A>, A: Reducible, const EXCL: bool>(
-    x: Slice<T>,
-    out: SliceMut<A>,
-) where
-    block::Sum: ReduceOp<A>,
-{
-    if block_rank() != 0 {
-        return;
-    }
-    let (n, bt) = (x.len(), thread::block_threads() as usize);
-    let rank = thread::rank_in_block() as usize;
-    let scratch = block_scratch::<A>();
-    let mut carry = A::ZERO;
-    let mut start = 0;
-    while start < n {
-        let i = start + rank;
-        // SAFETY: i < n.
-        let v = if i < n {
-            unsafe { x.get_unchecked(i) }.widen_to()
-        } else {
-            A::ZERO
-        };
-        // SAFETY (all three): the whole block calls (a block-uniform loop).
-        let y = unsafe {
-            if EXCL {
-                block::exclusive_scan(v, A::ZERO, block::Sum, scratch)
-            } else {
-                block::inclusive_scan(v, block::Sum, scratch)
-            }
-        };
-        let total = unsafe { block::reduce(v, block::Sum, scratch) };
-        if i < n {
-            // SAFETY: i < n; one thread per element.
-            unsafe { out.write_unchecked(i, carry.add(y)) };
-        }
-        carry = carry.add(total);
-        start += bt;
-    }
-}
-
 macro_rules! scans {
-    ($($family:literal, $name:ident: $t:ty => $a:ty, $lanes:literal, $tile:literal, $excl:literal;)*) => {$(
+    ($($family:literal, $name:ident: $t:ty => $a:ty, $lanes:literal, $tile:literal, $excl:literal
+       $(, $opt:ident = $val:literal)*;)*) => {$(
         #[doc = concat!("`", $family, "`: the ", stringify!($excl), " prefix sums of `x` \
                          (`true`: exclusive, `out[0] = 0`; `false`: inclusive, `out[i] = x[0] + … \
                          + x[i]`), in one pass (see the module documentation).")]
         ///
         /// `x`: a C-contiguous array of any length (in C order); `out`: the same number of
-        /// elements. Blocks of 256 threads (the automatic block); any grid (automatic: one
-        /// block per tile). Integers: exact, wrapping. Floats: see the module documentation.
-        #[kernel(family = $family, items_per_thread = 16,
+        /// elements. Blocks of exactly 256 threads (`block = 256`: the launcher refuses any
+        /// other); any grid (automatic: one block per tile). Integers: exact, wrapping. Floats:
+        /// see the module documentation.
+        #[kernel(family = $family, items_per_thread = 16, block = 256, $($opt = $val,)*
                  scratch(status = 3 * x.len().div_ceil($tile) + 1),
                  require(out.len() == x.len(), "out holds one sum per element of x"))]
         pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$a>, status: Scratch<u64>) {
-            // SAFETY: launched as a kernel with the declared workspace.
+            // The workspace's formula and the kernel's tile agree.
+            #[cfg(target_arch = "nvptx64")]
+            const { assert!($tile == THREADS * VECS * $lanes) };
+            // SAFETY: launched as a kernel with the declared block and workspace.
             unsafe { cumsum::<$t, $a, $lanes, $excl>(x, out, status) }
         }
     )*};
@@ -338,7 +323,9 @@ scans! {
     "cumsum", cumsum_i32: i32 => i32, 4, 4096, false;
     "cumsum", cumsum_i32_i64: i32 => i64, 4, 4096, false;
     "cumsum", cumsum_i64: i64 => i64, 2, 2048, false;
-    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, 4, 4096, true;
+    // ptxas's own occupancy target for this one under `.reqntid 256` (sm_90: 40 registers, six
+    // blocks per SM) spills; four blocks, as the others get, fit without.
+    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, 4, 4096, true, min_blocks = 4;
     "cumsum_exclusive", cumsum_exclusive_f64: f64 => f64, 2, 2048, true;
     "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, 4, 4096, true;
     "cumsum_exclusive", cumsum_exclusive_i32_i64: i32 => i64, 4, 4096, true;

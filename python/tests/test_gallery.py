@@ -31,6 +31,21 @@ def test_workspaces_are_not_arguments() -> None:
     assert "Requires ``a.shape[1] == b.shape[0]``" in K.matmul.__doc__
 
 
+def test_launch_declarations() -> None:
+    by_name = {k["name"]: k for k in json.loads(K.module.manifest)["kernels"]}
+    # The scans run blocks of exactly 256 threads; matmul at most 256 (smaller: a simple loop).
+    for name in ("cumsum_f32", "cumsum_i32_i64", "cumsum_exclusive_i64"):
+        assert by_name[name]["launch"] == {"block": [256, 1, 1]}, name
+    assert by_name["cumsum_exclusive_f32"]["launch"] == {"block": [256, 1, 1], "min_blocks": 4}
+    assert by_name["matmul_f32"]["launch"] == {"max_threads": 256}
+    assert "exactly (256, 1, 1)" in K.cumsum_f32.__doc__
+    assert "at least 4 resident blocks" in K.cumsum_exclusive_f32.__doc__
+    assert "at most 256 threads" in K.matmul_f32.__doc__
+    # Kernels whose schedules work for any block declare nothing.
+    for name in ("sum_f32", "histogram_u8", "softmax_f32", "stencil5_f32", "gelu_bf16"):
+        assert "launch" not in by_name[name], name
+
+
 def test_gallery_families() -> None:
     want = {
         "sum", "min", "max", "sum_rows", "histogram", "softmax", "log_softmax", "matmul",

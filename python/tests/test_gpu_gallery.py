@@ -342,10 +342,12 @@ def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
     an, bn = cp.asnumpy(a), cp.asnumpy(b)
     close(cp.asnumpy(c), 2.0 * (an.astype(np.float64) @ bn.astype(np.float64)), matmul_tol(an, bn, an[:, :1], 2.0, 0.0), "views")
     assert np.isnan(cp.asnumpy(c_base[:, 0])).all() and np.isnan(cp.asnumpy(c_base[:, 191:])).all(), "wrote outside the view"
-    # Blocks of another size: the simple schedule.
+    # Smaller blocks: the simple schedule; larger ones are refused (max_threads = 256).
     c = cp.full((300, 190), cp.nan, cp.float32)
     K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=128)
     close(cp.asnumpy(c), A.astype(np.float64) @ B.astype(np.float64), matmul_tol(A, B, A[:, :1], 1.0, 0.0), "block 128")
+    with pytest.raises(ValueError, match=r"compiled for at most 256"):
+        K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=512)
 
 
 def test_matmul_bad_arguments(cp: Any) -> None:
@@ -416,14 +418,18 @@ def test_cumsum(backend: Backend, out_backend: Backend, rng: np.random.Generator
     close(got, want, tol, f"cumsum {dtype}")
 
 
-def test_cumsum_fallback_block_and_in_place(cp: Any, rng: np.random.Generator) -> None:
+def test_cumsum_block_grid_and_in_place(cp: Any, rng: np.random.Generator) -> None:
     x = random(rng, 5000, "int32")
     out = cp.full(5000, -7, cp.int64)
-    K.cumsum(cp.asarray(x), out, block=96)
-    same(cp.asnumpy(out), np.cumsum(x, dtype=np.int64), "block 96")
+    # The declared block (256 threads) is the only one.
+    with pytest.raises(ValueError, match=r"requires block \(256, 1, 1\)"):
+        K.cumsum(cp.asarray(x), out, block=96)
+    K.cumsum(cp.asarray(x), out, block=256)
+    same(cp.asnumpy(out), np.cumsum(x, dtype=np.int64), "block 256")
+    # Any grid: fewer blocks than tiles take several tiles each.
     out = cp.full(5000, -7, cp.int64)
-    K.cumsum_exclusive(cp.asarray(x), out, block=96, grid=3)
-    same(cp.asnumpy(out), np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]), "exclusive, block 96")
+    K.cumsum_exclusive(cp.asarray(x), out, grid=1)
+    same(cp.asnumpy(out), np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]), "exclusive, 1 block")
     y = cp.asarray(random(rng, 300001, "int64"))
     want = np.cumsum(cp.asnumpy(y))
     K.cumsum(y, y, grid=7)
