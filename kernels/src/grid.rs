@@ -5,8 +5,8 @@
 //! harmlessly under a 2-D grid; the gallery's reductions, histograms and scans must count every
 //! element exactly once whatever grid the caller passes, so they walk these linear indices.
 
-use core::mem::MaybeUninit;
-use ferrocuda_device::thread;
+use ferrocuda_device::block::SCRATCH_LEN_MAX;
+use ferrocuda_device::{shared_array, thread};
 
 /// This block's linear index, `x + y·gx + z·gx·gy`.
 #[inline(always)]
@@ -32,17 +32,13 @@ pub fn thread_rank() -> (usize, usize) {
     )
 }
 
-/// 16-byte aligned words.
-#[repr(C, align(16))]
-pub struct Words<const N: usize>(pub [u64; N]);
-
-#[link_section = ferrocuda_abi::shared_section!()]
-static mut REDUCE: MaybeUninit<Words<64>> = MaybeUninit::uninit();
-
 /// The block's scratch for `ferrocuda_device::block` collectives: 64 elements of `T`
-/// (`block::SCRATCH_LEN_MAX`), shared memory, 16-byte aligned.
+/// (`block::SCRATCH_LEN_MAX`, enough for any block), shared memory, 16-byte aligned. One array
+/// for every caller (a shared array's element type cannot be generic: 64 words, viewed as `T`).
 #[inline(always)]
 pub fn block_scratch<T>() -> *mut T {
-    const { assert!(core::mem::size_of::<T>() <= 8) };
-    (&raw mut REDUCE).cast()
+    const { assert!(core::mem::size_of::<T>() <= 8 && core::mem::align_of::<T>() <= 16) };
+    shared_array!(u64, SCRATCH_LEN_MAX, align = 16)
+        .as_mut_ptr()
+        .cast()
 }

@@ -38,13 +38,9 @@ use ferrocuda_device::{kernel, Slice};
 #[cfg(target_arch = "nvptx64")]
 const COUNTERS: usize = 8192;
 
+/// The `uint8` kernel's table: the bin of each byte value (−1: none).
 #[cfg(target_arch = "nvptx64")]
-#[link_section = ferrocuda_abi::shared_section!()]
-static mut HIST: MaybeUninit<[u32; COUNTERS]> = MaybeUninit::uninit();
-
-#[cfg(target_arch = "nvptx64")]
-#[link_section = ferrocuda_abi::shared_section!()]
-static mut LUT: MaybeUninit<[i32; 256]> = MaybeUninit::uninit();
+type Table = ferrocuda_device::shared::SharedArray<i32, 256>;
 
 /// NumPy's uniform-bin rule for one launch (see the module documentation).
 #[cfg(target_arch = "nvptx64")]
@@ -211,7 +207,7 @@ unsafe fn histogram<T: Binnable, const L: usize>(
     bins: AtomicSlice<i64>,
     lo: f64,
     hi: f64,
-    lut: Option<*mut i32>,
+    lut: Option<Table>,
 ) {
     let nb = bins.len();
     let b = Binner::new(lo, hi, nb);
@@ -238,11 +234,12 @@ unsafe fn histogram<T: Binnable, const L: usize>(
     while nb * reps > COUNTERS {
         reps /= 2;
     }
-    let hist: *mut u32 = (&raw mut HIST).cast();
+    // One array for the four kernels (each launch runs one of them).
+    let hist = shared_array!(u32, COUNTERS);
     let mut i = rank;
     while i < nb * reps {
         // SAFETY: i < nb · reps <= COUNTERS.
-        unsafe { hist.add(i).write(0) };
+        unsafe { hist.write_unchecked(i, 0) };
         i += bt;
     }
     let lane = rank % 32 % reps;
@@ -250,7 +247,7 @@ unsafe fn histogram<T: Binnable, const L: usize>(
         // SAFETY: bin < nb, lane < reps: a counter of this block's histogram.
         unsafe {
             shared::red_add(
-                hist.add(bin as usize * reps + lane),
+                hist.as_mut_ptr().add(bin as usize * reps + lane),
                 1,
                 Order::Relaxed,
                 Scope::Block,
@@ -276,7 +273,7 @@ unsafe fn histogram<T: Binnable, const L: usize>(
             while v < 256 {
                 let bin = (v as u8).bin(&b).map_or(-1, |i| i as i32);
                 // SAFETY: v < 256, the table's length.
-                unsafe { lut.add(v).write(bin) };
+                unsafe { lut.write_unchecked(v, bin) };
                 identity &= bin == v as i32;
                 v += bt;
             }
@@ -290,7 +287,7 @@ unsafe fn histogram<T: Binnable, const L: usize>(
                     visit::<T, L>(x, tid, threads, |_, v| add(v.byte() as u32));
                 } else {
                     visit::<T, L>(x, tid, threads, |_, v| {
-                        let i = *lut.add(v.byte());
+                        let i = lut.get_unchecked(v.byte());
                         if i >= 0 {
                             add(i as u32);
                         }
@@ -307,7 +304,7 @@ unsafe fn histogram<T: Binnable, const L: usize>(
         let mut sum = 0u64;
         for r in 0..reps {
             // SAFETY: bin < nb, (r + bin) % reps < reps.
-            sum += unsafe { hist.add(bin * reps + (r + bin) % reps).read() } as u64;
+            sum += unsafe { hist.get_unchecked(bin * reps + (r + bin) % reps) } as u64;
         }
         if sum != 0 {
             bins.at(bin)
@@ -342,7 +339,7 @@ macro_rules! histograms {
     )*};
 }
 histograms! {
-    histogram_u8: u8, Some((&raw mut LUT).cast());
+    histogram_u8: u8, Some(shared_array!(i32, 256));
     histogram_i32: i32, None;
     histogram_f32: f32, None;
     histogram_f64: f64, None;

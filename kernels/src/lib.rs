@@ -35,7 +35,7 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, f16, core_float_math, asm_experimental_arch)
+    feature(abi_ptx, f16, asm_experimental_arch)
 )]
 
 #[cfg(target_arch = "nvptx64")]
@@ -50,13 +50,12 @@ mod num;
 #[cfg(target_arch = "nvptx64")]
 mod prelude {
     pub use crate::elementwise::{binary, fold, unary, visit, Chunk};
-    pub use crate::grid::{block_rank, block_scratch, blocks, thread_rank, Words};
+    pub use crate::grid::{block_rank, block_scratch, blocks, thread_rank};
     pub use crate::num::{act, fma, Acc, Reducible, Storage, Widen};
-    pub use core::mem::MaybeUninit;
     pub use core::ops::{Add, Mul, Sub};
     pub use ferrocuda_device::atomic::{fence, shared, AtomicRef, AtomicSlice, Order, Scope};
     pub use ferrocuda_device::block::{self, ReduceOp};
-    pub use ferrocuda_device::{thread, warp, Element};
+    pub use ferrocuda_device::{shared_array, thread, warp, Element};
 }
 
 mod activations;

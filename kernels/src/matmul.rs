@@ -48,11 +48,6 @@ const STAGE: usize = BK * PITCH;
 #[cfg(target_arch = "nvptx64")]
 const THREADS: usize = 256;
 
-/// Two stages of `As` then two of `Bs` (16.5 KiB).
-#[cfg(target_arch = "nvptx64")]
-#[link_section = ferrocuda_abi::shared_section!()]
-static mut TILES: MaybeUninit<Words<{ 4 * STAGE / 2 }>> = MaybeUninit::uninit();
-
 /// An operand as the tile loader sees it: `outer` is `m` for `A` and `n` for `B`.
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
@@ -326,7 +321,8 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
     // Whole 8-wide `k` steps are double-buffered; a last partial one is zero-filled.
     let ktiles = kk / BK;
     let kk_left = (kk % BK) as u32;
-    let smem: *mut f32 = (&raw mut TILES).cast();
+    // Two stages of `As`, then two of `Bs` (16.5 KiB); 16-byte aligned for the vector loads.
+    let smem = shared_array!(f32, 4 * STAGE, align = 16).as_mut_ptr();
     let (sa, sb) = (smem, smem.wrapping_add(2 * STAGE));
     // This thread's fragment columns in stage 0 of each tile.
     let (fa, fb) = (

@@ -1,24 +1,15 @@
 //! Element-type traits of the gallery kernels: how a stored element type widens to the type
-//! arithmetic runs in ([`Storage`] → [`Acc`]), the math functions (libdevice), and the integer
-//! and float operations reductions and scans need ([`Reducible`]).
+//! arithmetic runs in ([`Storage`] → [`Acc`]), the math functions, and the integer and float
+//! operations reductions and scans need ([`Reducible`]).
 //!
-//! The math functions are NVIDIA's libdevice (`__nv_expf`, `__nv_erff`, …: the functions nvcc's
-//! `expf`, `erff`, … compile to; the builder links libdevice in when a kernel calls one), declared
-//! here in one private place until the device crate's math module provides them.
+//! The math functions are the device crate's [`GpuFloat`] methods: NVIDIA's libdevice
+//! (`__nv_expf`, `__nv_erff`, …, the functions nvcc's `expf`, `erff`, … compile to), which the
+//! builder links in when a kernel calls one.
 
 use core::ops::{Add, Mul, Sub};
 use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::warp::Shuffle;
-use ferrocuda_device::Element;
-
-unsafe extern "C" {
-    fn __nv_expf(x: f32) -> f32;
-    fn __nv_exp(x: f64) -> f64;
-    fn __nv_logf(x: f32) -> f32;
-    fn __nv_log(x: f64) -> f64;
-    fn __nv_erff(x: f32) -> f32;
-    fn __nv_tanhf(x: f32) -> f32;
-}
+use ferrocuda_device::{Element, GpuFloat};
 
 /// A floating-point type arithmetic runs in (`f32`, `f64`).
 pub trait Acc:
@@ -42,20 +33,18 @@ pub trait Acc:
 }
 
 macro_rules! acc {
-    ($t:ty, $exp:ident, $log:ident) => {
+    ($t:ty) => {
         impl Acc for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NEG_INF: Self = <$t>::NEG_INFINITY;
             #[inline(always)]
             fn exp(self) -> Self {
-                // SAFETY: a pure libdevice function.
-                unsafe { $exp(self) }
+                GpuFloat::exp(self)
             }
             #[inline(always)]
             fn ln(self) -> Self {
-                // SAFETY: a pure libdevice function.
-                unsafe { $log(self) }
+                GpuFloat::ln(self)
             }
             #[inline(always)]
             fn recip(self) -> Self {
@@ -68,15 +57,15 @@ macro_rules! acc {
         }
     };
 }
-acc!(f32, __nv_expf, __nv_logf);
-acc!(f64, __nv_exp, __nv_log);
+acc!(f32);
+acc!(f64);
 
 /// `a · b + c` rounded once (`fma.rn.f32`): the contraction nvcc makes by default, written
 /// out where a kernel wants it (the kernel crate is built without `-fp-contract=fast`, so
 /// every other `a * b + c` keeps Rust's two roundings).
 #[inline(always)]
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
-    core::f32::math::mul_add(a, b, c)
+    GpuFloat::mul_add(a, b, c)
 }
 
 /// A stored element type and the type its arithmetic runs in: `f32` and `f64` themselves,
@@ -141,13 +130,12 @@ impl Storage for bf16 {
 
 /// The activation functions of the gallery, in `f32`.
 pub mod act {
-    use super::{__nv_erff, __nv_expf, __nv_tanhf};
+    use ferrocuda_device::GpuFloat;
 
     /// `x · Φ(x) = x/2 · (1 + erf(x/√2))` (PyTorch's `gelu`, `approximate='none'`).
     #[inline(always)]
     pub fn gelu(x: f32) -> f32 {
-        // SAFETY: a pure libdevice function.
-        let e = unsafe { __nv_erff(x * core::f32::consts::FRAC_1_SQRT_2) };
+        let e = (x * core::f32::consts::FRAC_1_SQRT_2).erf();
         0.5 * x * (1.0 + e)
     }
 
@@ -156,16 +144,13 @@ pub mod act {
     pub fn gelu_tanh(x: f32) -> f32 {
         const K: f32 = 0.797_884_6; // √(2/π)
         let inner = K * (x + 0.044715 * x * x * x);
-        // SAFETY: a pure libdevice function.
-        let t = unsafe { __nv_tanhf(inner) };
-        0.5 * x * (1.0 + t)
+        0.5 * x * (1.0 + inner.tanh())
     }
 
     /// `x · σ(x) = x / (1 + e^-x)` (PyTorch's `silu`).
     #[inline(always)]
     pub fn silu(x: f32) -> f32 {
-        // SAFETY: a pure libdevice function.
-        x / (1.0 + unsafe { __nv_expf(-x) })
+        x / (1.0 + (-x).exp())
     }
 }
 

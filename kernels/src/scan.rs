@@ -43,11 +43,6 @@ const AGGREGATE: u64 = 1;
 #[cfg(target_arch = "nvptx64")]
 const PREFIX: u64 = 2;
 
-/// Per block: the warps' totals, the tile's exclusive prefix, and the tile index.
-#[cfg(target_arch = "nvptx64")]
-#[link_section = ferrocuda_abi::shared_section!()]
-static mut SHARED: MaybeUninit<Words<{ WARPS + 2 }>> = MaybeUninit::uninit();
-
 /// A scan value as 64 status bits and back.
 #[cfg(target_arch = "nvptx64")]
 trait Bits: Copy {
@@ -171,7 +166,8 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
     let tiles = n.div_ceil(tile_len);
     let rank = thread::rank_in_block() as usize;
     let (w, lane) = (rank / 32, rank % 32);
-    let sh: *mut u64 = (&raw mut SHARED).cast();
+    // The warps' totals, the tile's exclusive prefix, and the tile index.
+    let sh = shared_array!(u64, WARPS + 2, align = 16);
     let vec_ok = L * core::mem::size_of::<T>() == 16 && x.as_ptr() as usize % 16 == 0;
     let out_vec = L * core::mem::size_of::<A>() == 16 && out.as_mut_ptr() as usize % 16 == 0;
     loop {
@@ -180,18 +176,18 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
             let counter = unsafe { status.at_unchecked(0) };
             let t = counter.fetch_add(1, Order::Relaxed, Scope::Device);
             // SAFETY: the block's shared tile slot; read after the barrier below.
-            unsafe { sh.add(WARPS + 1).write(t) };
+            unsafe { sh.write_unchecked(WARPS + 1, t) };
         }
         // A barrier that also tells the whole block whether a tile is left.
         // SAFETY (the read): written by thread 0 before the barrier.
         let more = thread::sync_threads_or(
-            rank == 0 && unsafe { sh.add(WARPS + 1).read() } < tiles as u64,
+            rank == 0 && unsafe { sh.get_unchecked(WARPS + 1) } < tiles as u64,
         );
         if !more {
             return;
         }
         // SAFETY: as above.
-        let t = unsafe { sh.add(WARPS + 1).read() } as usize;
+        let t = unsafe { sh.get_unchecked(WARPS + 1) } as usize;
         let base = t * tile_len + w * (32 * VECS * L);
         // This thread's vectors: VECS chunks of L elements, warp-striped.
         let mut v = [[A::ZERO; L]; VECS];
@@ -229,14 +225,14 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
         });
         if lane == 0 {
             // SAFETY: slot w of the warp totals.
-            unsafe { sh.add(w).write(running.to_u64()) };
+            unsafe { sh.write_unchecked(w, running.to_u64()) };
         }
         thread::sync_threads();
         // The block's total and this warp's offset, in warp order (the same in every thread).
         let (mut aggregate, mut offset) = (A::ZERO, A::ZERO);
         for k in 0..WARPS {
             // SAFETY: the totals written before the barrier.
-            let tw = A::from_u64(unsafe { sh.add(k).read() });
+            let tw = A::from_u64(unsafe { sh.get_unchecked(k) });
             if k < w {
                 offset = offset.add(tw);
             }
@@ -256,12 +252,12 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
                 // SAFETY: t < tiles.
                 unsafe { publish(&status, t, PREFIX, prefix.add(aggregate)) };
                 // SAFETY: the block's prefix slot; read after the barrier below.
-                unsafe { sh.add(WARPS).write(prefix.to_u64()) };
+                unsafe { sh.write_unchecked(WARPS, prefix.to_u64()) };
             }
         }
         thread::sync_threads();
         // SAFETY: written before the barrier.
-        let prefix = A::from_u64(unsafe { sh.add(WARPS).read() }).add(offset);
+        let prefix = A::from_u64(unsafe { sh.get_unchecked(WARPS) }).add(offset);
         for_lanes!(VECS, |j| {
             let at = base + (j * 32 + lane) * L;
             let start = prefix.add(pre[j]);
