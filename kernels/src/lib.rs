@@ -33,10 +33,7 @@
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
 //! and in the host's generic launcher.
 #![no_std]
-#![cfg_attr(
-    target_arch = "nvptx64",
-    feature(abi_ptx, f16, asm_experimental_arch)
-)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, asm_experimental_arch))]
 
 #[cfg(target_arch = "nvptx64")]
 #[macro_use]

@@ -59,10 +59,14 @@ unsafe fn reduce_all<T, A, const L: usize>(
     };
     let (b, nb) = (block_rank(), blocks());
     let mut last = false;
+    // The workspaces' elements below are in bounds by the contract (b, i < nb <=
+    // partials.len(); one ticket), so they are reached unchecked: a bounds check's trap path
+    // costs registers in every thread.
     if thread::rank_in_block() == 0 {
-        partials.at(b).store(total, Order::Relaxed, Scope::Device);
+        // SAFETY (both): in bounds, as said above.
+        unsafe { partials.at_unchecked(b) }.store(total, Order::Relaxed, Scope::Device);
         // Release: this block's partial is visible to whoever draws a later ticket.
-        let t = ticket.at(0).fetch_add(1, Order::AcqRel, Scope::Device);
+        let t = unsafe { ticket.at_unchecked(0) }.fetch_add(1, Order::AcqRel, Scope::Device);
         last = t as usize == nb - 1;
     }
     // Block-uniform (a barrier's reduction): the whole block takes the branch or none of it.
@@ -72,7 +76,9 @@ unsafe fn reduce_all<T, A, const L: usize>(
         let mut v = identity;
         let mut i = thread::rank_in_block() as usize;
         while i < nb {
-            v = op.combine(v, partials.at(i).load(Order::Relaxed, Scope::Device));
+            // SAFETY: i < nb.
+            let p = unsafe { partials.at_unchecked(i) };
+            v = op.combine(v, p.load(Order::Relaxed, Scope::Device));
             i += bt;
         }
         // SAFETY: the whole block is here (uniform branch); the scratch may be reused by
@@ -80,7 +86,7 @@ unsafe fn reduce_all<T, A, const L: usize>(
         let r = unsafe { block::reduce(v, op, scratch) };
         if thread::rank_in_block() == 0 {
             // SAFETY: `out` has one element (the kernel's requirement); one thread writes.
-            unsafe { out.write(0, r) };
+            unsafe { out.write_unchecked(0, r) };
         }
     }
 }
