@@ -106,6 +106,7 @@ pub mod check;
 mod child;
 mod cuda;
 mod ir;
+pub mod launchers;
 mod llvm;
 mod ptx;
 mod shared;
@@ -114,6 +115,7 @@ mod toolchain;
 mod verify;
 
 pub use ferrocuda_abi::manifest::FpContract;
+pub use launchers::Launchers;
 pub use ptx::{process_ptx, ptx_entries, PtxEntry};
 
 use child::ChildBuild;
