@@ -104,10 +104,12 @@
 
 pub mod check;
 mod child;
+pub mod cli;
 mod cuda;
 mod ir;
 pub mod launchers;
 mod llvm;
+pub mod project;
 mod ptx;
 mod shared;
 mod space;
@@ -503,12 +505,26 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
         return Ok(());
     }
-    std::fs::write(path, contents).or_else(|e| {
-        fail(
-            BuildErrorKind::Io,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })
+    write_atomically(path, contents)
+}
+
+/// Writes `contents` to a temporary file beside `path`, then renames it: a reader (another
+/// process loading the module) sees the old file or the new one, never half of one.
+fn write_atomically(path: &Path, contents: &str) -> Result<(), BuildError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, contents)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .or_else(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail(
+                BuildErrorKind::Io,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })
 }
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "usize_scalar",
         "#[kernel] pub unsafe fn k(x: SliceMut<f32>, n: usize) {}",
         // The parameter is named, and the allowed types listed.
-        "kernel parameter `n`: `usize` cannot be a kernel parameter",
+        "kernel parameter `k::n`: `usize` cannot be a kernel parameter",
     ),
     (
         "usize_scalar_allowed_types",

@@ -84,12 +84,17 @@ pub mod shared;
 pub use math::GpuFloat;
 
 /// The names most kernels use: `use ferrocuda_device::prelude::*;` (as `cuda_std::prelude`).
+///
+/// Importing it with a glob keeps a kernel crate's host build (`cargo check`, rust-analyzer)
+/// free of gating: the device-only modules (`thread`) are in it on `nvptx64` only, where the
+/// kernel bodies that use them are compiled.
 pub mod prelude {
+    pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
     #[cfg(target_arch = "nvptx64")]
     pub use crate::thread;
     pub use crate::{device_assert, gpu_printf, kernel, shared_array};
-    pub use crate::{Slice, SliceMut, View, ViewMut};
+    pub use crate::{Element, GridStride, Slice, SliceMut, View, ViewMut};
 }
 #[cfg(target_arch = "nvptx64")]
 pub mod warp;
@@ -102,7 +107,7 @@ pub mod __private {
     pub use ferrocuda_abi::{Element, KernelParam, ParamDesc};
 
     /// A kernel parameter's type, checked by `#[kernel]` under the parameter's name `P` (a
-    /// type named after it), which the error message prints: its [`KernelParam::DESC`].
+    /// type `kernel::parameter`, which the error message prints): its [`KernelParam::DESC`].
     #[diagnostic::on_unimplemented(
         message = "kernel parameter `{P}`: `{Self}` cannot be a kernel parameter",
         label = "`{P}` has this type",

@@ -301,8 +301,8 @@ fn expand_final(
     let groups_b = groups_a.clone();
     // Each parameter's description, as a constant: the one place where its type is checked
     // (as a `ParamCheck` under the parameter's name — a type named after it in a module named
-    // after the kernel, which the error message prints: `n`, or `kernel::n` when another
-    // kernel has a parameter `n` — so a bad type is one error, on host and device alike).
+    // after the kernel, which the error message prints as `kernel::n` — so a bad type is one
+    // error, on host and device alike).
     let descs: Vec<Ident> = (0..arg_names.len())
         .map(|i| format_ident!("__FERROCUDA_PARAM_{}_{i}", name_str.to_uppercase()))
         .collect();
@@ -338,6 +338,11 @@ fn expand_final(
         #[allow(non_camel_case_types, dead_code)]
         mod #name {
             #(pub(super) enum #arg_names {})*
+            // Each name twice in the crate, so that the message always prints the path
+            // `kernel::parameter` (a name unique in the crate would print alone).
+            mod __ferrocuda_names {
+                #(enum #arg_names {})*
+            }
         }
         #(#checks)*
 
