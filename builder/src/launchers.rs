@@ -241,49 +241,25 @@ impl<'a> Launchers<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferrocuda_abi::manifest::{KernelSig, ParamSig, FORMAT};
 
-    fn param(name: &str, kind: &str, dtype: &str, rank: u8, mutable: bool) -> ParamSig {
-        let (size, align) = if kind == "scalar" { (2, 2) } else { (16, 8) };
-        ParamSig {
-            name: name.into(),
-            kind: kind.into(),
-            dtype: dtype.into(),
-            rank,
-            mutable,
-            size,
-            align,
-        }
-    }
-
+    /// A manifest as the builder writes it: `scale_f16(alpha: f16, y: SliceMut<f16>)`, `noop()`.
     fn manifest() -> Manifest {
-        Manifest {
-            format: FORMAT,
-            arch: "sm_80".into(),
-            ptx: "k.ptx".into(),
-            fp_contract: Default::default(),
-            kernels: vec![
-                KernelSig {
-                    name: "scale_f16".into(),
-                    family: "scale".into(),
-                    params: vec![
-                        param("alpha", "scalar", "float16", 0, false),
-                        param("y", "slice", "float16", 1, true),
-                    ],
-                    same_shape: vec![],
-                    items_per_thread: None,
-                    launch: Default::default(),
-                },
-                KernelSig {
-                    name: "noop".into(),
-                    family: "noop".into(),
-                    params: vec![],
-                    same_shape: vec![],
-                    items_per_thread: None,
-                    launch: Default::default(),
-                },
-            ],
-        }
+        let param = |name: &str, kind: &str, size: u16| {
+            format!(
+                r#"{{"name": "{name}", "kind": "{kind}", "dtype": "float16", "rank": {}, "mutable": {}, "size": {size}, "align": {}}}"#,
+                u8::from(kind != "scalar"),
+                kind != "scalar",
+                size.min(8)
+            )
+        };
+        Manifest::from_json(&format!(
+            r#"{{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "kernels": [
+                {{"name": "scale_f16", "family": "scale", "params": [{}, {}]}},
+                {{"name": "noop", "family": "noop", "params": []}}]}}"#,
+            param("alpha", "scalar", 2),
+            param("y", "slice", 16)
+        ))
+        .unwrap()
     }
 
     #[test]
@@ -311,9 +287,10 @@ mod tests {
     #[test]
     fn a_parameter_without_a_rust_type_is_an_error() {
         let mut m = manifest();
-        m.kernels[1]
-            .params
-            .push(param("c", "slice", "complex64", 1, false));
+        let mut c = m.kernels[0].params[1].clone();
+        c.name = "c".into();
+        c.dtype = "complex64".into();
+        m.kernels[1].params.push(c);
         let e = Launchers::with_module_fn(&m, "m").code().unwrap_err();
         assert_eq!(e.kind(), BuildErrorKind::Manifest);
         assert!(e.message().contains("parameter `c`"), "{e}");

@@ -9,6 +9,15 @@
 //! println!("{} kernels", out.manifest.kernels.len());
 //! ```
 //!
+//! Also here:
+//!
+//! * [`Launchers`] ([`launchers`]) — typed Rust launchers generated from a manifest (the root
+//!   crate's `ferrocuda::kernels::*`, and a user's host crate's, from its `build.rs`:
+//!   `out.launchers().write_to_out_dir("my_kernels.rs")`);
+//! * [`project`] — kernel crates as projects: `ferrocuda new` (a scaffold that builds as it
+//!   is), `ferrocuda build` (toolchain installed when missing, the build cache, the crates'
+//!   sources); [`cli`] — the `ferrocuda` command, this crate's binary and the Python package's.
+//!
 //! # How kernels are compiled
 //!
 //! Rust-CUDA's `cuda_builder` needs LLVM 7; rustc's built-in `nvptx64-nvidia-cuda` target

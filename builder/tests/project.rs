@@ -18,6 +18,8 @@
 //!   parameter is one error naming the parameter and the allowed types; a directory without
 //!   `Cargo.toml`, a `new` into a non-empty directory, bad crate names and bad usage are clear
 //!   errors.
+//! * `host_example_type_checks`: the scaffold's Rust host example (typed launchers generated
+//!   by its `build.rs`, `my_kernels::scale_f32(…)` in `main.rs`) passes `cargo check`.
 //!
 //! The child builds share their target directory with the other builder tests (`core` for
 //! the NVPTX target is compiled once).
@@ -328,5 +330,48 @@ fn bad_input() {
     assert_eq!(
         text(&out.stdout).trim(),
         format!("ferrocuda {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// The scaffold's Rust host example type-checks against this checkout: its `build.rs` builds
+/// the kernel crate with `PtxBuilder` and writes typed launchers with `Launchers`, and its
+/// `main.rs` calls `my_kernels::scale_f32(2.5, &x, &y, &opts)?` (running it needs a GPU:
+/// `run.sh own`). Offline, with the workspace's lock file: the versions this checkout is
+/// built with.
+#[test]
+fn host_example_type_checks() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("project-host");
+    let made = ferrocuda(&tmp.0, &["new", "my_kernels"], &[]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let host = tmp.0.join("my_kernels/host");
+    fs::copy(repo_root().join("Cargo.lock"), host.join("Cargo.lock")).unwrap();
+    let t = Instant::now();
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(&host)
+        .args([
+            "check",
+            "--offline",
+            "--message-format=short",
+            "--target-dir",
+        ])
+        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("host-example"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("CARGO") || k == "RUSTUP_TOOLCHAIN" {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.output().unwrap();
+    eprintln!(
+        "host example: cargo check in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The only warning: the kernel crate's patch, inherited and unused here.
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert!(
+        warnings.iter().all(|w| w.contains("ferrocuda-device")),
+        "{stderr}"
     );
 }

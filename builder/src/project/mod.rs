@@ -5,7 +5,7 @@
 //! A build compiles the crate with [`PtxBuilder`] into `<crate>/target/ferrocuda/<arch>/`
 //! (`<lib>.ptx`, `<lib>.json`) and records there what it was built from (`<lib>.stamp.json`,
 //! see [`cache`]): an unchanged crate is then served from that directory without running
-//! cargo. Before compiling, it installs a missing toolchain ([`crate::toolchain`]) and points
+//! cargo. Before compiling, it installs a missing toolchain (with rustup) and points
 //! the crate's `.cargo/config.toml` at ferrocuda's crate sources ([`CrateSources`]).
 
 pub mod cache;
