@@ -96,7 +96,14 @@ impl ChildBuild<'_> {
             )
         })?;
         if !output.status.success() {
-            let stderr = with_crate_paths(&String::from_utf8_lossy(&output.stderr), crate_dir);
+            let mut stderr = with_crate_paths(&String::from_utf8_lossy(&output.stderr), crate_dir);
+            if stderr.contains("believes it's in a workspace when it's not") {
+                stderr.push_str(
+                    "\nferrocuda: a kernel crate is built on its own, for the GPU: give its \
+                     Cargo.toml an empty `[workspace]` table (or list it under `exclude` of the \
+                     enclosing workspace).\n",
+                );
+            }
             return fail(
                 BuildErrorKind::Compile,
                 format!(
