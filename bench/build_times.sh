@@ -12,6 +12,12 @@
 #   touch         kernels/src/kernels.rs touched, content unchanged
 #   edit          one constant changed in one kernel (fill_slow's 0.5 -> 0.25)
 #   edit_back     and changed back
+# Then a crate made by `ferrocuda new` (the checkout's `ferrocuda` command, built first, not
+# timed), through `ferrocuda build` with its own target directory:
+#   own_cold      the first build (core, syn, the ferrocuda crates and the crate)
+#   own_cached    nothing changed: served from the build cache (no cargo)
+#   own_touch     src/lib.rs rewritten with the same bytes: still the cache
+#   own_edit      one line of the example kernel changed (alpha * x -> alpha * alpha * x)
 # With --full also: a cold `cargo build --release` of the root crate (host deps, cudarc, the
 # build script and the kernels) with a fresh CARGO_TARGET_DIR, and the same build after a kernel
 # edit (what a user waits for after changing a kernel).
@@ -110,6 +116,29 @@ sed -i 's/junk = junk \* 0.5 + 1.0;/junk = junk * 0.25 + 1.0;/' "$kfile"
 step edit
 sed -i 's/junk = junk \* 0.25 + 1.0;/junk = junk * 0.5 + 1.0;/' "$kfile"
 step edit_back
+
+fc_target="$work/fc-target"
+(cd "$src" && CARGO_TARGET_DIR="$fc_target" cargo build --release --quiet -p ferrocuda-builder --bin ferrocuda)
+fc="$fc_target/release/ferrocuda"
+own="$work/own/my_kernels"
+mkdir -p "$work/own"
+"$fc" new "$own" >/dev/null
+own_step() { # name
+  local name="$1" a b secs said
+  a=$(date +%s.%N)
+  said="$("$fc" build "$own" 2>&1 >/dev/null | tail -1)"
+  b=$(date +%s.%N)
+  secs=$(python3 -c "print(round($b - $a, 3))")
+  echo "{\"bench\": \"build\", \"name\": \"$name\", \"wall_seconds\": $secs, \"ptx_sha\": \"$(sha256sum "$own/target/ferrocuda/sm_80/my_kernels.ptx" | cut -c1-16)\", \"load1\": $(cut -d' ' -f1 /proc/loadavg), \"said\": \"$said\"}" \
+    | tee -a "$results"
+}
+own_step own_cold
+own_step own_cached
+cp "$own/src/lib.rs" "$work/lib.rs" && cp "$work/lib.rs" "$own/src/lib.rs"
+own_step own_touch
+grep -q 'alpha \* x.get_unchecked(i)' "$own/src/lib.rs" || { echo "build_times: the scaffold's kernel line changed; update this script" >&2; exit 1; }
+sed -i 's/alpha \* x.get_unchecked(i)/alpha * alpha * x.get_unchecked(i)/' "$own/src/lib.rs"
+own_step own_edit
 
 if [ "$full" = 1 ]; then
   full_step() { # name what

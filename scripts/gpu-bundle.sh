@@ -10,6 +10,10 @@
 #   .gpu/whl-numba/ a NumPy < 2.5 wheel from .whl/, if there is one (for the Numba benchmarks)
 #   .gpu/pipeline/  the builder's device-language check: builder/tests/fixtures/device-lang
 #                   built to PTX here, and scripts/gpu_pipeline_check.py (`run.sh pipeline`)
+#   .gpu/own/       your own kernels: a crate made by `ferrocuda new` and built by `ferrocuda
+#                   build` here, with the Python package's command (so that `ferrocuda.load`
+#                   finds it current in the build cache there, where there is no cargo), and
+#                   its Rust host example (`run.sh own`)
 #   .gpu/whl-scale/ Dask, distributed, dask-cuda, their missing dependencies and an MPI
 #                   runtime (scripts/scale-wheels.sh), for `run.sh scale`; .gpu/wheel_data.py
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
@@ -93,6 +97,19 @@ cargo run --quiet -p ferrocuda-builder --example build_kernel_crate -- \
   builder/tests/fixtures/device-lang target/device-lang >/dev/null
 cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json \
   scripts/gpu_pipeline_check.py .gpu/pipeline/ && echo "bundled .gpu/pipeline"
+# Your own kernels: a scaffolded crate, built here (only its build outputs travel), and its
+# Rust host example, which builds the crate again from its build.rs with typed launchers.
+if [ -x .venv/bin/python ]; then
+  own=.gpu/own
+  mkdir -p "$own"
+  .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
+  .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
+  (cd "$own/my_kernels/host" && cargo build --release --quiet)
+  cp "$own/my_kernels/host/target/release/my_kernels-host" "$own/" && strip "$own/my_kernels-host"
+  find "$own/my_kernels/target" -mindepth 1 -maxdepth 1 ! -name ferrocuda -exec rm -rf {} +
+  rm -rf "$own/my_kernels/host/target"
+  echo "bundled $own (my_kernels, built: $(ls "$own/my_kernels/target/ferrocuda/sm_80"); my_kernels-host)"
+fi
 # An earlier build's wheel (.whl-before/, kept by hand) for `run.sh compare`.
 if ls .whl-before/*.whl >/dev/null 2>&1; then
   mkdir -p .gpu/wheels-before && cp .whl-before/*.whl .gpu/wheels-before/ && echo "bundled $(ls .gpu/wheels-before) as the earlier build"

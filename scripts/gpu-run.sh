@@ -21,6 +21,10 @@
 #              wheels of .gpu/whl-scale in their own directory; then bench/multi_gpu.py --quick)
 #       scalebench (bench/multi_gpu.py in full: launch cost and bandwidth on 1 and 2 GPUs,
 #                   Dask's cost per task)
+#       own (your own kernels: the crate of .gpu/own made by `ferrocuda new` — its Rust host
+#            example with typed launchers, then test_gpu_own_crate.py and the crate's own
+#            tests, loading it with ferrocuda.load from the build cache, on CuPy, torch and
+#            NumPy arrays; `python` runs test_gpu_own_crate.py too)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,6 +43,8 @@ fi
 if ls .gpu/whl-numba/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/ferrocuda-numpy .gpu/whl-numba/*.whl
 fi
+# The crate made by `ferrocuda new` on the build machine (scripts/gpu-bundle.sh).
+[ -d .gpu/own/my_kernels ] && export FERROCUDA_OWN_CRATE="$PWD/.gpu/own/my_kernels"
 # The carried NumPy goes first on PYTHONPATH for the Python tests only.
 np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
 for w in $what; do
@@ -69,6 +75,19 @@ for w in $what; do
           | tee "$OUT/device-sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
+    own)
+      if [ -x .gpu/own/my_kernels-host ]; then
+        echo "=== own kernels: the scaffolded crate's Rust host example (typed launchers)"
+        .gpu/own/my_kernels-host 2>&1 | tee "$OUT/own-rust.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        echo "=== own kernels: Python (ferrocuda.load of the crate, from the build cache)"
+        PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+          .gpu/python/tests/test_gpu_own_crate.py .gpu/own/my_kernels/tests 2>&1 \
+          | tee "$OUT/own-python.log" | tail -20
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      else
+        echo "no .gpu/own (scripts/gpu-bundle.sh builds it with the Python environment)"; status=1
+      fi ;;
     examples)
       echo "=== examples (the main job's)"
       for e in .gpu/bin-examples/*; do "$e" || status=1; done

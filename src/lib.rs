@@ -29,13 +29,12 @@ pub use ferrocuda_host as host;
 /// (for `DeviceArray<f16>`, scalars, and the launchers of `f16`/`bf16` kernels).
 pub use ferrocuda_host::half;
 pub use ferrocuda_host::{
-    Arg, ArrayDesc, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module, Result,
-    Scalar, StreamRef, SyncMode,
+    Arg, ArrayDesc, AsArg, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module,
+    Result, Scalar, StreamRef, SyncMode,
 };
 
 /// The bundled kernels' PTX and manifest.
 pub mod bundled {
-    use ferrocuda_abi::manifest::Manifest;
     use ferrocuda_host::{Module, Result};
     use std::sync::OnceLock;
 
@@ -53,27 +52,8 @@ pub mod bundled {
         if let Some(m) = MODULE.get() {
             return Ok(m);
         }
-        let manifest = Manifest::from_json(MANIFEST_JSON).map_err(ferrocuda_host::Error::value)?;
-        let m = Module::new(PTX, manifest)?;
+        let m = Module::from_json(PTX, MANIFEST_JSON)?;
         Ok(MODULE.get_or_init(|| m))
-    }
-}
-
-/// Something that can be passed as an array argument to a typed launcher.
-pub trait AsArg {
-    /// The argument.
-    fn as_arg(&self) -> Arg<'_>;
-}
-
-impl<T: ferrocuda_abi::Element> AsArg for DeviceArray<T> {
-    fn as_arg(&self) -> Arg<'_> {
-        self.arg()
-    }
-}
-
-impl<O> AsArg for host::array::ForeignArray<O> {
-    fn as_arg(&self) -> Arg<'_> {
-        self.arg()
     }
 }
 
@@ -83,12 +63,5 @@ impl<O> AsArg for host::array::ForeignArray<O> {
 /// [`ForeignArray`](host::array::ForeignArray)) and its scalars by value, checks them all
 /// against the manifest, orders the launch against the arrays' streams and launches.
 pub mod kernels {
-    use crate::bundled::module;
-    use crate::AsArg;
-    // The Rust types of 16-bit float scalar parameters.
-    #[allow(unused_imports)]
-    use ferrocuda_host::half::{bf16, f16};
-    use ferrocuda_host::{Arg, LaunchOptions, Launched, Result, Scalar};
-
     include!(concat!(env!("OUT_DIR"), "/launchers.rs"));
 }

@@ -339,8 +339,11 @@ mod host {
                 serde_json::from_str(text).map_err(|e| format!("invalid kernel manifest: {e}"))?;
             if m.format != FORMAT {
                 return Err(format!(
-                    "kernel manifest format {} is not supported (expected {FORMAT})",
-                    m.format
+                    "kernel manifest format {} is not supported: ferrocuda {} reads format \
+                     {FORMAT}; the manifest was written by another version of ferrocuda — \
+                     rebuild the kernel crate with this one (`ferrocuda build PATH`)",
+                    m.format,
+                    env!("CARGO_PKG_VERSION")
                 ));
             }
             for k in &m.kernels {

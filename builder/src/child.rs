@@ -96,14 +96,21 @@ impl ChildBuild<'_> {
             )
         })?;
         if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
+            let mut stderr = with_crate_paths(&String::from_utf8_lossy(&output.stderr), crate_dir);
+            if stderr.contains("believes it's in a workspace when it's not") {
+                stderr.push_str(
+                    "\nferrocuda: a kernel crate is built on its own, for the GPU: give its \
+                     Cargo.toml an empty `[workspace]` table (or list it under `exclude` of the \
+                     enclosing workspace).\n",
+                );
+            }
             return fail(
                 BuildErrorKind::Compile,
                 format!(
                     "building the kernel crate `{}` for {TARGET} ({}) failed:\n{}",
                     self.crate_name,
                     self.arch,
-                    explain_llvm_error(&stderr).unwrap_or_else(|| stderr.into_owned())
+                    explain_llvm_error(&stderr).unwrap_or(stderr)
                 ),
             );
         }
@@ -131,15 +138,48 @@ impl ChildBuild<'_> {
     }
 }
 
+/// `stderr` with the source locations that cargo prints relative to the crate's directory
+/// (`--> src/lib.rs:3:14`) made paths that work from anywhere (`--> /…/crate/src/lib.rs:3:14`).
+fn with_crate_paths(stderr: &str, crate_dir: &Path) -> String {
+    let mut out = String::with_capacity(stderr.len());
+    for line in stderr.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let rest = &line[indent..];
+        let located = ["--> ", "::: "].iter().find_map(|mark| {
+            let path = rest.strip_prefix(mark)?;
+            let file = path.split(':').next()?;
+            Path::new(file)
+                .is_relative()
+                .then(|| format!("{mark}{}", crate_dir.join(path).display()))
+        });
+        out.push_str(&line[..indent]);
+        out.push_str(located.as_deref().unwrap_or(rest));
+        out.push('\n');
+    }
+    out
+}
+
+/// FNV-1a's 64-bit offset basis: the hash of nothing.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a (64 bits) of `bytes`, continuing from `h` ([`FNV_OFFSET`] to start). For change
+/// detection (stable across runs, platforms and toolchains), not against adversaries.
+pub(crate) fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// [`fnv1a`] of one field of a record: its length, then its bytes (so that the fields'
+/// boundaries are part of the hash).
+pub(crate) fn fnv_field(h: u64, bytes: &[u8]) -> u64 {
+    fnv1a(fnv1a(h, &(bytes.len() as u64).to_le_bytes()), bytes)
+}
+
 /// FNV-1a of a directory's canonical path (stable across runs and toolchains).
 pub(crate) fn path_hash(dir: &Path) -> u64 {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir.as_os_str()
-        .as_encoded_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
+    fnv1a(FNV_OFFSET, dir.as_os_str().as_encoded_bytes())
 }
 
 /// `name` under `[package]` of a Cargo.toml (a minimal reader; no TOML dependency).
@@ -200,6 +240,16 @@ fn dep_sources(depfile: &Path, crate_dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compiler_locations_name_the_crate() {
+        let err = "error[E0277]: x\n  --> src/lib.rs:13:40\n   |\n   ::: src/a b.rs:1:2\n  --> /abs/x.rs:1:1\n";
+        let got = with_crate_paths(err, Path::new("/k"));
+        assert_eq!(
+            got,
+            "error[E0277]: x\n  --> /k/src/lib.rs:13:40\n   |\n   ::: /k/src/a b.rs:1:2\n  --> /abs/x.rs:1:1\n"
+        );
+    }
 
     #[test]
     fn reads_package_name() {

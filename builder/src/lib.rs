@@ -9,6 +9,15 @@
 //! println!("{} kernels", out.manifest.kernels.len());
 //! ```
 //!
+//! Also here:
+//!
+//! * [`Launchers`] ([`launchers`]) — typed Rust launchers generated from a manifest (the root
+//!   crate's `ferrocuda::kernels::*`, and a user's host crate's, from its `build.rs`:
+//!   `out.launchers().write_to_out_dir("my_kernels.rs")`);
+//! * [`project`] — kernel crates as projects: `ferrocuda new` (a scaffold that builds as it
+//!   is), `ferrocuda build` (toolchain installed when missing, the build cache, the crates'
+//!   sources); [`cli`] — the `ferrocuda` command, this crate's binary and the Python package's.
+//!
 //! # How kernels are compiled
 //!
 //! Rust-CUDA's `cuda_builder` needs LLVM 7; rustc's built-in `nvptx64-nvidia-cuda` target
@@ -104,9 +113,12 @@
 
 pub mod check;
 mod child;
+pub mod cli;
 mod cuda;
 mod ir;
+pub mod launchers;
 mod llvm;
+pub mod project;
 mod ptx;
 mod shared;
 mod space;
@@ -114,6 +126,7 @@ mod toolchain;
 mod verify;
 
 pub use ferrocuda_abi::manifest::FpContract;
+pub use launchers::Launchers;
 pub use ptx::{process_ptx, ptx_entries, PtxEntry};
 
 use child::ChildBuild;
@@ -501,12 +514,26 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
         return Ok(());
     }
-    std::fs::write(path, contents).or_else(|e| {
-        fail(
-            BuildErrorKind::Io,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })
+    write_atomically(path, contents)
+}
+
+/// Writes `contents` to a temporary file beside `path`, then renames it: a reader (another
+/// process loading the module) sees the old file or the new one, never half of one.
+fn write_atomically(path: &Path, contents: &str) -> Result<(), BuildError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, contents)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .or_else(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail(
+                BuildErrorKind::Io,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })
 }
 
 #[cfg(test)]

@@ -87,7 +87,13 @@ const REJECTED: &[(&str, &str, &str)] = &[
     (
         "usize_scalar",
         "#[kernel] pub unsafe fn k(x: SliceMut<f32>, n: usize) {}",
-        "`usize` cannot be a kernel parameter",
+        // The parameter is named, and the allowed types listed.
+        "kernel parameter `k::n`: `usize` cannot be a kernel parameter",
+    ),
+    (
+        "usize_scalar_allowed_types",
+        "#[kernel] pub unsafe fn k(x: SliceMut<f32>, n: usize) {}",
+        "scalars (i8..i64, u8..u64, f16, bf16, f32, f64) and arrays of them (Slice<T>",
     ),
     (
         "slice_of_non_element",
@@ -119,6 +125,42 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "where_clause",
         "#[kernel] pub unsafe fn k(x: SliceMut<f32>) where f32: Copy {}",
         "a kernel cannot be generic",
+    ),
+    (
+        "instances_not_an_element_type",
+        "#[kernel(instances(f32, usize))] pub unsafe fn k<T: Copy>(x: SliceMut<T>) {}",
+        "`usize` is not an element type: instances(…) takes element types (i8,",
+    ),
+    (
+        "instances_listed_twice",
+        "#[kernel(instances(f32, f64, f32))] pub unsafe fn k<T: Copy>(x: SliceMut<T>) {}",
+        "`f32` is listed twice in instances(…)",
+    ),
+    (
+        "instances_empty",
+        "#[kernel(instances())] pub unsafe fn k<T: Copy>(x: SliceMut<T>) {}",
+        "instances(…) needs at least one element type",
+    ),
+    (
+        "instances_not_generic",
+        "#[kernel(instances(f32))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "but `k` has no type parameter",
+    ),
+    (
+        "instances_const_parameter",
+        "#[kernel(instances(f32))] pub unsafe fn k<T: Copy, const N: usize>(x: View<T, N>) {}",
+        "a kernel cannot have const parameters",
+    ),
+    (
+        "instances_two_type_parameters",
+        "#[kernel(instances(f32))] pub unsafe fn k<T: Copy, U: Copy>(x: SliceMut<T>) {}",
+        "exactly one type parameter",
+    ),
+    (
+        "instances_items_per_thread_expression",
+        "#[kernel(instances(f32), items_per_thread = 0 * size_of::<T>())]\n\
+         pub unsafe fn k<T: Copy + ferrocuda_device::Element>(x: SliceMut<T>) {}",
+        "items_per_thread must be in 1..=65535",
     ),
     (
         "self_receiver",
@@ -327,6 +369,58 @@ pub unsafe fn copy2d(a: View<f64, 2>, b: ViewMut<f64, 2>) {}
         ]
     );
     assert_eq!(copy2d.same_shape, [vec![0u8, 1]]);
+}
+
+#[test]
+fn generic_kernel_instances() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("generic");
+    let body = "\
+/// `y = alpha * x`, for each listed element type.
+#[kernel(instances(f32, bf16, i64), same_shape(x, y), items_per_thread = 16 / size_of::<T>())]
+pub unsafe fn scale<T: ferrocuda_device::Element + core::ops::Mul<Output = T>>(
+    alpha: T,
+    x: Slice<T>,
+    mut y: SliceMut<T>,
+) {
+    if let (Some(v), false) = (x.get(0), y.is_empty()) {
+        unsafe { y.write_unchecked(0, alpha * v) };
+    }
+}
+
+#[kernel(instances(u8), family = \"other\")]
+pub fn fill<T: Copy>(x: ViewMut<T, 2>) {}
+";
+    let out = build_case(&tmp.0.join("generic"), body).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = fs::read_to_string(&out.ptx).unwrap();
+    assert_eq!(
+        kernel_names(&out.manifest),
+        ["fill_u8", "scale_bf16", "scale_f32", "scale_i64"]
+    );
+    for (name, dtype, size, lanes) in [
+        ("scale_f32", "float32", 4, 4),
+        ("scale_bf16", "bfloat16", 2, 8),
+        ("scale_i64", "int64", 8, 2),
+    ] {
+        assert!(ptx.contains(&format!(".visible .entry {name}(")), "{name}");
+        let k = out.manifest.kernel(name).unwrap();
+        assert_eq!(k.family, "scale");
+        assert_eq!(
+            k.params,
+            [
+                param("alpha", "scalar", dtype, 0, false, size, size),
+                param("x", "slice", dtype, 1, false, 16, 8),
+                param("y", "slice", dtype, 1, true, 16, 8),
+            ]
+        );
+        assert_eq!(k.same_shape, [vec![1u8, 2]]);
+        assert_eq!(k.items_per_thread, Some(lanes), "{name}");
+    }
+    let fill = out.manifest.kernel("fill_u8").unwrap();
+    assert_eq!(fill.family, "other");
+    assert_eq!(fill.params, [param("x", "view", "uint8", 2, true, 40, 8)]);
+    // The generic function itself is not an entry.
+    assert!(!ptx.contains(".entry scale(") && !ptx.contains("__ferrocuda_generic"));
 }
 
 #[test]

@@ -84,12 +84,17 @@ pub mod shared;
 pub use math::GpuFloat;
 
 /// The names most kernels use: `use ferrocuda_device::prelude::*;` (as `cuda_std::prelude`).
+///
+/// Importing it with a glob keeps a kernel crate's host build (`cargo check`, rust-analyzer)
+/// free of gating: the device-only modules (`thread`) are in it on `nvptx64` only, where the
+/// kernel bodies that use them are compiled.
 pub mod prelude {
+    pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
     #[cfg(target_arch = "nvptx64")]
     pub use crate::thread;
     pub use crate::{device_assert, gpu_printf, kernel, shared_array};
-    pub use crate::{Slice, SliceMut, View, ViewMut};
+    pub use crate::{Element, GridStride, Slice, SliceMut, View, ViewMut};
 }
 #[cfg(target_arch = "nvptx64")]
 pub mod warp;
@@ -100,22 +105,49 @@ pub mod __private {
     pub use ferrocuda_abi::extras::{Cmp, Extras, Operand, Require, ScratchLen};
     pub use ferrocuda_abi::launch::{LaunchDecl, LEN as LAUNCH_RECORD_LEN};
     pub use ferrocuda_abi::manifest::{encode, encode_ext, encoded_len, encoded_len_ext};
-    pub use ferrocuda_abi::{Element, KernelParam};
+    pub use ferrocuda_abi::{Element, KernelParam, ParamDesc};
 
-    /// The kernel entry's view of parameter `p`: for an array kind, the same value with its
-    /// data pointer marked as global memory ([`ferrocuda_abi::space::global`]), so that
-    /// accesses through it compile to `ld.global`/`st.global`; a scalar unchanged.
+    /// A kernel parameter's type, checked by `#[kernel]` under the parameter's name `P` (a
+    /// type `kernel::parameter`, which the error message prints): its [`KernelParam::DESC`].
+    #[diagnostic::on_unimplemented(
+        message = "kernel parameter `{P}`: `{Self}` cannot be a kernel parameter",
+        label = "`{P}` has this type",
+        note = "kernel parameters are passed by value: scalars (i8..i64, u8..u64, f16, bf16, \
+                f32, f64) and arrays of them (Slice<T>, SliceMut<T>, View<T, N>, ViewMut<T, N>, \
+                AtomicSlice<T>); never a reference, a pointer or an owning type"
+    )]
+    pub trait ParamCheck<P> {
+        /// `Self`'s [`KernelParam::DESC`].
+        const DESC: ParamDesc;
+    }
+    impl<T: KernelParam, P> ParamCheck<P> for T {
+        const DESC: ParamDesc = T::DESC;
+    }
+
+    /// `#[kernel(items_per_thread = <expression>)]`, checked at compile time.
+    pub const fn items_per_thread(n: usize) -> u16 {
+        assert!(
+            n >= 1 && n <= u16::MAX as usize,
+            "items_per_thread must be in 1..=65535"
+        );
+        n as u16
+    }
+
+    /// The kernel entry's view of parameter `p`: for an array kind (`ARRAY`, from its
+    /// [`KernelParam::DESC`]), the same value with its data pointer marked as global memory
+    /// ([`ferrocuda_abi::space::global`]), so that accesses through it compile to
+    /// `ld.global`/`st.global`; a scalar unchanged.
     #[inline(always)]
-    pub fn in_global<P: KernelParam>(p: P) -> P {
+    pub fn in_global<P: Copy, const ARRAY: bool>(p: P) -> P {
         const {
             assert!(
-                !P::DESC.kind.is_array()
+                !ARRAY
                     || (core::mem::size_of::<P>() >= core::mem::size_of::<*mut u8>()
                         && core::mem::align_of::<P>() >= core::mem::align_of::<*mut u8>()),
                 "an array parameter type must begin with its data pointer"
             )
         };
-        if !P::DESC.kind.is_array() {
+        if !ARRAY {
             return p;
         }
         let mut p = p;

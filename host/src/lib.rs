@@ -56,7 +56,7 @@ pub mod timing;
 /// The `half` crate, whose `f16` and `bf16` are the host's 16-bit float element types.
 pub use half;
 
-pub use array::{AnyDeviceArray, DeviceArray};
+pub use array::{AnyDeviceArray, AsArg, DeviceArray};
 pub use cai::ArrayDesc;
 pub use error::{Error, ErrorKind, Key, Protocol, Result};
 pub use launch::{Arg, ArgList, LaunchOptions, Launched, Prepared};

@@ -309,11 +309,17 @@ impl Module {
             .iter()
             .map(Signature::from_sig)
             .collect::<Result<Vec<_>>>()?;
-        let by_name = signatures
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.clone(), i))
-            .collect();
+        let mut by_name = HashMap::with_capacity(signatures.len());
+        for (i, s) in signatures.iter().enumerate() {
+            if by_name.insert(s.name.clone(), i).is_some() {
+                return Err(Error::value(format!(
+                    "kernel manifest: kernel `{}` is defined twice (a module's kernel names are \
+                     its PTX entry names and must be unique; kernels of the same name in \
+                     different modules are fine, each module has its own)",
+                    s.name
+                )));
+            }
+        }
         Ok(Module {
             ptx,
             manifest,
@@ -323,18 +329,41 @@ impl Module {
         })
     }
 
+    /// A module from PTX text and its manifest's JSON form (as the builder writes them;
+    /// typed launchers embed both).
+    pub fn from_json(ptx: impl Into<String>, manifest_json: &str) -> Result<Module> {
+        let manifest = Manifest::from_json(manifest_json).map_err(Error::value)?;
+        Module::new(ptx, manifest)
+    }
+
     /// Reads a module written by the builder: `<name>.json` and the PTX it names beside it.
     pub fn from_manifest_file(manifest_path: impl AsRef<Path>) -> Result<Module> {
         let path = manifest_path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::value(format!("cannot read {}: {e}", path.display())))?;
-        let manifest = Manifest::from_json(&text).map_err(Error::value)?;
+        let manifest = Manifest::from_json(&text)
+            .map_err(|e| Error::value(format!("{}: {e}", path.display())))?;
         let ptx_path = path
             .parent()
             .unwrap_or_else(|| Path::new("."))
             .join(&manifest.ptx);
         let ptx = std::fs::read_to_string(&ptx_path)
             .map_err(|e| Error::value(format!("cannot read {}: {e}", ptx_path.display())))?;
+        // A truncated, replaced or foreign PTX file fails here, naming it, rather than at the
+        // first launch on a GPU.
+        if let Some(k) = manifest
+            .kernels
+            .iter()
+            .find(|k| !ptx.contains(&format!(".entry {}(", k.name)))
+        {
+            return Err(Error::value(format!(
+                "{} does not define kernel `{}` of its manifest {}: the PTX is damaged or from \
+                 another build (rebuild the kernel crate)",
+                ptx_path.display(),
+                k.name,
+                path.display()
+            )));
+        }
         Module::new(ptx, manifest)
     }
 

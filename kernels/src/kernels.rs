@@ -86,20 +86,49 @@ pub unsafe fn initialize_array(x: SliceMut<i32>) {
 
 // ---- saxpy: y = alpha * x + y -----------------------------------------------------------
 
-macro_rules! saxpy_kernels {
-    ($($name:ident: $t:ty, $lanes:literal;)*) => {$(
-        #[kernel(family = "saxpy", same_shape(x, y), items_per_thread = $lanes)]
-        pub unsafe fn $name(alpha: $t, x: Slice<$t>, y: SliceMut<$t>) {
-            // SAFETY: y aliases itself element-for-element only.
-            unsafe { binary::<$t, $lanes>(x, y.as_slice(), y, |a, b| Num::add(Num::mul(alpha, a), b)) }
+/// Element types whose 16-byte vector has a known number of lanes: the vectorized loops of
+/// `elementwise` take it as a constant, which a generic kernel cannot compute from its type
+/// parameter.
+#[cfg(target_arch = "nvptx64")]
+trait Vector: Num + ferrocuda_device::Element {
+    /// `out[i] = f(a[i], b[i])` in 16-byte vectors ([`binary`] with this type's lanes).
+    ///
+    /// # Safety
+    ///
+    /// As [`binary`]'s.
+    unsafe fn binary(
+        a: Slice<Self>,
+        b: Slice<Self>,
+        out: SliceMut<Self>,
+        f: impl Fn(Self, Self) -> Self,
+    );
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! vector {
+    ($($t:ty: $lanes:literal),*) => {$(
+        impl Vector for $t {
+            #[inline(always)]
+            unsafe fn binary(a: Slice<Self>, b: Slice<Self>, out: SliceMut<Self>, f: impl Fn(Self, Self) -> Self) {
+                // SAFETY: the caller's contract is `binary`'s.
+                unsafe { binary::<$t, $lanes>(a, b, out, f) }
+            }
         }
     )*};
 }
-saxpy_kernels! {
-    saxpy_f16: f16, 8;
-    saxpy_bf16: bf16, 8;
-    saxpy_f32: f32, 4;
-    saxpy_f64: f64, 2;
+#[cfg(target_arch = "nvptx64")]
+vector!(f16: 8, bf16: 8, f32: 4, f64: 2);
+
+/// `y = alpha * x + y` (a multiply and an add, each rounded), one 16-byte vector per thread:
+/// a generic kernel with one instance per element type (`saxpy_f16` … `saxpy_f64`).
+#[kernel(
+    instances(f16, bf16, f32, f64),
+    same_shape(x, y),
+    items_per_thread = 16 / size_of::<T>()
+)]
+pub unsafe fn saxpy<T: Vector>(alpha: T, x: Slice<T>, y: SliceMut<T>) {
+    // SAFETY: y aliases itself element-for-element only.
+    unsafe { T::binary(x, y.as_slice(), y, |a, b| Num::add(Num::mul(alpha, a), b)) }
 }
 
 // ---- add_index: x[idx] += Σ idx (AMSO) --------------------------------------------------

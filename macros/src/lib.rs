@@ -12,6 +12,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Token, Type};
 
+mod instances;
 mod launch;
 
 /// Turns a Rust function into a PTX kernel entry point and records its signature in the
@@ -69,9 +70,19 @@ mod launch;
 ///   capped at the device's limits, so the kernel still strides (`"1d"`, the default: one
 ///   dimension, as described above).
 ///
-/// Rejected at compile time: generic parameters, `self`, return values, `async`/`const`
-/// functions, variadics, pattern parameters, references, and any parameter type that is not
-/// a `KernelParam` (non-`Copy` and owning types included).
+/// Generic kernels:
+/// * `instances(t, …)` — on a function with one type parameter (`fn scale<T: …>(alpha: T,
+///   x: Slice<T>, y: SliceMut<T>)`): one kernel per listed element type (`i8` … `u64`,
+///   `f16`, `bf16`, `f32`, `f64`), named `<function>_<type>` (`scale_f32`), all in the family
+///   of the function's name (or `family = "…"`). The other options apply to every instance,
+///   with the type parameter replaced by its type: `items_per_thread = 16 / size_of::<T>()`
+///   (an expression is evaluated per instance at compile time), `dynamic_shared = T`.
+///   A type that is not an element type, or one listed twice, is an error at its span.
+///
+/// Rejected at compile time: generic parameters (without `instances`), `self`, return values,
+/// `async`/`const` functions, variadics, pattern parameters, references, and any parameter
+/// type that is not a `KernelParam` (non-`Copy` and owning types included; the error names
+/// the kernel, the parameter and the allowed types).
 ///
 /// On `nvptx64` the function becomes `#[no_mangle] extern "ptx-kernel"`, which needs
 /// `#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]` in the kernel crate; it passes
@@ -80,6 +91,12 @@ mod launch;
 /// targets only the parameter types are checked and no code is emitted.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let expand_tokens = |attr: TokenStream2, func: ItemFn| expand(syn::parse2(attr)?, func);
+    if let Some(generic) =
+        instances::expand(attr.clone().into(), item.clone().into(), expand_tokens)
+    {
+        return generic.unwrap_or_else(|e| e.to_compile_error()).into();
+    }
     let opts = parse_macro_input!(attr as Options);
     let func = parse_macro_input!(item as ItemFn);
     match expand(opts, func) {
@@ -93,6 +110,8 @@ struct Options {
     family: Option<LitStr>,
     same_shape: Vec<Vec<Ident>>,
     items_per_thread: Option<u16>,
+    /// `items_per_thread = <const expression>` (generic kernels: `16 / size_of::<T>()`).
+    items_per_thread_expr: Option<syn::Expr>,
     extras: extras::ExtrasOpts,
     launch: launch::LaunchOptions,
 }
@@ -123,6 +142,16 @@ impl Parse for Options {
                 opts.same_shape.push(names.into_iter().collect());
             } else if key == "items_per_thread" {
                 input.parse::<Token![=]>()?;
+                let fork = input.fork();
+                let literal = fork.parse::<syn::LitInt>().is_ok()
+                    && (fork.is_empty() || fork.peek(Token![,]));
+                if !literal {
+                    opts.items_per_thread_expr = Some(input.parse()?);
+                    if !input.is_empty() {
+                        input.parse::<Token![,]>()?;
+                    }
+                    continue;
+                }
                 let lit: syn::LitInt = input.parse()?;
                 match lit.base10_parse::<u16>() {
                     Ok(k) if k >= 1 => opts.items_per_thread = Some(k),
@@ -140,8 +169,8 @@ impl Parse for Options {
                     key.span(),
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
                      `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
-                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"`, `zero(…)`, \
-                     `scratch(…)` or `require(…)`",
+                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"`, `instances(…)`, \
+                     `zero(…)`, `scratch(…)` or `require(…)`",
                 ));
             }
             if !input.is_empty() {
@@ -164,7 +193,8 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         return err(
             sig.generics.span(),
-            "a kernel cannot be generic: write a generic helper and one #[kernel] per type",
+            "a kernel cannot be generic without instances: list its element types with \
+             #[kernel(instances(f32, f64))], or write one #[kernel] per type",
         );
     }
     if let ReturnType::Type(_, ty) = &sig.output {
@@ -253,8 +283,14 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .map(|l| l.value())
         .unwrap_or_else(|| name_str.clone());
 
-    let ipt = opts.items_per_thread.unwrap_or(0);
     let extras = extras::resolve(&opts.extras, &arg_names, &arg_types)?;
+    let ipt = match (&opts.items_per_thread_expr, opts.items_per_thread) {
+        (Some(e), _) => quote! { ::ferrocuda_device::__private::items_per_thread(#e) },
+        (None, k) => {
+            let k = k.unwrap_or(0);
+            quote! { #k }
+        }
+    };
     let kernel = expand_final(
         &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras,
     );
@@ -271,7 +307,7 @@ fn expand_final(
     arg_types: &[Type],
     groups: &[Vec<u8>],
     family: &str,
-    items_per_thread: u16,
+    items_per_thread: TokenStream2,
     extras: &extras::Resolved,
 ) -> TokenStream2 {
     let sig = &func.sig;
@@ -287,23 +323,38 @@ fn expand_final(
     let arg_name_strs: Vec<String> = arg_names.iter().map(|i| i.to_string()).collect();
     let groups_a: Vec<TokenStream2> = groups.iter().map(|g| quote! { &[#(#g),*] }).collect();
     let groups_b = groups_a.clone();
+    // Each parameter's description, as a constant: the one place where its type is checked
+    // (as a `ParamCheck` under the parameter's name — a type named after it in a module named
+    // after the kernel, which the error message prints as `kernel::n` — so a bad type is one
+    // error, on host and device alike).
+    let descs: Vec<Ident> = (0..arg_names.len())
+        .map(|i| format_ident!("__FERROCUDA_PARAM_{}_{i}", name_str.to_uppercase()))
+        .collect();
+    let checks = arg_names
+        .iter()
+        .zip(arg_types)
+        .zip(&descs)
+        .map(|((param, ty), desc)| {
+            let marker = quote_spanned! {ty.span()=> #name::#param };
+            quote_spanned! {ty.span()=>
+                #[doc(hidden)]
+                #[allow(non_upper_case_globals)]
+                const #desc: ::ferrocuda_device::__private::ParamDesc =
+                    <#ty as ::ferrocuda_device::__private::ParamCheck<#marker>>::DESC;
+            }
+        });
     // Array parameters reach the body with their data pointer marked as global memory (see
     // `ferrocuda_abi::space`), so that their accesses compile to `ld.global`/`st.global`.
-    let routed = arg_names.iter().zip(arg_types).map(|(name, ty)| {
-        quote! { ::ferrocuda_device::__private::in_global::<#ty>(#name) }
+    let routed = arg_names.iter().zip(arg_types).zip(&descs).map(|((name, ty), desc)| {
+        quote! { ::ferrocuda_device::__private::in_global::<#ty, { #desc.kind.is_array() }>(#name) }
     });
     let call = if unsafety.is_some() {
         quote! { unsafe { #inner(#(#routed),*) } }
     } else {
         quote! { #inner(#(#routed),*) }
     };
-    let checks = arg_types.iter().map(|ty| {
-        quote_spanned! {ty.span()=>
-            let _ = <#ty as ::ferrocuda_device::__private::KernelParam>::DESC;
-        }
-    });
     let params_a = quote! {
-        &[#( (#arg_name_strs, <#arg_types as ::ferrocuda_device::__private::KernelParam>::DESC) ),*]
+        &[#( (#arg_name_strs, #descs) ),*]
     };
     let params_b = params_a.clone();
     let extras_value = &extras.value;
@@ -311,14 +362,24 @@ fn expand_final(
     let extras_const = format_ident!("__FERROCUDA_EXTRAS_{}", name_str.to_uppercase());
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
-        const _: () = { #(#checks)* };
-        #[cfg(not(target_arch = "nvptx64"))]
         const _: () = { #(#extras_checks)* };
 
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
         const #extras_const: ::ferrocuda_device::__private::Extras<'static> = #extras_value;
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        mod #name {
+            #(pub(super) enum #arg_names {})*
+            // Each name twice in the crate, so that the message always prints the path
+            // `kernel::parameter` (a name unique in the crate would print alone).
+            mod __ferrocuda_names {
+                #(enum #arg_names {})*
+            }
+        }
+        #(#checks)*
 
         #[cfg(target_arch = "nvptx64")]
         #[inline(always)]

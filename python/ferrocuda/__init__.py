@@ -20,7 +20,9 @@ Main entry points:
 
 * :data:`kernels` -- the bundled kernels (``add``, ``initialize_array``, ``add_index``,
   ``saxpy``), one launcher per family (dispatching on element type and rank) and per kernel;
-* :func:`load` -- a module of your own kernels, built with ``ferrocuda-builder``;
+* :func:`load` -- a module of your own kernels: ``load("my_kernels")`` builds the kernel crate
+  when a source changed (``ferrocuda new my_kernels`` makes one) and loads it; :func:`build`
+  builds only, and the ``ferrocuda`` command (``python -m ferrocuda``) does both from a shell;
 * :class:`DeviceArray` -- device memory owned by ferrocuda (CAI v3 and DLPack export);
 * :func:`as_cuda_array`, :func:`from_cuda_array_interface` -- Numba's consumer API;
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
@@ -49,6 +51,7 @@ from . import _ferrocuda
 from ._ferrocuda import (
     MAX_NDIM,
     SYNC_ENV_VAR,
+    BuildError,
     ConfiguredLauncher,
     CudaError,
     DeviceArray,
@@ -60,11 +63,13 @@ from ._ferrocuda import (
     PerformanceWarning,
     __version__,
     as_cuda_array,
+    build,
     bundled,
     device_count,
     driver_available,
     from_cuda_array_interface,
     load,
+    new_crate,
     normalize_stream,
     normalize_sync,
     synchronize,
@@ -74,6 +79,7 @@ from ._ferrocuda import (
 __all__ = [
     "MAX_NDIM",
     "SYNC_ENV_VAR",
+    "BuildError",
     "ConfiguredLauncher",
     "CudaError",
     "DeviceArray",
@@ -86,12 +92,14 @@ __all__ = [
     "SyncMode",
     "__version__",
     "as_cuda_array",
+    "build",
     "bundled",
     "device_count",
     "driver_available",
     "from_cuda_array_interface",
     "kernels",
     "load",
+    "new_crate",
     "normalize_stream",
     "normalize_sync",
     "synchronize",

@@ -1,7 +1,7 @@
 """Type stubs of the compiled extension ``ferrocuda._ferrocuda``."""
 
 import os
-from typing import Any, Dict, Optional, Tuple, Union, final
+from typing import Any, Dict, List, Optional, Tuple, Union, final
 
 import numpy as np
 from typing_extensions import CapsuleType, TypeAlias, disjoint_base
@@ -9,6 +9,7 @@ from typing_extensions import CapsuleType, TypeAlias, disjoint_base
 __all__ = [
     "CudaError",
     "PerformanceWarning",
+    "BuildError",
     "__version__",
     "MAX_NDIM",
     "SYNC_ENV_VAR",
@@ -29,6 +30,9 @@ __all__ = [
     "ConfiguredLauncher",
     "bundled",
     "load",
+    "build",
+    "new_crate",
+    "_cli",
     "_pending_releases",
     "_describe_generic",
     "_fast_paths",
@@ -60,6 +64,9 @@ class CudaError(RuntimeError):
 class PerformanceWarning(UserWarning):
     """A launch copied host (NumPy) arrays to the device and back."""
 
+class BuildError(RuntimeError):
+    """A kernel crate could not be built (compiler messages, or what to install)."""
+
 def driver_available() -> bool: ...
 def device_count() -> int: ...
 def validate_interface(obj: Any, name: str = "x") -> Dict[str, Any]: ...
@@ -71,7 +78,17 @@ def from_cuda_array_interface(
     desc: Dict[str, Any], owner: Any = None, sync: bool = True
 ) -> ForeignArray: ...
 def bundled() -> Module: ...
-def load(path: Union[str, "os.PathLike[str]"]) -> Module: ...
+def load(path: Union[str, "os.PathLike[str]"], *, arch: str = "sm_80") -> Module: ...
+def build(
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    arch: str = "sm_80",
+    force: bool = False,
+    target_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    fp_contract: str = "off",
+) -> str: ...
+def new_crate(path: Union[str, "os.PathLike[str]"]) -> str: ...
+def _cli(argv: List[str]) -> int: ...
 def _pending_releases() -> int: ...
 def _describe_generic(obj: Any, name: str = "x") -> Dict[str, Any]: ...
 def _fast_paths() -> Tuple[bool, bool]: ...
@@ -203,7 +220,7 @@ class Module:
     """A PTX module and its manifest; kernels and families are attributes."""
 
     @staticmethod
-    def load(path: Union[str, "os.PathLike[str]"]) -> Module: ...
+    def load(path: Union[str, "os.PathLike[str]"], *, arch: str = "sm_80") -> Module: ...
     @property
     def kernels(self) -> Dict[str, Kernel]: ...
     @property

@@ -26,8 +26,10 @@
 //!    host crate's two phases (host arrays staged between them).
 //! 8. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
 //!    differ only in selection; `ConfiguredLauncher`.
-//! 9. [`module`] — `Module`, `load`, `bundled`.
-//! 10. [`functions`] — the module-level functions.
+//! 9. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
+//!    `BuildError` (through `ferrocuda_builder::project`).
+//! 10. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
+//! 11. [`functions`] — the module-level functions.
 //!
 //! This file registers the classes and functions (it uses every layer).
 //!
@@ -45,6 +47,7 @@ pub mod errors;
 pub mod functions;
 pub mod launcher;
 pub mod module;
+pub mod project;
 pub mod read;
 pub mod util;
 
@@ -56,6 +59,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("CudaError", py.get_type::<CudaError>())?;
     m.add("PerformanceWarning", py.get_type::<PerformanceWarning>())?;
+    m.add("BuildError", py.get_type::<project::BuildError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_NDIM", ferrocuda_host::cai::MAX_NDIM)?;
     m.add("SYNC_ENV_VAR", ferrocuda_host::stream::SYNC_ENV_VAR)?;
@@ -71,6 +75,9 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module::_bundled_ptx, m)?)?;
     m.add_function(wrap_pyfunction!(module::_module, m)?)?;
     m.add_function(wrap_pyfunction!(module::_launcher, m)?)?;
+    m.add_function(wrap_pyfunction!(project::build, m)?)?;
+    m.add_function(wrap_pyfunction!(project::new_crate, m)?)?;
+    m.add_function(wrap_pyfunction!(project::_cli, m)?)?;
     use functions as f;
     m.add_function(wrap_pyfunction!(f::driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(f::device_count, m)?)?;

@@ -120,12 +120,11 @@ fn load_module(py: Python<'_>, path: &Path) -> PyResult<Py<PyKModule>> {
 
 #[pymethods]
 impl PyKModule {
-    /// Loads a module from the manifest JSON written by ``ferrocuda-builder`` (the PTX file
-    /// it names sits beside it). Loading the same unchanged files again returns the same
-    /// module.
+    /// Loads a module: see :func:`ferrocuda.load`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyKModule>> {
-        load_module(py, &path)
+    #[pyo3(signature = (path, *, arch = "sm_80"))]
+    fn load(py: Python<'_>, path: PathBuf, arch: &str) -> PyResult<Py<PyKModule>> {
+        load(py, path, arch)
     }
 
     /// Kernel name → :class:`Kernel` (a new dict).
@@ -224,10 +223,25 @@ pub fn bundled(py: Python<'_>) -> PyResult<Py<PyKModule>> {
         .map(|m| m.clone_ref(py))
 }
 
-/// Loads a module built by ``ferrocuda-builder`` from its manifest JSON (see
-/// :meth:`Module.load`).
+/// Loads a module of your own kernels: ``path`` is a kernel crate (its directory or its
+/// ``Cargo.toml``), built first when a source changed (see :func:`ferrocuda.build`; for
+/// ``arch``), or a manifest JSON written by ``ferrocuda-builder`` (the PTX file it names sits
+/// beside it).
+///
+/// Families and kernels are the module's attributes: ``mod.scale(alpha, x, y)`` picks the
+/// kernel by the arrays' element types, ``mod.scale_f32[grid, block](...)`` launches one.
+/// Loading the same unchanged files again returns the same module. Raises
+/// ``ferrocuda.BuildError`` when the crate does not compile (nothing is loaded then), and
+/// ``ValueError`` for a missing, damaged or incompatible manifest or PTX.
 #[pyfunction]
-pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyKModule>> {
+#[pyo3(signature = (path, *, arch = "sm_80"))]
+pub fn load(py: Python<'_>, path: PathBuf, arch: &str) -> PyResult<Py<PyKModule>> {
+    if crate::project::is_crate(&path) {
+        let mut req = ferrocuda_builder::project::BuildRequest::new(&path);
+        req.arch = arch.to_owned();
+        let manifest = crate::project::build_path(py, &req)?;
+        return load_module(py, &manifest);
+    }
     load_module(py, &path)
 }
 

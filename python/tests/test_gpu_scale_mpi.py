@@ -55,6 +55,10 @@ def mpi(gpu: None) -> Dict[str, Any]:
     if not exe:
         pytest.skip("no MPI launcher: neither $FERROCUDA_MPIEXEC nor mpiexec on PATH")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), MPIEXEC_TIMEOUT=str(TIMEOUT_S))
+    if os.geteuid() == 0:
+        # Open MPI refuses to start as root (even `mpiexec --version`) unless told twice; the
+        # GPU machines run tests as root. MPICH ignores these variables.
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     probe = run_bounded([sys.executable, "-c",
                          "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])"],
                         env, 60)
@@ -66,7 +70,7 @@ def mpi(gpu: None) -> Dict[str, Any]:
     flags: List[str] = []
     if "HYDRA" in text:  # MPICH's launcher: local ranks by fork, no ssh
         flags = ["-launcher", "fork"]
-    elif "Open MPI" in text or "prte" in text.lower():
+    elif "Open MPI" in text or "OMPI_" in text or "prte" in text.lower():
         flags = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
     return {"cmd": [exe, *flags], "env": env, "library": probe.stdout.strip()}
 

@@ -105,7 +105,7 @@ def test_load_a_builder_manifest(tmp_path: Path) -> None:
     # A module as ferrocuda-builder writes it: <name>.json naming <name>.ptx beside it.
     m = ferrocuda.bundled()
     man = json.loads(m.manifest)
-    (tmp_path / "mine.ptx").write_text("// not real PTX: loaded lazily at the first launch\n")
+    (tmp_path / "mine.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
     man["ptx"] = "mine.ptx"
     (tmp_path / "mine.json").write_text(json.dumps(man))
     mine = ferrocuda.load(str(tmp_path / "mine.json"))

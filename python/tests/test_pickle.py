@@ -27,10 +27,9 @@ PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
 
 
 def write_module(directory: Path, name: str = "mine") -> Path:
-    """A module as ferrocuda-builder writes it (the bundled manifest with PTX that is never
-    launched here: PTX loads lazily, at the first launch on a device)."""
+    """A module as ferrocuda-builder writes it (a copy of the bundled manifest and PTX)."""
     man = json.loads(ferrocuda.bundled().manifest)
-    (directory / f"{name}.ptx").write_text("// loaded lazily at the first launch\n")
+    (directory / f"{name}.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
     man["ptx"] = f"{name}.ptx"
     path = directory / f"{name}.json"
     path.write_text(json.dumps(man))

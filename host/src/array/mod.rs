@@ -24,10 +24,12 @@
 //! A launch may take `ndarray` arrays, as Numba's kernels take NumPy arrays: see
 //! [`Staging`] and [`Kernel::launch_host`](crate::Kernel::launch_host).
 
+mod as_arg;
 mod device;
 mod foreign;
 mod staging;
 
+pub use as_arg::AsArg;
 pub use device::{AnyDeviceArray, DeviceArray};
 pub use foreign::{import, ForeignArray};
 pub use staging::{HostArg, HostArray, HostArrayMut, Staging};

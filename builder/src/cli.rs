@@ -1,0 +1,148 @@
+//! The `ferrocuda` command: `ferrocuda new NAME`, `ferrocuda build [PATH]`.
+//!
+//! The same code runs as this crate's binary (`cargo run -p ferrocuda-builder --bin ferrocuda
+//! -- build PATH`, with a ferrocuda checkout as the crate sources) and inside the Python
+//! package (`ferrocuda …` and `python -m ferrocuda …`, with the sources compiled into the
+//! extension). Progress and errors go to stderr; `build` prints the manifest's path on stdout
+//! (for scripts: `ferrocuda.load` takes it, or the crate directory itself).
+
+use crate::project::{build_crate, new_crate, BuildRequest, CrateSources};
+use crate::{BuildError, FpContract};
+use std::io::Write as _;
+use std::path::PathBuf;
+
+/// The usage text.
+pub const USAGE: &str = "\
+ferrocuda — GPU kernels in Rust
+
+usage:
+  ferrocuda new NAME              make a kernel crate in ./NAME (or at the path NAME): one
+                                  example kernel, a README, a test, a Rust host example
+  ferrocuda build [PATH]          build the kernel crate at PATH (default: .) to PTX and a
+                                  manifest in PATH/target/ferrocuda/<arch>/, unless the cache
+                                  says they are current; prints the manifest's path
+    --arch sm_XY                  the GPU architecture (default sm_80: A100 and newer)
+    --fp-contract fast|off        fuse a * b + c into fma (default off: Rust's rounding)
+    --target-dir DIR              cargo's target directory (default PATH/target)
+    --force                       build even when the cache says current
+  ferrocuda --version | --help
+
+Load the result with ferrocuda.load(PATH) in Python (which builds when needed), or from a
+Rust build.rs with ferrocuda_builder::PtxBuilder and typed launchers (see the crate's host/).
+";
+
+/// Runs the command with `args` (without the program name); returns the exit status (0: done,
+/// 1: the build or scaffold failed, 2: bad usage). `sources` gives the ferrocuda crate sources
+/// (called only by commands that need them); `cuda_fallback` is a CUDA root searched last for
+/// libdevice and ptxas.
+pub fn run(
+    args: &[String],
+    sources: &dyn Fn() -> Result<CrateSources, BuildError>,
+    cuda_fallback: Option<PathBuf>,
+) -> i32 {
+    let usage = |msg: &str| {
+        eprintln!("ferrocuda: {msg}\n\n{USAGE}");
+        2
+    };
+    let failed = |e: BuildError| {
+        eprintln!("ferrocuda: error: {e}");
+        1
+    };
+    let mut report = |m: &str| eprintln!("ferrocuda: {m}");
+    match args.first().map(String::as_str) {
+        None => usage("no command"),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            0
+        }
+        Some("-V" | "--version") => {
+            println!("ferrocuda {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("new") => {
+            let [path] = &args[1..] else {
+                return usage("`new` takes one argument, the crate's name or path");
+            };
+            let sources = match sources() {
+                Ok(s) => s,
+                Err(e) => return failed(e),
+            };
+            match new_crate(path.as_ref(), &sources) {
+                Ok(name) => {
+                    println!(
+                        "created kernel crate `{name}` in {path} (kernels scale_f32, scale_f64)\n\
+                         next:\n  ferrocuda build {path}\n  python -c \"import ferrocuda; \
+                         help(ferrocuda.load('{path}').scale)\"\n  see {path}/README.md"
+                    );
+                    0
+                }
+                Err(e) => failed(e),
+            }
+        }
+        Some("build") => {
+            let mut req = BuildRequest::new(".");
+            req.cuda_fallback = cuda_fallback;
+            let mut path_given = false;
+            let mut it = args[1..].iter();
+            while let Some(a) = it.next() {
+                let mut value = |flag: &str| {
+                    it.next()
+                        .cloned()
+                        .ok_or_else(|| format!("{flag} needs a value"))
+                };
+                let parsed = match a.as_str() {
+                    "--arch" => value("--arch").map(|v| req.arch = v),
+                    "--target-dir" => {
+                        value("--target-dir").map(|v| req.target_dir = Some(v.into()))
+                    }
+                    "--fp-contract" => value("--fp-contract").and_then(|v| {
+                        req.fp_contract = match v.as_str() {
+                            "fast" => FpContract::Fast,
+                            "off" => FpContract::Off,
+                            _ => return Err(format!("--fp-contract takes fast or off, not {v}")),
+                        };
+                        Ok(())
+                    }),
+                    "--force" => {
+                        req.force = true;
+                        Ok(())
+                    }
+                    flag if flag.starts_with('-') => Err(format!("unknown option {flag}")),
+                    path if !path_given => {
+                        path_given = true;
+                        req.path = path.into();
+                        Ok(())
+                    }
+                    extra => Err(format!("`build` takes one path, and {extra} is a second")),
+                };
+                if let Err(m) = parsed {
+                    return usage(&m);
+                }
+            }
+            let sources = match sources() {
+                Ok(s) => s,
+                Err(e) => return failed(e),
+            };
+            match build_crate(&req, &sources, &mut report) {
+                Ok(b) => {
+                    for w in &b.warnings {
+                        report(&format!("warning: {w}"));
+                    }
+                    report(&if b.cached {
+                        format!("{} is up to date ({} kernels)", b.name, b.kernels)
+                    } else {
+                        format!(
+                            "built {} for {} in {:.1} s ({} kernels)",
+                            b.name, req.arch, b.seconds, b.kernels
+                        )
+                    });
+                    println!("{}", b.manifest_path.display());
+                    let _ = std::io::stdout().flush();
+                    0
+                }
+                Err(e) => failed(e),
+            }
+        }
+        Some(other) => usage(&format!("unknown command `{other}`")),
+    }
+}

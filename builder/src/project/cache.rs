@@ -1,0 +1,186 @@
+//! The build cache of `ferrocuda build`: a stamp beside the PTX and manifest that records
+//! what they were built from, so that an unchanged crate is served without running cargo.
+//!
+//! The stamp's key is a hash of
+//!
+//! * this ferrocuda's version and the [fingerprint](super::CrateSources::fingerprint) of the
+//!   ferrocuda crates the kernel crate is built against;
+//! * the toolchain: the contents of the `rust-toolchain.toml` that selects it (and
+//!   `RUSTUP_TOOLCHAIN`), plus `rustc -vV` when the channel is not pinned to a version or a
+//!   date (`stable`, `nightly`: the same name means another compiler tomorrow);
+//! * the target: triple, arch, profile, floating-point contraction;
+//! * every input file the compiler's dep-info listed (the crate's sources, `Cargo.toml`,
+//!   `Cargo.lock`, other path dependencies), by path and contents — paths inside the crate
+//!   relative to it, so a copied crate keeps its cache.
+//!
+//! The outputs' hashes are recorded too: a damaged or replaced PTX or manifest is rebuilt.
+
+use crate::child::{fnv_field, FNV_OFFSET};
+use crate::toolchain::{scrub_env, toolchain_file};
+use crate::{FpContract, TARGET};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a build was made from, and what it made.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stamp {
+    /// The key (hex).
+    pub key: String,
+    /// The input files: relative to the crate, or absolute outside it.
+    pub inputs: Vec<String>,
+    /// Hash of the PTX (hex).
+    pub ptx: String,
+    /// Hash of the manifest (hex).
+    pub manifest: String,
+}
+
+/// The part of the key that does not depend on the input files.
+pub(crate) fn key_base(
+    crate_dir: &Path,
+    fingerprint: u64,
+    arch: &str,
+    release: bool,
+    fp_contract: FpContract,
+) -> u64 {
+    let mut h = fnv_field(FNV_OFFSET, env!("CARGO_PKG_VERSION").as_bytes());
+    h = fnv_field(h, &fingerprint.to_le_bytes());
+    h = fnv_field(h, toolchain_id(crate_dir).as_bytes());
+    for part in [TARGET, arch, if release { "release" } else { "dev" }] {
+        h = fnv_field(h, part.as_bytes());
+    }
+    fnv_field(h, fp_contract.name().as_bytes())
+}
+
+/// What identifies the toolchain the crate directory selects (see the module docs).
+fn toolchain_id(crate_dir: &Path) -> String {
+    let mut id = String::new();
+    let env = std::env::var("RUSTUP_TOOLCHAIN").ok();
+    let file = toolchain_file(crate_dir);
+    let text = file
+        .as_deref()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .unwrap_or_default();
+    id.push_str(env.as_deref().unwrap_or(""));
+    id.push('\n');
+    id.push_str(&text);
+    let channel = env.or_else(|| crate::toolchain::pinned_channel(crate_dir));
+    if !channel.as_deref().is_some_and(is_pinned) {
+        let mut cmd = Command::new("rustc");
+        scrub_env(&mut cmd);
+        if let Ok(out) = cmd.current_dir(crate_dir).arg("-vV").output() {
+            id.push_str(&String::from_utf8_lossy(&out.stdout));
+        }
+    }
+    id
+}
+
+/// Whether a rustup channel names one compiler: `1.99.0`, `nightly-2026-01-01`,
+/// `1.99.0-x86_64-unknown-linux-gnu`.
+fn is_pinned(channel: &str) -> bool {
+    let first = channel.split('-').next().unwrap_or("");
+    let version =
+        first.split('.').count() == 3 && first.split('.').all(|p| p.parse::<u32>().is_ok());
+    let dated = ["nightly-", "beta-", "stable-"].iter().any(|p| {
+        channel.strip_prefix(p).is_some_and(|d| {
+            d.len() >= 10 && d.as_bytes()[..10].iter().filter(|b| **b == b'-').count() == 2
+        })
+    });
+    version || dated
+}
+
+/// The key: `base` and every input by path and contents (`None` when one cannot be read).
+pub(crate) fn key(base: u64, crate_dir: &Path, inputs: &[String]) -> Option<String> {
+    let mut h = base;
+    for rel in inputs {
+        let bytes = std::fs::read(crate_dir.join(rel)).ok()?;
+        h = fnv_field(fnv_field(h, rel.as_bytes()), &bytes);
+    }
+    Some(format!("{h:016x}"))
+}
+
+/// The hash of a file's contents (hex), `None` when it cannot be read.
+pub(crate) fn file_hash(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(format!("{:016x}", fnv_field(FNV_OFFSET, &bytes)))
+}
+
+/// The stamp at `path` if it still describes the sources and the outputs.
+pub(crate) fn fresh(
+    path: &Path,
+    base: u64,
+    crate_dir: &Path,
+    ptx: &Path,
+    manifest: &Path,
+) -> Option<Stamp> {
+    let stamp: Stamp = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let current = key(base, crate_dir, &stamp.inputs)?;
+    (current == stamp.key && file_hash(ptx)? == stamp.ptx && file_hash(manifest)? == stamp.manifest)
+        .then_some(stamp)
+}
+
+/// The inputs to record for a build whose dep-info listed `sources`: paths under the crate
+/// relative to it, and nothing under `skip` (the ferrocuda crates: the fingerprint covers
+/// them).
+pub(crate) fn inputs(sources: &[PathBuf], crate_dir: &Path, skip: &Path) -> Vec<String> {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let (crate_dir, skip) = (canon(crate_dir), canon(skip));
+    let mut out: Vec<String> = sources
+        .iter()
+        .map(|s| canon(s))
+        .filter(|s| !s.starts_with(&skip) && s.is_file())
+        .map(|s| match s.strip_prefix(&crate_dir) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => s.to_string_lossy().into_owned(),
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_channels() {
+        for c in [
+            "1.99.0",
+            "nightly-2026-01-31",
+            "1.99.0-x86_64-unknown-linux-gnu",
+            "beta-2026-02-01",
+        ] {
+            assert!(is_pinned(c), "{c}");
+        }
+        for c in ["stable", "nightly", "beta", "1.99", "nightly-2026"] {
+            assert!(!is_pinned(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn keys_follow_paths_and_contents() {
+        let dir = std::env::temp_dir().join(format!("fc-cache-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "a").unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "b").unwrap();
+        let inputs = vec!["Cargo.toml".to_string(), "src/lib.rs".to_string()];
+        let k1 = key(7, &dir, &inputs).unwrap();
+        assert_eq!(key(7, &dir, &inputs).unwrap(), k1);
+        assert_ne!(key(8, &dir, &inputs).unwrap(), k1, "another base");
+        std::fs::write(dir.join("src/lib.rs"), "ab").unwrap();
+        assert_ne!(key(7, &dir, &inputs).unwrap(), k1, "another content");
+        assert!(key(7, &dir, &["gone.rs".into()]).is_none());
+        let listed = inputs_of(&dir);
+        assert_eq!(listed, ["Cargo.toml", "src/lib.rs"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn inputs_of(dir: &Path) -> Vec<String> {
+        let sources = [
+            dir.join("src/lib.rs"),
+            dir.join("Cargo.toml"),
+            dir.join("src/lib.rs"),
+        ];
+        inputs(&sources, dir, Path::new("/nonexistent-skip"))
+    }
+}

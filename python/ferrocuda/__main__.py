@@ -1,0 +1,26 @@
+"""The ``ferrocuda`` command: ``ferrocuda new NAME``, ``ferrocuda build [PATH]`` (also
+``python -m ferrocuda …``). ``ferrocuda --help`` lists the options.
+
+The command is ferrocuda's Rust builder, compiled into the extension: it runs the cargo and
+rustup of this machine, and builds kernel crates against the ferrocuda crates of this
+version (written once under ``$FERROCUDA_HOME``, default ``~/.cache/ferrocuda``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+from . import _ferrocuda
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Runs the command with ``argv`` (default: the process's arguments); returns its exit
+    status (0 done, 1 failed, 2 bad usage)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return _ferrocuda._cli(sys.argv[1:] if argv is None else list(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
