@@ -126,7 +126,11 @@ impl<'a> Launchers<'a> {
             let mut args = Vec::new();
             let mut sig = Vec::new();
             // Scratch workspaces are the launcher's: not in the launcher's signature.
-            for p in k.params.iter().filter(|p| p.param_kind() != Some(ParamKind::Scratch)) {
+            for p in k
+                .params
+                .iter()
+                .filter(|p| p.param_kind() != Some(ParamKind::Scratch))
+            {
                 let Some(ty) = p.rust_type() else {
                     return fail(
                         BuildErrorKind::Manifest,
@@ -247,7 +251,11 @@ fn extras_doc(k: &ferrocuda_abi::manifest::KernelSig) -> String {
     let mut doc = String::new();
     let pname = |i: u8| k.params[usize::from(i)].name.as_str();
     for &z in &k.zero {
-        let _ = write!(doc, "\n///\n/// `{}` is zero-filled right before the launch.", pname(z));
+        let _ = write!(
+            doc,
+            "\n///\n/// `{}` is zero-filled right before the launch.",
+            pname(z)
+        );
     }
     for s in &k.scratch {
         let _ = write!(

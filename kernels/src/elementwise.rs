@@ -169,17 +169,21 @@ pub unsafe fn visit<T: Element, const L: usize>(
         f(0, unsafe { head.get_unchecked(i) });
     }
     let n = body.len();
+    // The vectors read as `Chunk`s rather than through `Vectors::get_unchecked` (integer-vector
+    // loads, moved to elements): the same 16-byte loads, and ptxas needs fewer registers for
+    // the reductions' accumulators (min/max f64: 32 instead of 40 on sm_90).
+    let v = body.elements().as_ptr() as *const Chunk<T, L>;
     let mut j = tid;
     while j < n && n - j > threads {
-        // SAFETY: j < j + threads < n, the vector count.
-        let (c0, c1) = unsafe { (body.get_unchecked(j), body.get_unchecked(j + threads)) };
+        // SAFETY: vectors j < j + threads < n of `body`: in bounds, 16-byte aligned.
+        let (c0, c1) = unsafe { (v.add(j).read().0, v.add(j + threads).read().0) };
         for_lanes!(L, |k| f(k, c0[k]));
         for_lanes!(L, |k| f(k, c1[k]));
         j += 2 * threads;
     }
     if j < n {
-        // SAFETY: j < n.
-        let c = unsafe { body.get_unchecked(j) };
+        // SAFETY: vector j < n of `body`.
+        let c = unsafe { v.add(j).read().0 };
         for_lanes!(L, |k| f(k, c[k]));
     }
     for i in GridStride::new(tid, threads, tail.len()) {
