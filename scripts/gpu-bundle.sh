@@ -102,8 +102,13 @@ cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json 
 if [ -x .venv/bin/python ]; then
   own=.gpu/own
   mkdir -p "$own"
-  .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
-  .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
+  # The command of the wheel just bundled (not whatever the source tree's package was last
+  # built as).
+  pkg="$(mktemp -d)"
+  .venv/bin/python -m pip install --quiet --no-deps --target "$pkg" .gpu/wheels/*.whl
+  PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
+  PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
+  rm -rf "$pkg"
   (cd "$own/my_kernels/host" && cargo build --release --quiet)
   cp "$own/my_kernels/host/target/release/my_kernels-host" "$own/" && strip "$own/my_kernels-host"
   find "$own/my_kernels/target" -mindepth 1 -maxdepth 1 ! -name ferrocuda -exec rm -rf {} +
