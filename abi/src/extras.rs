@@ -82,7 +82,9 @@ pub enum Operand {
     Len(u8),
     /// The extent of axis `.1` of an array parameter (`x.shape[k]`).
     Dim(u8, u8),
-    /// The address of element `[0, …, 0]` of an array parameter (`x.ptr()`).
+    /// The address of element `[0, …, 0]` of an array parameter (`x.ptr()`). A condition
+    /// comparing the address of an empty array holds: it names no memory, so it neither
+    /// aliases nor is aliased (and empty arrays often share the null address).
     Ptr(u8),
 }
 

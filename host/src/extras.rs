@@ -199,6 +199,18 @@ fn value(o: Operand, args: &[Arg<'_>]) -> Value {
     }
 }
 
+/// `o` is the address of an empty array: it names no memory, so a condition on it (`out.ptr()
+/// != x.ptr()`: no aliasing) holds whatever the address (empty arrays often share null).
+fn empty_ptr(o: Operand, args: &[Arg<'_>]) -> bool {
+    match o {
+        Operand::Ptr(p) => args
+            .get(p as usize)
+            .and_then(array)
+            .is_some_and(|d| d.size() == 0),
+        _ => false,
+    }
+}
+
 fn value_text(v: Value) -> String {
     match v {
         Value::Int(i) => i.to_string(),
@@ -210,7 +222,7 @@ fn value_text(v: Value) -> String {
 pub(crate) fn check(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
     for r in &sig.require {
         let (a, b) = (value(r.lhs, args), value(r.rhs, args));
-        if r.cmp.holds(a, b) {
+        if r.cmp.holds(a, b) || [r.lhs, r.rhs].into_iter().any(|o| empty_ptr(o, args)) {
             continue;
         }
         let mut got = Vec::new();

@@ -49,7 +49,8 @@ mod launch;
 /// * `require(cond)` / `require(cond, "message")` — a condition the launcher checks before the
 ///   launch, refusing the arguments with an error that names the first parameter `cond`
 ///   reads: `a <op> b` with `<op>` one of `== != < <= > >=` over integer literals, scalar
-///   parameters, `x.len()`, `x.shape[k]`, `x.ptr()`; or `finite(scalar)`. E.g.
+///   parameters, `x.len()`, `x.shape[k]`, `x.ptr()` (a condition on the address of an empty
+///   array holds); or `finite(scalar)`. E.g.
 ///   `require(a.shape[1] == b.shape[0], "inner dimensions must agree")`, `require(lo < hi)`.
 ///
 /// Launch shape (recorded in the manifest's `launch` field; see `ferrocuda_abi::launch`):
