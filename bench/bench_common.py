@@ -256,15 +256,24 @@ def calibrate(clock):
     return rate or 1000.0
 
 
+SPIN_CAP_US = 200_000.0
+
+
 def gpu_seconds(clock, call, reps, trials):
     """Median GPU seconds per `call(i)` (i = 0..reps-1), the batch queued behind a spin."""
     for i in range(min(reps, 3)):
         call(i)
     clock.record(clock.e1)
     clock.wait()
-    spin_us = 300.0 + 40.0 * reps
+    base_us = 300.0 + 40.0 * reps
+    # A spin that the GPU finished before the batch was queued ("early") is lengthened, up to
+    # SPIN_CAP_US, and starts again from base_us each trial: a call that synchronizes with the
+    # host (cupy.bincount reads the maximum) always finds the spin done, and a spin grown
+    # geometrically across trials would run for minutes.
+    spin_us = base_us
     per, starved, respun = [], 0, 0
     for _ in range(trials):
+        spin_us = base_us
         for attempt in range(5):
             clock.spin_cycles(spin_us * clock.cycles_per_us)
             clock.record(clock.e0)
@@ -276,7 +285,7 @@ def gpu_seconds(clock, call, reps, trials):
             if not early:
                 break
             respun += 1
-            spin_us *= 4
+            spin_us = min(spin_us * 4, SPIN_CAP_US)
         else:
             starved += 1
         per.append(clock.elapsed_ms() / 1e3 / reps)

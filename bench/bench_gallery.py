@@ -59,9 +59,25 @@ class Ctx:
                     row["check_detail"] = detail
                     self.note("%s %s (%s): WRONG OUTPUT: %s" % (op, shape, impl, detail))
             per_call = nbytes if nbytes else (flops / 20.0 if flops else 1e8)
-            reps = max(3, min(100, reps_for(per_call, 0.02 if not self.quick else 0.005)))
+            target = 0.02 if not self.quick else 0.005
+            reps = max(3, min(100, reps_for(per_call, target)))
+            # One timed call first: a peer far slower than the bytes suggest (atomics contending
+            # on 256 bins) gets fewer repetitions and trials, so that it cannot eat the budget.
+            sync = self.cp.cuda.Device().synchronize
+            fn(0)  # warm-up: a first call may compile (CuPy) or allocate
+            sync()
+            t0 = time.perf_counter()
+            fn(0)
+            sync()
+            probe = time.perf_counter() - t0
+            trials = self.trials
+            if probe * reps > target:
+                reps = max(1, int(target / probe))
+            if probe * reps * trials > 0.1 * max(self.budget.left(), 1.0):
+                trials = 3
             reps = int(math.ceil(reps / sets) * sets)
-            st, info = gpu_seconds(self.clock, fn, reps, self.trials)
+            row["probe_s"] = probe
+            st, info = gpu_seconds(self.clock, fn, reps, trials)
             row.update(info)
             row["s_per_call"] = st["median"]
             row["us"] = st["median"] * 1e6

@@ -6,6 +6,7 @@ the profile reads in order; every launch is independent (a failure is printed, t
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -49,6 +50,19 @@ def main():
         steps += [("torch.softmax 4096x4096", lambda: torch.softmax(t1, dim=-1)),
                   ("torch.cumsum 2^28", lambda: torch.cumsum(tx, 0)),
                   ("torch gelu f32 2^28", lambda: torch.nn.functional.gelu(tx))]
+    h = cp.random.standard_normal(n, dtype=cp.float32).astype(cp.float16)
+    ho = cp.empty_like(h)
+    steps += [("ferrocuda gelu f16 2^28", lambda: K.gelu(h, ho)),
+              ("ferrocuda softmax 32768x1024 (again, next to torch)", lambda: K.softmax(s2, o2))]
+    if torch is not None:
+        th, t2 = torch.as_tensor(h, device="cuda"), torch.as_tensor(s2, device="cuda")
+        steps += [("torch gelu f16 2^28", lambda: torch.nn.functional.gelu(th)),
+                  ("torch.softmax 32768x1024", lambda: torch.softmax(t2, dim=-1)),
+                  ("torch.sum 2^28", lambda: torch.sum(tx))]
+    # NCU_GALLERY_ONLY=sum,gelu: only the steps whose names contain one of these words.
+    only = [w for w in os.environ.get("NCU_GALLERY_ONLY", "").split(",") if w]
+    if only:
+        steps = [(name, fn) for name, fn in steps if any(w in name for w in only)]
     status = 0
     for name, fn in steps:
         print("ncu: %s" % name, flush=True)
