@@ -15,6 +15,8 @@
 #                 plainly, then under compute-sanitizer racecheck and memcheck)
 #       launch (launch shape and 16-bit floats only: the Rust tests launch_*, the Python
 #               test_gpu_launch.py, then the Rust ones under memcheck and racecheck)
+#       graphs (CUDA graph capture only: the Rust tests graph_*, the Python
+#               test_gpu_graphs.py, then the Rust ones under memcheck)
 #       scale (several GPUs, Dask and MPI: the pickling and device-placement tests, the Dask
 #              cases — threads, two workers on one GPU, dask-cuda one worker per GPU — and
 #              the MPI cases — two ranks on one GPU, one rank per GPU — with the carried
@@ -145,6 +147,20 @@ for w in $what; do
           2>&1 | tail -15 | tee "$OUT/launch-sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
+    graphs)
+      # CUDA graph capture only: the Rust graph_* tests, test_gpu_graphs.py (torch.cuda.graph,
+      # CuPy's begin_capture, in each sync mode), then the Rust ones under memcheck.
+      echo "=== graph capture (Rust)"
+      .gpu/bin/gpu --test-threads=1 graph_ 2>&1 | tee "$OUT/graphs-rust.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== graph capture (Python)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_graphs.py 2>&1 | tee "$OUT/graphs-python.log" | tail -30
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== compute-sanitizer --tool memcheck: graph_*"
+      compute-sanitizer --tool memcheck --error-exitcode 86 .gpu/bin/gpu --test-threads=1 graph_ \
+        2>&1 | tail -15 | tee "$OUT/graphs-sanitizer-memcheck.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     scale|scalebench)
       # Dask, distributed and dask-cuda (.gpu/whl-scale) go into a directory of their own,
       # used by this part only; the MPICH wheel's data tree (mpiexec, libmpi.so.12) into
