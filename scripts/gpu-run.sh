@@ -6,6 +6,8 @@
 #       device-sanitizer (those under racecheck — shared-memory hazards of the block
 #       collectives and shared atomics — and memcheck)
 #       benchlaunch (the launch and Numba sections of the benchmarks only)
+#       graphbench (bench/graph_replay.py: a graph replay of 100 launches against the 100
+#                   launches issued directly, per kernel)
 #       profile (stage timing of the Python launch path, from a profiling build)
 #       compare (launch overhead against the build in .gpu/wheels-before/)
 #       gallery-tests (the gallery kernels' Rust and Python correctness tests)
@@ -285,6 +287,11 @@ for w in $what; do
         echo "gpu-run: no .gpu/bench/run.sh (bundle with scripts/gpu-bundle.sh)"; status=1
       fi
       bash .gpu/bench/ncu_gallery.sh "$OUT" || status=1 ;;
+    graphbench)
+      # Host time per kernel of a CUDA graph replay against the same 100 launches issued
+      # directly (torch and CuPy, each sync mode), interleaved rounds.
+      timeout 300 python3 .gpu/bench/graph_replay.py 2>&1 | tee "$OUT/graph_replay.txt"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     bench|benchlaunch)
       [ "$w" = benchlaunch ] && export BENCH_SECTIONS=launch,numba
       # Floor (nvcc), Rust and Python benchmarks; tables last, JSON in $OUT/bench.json.
