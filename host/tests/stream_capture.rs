@@ -2,10 +2,13 @@
 //! `Plan::under_capture` (launch stream state × producer stream state × sync mode), the calls a
 //! captured plan makes (with a recording `StreamOps`), and properties over random producers.
 
-use ferrocuda_host::stream::{plan, Capture, Plan, StreamOps, StreamRef, SyncMode};
-use ferrocuda_host::{ErrorKind, Result};
+use ferrocuda_host::stream::{plan, Capture, Plan, StreamRef, SyncMode};
+use ferrocuda_host::ErrorKind;
 use proptest::prelude::*;
 use std::num::NonZeroU64;
+
+mod common;
+use common::{Call, Recorder};
 
 const fn h(n: u64) -> StreamRef {
     match NonZeroU64::new(n) {
@@ -179,36 +182,6 @@ fn not_capturing_leaves_the_plan_unchanged() {
 }
 
 // ----- execution -----
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Call {
-    Sync(StreamRef),
-    Record(StreamRef, u32),
-    Wait(StreamRef, u32),
-}
-
-#[derive(Default)]
-struct Recorder {
-    calls: Vec<Call>,
-    next: u32,
-}
-
-impl StreamOps for Recorder {
-    type Event = u32;
-    fn synchronize(&mut self, s: StreamRef) -> Result<()> {
-        self.calls.push(Call::Sync(s));
-        Ok(())
-    }
-    fn record(&mut self, s: StreamRef) -> Result<u32> {
-        self.calls.push(Call::Record(s, self.next));
-        self.next += 1;
-        Ok(self.next - 1)
-    }
-    fn wait(&mut self, s: StreamRef, e: u32) -> Result<()> {
-        self.calls.push(Call::Wait(s, e));
-        Ok(())
-    }
-}
 
 #[test]
 fn captured_default_mode_records_and_waits_instead_of_synchronizing() {

@@ -140,12 +140,18 @@ def test_producer_outside_the_capture(torch: Any, cupy: Any, rng: np.random.Gene
     t, cp = torch, cupy
     x, y = cp.asarray(ints(rng)), cp.asarray(ints(rng))
     out = cp.full(N, NAN, cp.float32)
+    ta = t.from_numpy(ints(rng)).cuda()
+    tout = t.full((N,), NAN, device="cuda")
     K.add(x, y, out)
+    K.add(ta, ta, tout)
     out.fill(NAN)
+    tout.fill_(NAN)
     cp.cuda.Device().synchronize()
+    t.cuda.synchronize()
     g = t.cuda.CUDAGraph()
     with t.cuda.graph(g):
         cap = t.cuda.current_stream()
+        K.add(ta, ta, tout)  # captured in every mode (the graph is never empty)
         if mode == "off":
             K.add(x, y, out, stream=cap, sync=mode)
         else:
@@ -154,6 +160,7 @@ def test_producer_outside_the_capture(torch: Any, cupy: Any, rng: np.random.Gene
             assert t.cuda.is_current_stream_capturing()
     g.replay()
     t.cuda.synchronize()
+    np.testing.assert_array_equal(tout.cpu().numpy(), 2 * ta.cpu().numpy())
     got = cp.asnumpy(out)
     if mode == "off":
         np.testing.assert_array_equal(got, cp.asnumpy(x) + cp.asnumpy(y))
@@ -506,13 +513,13 @@ print("ok")
 
 @pytest.mark.parametrize("env_mode", ["1", "event", "0"])
 @pytest.mark.parametrize("script", ["torch", "cupy_blocking"])
-def test_first_launch_of_a_process_inside_a_capture(gpu: None, script: str,
+def test_first_launch_of_a_process_inside_a_capture(request: Any, script: str,
                                                     env_mode: str) -> None:
     """A fresh process whose first ferrocuda launch is inside a capture: the primary context,
     the module, its trap record and (for ``sum``) the workspace pool are set up in the relaxed
     capture mode, the trap record's address written through a private non-blocking stream —
     in each process-wide sync mode (``FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC``)."""
-    pytest.importorskip("torch" if script == "torch" else "cupy")
+    request.getfixturevalue("torch" if script == "torch" else "cupy")  # skips without it
     code = _TORCH_FIRST if script == "torch" else _CUPY_BLOCKING_FIRST
     env = dict(os.environ, FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC=env_mode)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
