@@ -19,7 +19,7 @@ use ferrocuda_abi::Element;
 use ndarray::{ArrayBase, ArrayViewMutD, Data, IxDyn};
 
 /// Why a host array cannot be an argument of a launch captured in a CUDA graph.
-pub const CAPTURED_HOST_ARRAY: &str =
+const CAPTURED_HOST_ARRAY: &str =
     "host (NumPy/ndarray) arrays cannot be arguments of a launch captured in a CUDA graph: \
      staging copies them with host-synchronous copies into a temporary device array, and a \
      graph could neither repeat those copies with new host data at each replay nor keep the \
@@ -89,7 +89,7 @@ impl Staging {
     ///
     /// Refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)) when the launch is
     /// captured in a CUDA graph ([`Plan::is_captured`](crate::stream::Plan::is_captured)),
-    /// before anything is allocated or copied: see [`CAPTURED_HOST_ARRAY`].
+    /// before anything is allocated or copied, with an error saying why.
     pub fn stage(&mut self, on: &Prepared<'_>, index: usize, host: &dyn HostArray) -> Result<()> {
         let name = |e: Error| match on.param(index) {
             Some(p) => e.with_arg(p.name.clone()),

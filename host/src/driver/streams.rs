@@ -162,7 +162,7 @@ impl Fence {
     /// event recorded outside its capture.
     pub fn wait_on(&self, stream: StreamRef) -> Result<()> {
         let _caller = self.ctx.enter()?;
-        idle(stream, "make a fence's waiter of")?;
+        idle(stream, "wait for a fence on")?;
         wait(stream, self.event)
     }
 
