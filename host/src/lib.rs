@@ -7,10 +7,11 @@
 //!
 //! 1. [`error`] — the one error type, with the interface [`Key`] and [`Protocol`] it names.
 //! 2. [`stream`] — the stream policy: which producer streams to synchronize or wait on, as an
-//!    inspectable plan (pure), and the operations that execute it.
+//!    inspectable plan (pure), its rules under CUDA graph capture ([`stream::capture`]), and
+//!    the operations that execute it.
 //! 3. [`driver`] — the CUDA driver (through cudarc, loaded at run time), layered as cudarc
 //!    is: `driver::result` (thin `Result` wrappers, the only calls into the driver) →
-//!    contexts, streams, events → the safe entry points.
+//!    contexts, streams, events, graph capture states → the safe entry points.
 //! 4. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
 //!    validation: every rule of the consumer contract, in one module.
 //! 5. [`scalar`] — [`Scalar`], generated from the element-type table; [`extras`] — what

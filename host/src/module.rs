@@ -7,7 +7,7 @@
 //! allocation.
 
 use crate::driver::result as cu;
-use crate::driver::{init, trap, Context, MAX_DEVICES};
+use crate::driver::{init, trap, Context, Relaxed, MAX_DEVICES};
 use crate::error::{Error, Result};
 use crate::extras::{Requirement, ScratchParam};
 use cudarc::driver::sys;
@@ -427,6 +427,9 @@ impl Module {
     fn load(&self, ctx: &'static Context) -> Result<Loaded> {
         init()?;
         let _caller = ctx.enter()?;
+        // Once per device, possibly inside another library's graph capture: loading and the
+        // trap record's page-locked allocation are calls a global-mode capture forbids.
+        let _relaxed = Relaxed::enter()?;
         let mut log = vec![0u8; 8192];
         let module = cu::module_load(&self.ptx, &mut log).map_err(|e| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -473,8 +476,19 @@ fn register_trap_record(device: usize, module: sys::CUmodule) -> Result<()> {
         return Ok(());
     };
     let (host, mapped) = cu::mem_host_alloc_mapped(std::mem::size_of::<TrapRecord>())?;
-    // SAFETY: the symbol is 8 bytes of device memory of the bound context.
-    unsafe { cu::memcpy_htod(symbol, &mapped.to_ne_bytes()) }?;
+    // The address goes in through a private non-blocking stream: a synchronous copy would use
+    // the legacy default stream, which is unusable while a blocking stream of the context
+    // captures a graph.
+    let bytes = mapped.to_ne_bytes();
+    let s = cu::stream_create(true)?;
+    // SAFETY: the symbol is 8 bytes of device memory of the bound context; `s` was just
+    // created there; `bytes` outlives the copy, which the synchronization ends.
+    let copied = unsafe { cu::memcpy_htod_async(symbol, &bytes, s) }
+        // SAFETY: as above.
+        .and_then(|()| unsafe { cu::stream_synchronize(s) });
+    // SAFETY: created above and not used afterwards.
+    let _ = unsafe { cu::stream_destroy(s) };
+    copied?;
     // SAFETY: page-locked (page-aligned), zeroed, sized for a record, never freed, and the
     // host never writes it again.
     unsafe { trap::remember(device, host.cast::<TrapRecord>()) };

@@ -19,7 +19,7 @@ pub const STAGES: [&str; 20] = [
     "rs: driver init, sync mode",
     "rs: producers, pointer checks",
     "rs: stream plan",
-    "rs: context",
+    "rs: context, capture state",
     "rs: module, block, grid",
     "rs: pack parameters",
     "rs: plan before launch",

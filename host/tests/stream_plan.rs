@@ -2,12 +2,13 @@
 //! combination of producer streams × caller stream × sync mode, the calls a plan makes (with a
 //! recording `StreamOps`), and a property over random producers.
 
-use ferrocuda_host::stream::{
-    plan, Plan, StreamOps, StreamRef, SyncMode, MAX_PRODUCERS, SYNC_ENV_VAR,
-};
-use ferrocuda_host::{Error, ErrorKind, Result};
+use ferrocuda_host::stream::{plan, Plan, StreamRef, SyncMode, MAX_PRODUCERS, SYNC_ENV_VAR};
+use ferrocuda_host::ErrorKind;
 use proptest::prelude::*;
 use std::num::NonZeroU64;
+
+mod common;
+use common::{Call, Recorder};
 
 const fn h(n: u64) -> StreamRef {
     match NonZeroU64::new(n) {
@@ -295,52 +296,6 @@ fn from_env_reads_the_variable() {
 }
 
 // ----- execution, with a recording StreamOps -----
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Call {
-    Sync(StreamRef),
-    /// Record of event `n` on a stream.
-    Record(StreamRef, u32),
-    /// A stream waits on event `n`.
-    Wait(StreamRef, u32),
-}
-
-#[derive(Default)]
-struct Recorder {
-    calls: Vec<Call>,
-    next_event: u32,
-    /// Fail the call with this index (0-based), if set.
-    fail_at: Option<usize>,
-}
-
-impl Recorder {
-    fn step(&mut self, call: Call) -> Result<()> {
-        if self.fail_at == Some(self.calls.len()) {
-            return Err(Error::new(
-                ErrorKind::Cuda { code: 700 },
-                "injected failure",
-            ));
-        }
-        self.calls.push(call);
-        Ok(())
-    }
-}
-
-impl StreamOps for Recorder {
-    type Event = u32;
-    fn synchronize(&mut self, s: StreamRef) -> Result<()> {
-        self.step(Call::Sync(s))
-    }
-    fn record(&mut self, s: StreamRef) -> Result<u32> {
-        let e = self.next_event;
-        self.step(Call::Record(s, e))?;
-        self.next_event += 1;
-        Ok(e)
-    }
-    fn wait(&mut self, s: StreamRef, e: u32) -> Result<()> {
-        self.step(Call::Wait(s, e))
-    }
-}
 
 fn run(p: &Plan) -> (Vec<Call>, Vec<Call>) {
     let mut rec = Recorder::default();

@@ -37,6 +37,12 @@ Synchronization: ``sync=`` per call, or ``FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC`` 
 (``1``/unset: host-synchronize foreign producer streams as Numba does; ``event``: order them
 with CUDA events, never blocking the host; ``0``: no ordering). See :class:`SyncMode`.
 
+CUDA graphs: a launch on a stream that is capturing (``torch.cuda.graph``, CuPy's
+``Stream.begin_capture``) is captured in every sync mode; producer streams in the same capture
+are ordered by captured event edges, and what a graph cannot record (a producer stream outside
+the capture in the ``default`` and ``event`` modes, host arrays) raises ``NotImplementedError``
+and leaves the capture valid. See the package README, "CUDA graphs".
+
 Importing ferrocuda needs no GPU: the first operation that does raises :class:`CudaError`.
 """
 
@@ -117,7 +123,8 @@ class SyncMode(enum.Enum):
 
     #: Host-synchronize each producer stream other than the launch stream (Numba's
     #: semantics, minus the sync on the launch stream itself); afterwards those streams wait
-    #: for the kernel. ``sync=True`` means the same.
+    #: for the kernel. ``sync=True`` means the same. Under graph capture the synchronization
+    #: becomes an event edge, as in EVENT.
     DEFAULT = "default"
     #: Never block the host: the launch stream waits on an event recorded on each foreign
     #: producer stream; afterwards those streams wait for the kernel.

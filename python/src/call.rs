@@ -18,7 +18,14 @@
 //!    launch's device and stream after the launch is prepared, and written ones copied back
 //!    after it (the call then waits for the kernel).
 //! 6. DLPack capsules are released once the kernel has completed: an event on the launch
-//!    stream is polled at later calls (and by `ferrocuda.synchronize`).
+//!    stream is polled at later calls (and by `ferrocuda.synchronize`) — in the relaxed capture
+//!    mode, so that the poll never invalidates a graph capture elsewhere. A launch captured in
+//!    a CUDA graph runs nothing: its capsules are released when the call returns, and the
+//!    arrays' owners must outlive the graph's replays, as for any graph.
+//!
+//! Under CUDA graph capture (the launch stream capturing, e.g. inside `torch.cuda.graph`) the
+//! host crate's stream plan applies the capture rules (`ferrocuda_host::stream::capture`),
+//! and host (NumPy) arguments are refused before anything is staged.
 //!
 //! Scalars: integer parameters take `int` (or `__index__` objects such as NumPy integers) in
 //! the parameter type's range (`OverflowError` otherwise) — never `float` or `bool`; float
@@ -504,6 +511,7 @@ fn launch_with_hosts(
     )?;
     // The caller's current context comes back after the staging, launch and copies back.
     let _caller = CallerContext::save();
+    // Under graph capture the staging refuses the host arrays before copying anything.
     let prepared = py.detach(|| kernel.prepare(argv, opts)).py_err(py)?;
     let mut staging = Staging::new();
     for (i, view) in hosts.iter() {
@@ -571,7 +579,10 @@ pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpt
     };
     ferrocuda_host::mark!(14);
     if !owners.is_empty() {
-        if launched.config.is_some() {
+        // A captured launch ran nothing: the graph's replays use the arrays as long as their
+        // owners (the caller's objects) keep them, and a fence on the capturing stream could
+        // not be queried. Without a launch there is nothing to wait for either.
+        if launched.config.is_some() && !launched.plan.is_captured() {
             defer(py, launched.device, launched.plan.launch_stream(), owners)?;
         } else {
             drop(owners);

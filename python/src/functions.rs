@@ -221,7 +221,9 @@ pub fn normalize_sync(py: Python<'_>, sync: Option<&Bound<'_, PyAny>>) -> PyResu
 }
 
 /// Blocks until all work on `stream` (default: the legacy default stream) of `device` is done.
-/// Also releases DLPack capsules whose kernels have completed.
+/// Also releases DLPack capsules whose kernels have completed. Raises `NotImplementedError`
+/// while `stream` is capturing a CUDA graph (or is the legacy stream while a blocking stream
+/// captures), which a synchronization would invalidate.
 #[pyfunction]
 #[pyo3(signature = (stream = None, device = 0))]
 pub fn synchronize(

@@ -5,7 +5,7 @@ use crate::cai::{ArrayDesc, MAX_NDIM};
 use crate::driver::{self, raw_stream, result as cu, Context};
 use crate::error::{Error, Result};
 use crate::launch::Arg;
-use crate::stream::StreamRef;
+use crate::stream::{Capture, StreamRef};
 use ferrocuda_abi::{layout, DType, Element};
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 use std::marker::PhantomData;
@@ -49,6 +49,10 @@ impl std::fmt::Debug for AnyDeviceArray {
 impl AnyDeviceArray {
     /// An array of `dtype` and `shape` on `device`, ordered on `stream`, with unspecified
     /// contents.
+    ///
+    /// Refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)) while `stream` is
+    /// capturing a CUDA graph: the allocation would become a node of the graph, owned by it
+    /// and backed only while the graph runs. Allocate before the capture.
     pub fn empty(dtype: DType, shape: &[usize], device: usize, stream: StreamRef) -> Result<Self> {
         if shape.len() > MAX_NDIM {
             return Err(Error::value(format!(
@@ -61,6 +65,7 @@ impl AnyDeviceArray {
             .and_then(|n| n.checked_mul(dtype.itemsize()))
             .ok_or_else(|| Error::value(format!("shape {shape:?} overflows")))?;
         let ptr = if bytes > 0 {
+            driver::idle(stream, "allocate a DeviceArray on")?;
             // SAFETY: the context is bound; the memory is used in stream order on `stream`.
             unsafe { cu::mem_alloc_async(bytes, raw_stream(stream)) }?
         } else {
@@ -91,10 +96,13 @@ impl AnyDeviceArray {
             return Ok(());
         }
         let _caller = self.ctx.enter()?;
+        let _relaxed = driver::blocking(self.stream, "copy host data to the device on")?;
+        let s = raw_stream(self.stream);
         // SAFETY: the allocation holds `src.len()` bytes; `src` is borrowed for the call, and
         // the synchronization below ends the copy before it returns.
-        unsafe { cu::memcpy_htod_async(self.desc.ptr(), src, raw_stream(self.stream)) }?;
-        driver::synchronize(self.stream)
+        unsafe { cu::memcpy_htod_async(self.desc.ptr(), src, s) }?;
+        // SAFETY: the array's live stream (or a sentinel), checked not to be capturing.
+        unsafe { cu::stream_synchronize(s) }
     }
 
     /// Copies the array into `dst` (its elements in C order, as bytes), waiting for pending
@@ -115,12 +123,13 @@ impl AnyDeviceArray {
             return Ok(());
         }
         let _caller = self.ctx.enter()?;
+        let _relaxed = driver::blocking(self.stream, "copy device data to the host on")?;
+        let s = raw_stream(self.stream);
         // SAFETY: the allocation holds `nbytes` bytes; `dst` holds as many (caller); the
         // synchronization below ends the copy before returning.
-        unsafe {
-            cu::memcpy_dtoh_async(dst, self.desc.ptr(), self.nbytes(), raw_stream(self.stream))
-        }?;
-        driver::synchronize(self.stream)
+        unsafe { cu::memcpy_dtoh_async(dst, self.desc.ptr(), self.nbytes(), s) }?;
+        // SAFETY: the array's live stream (or a sentinel), checked not to be capturing.
+        unsafe { cu::stream_synchronize(s) }
     }
 
     /// The array's interface (CAI v3; `stream` = the array's stream).
@@ -168,6 +177,13 @@ impl Drop for AnyDeviceArray {
         // Stream-ordered free: runs after all work enqueued on the array's stream, which
         // includes waits on kernels that used the array from other streams.
         if let Ok(_caller) = self.ctx.enter() {
+            // While the stream captures a graph, the free would be captured — a graph may not
+            // free memory it did not allocate, and the attempt invalidates the capture — and
+            // cannot be ordered after the stream's work from outside the capture either: the
+            // memory is then left allocated (documented: drop arrays outside captures).
+            if driver::capture_state(self.stream) != Ok(Capture::None) {
+                return;
+            }
             // SAFETY: we own the allocation; no reference to it outlives `self` (launch
             // contract), and the free is ordered after the stream's pending work.
             let _ = unsafe { cu::mem_free_async(ptr, raw_stream(self.stream)) };

@@ -5,7 +5,7 @@ use crate::cai::ArrayDesc;
 use crate::driver::{self, Context};
 use crate::error::Result;
 use crate::launch::{default_sync_mode, Arg};
-use crate::stream::SyncMode;
+use crate::stream::{Capture, SyncMode};
 
 /// Imports an array interface the way Numba's `from_cuda_array_interface(desc, owner, sync)`
 /// does — the one import rule of both the Rust and the Python API:
@@ -19,7 +19,10 @@ use crate::stream::SyncMode;
 /// * without `sync` the stream is dropped: launches do no ordering for this array.
 ///
 /// The synchronization happens in the primary context of the device that holds the memory
-/// (device 0 for an empty array).
+/// (device 0 for an empty array). It is skipped while the stream is capturing a CUDA graph
+/// (or is unusable because of one): nothing enqueued there has run, a host synchronization
+/// of it would invalidate the capture, and launches order the array by the capture rules
+/// ([`stream::capture`](crate::stream::capture)).
 pub fn import(desc: ArrayDesc, sync: bool) -> Result<ArrayDesc> {
     if !sync {
         return Ok(desc.with_stream(None));
@@ -36,7 +39,9 @@ pub fn import(desc: ArrayDesc, sync: bool) -> Result<ArrayDesc> {
         driver::device_of(desc.ptr())?.unwrap_or(0)
     };
     let _caller = Context::get(device)?.enter()?;
-    driver::synchronize(s)?;
+    if driver::capture_state(s)? == Capture::None {
+        driver::synchronize(s)?;
+    }
     Ok(desc)
 }
 

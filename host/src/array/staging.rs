@@ -10,13 +10,22 @@
 use super::device::{AnyDeviceArray, DeviceArray};
 use crate::cai::ArrayDesc;
 use crate::driver;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::launch::{Arg, ArgList, LaunchOptions, Prepared};
 use crate::module::Kernel;
 use crate::scalar::Scalar;
 use crate::stream::StreamRef;
 use ferrocuda_abi::Element;
 use ndarray::{ArrayBase, ArrayViewMutD, Data, IxDyn};
+
+/// Why a host array cannot be an argument of a launch captured in a CUDA graph.
+const CAPTURED_HOST_ARRAY: &str =
+    "host (NumPy/ndarray) arrays cannot be arguments of a launch captured in a CUDA graph: \
+     staging copies them with host-synchronous copies into a temporary device array, and a \
+     graph could neither repeat those copies with new host data at each replay nor keep the \
+     temporary array alive. Copy the data into a device array (ferrocuda.DeviceArray, CuPy, \
+     PyTorch) before the capture and pass that array; the launch was not captured and the \
+     capture is still valid";
 
 /// A host array that can be a kernel input.
 pub trait HostArray {
@@ -77,13 +86,22 @@ impl Staging {
 
     /// Copies `host`, argument `index` of the prepared launch, to a new device array on its
     /// device and launch stream. Errors name the argument.
+    ///
+    /// Refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)) when the launch is
+    /// captured in a CUDA graph ([`Plan::is_captured`](crate::stream::Plan::is_captured)),
+    /// before anything is allocated or copied, with an error saying why.
     pub fn stage(&mut self, on: &Prepared<'_>, index: usize, host: &dyn HostArray) -> Result<()> {
-        let staged =
-            host.upload(on.device(), on.launch_stream())
-                .map_err(|e| match on.param(index) {
-                    Some(p) => e.with_arg(p.name.clone()),
-                    None => e,
-                })?;
+        let name = |e: Error| match on.param(index) {
+            Some(p) => e.with_arg(p.name.clone()),
+            None => e,
+        };
+        if on.plan().is_captured() {
+            return Err(name(Error::new(
+                ErrorKind::Unsupported,
+                CAPTURED_HOST_ARRAY,
+            )));
+        }
+        let staged = host.upload(on.device(), on.launch_stream()).map_err(name)?;
         self.staged.push((index, staged));
         Ok(())
     }
@@ -137,7 +155,8 @@ impl Kernel<'_> {
     /// Launches with host (`ndarray`) and device arguments mixed, Numba-style: host arrays
     /// are staged ([`Staging`]) on the launch's device and stream — `device` when no argument
     /// is in device memory — the kernel runs, host arrays passed as [`HostArg::InOut`] are
-    /// copied back, and the call returns when all of it is done.
+    /// copied back, and the call returns when all of it is done. Refused
+    /// ([`ErrorKind::Unsupported`]) when the launch stream is capturing a CUDA graph.
     ///
     /// # Safety
     ///
@@ -178,6 +197,14 @@ impl Kernel<'_> {
         };
         let _caller = driver::CallerContext::save();
         let prepared = self.prepare(&list, &opts)?;
+        if prepared.plan().is_captured() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "launch_host waits for the kernel and copies host arrays in and out, which a \
+                 launch captured in a CUDA graph does not allow (its kernel runs only when the \
+                 graph is launched): use Kernel::launch with device arrays during a capture",
+            ));
+        }
         let mut staging = Staging::new();
         for (i, a) in args.iter().enumerate() {
             match a {

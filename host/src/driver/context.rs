@@ -1,6 +1,7 @@
 //! Primary contexts: one per device, retained once for the life of the process, each with a
 //! pool of events.
 
+use super::capture::Relaxed;
 use super::result::{self as cu, init, MAX_DEVICES};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -85,6 +86,9 @@ impl Context {
 
     fn retain(ordinal: usize) -> Result<Context> {
         let count = cu::device_count()?;
+        // Once per device, possibly while another library captures a graph (see the capture
+        // module): made in the relaxed capture mode.
+        let _relaxed = Relaxed::enter()?;
         if ordinal >= count {
             return Err(Error::value(format!(
                 "device {ordinal} does not exist ({count} CUDA device(s) present)"
@@ -147,6 +151,7 @@ impl Context {
         self.scratch_pool
             .get_or_init(|| {
                 let _caller = self.enter()?;
+                let _relaxed = Relaxed::enter()?;
                 cu::mem_pool_create(self.ordinal, SCRATCH_POOL_KEEP).map(Pool)
             })
             .clone()

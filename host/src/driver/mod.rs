@@ -10,6 +10,9 @@
 //!   the only module that calls the driver;
 //! * `context` — [`Context`]: each device's primary context and its event pool;
 //! * `streams` — [`Stream`], [`Fence`], and the driver side of a stream plan;
+//! * `capture` — CUDA graph capture: a stream's capture state, the plan under capture
+//!   ([`capture_plan`]), and the thread's capture mode around ferrocuda's own host-blocking
+//!   calls;
 //! * this module — the safe entry points ([`init`], [`device_count`], [`pointer_info`], …).
 //!
 //! cudarc is built with `dynamic-loading`: `libcuda.so` is opened at the first call, so
@@ -29,11 +32,14 @@
 //! ([`CallerContext`]); only [`Kernel::prepare`](crate::Kernel::prepare) leaves the launch's
 //! context current, for [`Prepared::execute`](crate::Prepared::execute).
 
+mod capture;
 mod context;
 pub(crate) mod result;
 mod streams;
 pub mod trap;
 
+pub(crate) use capture::{blocking, idle, Relaxed};
+pub use capture::{capture_plan, capture_state, order_before};
 pub use context::{CallerContext, Context, DeviceLimits};
 pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
 pub(crate) use streams::{raw_stream, DriverOps};
@@ -64,7 +70,8 @@ pub fn device_of(ptr: u64) -> Result<Option<usize>> {
     Ok(usize::try_from(info.device).ok())
 }
 
-/// Blocks until all work on `s` is done, in device `ordinal`'s primary context.
+/// Blocks until all work on `s` is done, in device `ordinal`'s primary context (refused while
+/// `s` is capturing a graph; see [`synchronize`]).
 pub fn synchronize_on(ordinal: usize, s: crate::stream::StreamRef) -> Result<()> {
     let _caller = Context::get(ordinal)?.enter()?;
     synchronize(s)

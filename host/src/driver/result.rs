@@ -13,6 +13,7 @@
 //! the device ([`set_last_kernel`]).
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::stream::Capture;
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use std::ffi::{c_void, CStr, CString};
@@ -257,6 +258,79 @@ pub(crate) unsafe fn stream_wait_event(s: sys::CUstream, e: sys::CUevent) -> Res
     // SAFETY: the caller's contract.
     unsafe { cu::stream::wait_event(s, e, flags) }.named("cuStreamWaitEvent")
 }
+
+/// Whether the driver exports `cuStreamGetCaptureInfo_v3` (CUDA 12.3 and newer drivers),
+/// looked up once.
+fn capture_info_v3_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        // SAFETY: a symbol lookup in the loaded driver library (the driver is initialized
+        // before any capture query); the symbol is not called here.
+        unsafe { sys::culib().get::<unsafe extern "C" fn()>(b"cuStreamGetCaptureInfo_v3") }.is_ok()
+    })
+}
+
+/// The capture state of `s` in one driver call: `cuStreamGetCaptureInfo` (with the capture
+/// id), or `cuStreamIsCapturing` on drivers without it (id 0: unknown). On the legacy stream
+/// while a blocking stream captures, the driver answers `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`
+/// without invalidating that capture: [`Capture::Implicit`].
+///
+/// # Safety
+///
+/// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
+pub(crate) unsafe fn stream_capture(s: sys::CUstream) -> Result<Capture> {
+    use sys::CUstreamCaptureStatus as St;
+    // The driver writes a 4-byte enum; read as an integer so that no value is undefined.
+    let mut status: u32 = u32::MAX;
+    let mut id: u64 = 0;
+    let (r, call) = if capture_info_v3_present() {
+        use std::ptr::null_mut;
+        // SAFETY: the caller's contract; out-pointers to locals, the optional ones null.
+        let r = unsafe {
+            sys::cuStreamGetCaptureInfo_v3(
+                s,
+                (&mut status as *mut u32).cast(),
+                &mut id,
+                null_mut(),
+                null_mut(),
+                null_mut(),
+                null_mut(),
+            )
+        };
+        (r, "cuStreamGetCaptureInfo")
+    } else {
+        // SAFETY: the caller's contract; out-pointer to a local.
+        let r = unsafe { sys::cuStreamIsCapturing(s, (&mut status as *mut u32).cast()) };
+        (r, "cuStreamIsCapturing")
+    };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => match status {
+            x if x == St::CU_STREAM_CAPTURE_STATUS_NONE as u32 => Ok(Capture::None),
+            x if x == St::CU_STREAM_CAPTURE_STATUS_ACTIVE as u32 => Ok(Capture::Active(id)),
+            x if x == St::CU_STREAM_CAPTURE_STATUS_INVALIDATED as u32 => Ok(Capture::Invalidated),
+            other => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("{call} returned an unknown capture status {other}"),
+            )),
+        },
+        sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => Ok(Capture::Implicit),
+        other => Err(cuda_error(other, call)),
+    }
+}
+
+/// `cuThreadExchangeStreamCaptureMode`: sets the calling thread's capture interaction mode
+/// (`CUstreamCaptureMode` as an integer) and returns the previous one.
+pub(crate) fn exchange_capture_mode(mode: u32) -> Result<u32> {
+    let mut m = mode;
+    // SAFETY: in-out pointer to a local holding a `CUstreamCaptureMode` value (the previous
+    // mode is read back as an integer, so no value is undefined).
+    let r = unsafe { sys::cuThreadExchangeStreamCaptureMode((&mut m as *mut u32).cast()) };
+    check(r, "cuThreadExchangeStreamCaptureMode").map(|()| m)
+}
+
+/// `CU_STREAM_CAPTURE_MODE_RELAXED`.
+pub(crate) const CAPTURE_MODE_RELAXED: u32 =
+    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED as u32;
 
 /// `cuEventCreate` with `CU_EVENT_DISABLE_TIMING`, in the current context.
 pub(crate) fn event_create() -> Result<sys::CUevent> {
@@ -554,17 +628,6 @@ pub(crate) fn mem_host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
     let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut mapped, host, 0) };
     check(r, "cuMemHostGetDevicePointer")?;
     Ok((host.cast(), mapped))
-}
-
-/// `cuMemcpyHtoD` (synchronous) of `src` to device address `dst`.
-///
-/// # Safety
-///
-/// `dst` holds `src.len()` bytes of device memory of the current context.
-pub(crate) unsafe fn memcpy_htod(dst: u64, src: &[u8]) -> Result<()> {
-    // SAFETY: the caller's contract; `src` is valid for its length.
-    let r = unsafe { sys::cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), src.len()) };
-    check(r, "cuMemcpyHtoD")
 }
 
 /// `cuModuleGetFunction`.

@@ -1,6 +1,7 @@
 //! Streams and events: ferrocuda's own streams, fences, and the [`StreamOps`] a stream
 //! [`Plan`](crate::stream::Plan) executes through.
 
+use super::capture::{blocking, idle, Relaxed};
 use super::context::Context;
 use super::result as cu;
 use crate::error::Result;
@@ -16,7 +17,13 @@ pub(crate) fn raw_stream(s: StreamRef) -> sys::CUstream {
 /// Blocks until all work on `s` is done, in the calling thread's current context (which
 /// ferrocuda's own calls leave as they found it: with none current, use
 /// [`synchronize_on`](super::synchronize_on)).
+///
+/// Capture-safe: refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)) while
+/// `s` is capturing a graph, or is the legacy stream while a blocking stream captures — either
+/// would invalidate the capture — and made in the relaxed capture mode otherwise, so that a
+/// capture elsewhere in the process is not invalidated by it (see the capture module).
 pub fn synchronize(s: StreamRef) -> Result<()> {
+    let _relaxed = blocking(s, "synchronize")?;
     // SAFETY: callers pass streams named by live arrays or the caller, or the sentinels; an
     // invalid handle yields an error code.
     unsafe { cu::stream_synchronize(raw_stream(s)) }
@@ -137,31 +144,42 @@ unsafe impl Sync for Fence {}
 
 impl Fence {
     /// Records a fence on `stream` in device `ordinal`'s primary context.
+    ///
+    /// Refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)) while `stream` is
+    /// capturing a graph: work recorded there has not run, and an event recorded there could
+    /// be neither queried nor waited on by a stream outside the capture (order streams of a
+    /// capture with [`order_before`](super::order_before)).
     pub fn record(ordinal: usize, stream: StreamRef) -> Result<Fence> {
         let ctx = Context::get(ordinal)?;
         let _caller = ctx.enter()?;
+        idle(stream, "record a fence on")?;
         let event = record_pooled(ctx, stream)?;
         Ok(Fence { ctx, event })
     }
 
     /// Makes `stream` wait (on the device, without blocking the host) until the fence has
-    /// completed.
+    /// completed. Refused while `stream` is capturing: a captured stream may not wait on an
+    /// event recorded outside its capture.
     pub fn wait_on(&self, stream: StreamRef) -> Result<()> {
         let _caller = self.ctx.enter()?;
+        idle(stream, "wait for a fence on")?;
         wait(stream, self.event)
     }
 
-    /// `true` once the work before the fence has completed (`cuEventQuery`; never blocks).
+    /// `true` once the work before the fence has completed (`cuEventQuery`, in the relaxed
+    /// capture mode; never blocks).
     pub fn is_complete(&self) -> Result<bool> {
         let _caller = self.ctx.enter()?;
-        // SAFETY: a recorded event owned by this fence.
+        let _relaxed = Relaxed::enter()?;
+        // SAFETY: a recorded event owned by this fence (recorded outside any capture).
         unsafe { cu::event_query(self.event) }
     }
 
-    /// Blocks until the fence has completed.
+    /// Blocks until the fence has completed (in the relaxed capture mode).
     pub fn synchronize(&self) -> Result<()> {
         let _caller = self.ctx.enter()?;
-        // SAFETY: a recorded event owned by this fence.
+        let _relaxed = Relaxed::enter()?;
+        // SAFETY: a recorded event owned by this fence (recorded outside any capture).
         unsafe { cu::event_synchronize(self.event) }
     }
 

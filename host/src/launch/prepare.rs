@@ -64,7 +64,9 @@ struct Arrays {
 impl<'m> Kernel<'m> {
     /// Phase 1 of a launch: checks the arguments against the manifest, loads the driver, and
     /// computes the producers' streams, the device (checking every pointer against its
-    /// allocation, unless `opts.check_pointers` is off), the stream plan, the context and the
+    /// allocation, unless `opts.check_pointers` is off), the stream plan — under the capture
+    /// state of the launch stream and of the producer streams it orders (one
+    /// `cuStreamGetCaptureInfo` each; see [`stream::capture`]) — the context and the
     /// launch configuration — checked against the kernel's and the device's limits (block,
     /// grid, dynamic shared memory; see [`shape`](super::shape)). Makes no change on the
     /// device, except raising the kernel's dynamic shared memory limit when the launch asks
@@ -97,6 +99,7 @@ impl<'m> Kernel<'m> {
         };
         let ctx = Context::get(ordinal)?;
         ctx.bind()?;
+        let plan = driver::capture_plan(plan).map_err(|r| refusal(self, args, &arrays, r))?;
         crate::mark!(8);
         let launch = if arrays.work == 0 && opts.grid.is_none() {
             None
@@ -168,6 +171,26 @@ impl<'m> Kernel<'m> {
         }
         Ok((f, grid, block))
     }
+}
+
+/// The error of a plan refused under capture, naming the first argument whose producer stream
+/// it concerns (for the launch stream: the arguments are not at fault).
+fn refusal(kernel: &Kernel<'_>, args: &[Arg<'_>], arrays: &Arrays, r: stream::Refused) -> Error {
+    let Some(s) = r.stream else {
+        return r.error;
+    };
+    let params = &kernel.signature().params;
+    let mut k = 0;
+    for (p, a) in params.iter().zip(args) {
+        if matches!(a, Arg::Scalar(_)) {
+            continue;
+        }
+        if arrays.producers.get(k).copied().flatten() == Some(s) {
+            return r.error.with_arg(p.name.clone());
+        }
+        k += 1;
+    }
+    r.error
 }
 
 /// The array arguments' streams, device and sizes, each pointer checked (with `check`)

@@ -3,7 +3,6 @@
 
 use ferrocuda_abi::DType;
 use ferrocuda_host::array::{AnyDeviceArray, HostArray};
-use ferrocuda_host::driver::Fence;
 use ferrocuda_host::{ArrayDesc, Error, StreamRef};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
@@ -315,7 +314,10 @@ impl PyDeviceArray {
     ///
     /// ``stream`` is the consumer's stream (``None`` = legacy default stream, ``-1`` = no
     /// synchronization): when it differs from the array's stream, it is made to wait (an event,
-    /// no host block) for the work pending on the array's stream. ``dl_device`` must be
+    /// no host block) for the work pending on the array's stream. While the consumer's stream
+    /// captures a CUDA graph, that is possible only when the array's stream is in the same
+    /// capture; otherwise ``NotImplementedError`` says so (export before the capture, or
+    /// with ``stream=-1``). ``dl_device`` must be
     /// ``None`` or this array's ``(2, device)``; ``copy=True`` is refused (``BufferError``).
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__<'py>(
@@ -355,10 +357,10 @@ impl PyDeviceArray {
         };
         if let Some(consumer) = consumer_stream(stream)? {
             let own = this.inner.stream();
-            if consumer != own {
-                py.detach(|| Fence::record(device, own)?.wait_on(consumer))
-                    .py_err(py)?;
-            }
+            // An event edge, by the capture rules: refused when the consumer's stream is
+            // capturing a graph that the array's stream is not part of.
+            py.detach(|| ferrocuda_host::driver::order_before(device, own, consumer))
+                .py_err(py)?;
         }
         export::export(
             py,

@@ -1,6 +1,9 @@
 //! DLPack capsules that must outlive a kernel: held with a fence on the launch stream, and
 //! released once the kernel has completed ([`release_completed`], polled at every launch and
-//! by `ferrocuda.synchronize`).
+//! by `ferrocuda.synchronize`). The poll (`cuEventQuery`) runs in the relaxed capture mode
+//! (the host crate's `Fence::is_complete`), so that a graph capture in progress anywhere in the
+//! process is not invalidated by it; fences are never recorded on capturing streams (captured
+//! launches release their capsules at once).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -63,6 +63,18 @@
 //! [`SyncMode::Off`] trusts the caller. The mode comes from
 //! `FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC` ([`SyncMode::from_env`]) or a per-call switch.
 //!
+//! # Under CUDA graph capture
+//!
+//! When the launch stream is capturing a CUDA graph (`torch.cuda.graph`, CuPy's
+//! `Stream.begin_capture`, `cuStreamBeginCapture`), nothing runs until the graph is launched,
+//! and the driver forbids what would tie captured work to work that runs now. A plan is then
+//! taken through [`Plan::under_capture`], given the capture state of the launch stream and of
+//! each producer stream it orders ([`Capture`]): Default mode's host synchronization becomes
+//! the event record and wait of Event mode (legal, and replayed, between streams of one
+//! capture), and whatever cannot be recorded in the graph is refused before any driver call
+//! could invalidate the capture. The rules and the driver documentation they rest on are in
+//! the [`capture`] module.
+//!
 //! # Plan, then execute
 //!
 //! The policy is split in two so it can be read and tested without a GPU:
@@ -113,6 +125,10 @@ use std::fmt;
 use std::num::NonZeroU64;
 
 use crate::error::{Error, Result};
+
+pub mod capture;
+
+pub use capture::{Capture, Refused};
 
 /// A CUDA stream as the array interface names it.
 ///
@@ -273,6 +289,8 @@ pub const MAX_PRODUCERS: usize = 16;
 pub struct Plan {
     launch: StreamRef,
     mode: SyncMode,
+    /// The launch stream's capture state ([`Capture::None`] until [`Plan::under_capture`]).
+    capture: Capture,
     /// Number of valid entries in `foreign`.
     len: u8,
     /// Distinct producer streams other than `launch`, first-seen order, in `[..len]`.
@@ -297,20 +315,22 @@ impl Plan {
         &self.foreign[..usize::from(self.len)]
     }
 
-    /// Streams to `cuStreamSynchronize` before the launch ([`SyncMode::Default`]; empty in
-    /// the other modes).
+    /// Streams to `cuStreamSynchronize` before the launch ([`SyncMode::Default`], unless the
+    /// launch is captured; empty otherwise).
     pub fn host_syncs(&self) -> &[StreamRef] {
         match self.mode {
-            SyncMode::Default => self.foreign_streams(),
-            SyncMode::Event | SyncMode::Off => &[],
+            SyncMode::Default if !self.is_captured() => self.foreign_streams(),
+            SyncMode::Default | SyncMode::Event | SyncMode::Off => &[],
         }
     }
 
     /// Streams on which to record an event that the launch stream waits on before the launch
-    /// ([`SyncMode::Event`]; empty in the other modes).
+    /// ([`SyncMode::Event`], and [`SyncMode::Default`] when the launch is captured; empty
+    /// otherwise).
     pub fn waits_before(&self) -> &[StreamRef] {
         match self.mode {
             SyncMode::Event => self.foreign_streams(),
+            SyncMode::Default if self.is_captured() => self.foreign_streams(),
             SyncMode::Default | SyncMode::Off => &[],
         }
     }
@@ -383,6 +403,7 @@ impl fmt::Debug for Plan {
         f.debug_struct("Plan")
             .field("launch_stream", &self.launch)
             .field("mode", &self.mode)
+            .field("capture", &self.capture)
             .field("host_syncs", &self.host_syncs())
             .field("waits_before", &self.waits_before())
             .field("waits_after", &self.waits_after())
@@ -421,6 +442,7 @@ pub fn plan(
     let mut p = Plan {
         launch,
         mode,
+        capture: Capture::None,
         len: 0,
         foreign: [StreamRef::Legacy; MAX_PRODUCERS],
     };
