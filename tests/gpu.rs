@@ -28,6 +28,10 @@ type TestResult = Result<(), Failed>;
 #[path = "gpu/launch.rs"]
 mod launch;
 
+/// Bound launches: bound once, launched many times.
+#[path = "gpu/bind.rs"]
+mod bind;
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -946,6 +950,7 @@ fn main() {
     let trials = tests
         .iter()
         .chain(&launch::TESTS)
+        .chain(&bind::TESTS)
         .map(|t| t.trial(devices))
         .collect();
     libtest_mimic::run(&args, trials).exit();
