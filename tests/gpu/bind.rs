@@ -10,10 +10,10 @@
 //!   launches sees the producer's values of its own trial; a bound launch from another thread
 //!   works as well.
 
+use super::race::Race;
 use super::{ensure, err, opts, rng, upload, GpuTest, TestResult, DEV, L};
 use ferrocuda::host::array::HostArray;
-use ferrocuda::host::driver::Stream;
-use ferrocuda::{bundled, kernels, AsArg, DeviceArray, ErrorKind, LaunchOptions, SyncMode};
+use ferrocuda::{bundled, kernels, AsArg, DeviceArray, ErrorKind, SyncMode};
 use rand::RngExt;
 
 pub const TESTS: [GpuTest; 2] = [
@@ -70,22 +70,19 @@ fn test_repeated() -> TestResult {
 }
 
 fn side_stream_trials(mode: SyncMode) -> TestResult {
-    let n = 1 << 16;
-    let producer = Stream::new(DEV, true).map_err(err)?;
-    let consumer = Stream::new(DEV, true).map_err(err)?;
-    let a = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
-    let b = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
-    let out = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
-    b.copy_from_host(&vec![1.0; n]).map_err(err)?;
+    let Race {
+        n,
+        producer,
+        consumer,
+        a,
+        b,
+        out,
+    } = Race::new(1 << 16)?;
+    let on = Race::on;
     let k = bundled::module()
         .map_err(err)?
         .kernel("add_f32")
         .map_err(err)?;
-    let on = |s: &Stream, sync: SyncMode| LaunchOptions {
-        stream: Some(s.as_ref()),
-        sync: Some(sync),
-        ..opts()
-    };
     let bound = k
         .bind(
             &[a.as_arg(), b.as_arg(), out.as_arg()],
