@@ -34,10 +34,12 @@
 //! The stream plan is then computed again from those streams ([`Prepared::replan`], the
 //! stream policy's one rule) and the prepared launch executed. Not repeated: classification,
 //! dispatch, scalar conversion, the manifest checks, the pointer checks (the memory is the
-//! bound memory, kept alive by the bound object), the configuration. The GIL is released only
-//! when the plan blocks the host (host synchronizations, default mode); completed DLPack
-//! releases of calls are not polled. So in the event and off modes a bound launch makes no
-//! host-synchronizing driver call.
+//! bound memory, kept alive by the bound object), the configuration. The driver work runs
+//! with the GIL released, as every launch's does (holding it while `cuLaunchKernel` waits on a
+//! full launch queue would stall other threads, and deadlock against a Python host callback
+//! queued ahead, e.g. CuPy's `launch_host_func`). Completed DLPack releases of calls are not
+//! polled, so in the event and off modes a bound launch makes no host-synchronizing driver
+//! call (no stream synchronization, no event query).
 
 use ferrocuda_host::driver::{CallerContext, Fence};
 use ferrocuda_host::{Arg, ArgList, ArrayDesc, Prepared, Scalar, StreamRef, SyncMode};
@@ -242,19 +244,17 @@ impl PyBound {
         }
         let mut prepared = self.prepared;
         prepared.replan(&producers[..k]).py_err(py)?;
-        let _caller = CallerContext::save();
-        // SAFETY: the prepared arguments (the bound descriptions, each checked above to be the
-        // memory and layout it was at bind), none a host array; kernels from ferrocuda's
-        // builder are memory-safe for arguments that pass the checks (the manifest contract);
-        // the bound object holds every argument's owner (and the DLPack capsules), and the
-        // plan orders the producers' streams around the kernel.
-        let run = || unsafe { prepared.execute(&argv) };
-        let launched = if prepared.plan().host_syncs().is_empty() {
-            run()
-        } else {
-            py.detach(run)
-        };
-        launched.map(|_| ()).py_err(py)
+        py.detach(|| {
+            let _caller = CallerContext::save();
+            // SAFETY: the prepared arguments (the bound descriptions, each checked above to be
+            // the memory and layout it was at bind), none a host array; kernels from
+            // ferrocuda's builder are memory-safe for arguments that pass the checks (the
+            // manifest contract); the bound object holds every argument's owner (and the
+            // DLPack capsules), and the plan orders the producers' streams around the kernel.
+            unsafe { prepared.execute(&argv) }
+        })
+        .map(|_| ())
+        .py_err(py)
     }
 }
 
