@@ -69,6 +69,36 @@ FC_VARIANTS = [
 ]
 
 
+# Bound launches (``launch = fk.add.bind(a, b, out, **kw)``, then ``launch()``): what a loop
+# pays per launch once the arguments are read and checked.
+BOUND_VARIANTS = [
+    ("sync=None (env default)", "none", {}),
+    ("sync='default'", "default", {"sync": "default"}),
+    ("sync='event'", "event", {"sync": "event"}),
+    ("sync='off'", "off", {"sync": "off"}),
+]
+
+
+def bound_launch_rows(res, reps, producer, tag, launcher, args, sync, check_for, variants=None,
+                      **kw):
+    """One row per bound-launch variant: ``launcher.bind(*args, **kw, **variant)`` timed per
+    ``launch()``; `check_for(call)` makes the row's output check. Rows are skipped, with a
+    note, on a ferrocuda without ``bind``."""
+    if not hasattr(launcher, "bind"):
+        res.note("launch", "%s has no bind(): bound-launch rows skipped" % (launcher,))
+        return
+    side = " side stream," if "stream" in kw else ""
+    for label, key, vkw in (variants or BOUND_VARIANTS):
+        try:
+            call = launcher.bind(*args, **dict(kw, **vkw))
+        except Exception as e:  # noqa: BLE001 - recorded as the row's error
+            res.note("launch", "%s bind(%s) failed: %s: %s" % (producer, label, type(e).__name__, e))
+            continue
+        launch_row(res, reps, producer, "ferrocuda add, bound,%s %s" % (side, label),
+                   "fc_%s_bound_%s%s" % (tag, "side_" if side else "", key), call, sync,
+                   check_for(call))
+
+
 def log(*parts):
     print("[bench]", *parts, file=sys.stderr, flush=True)
 

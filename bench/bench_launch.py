@@ -16,7 +16,9 @@ import traceback
 from functools import partial
 
 from bench_common import (
+    BOUND_VARIANTS,
     FC_VARIANTS,
+    bound_launch_rows,
     LAUNCH_N,
     RAW_ADD_SRC,
     interleaved,
@@ -32,6 +34,9 @@ def fc_launch_rows(res, reps, np, fk, producer, tag, a, b, out, sync, poison, re
         call = partial(fk.add, a, b, out, **kw)
         launch_row(res, reps, producer, "ferrocuda add, " + label, "fc_%s_%s" % (tag, key), call,
                    sync, make_check(np, poison, call, sync, read, expected))
+    # Bound once, launched per call: the rows next to the per-call ones above.
+    bound_launch_rows(res, reps, producer, tag, fk.add, (a, b, out), sync,
+                      lambda call: make_check(np, poison, call, sync, read, expected))
     direct = getattr(fk, "add_f32", None)
     if direct is not None:  # the kernel itself, without the family's dtype/rank dispatch
         call = partial(direct, a, b, out, sync="default")
@@ -61,6 +66,9 @@ def fc_launch_rows(res, reps, np, fk, producer, tag, a, b, out, sync, poison, re
         launch_row(res, reps, producer, "ferrocuda add, side stream, " + label,
                    "fc_%s_side_%s" % (tag, key), call, sync,
                    make_check(np, poison, call, sync, read, expected))
+    bound_launch_rows(res, reps, producer, tag, fk.add, (a, b, out), sync,
+                      lambda call: make_check(np, poison, call, sync, read, expected),
+                      variants=BOUND_VARIANTS[1:], stream=stream_arg)
 
 
 def section_launch(res, reps, mods):
@@ -200,6 +208,9 @@ def declare_launch_rows(res, reps, mods):
             launch_row(res, reps, "ferrocuda", "ferrocuda add, DeviceArray, check_pointers=False",
                        "fc_fcarray_nocheck", call, sync,
                        make_check(np, poison, call, sync, read, expected))
+            bound_launch_rows(res, reps, "ferrocuda", "fcarray", fk.add, tuple(arrs), sync,
+                              lambda call: make_check(np, poison, call, sync, read, expected),
+                              variants=BOUND_VARIANTS[:2])
         except Exception as e:  # noqa: BLE001
             res.note("launch", "ferrocuda.DeviceArray rows skipped: %s: %s" % (type(e).__name__, e))
 

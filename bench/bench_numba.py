@@ -15,6 +15,7 @@ import traceback
 from functools import partial
 
 from bench_common import (
+    BOUND_VARIANTS,
     Budget,
     CHILD_TAG,
     FC_VARIANTS,
@@ -22,6 +23,7 @@ from bench_common import (
     LAUNCH_N,
     Reps,
     Results,
+    bound_launch_rows,
     bw_row,
     compare,
     interleaved,
@@ -93,6 +95,10 @@ def numba_child(args):
                 call = partial(fk.add, da, db, dout, **kw)
                 launch_row(res, reps, "numba", "ferrocuda add, " + label, "fc_numba_" + key, call,
                            sync, make_check(np, poison, call, sync, read, expected))
+            # Numba arrays have no fast path: a bound launch reads their interface per launch.
+            bound_launch_rows(res, reps, "numba", "numba", fk.add, (da, db, dout), sync,
+                              lambda call: make_check(np, poison, call, sync, read, expected),
+                              variants=[BOUND_VARIANTS[0], BOUND_VARIANTS[3]])
         except Exception as e:  # noqa: BLE001
             res.note("numba", "ferrocuda on Numba arrays skipped: %s: %s" % (type(e).__name__, e))
         fewer = reps

@@ -104,6 +104,13 @@ def compute_goals(data):
     goal("Python, 3 torch tensors, default mode: no slower than torch.add(out=)",
          ratio(fc_torch, tadd), "≤ 1.00×", None if fc_torch is None or tadd is None
          else fc_torch <= tadd, "×")
+    # Bound launches (issue 16): the per-launch cost of ``launch = add.bind(a, b, out)``.
+    for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"), ("torch", "torch")):
+        row = launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag)
+        rb = ratio(us(row), floor_us)
+        goal("Python, bound launch `add.bind(a, b, out)()`, 3 %s arrays, default mode: "
+             "≤ 1.15× raw cuLaunchKernel floor (add_f32)" % who, rb, "≤ 1.15×",
+             None if rb is None else rb <= 1.15, "×")
     fc_bw = bw_lookup(data["bandwidth"], "fc_add_cupy", 28)
     t_bw = bw_lookup(data["bandwidth"], "torch_add", 28)
     rb = ratio(fc_bw and fc_bw["gbps"], t_bw and t_bw["gbps"])

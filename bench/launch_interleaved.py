@@ -6,6 +6,9 @@ variant alike. Used to tell a real per-variant cost from an artefact of measurin
 
 Usage: python3 bench/launch_interleaved.py [--rounds 40] [--calls 1000] [--json]
 
+Bound launches (``add.bind(...)``, called per launch) are among the variants when the installed
+ferrocuda has ``bind``.
+
 ``--json`` prints one JSON object (variant -> list of µs/call per round) instead of the table,
 for ``bench/compare_builds.py``.
 """
@@ -52,6 +55,14 @@ def main():
         "torch.add(out=)": lambda: torch.add(t[0], t[1], out=t[2]),
         "cupy.add(out=)": lambda: cp.add(c[0], c[1], out=c[2]),
     }
+    if hasattr(add, "bind"):  # bound launches (absent from builds before them)
+        variants.update({
+            "DeviceArray bound": add.bind(*d),
+            "cupy bound": add.bind(*c),
+            "cupy bound sync='event'": add.bind(*c, sync="event"),
+            "torch bound": add.bind(*t),
+            "torch bound sync='off'": add.bind(*t, sync="off"),
+        })
 
     def sync():
         torch.cuda.synchronize()

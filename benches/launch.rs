@@ -14,6 +14,9 @@
 //!   only, `off` does nothing.
 //! * `*_check` / `*_nocheck` — `check_pointers` on (one `cuPointerGetAttributes` per array) or
 //!   off.
+//! * `bound_*` — the same launches bound once (`Kernel::bind`, outside the timed region) and
+//!   launched with `BoundLaunch::launch`: no argument checks, pointer checks or planning per
+//!   launch, only the plan's work and `cuLaunchKernel`.
 //!
 //! Besides criterion's report, the binary makes its own median-of-batches measurement of each
 //! case (same method, fixed batch size) and prints one JSON line per case to stdout:
@@ -28,7 +31,7 @@
 use criterion::Criterion;
 use ferrocuda::host::driver::{self, Stream};
 use ferrocuda::host::launch::synchronize;
-use ferrocuda::{kernels, DeviceArray, LaunchOptions, StreamRef, SyncMode};
+use ferrocuda::{bundled, kernels, AsArg, DeviceArray, LaunchOptions, StreamRef, SyncMode};
 use ndarray::Array1;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -45,6 +48,7 @@ struct Case {
     side: bool,
     mode: SyncMode,
     check_pointers: bool,
+    bound: bool,
 }
 
 const fn case(id: &'static str, side: bool, mode: SyncMode, check_pointers: bool) -> Case {
@@ -53,6 +57,14 @@ const fn case(id: &'static str, side: bool, mode: SyncMode, check_pointers: bool
         side,
         mode,
         check_pointers,
+        bound: false,
+    }
+}
+
+const fn bound(id: &'static str, side: bool, mode: SyncMode) -> Case {
+    Case {
+        bound: true,
+        ..case(id, side, mode, true)
     }
 }
 
@@ -69,6 +81,10 @@ const CASES: &[Case] = &[
     case("side_default_nocheck", true, SyncMode::Default, false),
     case("side_event_nocheck", true, SyncMode::Event, false),
     case("side_off_nocheck", true, SyncMode::Off, false),
+    bound("bound_same_default", false, SyncMode::Default),
+    bound("bound_same_off", false, SyncMode::Off),
+    bound("bound_side_default", true, SyncMode::Default),
+    bound("bound_side_event", true, SyncMode::Event),
 ];
 
 struct Setup {
@@ -120,7 +136,8 @@ impl Setup {
         self.out
             .copy_from_host(&[f32::NAN; N])
             .map_err(|e| e.to_string())?;
-        kernels::add_f32(&self.a, &self.b, &self.out, &self.opts(c)).map_err(|e| e.to_string())?;
+        self.launches(c, &self.opts(c), 1)
+            .map_err(|e| e.to_string())?;
         self.sync().map_err(|e| e.to_string())?;
         let mut got = vec![0.0f32; N];
         self.out.copy_to_host(&mut got).map_err(|e| e.to_string())?;
@@ -133,18 +150,35 @@ impl Setup {
         }
     }
 
-    /// `iters` launches back to back, one synchronization, elapsed host time.
-    fn run(&self, c: &Case, opts: &LaunchOptions, iters: u64) -> Duration {
+    /// `iters` launches back to back (bound once first, for a bound case) and one
+    /// synchronization; the elapsed host time of the launches and the synchronization.
+    fn launches(&self, c: &Case, opts: &LaunchOptions, iters: u64) -> ferrocuda::Result<Duration> {
+        if !c.bound {
+            let t = Instant::now();
+            for _ in 0..iters {
+                kernels::add_f32(&self.a, &self.b, &self.out, opts)?;
+            }
+            self.sync()?;
+            return Ok(t.elapsed());
+        }
+        let k = bundled::module()?.kernel("add_f32")?;
+        let launch = k.bind(&[self.a.as_arg(), self.b.as_arg(), self.out.as_arg()], opts)?;
         let t = Instant::now();
         for _ in 0..iters {
-            if let Err(e) = kernels::add_f32(&self.a, &self.b, &self.out, opts) {
-                panic!("case {}: launch failed: {e}", c.id);
-            }
+            // SAFETY: a bundled kernel (memory-safe for checked arguments) on arrays that
+            // outlive `launch`.
+            unsafe { launch.launch() }?;
         }
-        if let Err(e) = self.sync() {
-            panic!("case {}: synchronize failed: {e}", c.id);
+        self.sync()?;
+        Ok(t.elapsed())
+    }
+
+    /// [`launches`](Self::launches), panicking on an error.
+    fn run(&self, c: &Case, opts: &LaunchOptions, iters: u64) -> Duration {
+        match self.launches(c, opts, iters) {
+            Ok(t) => t,
+            Err(e) => panic!("case {}: {e}", c.id),
         }
-        t.elapsed()
     }
 }
 
@@ -248,13 +282,14 @@ fn main() {
             .unwrap_or_else(|| "null".into());
         println!(
             "{{\"bench\": \"rust_launch\", \"name\": \"{}\", \"stream\": \"{}\", \"sync\": \"{}\", \
-             \"check_pointers\": {}, \"us_per_launch\": {:.4}, \"min_us\": {:.4}, \"p10_us\": {:.4}, \
+             \"check_pointers\": {}, \"bound\": {}, \"us_per_launch\": {:.4}, \"min_us\": {:.4}, \"p10_us\": {:.4}, \
              \"p90_us\": {:.4}, \"batches\": {BATCHES}, \"launches_per_batch\": {LAUNCHES_PER_BATCH}, \
              \"criterion_median_us\": {crit_us}, \"n\": {N}, \"checked\": true}}",
             c.id,
             if c.side { "side (non-blocking; arrays on legacy)" } else { "producers' (legacy)" },
             mode_name(c.mode),
             c.check_pointers,
+            c.bound,
             quantile(&us, 0.5),
             us[0],
             quantile(&us, 0.1),

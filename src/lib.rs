@@ -29,8 +29,8 @@ pub use ferrocuda_host as host;
 /// (for `DeviceArray<f16>`, scalars, and the launchers of `f16`/`bf16` kernels).
 pub use ferrocuda_host::half;
 pub use ferrocuda_host::{
-    Arg, ArrayDesc, AsArg, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions, Launched, Module,
-    Result, Scalar, StreamRef, SyncMode,
+    Arg, ArrayDesc, AsArg, BoundLaunch, DeviceArray, Error, ErrorKind, Kernel, LaunchOptions,
+    Launched, Module, Result, Scalar, StreamRef, SyncMode,
 };
 
 /// The bundled kernels' PTX and manifest.

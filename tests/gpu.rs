@@ -32,6 +32,16 @@ mod launch;
 #[path = "gpu/graphs.rs"]
 mod graphs;
 
+/// Bound launches: bound once, launched many times.
+#[path = "gpu/bind.rs"]
+mod bind;
+
+/// Producer and consumer streams racing: the stream plan's ordering, both halves.
+#[path = "gpu/race.rs"]
+mod race;
+
+use race::{RACE_DEFAULT, RACE_EVENT, RACE_OFF_OBSERVED};
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -456,79 +466,6 @@ fn test_host_arrays() -> TestResult {
 
 const HOST_ARRAYS: GpuTest = GpuTest::new("host_arrays", test_host_arrays);
 
-/// The race test: a producer fills `a` on its own stream behind a slow kernel; ferrocuda then
-/// launches on another stream. Default and event modes must see the producer's values in
-/// 100 of 100 trials; with sync off the race must be observable.
-fn race_trials(mode: SyncMode, trials: usize) -> Result<usize, Failed> {
-    let n = 1 << 16;
-    let producer = Stream::new(DEV, true).map_err(err)?;
-    let consumer = Stream::new(DEV, true).map_err(err)?;
-    let a = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
-    let b = DeviceArray::<f32>::empty(&[n], DEV, producer.as_ref()).map_err(err)?;
-    let out = DeviceArray::<f32>::empty(&[n], DEV, consumer.as_ref()).map_err(err)?;
-    b.copy_from_host(&vec![1.0; n]).map_err(err)?;
-    let mut stale = 0;
-    let on = |s: &Stream, sync: SyncMode| LaunchOptions {
-        stream: Some(s.as_ref()),
-        sync: Some(sync),
-        ..opts()
-    };
-    for t in 0..trials {
-        a.copy_from_host(&vec![0.0; n]).map_err(err)?;
-        out.copy_from_host(&vec![-1.0; n]).map_err(err)?;
-        // The producer: ~1 ms of spinning, then a = 7 (on the producer stream only).
-        kernels::fill_slow(&a, 7.0, 400_000, &on(&producer, SyncMode::Off)).map_err(err)?;
-        // The consumer: out = a + b on the consumer stream.
-        let launched = kernels::add_f32(&a, &b, &out, &on(&consumer, mode)).map_err(err)?;
-        ensure(launched.plan.launch_stream() == consumer.as_ref(), || {
-            "launch stream".into()
-        })?;
-        // The producer then overwrites `a` right away: without the "after" half of the plan
-        // this would race with the consumer's kernel.
-        kernels::fill_slow(&a, 9.0, 0, &on(&producer, SyncMode::Off)).map_err(err)?;
-        consumer.synchronize().map_err(err)?;
-        producer.synchronize().map_err(err)?;
-        let got = out.to_ndarray().map_err(err)?;
-        let ok = got.iter().all(|&x| x == 8.0);
-        if !ok {
-            stale += 1;
-            if mode != SyncMode::Off {
-                let bad = got.iter().position(|&x| x != 8.0).unwrap();
-                return Err(
-                    format!("{mode:?}: trial {t}: out[{bad}] = {} (want 8)", got[bad]).into(),
-                );
-            }
-        }
-    }
-    Ok(stale)
-}
-
-fn test_race_default() -> TestResult {
-    ensure(race_trials(SyncMode::Default, 100)? == 0, || {
-        "stale reads".into()
-    })
-}
-
-const RACE_DEFAULT: GpuTest = GpuTest::new("race_default", test_race_default);
-
-fn test_race_event() -> TestResult {
-    ensure(race_trials(SyncMode::Event, 100)? == 0, || {
-        "stale reads".into()
-    })
-}
-
-const RACE_EVENT: GpuTest = GpuTest::new("race_event", test_race_event);
-
-fn test_race_off_observed() -> TestResult {
-    let stale = race_trials(SyncMode::Off, 20)?;
-    eprintln!("  sync off: {stale}/20 trials read stale or overwritten data");
-    ensure(stale > 0, || {
-        "with sync off the race was never observed: the race test has no teeth".into()
-    })
-}
-
-const RACE_OFF_OBSERVED: GpuTest = GpuTest::new("race_off_observed", test_race_off_observed);
-
 /// Launches from 8 threads at once, on distinct and on shared input arrays.
 /// Checks the output of thread `t` of the thread tests: `out[i] == i + t` for every element.
 fn check_thread_out(out: &DeviceArray<f32>, t: usize) -> TestResult {
@@ -951,6 +888,7 @@ fn main() {
         .iter()
         .chain(&launch::TESTS)
         .chain(&graphs::TESTS)
+        .chain(&bind::TESTS)
         .map(|t| t.trial(devices))
         .collect();
     libtest_mimic::run(&args, trials).exit();

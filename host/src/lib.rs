@@ -20,7 +20,8 @@
 //! 6. [`module`] — PTX modules with their manifests, loaded once per device.
 //! 7. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
 //!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
-//!    types, the plan around `cuLaunchKernel`).
+//!    types, the plan around `cuLaunchKernel`); [`Kernel::bind`] prepares once for a
+//!    [`BoundLaunch`] executed many times.
 //! 8. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`], [`ForeignArray`](array::ForeignArray)
 //!    with the import-sync rule, and the staging of host arrays.
 //!
@@ -60,7 +61,7 @@ pub use half;
 pub use array::{AnyDeviceArray, AsArg, DeviceArray};
 pub use cai::ArrayDesc;
 pub use error::{Error, ErrorKind, Key, Protocol, Result};
-pub use launch::{Arg, ArgList, LaunchOptions, Launched, Prepared};
+pub use launch::{Arg, ArgList, BoundLaunch, LaunchOptions, Launched, Prepared};
 pub use module::{Kernel, Module};
 pub use scalar::Scalar;
 pub use stream::{StreamRef, SyncMode};

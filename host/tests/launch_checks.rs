@@ -122,3 +122,27 @@ fn arg_lists_hold_at_most_max_params() {
     let e = l.push(Arg::Scalar(Scalar::U8(1))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Value);
 }
+
+#[test]
+fn bind_refuses_host_arrays_and_reports_argument_errors_before_needing_a_driver() {
+    let m = module();
+    let add = m.kernel("add").unwrap();
+    let opts = LaunchOptions::default();
+    let a = f32s(8, 0x10000);
+    let e = add
+        .bind(&[Arg::Array(&a), Arg::Host(&a), Arg::Array(&a)], &opts)
+        .unwrap_err();
+    assert_eq!((e.kind(), e.arg()), (ErrorKind::Type, Some("b")), "{e}");
+    assert!(e.to_string().contains("cannot be bound"), "{e}");
+    // The checks are prepare's: the same error for the same arguments.
+    let ints = ArrayDesc::from_parts(DType::I32, &[8], None, 0x20000, false, None).unwrap();
+    let args = [Arg::Array(&ints), Arg::Array(&a), Arg::Array(&a)];
+    let bound = add.bind(&args, &opts).unwrap_err();
+    let prepared = add.prepare(&args, &opts).unwrap_err();
+    assert_eq!(bound.to_string(), prepared.to_string());
+    assert_eq!((bound.kind(), bound.arg()), (ErrorKind::Type, Some("a")));
+    let r = add.bind(&[Arg::Array(&a), Arg::Array(&a), Arg::Array(&a)], &opts);
+    if !ferrocuda_host::driver::is_available() {
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::NoDriver);
+    }
+}

@@ -24,7 +24,10 @@ Main entry points:
   when a source changed (``ferrocuda new my_kernels`` makes one) and loads it; :func:`build`
   builds only, and the ``ferrocuda`` command (``python -m ferrocuda``) does both from a shell;
 * :class:`DeviceArray` -- device memory owned by ferrocuda (CAI v3 and DLPack export);
-* :func:`as_cuda_array`, :func:`from_cuda_array_interface` -- Numba's consumer API;
+* ``launcher.bind(*args, ...)`` -- a :class:`BoundLaunch` for loops: the arguments read,
+  checked and converted once, then ``launch()`` per iteration (see its documentation);
+* :func:`as_cuda_array`, :func:`from_cuda_array_interface`, :func:`is_cuda_array` -- Numba's
+  consumer API;
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
   ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key.
 
@@ -57,6 +60,7 @@ from . import _ferrocuda
 from ._ferrocuda import (
     MAX_NDIM,
     SYNC_ENV_VAR,
+    BoundLaunch,
     BuildError,
     ConfiguredLauncher,
     CudaError,
@@ -74,6 +78,7 @@ from ._ferrocuda import (
     device_count,
     driver_available,
     from_cuda_array_interface,
+    is_cuda_array,
     load,
     new_crate,
     normalize_stream,
@@ -85,6 +90,7 @@ from ._ferrocuda import (
 __all__ = [
     "MAX_NDIM",
     "SYNC_ENV_VAR",
+    "BoundLaunch",
     "BuildError",
     "ConfiguredLauncher",
     "CudaError",
@@ -103,6 +109,7 @@ __all__ = [
     "device_count",
     "driver_available",
     "from_cuda_array_interface",
+    "is_cuda_array",
     "kernels",
     "load",
     "new_crate",

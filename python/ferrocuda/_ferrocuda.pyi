@@ -22,12 +22,14 @@ __all__ = [
     "DeviceArray",
     "ForeignArray",
     "as_cuda_array",
+    "is_cuda_array",
     "from_cuda_array_interface",
     "Module",
     "Launcher",
     "Kernel",
     "Family",
     "ConfiguredLauncher",
+    "BoundLaunch",
     "bundled",
     "load",
     "build",
@@ -74,6 +76,7 @@ def normalize_stream(stream: _StreamLike) -> Optional[int]: ...
 def normalize_sync(sync: _SyncLike = None) -> str: ...
 def synchronize(stream: _StreamLike = None, device: int = 0) -> None: ...
 def as_cuda_array(obj: Any, sync: bool = True) -> ForeignArray: ...
+def is_cuda_array(obj: Any) -> bool: ...
 def from_cuda_array_interface(
     desc: Dict[str, Any], owner: Any = None, sync: bool = True
 ) -> ForeignArray: ...
@@ -178,6 +181,24 @@ class ConfiguredLauncher:
 
     def __call__(self, *args: Any, sync: _SyncLike = None, check_pointers: bool = True) -> None: ...
 
+@final
+class BoundLaunch:
+    """A launch whose arguments were read, checked and converted once; call it to launch."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def args(self) -> Tuple[Any, ...]: ...
+    @property
+    def sync(self) -> str: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def grid(self) -> Optional[Tuple[int, int, int]]: ...
+    @property
+    def block(self) -> Optional[Tuple[int, int, int]]: ...
+
 @disjoint_base
 class Launcher:
     """Launches kernels: the base of :class:`Kernel` and :class:`Family`."""
@@ -192,6 +213,16 @@ class Launcher:
         shared_mem: Optional[int] = None,
         check_pointers: bool = True,
     ) -> None: ...
+    def bind(
+        self,
+        *args: Any,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: Optional[_Dim3] = None,
+        block: Optional[_Dim3] = None,
+        shared_mem: Optional[int] = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
     def __getitem__(self, config: Tuple[Any, ...], /) -> ConfiguredLauncher: ...
     @property
     def name(self) -> str: ...

@@ -143,7 +143,7 @@ impl CallOpts {
     }
 
     /// The host crate's options of this call.
-    fn launch_options(&self) -> LaunchOptions {
+    pub fn launch_options(&self) -> LaunchOptions {
         LaunchOptions {
             stream: self.stream,
             sync: self.sync,
@@ -323,17 +323,22 @@ fn scalar(obj: &Bound<'_, PyAny>, p: &Param) -> PyResult<Scalar> {
 // ---------------------------------------------------------------------------------------
 // The call.
 
+/// What one argument is.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Slot {
+pub enum Slot {
+    /// A scalar.
     Scalar,
+    /// A device array described by an interface (or a ferrocuda array): its description.
     Array(u8),
+    /// A DLPack-only object: its description once imported.
     Dlpack(u8),
+    /// A host array: its description (host pointer).
     Host(u8),
 }
 
 /// The arguments of one call, classified: a slot per argument, the array descriptions, the
 /// host arrays.
-struct Classified<'py> {
+pub struct Classified<'py> {
     slots: [Slot; MAX_ARGS],
     n: usize,
     descs: [Option<ArrayDesc>; MAX_ARRAYS],
@@ -344,7 +349,8 @@ struct Classified<'py> {
 }
 
 impl<'py> Classified<'py> {
-    fn slots(&self) -> &[Slot] {
+    /// The slot of each argument.
+    pub fn slots(&self) -> &[Slot] {
         &self.slots[..self.n]
     }
 
@@ -362,7 +368,7 @@ impl Classified<'_> {
     /// No argument classified yet. (Large: built in place in the caller's frame, and passed
     /// by reference from there.)
     #[inline(always)]
-    fn new(n: usize) -> Self {
+    pub fn new(n: usize) -> Self {
         Classified {
             slots: [Slot::Scalar; MAX_ARGS],
             n,
@@ -442,7 +448,7 @@ fn import_dlpack(
 
 /// The launch arguments: scalars converted to their parameters' types, arrays by their
 /// descriptions (host arrays as [`Arg::Host`]).
-fn arguments<'d>(
+pub fn arguments<'d>(
     sig: &Signature,
     args: &Bound<'_, PyTuple>,
     c: &'d Classified<'_>,
@@ -535,29 +541,50 @@ fn launch_with_hosts(
     Ok(launched)
 }
 
+/// What [`read`] found besides the classified arguments: the host arrays (argument index and
+/// view), the DLPack imports, the selected kernel.
+pub type ReadArgs<'py> = (
+    Vec<(usize, HostView<'py>)>,
+    Vec<DlpackOwner>,
+    Kernel<'static>,
+);
+
+/// Steps 1–3 of a call (see the module documentation), shared by calls and `bind`: classifies
+/// `args` into `c`, imports DLPack arguments for the launch stream that `caller` and the
+/// producers decide, and selects the kernel (arity checked).
+pub fn read<'py>(
+    t: &Target,
+    args: &Bound<'py, PyTuple>,
+    c: &mut Classified<'py>,
+    caller: Option<StreamRef>,
+) -> PyResult<ReadArgs<'py>> {
+    let n = args.len();
+    if t.kinds.as_ref().is_some_and(|k| n != k.len()) || n > MAX_ARGS {
+        return Err(arity_error(t, n));
+    }
+    classify(t, args, c)?;
+    let hosts = std::mem::take(&mut c.hosts);
+    ferrocuda_host::mark!(1);
+    let owners = if c.has_dlpack {
+        import_dlpack(t, args, c, caller)?
+    } else {
+        Vec::new()
+    };
+    let kernel = select(t, c.slots(), &c.descs)?;
+    if kernel.signature().params.len() != n {
+        return Err(arity_error(t, n));
+    }
+    Ok((hosts, owners, kernel))
+}
+
 /// Launches `t` on `args`: the whole per-call path (see the module documentation).
 pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -> PyResult<()> {
     ferrocuda_host::mark!(start);
     release_completed(py);
     ferrocuda_host::mark!(0);
-    let n = args.len();
-    if t.kinds.as_ref().is_some_and(|k| n != k.len()) || n > MAX_ARGS {
-        return Err(arity_error(t, n));
-    }
-    let mut c = Classified::new(n);
-    classify(t, args, &mut c)?;
-    let mut hosts = std::mem::take(&mut c.hosts);
-    ferrocuda_host::mark!(1);
-    let owners = if c.has_dlpack {
-        import_dlpack(t, args, &mut c, opts.stream)?
-    } else {
-        Vec::new()
-    };
-    let kernel = select(t, c.slots(), &c.descs)?;
+    let mut c = Classified::new(args.len().min(MAX_ARGS));
+    let (mut hosts, owners, kernel) = read(t, args, &mut c, opts.stream)?;
     let sig = kernel.signature();
-    if sig.params.len() != n {
-        return Err(arity_error(t, n));
-    }
     let mut argv = ArgList::new();
     arguments(sig, args, &c, &mut argv)?;
     let lo = opts.launch_options();

@@ -142,6 +142,17 @@ pub fn _cupy_stream_source(py: Python<'_>) -> &'static str {
     fast::cupy_stream_source(py)
 }
 
+/// ``True`` when ``obj`` exposes ``__cuda_array_interface__``: ``hasattr(obj,
+/// "__cuda_array_interface__")``, as Numba's ``numba.cuda.is_cuda_array``. DLPack-only objects
+/// (JAX arrays) and SYCL USM arrays are not CUDA arrays by this test, although launchers take
+/// them. Like ``hasattr``, the attribute is read: a getter that raises ``AttributeError`` (a
+/// torch tensor on the CPU) gives ``False``, any other exception propagates (a torch tensor
+/// that requires grad raises ``RuntimeError``). No GPU needed.
+#[pyfunction]
+pub fn is_cuda_array(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    obj.hasattr(pyo3::intern!(obj.py(), "__cuda_array_interface__"))
+}
+
 /// `as_cuda_array` for an already probed object.
 fn foreign_from(py: Python<'_>, obj: &Bound<'_, PyAny>, sync: bool) -> PyResult<PyForeignArray> {
     let (desc, dl) = match probe(obj, "obj", &mut ArgScratch::new())? {

@@ -17,6 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 
+use crate::bind::{bind, PyBound};
 use crate::call::{call, parse_config, CallOpts, Target};
 use crate::docs::signature_text;
 use crate::read::streams::parse_sync;
@@ -75,6 +76,28 @@ impl PyLauncher {
         let shape = [grid, block, shared_mem];
         let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
         call(py, &self.target, args, o)
+    }
+
+    /// Binds the arguments and options for launches in a loop: reads, checks and converts
+    /// them once (a family selects its variant once) and returns a :class:`BoundLaunch`,
+    /// which launches when called with no arguments. Raises what a call with the same
+    /// arguments would raise; host (NumPy) arrays are refused (``TypeError``).
+    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn bind(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        stream: Option<&Bound<'_, PyAny>>,
+        sync: Option<&Bound<'_, PyAny>>,
+        grid: Option<&Bound<'_, PyAny>>,
+        block: Option<&Bound<'_, PyAny>>,
+        shared_mem: Option<&Bound<'_, PyAny>>,
+        check_pointers: bool,
+    ) -> PyResult<PyBound> {
+        let shape = [grid, block, shared_mem];
+        let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
+        bind(py, &self.target, args, o, stream)
     }
 
     /// Numba-style configuration: ``launcher[grid, block]``, ``launcher[grid, block, stream]``

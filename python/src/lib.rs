@@ -24,12 +24,14 @@
 //! 6. [`docs`] — signatures and docstrings of launchers.
 //! 7. [`call`] — the call path: options, kernel selection, scalars, the launch through the
 //!    host crate's two phases (host arrays staged between them).
-//! 8. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
+//! 8. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
+//!    second half per launch with what can change read again (streams, moved memory).
+//! 9. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
 //!    differ only in selection; `ConfiguredLauncher`.
-//! 9. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
-//!    `BuildError` (through `ferrocuda_builder::project`).
-//! 10. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
-//! 11. [`functions`] — the module-level functions.
+//! 10. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
+//!     `BuildError` (through `ferrocuda_builder::project`).
+//! 11. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
+//! 12. [`functions`] — the module-level functions.
 //!
 //! This file registers the classes and functions (it uses every layer).
 //!
@@ -41,6 +43,7 @@ use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
+pub mod bind;
 pub mod call;
 pub mod docs;
 pub mod errors;
@@ -70,6 +73,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<launcher::PyKernel>()?;
     m.add_class::<launcher::PyFamily>()?;
     m.add_class::<launcher::PyConfigured>()?;
+    m.add_class::<bind::PyBound>()?;
     m.add_function(wrap_pyfunction!(module::bundled, m)?)?;
     m.add_function(wrap_pyfunction!(module::load, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_ptx, m)?)?;
@@ -90,6 +94,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(f::_fast_paths, m)?)?;
     m.add_function(wrap_pyfunction!(f::_cupy_stream_source, m)?)?;
     m.add_function(wrap_pyfunction!(f::as_cuda_array, m)?)?;
+    m.add_function(wrap_pyfunction!(f::is_cuda_array, m)?)?;
     m.add_function(wrap_pyfunction!(f::from_cuda_array_interface, m)?)?;
     m.add_function(wrap_pyfunction!(f::normalize_stream, m)?)?;
     m.add_function(wrap_pyfunction!(f::normalize_sync, m)?)?;

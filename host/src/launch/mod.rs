@@ -15,17 +15,25 @@
 //! device and launch stream ([`Arg::Host`]; the array module's `Staging`) — the one path by
 //! which host arrays reach a kernel, from Rust (`Kernel::launch_host`) and Python.
 //!
+//! A prepared launch can be executed again on the same arguments: [`Kernel::bind`] prepares
+//! once and [`BoundLaunch::launch`] executes as often as asked (for loops); a caller whose
+//! producers' streams move between launches re-plans with [`Prepared::replan`], which applies
+//! the stream policy's one rule ([`stream::plan`](crate::stream::plan)) to the streams as they
+//! are now.
+//!
 //! The whole path works on the stack: arguments are borrowed, the parameter buffer is a
 //! fixed 4 KiB array, the stream plan has fixed capacity. Per launch it costs one
 //! `cuPointerGetAttributes` per array (skippable with [`LaunchOptions::check_pointers`]),
 //! `cuCtxGetCurrent`, the plan's syncs/waits (none when every array lives on the launch
 //! stream) and `cuLaunchKernel`.
 
+mod bind;
 mod check;
 mod execute;
 mod prepare;
 pub mod shape;
 
+pub use bind::BoundLaunch;
 pub use check::check_args;
 pub use prepare::Prepared;
 

@@ -15,6 +15,8 @@ use crate::stream::{self, Plan, StreamRef};
 pub struct Prepared<'m> {
     pub(super) kernel: Kernel<'m>,
     pub(super) plan: Plan,
+    /// The caller's launch stream (`LaunchOptions::stream`), kept for [`replan`](Self::replan).
+    pub(super) caller: Option<StreamRef>,
     pub(super) ctx: &'static Context,
     /// The function, grid and block; `None` when there is nothing to launch (every array is
     /// empty and no grid was given).
@@ -27,7 +29,7 @@ pub struct Prepared<'m> {
     pub(super) nargs: usize,
 }
 
-impl Prepared<'_> {
+impl<'m> Prepared<'m> {
     /// The device the kernel runs on.
     pub fn device(&self) -> usize {
         self.ctx.ordinal()
@@ -46,6 +48,35 @@ impl Prepared<'_> {
     /// The kernel's parameter `index` (for naming staged arguments).
     pub fn param(&self, index: usize) -> Option<&Param> {
         self.kernel.signature().params.get(index)
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> Kernel<'m> {
+        self.kernel
+    }
+
+    /// The grid and block of the launch; `None` when there is nothing to launch (every array
+    /// is empty and no grid was given).
+    pub fn config(&self) -> Option<([u32; 3], [u32; 3])> {
+        self.launch.map(|(_, grid, block)| (grid, block))
+    }
+
+    /// Recomputes the stream plan for the producers' streams as they are *now* — for a launch
+    /// prepared once and executed again after a producer moved to another stream (a bound
+    /// launch: torch's or CuPy's current stream changed). The rule is [`stream::plan`]'s,
+    /// with the caller's stream and the sync mode given to [`Kernel::prepare`].
+    ///
+    /// `producers` are the array arguments' streams in argument order, as `prepare` reads
+    /// them from the descriptions. Everything else prepared stands: the arrays must still be
+    /// the prepared ones (pointers, shapes, strides).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Value`](crate::ErrorKind::Value) beyond
+    /// [`MAX_PRODUCERS`](stream::MAX_PRODUCERS) producers.
+    pub fn replan(&mut self, producers: &[Option<StreamRef>]) -> Result<()> {
+        self.plan = stream::plan(producers, self.caller, self.plan.mode())?;
+        Ok(())
     }
 }
 
@@ -122,6 +153,7 @@ impl<'m> Kernel<'m> {
         Ok(Prepared {
             kernel: *self,
             plan,
+            caller: opts.stream,
             ctx,
             launch,
             shared_mem_bytes: opts.shared_mem_bytes,

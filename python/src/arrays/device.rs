@@ -75,7 +75,7 @@ pub struct PyDeviceArray {
 
 /// The stream object to keep alive with an array: `stream` when it is an object (not `None`
 /// and not an int, whose lifetime the caller manages).
-fn stream_owner(stream: Option<&Bound<'_, PyAny>>) -> Option<Py<PyAny>> {
+pub fn stream_owner(stream: Option<&Bound<'_, PyAny>>) -> Option<Py<PyAny>> {
     stream
         .filter(|s| !s.is_none() && read_int(s).ok().flatten().is_none())
         .map(|s| s.clone().unbind())

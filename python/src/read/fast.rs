@@ -229,6 +229,94 @@ pub struct CallState {
     torch: Option<StreamRef>,
 }
 
+/// The pointer and layout of an array as a fast path reads them: what can change on the same
+/// producer object between launches (torch's `resize_`, `set_`, `as_strided_`, assigning
+/// `.data`; CuPy's `shape` setter).
+pub struct Layout {
+    n: usize,
+    shape: [usize; MAX_NDIM],
+    /// Byte strides in `[..n]` when `strided`, else C-contiguous.
+    strides: [isize; MAX_NDIM],
+    strided: bool,
+    ptr: u64,
+}
+
+impl Layout {
+    fn new() -> Self {
+        Layout {
+            n: 0,
+            shape: [0; MAX_NDIM],
+            strides: [0; MAX_NDIM],
+            strided: false,
+            ptr: 0,
+        }
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape[..self.n]
+    }
+
+    fn strides(&self) -> Option<&[isize]> {
+        self.strided.then(|| &self.strides[..self.n])
+    }
+
+    /// Whether this is the pointer, shape and strides `desc` describes.
+    fn matches(&self, desc: &ArrayDesc) -> bool {
+        if self.ptr != desc.ptr() || self.shape() != desc.shape() {
+            return false;
+        }
+        match self.strides() {
+            Some(s) => s == desc.byte_strides(),
+            None => {
+                let mut c = [0isize; MAX_NDIM];
+                layout::c_strides(self.shape(), desc.itemsize(), &mut c).is_some()
+                    && &c[..self.n] == desc.byte_strides()
+            }
+        }
+    }
+}
+
+/// Whether `obj` (of `kind`), read by its fast path, still has the pointer, shape and strides
+/// of `desc` — the few reads a bound launch repeats to detect a producer that reallocated or
+/// re-laid out the same object. `None` when no fast path reads `obj` (another kind, the fast
+/// paths switched off, an attribute that raises): the caller reads the interface instead.
+pub fn same_layout(obj: &Bound<'_, PyAny>, kind: Kind, desc: &ArrayDesc) -> PyResult<Option<bool>> {
+    if !fast_paths_enabled() {
+        return Ok(None);
+    }
+    let mut l = Layout::new();
+    let read = match kind {
+        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_layout(obj, &mut l),
+        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => {
+            torch_layout(obj, desc.itemsize(), &mut l)?
+        }
+        _ => None,
+    };
+    Ok(read.map(|()| l.matches(desc)))
+}
+
+/// The producer stream of `obj` (of `kind`) as a launch now reads it: CuPy's current stream
+/// (export version 3; none for version 2), torch's current stream on the tensor's device.
+/// `None` when no fast path reads it (the caller reads the interface instead). Read once per
+/// launch, through `state`.
+pub fn current_stream(
+    obj: &Bound<'_, PyAny>,
+    kind: Kind,
+    state: &mut CallState,
+) -> PyResult<Option<Option<StreamRef>>> {
+    match kind {
+        Kind::Cupy => Ok(match state.cupy {
+            Some((_, s)) => Some(s),
+            None => cupy_stream(obj).map(|v| {
+                state.cupy = Some(v);
+                v.1
+            }),
+        }),
+        Kind::Torch => torch_stream(obj, state).map(|s| Some(Some(s))),
+        _ => Ok(None),
+    }
+}
+
 /// The descriptor of `obj` by a fast path, or `None` for the generic path.
 pub fn describe(
     obj: &Bound<'_, PyAny>,
@@ -516,17 +604,16 @@ fn cupy_stream(obj: &Bound<'_, PyAny>) -> Option<(u8, Option<StreamRef>)> {
     }
 }
 
-fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
+/// The pointer and layout of a CuPy array (`None` to fall back).
+fn cupy_layout(obj: &Bound<'_, PyAny>, l: &mut Layout) -> Option<()> {
     let py = obj.py();
-    let dtype = numpy_dtype(&obj.getattr(intern!(py, "dtype")).ok()?)?;
-    let mut shape = [0usize; MAX_NDIM];
     // 1-D (the common case): `size` is a stored int, where `shape` builds a tuple each time.
     let ndim: usize = obj.getattr(intern!(py, "ndim")).ok()?.extract().ok()?;
-    let n = if ndim == 1 {
-        shape[0] = obj.getattr(intern!(py, "size")).ok()?.extract().ok()?;
+    l.n = if ndim == 1 {
+        l.shape[0] = obj.getattr(intern!(py, "size")).ok()?.extract().ok()?;
         1
     } else {
-        int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut shape)?
+        int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut l.shape)?
     };
     let c_contiguous = match obj.getattr(intern!(py, "_c_contiguous")) {
         Ok(f) => f.is_truthy().ok()?,
@@ -536,18 +623,15 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
             return None;
         }
     };
-    let mut strides = [0isize; MAX_NDIM];
-    let strides = if c_contiguous {
-        None
-    } else {
-        let m = int_tuple(&obj.getattr(intern!(py, "strides")).ok()?, &mut strides)?;
-        if m != n {
+    l.strided = !c_contiguous;
+    if l.strided {
+        let m = int_tuple(&obj.getattr(intern!(py, "strides")).ok()?, &mut l.strides)?;
+        if m != l.n {
             return None;
         }
-        Some(&strides[..n])
-    };
-    let size = layout::element_count(&shape[..n])?;
-    let ptr: u64 = if size > 0 {
+    }
+    let size = layout::element_count(l.shape())?;
+    l.ptr = if size > 0 {
         obj.getattr(intern!(py, "data"))
             .ok()?
             .getattr(intern!(py, "ptr"))
@@ -557,6 +641,14 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
     } else {
         0
     };
+    Some(())
+}
+
+fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
+    let py = obj.py();
+    let dtype = numpy_dtype(&obj.getattr(intern!(py, "dtype")).ok()?)?;
+    let mut l = Layout::new();
+    cupy_layout(obj, &mut l)?;
     ferrocuda_host::mark!(16);
     let (ver, stream) = match state.cupy {
         Some(s) => s,
@@ -567,7 +659,7 @@ fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState) -> Option<ArrayDesc> {
         }
     };
     ferrocuda_host::mark!(17);
-    ArrayDesc::from_parts(dtype, &shape[..n], strides, ptr, false, stream)
+    ArrayDesc::from_parts(dtype, l.shape(), l.strides(), l.ptr, false, stream)
         .ok()
         .map(|d| d.with_version(ver))
 }
@@ -636,24 +728,40 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
         return Ok(None);
     };
     refuse_lazy_bits(obj, arg, matches!(dtype, DType::C64 | DType::C128))?;
-    let mut shape = [0usize; MAX_NDIM];
-    let mut strides = [0isize; MAX_NDIM];
+    let mut l = Layout::new();
+    if torch_layout(obj, dtype.itemsize(), &mut l)?.is_none() {
+        return Ok(None);
+    }
+    ferrocuda_host::mark!(16);
+    let stream = torch_stream(obj, state)?;
+    ferrocuda_host::mark!(17);
+    Ok(
+        ArrayDesc::from_parts(dtype, l.shape(), l.strides(), l.ptr, false, Some(stream))
+            .ok()
+            .map(|d| d.with_version(2)),
+    )
+}
+
+/// The pointer and layout of a CUDA tensor of `itemsize`-byte elements (`None` to fall back).
+fn torch_layout(obj: &Bound<'_, PyAny>, itemsize: usize, l: &mut Layout) -> PyResult<Option<()>> {
+    let py = obj.py();
+    let mut elem = [0isize; MAX_NDIM];
     // 1-D (the common case): `numel()` and `is_contiguous()` cost half of building the
     // `shape` tuple and the `stride()` tuple.
     let ndim: usize = obj.call_method0(intern!(py, "dim"))?.extract()?;
-    let n = if ndim == 1
+    l.n = if ndim == 1
         && obj
             .call_method0(intern!(py, "is_contiguous"))?
             .is_truthy()?
     {
-        shape[0] = obj.call_method0(intern!(py, "numel"))?.extract()?;
-        strides[0] = 1;
+        l.shape[0] = obj.call_method0(intern!(py, "numel"))?.extract()?;
+        elem[0] = 1;
         1
     } else {
-        let Some(n) = int_tuple(&obj.getattr(intern!(py, "shape"))?, &mut shape) else {
+        let Some(n) = int_tuple(&obj.getattr(intern!(py, "shape"))?, &mut l.shape) else {
             return Ok(None);
         };
-        let Some(m) = int_tuple(&obj.call_method0(intern!(py, "stride"))?, &mut strides) else {
+        let Some(m) = int_tuple(&obj.call_method0(intern!(py, "stride"))?, &mut elem) else {
             return Ok(None);
         };
         if m != n {
@@ -661,27 +769,14 @@ fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<O
         }
         n
     };
-    let elem = strides;
-    if layout::byte_strides(&elem[..n], dtype.itemsize(), &mut strides).is_err() {
+    l.strided = true;
+    if layout::byte_strides(&elem[..l.n], itemsize, &mut l.strides).is_err() {
         return Ok(None);
     }
-    let numel = layout::element_count(&shape[..n]);
-    let ptr: u64 = match numel {
+    l.ptr = match layout::element_count(l.shape()) {
         None => return Ok(None),
         Some(0) => 0,
         Some(_) => obj.call_method0(intern!(py, "data_ptr"))?.extract()?,
     };
-    ferrocuda_host::mark!(16);
-    let stream = torch_stream(obj, state)?;
-    ferrocuda_host::mark!(17);
-    Ok(ArrayDesc::from_parts(
-        dtype,
-        &shape[..n],
-        Some(&strides[..n]),
-        ptr,
-        false,
-        Some(stream),
-    )
-    .ok()
-    .map(|d| d.with_version(2)))
+    Ok(Some(()))
 }
