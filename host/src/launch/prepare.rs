@@ -70,13 +70,39 @@ impl<'m> Prepared<'m> {
     /// them from the descriptions. Everything else prepared stands: the arrays must still be
     /// the prepared ones (pointers, shapes, strides).
     ///
+    /// The new plan is put under the capture rules as `prepare`'s is (the launch stream and
+    /// the ordered producer streams asked for their capture state): a bound launch replayed
+    /// inside a CUDA graph capture gets captured event edges instead of host
+    /// synchronizations, or a refusal naming the argument.
+    ///
     /// # Errors
     ///
     /// [`ErrorKind::Value`](crate::ErrorKind::Value) beyond
-    /// [`MAX_PRODUCERS`](stream::MAX_PRODUCERS) producers.
+    /// [`MAX_PRODUCERS`](stream::MAX_PRODUCERS) producers; a plan refused under capture
+    /// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
     pub fn replan(&mut self, producers: &[Option<StreamRef>]) -> Result<()> {
-        self.plan = stream::plan(producers, self.caller, self.plan.mode())?;
+        let plan = stream::plan(producers, self.caller, self.plan.mode())?;
+        let _caller = driver::CallerContext::save();
+        self.ctx.bind()?;
+        self.plan = driver::capture_plan(plan).map_err(|r| self.refusal(producers, r))?;
         Ok(())
+    }
+
+    /// A refusal under capture naming the array argument whose producer stream it concerns.
+    fn refusal(&self, producers: &[Option<StreamRef>], r: stream::Refused) -> Error {
+        let Some(s) = r.stream else {
+            return r.error;
+        };
+        let arrays = self
+            .kernel
+            .signature()
+            .params
+            .iter()
+            .filter(|p| p.kind.is_array());
+        match arrays.zip(producers).find(|(_, &q)| q == Some(s)) {
+            Some((p, _)) => r.error.with_arg(p.name.clone()),
+            None => r.error,
+        }
     }
 }
 
