@@ -332,6 +332,40 @@ mod host {
         }
     }
 
+    impl KernelSig {
+        /// The parameters callers pass arguments for (scratch workspaces are the launcher's).
+        pub fn caller_params(&self) -> impl Iterator<Item = &ParamSig> {
+            self.params
+                .iter()
+                .filter(|p| p.param_kind().is_none_or(ParamKind::is_argument))
+        }
+
+        /// `true` when `other` is a *layout variant* of this kernel: another kernel of the same
+        /// family whose caller parameters have the same names, element types and mutability,
+        /// a scalar where this kernel has a scalar and an array where it has an array — only
+        /// the kinds and ranks of the arrays, hence the layouts they take
+        /// ([`ParamKind::array_layout`]), differ. `add_f32` (slices) and `add_f32_2d` (2-D
+        /// views) are layout variants of each other; `add_f64` is not one of `add_f32`.
+        ///
+        /// A kernel's typed launcher runs the layout variant that takes the arguments when
+        /// the kernel itself does not (the host's `Kernel::variant_for`).
+        pub fn is_layout_variant_of(&self, other: &KernelSig) -> bool {
+            let is_array = |p: &ParamSig| p.param_kind().is_some_and(ParamKind::is_array);
+            self.name != other.name
+                && self.family == other.family
+                && self.caller_params().count() == other.caller_params().count()
+                && self
+                    .caller_params()
+                    .zip(other.caller_params())
+                    .all(|(a, b)| {
+                        a.name == b.name
+                            && a.dtype == b.dtype
+                            && a.mutable == b.mutable
+                            && is_array(a) == is_array(b)
+                    })
+        }
+    }
+
     impl Manifest {
         /// Parses the JSON form.
         pub fn from_json(text: &str) -> Result<Manifest, String> {
@@ -525,6 +559,60 @@ mod host {
         use super::*;
         use crate::kinds::KernelParam;
         use crate::params::{Slice, SliceMut, View};
+
+        #[test]
+        fn layout_variants_differ_only_in_array_kinds_and_ranks() {
+            let param = |name: &str, kind: &str, dtype: &str, rank: u8, mutable: bool| ParamSig {
+                name: name.into(),
+                kind: kind.into(),
+                dtype: dtype.into(),
+                rank,
+                mutable,
+                size: 16,
+                align: 8,
+            };
+            let kernel = |name: &str, family: &str, kind: &str, rank: u8, dtype: &str| KernelSig {
+                name: name.into(),
+                family: family.into(),
+                params: std::vec![
+                    param("alpha", "scalar", dtype, 0, false),
+                    param("x", kind, dtype, rank, false),
+                    param("y", kind, dtype, rank, true),
+                ],
+                same_shape: Vec::new(),
+                items_per_thread: None,
+                launch: LaunchSpec::default(),
+                zero: Vec::new(),
+                scratch: Vec::new(),
+                require: Vec::new(),
+            };
+            let slice = kernel("axpy_f32", "axpy", "slice", 1, "float32");
+            let view = kernel("axpy_f32_2d", "axpy", "view", 2, "float32");
+            assert!(view.is_layout_variant_of(&slice) && slice.is_layout_variant_of(&view));
+            assert!(!slice.is_layout_variant_of(&slice));
+            assert!(
+                !kernel("axpy_f64_2d", "axpy", "view", 2, "float64").is_layout_variant_of(&slice)
+            );
+            assert!(
+                !kernel("scale_f32", "scale", "view", 2, "float32").is_layout_variant_of(&slice)
+            );
+            let mut renamed = view.clone();
+            renamed.params[2].name = "out".into();
+            assert!(!renamed.is_layout_variant_of(&slice));
+            let mut read_only = view.clone();
+            read_only.params[2].mutable = false;
+            assert!(!read_only.is_layout_variant_of(&slice));
+            let mut scalar = view.clone();
+            scalar.params[1] = param("x", "scalar", "float32", 0, false);
+            assert!(!scalar.is_layout_variant_of(&slice));
+            // Workspaces are not the caller's: they do not count.
+            let mut with_scratch = view;
+            with_scratch
+                .params
+                .push(param("ws", "scratch", "float32", 1, true));
+            assert_eq!(with_scratch.caller_params().count(), 3);
+            assert!(with_scratch.is_layout_variant_of(&slice));
+        }
 
         #[test]
         fn fp_contract_is_recorded_and_defaults_to_off() {
