@@ -803,7 +803,7 @@ const BUNDLED_GENERIC_ALLOWED: [(&str, &str); 0] = [];
 
 /// The state spaces the gallery's schedules are written for: what each family must access
 /// besides its arrays' global loads and stores (`kernels/src/*.rs`, module docs).
-fn gallery_spaces(sass: &[SassFunction], kernels: &[String]) {
+fn gallery_spaces(sass: &[SassFunction], kernels: &[String], strided: &[String]) {
     for family in GALLERY {
         assert!(
             kernels.iter().any(|k| k.starts_with(family)),
@@ -837,9 +837,68 @@ fn gallery_spaces(sass: &[SassFunction], kernels: &[String]) {
         if ["softmax_", "log_softmax_", "gelu_", "silu_", "axpy_"]
             .iter()
             .any(|p| k.starts_with(p))
+            && !strided.contains(k)
         {
             assert!(f.has("LDG.E.128") && f.has("STG.E.128"), "{k}: {:?}", ops());
         }
+    }
+}
+
+/// The element-wise families whose every contiguous kernel has strided variants.
+const ELEMENTWISE: [&str; 6] = ["add", "saxpy", "gelu", "gelu_tanh", "silu", "axpy"];
+
+/// The bundled kernels that are strided variants: kernels with view parameters that are
+/// layout variants of a kernel on slices (from the manifest).
+fn strided_variants() -> Vec<String> {
+    let m =
+        ferrocuda::abi::manifest::Manifest::from_json(ferrocuda::bundled::MANIFEST_JSON).unwrap();
+    let views = |k: &ferrocuda::abi::manifest::KernelSig| k.params.iter().any(|p| p.kind == "view");
+    m.kernels
+        .iter()
+        .filter(|k| {
+            views(k)
+                && m.kernels
+                    .iter()
+                    .any(|o| !views(o) && o.is_layout_variant_of(k))
+        })
+        .map(|k| k.name.clone())
+        .collect()
+}
+
+/// Every contiguous kernel of an element-wise family has strided variants for 1-D to 4-D
+/// views (so that its family launcher takes any layout of those ranks), named
+/// `<kernel>_<rank>d`, and nothing else in those families is strided.
+#[test]
+fn elementwise_families_have_strided_variants_of_every_rank() {
+    let m =
+        ferrocuda::abi::manifest::Manifest::from_json(ferrocuda::bundled::MANIFEST_JSON).unwrap();
+    let strided = strided_variants();
+    for family in ELEMENTWISE {
+        let contiguous: Vec<_> = m
+            .kernels
+            .iter()
+            .filter(|k| k.family == family && k.params.iter().all(|p| p.kind != "view"))
+            .collect();
+        assert!(!contiguous.is_empty(), "family {family}");
+        for k in contiguous {
+            let mut ranks: Vec<u8> = m
+                .kernels
+                .iter()
+                .filter(|o| o.is_layout_variant_of(k))
+                .map(|o| {
+                    let rank = o.params.iter().map(|p| p.rank).max().unwrap();
+                    assert_eq!(o.name, format!("{}_{rank}d", k.name));
+                    assert!(strided.contains(&o.name), "{}", o.name);
+                    rank
+                })
+                .collect();
+            ranks.sort_unstable();
+            assert_eq!(ranks, [1, 2, 3, 4], "{}", k.name);
+        }
+    }
+    for name in &strided {
+        let k = m.kernel(name).unwrap();
+        assert!(ELEMENTWISE.contains(&k.family.as_str()), "{name}");
     }
 }
 
@@ -856,6 +915,7 @@ fn bundled_kernels_access_memory_in_its_state_space() {
         .map(|e| e.name)
         .collect();
     assert!(kernels.len() >= 30, "{kernels:?}");
+    let strided = strided_variants();
     eprintln!(
         "bundled kernels' memory instructions (sm_90):\n{}",
         memory_summary(&sass, &kernels)
@@ -873,8 +933,16 @@ fn bundled_kernels_access_memory_in_its_state_space() {
             ),
             None => assert!(generic.is_empty(), "{k}: generic accesses {generic:?}"),
         }
-        // The element-wise kernels move their aligned middle in 16-byte vectors.
-        if k.starts_with("add_") && !k.starts_with("add_index") || k.starts_with("saxpy_") {
+        // The element-wise kernels move their aligned middle in 16-byte vectors; their
+        // strided variants address each element through its own strides: element-wide
+        // global loads and stores, no vectors (neighbouring elements need not be adjacent).
+        if strided.contains(k) {
+            assert!(
+                f.has("LDG") && f.has("STG") && !f.has("LDG.E.128") && !f.has("STG.E.128"),
+                "{k}: {:?}",
+                memory_ops(f)
+            );
+        } else if k.starts_with("add_") && !k.starts_with("add_index") || k.starts_with("saxpy_") {
             assert!(
                 f.has("LDG.E.128") && f.has("STG.E.128"),
                 "{k}: {:?}",
@@ -883,7 +951,7 @@ fn bundled_kernels_access_memory_in_its_state_space() {
         }
     }
     assert!(function(&sass, "initialize_array").has("STG.E.128"));
-    gallery_spaces(&sass, &kernels);
+    gallery_spaces(&sass, &kernels, &strided);
     let rev = function(&sass, "shared_reverse_f32");
     assert!(rev.has("LDS") && rev.has("STS") && rev.has("LDG"));
 }

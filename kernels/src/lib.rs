@@ -46,7 +46,7 @@ mod num;
 /// What the gallery's kernel bodies use (device only).
 #[cfg(target_arch = "nvptx64")]
 mod prelude {
-    pub use crate::elementwise::{binary, fold, unary, visit, Chunk};
+    pub use crate::elementwise::{binary, fold, map_strided, unary, visit, Chunk};
     pub use crate::grid::{block_rank, block_scratch, blocks, thread_rank};
     pub use crate::num::{act, fma, Acc, Reducible, Storage, Widen};
     pub use core::ops::{Add, Mul, Sub};
