@@ -342,27 +342,30 @@ mod host {
 
         /// `true` when `other` is a *layout variant* of this kernel: another kernel of the same
         /// family whose caller parameters have the same names, element types and mutability,
-        /// a scalar where this kernel has a scalar and an array where it has an array — only
-        /// the kinds and ranks of the arrays, hence the layouts they take
-        /// ([`ParamKind::array_layout`]), differ. `add_f32` (slices) and `add_f32_2d` (2-D
-        /// views) are layout variants of each other; `add_f64` is not one of `add_f32`.
+        /// a scalar where this kernel has a scalar and an array where it has an array, and
+        /// that differs from it in the kinds of its arrays, hence in the layouts they take
+        /// ([`ParamKind::array_layout`]) — arrays of one kind keep their rank. `add_f32`
+        /// (slices, any rank) and `add_f32_2d` (2-D views) are layout variants of each other;
+        /// `add_f32_3d` is not one of `add_f32_2d` (another rank, the same layouts), nor
+        /// `add_f64` one of `add_f32`.
         ///
-        /// A kernel's typed launcher runs the layout variant that takes the arguments when
-        /// the kernel itself does not (the host's `Kernel::variant_for`).
+        /// A kernel's launcher runs the layout variant that takes the arguments when the
+        /// kernel itself does not (the host's `Kernel::variant_for`).
         pub fn is_layout_variant_of(&self, other: &KernelSig) -> bool {
-            let is_array = |p: &ParamSig| p.param_kind().is_some_and(ParamKind::is_array);
-            self.name != other.name
-                && self.family == other.family
+            let kind = |p: &ParamSig| p.param_kind();
+            let layout = |p: &ParamSig| kind(p).and_then(ParamKind::array_layout);
+            let is_array = |p: &ParamSig| kind(p).is_some_and(ParamKind::is_array);
+            let pairs = || self.caller_params().zip(other.caller_params());
+            self.family == other.family
                 && self.caller_params().count() == other.caller_params().count()
-                && self
-                    .caller_params()
-                    .zip(other.caller_params())
-                    .all(|(a, b)| {
-                        a.name == b.name
-                            && a.dtype == b.dtype
-                            && a.mutable == b.mutable
-                            && is_array(a) == is_array(b)
-                    })
+                && pairs().all(|(a, b)| {
+                    a.name == b.name
+                        && a.dtype == b.dtype
+                        && a.mutable == b.mutable
+                        && is_array(a) == is_array(b)
+                        && (kind(a) != kind(b) || a.rank == b.rank)
+                })
+                && pairs().any(|(a, b)| layout(a) != layout(b))
         }
     }
 
@@ -590,6 +593,9 @@ mod host {
             let view = kernel("axpy_f32_2d", "axpy", "view", 2, "float32");
             assert!(view.is_layout_variant_of(&slice) && slice.is_layout_variant_of(&view));
             assert!(!slice.is_layout_variant_of(&slice));
+            // Another rank of the same kinds is not another layout.
+            let three = kernel("axpy_f32_3d", "axpy", "view", 3, "float32");
+            assert!(three.is_layout_variant_of(&slice) && !three.is_layout_variant_of(&view));
             assert!(
                 !kernel("axpy_f64_2d", "axpy", "view", 2, "float64").is_layout_variant_of(&slice)
             );

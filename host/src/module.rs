@@ -559,10 +559,10 @@ impl<'m> Kernel<'m> {
     }
 
     /// The kernel's layout variants: the kernels of its family that differ from it only in
-    /// the kinds and ranks of their array parameters, hence in the layouts they take
-    /// ([`KernelSig::is_layout_variant_of`]; e.g. `add_f32_2d`, on 2-D views of any strides,
-    /// for `add_f32`, on contiguous arrays). [`variant_for`](Self::variant_for) chooses
-    /// among the kernel and these.
+    /// the kinds of their array parameters, hence in the layouts they take
+    /// ([`KernelSig::is_layout_variant_of`]; e.g. `add_f32_1d` … `add_f32_4d`, on views of
+    /// any strides, for `add_f32`, on contiguous arrays of any rank; `add_f32` for
+    /// `add_f32_2d`). [`variant_for`](Self::variant_for) chooses among the kernel and these.
     pub fn layout_variants(&self) -> impl Iterator<Item = Kernel<'m>> + 'm {
         let module = self.module;
         module

@@ -334,7 +334,8 @@ fn typed_launchers_find_the_layout_variant() {
         names(add),
         ["add_f32_1d", "add_f32_2d", "add_f32_3d", "add_f32_4d"]
     );
-    assert_eq!(names(m.kernel("add_f64_2d").unwrap())[0], "add_f64");
+    // Views of another rank take the same layouts: not variants of each other.
+    assert_eq!(names(m.kernel("add_f64_2d").unwrap()), ["add_f64"]);
     assert_eq!(names(m.kernel("saxpy_f32").unwrap()), ["saxpy_f32_2d"]);
     let c = |ptr| f32s(&[4, 3], None, ptr);
     let t = f32s(&[4, 3], Some(&[4, 16]), P);

@@ -160,17 +160,21 @@ impl<'m> Kernel<'m> {
     /// argument check then says why). The typed launchers call it; [`Kernel::launch`] itself
     /// launches exactly the kernel it is called on.
     pub fn variant_for(&self, args: &[Arg<'_>]) -> Kernel<'m> {
-        let variants = self.module.layout_variants_of(self.index);
-        if variants.is_empty() {
+        if self.module.layout_variants_of(self.index).is_empty() {
             return *self;
         }
         let mut ops = [Operand::Scalar; MAX_PARAMS];
-        let Some(n) = operands(args, &mut ops) else {
-            return *self;
-        };
-        let module = self.module;
-        let others = variants.iter().map(move |&index| Kernel { module, index });
-        select(std::iter::once(*self).chain(others), &ops[..n]).unwrap_or(*self)
+        match operands(args, &mut ops) {
+            Some(n) => self.variant_for_operands(&ops[..n]),
+            None => *self,
+        }
+    }
+
+    /// [`variant_for`](Self::variant_for) on what selection sees of the arguments (for
+    /// launchers that have not converted their scalars yet).
+    pub fn variant_for_operands(&self, operands: &[Operand<'_>]) -> Kernel<'m> {
+        let variants = self.layout_variants();
+        select(std::iter::once(*self).chain(variants), operands).unwrap_or(*self)
     }
 }
 
