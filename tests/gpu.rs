@@ -28,6 +28,10 @@ type TestResult = Result<(), Failed>;
 #[path = "gpu/launch.rs"]
 mod launch;
 
+/// Strided launches through the typed launchers (their layout variants).
+#[path = "gpu/layouts.rs"]
+mod layouts;
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -946,6 +950,7 @@ fn main() {
     let trials = tests
         .iter()
         .chain(&launch::TESTS)
+        .chain(&layouts::TESTS)
         .map(|t| t.trial(devices))
         .collect();
     libtest_mimic::run(&args, trials).exit();
