@@ -463,6 +463,41 @@ fn host_reads_the_module() {
     ] {
         m.kernel(k).unwrap_or_else(|e| panic!("{k}: {e}"));
     }
+    // A kernel crate's family with a contiguous kernel and a strided variant: the host finds
+    // the variant in the manifest and selects by layout.
+    let add = m.kernel("layout_add_f32").unwrap();
+    let variants: Vec<&str> = add.layout_variants().map(|k| k.name()).collect();
+    assert_eq!(variants, ["layout_add_f32_2d"]);
+    let desc = |strides: [isize; 2], ptr: u64| {
+        ferrocuda::ArrayDesc::from_parts(
+            ferrocuda::abi::DType::F32,
+            &[4, 6],
+            Some(&strides),
+            ptr,
+            false,
+            None,
+        )
+        .unwrap()
+    };
+    let (c, t) = (desc([24, 4], 0x10000), desc([4, 16], 0x20000));
+    let o = desc([24, 4], 0x30000);
+    use ferrocuda::Arg::Array;
+    assert_eq!(
+        m.select("layout_add", &[Array(&c), Array(&c), Array(&o)])
+            .unwrap()
+            .name(),
+        "layout_add_f32"
+    );
+    assert_eq!(
+        m.select("layout_add", &[Array(&c), Array(&t), Array(&o)])
+            .unwrap()
+            .name(),
+        "layout_add_f32_2d"
+    );
+    assert_eq!(
+        add.variant_for(&[Array(&t), Array(&c), Array(&o)]).name(),
+        "layout_add_f32_2d"
+    );
 }
 
 /// The `.shared` variables of the module: `(name, bytes)`.
@@ -722,6 +757,7 @@ fn test_kernels_access_memory_in_its_state_space() {
     // shared ones.
     for (k, load, store) in [
         ("vec_add", "LDG", "STG"),
+        ("layout_add_f32_2d", "LDG", "STG"),
         ("gemm_naive", "LDG", "STG"),
         ("math_exp_f32", "LDG", "STG"),
         ("math_powf_f64", "LDG", "STG"),

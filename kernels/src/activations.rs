@@ -3,7 +3,9 @@
 //! Every kernel streams 16-byte vectors where the arrays share their alignment (4 `f32` or
 //! 8 `f16` per load), one thread per vector (`items_per_thread`), and computes in `f32`
 //! whatever the storage type, rounding once to the output type — as PyTorch's kernels do
-//! (`opmath_t`); `f16` and `bf16` share the generic bodies.
+//! (`opmath_t`); `f16` and `bf16` share the generic bodies. Each kernel has strided variants
+//! (`<kernel>_{1..4}d`, views of any strides) computing the same value per element, which the
+//! launchers run when an array is not C-contiguous.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
