@@ -11,6 +11,8 @@
 
 #[path = "common/device_kernels.rs"]
 mod device_kernels;
+#[path = "common/strided.rs"]
+mod strided;
 
 use ferrocuda_builder::check::sass::{self, SassFunction};
 use ferrocuda_builder::check::{ptxas, Rule, Severity};
@@ -880,64 +882,6 @@ fn gallery_spaces(sass: &[SassFunction], kernels: &[String], strided: &[String])
     }
 }
 
-/// The element-wise families whose every contiguous kernel has strided variants.
-const ELEMENTWISE: [&str; 6] = ["add", "saxpy", "gelu", "gelu_tanh", "silu", "axpy"];
-
-/// The bundled kernels that are strided variants: kernels with view parameters that are
-/// layout variants of a kernel on slices (from the manifest).
-fn strided_variants() -> Vec<String> {
-    let m =
-        ferrocuda::abi::manifest::Manifest::from_json(ferrocuda::bundled::MANIFEST_JSON).unwrap();
-    let views = |k: &ferrocuda::abi::manifest::KernelSig| k.params.iter().any(|p| p.kind == "view");
-    m.kernels
-        .iter()
-        .filter(|k| {
-            views(k)
-                && m.kernels
-                    .iter()
-                    .any(|o| !views(o) && o.is_layout_variant_of(k))
-        })
-        .map(|k| k.name.clone())
-        .collect()
-}
-
-/// Every contiguous kernel of an element-wise family has strided variants for 1-D to 4-D
-/// views (so that its family launcher takes any layout of those ranks), named
-/// `<kernel>_<rank>d`, and nothing else in those families is strided.
-#[test]
-fn elementwise_families_have_strided_variants_of_every_rank() {
-    let m =
-        ferrocuda::abi::manifest::Manifest::from_json(ferrocuda::bundled::MANIFEST_JSON).unwrap();
-    let strided = strided_variants();
-    for family in ELEMENTWISE {
-        let contiguous: Vec<_> = m
-            .kernels
-            .iter()
-            .filter(|k| k.family == family && k.params.iter().all(|p| p.kind != "view"))
-            .collect();
-        assert!(!contiguous.is_empty(), "family {family}");
-        for k in contiguous {
-            let mut ranks: Vec<u8> = m
-                .kernels
-                .iter()
-                .filter(|o| o.is_layout_variant_of(k))
-                .map(|o| {
-                    let rank = o.params.iter().map(|p| p.rank).max().unwrap();
-                    assert_eq!(o.name, format!("{}_{rank}d", k.name));
-                    assert!(strided.contains(&o.name), "{}", o.name);
-                    rank
-                })
-                .collect();
-            ranks.sort_unstable();
-            assert_eq!(ranks, [1, 2, 3, 4], "{}", k.name);
-        }
-    }
-    for name in &strided {
-        let k = m.kernel(name).unwrap();
-        assert!(ELEMENTWISE.contains(&k.family.as_str()), "{name}");
-    }
-}
-
 #[test]
 fn bundled_kernels_access_memory_in_its_state_space() {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundled-sm80.ptx");
@@ -951,7 +895,7 @@ fn bundled_kernels_access_memory_in_its_state_space() {
         .map(|e| e.name)
         .collect();
     assert!(kernels.len() >= 30, "{kernels:?}");
-    let strided = strided_variants();
+    let strided = strided::variants();
     eprintln!(
         "bundled kernels' memory instructions (sm_90):\n{}",
         memory_summary(&sass, &kernels)

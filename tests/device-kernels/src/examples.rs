@@ -2,9 +2,9 @@
 //! guide, `docs/porting-from-rust-cuda.md`, walks through them): a vector add, a naive GEMM
 //! and a GEMM through shared-memory tiles.
 
-use ferrocuda_device::{kernel, Slice, SliceMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{shared_array, thread};
+use ferrocuda_device::{kernel, Slice, SliceMut};
 
 /// `c = a + b` (one thread per element, any grid).
 #[kernel(same_shape(a, b, c))]
@@ -60,16 +60,8 @@ pub unsafe fn gemm_tiled(a: Slice<f32>, b: Slice<f32>, c: SliceMut<f32>, m: u32,
         let mut acc = 0.0f32;
         for t in 0..k.div_ceil(TILE) {
             let (ac, br) = (t * TILE + tx, t * TILE + ty);
-            let av = if row < m && ac < k {
-                a.get(row * k + ac).unwrap_or(0.0)
-            } else {
-                0.0
-            };
-            let bv = if br < k && col < n {
-                b.get(br * n + col).unwrap_or(0.0)
-            } else {
-                0.0
-            };
+            let av = if row < m && ac < k { a.get(row * k + ac).unwrap_or(0.0) } else { 0.0 };
+            let bv = if br < k && col < n { b.get(br * n + col).unwrap_or(0.0) } else { 0.0 };
             // SAFETY: each thread writes its own (ty, tx) slot of each tile; the barriers
             // order these writes before the reads and the reads before the next writes.
             unsafe {

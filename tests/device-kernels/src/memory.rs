@@ -3,9 +3,9 @@
 //! `tests/device_ptx.rs` checks their SASS (`LDG.E.128`, `STG.E.128`, `LDG.E…CONSTANT`);
 //! `tests/device_gpu/memory.rs` their results, on misaligned and empty arrays and any grid.
 
-use ferrocuda_device::{kernel, Slice, SliceMut, View};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{thread, Element, GridStride};
+use ferrocuda_device::{kernel, Slice, SliceMut, View};
 
 /// `y = alpha * x + y` (two roundings). `x` is read through the read-only cache — the
 /// caller passes an `x` that no output aliases — in 16-byte vectors when `x` and `y` are

@@ -1,9 +1,9 @@
 //! Static and dynamic shared memory: isolation between blocks, two arrays at two call
 //! sites, a 2-D tile, the dynamic array's length.
 
-use ferrocuda_device::{kernel, SliceMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{shared::dynamic_shared, shared_array, thread};
+use ferrocuda_device::{kernel, SliceMut};
 
 /// A block's pattern value for rank `r` in round `k`.
 #[cfg(target_arch = "nvptx64")]
