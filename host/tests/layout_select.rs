@@ -94,17 +94,7 @@ fn contiguous_arrays_run_the_contiguous_kernel() {
         "add_f32"
     );
     // float64 arrays: the float64 kernel.
-    let d = |ptr| ArrayDesc::from_parts(DType::F64, &[8], None, ptr, false, None).unwrap();
-    let k = m
-        .select(
-            "add",
-            &[
-                Arg::Array(&d(P)),
-                Arg::Array(&d(P + 64)),
-                Arg::Array(&d(P + 128)),
-            ],
-        )
-        .unwrap();
+    let k = select_add(&m, DType::F64).unwrap();
     assert_eq!(k.name(), "add_f64");
     // Misaligned for 16-byte vectors (one element in), still contiguous: the contiguous
     // kernel, which splits off a scalar head.
@@ -119,6 +109,26 @@ fn contiguous_arrays_run_the_contiguous_kernel() {
         &f32s(&[7, 1], None, P + 0x20000),
     );
     assert_eq!(k.name(), "add_f32");
+}
+
+/// The launch's argument check of kernel `k` on arrays `a`, `b`, `out`.
+fn check3(
+    k: &Kernel<'_>,
+    a: &ArrayDesc,
+    b: &ArrayDesc,
+    out: &ArrayDesc,
+) -> ferrocuda_host::Result<()> {
+    check_args(
+        k.signature(),
+        &[Arg::Array(a), Arg::Array(b), Arg::Array(out)],
+    )
+}
+
+/// The kernel of `add` for three contiguous 1-D arrays of `dtype`.
+fn select_add(m: &Module, dtype: DType) -> ferrocuda_host::Result<Kernel<'_>> {
+    let d = |ptr| ArrayDesc::from_parts(dtype, &[8], None, ptr, false, None).unwrap();
+    let (a, b, out) = (d(P), d(P + 64), d(P + 128));
+    m.select("add", &[Arg::Array(&a), Arg::Array(&b), Arg::Array(&out)])
 }
 
 fn b_of(n: usize) -> ArrayDesc {
@@ -142,15 +152,7 @@ fn stepped_reversed_and_transposed_arrays_run_a_strided_kernel() {
     let wide = f32s(&[500], Some(&[12]), P + 0x20000);
     let k = chosen(&m, &f32s(&[500], None, P), &b_of(500), &wide);
     assert_eq!(k.name(), "add_f32_1d");
-    check_args(
-        k.signature(),
-        &[
-            Arg::Array(&stepped),
-            Arg::Array(&reversed),
-            Arg::Array(&wide),
-        ],
-    )
-    .unwrap();
+    check3(&k, &stepped, &reversed, &wide).unwrap();
     // A transposed 3-D input.
     let t = f32s(&[4, 3, 2], Some(&[4, 16, 48]), P);
     let c = |ptr| f32s(&[4, 3, 2], None, ptr);
@@ -170,15 +172,7 @@ fn broadcast_inputs_run_a_strided_kernel_and_broadcast_outputs_are_refused() {
     let c = |ptr| f32s(&[6, 5], None, ptr);
     let k = chosen(&m, &row, &c(P + 0x10000), &c(P + 0x20000));
     assert_eq!(k.name(), "add_f32_2d");
-    check_args(
-        k.signature(),
-        &[
-            Arg::Array(&row),
-            Arg::Array(&c(P + 0x10000)),
-            Arg::Array(&c(P + 0x20000)),
-        ],
-    )
-    .unwrap();
+    check3(&k, &row, &c(P + 0x10000), &c(P + 0x20000)).unwrap();
     // A scalar broadcast to 1-D.
     let one = f32s(&[64], Some(&[0]), P);
     assert_eq!(
@@ -189,28 +183,12 @@ fn broadcast_inputs_run_a_strided_kernel_and_broadcast_outputs_are_refused() {
     // refuses the output whose elements share addresses.
     let k = chosen(&m, &c(P + 0x10000), &c(P + 0x20000), &row);
     assert_eq!(k.name(), "add_f32_2d");
-    let e = check_args(
-        k.signature(),
-        &[
-            Arg::Array(&c(P + 0x10000)),
-            Arg::Array(&c(P + 0x20000)),
-            Arg::Array(&row),
-        ],
-    )
-    .unwrap_err();
+    let e = check3(&k, &c(P + 0x10000), &c(P + 0x20000), &row).unwrap_err();
     assert_eq!((e.kind(), e.arg()), (ErrorKind::Value, Some("out")), "{e}");
     assert!(e.to_string().contains("overlapping elements"), "{e}");
     // A broadcast input overlapping the output is refused too.
     let over = f32s(&[6, 5], Some(&[0, 4]), P + 0x20000);
-    let e = check_args(
-        k.signature(),
-        &[
-            Arg::Array(&over),
-            Arg::Array(&c(P + 0x10000)),
-            Arg::Array(&c(P + 0x20000)),
-        ],
-    )
-    .unwrap_err();
+    let e = check3(&k, &over, &c(P + 0x10000), &c(P + 0x20000)).unwrap_err();
     assert!(e.to_string().contains("overlaps argument `a`"), "{e}");
 }
 
@@ -220,18 +198,10 @@ fn in_place_strided_launches_pass_and_partial_overlaps_do_not() {
     let x = f32s(&[100], Some(&[-8]), P + 99 * 8);
     let k = chosen(&m, &x, &b_of(100), &x);
     assert_eq!(k.name(), "add_f32_1d");
-    check_args(
-        k.signature(),
-        &[Arg::Array(&x), Arg::Array(&b_of(100)), Arg::Array(&x)],
-    )
-    .unwrap();
+    check3(&k, &x, &b_of(100), &x).unwrap();
     // The other half of the same buffer's elements: x[1::2] against x[::2].
     let odd = f32s(&[100], Some(&[-8]), P + 99 * 8 + 4);
-    let e = check_args(
-        k.signature(),
-        &[Arg::Array(&odd), Arg::Array(&b_of(100)), Arg::Array(&x)],
-    )
-    .unwrap_err();
+    let e = check3(&k, &odd, &b_of(100), &x).unwrap_err();
     assert!(e.to_string().contains("overlaps argument `a`"), "{e}");
 }
 
@@ -243,15 +213,7 @@ fn layouts_no_variant_takes_are_named_by_the_argument_check() {
     let split = f32s(&[10], Some(&[6]), P);
     let k = chosen(&m, &split, &b_of(10), &f32s(&[10], None, P + 0x20000));
     assert_eq!(k.name(), "add_f32_1d");
-    let e = check_args(
-        k.signature(),
-        &[
-            Arg::Array(&split),
-            Arg::Array(&b_of(10)),
-            Arg::Array(&f32s(&[10], None, P + 0x20000)),
-        ],
-    )
-    .unwrap_err();
+    let e = check3(&k, &split, &b_of(10), &f32s(&[10], None, P + 0x20000)).unwrap_err();
     assert_eq!((e.key(), e.arg()), (Some("strides"), Some("a")), "{e}");
     // A non-contiguous 5-D array: no 5-D view kernel; the slice kernel's check says that a
     // contiguous copy would do.
@@ -260,28 +222,10 @@ fn layouts_no_variant_takes_are_named_by_the_argument_check() {
     let c = |ptr| f32s(&shape, None, ptr);
     let k = chosen(&m, &five, &c(P + 0x10000), &c(P + 0x20000));
     assert_eq!(k.name(), "add_f32");
-    let e = check_args(
-        k.signature(),
-        &[
-            Arg::Array(&five),
-            Arg::Array(&c(P + 0x10000)),
-            Arg::Array(&c(P + 0x20000)),
-        ],
-    )
-    .unwrap_err();
+    let e = check3(&k, &five, &c(P + 0x10000), &c(P + 0x20000)).unwrap_err();
     assert!(e.to_string().contains("needs a C-contiguous array"), "{e}");
     // No element type matches: an error listing the variants.
-    let u = |ptr| ArrayDesc::from_parts(DType::U16, &[4], None, ptr, false, None).unwrap();
-    let e = m
-        .select(
-            "add",
-            &[
-                Arg::Array(&u(P)),
-                Arg::Array(&u(P + 64)),
-                Arg::Array(&u(P + 128)),
-            ],
-        )
-        .unwrap_err();
+    let e = select_add(&m, DType::U16).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Type, "{e}");
     let text = e.to_string();
     assert!(

@@ -83,6 +83,21 @@ fn check_base(
     Ok(())
 }
 
+/// `kernels::add_f32` on views `[a, b, out]` of the inputs' buffers (host copies `a`, `b`)
+/// and of a poisoned output buffer of `out_len` elements, every element of which is checked.
+fn check_add(
+    what: &str,
+    (inputs, a, b): (&(DeviceArray<f32>, DeviceArray<f32>), &[f32], &[f32]),
+    [la, lb, lo]: &[Layout; 3],
+    out_len: usize,
+) -> TestResult {
+    let dout = upload(&vec![POISON; out_len])?;
+    let (va, vb) = (la.on(&inputs.0, true)?, lb.on(&inputs.1, true)?);
+    kernels::add_f32(&va, &vb, &lo.on(&dout, false)?, &opts()).map_err(err)?;
+    let (oa, ob) = (la.offsets(), lb.offsets());
+    check_base(what, &dout, lo, |k| a[oa[k]] + b[ob[k]])
+}
+
 /// `kernels::add_f32(a[::2], b[1::2][::-1], out[::3])` (the issue's call), a transposed 2-D
 /// `a` with a broadcast row `b`, `saxpy_f32` in place on a reversed `y`, and `gelu_f32` on a
 /// transposed input into a stepped output.
@@ -90,40 +105,32 @@ fn test_typed_launchers() -> TestResult {
     let mut r = rng(16);
     let n = (1 << 20) + 3;
     let (a, b) = (random(&mut r, 2 * n), random(&mut r, 2 * n));
-    let (da, db) = (upload(&a)?, upload(&b)?);
-    let dout = upload(&vec![POISON; 3 * n])?;
-    let la = Layout::new(0, &[n], &[2]);
-    let lb = Layout::new(1 + 2 * (n as isize - 1), &[n], &[-2]);
-    let lo = Layout::new(0, &[n], &[3]);
-    let (oa, ob) = (la.offsets(), lb.offsets());
-    kernels::add_f32(
-        &la.on(&da, true)?,
-        &lb.on(&db, true)?,
-        &lo.on(&dout, false)?,
-        &opts(),
-    )
-    .map_err(err)?;
-    check_base("add, stepped and reversed", &dout, &lo, |k| {
-        a[oa[k]] + b[ob[k]]
-    })?;
-
+    let inputs = (upload(&a)?, upload(&b)?);
+    let da = &inputs.0;
+    let issue = [
+        Layout::new(0, &[n], &[2]),
+        Layout::new(1 + 2 * (n as isize - 1), &[n], &[-2]),
+        Layout::new(0, &[n], &[3]),
+    ];
+    check_add(
+        "add, stepped and reversed",
+        (&inputs, &a, &b),
+        &issue,
+        3 * n,
+    )?;
     // 2-D: `a` transposed (a (5, 7) base seen as (7, 5)), `b` one row broadcast to 7 rows.
     let (rows, cols) = (7usize, 5usize);
-    let dout = upload(&vec![POISON; rows * cols + 3])?;
-    let lt = Layout::new(0, &[rows, cols], &[1, rows as isize]);
-    let lrow = Layout::new(2, &[rows, cols], &[0, 1]);
-    let lo = Layout::new(3, &[rows, cols], &[cols as isize, 1]);
-    let (ot, orow) = (lt.offsets(), lrow.offsets());
-    kernels::add_f32(
-        &lt.on(&da, true)?,
-        &lrow.on(&db, true)?,
-        &lo.on(&dout, false)?,
-        &opts(),
-    )
-    .map_err(err)?;
-    check_base("add, transposed and broadcast", &dout, &lo, |k| {
-        a[ot[k]] + b[orow[k]]
-    })?;
+    let two_d = [
+        Layout::new(0, &[rows, cols], &[1, rows as isize]),
+        Layout::new(2, &[rows, cols], &[0, 1]),
+        Layout::new(3, &[rows, cols], &[cols as isize, 1]),
+    ];
+    check_add(
+        "add, transposed and broadcast",
+        (&inputs, &a, &b),
+        &two_d,
+        rows * cols + 3,
+    )?;
 
     // saxpy in place on a reversed y: y = 1.5·x + y.
     let y0 = random(&mut r, n + 1);
@@ -136,7 +143,7 @@ fn test_typed_launchers() -> TestResult {
     let lx = Layout::new(0, &[n], &[2]);
     let ox = lx.offsets();
     let oy = ly.offsets();
-    kernels::saxpy_f32(1.5, &lx.on(&da, true)?, &ly.on(&dy, false)?, &opts()).map_err(err)?;
+    kernels::saxpy_f32(1.5, &lx.on(da, true)?, &ly.on(&dy, false)?, &opts()).map_err(err)?;
     check_base("saxpy in place, reversed", &dy, &ly, |k| {
         1.5f32 * a[ox[k]] + y0[oy[k]]
     })?;
@@ -151,7 +158,7 @@ fn test_typed_launchers() -> TestResult {
     let reference: Vec<f32> = dref.to_ndarray().map_err(err)?.iter().copied().collect();
     let dout = upload(&vec![POISON; 2 * cols * rows])?;
     let lo = Layout::new(1, &[cols, rows], &[2 * rows as isize, 2]);
-    kernels::gelu_f32(&lt.on(&da, true)?, &lo.on(&dout, false)?, &opts()).map_err(err)?;
+    kernels::gelu_f32(&lt.on(da, true)?, &lo.on(&dout, false)?, &opts()).map_err(err)?;
     check_base("gelu, transposed into stepped", &dout, &lo, |k| {
         reference[k]
     })?;
