@@ -97,6 +97,10 @@ pub fn select<'m>(
     candidates: impl IntoIterator<Item = Kernel<'m>>,
     operands: &[Operand<'_>],
 ) -> Option<Kernel<'m>> {
+    // No kernel can demand more than the contiguous layout of every array argument: a
+    // candidate that does and takes the arguments ends the search (the first of equals wins).
+    let arrays = operands.iter().filter(|o| matches!(o, Operand::Array(_)));
+    let ceiling = arrays.count() as u32 * ArrayLayout::Contiguous.rank();
     let mut best: Option<(Kernel<'m>, u32)> = None;
     let mut fallback: Option<(Kernel<'m>, u32)> = None;
     for k in candidates {
@@ -110,6 +114,9 @@ pub fn select<'m>(
         }
         let demand = demands(&k);
         if pairs().all(|(p, &op)| p.takes(op)) {
+            if demand >= ceiling {
+                return Some(k);
+            }
             if best.is_none_or(|(_, d)| demand > d) {
                 best = Some((k, demand));
             }
@@ -160,7 +167,7 @@ impl<'m> Kernel<'m> {
     /// argument check then says why). The typed launchers call it; [`Kernel::launch`] itself
     /// launches exactly the kernel it is called on.
     pub fn variant_for(&self, args: &[Arg<'_>]) -> Kernel<'m> {
-        if self.module.layout_variants_of(self.index).is_empty() {
+        if self.layout_variants().next().is_none() {
             return *self;
         }
         let mut ops = [Operand::Scalar; MAX_PARAMS];
@@ -173,6 +180,9 @@ impl<'m> Kernel<'m> {
     /// [`variant_for`](Self::variant_for) on what selection sees of the arguments (for
     /// launchers that have not converted their scalars yet).
     pub fn variant_for_operands(&self, operands: &[Operand<'_>]) -> Kernel<'m> {
+        if self.module.layout_variants_of(self.index).is_empty() {
+            return *self;
+        }
         let variants = self.layout_variants();
         select(std::iter::once(*self).chain(variants), operands).unwrap_or(*self)
     }
