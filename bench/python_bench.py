@@ -23,6 +23,9 @@ What it measures (one H100, one run; see BENCHMARKS.md for the method and the go
   to back and host launch overhead cannot leak into the GPU time (a batch whose start event had
   already completed when the host finished queueing is redone with a longer spin). Buffer sets
   are rotated until one pass touches >= 4x the L2 cache.
+* **layouts** -- the element-wise families' strided variants (``add``, ``saxpy``, ``gelu`` on
+  ``[::2]``, ``[::-1]``, transposed and broadcast views at 2^26 float32 elements) against their
+  contiguous kernels and ``cupy.add`` on the same views (see ``bench_layouts.py``).
 * **gallery** -- the gallery kernels against their peers at the issue's sizes (``sum``,
   ``histogram``, ``softmax``, ``matmul``, ``stencil5``, ``cumsum``, ``gelu``: CUB through
   CuPy, cuBLAS, PyTorch, D2D copies), GPU time by the same event method, and per-call wall
@@ -41,7 +44,8 @@ variable is unset or the child fails. Every peer section skips gracefully (with 
 table) when its library is missing or fails.
 
 Usage: python3 bench/python_bench.py [--floor F.jsonl] [--rust R.jsonl] [--json OUT.json]
-                                     [--quick] [--sections launch,bandwidth,init,add_index,numba]
+                                     [--quick]
+                                     [--sections launch,bandwidth,init,add_index,layouts,numba]
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from bench_gpu_time import (
     section_init,
 )
 from bench_gallery import render_gallery, section_gallery
+from bench_layouts import render_layouts, section_layouts
 from bench_launch import section_launch
 from bench_numba import numba_child, run_numba_child
 from bench_report import compute_goals, read_jsonl, render
@@ -92,7 +97,7 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, sizes up to 2^24")
     ap.add_argument("--min-log2", type=int, default=20)
     ap.add_argument("--max-log2", type=int, default=None)
-    ap.add_argument("--sections", default="launch,bandwidth,init,add_index,numba,gallery")
+    ap.add_argument("--sections", default="launch,bandwidth,init,add_index,layouts,numba,gallery")
     ap.add_argument("--budget-s", type=float, default=330.0,
                     help="wall-clock budget for the measurements (later sizes are skipped)")
     ap.add_argument("--numba-timeout", type=float, default=150.0)
@@ -183,7 +188,8 @@ def main(argv=None):
                 ("launch", lambda: section_launch(res, reps, mods)),
             ]
             clock = None
-            if any(s in args.sections for s in ("bandwidth", "init", "add_index", "gallery")):
+            if any(s in args.sections for s in ("bandwidth", "init", "add_index", "layouts",
+                                                 "gallery")):
                 try:
                     if cp is not None:
                         clock = CupyClock(cp, mods["numpy"])
@@ -206,6 +212,8 @@ def main(argv=None):
                     ("add_index", lambda: section_add_index(
                         res, reps, mods, budget, clock,
                         (64, 128, 256) if args.quick else ADD_INDEX_SHAPE)),
+                    ("layouts", lambda: section_layouts(
+                        res, reps, mods, budget, clock, (1 << 22) if args.quick else 1 << 26)),
                     # Its own budget share: the gallery never starves the sections after it,
                     # and they never starve it.
                     ("gallery", lambda: section_gallery(
@@ -233,7 +241,7 @@ def main(argv=None):
     except OSError as e:
         res.note("output", "cannot write %s: %s" % (args.json, e))
     sys.stderr.flush()
-    print(render(res.data) + render_gallery(res.data), flush=True)
+    print(render(res.data) + render_layouts(res.data) + render_gallery(res.data), flush=True)
     return 0
 
 

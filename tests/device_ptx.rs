@@ -11,6 +11,8 @@
 
 #[path = "common/device_kernels.rs"]
 mod device_kernels;
+#[path = "common/strided.rs"]
+mod strided;
 
 use ferrocuda_builder::check::sass::{self, SassFunction};
 use ferrocuda_builder::check::{ptxas, Rule, Severity};
@@ -463,6 +465,41 @@ fn host_reads_the_module() {
     ] {
         m.kernel(k).unwrap_or_else(|e| panic!("{k}: {e}"));
     }
+    // A kernel crate's family with a contiguous kernel and a strided variant: the host finds
+    // the variant in the manifest and selects by layout.
+    let add = m.kernel("layout_add_f32").unwrap();
+    let variants: Vec<&str> = add.layout_variants().map(|k| k.name()).collect();
+    assert_eq!(variants, ["layout_add_f32_2d"]);
+    let desc = |strides: [isize; 2], ptr: u64| {
+        ferrocuda::ArrayDesc::from_parts(
+            ferrocuda::abi::DType::F32,
+            &[4, 6],
+            Some(&strides),
+            ptr,
+            false,
+            None,
+        )
+        .unwrap()
+    };
+    let (c, t) = (desc([24, 4], 0x10000), desc([4, 16], 0x20000));
+    let o = desc([24, 4], 0x30000);
+    use ferrocuda::Arg::Array;
+    assert_eq!(
+        m.select("layout_add", &[Array(&c), Array(&c), Array(&o)])
+            .unwrap()
+            .name(),
+        "layout_add_f32"
+    );
+    assert_eq!(
+        m.select("layout_add", &[Array(&c), Array(&t), Array(&o)])
+            .unwrap()
+            .name(),
+        "layout_add_f32_2d"
+    );
+    assert_eq!(
+        add.variant_for(&[Array(&t), Array(&c), Array(&o)]).name(),
+        "layout_add_f32_2d"
+    );
 }
 
 /// The `.shared` variables of the module: `(name, bytes)`.
@@ -722,6 +759,7 @@ fn test_kernels_access_memory_in_its_state_space() {
     // shared ones.
     for (k, load, store) in [
         ("vec_add", "LDG", "STG"),
+        ("layout_add_f32_2d", "LDG", "STG"),
         ("gemm_naive", "LDG", "STG"),
         ("math_exp_f32", "LDG", "STG"),
         ("math_powf_f64", "LDG", "STG"),
@@ -803,7 +841,7 @@ const BUNDLED_GENERIC_ALLOWED: [(&str, &str); 0] = [];
 
 /// The state spaces the gallery's schedules are written for: what each family must access
 /// besides its arrays' global loads and stores (`kernels/src/*.rs`, module docs).
-fn gallery_spaces(sass: &[SassFunction], kernels: &[String]) {
+fn gallery_spaces(sass: &[SassFunction], kernels: &[String], strided: &[String]) {
     for family in GALLERY {
         assert!(
             kernels.iter().any(|k| k.starts_with(family)),
@@ -837,6 +875,7 @@ fn gallery_spaces(sass: &[SassFunction], kernels: &[String]) {
         if ["softmax_", "log_softmax_", "gelu_", "silu_", "axpy_"]
             .iter()
             .any(|p| k.starts_with(p))
+            && !strided.contains(k)
         {
             assert!(f.has("LDG.E.128") && f.has("STG.E.128"), "{k}: {:?}", ops());
         }
@@ -856,6 +895,7 @@ fn bundled_kernels_access_memory_in_its_state_space() {
         .map(|e| e.name)
         .collect();
     assert!(kernels.len() >= 30, "{kernels:?}");
+    let strided = strided::variants();
     eprintln!(
         "bundled kernels' memory instructions (sm_90):\n{}",
         memory_summary(&sass, &kernels)
@@ -873,8 +913,16 @@ fn bundled_kernels_access_memory_in_its_state_space() {
             ),
             None => assert!(generic.is_empty(), "{k}: generic accesses {generic:?}"),
         }
-        // The element-wise kernels move their aligned middle in 16-byte vectors.
-        if k.starts_with("add_") && !k.starts_with("add_index") || k.starts_with("saxpy_") {
+        // The element-wise kernels move their aligned middle in 16-byte vectors; their
+        // strided variants address each element through its own strides: element-wide
+        // global loads and stores, no vectors (neighbouring elements need not be adjacent).
+        if strided.contains(k) {
+            assert!(
+                f.has("LDG") && f.has("STG") && !f.has("LDG.E.128") && !f.has("STG.E.128"),
+                "{k}: {:?}",
+                memory_ops(f)
+            );
+        } else if k.starts_with("add_") && !k.starts_with("add_index") || k.starts_with("saxpy_") {
             assert!(
                 f.has("LDG.E.128") && f.has("STG.E.128"),
                 "{k}: {:?}",
@@ -883,7 +931,7 @@ fn bundled_kernels_access_memory_in_its_state_space() {
         }
     }
     assert!(function(&sass, "initialize_array").has("STG.E.128"));
-    gallery_spaces(&sass, &kernels);
+    gallery_spaces(&sass, &kernels, &strided);
     let rev = function(&sass, "shared_reverse_f32");
     assert!(rev.has("LDS") && rev.has("STS") && rev.has("LDG"));
 }

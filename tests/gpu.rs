@@ -42,6 +42,10 @@ mod race;
 
 use race::{RACE_DEFAULT, RACE_EVENT, RACE_OFF_OBSERVED};
 
+/// Strided launches through the typed launchers (their layout variants).
+#[path = "gpu/layouts.rs"]
+mod layouts;
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -889,6 +893,7 @@ fn main() {
         .chain(&launch::TESTS)
         .chain(&graphs::TESTS)
         .chain(&bind::TESTS)
+        .chain(&layouts::TESTS)
         .map(|t| t.trial(devices))
         .collect();
     libtest_mimic::run(&args, trials).exit();

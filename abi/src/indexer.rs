@@ -232,6 +232,16 @@ impl<const N: usize> Indexer<N> {
     /// indices: on the device it stays in registers.
     #[inline]
     pub fn memory_order(&self) -> Self {
+        self.memory_order_with::<0>([]).0
+    }
+
+    /// [`memory_order`](Self::memory_order) of `self`, and `others` — views of the same
+    /// shape — with their axes reordered the same way: for an element-wise kernel over
+    /// several arrays, iterating the reordered views together in C order visits the same
+    /// elements as the original ones, in the order that is coalesced for `self` (e.g. all of
+    /// them when every array is transposed alike).
+    #[inline]
+    pub fn memory_order_with<const K: usize>(&self, others: [Self; K]) -> (Self, [Self; K]) {
         let key = |shape: usize, stride: isize| -> usize {
             if shape <= 1 {
                 usize::MAX
@@ -240,6 +250,7 @@ impl<const N: usize> Indexer<N> {
             }
         };
         let mut out = *self;
+        let mut others = others;
         let mut pass = 0;
         while pass + 1 < N {
             let mut j = 0;
@@ -248,12 +259,34 @@ impl<const N: usize> Indexer<N> {
                 if key(out.shape[j], out.strides[j]) < key(out.shape[j + 1], out.strides[j + 1]) {
                     out.shape.swap(j, j + 1);
                     out.strides.swap(j, j + 1);
+                    let mut k = 0;
+                    while k < K {
+                        others[k].shape.swap(j, j + 1);
+                        others[k].strides.swap(j, j + 1);
+                        k += 1;
+                    }
                 }
                 j += 1;
             }
             pass += 1;
         }
-        out
+        (out, others)
+    }
+
+    /// The multi-indices of the elements at C-order positions `start`, `start + step`, …
+    /// below [`size`](Self::size): one thread's share of a grid-stride loop (`start` = the
+    /// thread's global index, `step` = the grid's thread count), as multi-indices. The walk
+    /// divides once per axis when it starts and never again: each step adds `step`'s digits
+    /// in the shape's mixed radix, with carries. `step` 0 counts as 1.
+    #[inline]
+    pub fn walk(&self, start: usize, step: usize) -> Walk<N> {
+        let step = if step == 0 { 1 } else { step };
+        Walk {
+            shape: self.shape,
+            idx: self.unravel(start),
+            step: self.unravel(step),
+            done: if N == 0 { start != 0 } else { self.is_empty() },
+        }
     }
 
     /// The same elements with axes reordered by `perm` (`perm[k]` is the old axis that
@@ -270,6 +303,48 @@ impl<const N: usize> Indexer<N> {
             out.strides[k] = self.strides[p];
         }
         Some(out)
+    }
+}
+
+/// The multi-indices one thread visits in a grid-stride loop over an N-D shape, in C order:
+/// [`Indexer::walk`].
+#[derive(Clone, Copy, Debug)]
+pub struct Walk<const N: usize> {
+    shape: [usize; N],
+    /// The next multi-index; its first digit is not reduced (past the end: `>= shape[0]`).
+    idx: [usize; N],
+    /// The step in the shape's mixed radix (first digit not reduced).
+    step: [usize; N],
+    done: bool,
+}
+
+impl<const N: usize> Iterator for Walk<N> {
+    type Item = [usize; N];
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<[usize; N]> {
+        if self.done || (N > 0 && self.idx[0] >= self.shape[0]) {
+            return None;
+        }
+        let current = self.idx;
+        if N == 0 {
+            self.done = true;
+            return Some(current);
+        }
+        // Add the step digit by digit, last axis first. Each digit and its step digit are
+        // below the extent, so a sum is below twice the extent: one subtraction reduces it.
+        let mut carry = 0;
+        let mut d = N;
+        while d > 1 {
+            d -= 1;
+            let v = self.idx[d] + self.step[d] + carry;
+            carry = usize::from(v >= self.shape[d]);
+            self.idx[d] = if carry == 1 { v - self.shape[d] } else { v };
+        }
+        self.idx[0] = self.idx[0]
+            .saturating_add(self.step[0])
+            .saturating_add(carry);
+        Some(current)
     }
 }
 
@@ -343,6 +418,56 @@ mod tests {
         assert_eq!(m.shape, [1, 6, 2]);
         assert_eq!(m.strides, [1, 2, -1]);
         assert_eq!(r.extent(), m.extent());
+    }
+
+    #[test]
+    fn memory_order_carries_other_views_along() {
+        // Output transposed, one input C-ordered, one broadcast along the first axis.
+        let out = Indexer::new([3, 4], [1, 3]);
+        let a = Indexer::c_contiguous([3, 4]);
+        let b = Indexer::new([3, 4], [0, 1]);
+        let (o, [a2, b2]) = out.memory_order_with([a, b]);
+        assert_eq!((o.shape, o.strides), ([4, 3], [3, 1]));
+        assert_eq!((a2.shape, a2.strides), ([4, 3], [1, 4]));
+        assert_eq!((b2.shape, b2.strides), ([4, 3], [1, 0]));
+        // Position i of the reordered views is one element of each original array.
+        for i in 0..12 {
+            let idx = o.unravel(i);
+            let orig = [idx[1], idx[0]];
+            assert_eq!(o.offset(idx), out.offset(orig));
+            assert_eq!(a2.offset(idx), a.offset(orig));
+            assert_eq!(b2.offset(idx), b.offset(orig));
+        }
+    }
+
+    #[test]
+    fn walks_visit_every_position_once() {
+        for shape in [[3usize, 5, 7], [1, 1, 4], [4, 1, 1], [0, 3, 2], [2, 3, 1]] {
+            let ix = Indexer::c_contiguous(shape);
+            for threads in [1usize, 2, 3, 7, 16, 200] {
+                let mut seen = [0u8; 105];
+                for t in 0..threads {
+                    let mut last = None;
+                    for idx in ix.walk(t, threads) {
+                        let i = ix.offset(idx) as usize;
+                        assert!(idx.iter().zip(&shape).all(|(&v, &n)| v < n));
+                        assert_eq!(i % threads, t, "{shape:?} {threads}");
+                        assert!(last.is_none_or(|l| i > l));
+                        last = Some(i);
+                        seen[i] += 1;
+                    }
+                }
+                let n = ix.size();
+                assert!(seen[..n].iter().all(|&c| c == 1), "{shape:?} {threads}");
+            }
+        }
+        let scalar = Indexer::<0>::c_contiguous([]);
+        assert_eq!(scalar.walk(0, 4).count(), 1);
+        assert_eq!(scalar.walk(1, 4).count(), 0);
+        assert_eq!(Indexer::c_contiguous([5]).walk(2, 0).count(), 3);
+        // Steps past the end saturate instead of wrapping around.
+        let huge = Indexer::new([usize::MAX / 2, 2], [0, 0]);
+        assert_eq!(huge.walk(usize::MAX - 2, usize::MAX).count(), 1);
     }
 
     #[test]

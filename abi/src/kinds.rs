@@ -10,15 +10,25 @@
 //!    [`ParamDesc`]).
 //! 2. Add a [`ParamKind`] variant with a new code (never reuse one) and fill every `match` of
 //!    this file — the compiler lists them: its name, whether it takes an array, the ranks it
-//!    allows, the host's checks ([`ParamKind::needs_c_contiguous`],
-//!    [`ParamKind::fixes_rank`]), its [`layout`](ParamKind::layout), its launch-buffer image
+//!    allows, the host's checks ([`ParamKind::array_layout`], [`ParamKind::fixes_rank`]),
+//!    its [`layout`](ParamKind::layout), its launch-buffer image
 //!    ([`write_array`](ParamKind::write_array)) and its Rust type text.
 //!
 //! The host's launcher, the manifest reader and the launcher generator use only this table.
+//!
+//! # Layouts
+//!
+//! Each array kind says which memory layouts its arguments may have ([`ArrayLayout`]): a
+//! [`Slice`] sees a pointer and a length, so it takes C-contiguous arrays only; a [`View`]
+//! sees a shape and element strides, so it takes any strides that step by whole elements —
+//! negative (reversed axes), zero (broadcast axes) and non-contiguous ones. The host checks
+//! every argument against its parameter's layout, and a family launcher picks, among the
+//! kernels of a family that take the arguments, the one whose parameters demand the most
+//! ([`ArrayLayout::rank`]): the contiguous variant when every argument allows it.
 
 use crate::dtype::{DType, Element};
 use crate::indexer::Indexer;
-use crate::layout::MAX_NDIM;
+use crate::layout::{self, MAX_NDIM};
 use crate::params::{Scratch, Slice, SliceMut, View, ViewMut};
 use core::mem::{align_of, size_of};
 
@@ -35,6 +45,49 @@ pub enum ParamKind {
     /// A launcher-managed workspace, [`Scratch`]: not passed by the caller; the launcher
     /// allocates it per launch (zero-filled) with the length the kernel declares.
     Scratch = 4,
+}
+
+/// The memory layouts an array parameter kind takes ([`ParamKind::array_layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArrayLayout {
+    /// C-contiguous arrays only (NumPy's rule: axes of extent 1 may have any stride, empty
+    /// arrays count as contiguous): the kernel walks the elements as one run, in C order, and
+    /// may move them in 16-byte vectors.
+    Contiguous,
+    /// Any byte strides that step by whole elements on every axis that moves: positive,
+    /// negative (a reversed axis) and zero (a broadcast axis, which only an input may have:
+    /// a written array must not reach one element twice).
+    Strided,
+}
+
+impl ArrayLayout {
+    /// `true` when an array of `shape`, with byte strides `byte_strides` and items of
+    /// `itemsize` bytes, has this layout.
+    pub fn admits(self, shape: &[usize], byte_strides: &[isize], itemsize: usize) -> bool {
+        match self {
+            ArrayLayout::Contiguous => layout::is_c_contiguous(shape, byte_strides, itemsize),
+            ArrayLayout::Strided => layout::element_aligned(shape, byte_strides, itemsize),
+        }
+    }
+
+    /// How much the layout demands: 1 for [`Contiguous`](ArrayLayout::Contiguous), 0 for
+    /// [`Strided`](ArrayLayout::Strided). Among kernels of one family that take the same
+    /// arguments, a launcher prefers the one whose parameters demand the most (in sum): the
+    /// kernel that may assume more about its arrays is the faster one.
+    pub const fn rank(self) -> u32 {
+        match self {
+            ArrayLayout::Contiguous => 1,
+            ArrayLayout::Strided => 0,
+        }
+    }
+
+    /// `"C-contiguous"` or `"strided"`, for messages and documentation.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ArrayLayout::Contiguous => "C-contiguous",
+            ArrayLayout::Strided => "strided",
+        }
+    }
 }
 
 /// Description of one kernel parameter type, as recorded in the manifest.
@@ -248,9 +301,21 @@ impl ParamKind {
         }
     }
 
-    /// `true` when the argument must be C-contiguous (slices see only a pointer and a length).
+    /// The layouts an argument of this kind may have; `None` for scalars. Slices (and
+    /// workspaces) see only a pointer and a length: C-contiguous arrays; views see shape and
+    /// element strides: any strides of whole elements.
+    pub const fn array_layout(self) -> Option<ArrayLayout> {
+        match self {
+            ParamKind::Scalar => None,
+            ParamKind::Slice | ParamKind::Scratch => Some(ArrayLayout::Contiguous),
+            ParamKind::View => Some(ArrayLayout::Strided),
+        }
+    }
+
+    /// `true` when the argument must be C-contiguous ([`array_layout`](Self::array_layout)
+    /// is [`ArrayLayout::Contiguous`]).
     pub const fn needs_c_contiguous(self) -> bool {
-        matches!(self, ParamKind::Slice | ParamKind::Scratch)
+        matches!(self.array_layout(), Some(ArrayLayout::Contiguous))
     }
 
     /// `true` when the argument's rank must equal the parameter's (views; a slice takes an
@@ -396,6 +461,24 @@ mod tests {
         }
         assert_eq!(ParamKind::from_code(0), None);
         assert!(ParamKind::Slice.needs_c_contiguous() && !ParamKind::View.needs_c_contiguous());
+        assert_eq!(ParamKind::Scalar.array_layout(), None);
+        assert_eq!(
+            ParamKind::Scratch.array_layout(),
+            Some(ArrayLayout::Contiguous)
+        );
+        let strided = ArrayLayout::Strided;
+        assert!(ArrayLayout::Contiguous.rank() > strided.rank());
+        // A reversed, a broadcast and a stepped f32 axis: views only.
+        for (shape, strides) in [([4], [-4]), ([4], [0]), ([4], [8])] {
+            assert!(strided.admits(&shape, &strides, 4));
+            assert!(!ArrayLayout::Contiguous.admits(&shape, &strides, 4));
+        }
+        assert!(
+            ArrayLayout::Contiguous.admits(&[2, 3], &[12, 4], 4)
+                && strided.admits(&[2, 3], &[12, 4], 4)
+        );
+        // Strides that split elements: neither.
+        assert!(!strided.admits(&[3], &[6], 4) && !ArrayLayout::Contiguous.admits(&[3], &[6], 4));
         assert!(ParamKind::View.fixes_rank() && !ParamKind::Slice.fixes_rank());
         assert!(!ParamKind::Scalar.is_array() && ParamKind::View.is_array());
         assert!(ParamKind::Slice.is_argument() && !ParamKind::Scratch.is_argument());

@@ -9,7 +9,8 @@
 //! * whether the layout is C-contiguous ([`is_c_contiguous`]) and what the C-order strides of a
 //!   shape are ([`c_strides`]);
 //! * whether two distinct multi-indices can share an offset ([`may_self_overlap`]);
-//! * the strides in the other unit ([`element_strides`], [`byte_strides`]).
+//! * whether byte strides address whole elements ([`element_aligned`]) and the strides in the
+//!   other unit ([`element_strides`], [`byte_strides`]).
 //!
 //! The indexer, the host's array-interface validation and the launcher all use these; no other
 //! place restates a layout rule. Everything is `no_std`, heap-free and total: overflow is an
@@ -131,6 +132,18 @@ pub fn may_self_overlap(shape: &[usize], strides: &[isize], unit: usize) -> bool
     false
 }
 
+/// `true` when every byte stride that moves — on an axis of extent above 1 of a non-empty
+/// layout — is a whole number of items of `itemsize` bytes: the layout has element strides
+/// ([`element_strides`] succeeds). Negative and zero strides are whole numbers too.
+pub fn element_aligned(shape: &[usize], byte_strides: &[isize], itemsize: usize) -> bool {
+    let item = itemsize.max(1) as isize;
+    shape.contains(&0)
+        || shape
+            .iter()
+            .zip(byte_strides)
+            .all(|(&n, &s)| n <= 1 || s % item == 0)
+}
+
 /// Fills `out[..shape.len()]` with the element strides of byte strides `byte_strides` for
 /// items of `itemsize` bytes.
 ///
@@ -243,6 +256,9 @@ mod tests {
         assert_eq!(e[..2], [0, 1]);
         element_strides(&[0, 4], &[6, 5], 4, &mut e).unwrap();
         assert_eq!(e[..2], [0, 0]);
+        assert!(element_aligned(&[3, 2], &[-4, 0], 4));
+        assert!(!element_aligned(&[3], &[6], 4));
+        assert!(element_aligned(&[1, 4], &[1234, 4], 4) && element_aligned(&[0, 4], &[6, 5], 4));
         let mut b = [0isize; 2];
         byte_strides(&[-2, 3], 8, &mut b).unwrap();
         assert_eq!(b, [-16, 24]);

@@ -56,8 +56,8 @@ pub mod space;
 pub mod vectors;
 
 pub use dtype::{DType, Element};
-pub use indexer::Indexer;
-pub use kinds::{ArrayArg, KernelParam, ParamDesc, ParamKind};
+pub use indexer::{Indexer, Walk};
+pub use kinds::{ArrayArg, ArrayLayout, KernelParam, ParamDesc, ParamKind};
 pub use layout::MAX_NDIM;
 pub use params::{Scratch, Slice, SliceMut, View, ViewMut};
 pub use vectors::{Vectors, VectorsMut};

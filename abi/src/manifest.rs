@@ -332,6 +332,43 @@ mod host {
         }
     }
 
+    impl KernelSig {
+        /// The parameters callers pass arguments for (scratch workspaces are the launcher's).
+        pub fn caller_params(&self) -> impl Iterator<Item = &ParamSig> {
+            self.params
+                .iter()
+                .filter(|p| p.param_kind().is_none_or(ParamKind::is_argument))
+        }
+
+        /// `true` when `other` is a *layout variant* of this kernel: another kernel of the same
+        /// family whose caller parameters have the same names, element types and mutability,
+        /// a scalar where this kernel has a scalar and an array where it has an array, and
+        /// that differs from it in the kinds of its arrays, hence in the layouts they take
+        /// ([`ParamKind::array_layout`]) — arrays of one kind keep their rank. `add_f32`
+        /// (slices, any rank) and `add_f32_2d` (2-D views) are layout variants of each other;
+        /// `add_f32_3d` is not one of `add_f32_2d` (another rank, the same layouts), nor
+        /// `add_f64` one of `add_f32`.
+        ///
+        /// A kernel's launcher runs the layout variant that takes the arguments when the
+        /// kernel itself does not (the host's `Kernel::variant_for`).
+        pub fn is_layout_variant_of(&self, other: &KernelSig) -> bool {
+            let kind = |p: &ParamSig| p.param_kind();
+            let layout = |p: &ParamSig| kind(p).and_then(ParamKind::array_layout);
+            let is_array = |p: &ParamSig| kind(p).is_some_and(ParamKind::is_array);
+            let pairs = || self.caller_params().zip(other.caller_params());
+            self.family == other.family
+                && self.caller_params().count() == other.caller_params().count()
+                && pairs().all(|(a, b)| {
+                    a.name == b.name
+                        && a.dtype == b.dtype
+                        && a.mutable == b.mutable
+                        && is_array(a) == is_array(b)
+                        && (kind(a) != kind(b) || a.rank == b.rank)
+                })
+                && pairs().any(|(a, b)| layout(a) != layout(b))
+        }
+    }
+
     impl Manifest {
         /// Parses the JSON form.
         pub fn from_json(text: &str) -> Result<Manifest, String> {

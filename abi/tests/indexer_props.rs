@@ -396,3 +396,31 @@ proptest! {
         prop_assert!(keys.windows(2).all(|w| w[0] >= w[1]), "{:?}", m);
     }
 }
+
+proptest! {
+    /// A walk yields exactly `unravel` of the grid-stride positions of its thread, and
+    /// `memory_order_with` keeps views of one shape in step: at every position of the
+    /// reordered views, each addresses the element the originals address at one multi-index.
+    #[test]
+    fn walks_follow_grid_stride_positions(
+        shape in prop::array::uniform4(0usize..6),
+        strides in prop::array::uniform4(-30isize..30),
+        other in prop::array::uniform4(-30isize..30),
+        threads in 1usize..40,
+        t in 0usize..40,
+    ) {
+        let ix = ferrocuda_abi::Indexer::new(shape, strides);
+        let n = ix.size();
+        let want: Vec<[usize; 4]> = (t..n).step_by(threads).map(|i| ix.unravel(i)).collect();
+        let got: Vec<[usize; 4]> = ix.walk(t, threads).collect();
+        prop_assert_eq!(got, want);
+        let b = ferrocuda_abi::Indexer::new(shape, other);
+        let (m, [mb]) = ix.memory_order_with([b]);
+        prop_assert_eq!(m, ix.memory_order());
+        let mut pairs: Vec<(isize, isize)> = m.walk(0, 1).map(|idx| (m.offset(idx), mb.offset(idx))).collect();
+        let mut orig: Vec<(isize, isize)> = (0..n).map(|i| (ix.offset_of(i), b.offset_of(i))).collect();
+        pairs.sort_unstable();
+        orig.sort_unstable();
+        prop_assert_eq!(pairs, orig);
+    }
+}

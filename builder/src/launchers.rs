@@ -170,9 +170,11 @@ impl<'a> Launchers<'a> {
                 )
             };
             let extras = extras_doc(k);
+            let (variants_doc, launch) = layout_variants(self.manifest, k, rt);
             let _ = writeln!(
                 code,
-                "/// Launches kernel `{name}` of {origin} (family `{family}`): {sig}.{extras}\n\
+                "/// Launches kernel `{name}` of {origin} (family `{family}`): {sig}.{extras}\
+                 {variants_doc}\n\
                  ///\n/// Arguments are checked against the manifest (element types, ranks, \
                  shapes, read-only arrays, overlap, pointers); see \
                  [`Kernel::launch`]({rt}::Kernel::launch).{safety_doc}\n\
@@ -181,8 +183,9 @@ impl<'a> Launchers<'a> {
                  -> {rt}::Result<{rt}::Launched> {{\n    \
                  let k = {module_fn}()?.kernel_at({index})?;\n    \
                  debug_assert_eq!(k.name(), {name:?});\n    \
+                 let args: [{rt}::Arg<'_>; {nargs}] = [{args}];\n    \
                  // SAFETY: {safety}.\n    \
-                 unsafe {{ k.launch(&[{args}], opts) }}\n}}\n",
+                 unsafe {{ {launch}.launch(&args, opts) }}\n}}\n",
                 name = k.name,
                 origin = self.origin,
                 family = k.family,
@@ -190,6 +193,7 @@ impl<'a> Launchers<'a> {
                 params = params.join(", "),
                 comma = if params.is_empty() { "" } else { ", " },
                 args = args.join(", "),
+                nargs = args.len(),
             );
         }
         Ok(code)
@@ -242,6 +246,34 @@ impl<'a> Launchers<'a> {
         };
         self.write(Path::new(&dir).join(file_name))
     }
+}
+
+/// For a kernel with layout variants ([`KernelSig::is_layout_variant_of`]): the documentation
+/// line naming them, and the expression that picks the kernel to launch
+/// (`k.variant_for(&args)`, the host's selection rule); for the others, no line and `k`.
+///
+/// [`KernelSig::is_layout_variant_of`]: ferrocuda_abi::manifest::KernelSig::is_layout_variant_of
+fn layout_variants(
+    manifest: &Manifest,
+    k: &ferrocuda_abi::manifest::KernelSig,
+    rt: &str,
+) -> (String, &'static str) {
+    let names: Vec<String> = manifest
+        .kernels
+        .iter()
+        .filter(|o| o.is_layout_variant_of(k))
+        .map(|o| format!("`{}`", o.name))
+        .collect();
+    if names.is_empty() {
+        return (String::new(), "k");
+    }
+    let doc = format!(
+        "\n///\n/// Runs this kernel or one of its layout variants ({}), whichever takes the \
+         arguments' layouts — the one that demands the most of them: C-contiguous arrays run \
+         the contiguous kernel (see [`Kernel::variant_for`]({rt}::Kernel::variant_for)).",
+        names.join(", ")
+    );
+    (doc, "k.variant_for(&args)")
 }
 
 /// The documentation lines of a kernel's launcher-side extras: zero-filled outputs, the
@@ -325,6 +357,9 @@ mod tests {
         assert!(code.contains("let k = crate::m()?.kernel_at(0)?;"));
         assert!(code.contains("let k = crate::m()?.kernel_at(1)?;"));
         assert!(code.contains("pub unsafe fn noop(opts: &"));
+        // Kernels without layout variants launch themselves.
+        assert!(code.contains("unsafe { k.launch(&args, opts) }"));
+        assert!(!code.contains("variant_for"));
         assert!(code.contains("# Safety"));
         assert!(!code.contains("pub mod ptx"));
         // SAFETY: a test of the text only; nothing is launched.
@@ -334,6 +369,40 @@ mod tests {
             .unwrap();
         assert!(safe.contains("pub fn scale_f16(alpha: ::ferrocuda::host::half::f16"));
         assert!(!safe.contains("unsafe fn") && !safe.contains("# Safety"));
+    }
+
+    #[test]
+    fn kernels_with_layout_variants_launch_the_one_that_takes_the_arguments() {
+        let mut m = manifest();
+        let mut view = m.kernels[0].clone();
+        view.name = "scale_f16_2d".into();
+        view.params[1].kind = "view".into();
+        view.params[1].rank = 2;
+        view.params[1].size = 40;
+        m.kernels.push(view);
+        let code = Launchers::with_module_fn(&m, "crate::m").code().unwrap();
+        let launcher = |name: &str| {
+            let start = code.find(&format!("fn {name}(")).unwrap();
+            let doc = code[..start].rfind("/// Launches").unwrap();
+            code[doc..start + code[start..].find("\n}\n").unwrap()].to_owned()
+        };
+        let scale = launcher("scale_f16");
+        assert!(
+            scale.contains("layout variants (`scale_f16_2d`)"),
+            "{scale}"
+        );
+        assert!(
+            scale.contains("unsafe { k.variant_for(&args).launch(&args, opts) }"),
+            "{scale}"
+        );
+        let strided = launcher("scale_f16_2d");
+        assert!(
+            strided.contains("layout variants (`scale_f16`)"),
+            "{strided}"
+        );
+        assert!(strided.contains("`y: ViewMut<f16, 2>`"), "{strided}");
+        let noop = launcher("noop");
+        assert!(noop.contains("unsafe { k.launch(&args, opts) }"), "{noop}");
     }
 
     #[test]

@@ -287,6 +287,9 @@ pub struct Module {
     manifest: Manifest,
     signatures: Vec<Signature>,
     by_name: HashMap<String, usize>,
+    /// Per kernel, the indices of its layout variants
+    /// ([`KernelSig::is_layout_variant_of`]), in manifest order.
+    layout_variants: Vec<Box<[usize]>>,
     loaded: [OnceLock<std::result::Result<Loaded, Error>>; MAX_DEVICES],
 }
 
@@ -320,11 +323,23 @@ impl Module {
                 )));
             }
         }
+        let layout_variants = manifest
+            .kernels
+            .iter()
+            .map(|k| {
+                let variants = manifest.kernels.iter().enumerate();
+                variants
+                    .filter(|(_, o)| o.is_layout_variant_of(k))
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect();
         Ok(Module {
             ptx,
             manifest,
             signatures,
             by_name,
+            layout_variants,
             loaded: [const { OnceLock::new() }; MAX_DEVICES],
         })
     }
@@ -414,6 +429,11 @@ impl Module {
                 module: self,
                 index,
             })
+    }
+
+    /// The indices of kernel `index`'s layout variants (empty for most kernels).
+    pub(crate) fn layout_variants_of(&self, index: usize) -> &[usize] {
+        self.layout_variants.get(index).map_or(&[], |v| &v[..])
     }
 
     /// Loads (once) the module into `ctx`, which must be current on this thread.
@@ -550,6 +570,19 @@ impl<'m> Kernel<'m> {
     /// The module.
     pub fn module(&self) -> &'m Module {
         self.module
+    }
+
+    /// The kernel's layout variants: the kernels of its family that differ from it only in
+    /// the kinds of their array parameters, hence in the layouts they take
+    /// ([`KernelSig::is_layout_variant_of`]; e.g. `add_f32_1d` … `add_f32_4d`, on views of
+    /// any strides, for `add_f32`, on contiguous arrays of any rank; `add_f32` for
+    /// `add_f32_2d`). [`variant_for`](Self::variant_for) chooses among the kernel and these.
+    pub fn layout_variants(&self) -> impl Iterator<Item = Kernel<'m>> + 'm {
+        let module = self.module;
+        module
+            .layout_variants_of(self.index)
+            .iter()
+            .map(move |&index| Kernel { module, index })
     }
 
     /// The kernel's limits on device `device`, as the driver reports them (loads the module

@@ -1,7 +1,8 @@
-//! Element-wise loops over contiguous slices with 16-byte vector memory access
-//! (`split_vectors`: a scalar head, aligned vectors, a scalar tail).
+//! Element-wise loops: over contiguous slices with 16-byte vector memory access
+//! (`split_vectors`: a scalar head, aligned vectors, a scalar tail), and over strided N-D
+//! views of one shape ([`map_strided`]).
 
-use ferrocuda_device::{thread, Element, GridStride, Slice, SliceMut};
+use ferrocuda_device::{thread, Element, GridStride, Slice, SliceMut, View, ViewMut};
 
 /// Runs `$body` with `$k` bound to `0, 1, …, $l - 1` (`$l` a constant of at most 32), written
 /// out in full: LLVM does not always unroll a 16-iteration loop, and an array indexed by a loop
@@ -114,6 +115,36 @@ unsafe fn map<T: Element, const L: usize, const N: usize>(
     for i in GridStride::new(tid, threads, to.len()) {
         // SAFETY: i < tail length (fewer than L); one thread per element.
         unsafe { to.write_unchecked(i, f(core::array::from_fn(|k| parts[k].2.get_unchecked(i)))) };
+    }
+}
+
+/// `out[idx] = f([ins[0][idx], …])` for every multi-index `idx` of `out`'s shape, whatever the
+/// strides — negative ones, and zero ones (broadcast axes) in the inputs. The views are
+/// reordered together into the output's memory order (`memory_order_with`), so that arrays laid
+/// out like the output (transposed alike, say) are read and written in coalesced runs; each
+/// thread then walks its grid-stride share of the positions as multi-indices (`walk`: divisions
+/// only when it starts) and addresses each array through its own strides. Plain loads: an
+/// input may be the output itself.
+///
+/// # Safety
+///
+/// Kernel-launch context; every input has `out`'s shape (`same_shape`); `out` reaches no
+/// element twice and may alias an input only element for element (the host checks both).
+#[inline(always)]
+pub unsafe fn map_strided<T: Element, const N: usize, const K: usize>(
+    ins: [View<T, N>; K],
+    out: ViewMut<T, N>,
+    f: impl Fn([T; K]) -> T,
+) {
+    let (o, ix) = out.indexer().memory_order_with(ins.map(|v| *v.indexer()));
+    for idx in o.walk(thread::index_1d(), thread::grid_size_1d()) {
+        // SAFETY: `idx` is in bounds of the shape every view has (reordered alike, so each
+        // offset is that of one element of its array); one thread per position, and `out`
+        // reaches each element from one position only.
+        unsafe {
+            let x: [T; K] = core::array::from_fn(|k| ins[k].read_at(ix[k].offset(idx)));
+            out.write_at(o.offset(idx), f(x));
+        }
     }
 }
 

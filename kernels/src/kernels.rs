@@ -1,12 +1,12 @@
 //! The bundled kernels.
 
 use ferrocuda_device::half::{bf16, f16};
-use ferrocuda_device::{kernel, Slice, SliceMut, ViewMut};
+use ferrocuda_device::{kernel, Slice, SliceMut, View, ViewMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{thread, GridStride, Indexer};
 
 #[cfg(target_arch = "nvptx64")]
-use crate::elementwise::{binary, generate};
+use crate::elementwise::{binary, generate, map_strided};
 
 /// Arithmetic the generic kernels need, per element type (wrapping for integers).
 #[cfg(target_arch = "nvptx64")]
@@ -75,6 +75,28 @@ add_kernels! {
     add_i64: i64, 2;
 }
 
+// The strided variants: `N`-D views of any strides (stepped, reversed, transposed, and
+// broadcast inputs), one kernel per element type and rank. The family launcher runs them
+// when some array is not C-contiguous; their results are the contiguous kernels'.
+macro_rules! add_strided_kernels {
+    ($($name:ident: $t:ty, $n:literal;)*) => {$(
+        #[kernel(family = "add", same_shape(a, b, out))]
+        pub unsafe fn $name(a: View<$t, $n>, b: View<$t, $n>, out: ViewMut<$t, $n>) {
+            // SAFETY: launched as a kernel over host-validated views of one shape; `out`
+            // does not overlap itself and aliases an input only element for element.
+            unsafe { map_strided::<$t, $n, 2>([a, b], out, |[x, y]| Num::add(x, y)) }
+        }
+    )*};
+}
+add_strided_kernels! {
+    add_f16_1d: f16, 1; add_f16_2d: f16, 2; add_f16_3d: f16, 3; add_f16_4d: f16, 4;
+    add_bf16_1d: bf16, 1; add_bf16_2d: bf16, 2; add_bf16_3d: bf16, 3; add_bf16_4d: bf16, 4;
+    add_f32_1d: f32, 1; add_f32_2d: f32, 2; add_f32_3d: f32, 3; add_f32_4d: f32, 4;
+    add_f64_1d: f64, 1; add_f64_2d: f64, 2; add_f64_3d: f64, 3; add_f64_4d: f64, 4;
+    add_i32_1d: i32, 1; add_i32_2d: i32, 2; add_i32_3d: i32, 3; add_i32_4d: i32, 4;
+    add_i64_1d: i64, 1; add_i64_2d: i64, 2; add_i64_3d: i64, 3; add_i64_4d: i64, 4;
+}
+
 // ---- initialize_array: x[i] = i ---------------------------------------------------------
 
 /// `x[i] = i` for every element (the CUDA Array Interface specification's example).
@@ -129,6 +151,28 @@ vector!(f16: 8, bf16: 8, f32: 4, f64: 2);
 pub unsafe fn saxpy<T: Vector>(alpha: T, x: Slice<T>, y: SliceMut<T>) {
     // SAFETY: y aliases itself element-for-element only.
     unsafe { T::binary(x, y.as_slice(), y, |a, b| Num::add(Num::mul(alpha, a), b)) }
+}
+
+// saxpy's strided variants: `N`-D views of any strides, one kernel per element type and rank.
+macro_rules! saxpy_strided_kernels {
+    ($($name:ident: $t:ty, $n:literal;)*) => {$(
+        #[kernel(family = "saxpy", same_shape(x, y))]
+        pub unsafe fn $name(alpha: $t, x: View<$t, $n>, y: ViewMut<$t, $n>) {
+            // SAFETY: host-validated views of one shape; y is read and written at each of its
+            // elements by one thread (it does not overlap itself; x aliases it only exactly).
+            unsafe {
+                map_strided::<$t, $n, 2>([x, y.as_view()], y, |[a, b]| {
+                    Num::add(Num::mul(alpha, a), b)
+                })
+            }
+        }
+    )*};
+}
+saxpy_strided_kernels! {
+    saxpy_f16_1d: f16, 1; saxpy_f16_2d: f16, 2; saxpy_f16_3d: f16, 3; saxpy_f16_4d: f16, 4;
+    saxpy_bf16_1d: bf16, 1; saxpy_bf16_2d: bf16, 2; saxpy_bf16_3d: bf16, 3; saxpy_bf16_4d: bf16, 4;
+    saxpy_f32_1d: f32, 1; saxpy_f32_2d: f32, 2; saxpy_f32_3d: f32, 3; saxpy_f32_4d: f32, 4;
+    saxpy_f64_1d: f64, 1; saxpy_f64_2d: f64, 2; saxpy_f64_3d: f64, 3; saxpy_f64_4d: f64, 4;
 }
 
 // ---- add_index: x[idx] += Σ idx (AMSO) --------------------------------------------------

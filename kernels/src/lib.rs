@@ -3,9 +3,10 @@
 //! | family | kernels | what |
 //! | --- | --- | --- |
 //! | `add` | `add_{f16,bf16,f32,f64,i32,i64}` | `out = a + b` (16-byte vector loads/stores where aligned; `f16`/`bf16` rounded once per element) |
+//! | | `add_<type>_{1..4}d` | the strided variants: 1-D to 4-D views of any strides (stepped, reversed, transposed, broadcast inputs), the same result per element |
 //! | `initialize_array` | `initialize_array` | `x[i] = i` (`i32`) |
 //! | `add_index` | `add_index_{f32,f64,i32,i64}_{1..4}d` | each element `+=` the sum of its multi-index (AMSO), any strides |
-//! | `saxpy` | `saxpy_{f16,bf16,f32,f64}` | `y = alpha * x + y` (a multiply and an add, each rounded) |
+//! | `saxpy` | `saxpy_{f16,bf16,f32,f64}`, strided `saxpy_<type>_{1..4}d` | `y = alpha * x + y` (a multiply and an add, each rounded) |
 //! | `fill_slow` | `fill_slow` | spin `iters` steps, then `x[i] = value` (a slow producer for ordering tests) |
 //! | `checked_write` | `checked_write` | `x[index] = value` through a bounds check (traps when out of bounds) |
 //! | `index_grid` | `index_grid_{2d,3d}` | every element = its C-order index, over an automatic 2-D / 3-D grid (`grid = "2d"`, fixed block; `grid = "3d"`, `max_threads`) |
@@ -22,8 +23,13 @@
 //! | `matmul` | `matmul_f32` | `c = α·a@b + β·c` on strided views, 128×128 tiles, 8×8 per thread |
 //! | `stencil5` | `stencil5_{f32,f64}` | zero-padded 5-point Laplacian of a 2-D view |
 //! | `cumsum`, `cumsum_exclusive` | `…_{f32,f64,i32,i64,i32_i64}` | single-pass prefix sums (decoupled look-back) |
-//! | `gelu`, `gelu_tanh`, `silu` | `…_{f32,f16,bf16}` | activations, computed in `f32` |
-//! | `axpy` | `axpy_{f16,bf16}` | `y = α·x + y` on `float16` / `bfloat16` |
+//! | `gelu`, `gelu_tanh`, `silu` | `…_{f32,f16,bf16}`, strided `…_<type>_{1..4}d` | activations, computed in `f32` |
+//! | `axpy` | `axpy_{f16,bf16}`, strided `axpy_<type>_{1..4}d` | `y = α·x + y` on `float16` / `bfloat16` |
+//!
+//! The element-wise families (`add`, `saxpy`, the activations, `axpy`) pair each contiguous
+//! kernel with strided variants (`elementwise::map_strided`); the launchers run the contiguous
+//! kernel when every array is C-contiguous and a strided one otherwise (the host's
+//! `launch::select`).
 //!
 //! Launch declarations: `cumsum` needs blocks of exactly 256 threads (`block = 256`), `matmul`
 //! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); the others
@@ -46,7 +52,7 @@ mod num;
 /// What the gallery's kernel bodies use (device only).
 #[cfg(target_arch = "nvptx64")]
 mod prelude {
-    pub use crate::elementwise::{binary, fold, unary, visit, Chunk};
+    pub use crate::elementwise::{binary, fold, map_strided, unary, visit, Chunk};
     pub use crate::grid::{block_rank, block_scratch, blocks, thread_rank};
     pub use crate::num::{act, fma, Acc, Reducible, Storage, Widen};
     pub use core::ops::{Add, Mul, Sub};

@@ -241,7 +241,7 @@ class Kernel(Launcher):
 
 @final
 class Family(Launcher):
-    """A kernel family: dispatches on element types and ranks."""
+    """A kernel family: dispatches on element types, ranks and layouts."""
 
     @property
     def kernels(self) -> Tuple[Kernel, ...]: ...

@@ -10,7 +10,11 @@
 //! 2. DLPack producers are asked for their capsule with the stream the launch will go on (the
 //!    caller's, else the producers' common stream, else the legacy default stream); they order
 //!    their own work before it.
-//! 3. A family picks its kernel by the arrays' element types and ranks.
+//! 3. The kernel is chosen by the host crate's rule (`ferrocuda_host::launch::select`): a
+//!    family picks its kernel by the arrays' element types, ranks and layouts (its contiguous
+//!    kernel whenever every array is C-contiguous, a strided one otherwise), a kernel
+//!    launcher runs its kernel or, when the arrays' layouts need it, that kernel's layout
+//!    variant.
 //! 4. Scalars are converted to the parameter's type (range-checked).
 //! 5. The host crate checks everything against the manifest, orders the launch against the
 //!    producers' streams and launches — with the GIL released. Host arrays go through the
@@ -34,9 +38,9 @@
 
 use std::fmt::Write as _;
 
-use ferrocuda_abi::ParamKind;
 use ferrocuda_host::array::Staging;
 use ferrocuda_host::driver::CallerContext;
+use ferrocuda_host::launch::{self, Operand};
 use ferrocuda_host::module::{Param, Signature};
 use ferrocuda_host::stream;
 use ferrocuda_host::{
@@ -69,23 +73,24 @@ pub struct Target {
     is_family: bool,
     /// The kernels, in manifest order (one for a kernel).
     pub kernels: Box<[Kernel<'static>]>,
-    /// The parameter kinds every kernel shares (`None` if they differ: arguments are then
-    /// classified by their Python type).
-    kinds: Option<Box<[ParamKind]>>,
+    /// Per parameter, whether it is an array, when every kernel agrees (`None` if they
+    /// differ: arguments are then classified by their Python type). A family's contiguous
+    /// and strided variants agree: only their array kinds differ.
+    kinds: Option<Box<[bool]>>,
 }
 
 impl Target {
     /// A launcher of `kernels` (one kernel, or a family's), named `name`.
     pub fn new(name: String, is_family: bool, kernels: Vec<Kernel<'static>>) -> Self {
-        let first: Vec<ParamKind> = kernels[0]
+        let first: Vec<bool> = kernels[0]
             .signature()
             .params
             .iter()
-            .map(|p| p.kind)
+            .map(|p| p.kind.is_array())
             .collect();
         let same = kernels.iter().all(|k| {
             let ps = &k.signature().params;
-            ps.len() == first.len() && ps.iter().zip(&first).all(|(p, &f)| p.kind == f)
+            ps.len() == first.len() && ps.iter().zip(&first).all(|(p, &f)| p.kind.is_array() == f)
         });
         Target {
             name,
@@ -387,7 +392,7 @@ fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>, c: &mut Classified<'py>
     for i in 0..c.n {
         let a = args.get_item(i)?;
         let is_scalar = match &t.kinds {
-            Some(k) => !k[i].is_array(),
+            Some(k) => !k[i],
             None => is_number(&a),
         };
         if is_scalar {
@@ -640,46 +645,36 @@ fn arity_error(t: &Target, n: usize) -> PyErr {
     ))
 }
 
-fn describe_args(slots: &[Slot], descs: &[Option<ArrayDesc>]) -> String {
-    let mut s = String::new();
-    for (i, slot) in slots.iter().enumerate() {
-        if i > 0 {
-            s.push_str(", ");
-        }
-        match slot {
-            Slot::Scalar => s.push_str("scalar"),
-            Slot::Array(k) | Slot::Dlpack(k) | Slot::Host(k) => match &descs[*k as usize] {
-                Some(d) => {
-                    let _ = write!(s, "{} {}-D array", d.dtype().name(), d.ndim());
-                }
-                None => s.push_str("array"),
-            },
-        }
+/// What the host's selection rule sees of the arguments: scalars, and arrays by their
+/// descriptions (an array not described yet is seen as a scalar, which no array parameter
+/// takes).
+fn operands<'d>(
+    slots: &[Slot],
+    descs: &'d [Option<ArrayDesc>],
+    out: &mut [Operand<'d>; MAX_ARGS],
+) -> usize {
+    for (op, slot) in out.iter_mut().zip(slots) {
+        *op = match slot {
+            Slot::Scalar => Operand::Scalar,
+            Slot::Array(k) | Slot::Dlpack(k) | Slot::Host(k) => descs[*k as usize]
+                .as_ref()
+                .map_or(Operand::Scalar, Operand::Array),
+        };
     }
-    s
+    slots.len()
 }
 
-fn matches(k: &Kernel<'_>, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> bool {
-    let ps = &k.signature().params;
-    ps.len() == slots.len()
-        && ps
-            .iter()
-            .zip(slots)
-            .all(|(p, s)| match (p.kind.is_array(), s) {
-                (false, Slot::Scalar) => true,
-                (false, _) | (true, Slot::Scalar) => false,
-                (true, Slot::Array(i) | Slot::Dlpack(i) | Slot::Host(i)) => match &descs
-                    [*i as usize]
-                {
-                    Some(d) => d.dtype() == p.dtype && (!p.kind.fixes_rank() || d.ndim() == p.rank),
-                    None => false,
-                },
-            })
-}
-
+/// The kernel to launch, by the host crate's rule: a family's kernel for the arguments'
+/// element types, ranks and layouts; a kernel, or its layout variant for the arguments.
 fn select(t: &Target, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> PyResult<Kernel<'static>> {
-    if let Some(k) = t.kernels.iter().find(|k| matches(k, slots, descs)) {
-        return Ok(*k);
+    let mut all = [Operand::Scalar; MAX_ARGS];
+    let n = operands(slots, descs, &mut all);
+    let ops = &all[..n];
+    if !t.is_family {
+        return Ok(t.kernels[0].variant_for_operands(ops));
+    }
+    if let Some(k) = launch::select(t.kernels.iter().copied(), ops) {
+        return Ok(k);
     }
     if t.kernels.len() == 1 {
         // The host's argument check names the mismatch.
@@ -692,7 +687,7 @@ fn select(t: &Target, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> PyResult<K
     Err(PyTypeError::new_err(format!(
         "kernel family `{}` has no variant for ({}); variants:{variants}",
         t.name,
-        describe_args(slots, descs)
+        launch::select::describe(ops)
     )))
 }
 

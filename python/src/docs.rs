@@ -131,6 +131,18 @@ pub fn kernel_doc(k: &Kernel<'_>) -> String {
         let g: Vec<&str> = g.iter().map(|&i| sig.params[i].name.as_str()).collect();
         let _ = writeln!(s, "Arguments {} must have the same shape.", g.join(", "));
     }
+    let variants: Vec<String> = k
+        .layout_variants()
+        .map(|v| format!("``{}``", v.name()))
+        .collect();
+    if !variants.is_empty() {
+        let _ = writeln!(
+            s,
+            "Runs this kernel or one of its layout variants ({}), whichever takes the arrays' \
+             layouts: C-contiguous arrays run the contiguous kernel, others a strided one.",
+            variants.join(", ")
+        );
+    }
     s.push_str(&extras_doc(sig));
     s.push_str(&launch_text(k));
     s.push('\n');
@@ -146,8 +158,9 @@ pub fn family_doc(name: &str, ks: &[Kernel<'_>]) -> String {
         .map(|p| p.name.as_str())
         .collect();
     let mut s = format!(
-        "Kernel family ``{name}``: launches the variant matching the arrays' element types \
-         and ranks.\n\nCall as ``{name}({}, *, stream=None, sync=None, grid=None, block=None, \
+        "Kernel family ``{name}``: launches the variant matching the arrays' element types, \
+         ranks and layouts (its C-contiguous variant whenever every array is C-contiguous, a \
+         strided one otherwise).\n\nCall as ``{name}({}, *, stream=None, sync=None, grid=None, block=None, \
          shared_mem=None, check_pointers=True)``.\n\nVariants:\n",
         names.join(", ")
     );

@@ -1,6 +1,7 @@
 //! The launcher classes: `ferrocuda.Launcher`, the one class that launches, and its two kinds
-//! — `Kernel` (one kernel) and `Family` (a family's kernels, selected by the arguments'
-//! element types and ranks) — plus `ConfiguredLauncher` (`launcher[grid, block, …]`).
+//! — `Kernel` (one kernel, or its layout variant for the arguments' layouts) and `Family` (a
+//! family's kernels, selected by the arguments' element types, ranks and layouts) — plus
+//! `ConfiguredLauncher` (`launcher[grid, block, …]`).
 //!
 //! Launchers pickle by name, not by pointer: a pickle names the module (bundled, or the
 //! canonical path of its manifest), the launcher's name and whether it is a family, and
@@ -204,8 +205,8 @@ impl PyKernel {
     }
 }
 
-/// A kernel family: launches the variant that matches the arguments' element types and ranks
-/// (see its ``__doc__``).
+/// A kernel family: launches the variant that matches the arguments' element types, ranks and
+/// layouts (see its ``__doc__``).
 #[pyclass(name = "Family", module = "ferrocuda", extends = PyLauncher, frozen)]
 pub struct PyFamily {
     kernels: Py<PyTuple>,

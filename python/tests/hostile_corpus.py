@@ -140,6 +140,11 @@ def add_index(x: Any, base: int) -> None:
     k().add_index(x)
 
 
+def sum_x(x: Any, base: int) -> None:
+    """``sum(x, out)``: a family whose kernels take C-contiguous inputs only."""
+    k().sum(x, f32(base + OFF_B, shape=(1,)))
+
+
 def add_index_f32_2d(x: Any, base: int) -> None:
     k().add_index_f32_2d(x)
 
@@ -175,6 +180,7 @@ ARG_OF: Dict[Launcher, str] = {
     add_f32_out: "out",
     add_b: "b",
     add_index: "x",
+    sum_x: "x",
     add_index_f32_2d: "x",
     initialize_array: "x",
     fill_value: "value",
@@ -769,12 +775,15 @@ for c in [
         protocol=SYCL, launch=add_out,
     ),
     C("readonly_out_numpy", "read-only NumPy output (host path)", readonly_numpy, V, "array is read-only", "data", protocol=HOST, launch=add_out),
-    C("zero_stride_out_slice", "broadcast (zero-stride) output of a C-contiguous kernel", lambda b: obj(b, strides=(0,)), V, "needs a C-contiguous array", launch=add_out),
+    C("zero_stride_out_strided_variant", "broadcast (zero-stride) output of add: its strided variant refuses it", lambda b: obj(b, strides=(0,)), V, "overlapping elements", launch=add_out),
+    C("zero_stride_out_kernel", "broadcast output given to the add_f32 kernel (its layout variant refuses it)", lambda b: obj(b, strides=(0,)), V, "overlapping elements", launch=add_f32_out),
     C("zero_stride_out_view", "broadcast (zero-stride) output of a view kernel", lambda b: obj(b, strides=(0,)), V, "overlapping elements", launch=add_index),
     C("zero_stride_out_view_2d", "2-D output broadcast along axis 0", lambda b: obj(b, shape=(2, 4), strides=(0, 4)), V, "overlapping elements", launch=add_index),
     C("self_overlapping_out", "rows overlapping each other", lambda b: obj(b, shape=(3, 4), strides=(4, 4)), V, "overlapping elements", launch=add_index),
-    C("negative_stride_out_slice", "reversed output of a C-contiguous kernel", lambda b: obj(b + 12, strides=(-4,)), V, "needs a C-contiguous array", launch=add_out),
-    C("strided_input_slice", "strided input of a C-contiguous kernel", lambda b: obj(b, strides=(8,)), V, "needs a C-contiguous array", launch=add_b),
+    C("negative_stride_out_slice", "reversed output of a kernel without a strided variant", lambda b: obj(b + 12, typestr="<i4", descr=None, strides=(-4,)), V, "needs a C-contiguous array", launch=initialize_array),
+    C("strided_input_slice", "strided input of a family without a strided variant", lambda b: obj(b, strides=(8,)), V, "needs a C-contiguous array", launch=sum_x),
+    C("stride_not_multiple_strided_variant", "stride of 6 bytes for float32 (add's strided variant names it)", lambda b: obj(b + OFF_B, shape=(4,), strides=(6,)), V, "not a multiple of the item size", "strides", launch=add_b),
+    C("partial_overlap_strided_out", "reversed out over input a, shifted by one element", lambda b: obj(b + OFF_A + 16, strides=(-4,)), V, "overlaps argument `a`", launch=add_out),
     C("stride_not_multiple", "stride of 6 bytes for float32 (view kernel)", lambda b: obj(b, shape=(3,), strides=(6,)), V, "not a multiple of the item size", "strides", launch=add_index),
     C("stride_not_multiple_2d", "2-D stride of 10 bytes for float32", lambda b: obj(b, shape=(2, 2), strides=(10, 4)), V, "not a multiple of the item size", "strides", launch=add_index),
     C("shape_mismatch_out", "out (5,) for inputs (4,)", lambda b: obj(b, shape=(5,)), V, "must have the same shape", launch=add_out),

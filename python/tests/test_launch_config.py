@@ -106,3 +106,25 @@ def test_half_kernels_are_in_the_add_and_saxpy_families() -> None:
     params = {kk.name: kk.params for kk in ferrocuda.kernels.saxpy.kernels}
     assert params["saxpy_bf16"][0] == ("alpha", "scalar", "bfloat16", 0, False)
     assert params["saxpy_f16"][1] == ("x", "slice", "float16", 1, False)
+
+
+def test_elementwise_families_have_strided_variants() -> None:
+    """Each element-wise family holds its contiguous kernels and their 1-D to 4-D strided
+    variants (views of any strides); the docstrings say how the launcher chooses."""
+    k = ferrocuda.kernels
+    for fam, contiguous in (
+        ("add", "add_f32"),
+        ("saxpy", "saxpy_f64"),
+        ("gelu", "gelu_f16"),
+        ("gelu_tanh", "gelu_tanh_bf16"),
+        ("silu", "silu_f32"),
+        ("axpy", "axpy_f16"),
+    ):
+        names = {kk.name for kk in getattr(k, fam).kernels}
+        variants = [f"{contiguous}_{n}d" for n in range(1, 5)]
+        assert {contiguous, *variants} <= names, fam
+        assert "ranks and layouts" in getattr(k, fam).__doc__
+        assert ", ".join(f"``{v}``" for v in variants) in getattr(k, contiguous).__doc__
+        params = getattr(k, variants[1]).params
+        assert params[-1][1:] == ("view", params[-1][2], 2, True), params
+    assert "layout variants" not in k.sum_f32.__doc__

@@ -1,10 +1,11 @@
 //! [`check_args`]: the arguments against the kernel's signature, before any driver call.
 
+use super::select::has_layout;
 use super::Arg;
 use crate::cai::ArrayDesc;
 use crate::error::{Error, Key, Result};
 use crate::module::{Param, Signature};
-use ferrocuda_abi::{layout, MAX_NDIM};
+use ferrocuda_abi::{layout, ArrayLayout, MAX_NDIM};
 
 /// Checks `args` against the kernel's signature (count, kinds, dtypes, ranks, mutability,
 /// read-only arrays, shapes, self-overlap and aliasing) and the kernel's requirements
@@ -64,7 +65,8 @@ fn check_param(sig: &Signature, p: &Param, a: &Arg<'_>) -> Result<()> {
             d.dtype().name()
         )));
     }
-    if p.kind.needs_c_contiguous() && !d.is_c_contiguous() {
+    let layout = p.kind.array_layout();
+    if layout == Some(ArrayLayout::Contiguous) && !has_layout(d, ArrayLayout::Contiguous) {
         return Err(Error::value(format!(
             "kernel `{}` needs a C-contiguous array here (strides {:?} bytes, shape {:?}); pass \
              a contiguous copy",
@@ -73,15 +75,16 @@ fn check_param(sig: &Signature, p: &Param, a: &Arg<'_>) -> Result<()> {
             d.shape()
         )));
     }
-    if p.kind.fixes_rank() {
-        if d.ndim() != p.rank {
-            return Err(Error::type_error(format!(
-                "expected a {}-D array, got {}-D (shape {:?})",
-                p.rank,
-                d.ndim(),
-                d.shape()
-            )));
-        }
+    if p.kind.fixes_rank() && d.ndim() != p.rank {
+        return Err(Error::type_error(format!(
+            "expected a {}-D array, got {}-D (shape {:?})",
+            p.rank,
+            d.ndim(),
+            d.shape()
+        )));
+    }
+    if layout == Some(ArrayLayout::Strided) && !has_layout(d, ArrayLayout::Strided) {
+        // Names the axis whose stride splits elements.
         d.element_strides(&mut [0; MAX_NDIM])?;
     }
     if p.mutable {

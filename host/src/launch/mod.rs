@@ -11,6 +11,12 @@
 //! against the kernel's limits (read once per device when its module loads) and the device's
 //! (read once per context) before anything happens on the device; see [`shape`].
 //!
+//! Which kernel runs is decided before both, by [`select`]: a family launcher picks the
+//! family's kernel for the arguments' element types, ranks and layouts (the contiguous,
+//! vectorised variant whenever every array allows it, a strided one otherwise), and a typed
+//! launcher the kernel's layout variant ([`Kernel::variant_for`]); [`Kernel::launch`] runs
+//! the kernel it is called on.
+//!
 //! [`Kernel::launch`] runs both. Between them a caller may stage host arrays on the prepared
 //! device and launch stream ([`Arg::Host`]; the array module's `Staging`) — the one path by
 //! which host arrays reach a kernel, from Rust (`Kernel::launch_host`) and Python.
@@ -31,11 +37,13 @@ mod bind;
 mod check;
 mod execute;
 mod prepare;
+pub mod select;
 pub mod shape;
 
 pub use bind::BoundLaunch;
 pub use check::check_args;
 pub use prepare::Prepared;
+pub use select::{select, Operand};
 
 use crate::cai::ArrayDesc;
 use crate::error::{Error, Result};
