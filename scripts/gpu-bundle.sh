@@ -19,6 +19,9 @@
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
 #                   runs everything, writing logs under $OUT (`bash .gpu/run.sh bench`: benchmarks)
 # Usage: scripts/gpu-bundle.sh   (then carry .gpu to the GPU machine and run `bash .gpu/run.sh`)
+# Parts that only some runs need can stay behind: FERROCUDA_BUNDLE_SCALE=0 (the Dask/MPI
+# wheels), FERROCUDA_BUNDLE_PROFILING=0 (the profiling build), FERROCUDA_BUNDLE_BEFORE=0 (the
+# earlier build for `run.sh compare`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -116,11 +119,13 @@ if [ -x .venv/bin/python ]; then
   echo "bundled $own (my_kernels, built: $(ls "$own/my_kernels/target/ferrocuda/sm_80"); my_kernels-host)"
 fi
 # An earlier build's wheel (.whl-before/, kept by hand) for `run.sh compare`.
-if ls .whl-before/*.whl >/dev/null 2>&1; then
+if [ "${FERROCUDA_BUNDLE_BEFORE:-1}" = 1 ] && ls .whl-before/*.whl >/dev/null 2>&1; then
   mkdir -p .gpu/wheels-before && cp .whl-before/*.whl .gpu/wheels-before/ && echo "bundled $(ls .gpu/wheels-before) as the earlier build"
 fi
 # The wheels of the `scale` part (downloaded once into .whl-scale/).
-if bash scripts/scale-wheels.sh; then
+if [ "${FERROCUDA_BUNDLE_SCALE:-1}" != 1 ]; then
+  echo "FERROCUDA_BUNDLE_SCALE=0: no .gpu/whl-scale (\`run.sh scale\` will skip the Dask and MPI cases)"
+elif bash scripts/scale-wheels.sh; then
   mkdir -p .gpu/whl-scale && cp .whl-scale/*.whl .gpu/whl-scale/ && cp scripts/wheel_data.py .gpu/
   echo "bundled .gpu/whl-scale ($(ls .gpu/whl-scale | wc -l) wheels)"
 else
@@ -128,3 +133,9 @@ else
 fi
 cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
 du -sh .gpu
+# What travels to the GPU machine is limited (64 MiB there): say which parts can stay behind.
+if [ "$(du -sm .gpu | cut -f1)" -gt 60 ]; then
+  echo "warning: .gpu is over 60 MiB; for a run that needs them not, leave out the Dask/MPI wheels" \
+    "(FERROCUDA_BUNDLE_SCALE=0, 16 MiB), the profiling build (FERROCUDA_BUNDLE_PROFILING=0) or" \
+    "the earlier build (FERROCUDA_BUNDLE_BEFORE=0)" >&2
+fi
