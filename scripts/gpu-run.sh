@@ -163,6 +163,131 @@ for w in $what; do
       # directly (torch and CuPy, each sync mode), interleaved rounds.
       timeout 300 python3 .gpu/bench/graph_replay.py 2>&1 | tee "$OUT/graph_replay.txt"
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    scale|scalebench)
+      # Dask, distributed and dask-cuda (.gpu/whl-scale) go into a directory of their own,
+      # used by this part only; the MPICH wheel's data tree (mpiexec, libmpi.so.12) into
+      # another, for mpi4py (MPI4PY_LIBMPI) and the MPI tests (FERROCUDA_MPIEXEC). NumPy 2.4
+      # comes first, as for the Python tests: distributed deserializes CuPy arrays through
+      # Numba. Each step runs under a time limit (defaults: 420 s for the tests, 150 s for the
+      # quick bench: the part fits one 10-minute command).
+      scale_site=/tmp/ferrocuda-scale-site; mpi_prefix=/tmp/ferrocuda-mpi
+      if ls .gpu/whl-scale/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$scale_site" \
+          $(ls .gpu/whl-scale/*.whl | grep -v /mpich-)
+        for mpi_wheel in .gpu/whl-scale/mpich-*.whl; do
+          [ -f "$mpi_wheel" ] && python3 .gpu/wheel_data.py "$mpi_wheel" "$mpi_prefix"
+        done
+      else
+        echo "gpu-run: no .gpu/whl-scale: the Dask and MPI cases will skip"
+      fi
+      scale_env=(PYTHONPATH="$np_site$scale_site:$PYTHONPATH" XLA_PYTHON_CLIENT_PREALLOCATE=false)
+      if [ -x "$mpi_prefix/bin/mpiexec" ] && [ -z "${FERROCUDA_SYSTEM_MPI:-}" ]; then
+        scale_env+=(FERROCUDA_MPIEXEC="$mpi_prefix/bin/mpiexec" MPI4PY_LIBMPI="$mpi_prefix/lib/libmpi.so.12")
+      fi
+      if [ "$w" = scale ]; then
+        echo "=== scale: pickling, device placement, Dask, MPI"
+        tmo=(); python3 -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout 300)
+        env "${scale_env[@]}" timeout "${FERROCUDA_SCALE_TIMEOUT_S:-420}" python3 -m pytest -q -rs -s \
+          -p no:cacheprovider "${tmo[@]}" .gpu/python/tests/test_pickle.py \
+          .gpu/python/tests/test_gpu_devices.py .gpu/python/tests/test_gpu_scale_dask.py \
+          .gpu/python/tests/test_gpu_scale_mpi.py 2>&1 | tee "$OUT/scale.log" | grep -v "^\s*$" | tail -60
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      fi
+      echo "=== scale: bench/multi_gpu.py"
+      quick=(--quick --budget 120); limit="${FERROCUDA_SCALE_BENCH_S:-150}"
+      [ "$w" = scalebench ] && quick=(--budget 480) && limit="${FERROCUDA_SCALE_BENCH_S:-560}"
+      env "${scale_env[@]}" timeout "$limit" python3 .gpu/bench/multi_gpu.py \
+        "${quick[@]}" --json "$OUT/multi_gpu.json" 2>&1 | tee "$OUT/multi_gpu.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    pyquick)
+      # The fast-path and lifetime tests only (a quick check after changing either).
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_fast_paths.py .gpu/python/tests/test_gpu_lifetimes.py \
+        .gpu/python/tests/test_gpu_interop.py 2>&1 | tee "$OUT/pyquick.log" | tail -15
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    pysanitizer)
+      # The whole Python GPU suite (-m gpu) under compute-sanitizer, memcheck and racecheck at
+      # once (two processes on the GPU), child processes followed, repetitions scaled down
+      # (FERROCUDA_SANITIZER=1: tests/scale.py), minus only the negative controls (they race
+      # on purpose and assert that the race shows, which the sanitizer's timing may hide) and,
+      # for racecheck, the soak (below). No -x: every test runs under the sanitizer.
+      # Budget: FERROCUDA_SANITIZER_S per tool (default 540). Tools: FERROCUDA_PYSAN_TOOLS
+      # (default "memcheck racecheck synccheck", all at once). FERROCUDA_PYSAN_PATHS: test files
+      # or directories (default .gpu/python/tests), to split the suite over several commands.
+      pytools="${FERROCUDA_PYSAN_TOOLS:-memcheck racecheck synccheck}"
+      if [ -d .gpu/python/tests ]; then
+        pids=()
+        for tool in $pytools; do
+          # racecheck loses track of kernel launches when 8 threads launch at once ("Internal
+          # Sanitizer Error: Detected a failure to track a kernel launch") and skips the soak,
+          # as the Rust suite's racecheck does; memcheck runs it.
+          sel="not control and not off_observed"
+          [ "$tool" != memcheck ] && sel="$sel and not soak"
+          echo "=== compute-sanitizer --tool $tool: python GPU tests (in the background)"
+          # JAX must not preallocate 75% of the GPU: two tools share it here.
+          ( FERROCUDA_SANITIZER=1 XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
+              compute-sanitizer --tool "$tool" --target-processes all --print-limit 100000 \
+              python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+              ${FERROCUDA_PYSAN_PATHS:-.gpu/python/tests} -m gpu -k "$sel" \
+              > "$OUT/pysanitizer-$tool.log" 2>&1
+            echo "compute-sanitizer $tool exit: $?" >> "$OUT/pysanitizer-$tool.log" ) &
+          pids+=($!)
+        done
+        wait "${pids[@]}"
+        # The tests must pass (the exit status is pytest's), and the sanitizer must report
+        # nothing but the allowed reports of scripts/sanitizer-verdict.py.
+        for tool in $pytools; do
+          echo "=== pysanitizer $tool"
+          grep -v "^SKIPPED\|^=========" "$OUT/pysanitizer-$tool.log" | tail -25
+          tail -1 "$OUT/pysanitizer-$tool.log" | grep -q "exit: 0$" || status=1
+          python3 .gpu/sanitizer-verdict.py "$OUT/pysanitizer-$tool.log" > "$OUT/verdict-$tool.txt"
+          v=$?; tail -8 "$OUT/verdict-$tool.txt"; [ "$v" = 0 ] || status=1
+        done
+      fi ;;
+    profile)
+      # Stage timing of the Python launch path (a profiling build, in its own directory).
+      if ls .gpu/wheels-timing/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+          --target /tmp/ferrocuda-timing-site .gpu/wheels-timing/*.whl
+        PYTHONPATH="/tmp/ferrocuda-timing-site${PYTHONPATH:+:$PYTHONPATH}" \
+          python3 .gpu/bench/launch_profile.py 2>&1 | tee "$OUT/profile.txt" || status=1
+      else
+        echo "gpu-run: no profiling build in .gpu/wheels-timing"; status=1
+      fi ;;
+    compare)
+      # Launch overhead of this build against an earlier one (.gpu/wheels-before/, bundled from
+      # .whl-before/), child processes alternating between the two (bench/compare_builds.py).
+      if ls .gpu/wheels-before/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+          --target /tmp/ferrocuda-before .gpu/wheels-before/*.whl
+        python3 .gpu/bench/compare_builds.py /tmp/ferrocuda-before "$site" --pairs 2 --rounds 10 2>&1 \
+          | tee "$OUT/compare.txt" || status=1
+      else
+        echo "gpu-run: no earlier build in .gpu/wheels-before"; status=1
+      fi ;;
+    gallery-tests)
+      # The gallery's correctness tests only: Rust typed launchers, then Python on every
+      # array library (GPU tests of test_gpu_gallery.py and the CPU ones of test_gallery.py).
+      echo "=== gallery tests (Rust)"
+      .gpu/bin/gallery_gpu --test-threads=1 2>&1 | tee "$OUT/gallery-rust.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== gallery tests (Python)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_gpu_gallery.py .gpu/python/tests/test_gallery.py 2>&1 \
+        | tee "$OUT/gallery-pytest.log" | grep -v "^SKIPPED" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    ncu-gallery)
+      # Nsight Compute on the gallery kernels and their peers: registers, achieved
+      # occupancy, DRAM and SM throughput (for any goal the benchmarks miss).
+      bash .gpu/bench/ncu_gallery.sh "$OUT" || status=1 ;;
+    gallery)
+      # The gallery benchmarks alone (tables last, JSON in $OUT/bench.json), then ncu.
+      if [ -f .gpu/bench/run.sh ]; then
+        BENCH_SECTIONS=gallery bash .gpu/bench/run.sh 2>&1 | tee "$OUT/bench-gallery.log" || status=1
+      else
+        echo "gpu-run: no .gpu/bench/run.sh (bundle with scripts/gpu-bundle.sh)"; status=1
+      fi
+      bash .gpu/bench/ncu_gallery.sh "$OUT" || status=1 ;;
     bench|benchlaunch)
       [ "$w" = benchlaunch ] && export BENCH_SECTIONS=launch,numba
       # Floor (nvcc), Rust and Python benchmarks; tables last, JSON in $OUT/bench.json.

@@ -30,7 +30,7 @@ import pytest
 from backends import BACKENDS, Backend, make_backend
 
 import ferrocuda
-from scale import reps
+from scale import libraries, reps
 
 pytestmark = pytest.mark.gpu
 
@@ -43,7 +43,7 @@ SLOW = 20_000_000
 SLEEP = 50_000_000
 
 
-@pytest.fixture(params=list(BACKENDS))
+@pytest.fixture(params=libraries(list(BACKENDS)))
 def backend(request: Any) -> Backend:
     return make_backend(request, request.param)
 

@@ -15,6 +15,7 @@ from typing import Any, Tuple
 import numpy as np
 import pytest
 from backends import BACKENDS, Backend, make_backend
+from scale import libraries
 
 import ferrocuda
 
@@ -25,7 +26,7 @@ SIZES = [0, 1, 7, 255, 1000, 4097, (1 << 20) + 3]
 EPS = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
 
 
-@pytest.fixture(params=list(BACKENDS))
+@pytest.fixture(params=libraries(list(BACKENDS)))
 def backend(request: Any) -> Backend:
     return make_backend(request, request.param)
 

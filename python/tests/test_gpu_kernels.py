@@ -12,6 +12,7 @@ from typing import Any, List, Tuple
 import numpy as np
 import pytest
 from backends import BACKENDS, Backend, DLPackOnly, make_backend, poison_value, require
+from scale import libraries
 
 import ferrocuda
 
@@ -22,7 +23,7 @@ SIZES = [0, 1, 7, 1000, 4097]
 ELEMENTWISE_DTYPES = ["float32", "float64", "int32", "int64"]
 
 
-@pytest.fixture(params=list(BACKENDS))
+@pytest.fixture(params=libraries(list(BACKENDS)))
 def backend(request: Any) -> Backend:
     return make_backend(request, request.param)
 

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pytest
 from backends import Backend, CupyBackend, DLPackOnly, make_backend, poison_value, require
+from scale import libraries
 
 import ferrocuda
 
@@ -291,7 +292,7 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("family", list(FAMILIES))
-@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("lib", libraries(LIBS))
 def test_layouts(request: Any, rng: np.random.Generator, lib: str, family: str, layout: str, ndim: int) -> None:
     fam = FAMILIES[family]
     dtype = fam.dtypes[0]
