@@ -1,4 +1,4 @@
-//! Compiles `kernels/` to PTX (rustc's NVPTX backend), writes its manifest, and generates a
+//! Compiles `kernels/` to PTX (rustc's NVPTX backend) and cubins (ptxas), writes its manifest, and generates a
 //! typed launcher per kernel from that manifest with `ferrocuda_builder::Launchers` — the
 //! generator a user's host crate calls (so no signature is restated by hand; the Rust
 //! parameter types come from the abi's element-type and parameter-kind tables).
@@ -10,6 +10,20 @@ fn main() {
         .arch("sm_80")
         .cuda_fallback(".tools/nvcc/nvidia/cuda_nvcc")
         .build_script();
+    // The cubins (one per arch ptxas assembled), embedded beside the PTX by src/lib.rs.
+    let mut cubins = String::from("&[\n");
+    for (arch, file) in &out.cubins {
+        cubins.push_str(&format!(
+            "    ({arch:?}, include_bytes!({:?})),\n",
+            file.display()
+        ));
+    }
+    cubins.push(']');
+    let cubins_rs =
+        std::path::Path::new(&std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("cubins.rs");
+    if std::fs::read_to_string(&cubins_rs).ok().as_deref() != Some(cubins.as_str()) {
+        std::fs::write(&cubins_rs, &cubins).expect("write cubins.rs");
+    }
     let launchers =
         ferrocuda_builder::Launchers::with_module_fn(&out.manifest, "crate::bundled::module")
             .origin("ferrocuda's bundled kernels");

@@ -5,7 +5,7 @@
 //! `build.rs` with rustc's NVPTX backend) and re-exports the host runtime
 //! ([`ferrocuda_host`]):
 //!
-//! * [`bundled::module`] — the bundled PTX module, loaded once per device;
+//! * [`bundled::module`] — the bundled PTX module and its cubins, loaded once per device;
 //! * [`kernels`] — one typed launcher per bundled kernel, generated from the manifest;
 //! * [`DeviceArray`], [`ForeignArray`](host::array::ForeignArray), [`ArrayDesc`] and the
 //!   CAI validation in [`host::cai`].
@@ -33,7 +33,7 @@ pub use ferrocuda_host::{
     Launched, Module, Result, Scalar, StreamRef, SyncMode,
 };
 
-/// The bundled kernels' PTX and manifest.
+/// The bundled kernels' PTX, cubins and manifest.
 pub mod bundled {
     use ferrocuda_host::{Module, Result};
     use std::sync::OnceLock;
@@ -45,6 +45,11 @@ pub mod bundled {
     pub const MANIFEST_JSON: &str =
         include_str!(concat!(env!("OUT_DIR"), "/ferrocuda_kernels.json"));
 
+    /// The cubins of [`PTX`] (arch, image; `sm_80` and `sm_90` when the build found ptxas,
+    /// none else): a device of compute capability 8.x loads the `sm_80` one, 9.x the `sm_90`
+    /// one, without JIT compilation; others JIT-compile the PTX.
+    pub const CUBINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/cubins.rs"));
+
     static MODULE: OnceLock<Module> = OnceLock::new();
 
     /// The bundled module (parsed once; loaded into a device at its first launch there).
@@ -52,7 +57,7 @@ pub mod bundled {
         if let Some(m) = MODULE.get() {
             return Ok(m);
         }
-        let m = Module::from_json(PTX, MANIFEST_JSON)?;
+        let m = Module::from_json_with_cubins(PTX, MANIFEST_JSON, CUBINS)?;
         Ok(MODULE.get_or_init(|| m))
     }
 }

@@ -203,6 +203,7 @@ mod host {
     use crate::kinds::ParamKind;
     pub use crate::launch::LaunchSpec;
     use serde::{Deserialize, Serialize};
+    use std::collections::BTreeMap;
     use std::format;
     use std::string::String;
     use std::vec::Vec;
@@ -212,7 +213,7 @@ mod host {
     /// Fields added since without a version change (a reader accepts a manifest without them,
     /// and an older reader ignores them): `fp_contract` (absent: [`FpContract::Off`]); per
     /// kernel `launch` (absent: nothing declared; see [`LaunchSpec`]) and `zero`, `scratch`,
-    /// `require` (absent: none). A kernel with a scratch parameter (kind `"scratch"`) is
+    /// `require` (absent: none); `cubins` (absent: PTX only; see [`Manifest::cubins`]). A kernel with a scratch parameter (kind `"scratch"`) is
     /// refused by readers older than that kind, as it must be: they would ask the caller for
     /// it.
     pub const FORMAT: u32 = 1;
@@ -257,6 +258,11 @@ mod host {
         pub fp_contract: FpContract,
         /// Every kernel, sorted by name.
         pub kernels: Vec<KernelSig>,
+        /// The PTX assembled by ptxas for real architectures: arch (`"sm_90"`) → file name of
+        /// the cubin next to the manifest. Empty when the build found no ptxas; a reader that
+        /// does not know the field loads the PTX, as before.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub cubins: BTreeMap<String, String>,
     }
 
     /// One kernel's signature.
@@ -571,6 +577,7 @@ mod host {
                 ptx: "k.ptx".into(),
                 fp_contract: FpContract::Fast,
                 kernels: Vec::new(),
+                cubins: BTreeMap::new(),
             };
             let json = m.to_json();
             assert!(json.contains("\"fp_contract\": \"fast\""), "{json}");
@@ -585,6 +592,18 @@ mod host {
             assert!(Manifest::from_json(bad).is_err());
             assert_eq!(FpContract::Fast.name(), "fast");
             assert_eq!(FpContract::default().name(), "off");
+        }
+
+        #[test]
+        fn cubins_are_optional_and_round_trip() {
+            let old = r#"{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}"#;
+            let mut m = Manifest::from_json(old).unwrap();
+            assert!(m.cubins.is_empty());
+            assert!(!m.to_json().contains("cubins"));
+            m.cubins.insert("sm_90".into(), "k.sm_90.cubin".into());
+            let json = m.to_json();
+            assert!(json.contains("\"sm_90\": \"k.sm_90.cubin\""), "{json}");
+            assert_eq!(Manifest::from_json(&json).unwrap(), m);
         }
 
         #[test]
@@ -612,6 +631,7 @@ mod host {
                 ptx: "k.ptx".into(),
                 fp_contract: FpContract::Off,
                 kernels: std::vec![kernel(declared.clone()), kernel(LaunchSpec::default())],
+                cubins: BTreeMap::new(),
             };
             let json = m.to_json();
             assert_eq!(json.matches("\"launch\"").count(), 1, "{json}");

@@ -15,8 +15,9 @@
 //!
 //! The generated file uses only the host runtime crate (`::ferrocuda_host` by default,
 //! [`Launchers::runtime`]); with [`BuildOutput::launchers`] it also embeds the PTX and the
-//! manifest (`include_str!`) in a module `ptx` (`ptx::PTX`, `ptx::MANIFEST_JSON`,
-//! `ptx::module()`, which parses them once).
+//! manifest (`include_str!`) and the cubins the manifest names (`include_bytes!`) in a module
+//! `ptx` (`ptx::PTX`, `ptx::MANIFEST_JSON`, `ptx::CUBINS`, `ptx::module()`, which parses them
+//! once).
 
 use crate::{fail, write_if_changed, BuildError, BuildErrorKind, BuildOutput};
 use ferrocuda_abi::manifest::Manifest;
@@ -208,6 +209,12 @@ impl<'a> Launchers<'a> {
                 message: format!("{} is not valid UTF-8: include_str! needs one", p.display()),
             })
         };
+        let dir = manifest.parent().unwrap_or_else(|| Path::new("."));
+        let mut cubins = String::new();
+        for (arch, name) in &self.manifest.cubins {
+            let file = path(&dir.join(name))?;
+            let _ = write!(cubins, "\n        ({arch:?}, include_bytes!({file:?})),");
+        }
         let (ptx, manifest) = (path(ptx)?, path(manifest)?);
         Ok(format!(
             "\n/// The PTX module of {origin}: its text, its manifest and the parsed [`Module`]({rt}::Module).\n\
@@ -216,11 +223,14 @@ impl<'a> Launchers<'a> {
              pub const PTX: &str = include_str!({ptx:?});\n\n    \
              /// The manifest of [`PTX`], as JSON.\n    \
              pub const MANIFEST_JSON: &str = include_str!({manifest:?});\n\n    \
+             /// The cubins the manifest names: (arch, image); the device's is loaded instead of \
+             the PTX when there is one.\n    \
+             pub const CUBINS: &[(&str, &[u8])] = &[{cubins}\n    ];\n\n    \
              /// The module (parsed once; loaded into a device at its first launch there).\n    \
              pub fn module() -> {rt}::Result<&'static {rt}::Module> {{\n        \
              static MODULE: ::std::sync::OnceLock<{rt}::Module> = ::std::sync::OnceLock::new();\n        \
              if let Some(m) = MODULE.get() {{\n            return Ok(m);\n        }}\n        \
-             let m = {rt}::Module::from_json(PTX, MANIFEST_JSON)?;\n        \
+             let m = {rt}::Module::from_json_with_cubins(PTX, MANIFEST_JSON, CUBINS)?;\n        \
              Ok(MODULE.get_or_init(|| m))\n    }}\n}}\n\n",
             origin = self.origin,
             arch = self.manifest.arch,

@@ -84,6 +84,12 @@
 //!    per-kernel report (registers, stack frame, spills, shared memory) is
 //!    [`BuildOutput::resources`], and stack frames, spills and local memory are warnings
 //!    (`cargo:warning=` from [`PtxBuilder::build_script`]).
+//! 9. **Cubins**: the same ptxas assembles the PTX for each of [`PtxBuilder::cubin_archs`]
+//!    (`sm_80` and `sm_90` by default; one run per arch, in parallel, the crate arch's run
+//!    making its report too), written next to the PTX as `<lib>.<arch>.cubin` and named in the
+//!    manifest's `cubins`. The host loads the cubin of the device's major version when there
+//!    is one (no JIT compilation at first launch), else the PTX. Without ptxas the build makes
+//!    PTX only and says so in one line ([`BuildOutput::note`]).
 //!
 //! LLVM's location-less "Cannot select" crash on a floating-point operation NVPTX cannot
 //! lower (`sin`, `exp`, `log`, `pow`, … through `core::intrinsics`) becomes an error naming
@@ -153,6 +159,18 @@ pub struct PtxBuilder {
     cuda_fallback: Option<PathBuf>,
     fp_contract: FpContract,
     ptxas_report: bool,
+    cubin_archs: Option<Vec<String>>,
+}
+
+/// The architectures cubins are made for by default (those not older than the crate's arch,
+/// and the crate's arch itself).
+pub const DEFAULT_CUBIN_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// The number of `sm_XY` (`80`), `None` for anything else.
+fn arch_number(arch: &str) -> Option<u32> {
+    arch.strip_prefix("sm_")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok())
 }
 
 /// What a successful build produced.
@@ -176,6 +194,11 @@ pub struct BuildOutput {
     /// Findings of the [PTX rules](check) that do not fail a build (local memory, stack
     /// frames, spills, barriers under branches on loaded data).
     pub warnings: Vec<check::Finding>,
+    /// The cubins beside the PTX, arch (`"sm_90"`) → file (as the manifest's `cubins` names
+    /// them); empty when no ptxas was found.
+    pub cubins: std::collections::BTreeMap<String, PathBuf>,
+    /// A one-line note for the user (e.g. that no ptxas was found, so PTX only).
+    pub note: Option<String>,
     /// Wall-clock seconds the build took (child cargo included).
     pub seconds: f64,
 }
@@ -260,6 +283,7 @@ impl PtxBuilder {
             cuda_fallback: None,
             fp_contract: FpContract::Off,
             ptxas_report: true,
+            cubin_archs: None,
         }
     }
 
@@ -324,10 +348,62 @@ impl PtxBuilder {
 
     /// Whether to assemble the PTX with ptxas (when one is found; see [`check::ptxas::find`],
     /// with [`cuda_fallback`](Self::cuda_fallback) last) for the resource report in
-    /// [`BuildOutput::resources`] (default `true`).
+    /// [`BuildOutput::resources`] and the cubins (default `true`; `false`: PTX only).
     pub fn ptxas_report(mut self, run: bool) -> Self {
         self.ptxas_report = run;
         self
+    }
+
+    /// The real architectures to assemble cubins for (default: [`DEFAULT_CUBIN_ARCHS`] not
+    /// older than [`arch`](Self::arch), and the arch itself). Each is `sm_XY`, not older than
+    /// the arch (the PTX's `.target`); an empty list makes PTX only.
+    pub fn cubin_archs<I, S>(mut self, archs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.cubin_archs = Some(archs.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The cubin architectures of this build, checked against the arch.
+    fn cubin_list(&self) -> Result<Vec<String>, BuildError> {
+        let base = arch_number(&self.arch).unwrap_or(0);
+        let mut list: Vec<String> = match &self.cubin_archs {
+            Some(l) => l.clone(),
+            None => std::iter::once(self.arch.clone())
+                .chain(
+                    DEFAULT_CUBIN_ARCHS
+                        .iter()
+                        .filter(|a| arch_number(a).is_some_and(|n| n > base))
+                        .map(|a| a.to_string()),
+                )
+                .collect(),
+        };
+        for a in &list {
+            match arch_number(a) {
+                Some(n) if n >= base => {}
+                Some(_) => {
+                    return fail(
+                        BuildErrorKind::Config,
+                        format!(
+                            "cubin arch `{a}` is older than the PTX's arch `{}`: ptxas cannot \
+                             assemble it (drop it, or build the PTX for an older arch)",
+                            self.arch
+                        ),
+                    )
+                }
+                None => {
+                    return fail(
+                        BuildErrorKind::Config,
+                        format!("cubin arch `{a}` is not of the form sm_XY (e.g. sm_90)"),
+                    )
+                }
+            }
+        }
+        list.sort_by_key(|a| arch_number(a));
+        list.dedup();
+        Ok(list)
     }
 
     fn resolve(&self, p: &Path) -> PathBuf {
@@ -357,6 +433,9 @@ impl PtxBuilder {
                 for w in &out.warnings {
                     let line = w.to_string().replace('\n', " ");
                     println!("cargo:warning=ferrocuda kernels: {line}");
+                }
+                if let Some(note) = &out.note {
+                    println!("cargo:warning=ferrocuda kernels: {note}");
                 }
                 out
             }
@@ -417,7 +496,7 @@ impl PtxBuilder {
             kind: BuildErrorKind::Config,
             message: format!("no `[package] name` in {}", cargo_toml.display()),
         })?;
-        if !self.arch.starts_with("sm_") || self.arch[3..].parse::<u32>().is_err() {
+        if arch_number(&self.arch).is_none() {
             return fail(
                 BuildErrorKind::Config,
                 format!("arch `{}` is not of the form sm_XY (e.g. sm_80)", self.arch),
@@ -430,6 +509,7 @@ impl PtxBuilder {
     pub fn build(&self) -> Result<BuildOutput, BuildError> {
         let start = Instant::now();
         let (crate_dir, cargo_toml, crate_name) = self.crate_info()?;
+        let cubin_archs = self.cubin_list()?;
         let lib_name = crate_name.replace('-', "_");
         let (out_dir, target_dir) = self.dirs(&crate_dir)?;
         let toolchain = Toolchain::detect(&crate_dir)?;
@@ -476,21 +556,42 @@ impl PtxBuilder {
         // ptxas checks the module as it ships: records removed, launch bounds written in.
         let processed = pipeline.file("processed.ptx");
         write_if_changed(&processed, &ptx)?;
+        let cubin_files: Vec<(String, PathBuf)> = cubin_archs
+            .iter()
+            .map(|a| (a.clone(), pipeline.file(&format!("{a}.cubin"))))
+            .collect();
         let checked = verify::verify(
             &ptx,
             &processed,
             &self.arch,
             fallback.as_deref(),
             self.ptxas_report,
+            &cubin_files,
         )
         .map_err(|e| in_crate(e.kind, e.message))?;
         let ptx_name = format!("{lib_name}.ptx");
+        let mut cubins = std::collections::BTreeMap::new();
+        let mut cubin_names = std::collections::BTreeMap::new();
+        for (arch, made) in &checked.cubins {
+            let name = format!("{lib_name}.{arch}.cubin");
+            let bytes = std::fs::read(made).or_else(|e| {
+                fail(
+                    BuildErrorKind::Io,
+                    format!("cannot read {}: {e}", made.display()),
+                )
+            })?;
+            let path = out_dir.join(&name);
+            write_bytes_if_changed(&path, &bytes)?;
+            cubins.insert(arch.clone(), path);
+            cubin_names.insert(arch.clone(), name);
+        }
         let manifest = Manifest {
             format: manifest::FORMAT,
             arch: self.arch.clone(),
             ptx: ptx_name.clone(),
             fp_contract: self.fp_contract,
             kernels,
+            cubins: cubin_names,
         };
         let ptx_path = out_dir.join(&ptx_name);
         let manifest_path = out_dir.join(format!("{lib_name}.json"));
@@ -505,13 +606,19 @@ impl PtxBuilder {
             resources: checked.resources,
             ptxas: checked.ptxas,
             warnings: checked.warnings,
+            cubins,
+            note: checked.note,
             seconds: start.elapsed().as_secs_f64(),
         })
     }
 }
 
 fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
-    if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
+    write_bytes_if_changed(path, contents.as_bytes())
+}
+
+fn write_bytes_if_changed(path: &Path, contents: &[u8]) -> Result<(), BuildError> {
+    if std::fs::read(path).ok().as_deref() == Some(contents) {
         return Ok(());
     }
     write_atomically(path, contents)
@@ -519,7 +626,7 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
 
 /// Writes `contents` to a temporary file beside `path`, then renames it: a reader (another
 /// process loading the module) sees the old file or the new one, never half of one.
-fn write_atomically(path: &Path, contents: &str) -> Result<(), BuildError> {
+fn write_atomically(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), BuildError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -549,5 +656,28 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind(), BuildErrorKind::Config, "{e}");
         assert!(e.message().contains("sm_XY"), "{e}");
+    }
+
+    #[test]
+    fn cubin_archs_default_to_the_arch_and_newer_and_are_checked() {
+        let b = PtxBuilder::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(b.cubin_list().unwrap(), ["sm_80", "sm_90"]);
+        assert_eq!(
+            b.clone().arch("sm_86").cubin_list().unwrap(),
+            ["sm_86", "sm_90"]
+        );
+        assert_eq!(b.clone().arch("sm_90").cubin_list().unwrap(), ["sm_90"]);
+        let explicit = b.clone().cubin_archs(["sm_90", "sm_80", "sm_90"]);
+        assert_eq!(explicit.cubin_list().unwrap(), ["sm_80", "sm_90"]);
+        assert!(b
+            .clone()
+            .cubin_archs(Vec::<String>::new())
+            .cubin_list()
+            .unwrap()
+            .is_empty());
+        let old = b.clone().arch("sm_90").cubin_archs(["sm_80"]).cubin_list();
+        assert_eq!(old.unwrap_err().kind(), BuildErrorKind::Config);
+        let bad = b.cubin_archs(["compute_90"]).cubin_list();
+        assert!(bad.unwrap_err().message().contains("sm_XY"));
     }
 }

@@ -1,5 +1,7 @@
 //! The checks every build runs on its PTX: the text rules of [`crate::check`], then, when a
-//! ptxas is found, assembly for the crate's arch and the per-kernel resource report.
+//! ptxas is found, assembly for the crate's arch and the per-kernel resource report, and the
+//! cubins (one ptxas run per arch, in parallel: the crate arch's run makes both its report and
+//! its cubin).
 
 use crate::check::ptxas::{self, Resources};
 use crate::check::{check_text, Finding, Rule, Severity};
@@ -15,16 +17,27 @@ pub(crate) struct Verified {
     pub ptxas: Option<PathBuf>,
     /// Findings that do not fail the build.
     pub warnings: Vec<Finding>,
+    /// The cubins assembled: (arch, file), in the order asked for.
+    pub cubins: Vec<(String, PathBuf)>,
+    /// A one-line note for the build's user (no ptxas: PTX only).
+    pub note: Option<String>,
+}
+
+/// Whether a ptxas failure says only that the ptxas is older than the PTX.
+fn too_old(e: &str) -> bool {
+    e.contains("Unsupported .version") || e.contains("Unsupported .target")
 }
 
 /// Checks `ptx` (the text, manifest records removed) and, with ptxas, `ptx_file` (the
-/// same module as generated) for `arch`.
+/// same module as generated) for `arch`, and assembles `ptx_file` into each of `cubins`
+/// (arch, output file).
 pub(crate) fn verify(
     ptx: &str,
     ptx_file: &Path,
     arch: &str,
     ptxas_root: Option<&Path>,
     run_ptxas: bool,
+    cubins: &[(String, PathBuf)],
 ) -> Result<Verified, BuildError> {
     let text = check_text(ptx);
     let entries = text.entries();
@@ -34,8 +47,48 @@ pub(crate) fn verify(
         .cloned()
         .partition(|f| f.severity == Severity::Error);
     let mut out = Verified::default();
-    if let Some(tool) = ptxas::find(ptxas_root).filter(|_| run_ptxas) {
-        match ptxas::run(&tool, arch, ptx_file) {
+    let tool = ptxas::find(ptxas_root).filter(|_| run_ptxas);
+    if let Some(tool) = tool {
+        // The crate arch's run writes its cubin when one is asked for, a temporary file else.
+        let own = cubins.iter().find(|(a, _)| a == arch).map(|(_, f)| f);
+        let others: Vec<&(String, PathBuf)> = cubins.iter().filter(|(a, _)| a != arch).collect();
+        let (report, assembled) = std::thread::scope(|s| {
+            let runs: Vec<_> = others
+                .iter()
+                .map(|(a, f)| s.spawn(|| ptxas::assemble(&tool, a, ptx_file, f)))
+                .collect();
+            let report = match own {
+                Some(f) => ptxas::assemble(&tool, arch, ptx_file, f),
+                None => ptxas::run(&tool, arch, ptx_file),
+            };
+            let assembled: Vec<Result<String, String>> = runs
+                .into_iter()
+                .map(|r| {
+                    r.join()
+                        .unwrap_or_else(|_| Err("the ptxas thread panicked".into()))
+                })
+                .collect();
+            (report, assembled)
+        });
+        let too_old_warning = |a: &str, e: &str| Finding {
+            function: None,
+            rule: Rule::Ptxas,
+            severity: Severity::Warning,
+            message: format!(
+                "{} is too old for this PTX, no resource report or cubin: {e}",
+                tool.display()
+            ),
+            arch: Some(a.into()),
+        };
+        let rejects = |a: &str, e: &str| Finding {
+            function: None,
+            rule: Rule::Ptxas,
+            severity: Severity::Error,
+            message: format!("ptxas ({}) rejects the PTX: {e}", tool.display()),
+            arch: Some(a.into()),
+        };
+        let mut made: Vec<&str> = Vec::new();
+        match report {
             Ok(report) => {
                 let props = ptxas::parse_report(&report, arch);
                 let (e, w): (Vec<Finding>, Vec<Finding>) =
@@ -45,29 +98,31 @@ pub(crate) fn verify(
                 errors.extend(e);
                 warnings.extend(w);
                 out.resources = props.into_values().collect();
+                made.push(arch);
             }
             // An older ptxas than the PTX needs says nothing about the PTX.
-            Err(e) if e.contains("Unsupported .version") || e.contains("Unsupported .target") => {
-                warnings.push(Finding {
-                    function: None,
-                    rule: Rule::Ptxas,
-                    severity: Severity::Warning,
-                    message: format!(
-                        "{} is too old for this PTX, no resource report: {e}",
-                        tool.display()
-                    ),
-                    arch: Some(arch.into()),
-                });
-            }
-            Err(e) => errors.push(Finding {
-                function: None,
-                rule: Rule::Ptxas,
-                severity: Severity::Error,
-                message: format!("ptxas ({}) rejects the PTX: {e}", tool.display()),
-                arch: Some(arch.into()),
-            }),
+            Err(e) if too_old(&e) => warnings.push(too_old_warning(arch, &e)),
+            Err(e) => errors.push(rejects(arch, &e)),
         }
+        for ((a, _), result) in others.iter().zip(assembled) {
+            match result {
+                Ok(_) => made.push(a),
+                Err(e) if too_old(&e) => warnings.push(too_old_warning(a, &e)),
+                Err(e) => errors.push(rejects(a, &e)),
+            }
+        }
+        out.cubins = cubins
+            .iter()
+            .filter(|(a, _)| made.contains(&a.as_str()))
+            .cloned()
+            .collect();
         out.ptxas = Some(tool);
+    } else if run_ptxas && !cubins.is_empty() {
+        out.note = Some(
+            "no ptxas found: PTX only, no cubins (the driver compiles the PTX when the module \
+             first loads; set FERROCUDA_PTXAS or CUDA_HOME to build cubins)"
+                .into(),
+        );
     }
     if !errors.is_empty() {
         let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();

@@ -1,10 +1,15 @@
 //! PTX modules and their kernels: loaded once per device, looked up by name or family.
 //!
-//! A [`Module`] pairs PTX text with its [`Manifest`] (both produced by `ferrocuda-builder`).
-//! The PTX is JIT-compiled by the driver into each device's primary context the first time a
-//! kernel of the module launches there, and the loaded functions, their occupancy-derived
-//! launch limits and the manifest index are cached: a launch does no lookup by string and no
-//! allocation.
+//! A [`Module`] pairs PTX text with its [`Manifest`] (both produced by `ferrocuda-builder`),
+//! and the cubins the builder assembled from that PTX (`sm_80`, `sm_90`, … machine code). The
+//! first time a kernel of the module launches on a device, the module is loaded into that
+//! device's primary context: the cubin [`choose_cubin`] picks for its compute capability
+//! (machine code: nothing to compile), else the PTX, which the driver JIT-compiles (seconds
+//! for a large module when its JIT cache is cold or disabled). A cubin the driver refuses (one
+//! made by a ptxas newer than the driver, say) falls back to the PTX for that device;
+//! [`Module::loaded_image`] says which was loaded. The loaded functions, their
+//! occupancy-derived launch limits and the manifest index are cached: a launch does no lookup
+//! by string and no allocation.
 
 use crate::driver::result as cu;
 use crate::driver::{init, trap, Context, Relaxed, MAX_DEVICES};
@@ -15,6 +20,7 @@ use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
 use ferrocuda_abi::launch::LaunchDecl;
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use ferrocuda_abi::{DType, ParamKind};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
@@ -248,6 +254,8 @@ unsafe impl Sync for Function {}
 #[derive(Debug)]
 pub(crate) struct Loaded {
     _module: sys::CUmodule,
+    /// What was loaded: `"sm_90 cubin"` or `"PTX"`.
+    image: String,
     pub(crate) functions: Vec<Function>,
     /// Per function: the dynamic shared memory (bytes) launches may use now — the load-time
     /// limit, raised by each opt-in ([`Loaded::allow_dynamic_shared`]).
@@ -281,9 +289,31 @@ impl Loaded {
     }
 }
 
-/// A PTX module with its manifest.
+/// The cubin for a device of compute capability `cc` among `archs` (`"sm_80"`, …): the highest
+/// `sm_AB` with `A` equal to the major version and `B` not above the minor (machine code runs
+/// on GPUs of its major version and a minor not below its own), `None` when there is none (the
+/// PTX is loaded then). `sm_90` for 9.0; `sm_80` for 8.6 and 8.9 when the cubins are `sm_80`
+/// and `sm_90`; none for 10.0 or 12.0.
+pub fn choose_cubin<'a>(
+    cc: (u32, u32),
+    archs: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let (major, minor) = cc;
+    archs
+        .into_iter()
+        .filter_map(|a| {
+            let n: u32 = a.strip_prefix("sm_")?.parse().ok()?;
+            (n / 10 == major && n % 10 <= minor).then_some((n, a))
+        })
+        .max_by_key(|&(n, _)| n)
+        .map(|(_, a)| a)
+}
+
+/// A PTX module with its manifest (and cubins).
 pub struct Module {
     ptx: CString,
+    /// (arch, image) of each cubin, in the manifest's order.
+    cubins: Vec<(String, Cow<'static, [u8]>)>,
     manifest: Manifest,
     signatures: Vec<Signature>,
     by_name: HashMap<String, usize>,
@@ -297,6 +327,7 @@ impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Module")
             .field("arch", &self.manifest.arch)
+            .field("cubins", &self.cubin_archs().collect::<Vec<_>>())
             .field("kernels", &self.by_name.len())
             .finish()
     }
@@ -305,6 +336,30 @@ impl std::fmt::Debug for Module {
 impl Module {
     /// A module from PTX text and its manifest. Loads nothing yet (no driver needed).
     pub fn new(ptx: impl Into<String>, manifest: Manifest) -> Result<Module> {
+        Module::with_cubins(ptx, manifest, Vec::new())
+    }
+
+    /// A module from PTX text, its manifest and cubins assembled from that PTX: (arch such as
+    /// `"sm_90"`, the cubin file's bytes). Loads nothing yet (no driver needed); a device loads
+    /// the cubin [`choose_cubin`] picks for it, else the PTX.
+    pub fn with_cubins(
+        ptx: impl Into<String>,
+        manifest: Manifest,
+        cubins: Vec<(String, Cow<'static, [u8]>)>,
+    ) -> Result<Module> {
+        for (arch, image) in &cubins {
+            let number = arch.strip_prefix("sm_").and_then(|d| d.parse::<u32>().ok());
+            if number.is_none() {
+                return Err(Error::value(format!(
+                    "cubin arch `{arch}` is not of the form sm_XY (e.g. sm_90)"
+                )));
+            }
+            if !image.starts_with(b"\x7fELF") {
+                return Err(Error::value(format!(
+                    "the {arch} cubin is not an ELF image (damaged, or not a cubin)"
+                )));
+            }
+        }
         let ptx =
             CString::new(ptx.into()).map_err(|_| Error::value("PTX text contains a NUL byte"))?;
         let signatures = manifest
@@ -336,6 +391,7 @@ impl Module {
             .collect();
         Ok(Module {
             ptx,
+            cubins,
             manifest,
             signatures,
             by_name,
@@ -351,7 +407,24 @@ impl Module {
         Module::new(ptx, manifest)
     }
 
-    /// Reads a module written by the builder: `<name>.json` and the PTX it names beside it.
+    /// A module from PTX text, its manifest's JSON form and embedded cubins (arch, bytes), as
+    /// typed launchers embed them.
+    pub fn from_json_with_cubins(
+        ptx: impl Into<String>,
+        manifest_json: &str,
+        cubins: &[(&str, &'static [u8])],
+    ) -> Result<Module> {
+        let manifest = Manifest::from_json(manifest_json).map_err(Error::value)?;
+        let cubins = cubins
+            .iter()
+            .map(|&(arch, bytes)| (arch.to_owned(), Cow::Borrowed(bytes)))
+            .collect();
+        Module::with_cubins(ptx, manifest, cubins)
+    }
+
+    /// Reads a module written by the builder: `<name>.json`, and the PTX and cubins it names
+    /// beside it (a cubin file that is missing or not a cubin is left out: the PTX serves
+    /// those devices).
     pub fn from_manifest_file(manifest_path: impl AsRef<Path>) -> Result<Module> {
         let path = manifest_path.as_ref();
         let text = std::fs::read_to_string(path)
@@ -379,7 +452,41 @@ impl Module {
                 path.display()
             )));
         }
-        Module::new(ptx, manifest)
+        let dir = path.parent().unwrap_or_else(|| Path::new("."));
+        let cubins = manifest
+            .cubins
+            .iter()
+            .filter_map(|(arch, name)| {
+                let bytes = std::fs::read(dir.join(name)).ok()?;
+                bytes
+                    .starts_with(b"\x7fELF")
+                    .then(|| (arch.clone(), Cow::Owned(bytes)))
+            })
+            .collect();
+        Module::with_cubins(ptx, manifest, cubins)
+    }
+
+    /// The architectures of the module's cubins (`"sm_80"`, …).
+    pub fn cubin_archs(&self) -> impl Iterator<Item = &str> + '_ {
+        self.cubins.iter().map(|(a, _)| a.as_str())
+    }
+
+    /// The cubin of `arch`, if the module has one.
+    pub fn cubin(&self, arch: &str) -> Option<&[u8]> {
+        self.cubins
+            .iter()
+            .find(|(a, _)| a == arch)
+            .map(|(_, c)| &c[..])
+    }
+
+    /// What device `device` runs (loading the module there, once): `"sm_90 cubin"` when a
+    /// cubin was loaded, `"PTX"` when the PTX was (no cubin for the device's compute
+    /// capability, or the driver refused it).
+    pub fn loaded_image(&self, device: usize) -> Result<String> {
+        init()?;
+        let ctx = Context::get(device)?;
+        let _caller = ctx.enter()?;
+        Ok(self.loaded(ctx)?.image.clone())
     }
 
     /// The manifest.
@@ -450,8 +557,49 @@ impl Module {
         // Once per device, possibly inside another library's graph capture: loading and the
         // trap record's page-locked allocation are calls a global-mode capture forbids.
         let _relaxed = Relaxed::enter()?;
+        let cc = ctx.compute_capability();
+        let chosen = choose_cubin(cc, self.cubin_archs());
+        // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
+        // cubin is never the cause of an error the PTX would not give.
+        let from_cubin = chosen.and_then(|arch| {
+            let image = self.cubin(arch)?;
+            let mut log = vec![0u8; 4096];
+            let module = cu::module_load_cubin(image, &mut log).ok()?;
+            // SAFETY: `module` was just loaded into the bound context.
+            match unsafe { self.functions(module) } {
+                Ok(functions) => Some((module, functions, format!("{arch} cubin"))),
+                Err(_) => {
+                    // SAFETY: loaded above, none of its functions used.
+                    let _ = unsafe { cu::module_unload(module) };
+                    None
+                }
+            }
+        });
+        let (module, functions, image) = match from_cubin {
+            Some(loaded) => loaded,
+            None => {
+                let module = self.load_ptx(ctx)?;
+                // SAFETY: `module` was just loaded into the bound context.
+                let functions = unsafe { self.functions(module) }?;
+                (module, functions, "PTX".to_owned())
+            }
+        };
+        register_trap_record(ctx.ordinal(), module)?;
+        Ok(Loaded {
+            _module: module,
+            image,
+            dynamic_shared: functions
+                .iter()
+                .map(|f| AtomicU32::new(f.limits.dynamic_shared))
+                .collect(),
+            functions,
+        })
+    }
+
+    /// Loads the PTX into `ctx` (bound), the JIT's log in the error.
+    fn load_ptx(&self, ctx: &'static Context) -> Result<sys::CUmodule> {
         let mut log = vec![0u8; 8192];
-        let module = cu::module_load(&self.ptx, &mut log).map_err(|e| {
+        cu::module_load(&self.ptx, &mut log).map_err(|e| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
             let (maj, min) = ctx.compute_capability();
@@ -465,25 +613,23 @@ impl Module {
                     text
                 ),
             )
-        })?;
-        register_trap_record(ctx.ordinal(), module)?;
-        let functions = self
-            .signatures
+        })
+    }
+
+    /// Every kernel's function and limits in `module`.
+    ///
+    /// # Safety
+    ///
+    /// `module` is loaded in the calling thread's current context.
+    unsafe fn functions(&self, module: sys::CUmodule) -> Result<Vec<Function>> {
+        self.signatures
             .iter()
             .map(|s| {
-                // SAFETY: `module` was just loaded into the bound context.
+                // SAFETY: the caller's contract.
                 unsafe { Function::load(module, s) }
                     .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
             })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Loaded {
-            _module: module,
-            dynamic_shared: functions
-                .iter()
-                .map(|f| AtomicU32::new(f.limits.dynamic_shared))
-                .collect(),
-            functions,
-        })
+            .collect()
     }
 }
 
@@ -593,5 +739,50 @@ impl<'m> Kernel<'m> {
         let ctx = Context::get(device)?;
         let _caller = ctx.enter()?;
         Ok(self.module.loaded(ctx)?.functions[self.index].limits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cubin_of_the_major_version_not_above_the_minor_is_chosen() {
+        let both = ["sm_80", "sm_90"];
+        let choose = |cc| choose_cubin(cc, both);
+        assert_eq!(choose((8, 0)), Some("sm_80"));
+        assert_eq!(choose((8, 6)), Some("sm_80"));
+        assert_eq!(choose((8, 9)), Some("sm_80"));
+        assert_eq!(choose((9, 0)), Some("sm_90"));
+        // Another major version: machine code does not carry over, the PTX is JIT-compiled.
+        assert_eq!(choose((10, 0)), None);
+        assert_eq!(choose((12, 0)), None);
+        assert_eq!(choose((7, 5)), None);
+        // The highest minor not above the device's.
+        let more = ["sm_80", "sm_86", "sm_89", "sm_90"];
+        assert_eq!(choose_cubin((8, 6), more), Some("sm_86"));
+        assert_eq!(choose_cubin((8, 7), more), Some("sm_86"));
+        assert_eq!(choose_cubin((8, 9), more), Some("sm_89"));
+        assert_eq!(choose_cubin((8, 0), ["sm_86"]), None);
+        assert_eq!(choose_cubin((9, 0), ["sm_90a", "junk"]), None);
+        assert_eq!(choose_cubin((9, 0), []), None);
+    }
+
+    #[test]
+    fn cubins_must_be_elf_images_of_sm_archs() {
+        let manifest = || {
+            Manifest::from_json(r#"{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}"#)
+                .unwrap()
+        };
+        let elf: &'static [u8] = b"\x7fELF\x02\x01\x01";
+        let m = Module::with_cubins("", manifest(), vec![("sm_90".into(), elf.into())]).unwrap();
+        assert_eq!(m.cubin_archs().collect::<Vec<_>>(), ["sm_90"]);
+        assert_eq!(m.cubin("sm_90"), Some(elf));
+        assert_eq!(m.cubin("sm_80"), None);
+        let text: &'static [u8] = b"// PTX";
+        let not_elf = Module::with_cubins("", manifest(), vec![("sm_90".into(), text.into())]);
+        assert!(not_elf.unwrap_err().to_string().contains("ELF"));
+        let bad_arch = Module::with_cubins("", manifest(), vec![("compute_90".into(), elf.into())]);
+        assert!(bad_arch.unwrap_err().to_string().contains("sm_XY"));
     }
 }

@@ -178,15 +178,22 @@ pub fn run(ptxas: &Path, arch: &str, ptx: &Path) -> Result<String, String> {
         std::process::id(),
         std::thread::current().id()
     ));
+    let out = assemble(ptxas, arch, ptx, &cubin);
+    let _ = std::fs::remove_file(&cubin);
+    out
+}
+
+/// Runs `ptxas -arch=<arch> -v -o <cubin>` on `ptx`: the cubin is written to `cubin`, and the
+/// result is `Ok(report)` when it succeeds, `Err(output)` when it fails.
+pub fn assemble(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) -> Result<String, String> {
     let out = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-v")
         .arg("-o")
-        .arg(&cubin)
+        .arg(cubin)
         .arg(ptx)
-        .output();
-    let _ = std::fs::remove_file(&cubin);
-    let out = out.map_err(|e| format!("could not run {}: {e}", ptxas.display()))?;
+        .output()
+        .map_err(|e| format!("could not run {}: {e}", ptxas.display()))?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -226,6 +226,11 @@ pub fn build_crate(
         kernels: out.manifest.kernels.len(),
         cached: false,
         seconds: start.elapsed().as_secs_f64(),
-        warnings: out.warnings.iter().map(|w| w.to_string()).collect(),
+        warnings: out
+            .warnings
+            .iter()
+            .map(|w| w.to_string())
+            .chain(out.note.clone())
+            .collect(),
     })
 }

@@ -574,24 +574,56 @@ pub(crate) unsafe fn memcpy_dtoh_async(
 /// `cuModuleLoadDataEx` of NUL-terminated PTX into the current context, with the JIT's
 /// error log written to `log` (NUL-terminated text, when the load fails).
 pub(crate) fn module_load(ptx: &CStr, log: &mut [u8]) -> Result<sys::CUmodule> {
+    // SAFETY: NUL-terminated PTX text is an image the driver reads to its NUL.
+    unsafe { module_load_image(ptx.to_bytes_with_nul(), log) }
+}
+
+/// `cuModuleLoadDataEx` of a cubin (an ELF image, read by the driver from its headers, so
+/// bytes and not a C string) into the current context, with the error log written to `log`.
+pub(crate) fn module_load_cubin(cubin: &[u8], log: &mut [u8]) -> Result<sys::CUmodule> {
+    const ELF: &[u8] = b"\x7fELF";
+    if !cubin.starts_with(ELF) {
+        return Err(Error::value(
+            "a cubin image does not start with the ELF magic",
+        ));
+    }
+    // SAFETY: an ELF image, whose headers give the driver its extent; the caller's bytes are
+    // the whole file.
+    unsafe { module_load_image(cubin, log) }
+}
+
+/// # Safety
+///
+/// `image` is NUL-terminated PTX or a whole cubin/fatbin file.
+unsafe fn module_load_image(image: &[u8], log: &mut [u8]) -> Result<sys::CUmodule> {
     let mut opts = [
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
     ];
     let mut vals: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
     let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: NUL-terminated PTX; two JIT options with matching value slots; the log buffer
-    // outlives the call.
+    // SAFETY: the caller's image; two JIT options with matching value slots; the log buffer
+    // and the image outlive the call.
     let res = unsafe {
         sys::cuModuleLoadDataEx(
             &mut module,
-            ptx.as_ptr().cast(),
+            image.as_ptr().cast(),
             2,
             opts.as_mut_ptr(),
             vals.as_mut_ptr(),
         )
     };
     check(res, "cuModuleLoadDataEx").map(|()| module)
+}
+
+/// `cuModuleUnload` (a module given up before any of its functions was used).
+///
+/// # Safety
+///
+/// `module` is a loaded module of the current context that nothing uses any more.
+pub(crate) unsafe fn module_unload(module: sys::CUmodule) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(unsafe { sys::cuModuleUnload(module) }, "cuModuleUnload")
 }
 
 /// `cuModuleGetGlobal` of `name`: its device address and size, or `None` when the module
