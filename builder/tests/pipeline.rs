@@ -211,6 +211,21 @@ fn shared_memory_and_libdevice() {
     );
     assert!(k.registers.is_some_and(|r| r > 0), "{k:?}");
     assert_eq!(out.warnings, [], "no stack, no spills, no local memory");
+
+    // The same ptxas made a cubin per default arch, beside the PTX, named by the manifest.
+    assert_eq!(out.cubins.keys().collect::<Vec<_>>(), ["sm_80", "sm_90"]);
+    assert_eq!(out.note, None);
+    let json = std::fs::read_to_string(&out.manifest_path).unwrap();
+    let written = ferrocuda_abi::manifest::Manifest::from_json(&json).unwrap();
+    assert_eq!(written.cubins, out.manifest.cubins);
+    for (arch, path) in &out.cubins {
+        let name = format!("fc_pipe.{arch}.cubin");
+        assert_eq!(out.manifest.cubins[arch], name);
+        assert_eq!(path, &out.ptx.with_file_name(&name));
+        let bytes = std::fs::read(path).unwrap();
+        assert!(bytes.starts_with(b"\x7fELF"), "{arch}: not an ELF image");
+        assert!(bytes.len() > 1000, "{arch}: {} bytes", bytes.len());
+    }
 }
 
 const MISUSE: &str = r#"#![no_std]
@@ -413,6 +428,21 @@ pub unsafe fn sines(y: SliceMut<f64>, x: f64) {
         quiet.warnings.iter().map(|w| w.rule).collect::<Vec<_>>(),
         [Rule::Local]
     );
+    // PTX only: no cubins, and the manifest names none.
+    assert!(quiet.cubins.is_empty() && quiet.manifest.cubins.is_empty());
+    let json = std::fs::read_to_string(&quiet.manifest_path).unwrap();
+    assert!(!json.contains("cubins"), "{json}");
+
+    // Cubins for the archs asked for, the crate arch's report as before.
+    let one = build(&tmp.0.join("k"), src, |b| {
+        b.cuda_fallback(&root).cubin_archs(["sm_86"])
+    })
+    .unwrap();
+    assert_eq!(one.cubins.keys().collect::<Vec<_>>(), ["sm_86"]);
+    assert!(one.resources.iter().all(|r| r.arch == "sm_80"));
+    assert!(std::fs::read(&one.cubins["sm_86"])
+        .unwrap()
+        .starts_with(b"\x7fELF"));
 }
 
 #[test]

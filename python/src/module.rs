@@ -151,6 +151,23 @@ impl PyKModule {
         &self.module.manifest().arch
     }
 
+    /// The architectures of the module's cubins, e.g. ``('sm_80', 'sm_90')`` (empty when it
+    /// was built without ptxas): a device of one of their major versions loads that machine
+    /// code instead of JIT-compiling the PTX.
+    #[getter]
+    fn cubins(&self) -> Vec<String> {
+        self.module.cubin_archs().map(str::to_owned).collect()
+    }
+
+    /// What device ``device`` runs, loading the module there (once): ``'sm_90 cubin'`` when
+    /// a cubin was loaded, ``'PTX'`` when the PTX was JIT-compiled (no cubin for the device's
+    /// compute capability, or the driver refused it).
+    #[pyo3(signature = (device = 0))]
+    fn loaded_image(&self, py: Python<'_>, device: usize) -> PyResult<String> {
+        let module = self.module;
+        py.detach(|| module.loaded_image(device)).py_err(py)
+    }
+
     /// Where the module came from: the manifest's canonical path, or ``'<bundled>'``.
     #[getter]
     fn source(&self) -> String {
@@ -201,9 +218,13 @@ impl PyKModule {
 
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "<ferrocuda.Module {} ({}, {} kernels, {} families)>",
+            "<ferrocuda.Module {} ({}{}, {} kernels, {} families)>",
             self.source(),
             self.module.manifest().arch,
+            self.cubins()
+                .iter()
+                .map(|a| format!(", {a} cubin"))
+                .collect::<String>(),
             self.kernels.bind(py).len(),
             self.families.bind(py).len()
         )
@@ -288,4 +309,15 @@ pub fn _launcher<'py>(
 #[pyfunction]
 pub fn _bundled_ptx() -> &'static str {
     ferrocuda::bundled::PTX
+}
+
+/// The bundled kernels' cubin for ``arch`` (``'sm_90'``), ``None`` when there is none (with
+/// :func:`_bundled_ptx`, the files ``ferrocuda-builder`` writes; tests use them with
+/// :func:`load`).
+#[pyfunction]
+pub fn _bundled_cubin(py: Python<'_>, arch: &str) -> Option<Py<pyo3::types::PyBytes>> {
+    ferrocuda::bundled::CUBINS
+        .iter()
+        .find(|(a, _)| *a == arch)
+        .map(|(_, bytes)| pyo3::types::PyBytes::new(py, bytes).unbind())
 }

@@ -679,3 +679,41 @@ def test_stubtest() -> None:
         cmd += ["--allowlist", str(allow)]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=pkg_dir)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ---- cubins ---------------------------------------------------------------------------------
+
+
+def test_bundled_module_reports_its_cubins() -> None:
+    # The build assembles the PTX for sm_80 and sm_90 (ptxas is part of the toolchain the
+    # tests install): the module carries both, and says so.
+    m = ferrocuda.bundled()
+    assert m.cubins == ["sm_80", "sm_90"]
+    assert json.loads(m.manifest)["cubins"] == {
+        "sm_80": "ferrocuda_kernels.sm_80.cubin",
+        "sm_90": "ferrocuda_kernels.sm_90.cubin",
+    }
+    assert "sm_90 cubin" in repr(m)
+    for arch in m.cubins:
+        image = ferrocuda._ferrocuda._bundled_cubin(arch)
+        assert image is not None and image[:4] == b"\x7fELF", arch
+    assert ferrocuda._ferrocuda._bundled_cubin("sm_75") is None
+
+
+def test_load_finds_the_cubins_the_manifest_names(tmp_path: Path) -> None:
+    m = ferrocuda.bundled()
+    man = json.loads(m.manifest)
+    (tmp_path / "mine.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
+    man["ptx"] = "mine.ptx"
+    man["cubins"] = {"sm_90": "mine.sm_90.cubin", "sm_80": "mine.sm_80.cubin"}
+    sm90 = ferrocuda._ferrocuda._bundled_cubin("sm_90")
+    assert sm90 is not None
+    (tmp_path / "mine.sm_90.cubin").write_bytes(sm90)
+    # A cubin file that is not there (or not a cubin) is left out: the PTX serves sm_8x.
+    (tmp_path / "mine.json").write_text(json.dumps(man))
+    mine = ferrocuda.load(str(tmp_path / "mine.json"))
+    assert mine.cubins == ["sm_90"]
+    (tmp_path / "other.sm_80.cubin").write_text("not a cubin")
+    man["cubins"]["sm_80"] = "other.sm_80.cubin"
+    (tmp_path / "other.json").write_text(json.dumps(man))
+    assert ferrocuda.load(str(tmp_path / "other.json")).cubins == ["sm_90"]

@@ -587,6 +587,21 @@ pub(crate) fn module_load_cubin(cubin: &[u8], log: &mut [u8]) -> Result<sys::CUm
             "a cubin image does not start with the ELF magic",
         ));
     }
+    // The driver reads the ELF headers in place: an image not 8-byte aligned (embedded bytes
+    // are only byte-aligned) is copied into one that is.
+    if cubin.as_ptr().align_offset(8) != 0 {
+        let mut aligned = vec![0u64; cubin.len().div_ceil(8)];
+        // SAFETY: `aligned` has at least `cubin.len()` bytes; the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(cubin.as_ptr(), aligned.as_mut_ptr().cast(), cubin.len())
+        };
+        // SAFETY: as below, for the copy.
+        let copy =
+            unsafe { std::slice::from_raw_parts(aligned.as_ptr().cast::<u8>(), cubin.len()) };
+        // SAFETY: an ELF image, whose headers give the driver its extent; the copy is the
+        // whole file and outlives the call.
+        return unsafe { module_load_image(copy, log) };
+    }
     // SAFETY: an ELF image, whose headers give the driver its extent; the caller's bytes are
     // the whole file.
     unsafe { module_load_image(cubin, log) }
