@@ -260,8 +260,9 @@ fn fail<T>(kind: BuildErrorKind, message: impl Into<String>) -> Result<T, BuildE
 }
 
 /// Environment variables a build reads (for `cargo:rerun-if-env-changed`).
-const ENV_INPUTS: [&str; 5] = [
+const ENV_INPUTS: [&str; 6] = [
     "FERROCUDA_CARGO",
+    "FERROCUDA_CUBIN_ARCHS",
     "FERROCUDA_LIBDEVICE",
     "FERROCUDA_PTXAS",
     "CUDA_HOME",
@@ -354,9 +355,10 @@ impl PtxBuilder {
         self
     }
 
-    /// The real architectures to assemble cubins for (default: [`DEFAULT_CUBIN_ARCHS`] not
-    /// older than [`arch`](Self::arch), and the arch itself). Each is `sm_XY`, not older than
-    /// the arch (the PTX's `.target`); an empty list makes PTX only.
+    /// The real architectures to assemble cubins for (default: `$FERROCUDA_CUBIN_ARCHS`,
+    /// comma-separated, when set — empty for none; else [`DEFAULT_CUBIN_ARCHS`] not older than
+    /// [`arch`](Self::arch), and the arch itself). Each is `sm_XY`, not older than the arch
+    /// (the PTX's `.target`); an empty list makes PTX only.
     pub fn cubin_archs<I, S>(mut self, archs: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -369,8 +371,18 @@ impl PtxBuilder {
     /// The cubin architectures of this build, checked against the arch.
     fn cubin_list(&self) -> Result<Vec<String>, BuildError> {
         let base = arch_number(&self.arch).unwrap_or(0);
-        let mut list: Vec<String> = match &self.cubin_archs {
-            Some(l) => l.clone(),
+        let from_env = || {
+            let v = std::env::var("FERROCUDA_CUBIN_ARCHS").ok()?;
+            Some(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let mut list: Vec<String> = match self.cubin_archs.clone().or_else(from_env) {
+            Some(l) => l,
             None => std::iter::once(self.arch.clone())
                 .chain(
                     DEFAULT_CUBIN_ARCHS
