@@ -46,6 +46,10 @@ use race::{RACE_DEFAULT, RACE_EVENT, RACE_OFF_OBSERVED};
 #[path = "gpu/layouts.rs"]
 mod layouts;
 
+/// The cubin each device loads, and the first launch of a fresh process.
+#[path = "gpu/cubins.rs"]
+mod cubins;
+
 static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
@@ -836,104 +840,12 @@ fn fault_child() -> ! {
     }
 }
 
-/// The image device `DEV` should load: the bundled cubin for its major version, else the PTX.
-fn expected_image() -> Result<String, Failed> {
-    let ctx = driver::Context::get(DEV).map_err(err)?;
-    let archs = bundled::CUBINS.iter().map(|(a, _)| *a);
-    Ok(
-        match ferrocuda::host::choose_cubin(ctx.compute_capability(), archs) {
-            Some(arch) => format!("{arch} cubin"),
-            None => "PTX".into(),
-        },
-    )
-}
-
-/// The bundled module loads the cubin of the device's compute capability (an H100: the sm_90
-/// one), and the first launch in a fresh process with the JIT cache disabled takes under a
-/// second (loading a cubin compiles nothing; the PTX took seconds).
-fn test_first_launch_loads_the_cubin() -> TestResult {
-    let expected = expected_image()?;
-    let module = bundled::module().map_err(err)?;
-    let image = module.loaded_image(DEV).map_err(err)?;
-    ensure(image == expected, || {
-        format!("loaded {image}, expected {expected}")
-    })?;
-    let exe = std::env::current_exe().map_err(err)?;
-    let out = std::process::Command::new(exe)
-        .env("FERROCUDA_FIRST_LAUNCH_CHILD", "1")
-        .env("CUDA_CACHE_DISABLE", "1")
-        .output()
-        .map_err(err)?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    ensure(out.status.success(), || {
-        format!(
-            "child exit {:?}: {text}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix("first launch: "))
-        .ok_or_else(|| err(format!("child said: {text}")))?;
-    let (seconds, child_image) = line
-        .split_once(" s, ")
-        .ok_or_else(|| err(format!("child said: {text}")))?;
-    let seconds: f64 = seconds.parse().map_err(err)?;
-    eprintln!(
-        "first launch in a fresh process (CUDA_CACHE_DISABLE=1): {seconds:.3} s, {child_image}"
-    );
-    ensure(child_image == expected, || {
-        format!("the child loaded {child_image}, expected {expected}")
-    })?;
-    if expected != "PTX" {
-        ensure(seconds < 1.0, || {
-            format!("first launch took {seconds:.3} s with the {expected} (expected < 1 s)")
-        })?;
-    }
-    Ok(())
-}
-
-const FIRST_LAUNCH_LOADS_THE_CUBIN: GpuTest = GpuTest::new(
-    "first_launch_loads_the_cubin",
-    test_first_launch_loads_the_cubin,
-);
-
-/// The child side of `test_first_launch_loads_the_cubin`: the context and arrays first, then
-/// the timed first launch (which loads the module) to its completion; prints
-/// `first launch: <seconds> s, <image>`.
-fn first_launch_child() -> ! {
-    let run = || -> Result<String, String> {
-        let a = DeviceArray::<f32>::empty(&[1024], DEV, L).map_err(|e| e.to_string())?;
-        let out = DeviceArray::<f32>::empty(&[1024], DEV, L).map_err(|e| e.to_string())?;
-        a.synchronize().map_err(|e| e.to_string())?;
-        let start = std::time::Instant::now();
-        kernels::add_f32(&a, &a, &out, &opts()).map_err(|e| e.to_string())?;
-        out.synchronize().map_err(|e| e.to_string())?;
-        let seconds = start.elapsed().as_secs_f64();
-        let image = bundled::module()
-            .and_then(|m| m.loaded_image(DEV))
-            .map_err(|e| e.to_string())?;
-        Ok(format!("first launch: {seconds:.6} s, {image}"))
-    };
-    match run() {
-        Ok(line) => {
-            println!("{line}");
-            std::process::exit(0)
-        }
-        Err(e) => {
-            println!("unexpected: {e}");
-            std::process::exit(1)
-        }
-    }
-}
-
 fn main() {
     if std::env::var_os("FERROCUDA_FAULT_CHILD").is_some() {
         fault_child();
     }
-    if std::env::var_os("FERROCUDA_FIRST_LAUNCH_CHILD").is_some() {
-        first_launch_child();
+    if std::env::var_os(cubins::CHILD).is_some() {
+        cubins::first_launch_child();
     }
     let args = Arguments::from_args();
     let seed = std::env::var("FERROCUDA_TEST_SEED")
@@ -982,7 +894,6 @@ fn main() {
         DROPPED_INPUT_OFF_OBSERVED,
         SOAK_NO_LEAKS,
         TWO_DEVICES,
-        FIRST_LAUNCH_LOADS_THE_CUBIN,
     ];
     let trials = tests
         .iter()
@@ -990,6 +901,7 @@ fn main() {
         .chain(&graphs::TESTS)
         .chain(&bind::TESTS)
         .chain(&layouts::TESTS)
+        .chain(&cubins::TESTS)
         .map(|t| t.trial(devices))
         .collect();
     libtest_mimic::run(&args, trials).exit();
