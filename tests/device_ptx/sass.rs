@@ -1,0 +1,295 @@
+//! The SASS checks of `tests/device_ptx.rs` (sm_90, through nvdisasm): the test kernels and
+//! the bundled ones access memory in its state space, with the widths their sources ask for.
+
+use super::*;
+
+/// The SASS for sm_90 of the PTX file `ptx`, or `None` (saying so) without ptxas or nvdisasm.
+fn sass_sm90(ptx: &Path) -> Option<Vec<SassFunction>> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let ptxas = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc")));
+    let nvdisasm = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13")));
+    match (ptxas, nvdisasm) {
+        (Some(p), Some(n)) => {
+            Some(sass::disassemble(&p, &n, "sm_90", ptx).unwrap_or_else(|e| panic!("{e}")))
+        }
+        (p, n) => {
+            eprintln!(
+                "SASS check SKIPPED: ptxas {}, nvdisasm {} (scripts/ensure_ptxas.sh and \
+                 scripts/ensure_nvdisasm.sh install them)",
+                if p.is_some() { "found" } else { "missing" },
+                if n.is_some() { "found" } else { "missing" },
+            );
+            None
+        }
+    }
+}
+
+/// The memory instructions of `f`.
+fn memory_ops(f: &SassFunction) -> Vec<&str> {
+    f.opcodes
+        .iter()
+        .map(String::as_str)
+        .filter(|o| sass::space(o).is_some())
+        .collect()
+}
+
+/// The function `name` of a disassembly.
+fn function<'a>(sass: &'a [SassFunction], name: &str) -> &'a SassFunction {
+    sass.iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no function {name} in the SASS"))
+}
+
+/// One line per kernel: its memory opcodes and their counts.
+fn memory_summary(sass: &[SassFunction], kernels: &[String]) -> String {
+    let mut lines = Vec::new();
+    for k in kernels {
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        for o in &function(sass, k).opcodes {
+            if sass::space(o).is_some() {
+                *counts.entry(o.as_str()).or_default() += 1;
+            }
+        }
+        let ops: Vec<String> = counts.iter().map(|(o, n)| format!("{o}×{n}")).collect();
+        lines.push(format!("  {k}: {}", ops.join(" ")));
+    }
+    lines.join("\n")
+}
+
+/// Test kernels with generic accesses, and why: atomics on generic addresses, which ptxas
+/// expands with a branch per state-space window (`ATOM`, and `LD`/`ST` for the local window).
+const GENERIC_ALLOWED: [(&str, &str); 5] = [
+    (
+        "int_atomics_u32",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "int_atomics_i32",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "int_atomics_u64",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "int_atomics_i64",
+        "the free function atomic::red_add on a generic address",
+    ),
+    (
+        "half_atomics",
+        "AtomicRef::from_ptr, a generic atomic reference",
+    ),
+];
+
+#[test]
+fn test_kernels_access_memory_in_its_state_space() {
+    let (_, ptx_path, _, out) = sm80();
+    let Some(sass) = sass_sm90(ptx_path) else {
+        return;
+    };
+    let kernels: Vec<String> = out
+        .manifest
+        .kernels
+        .iter()
+        .map(|k| k.name.clone())
+        .collect();
+    eprintln!(
+        "memory instructions (sm_90):\n{}",
+        memory_summary(&sass, &kernels)
+    );
+    for k in &kernels {
+        let f = function(&sass, k);
+        let generic = f.generic_accesses();
+        match GENERIC_ALLOWED.iter().find(|(n, _)| n == k) {
+            // An exception must still be one, or it is removed from the list.
+            Some((_, why)) => assert!(
+                generic.iter().any(|o| o.starts_with("ATOM.")),
+                "{k} ({why}) has no generic atomic any more: {generic:?}"
+            ),
+            None => assert!(generic.is_empty(), "{k}: generic accesses {generic:?}"),
+        }
+        assert!(
+            f.accesses(sass::Space::Local).is_empty() || local_allowed(k),
+            "{k}"
+        );
+    }
+    // Array parameters: global loads and stores; shared arrays and dynamic shared memory:
+    // shared ones.
+    for (k, load, store) in [
+        ("vec_add", "LDG", "STG"),
+        ("layout_add_f32_2d", "LDG", "STG"),
+        ("gemm_naive", "LDG", "STG"),
+        ("math_exp_f32", "LDG", "STG"),
+        ("math_powf_f64", "LDG", "STG"),
+        ("f16_arith", "LDG", "STG"),
+        ("shared_isolation", "LDS", "STS"),
+        ("shared_reverse", "LDS", "STS"),
+        ("shared_transpose", "LDS", "STS"),
+        ("gemm_tiled", "LDS", "STS"),
+        ("dynamic_shared_len", "LDS", "STS"),
+        ("collectives_sum_f32", "LDS", "STS"),
+        ("shared_atomics", "LDS", "STS"),
+    ] {
+        let f = function(&sass, k);
+        assert!(f.has(load) && f.has(store), "{k}: {:?}", memory_ops(f));
+    }
+    // The read-only cache and 16-byte vectors where the source asks for them.
+    let axpy = function(&sass, "vector_axpy_nc");
+    let nc_vectors = axpy.count("LDG", &["128", "CONSTANT"]);
+    assert!(nc_vectors >= 1, "{:?}", memory_ops(axpy));
+    assert!(
+        axpy.count("LDG", &["CONSTANT"]) > nc_vectors,
+        "no scalar read-only loads: {:?}",
+        memory_ops(axpy)
+    );
+    assert!(
+        axpy.count("LDG", &["128"]) > nc_vectors && axpy.has("STG.E.128"),
+        "y is not read and written in vectors: {:?}",
+        memory_ops(axpy)
+    );
+    let sums = function(&sass, "row_sums_nc");
+    let coherent: Vec<&String> = sums
+        .opcodes
+        .iter()
+        .filter(|o| o.starts_with("LDG.") && !o.contains("CONSTANT") && !o.contains("STRONG"))
+        .collect();
+    assert!(
+        sums.has("LDG.E.CONSTANT") && coherent.is_empty(),
+        "row_sums_nc: {:?}",
+        memory_ops(sums)
+    );
+    for k in ["vector_copy_u8", "vector_copy_f64"] {
+        let f = function(&sass, k);
+        assert!(
+            f.has("LDG.E.128") && f.has("STG.E.128"),
+            "{k}: {:?}",
+            memory_ops(f)
+        );
+        assert_eq!(f.count("LDG", &["CONSTANT"]), 0, "{k}: copies may alias");
+    }
+}
+
+fn local_allowed(kernel: &str) -> bool {
+    LOCAL_MEMORY_ALLOWED.contains(&kernel)
+}
+
+/// The gallery's families (`kernels/src/`: reductions, histogram, softmax, matmul, stencil,
+/// scans, activations), by kernel-name prefix: each must be bundled.
+const GALLERY: [&str; 13] = [
+    "sum_",
+    "min_",
+    "max_",
+    "sum_rows_",
+    "histogram_",
+    "softmax_",
+    "log_softmax_",
+    "matmul_",
+    "stencil5_",
+    "cumsum_",
+    "gelu_",
+    "silu_",
+    "axpy_",
+];
+
+/// Bundled kernels allowed generic accesses, and why. None: every pointer a bundled kernel
+/// dereferences derives from an array parameter or a `Scratch` workspace (marked global by the
+/// kernel entry) or from a shared array (`ld.shared`); an entry here must name the access that
+/// cannot be given its state space.
+const BUNDLED_GENERIC_ALLOWED: [(&str, &str); 0] = [];
+
+/// The state spaces the gallery's schedules are written for: what each family must access
+/// besides its arrays' global loads and stores (`kernels/src/*.rs`, module docs).
+fn gallery_spaces(sass: &[SassFunction], kernels: &[String], strided: &[String]) {
+    for family in GALLERY {
+        assert!(
+            kernels.iter().any(|k| k.starts_with(family)),
+            "no bundled gallery kernel `{family}*`: {kernels:?}"
+        );
+    }
+    for k in kernels {
+        let f = function(sass, k);
+        let ops = || memory_ops(f);
+        // The launcher's workspaces (`partials`, `ticket`, `status`) are global: their
+        // atomics are `ATOMG`, never generic `ATOM`.
+        if ["sum_", "min_", "max_", "cumsum_"]
+            .iter()
+            .any(|p| k.starts_with(p) && !k.starts_with("sum_rows_"))
+        {
+            assert!(f.has("ATOMG"), "{k}: {:?}", ops());
+            assert!(
+                f.has("LDS") && f.has("STS"),
+                "{k}: block scratch {:?}",
+                ops()
+            );
+        }
+        if k.starts_with("histogram_") {
+            // Private counts in shared memory, merged with global reductions.
+            assert!(f.has("ATOMS") && f.has("REDG"), "{k}: {:?}", ops());
+        }
+        if k.starts_with("matmul_") {
+            // Shared tiles read as 16-byte vectors.
+            assert!(f.has("LDS.128") && f.has("STS"), "{k}: {:?}", ops());
+        }
+        if ["softmax_", "log_softmax_", "gelu_", "silu_", "axpy_"]
+            .iter()
+            .any(|p| k.starts_with(p))
+            && !strided.contains(k)
+        {
+            assert!(f.has("LDG.E.128") && f.has("STG.E.128"), "{k}: {:?}", ops());
+        }
+    }
+}
+
+#[test]
+fn bundled_kernels_access_memory_in_its_state_space() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundled-sm80.ptx");
+    std::fs::write(&path, ferrocuda::bundled::PTX).unwrap();
+    let Some(sass) = sass_sm90(&path) else {
+        return;
+    };
+    let kernels: Vec<String> = ferrocuda_builder::ptx_entries(ferrocuda::bundled::PTX)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(kernels.len() >= 30, "{kernels:?}");
+    let strided = strided::variants();
+    eprintln!(
+        "bundled kernels' memory instructions (sm_90):\n{}",
+        memory_summary(&sass, &kernels)
+    );
+    for k in &kernels {
+        let f = function(&sass, k);
+        // Every bundled kernel writes an array parameter, and no access is generic (the
+        // gallery's included, with their workspaces and shared memory) but the listed ones.
+        assert!(f.has("STG") || f.has("REDG"), "{k}: {:?}", memory_ops(f));
+        let generic = f.generic_accesses();
+        match BUNDLED_GENERIC_ALLOWED.iter().find(|(n, _)| n == k) {
+            Some((_, why)) => assert!(
+                !generic.is_empty(),
+                "{k} ({why}) has no generic access any more: remove it from the list"
+            ),
+            None => assert!(generic.is_empty(), "{k}: generic accesses {generic:?}"),
+        }
+        // The element-wise kernels move their aligned middle in 16-byte vectors; their
+        // strided variants address each element through its own strides: element-wide
+        // global loads and stores, no vectors (neighbouring elements need not be adjacent).
+        if strided.contains(k) {
+            assert!(
+                f.has("LDG") && f.has("STG") && !f.has("LDG.E.128") && !f.has("STG.E.128"),
+                "{k}: {:?}",
+                memory_ops(f)
+            );
+        } else if k.starts_with("add_") && !k.starts_with("add_index") || k.starts_with("saxpy_") {
+            assert!(
+                f.has("LDG.E.128") && f.has("STG.E.128"),
+                "{k}: {:?}",
+                memory_ops(f)
+            );
+        }
+    }
+    assert!(function(&sass, "initialize_array").has("STG.E.128"));
+    gallery_spaces(&sass, &kernels, &strided);
+    let rev = function(&sass, "shared_reverse_f32");
+    assert!(rev.has("LDS") && rev.has("STS") && rev.has("LDG"));
+}
