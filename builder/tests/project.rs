@@ -368,10 +368,13 @@ fn host_example_type_checks() {
     );
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    // The only warning: the kernel crate's patch, inherited and unused here.
+    // The only warnings: the kernel crate's patch, inherited and unused here, and the note of
+    // a build that finds no ptxas (PTX only, no cubins).
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
     assert!(
-        warnings.iter().all(|w| w.contains("ferrocuda-device")),
+        warnings
+            .iter()
+            .all(|w| w.contains("ferrocuda-device") || w.contains("no ptxas found: PTX only")),
         "{stderr}"
     );
 }
