@@ -38,17 +38,20 @@ pub mod bundled {
     use ferrocuda_host::{Module, Result};
     use std::sync::OnceLock;
 
+    // Statics, not constants: every use of a constant may embed its own copy of the bytes
+    // (the Python extension had the PTX twice).
+
     /// The PTX of `kernels/` (target `sm_80`; loads on sm_80 and newer GPUs).
-    pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/ferrocuda_kernels.ptx"));
+    pub static PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/ferrocuda_kernels.ptx"));
 
     /// The manifest of [`PTX`], as JSON.
-    pub const MANIFEST_JSON: &str =
+    pub static MANIFEST_JSON: &str =
         include_str!(concat!(env!("OUT_DIR"), "/ferrocuda_kernels.json"));
 
     /// The cubins of [`PTX`] (arch, image; `sm_80` and `sm_90` when the build found ptxas,
     /// none else): a device of compute capability 8.x loads the `sm_80` one, 9.x the `sm_90`
     /// one, without JIT compilation; others JIT-compile the PTX.
-    pub const CUBINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/cubins.rs"));
+    pub static CUBINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/cubins.rs"));
 
     static MODULE: OnceLock<Module> = OnceLock::new();
 

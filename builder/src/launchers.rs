@@ -220,12 +220,12 @@ impl<'a> Launchers<'a> {
             "\n/// The PTX module of {origin}: its text, its manifest and the parsed [`Module`]({rt}::Module).\n\
              pub mod ptx {{\n    \
              /// The PTX text (target `{arch}`: loads on `{arch}` and newer GPUs).\n    \
-             pub const PTX: &str = include_str!({ptx:?});\n\n    \
+             pub static PTX: &str = include_str!({ptx:?});\n\n    \
              /// The manifest of [`PTX`], as JSON.\n    \
-             pub const MANIFEST_JSON: &str = include_str!({manifest:?});\n\n    \
+             pub static MANIFEST_JSON: &str = include_str!({manifest:?});\n\n    \
              /// The cubins the manifest names: (arch, image); the device's is loaded instead of \
              the PTX when there is one.\n    \
-             pub const CUBINS: &[(&str, &[u8])] = &[{cubins}\n    ];\n\n    \
+             pub static CUBINS: &[(&str, &[u8])] = &[{cubins}\n    ];\n\n    \
              /// The module (parsed once; loaded into a device at its first launch there).\n    \
              pub fn module() -> {rt}::Result<&'static {rt}::Module> {{\n        \
              static MODULE: ::std::sync::OnceLock<{rt}::Module> = ::std::sync::OnceLock::new();\n        \
