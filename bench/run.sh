@@ -90,6 +90,8 @@ fi
 # ---- 2. Rust launch overhead
 : > "$parts/rust.jsonl"
 bin="$root/.gpu/bin-bench/launch"
+# Carried compressed by scripts/gpu-bundle.sh.
+[ -f "$bin.gz" ] && gunzip -f "$bin.gz" && chmod +x "$bin"
 if [ ! -x "$bin" ]; then
   bin="$(ls -t target/release/deps/launch-* 2>/dev/null | grep -v '\.d$' | head -1)"
 fi

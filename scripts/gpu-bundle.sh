@@ -113,7 +113,9 @@ if [ -x .venv/bin/python ]; then
   pkg="$(mktemp -d)"
   .venv/bin/python -m pip install --quiet --no-deps --target "$pkg" .gpu/wheels/*.whl
   PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
-  PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
+  # With the nvcc wheel's ptxas, as a user with a CUDA toolkit has it: the crate gets cubins.
+  FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg" \
+    .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
   rm -rf "$pkg"
   (cd "$own/my_kernels/host" && cargo build --release --quiet)
   cp "$own/my_kernels/host/target/release/my_kernels-host" "$own/" && strip "$own/my_kernels-host"
@@ -135,6 +137,11 @@ else
   echo "warning: scripts/scale-wheels.sh failed: \`run.sh scale\` will skip the Dask and MPI cases" >&2
 fi
 cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
+# The executables travel compressed (each embeds the bundled PTX and cubin); .gpu/run.sh and
+# .gpu/bench/run.sh unpack them in place first.
+for f in .gpu/bin/* .gpu/bin-bench/* .gpu/bin-examples/* .gpu/own/my_kernels-host; do
+  if [ -f "$f" ] && [ "${f%.gz}" = "$f" ]; then gzip -9 -f "$f"; fi
+done
 du -sh .gpu
 # What travels to the GPU machine is limited (64 MiB there): say which parts can stay behind.
 if [ "$(du -sm .gpu | cut -f1)" -gt 60 ]; then

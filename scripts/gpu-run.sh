@@ -37,6 +37,10 @@ what="${*:-rust python sanitizer examples}"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
+# The executables travel compressed (scripts/gpu-bundle.sh): unpack them in place.
+for f in .gpu/bin/*.gz .gpu/bin-bench/*.gz .gpu/bin-examples/*.gz .gpu/own/*.gz; do
+  [ -f "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"
+done
 site=/tmp/ferrocuda-site
 if ls .gpu/wheels/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" .gpu/wheels/*.whl
