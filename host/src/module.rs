@@ -94,6 +94,60 @@ impl Signature {
         if k.params.len() > MAX_PARAMS {
             return Err(bad(format!("more than {MAX_PARAMS} parameters")));
         }
+        let (params, mut scratch, map, offset) = Self::lay_out_params(k, &bad)?;
+        if offset > PARAM_BUFFER_SIZE {
+            return Err(bad(format!(
+                "parameters take {offset} bytes (> {PARAM_BUFFER_SIZE})"
+            )));
+        }
+        let same_shape = k
+            .same_shape
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|&i| map.get(i as usize).copied().flatten().unwrap_or(usize::MAX))
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        let extras = crate::extras::resolve(k, &map, &params, &mut scratch).map_err(bad)?;
+        for g in &same_shape {
+            if g.iter()
+                .any(|&i| i >= params.len() || !params[i].kind.is_array())
+            {
+                return Err(bad("same_shape names a missing or scalar parameter".into()));
+            }
+        }
+        let launch = k
+            .launch
+            .decl()
+            .map_err(|e| bad(format!("launch declaration: {e}")))?;
+        let c_name =
+            CString::new(k.name.clone()).map_err(|_| bad("kernel name contains NUL".into()))?;
+        Ok(Signature {
+            name: k.name.clone(),
+            family: k.family.clone(),
+            entry_params: params.len() + scratch.len(),
+            params,
+            scratch,
+            zero: extras.zero,
+            require: extras.require,
+            same_shape,
+            items_per_thread: k.items_per_thread,
+            launch,
+            buffer_size: offset,
+            c_name,
+            static_name: Box::leak(Box::new(k.name.clone())),
+        })
+    }
+
+    /// The parameters of `k` in entry order, laid out in the parameter buffer: the caller's
+    /// parameters, the scratch workspaces, the map from entry index to caller index (`None`
+    /// for scratch) and the buffer's size. Each layout is checked against the abi's.
+    #[allow(clippy::type_complexity)]
+    fn lay_out_params(
+        k: &KernelSig,
+        bad: &dyn Fn(String) -> Error,
+    ) -> Result<(Vec<Param>, Vec<ScratchParam>, Vec<Option<usize>>, usize)> {
         let mut params = Vec::with_capacity(k.params.len());
         let mut scratch = Vec::new();
         // Full parameter index -> caller parameter index (None for scratch parameters).
@@ -153,49 +207,7 @@ impl Signature {
             }
             offset += size;
         }
-        if offset > PARAM_BUFFER_SIZE {
-            return Err(bad(format!(
-                "parameters take {offset} bytes (> {PARAM_BUFFER_SIZE})"
-            )));
-        }
-        let same_shape = k
-            .same_shape
-            .iter()
-            .map(|g| {
-                g.iter()
-                    .map(|&i| map.get(i as usize).copied().flatten().unwrap_or(usize::MAX))
-                    .collect::<Vec<_>>()
-            })
-            .collect::<Vec<_>>();
-        let extras = crate::extras::resolve(k, &map, &params, &mut scratch).map_err(bad)?;
-        for g in &same_shape {
-            if g.iter()
-                .any(|&i| i >= params.len() || !params[i].kind.is_array())
-            {
-                return Err(bad("same_shape names a missing or scalar parameter".into()));
-            }
-        }
-        let launch = k
-            .launch
-            .decl()
-            .map_err(|e| bad(format!("launch declaration: {e}")))?;
-        let c_name =
-            CString::new(k.name.clone()).map_err(|_| bad("kernel name contains NUL".into()))?;
-        Ok(Signature {
-            name: k.name.clone(),
-            family: k.family.clone(),
-            entry_params: params.len() + scratch.len(),
-            params,
-            scratch,
-            zero: extras.zero,
-            require: extras.require,
-            same_shape,
-            items_per_thread: k.items_per_thread,
-            launch,
-            buffer_size: offset,
-            c_name,
-            static_name: Box::leak(Box::new(k.name.clone())),
-        })
+        Ok((params, scratch, map, offset))
     }
 
     /// Whether a launch has work around it: zeroed outputs or scratch workspaces.
