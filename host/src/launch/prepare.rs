@@ -84,25 +84,8 @@ impl<'m> Prepared<'m> {
         let plan = stream::plan(producers, self.caller, self.plan.mode())?;
         let _caller = driver::CallerContext::save();
         self.ctx.bind()?;
-        self.plan = driver::capture_plan(plan).map_err(|r| self.refusal(producers, r))?;
+        self.plan = driver::capture_plan(plan).map_err(|r| refusal(&self.kernel, producers, r))?;
         Ok(())
-    }
-
-    /// A refusal under capture naming the array argument whose producer stream it concerns.
-    fn refusal(&self, producers: &[Option<StreamRef>], r: stream::Refused) -> Error {
-        let Some(s) = r.stream else {
-            return r.error;
-        };
-        let arrays = self
-            .kernel
-            .signature()
-            .params
-            .iter()
-            .filter(|p| p.kind.is_array());
-        match arrays.zip(producers).find(|(_, &q)| q == Some(s)) {
-            Some((p, _)) => r.error.with_arg(p.name.clone()),
-            None => r.error,
-        }
     }
 }
 
@@ -156,7 +139,8 @@ impl<'m> Kernel<'m> {
         };
         let ctx = Context::get(ordinal)?;
         ctx.bind()?;
-        let plan = driver::capture_plan(plan).map_err(|r| refusal(self, args, &arrays, r))?;
+        let plan = driver::capture_plan(plan)
+            .map_err(|r| refusal(self, &arrays.producers[..arrays.count], r))?;
         crate::mark!(8);
         let launch = if arrays.work == 0 && opts.grid.is_none() {
             None
@@ -231,24 +215,22 @@ impl<'m> Kernel<'m> {
     }
 }
 
-/// The error of a plan refused under capture, naming the first argument whose producer stream
-/// it concerns (for the launch stream: the arguments are not at fault).
-fn refusal(kernel: &Kernel<'_>, args: &[Arg<'_>], arrays: &Arrays, r: stream::Refused) -> Error {
+/// The error of a plan refused under capture, naming the first array argument whose producer
+/// stream it concerns (`producers`: the array arguments' streams in argument order; for the
+/// launch stream the arguments are not at fault).
+fn refusal(kernel: &Kernel<'_>, producers: &[Option<StreamRef>], r: stream::Refused) -> Error {
     let Some(s) = r.stream else {
         return r.error;
     };
-    let params = &kernel.signature().params;
-    let mut k = 0;
-    for (p, a) in params.iter().zip(args) {
-        if matches!(a, Arg::Scalar(_)) {
-            continue;
-        }
-        if arrays.producers.get(k).copied().flatten() == Some(s) {
-            return r.error.with_arg(p.name.clone());
-        }
-        k += 1;
+    let arrays = kernel
+        .signature()
+        .params
+        .iter()
+        .filter(|p| p.kind.is_array());
+    match arrays.zip(producers).find(|(_, &q)| q == Some(s)) {
+        Some((p, _)) => r.error.with_arg(p.name.clone()),
+        None => r.error,
     }
-    r.error
 }
 
 /// The array arguments' streams, device and sizes, each pointer checked (with `check`)
