@@ -19,21 +19,11 @@ use ndarray::{Array, Array2, IxDyn};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-type TestResult = Result<(), Failed>;
+#[path = "common/failed.rs"]
+mod failed;
+use failed::{ensure, err, TestResult};
 
 const L: StreamRef = StreamRef::Legacy;
-
-fn err(e: impl std::fmt::Display) -> Failed {
-    Failed::from(e.to_string())
-}
-
-fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
-    if cond {
-        Ok(())
-    } else {
-        Err(Failed::from(msg()))
-    }
-}
 
 fn seed() -> u64 {
     std::env::var("FERROCUDA_TEST_SEED")

@@ -20,7 +20,9 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-type TestResult = Result<(), Failed>;
+#[path = "common/failed.rs"]
+mod failed;
+use failed::{ensure, err, TestResult};
 
 /// Launch shape (limits, dynamic shared memory, N-D grids) and the 16-bit float types.
 #[path = "gpu/launch.rs"]
@@ -56,18 +58,6 @@ static SEED: AtomicU64 = AtomicU64::new(0);
 
 fn rng(salt: u64) -> StdRng {
     StdRng::seed_from_u64(SEED.load(Ordering::Relaxed) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
-fn err(e: impl std::fmt::Display) -> Failed {
-    Failed::from(e.to_string())
-}
-
-fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
-    if cond {
-        Ok(())
-    } else {
-        Err(Failed::from(msg()))
-    }
 }
 
 /// One GPU test: its name, what it needs of the machine — declared with the test, next to its
