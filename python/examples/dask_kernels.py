@@ -300,13 +300,24 @@ def on_client(client: Any, timeout: float = DEFAULT_TIMEOUT_S) -> Compute:
 
 
 def ship_by_value() -> None:
-    """Lets workers that cannot import this file run its functions: cloudpickle pickles
-    them by value (as it does anyway when this file runs as ``__main__``). The launchers they
-    use still go by name."""
+    """Lets the worker processes of a cluster started after this call run this file's
+    functions when it was imported as a module (run as a script, ``__main__``, cloudpickle
+    ships them by value anyway).
+
+    Registering the module with cloudpickle is not enough: the scheduler re-pickles the tasks
+    for the workers with plain ``pickle``, by reference (``dask_kernels.kernel_into_new``), so
+    the workers must import this module. Worker processes started by this process
+    (``LocalCluster``, ``LocalCUDACluster``: multiprocessing ``spawn``) begin with this
+    process's ``sys.path`` -- not with ``PYTHONPATH`` -- so this file's directory goes on it.
+    Workers started elsewhere (``dask worker`` on another machine) need the module installed.
+    The launchers the functions use go by name (``ferrocuda.kernels``) either way."""
     import cloudpickle
 
     module = sys.modules[__name__]
     if module.__name__ != "__main__":
+        here = os.path.dirname(os.path.abspath(__file__))
+        if here not in sys.path:
+            sys.path.append(here)
         cloudpickle.register_pickle_by_value(module)
 
 

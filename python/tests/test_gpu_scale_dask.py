@@ -26,12 +26,15 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.fixture(scope="module")
-def ex(cupy: Any) -> Any:
-    """The example module (dask and dask.array importable)."""
+def ex(cupy: Any) -> Iterator[Any]:
+    """The example module (dask and dask.array importable). Its directory stays on
+    ``sys.path`` while this module's tests run, as it would for a user's own module: the
+    worker processes the cluster fixtures spawn start with this ``sys.path`` and import the
+    example's functions by name (``ship_by_value`` in the example)."""
     pytest.importorskip("dask.array", reason="dask is not installed: Dask cases skipped")
     sys.path.insert(0, str(EXAMPLES))
     try:
-        return importlib.import_module("dask_kernels")
+        yield importlib.import_module("dask_kernels")
     finally:
         sys.path.remove(str(EXAMPLES))
 
