@@ -60,8 +60,13 @@ def add_rows(res, reps, cp, np, fk, devices):
                 with cp.cuda.Device(arrays_on):
                     cp.cuda.runtime.deviceSynchronize()
 
-            def check(out=out, call=call, sync=sync, want=want):
-                out.fill(np.nan)
+            def check(out=out, call=call, sync=sync, want=want, arrays_on=arrays_on):
+                # Poisoned on the array's own device, and finished before the launch: a fill
+                # issued under another current device runs on that device's stream (peer
+                # access), unordered with the launch on the arrays' device.
+                with cp.cuda.Device(arrays_on):
+                    out.fill(np.nan)
+                    cp.cuda.runtime.deviceSynchronize()
                 call()
                 sync()
                 got = cp.asnumpy(out)
