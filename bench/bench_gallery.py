@@ -240,23 +240,47 @@ def bench_cumsum(cx, n):
         cx.row("cumsum", shape, "torch.cumsum", lambda i: torch.cumsum(tx, 0, out=to), nbytes=8 * n)
 
 
-def bench_gelu(cx, n, dtype):
+def bench_gelu(cx, n, dtype, tanh=False):
+    """GELU (exact, or the tanh approximation) against torch's. float32/float16 data come from
+    CuPy, bfloat16 from torch (CuPy has no bfloat16)."""
     cp, np, torch, K = cx.cp, cx.np, cx.torch, cx.fc.kernels
-    x = cp.random.standard_normal(n, dtype=cp.float32).astype(dtype)
-    out = cp.empty_like(x)
-    size = x.dtype.itemsize
+    f = K.gelu_tanh if tanh else K.gelu
+    op = "gelu_tanh" if tanh else "gelu"
+    if dtype == "bfloat16":
+        if torch is None:
+            cx.note("%s bfloat16 needs torch: skipped" % op)
+            return
+        x = torch.randn(n, device="cuda").to(torch.bfloat16)
+        out = torch.empty_like(x)
+        size, name = 2, "bfloat16"
+
+        def host(a):
+            return a[:4096].float().cpu().numpy().astype(np.float64)
+    else:
+        x = cp.random.standard_normal(n, dtype=cp.float32).astype(dtype)
+        out = cp.empty_like(x)
+        size, name = x.dtype.itemsize, x.dtype.name
+
+        def host(a):
+            return cp.asnumpy(a[:4096]).astype(np.float64)
+
+    def ref(xs):
+        if tanh:
+            return 0.5 * xs * (1 + np.tanh(math.sqrt(2 / math.pi) * (xs + 0.044715 * xs ** 3)))
+        return 0.5 * xs * (1 + np.vectorize(math.erf, otypes=[np.float64])(xs / math.sqrt(2)))
 
     def check():
-        K.gelu(x, out)
-        xs = cp.asnumpy(x[:4096]).astype(np.float64)
-        want = 0.5 * xs * (1 + np.vectorize(math.erf)(xs / math.sqrt(2)))
-        return _sample_check(np, cp.asnumpy(out[:4096]), want, 1e-5 if size == 4 else 2e-3, 1e-6 if size == 4 else 1e-3)
+        f(x, out)
+        tol = {4: (1e-5, 1e-6), 2: (2e-3, 1e-3)}[size] if name != "bfloat16" else (1.6e-2, 1e-2)
+        return _sample_check(np, host(out), ref(host(x)), *tol)
 
-    shape = "%s 2^%d" % (x.dtype.name, int(math.log2(n)))
-    cx.row("gelu", shape, "ferrocuda gelu", lambda i: K.gelu(x, out), nbytes=2 * size * n, check=check)
+    shape = "%s 2^%d" % (name, int(math.log2(n)))
+    cx.row(op, shape, "ferrocuda " + op, lambda i: f(x, out), nbytes=2 * size * n, check=check)
     if torch is not None:
-        tx = torch.as_tensor(x, device="cuda")
-        cx.row("gelu", shape, "torch.nn.functional.gelu", lambda i: torch.nn.functional.gelu(tx), nbytes=2 * size * n)
+        tx = x if name == "bfloat16" else torch.as_tensor(x, device="cuda")
+        approx = "tanh" if tanh else "none"
+        cx.row(op, shape, "torch.nn.functional.gelu" + (" (tanh)" if tanh else ""),
+               lambda i: torch.nn.functional.gelu(tx, approximate=approx), nbytes=2 * size * n)
 
 
 def small_sizes(cx):
@@ -326,6 +350,8 @@ def section_gallery(res, reps, mods, budget, clock, l2_bytes, quick):
         ("cumsum", lambda: bench_cumsum(cx, 1 << big)),
         ("gelu f32", lambda: bench_gelu(cx, 1 << big, "float32")),
         ("gelu f16", lambda: bench_gelu(cx, 1 << big, "float16")),
+        ("gelu bf16", lambda: bench_gelu(cx, 1 << big, "bfloat16")),
+        ("gelu_tanh f32", lambda: bench_gelu(cx, 1 << big, "float32", tanh=True)),
         ("small sizes", lambda: small_sizes(cx)),
     ]
     only = os.environ.get("BENCH_GALLERY_OPS")
@@ -356,6 +382,7 @@ GOALS = {
     "matmul": (["cupy.matmul (cuBLAS SGEMM)", "torch.matmul (TF32 off)"], 0.7, "time"),
     "cumsum": (["cupy.cumsum", "torch.cumsum"], 1.0, "time"),
     "gelu": (["torch.nn.functional.gelu"], 1.0, "time"),
+    "gelu_tanh": (["torch.nn.functional.gelu (tanh)"], 1.0, "time"),
 }
 
 

@@ -493,6 +493,25 @@ def test_activations(cp: Any, rng: np.random.Generator, name: str, dtype: str, n
     close(got, want, tol, f"{name} {dtype}")
 
 
+def test_activation_launch_bounds(cp: Any, rng: np.random.Generator) -> None:
+    """gelu_tanh_f32 is compiled for blocks of at most 256 threads (launch bounds): smaller
+    blocks compute the same values, larger ones are refused before anything runs; the other
+    activations take any block."""
+    x = cp.asarray((rng.standard_normal(5000) * 4).astype(np.float32))
+    want = np_act("gelu_tanh", cp.asnumpy(x).astype(np.float64))
+    tol = 8 * EPS["float32"] * (np.abs(want) + np.abs(cp.asnumpy(x).astype(np.float64))) + 1e-30
+    for block in (32, 256):
+        out = cp.full_like(x, cp.nan)
+        K.gelu_tanh(x, out, block=block)
+        close(cp.asnumpy(out), want, tol, f"gelu_tanh block {block}")
+    out = cp.full_like(x, cp.nan)
+    with pytest.raises(ValueError, match=r"compiled for at most 256"):
+        K.gelu_tanh(x, out, block=512)
+    assert cp.isnan(out).all(), "a refused launch wrote"
+    K.gelu(x, out, block=1024)
+    assert not cp.isnan(out).any()
+
+
 def test_activations_on_torch(torch: Any) -> None:
     x = torch.randn(10007, device="cuda") * 3
     for name, ref in (("gelu", lambda t: torch.nn.functional.gelu(t)), ("gelu_tanh", lambda t: torch.nn.functional.gelu(t, approximate="tanh")), ("silu", torch.nn.functional.silu)):
