@@ -50,8 +50,7 @@ macro_rules! activations {
         #[doc = $doc]
         ///
         /// `x` and `out`: C-contiguous arrays of one shape (any rank; `out` may be `x`). Any
-        /// length; grid: any, block: any up to the kernel's bound
-        /// (`gelu_tanh_f32`: 256 threads), automatic: one thread per 16-byte vector. Accuracy:
+        /// length; grid and block: any (automatic: one thread per 16-byte vector). Accuracy:
         /// within 2 ulp of the correctly rounded `f32` result before the final rounding to the
         /// storage type (libdevice's `erff`/`tanhf`/`expf`).
         #[kernel(family = $family, same_shape(x, out), items_per_thread = $lanes $(, $opt = $val)*)]
@@ -61,18 +60,13 @@ macro_rules! activations {
         }
     )*};
 }
-// gelu_tanh_f32 carries launch bounds (blocks of at most 256 threads, 6 resident per SM):
-// ptxas then fits it in 40 registers without spilling on sm_80 and sm_90 (48 unbounded),
-// 75 % occupancy instead of 62.5 % for this streaming kernel: 0.99× torch's time on the H100
-// (BENCHMARKS.md). Measured with the same bound, gelu_f32 went from 0.93× to 0.97×, but it
-// spills 8 bytes on sm_80 under it (the repository's kernels must not spill), as do SiLU
-// (sm_80) and the 16-bit kernels (8 values per thread): those keep their 48 registers.
+// Registers (ptxas, sm_80 / sm_90): 30–36 for every kernel here, since `unary` keeps one
+// vector per thread in flight (two kept 48 live: 62.5 % occupancy against 100 %).
 activations! {
     "gelu", gelu_f32: f32, 4, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";
     "gelu", gelu_f16: f16, 8, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";
     "gelu_tanh", gelu_tanh_f32: f32, 4, gelu_tanh,
-        "GELU, tanh approximation: `out = x/2 · (1 + tanh(√(2/π)(x + 0.044715 x³)))`.",
-        max_threads = 256, min_blocks = 6;
+        "GELU, tanh approximation: `out = x/2 · (1 + tanh(√(2/π)(x + 0.044715 x³)))`.";
     "gelu_tanh", gelu_tanh_f16: f16, 8, gelu_tanh,
         "GELU, tanh approximation: `out = x/2 · (1 + tanh(√(2/π)(x + 0.044715 x³)))`.";
     "silu", silu_f32: f32, 4, silu, "SiLU (swish): `out = x / (1 + e^-x)`.";

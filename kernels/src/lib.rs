@@ -32,9 +32,8 @@
 //! `launch::select`).
 //!
 //! Launch declarations: `cumsum` needs blocks of exactly 256 threads (`block = 256`), `matmul`
-//! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop),
-//! `gelu_tanh_f32` at most 256 (`max_threads = 256, min_blocks = 6`: a register bound that
-//! raises its occupancy); the others take any block.
+//! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); the others
+//! take any block.
 //!
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
