@@ -45,15 +45,14 @@ unsafe fn activation_strided<T: Storage<Acc = f32>, const N: usize>(
 }
 
 macro_rules! activations {
-    ($($family:literal, $name:ident: $t:ty, $lanes:literal, $f:ident, $doc:literal
-       $(, $opt:ident = $val:literal)*;)*) => {$(
+    ($($family:literal, $name:ident: $t:ty, $lanes:literal, $f:ident, $doc:literal;)*) => {$(
         #[doc = $doc]
         ///
         /// `x` and `out`: C-contiguous arrays of one shape (any rank; `out` may be `x`). Any
         /// length; grid and block: any (automatic: one thread per 16-byte vector). Accuracy:
         /// within 2 ulp of the correctly rounded `f32` result before the final rounding to the
         /// storage type (libdevice's `erff`/`tanhf`/`expf`).
-        #[kernel(family = $family, same_shape(x, out), items_per_thread = $lanes $(, $opt = $val)*)]
+        #[kernel(family = $family, same_shape(x, out), items_per_thread = $lanes)]
         pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$t>) {
             // SAFETY: launched as a kernel over the host-validated slices.
             unsafe { activation::<$t, $lanes>(x, out, act::$f) }
@@ -61,7 +60,7 @@ macro_rules! activations {
     )*};
 }
 // Registers (ptxas, sm_80 / sm_90): 30–36 for every kernel here, since `unary` keeps one
-// vector per thread in flight (two kept 48 live: 62.5 % occupancy against 100 %).
+// vector per thread in flight (two kept 48 live: 62.5 % theoretical occupancy, not 100 %).
 activations! {
     "gelu", gelu_f32: f32, 4, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";
     "gelu", gelu_f16: f16, 8, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";
