@@ -1,5 +1,6 @@
-//! The failure helpers of the GPU test binaries (`tests/gpu.rs`, `tests/gallery_gpu.rs`),
-//! whose tests are `libtest_mimic` trials returning [`TestResult`].
+//! The failure helpers of the GPU test binaries (`tests/gpu.rs`, `tests/gallery_gpu.rs`,
+//! `tests/device_gpu/main.rs`), whose tests are `libtest_mimic` trials returning
+//! [`TestResult`].
 
 use libtest_mimic::Failed;
 

@@ -21,6 +21,8 @@
 
 #[path = "../common/device_kernels.rs"]
 mod device_kernels;
+#[path = "../common/failed.rs"]
+mod failed;
 #[path = "../common/half_ref.rs"]
 mod half_ref;
 
@@ -42,7 +44,7 @@ use rand::SeedableRng;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-pub type TestResult = Result<(), Failed>;
+pub use failed::{ensure, err, TestResult};
 
 /// A named test.
 pub type Test = (&'static str, fn() -> TestResult);
@@ -55,18 +57,6 @@ static MODULE: OnceLock<Result<Module, String>> = OnceLock::new();
 
 pub fn rng(salt: u64) -> StdRng {
     StdRng::seed_from_u64(SEED.load(Ordering::Relaxed) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
-pub fn err(e: impl std::fmt::Display) -> Failed {
-    Failed::from(e.to_string())
-}
-
-pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
-    if cond {
-        Ok(())
-    } else {
-        Err(Failed::from(msg()))
-    }
 }
 
 fn module() -> Result<&'static Module, Failed> {
