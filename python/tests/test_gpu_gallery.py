@@ -476,6 +476,22 @@ def np_act(name: str, x: np.ndarray) -> np.ndarray:
         return x / (1 + np.exp(-x))
 
 
+def act_f32_tol(x: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """The activations' float32 bound: libdevice's functions (≤ 2 ulp) and a few roundings,
+    8 ulp of the result and of the argument (the cancellation near 0)."""
+    return 8 * EPS["float32"] * (np.abs(want) + np.abs(x.astype(np.float64)))
+
+
+def act_tol(x: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
+    """The activations' bound for float32 or float16 storage (``act_f32_tol``, then for
+    float16 one rounding: ½ ulp, and half the subnormal spacing). Also used by
+    ``test_gpu_layouts.py``."""
+    tol = act_f32_tol(x, want) + 1e-30
+    if dtype == "float16":
+        tol = tol + EPS["float16"] * np.abs(want) + 2.0**-24
+    return tol
+
+
 @pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("n", [0, 1, 7, 1000, 4099])
@@ -485,12 +501,7 @@ def test_activations(cp: Any, rng: np.random.Generator, name: str, dtype: str, n
     b = make_backend_cupy(cp)
     (got,) = run(b, b, getattr(K, name), (x,), (np.zeros(n, dtype),))
     want = np_act(name, x)
-    # f32: libdevice's functions (≤ 2 ulp) and a few roundings: 8 ulp of the result plus an
-    # absolute term for the cancellation near 0; f16: that, rounded once more (½ ulp of f16).
-    tol = 8 * EPS["float32"] * (np.abs(want) + np.abs(x.astype(np.float64))) + 1e-30
-    if dtype == "float16":
-        tol = tol + EPS["float16"] * np.abs(want) + 2.0**-24
-    close(got, want, tol, f"{name} {dtype}")
+    close(got, want, act_tol(x, want, dtype), f"{name} {dtype}")
 
 
 def test_activations_any_block(cp: Any, rng: np.random.Generator) -> None:
@@ -500,7 +511,7 @@ def test_activations_any_block(cp: Any, rng: np.random.Generator) -> None:
     xs = cp.asnumpy(x).astype(np.float64)
     for name in ("gelu", "gelu_tanh", "silu"):
         want = np_act(name, xs)
-        tol = 8 * EPS["float32"] * (np.abs(want) + np.abs(xs)) + 1e-30
+        tol = act_tol(xs, want, "float32")
         for block, grid in ((32, 7), (256, None), (1024, 3)):
             out = cp.full_like(x, cp.nan)
             getattr(K, name)(x, out, block=block, **({} if grid is None else {"grid": grid}))
@@ -584,9 +595,9 @@ def test_softmax_bf16_jax(jax: Any, rng: np.random.Generator, log: bool) -> None
 
 
 def act_bf16_tol(x: np.ndarray, want: np.ndarray) -> np.ndarray:
-    # The f32 tolerance of test_activations, then one rounding to bfloat16 (½ ulp; 2^-133 is
-    # bfloat16's smallest subnormal).
-    return 8 * EPS["float32"] * (np.abs(want) + np.abs(x.astype(np.float64))) + EPS["bfloat16"] * np.abs(want) + 2.0**-133
+    # The f32 tolerance, then one rounding to bfloat16 (½ ulp; 2^-133 is bfloat16's smallest
+    # subnormal).
+    return act_f32_tol(x, want) + EPS["bfloat16"] * np.abs(want) + 2.0**-133
 
 
 @pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])

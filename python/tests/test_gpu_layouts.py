@@ -23,7 +23,6 @@ launches (the output is an input) on strided views are checked on CuPy.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -31,6 +30,7 @@ import numpy as np
 import pytest
 from backends import Backend, CupyBackend, DLPackOnly, make_backend, poison_value, require
 from scale import libraries
+from test_gpu_gallery import act_tol, np_act  # the activations' reference and bound
 
 import ferrocuda
 
@@ -124,30 +124,7 @@ def device_view(b: Backend, a: Any, ops: Sequence[Op]) -> Any:
 
 # ---- families --------------------------------------------------------------------------------
 
-EPS = {"float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
 ALPHA = 0.75  # exact in every float type: products with it round once
-
-
-def _erf(v: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(v)
-
-
-def act(name: str, x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
-    if name == "gelu":
-        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-    if name == "gelu_tanh":
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-    return x / (1.0 + np.exp(-x))
-
-
-def act_tol(x: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
-    # libdevice's functions (≤ 2 ulp) and a few roundings in f32, then one rounding to the
-    # storage type (as tests/test_gpu_gallery.py's activations).
-    tol = 8 * EPS["float32"] * (np.abs(want) + np.abs(x.astype(np.float64))) + 1e-30
-    if dtype == "float16":
-        tol = tol + EPS["float16"] * np.abs(want) + 2.0**-24
-    return tol
 
 
 @dataclass(frozen=True)
@@ -272,7 +249,7 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
         bad = bits(got) != bits(want)
         assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; first at {np.argwhere(bad)[:5].tolist()}"
     else:
-        want = act(fam.name, ins[0])
+        want = np_act(fam.name, ins[0])
         err = np.abs(got.astype(np.float64) - want)
         tol = act_tol(ins[0], want, dtype)
         assert (err <= tol).all(), f"{what}: {int((err > tol).sum())} beyond tolerance; worst {float((err - tol).max())}"
@@ -331,7 +308,7 @@ def test_in_place_on_strided_views(cupy: Any, rng: np.random.Generator, family: 
         assert np.array_equal(bits(np_view(cupy.asnumpy(d), p.ops)), bits(want))
     else:
         getattr(K, family)(x, x)
-        want = act(family, host)
+        want = np_act(family, host)
         got = np_view(cupy.asnumpy(d), p.ops)
         assert (np.abs(got - want) <= act_tol(host, want, "float32")).all()
     outside = np.ones(p.base, bool)
