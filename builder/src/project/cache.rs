@@ -119,15 +119,16 @@ pub(crate) fn fresh(
 }
 
 /// The inputs to record for a build whose dep-info listed `sources`: paths under the crate
-/// relative to it, and nothing under `skip` (the ferrocuda crates: the fingerprint covers
-/// them).
+/// relative to it, and nothing else under `skip` (the ferrocuda crates: the fingerprint covers
+/// them). A crate inside a ferrocuda checkout (`skip`) keeps its own files: the fingerprint
+/// covers only the device crates.
 pub(crate) fn inputs(sources: &[PathBuf], crate_dir: &Path, skip: &Path) -> Vec<String> {
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let (crate_dir, skip) = (canon(crate_dir), canon(skip));
     let mut out: Vec<String> = sources
         .iter()
         .map(|s| canon(s))
-        .filter(|s| !s.starts_with(&skip) && s.is_file())
+        .filter(|s| (s.starts_with(&crate_dir) || !s.starts_with(&skip)) && s.is_file())
         .map(|s| match s.strip_prefix(&crate_dir) {
             Ok(rel) => rel.to_string_lossy().into_owned(),
             Err(_) => s.to_string_lossy().into_owned(),
@@ -173,6 +174,19 @@ mod tests {
         let listed = inputs_of(&dir);
         assert_eq!(listed, ["Cargo.toml", "src/lib.rs"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_crate_inside_the_skipped_checkout_keeps_its_files() {
+        let root = std::env::temp_dir().join(format!("fc-inside-{}", std::process::id()));
+        let krate = root.join("my_kernels");
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("device/src")).unwrap();
+        std::fs::write(krate.join("src/lib.rs"), "a").unwrap();
+        std::fs::write(root.join("device/src/lib.rs"), "d").unwrap();
+        let sources = [krate.join("src/lib.rs"), root.join("device/src/lib.rs")];
+        assert_eq!(inputs(&sources, &krate, &root), ["src/lib.rs"]);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     fn inputs_of(dir: &Path) -> Vec<String> {
