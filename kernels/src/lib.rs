@@ -31,7 +31,8 @@
 //! kernel when every array is C-contiguous and a strided one otherwise (the host's
 //! `launch::select`).
 //!
-//! Launch declarations: `cumsum` needs blocks of exactly 256 threads (`block = 256`), `matmul`
+//! Launch declarations: `cumsum` needs blocks of exactly 128 threads for 32-bit sums and 256
+//! for 64-bit ones (`block = …`: see `scan`), `matmul`
 //! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); the others
 //! take any block.
 //!

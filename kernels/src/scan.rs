@@ -1,41 +1,49 @@
 //! `cumsum` and `cumsum_exclusive`: inclusive and exclusive prefix sums of a 1-D array in one
 //! pass, with decoupled look-back (Merrill & Garland's single-pass scan).
 //!
-//! # Schedule (blocks of 256 threads)
+//! # Schedule
 //!
-//! Blocks take tiles of 4096 elements (2048 for 64-bit inputs) in order from an atomic
-//! counter — so a tile's predecessors are always held by running blocks, and any grid makes
-//! progress. Each thread loads 16 (8) elements as four 16-byte vectors, warp-striped
-//! (coalesced); warps scan their 512 elements with shuffles, the block combines its 8 warp
-//! totals, and the tile publishes its aggregate in a status word (launcher-provided,
-//! zero-filled workspace: a flag, the aggregate and the inclusive prefix per tile). Warp 0 then
-//! looks back over its predecessors 32 at a time — waiting until each has published something,
-//! adding aggregates until it meets a published inclusive prefix — publishes its own inclusive
+//! | values | block | per thread | tile | status per tile |
+//! | --- | ---: | --- | ---: | --- |
+//! | 32-bit (`f32`, `i32`) | 128 | 8 vectors of 4 | 4096 | one word: flag and value |
+//! | 64-bit (`f64`, `i64`) | 256 | 4 vectors of 2 | 2048 | three words |
+//! | `i32 → i64` | 256 | 4 vectors of 4 | 4096 | three words |
+//!
+//! Blocks take tiles in order from an atomic counter — so a tile's predecessors are always
+//! held by running blocks, and any grid makes progress; the automatic grid has one block per
+//! tile. Each thread loads its vectors warp-striped (coalesced 16-byte loads); warps scan their
+//! spans with shuffles, the block combines its warp totals, and the tile publishes its
+//! aggregate in its status (launcher-provided, zero-filled workspace). Warp 0 then looks back
+//! over its predecessors 32 at a time — waiting until each has published something, adding
+//! aggregates until it meets a published inclusive prefix — publishes its own inclusive
 //! prefix, and the block writes its outputs. Every element is read once and written once.
+//!
+//! The status of a 32-bit sum is one 64-bit word (flag and value together, relaxed atomics):
+//! publishing is one store and polling one load, with no fence. 64-bit sums keep the flag
+//! apart from the value, ordered by release and acquire. The shape of the 32-bit scans was
+//! measured on the H100 (2^28 `f32`): the single-word status took the scan from 1328 µs to
+//! 1134 µs, and 128-thread blocks of 32 elements per thread (72 registers, seven blocks per
+//! SM) to 1028 µs; 256 threads of 16 or 24 elements, 128 threads of 16, 24 or 48, 64 or 96
+//! threads of 32, and a resident grid that draws its next tile ahead were slower.
 //!
 //! Integers wrap (`int32` input can accumulate into `int64` output, as NumPy's default). Float
 //! results depend on which predecessors had published their prefixes when a tile looked back,
 //! so they may differ in the last bits from run to run (errors ≲ log₂(n)·ε·Σ|x| in practice);
 //! integer results are exact and deterministic.
 //!
-//! The kernels declare their block, `block = 256` (PTX `.reqntid 256, 1, 1`): the launcher
-//! uses it and refuses any other, and ptxas, knowing the exact block, aims at an occupancy of
-//! its own (four to five blocks per SM for 32-bit data, where it needs one `min_blocks = 4` to
-//! avoid a spill; two for `i32 → i64`). The status words are accessed unchecked: their
-//! indices are in bounds by construction, and a bounds check's trap path costs 8 to 16
-//! registers.
+//! The kernels declare their block (`block = 128` or `256`: PTX `.reqntid`): the launcher uses
+//! it and refuses any other, and ptxas, knowing the exact block, aims at an occupancy of its
+//! own (`cumsum_f64` needs `min_blocks = 3` to avoid a spill on sm_80). The status words are
+//! accessed unchecked: their indices are in bounds by construction, and a bounds check's trap
+//! path costs 8 to 16 registers.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
 use ferrocuda_device::{kernel, Scratch, Slice, SliceMut};
 
+/// The most warps a block may have (the shared totals are sized for it).
 #[cfg(target_arch = "nvptx64")]
-const THREADS: usize = 256;
-#[cfg(target_arch = "nvptx64")]
-const WARPS: usize = THREADS / 32;
-/// Vectors per thread per tile.
-#[cfg(target_arch = "nvptx64")]
-const VECS: usize = 4;
+const MAX_WARPS: usize = 8;
 
 /// Status flags.
 #[cfg(target_arch = "nvptx64")]
@@ -43,7 +51,110 @@ const AGGREGATE: u64 = 1;
 #[cfg(target_arch = "nvptx64")]
 const PREFIX: u64 = 2;
 
-/// A scan value as 64 status bits and back.
+/// How a scan value is kept in a tile's status in the workspace (word 0 of which is the tile
+/// counter).
+///
+/// * 32-bit values (`f32`, `i32`): **one word per tile**, the flag in the high half and the
+///   value's bits in the low half, stored and loaded whole with relaxed, device-scope atomics.
+///   One 64-bit atomic access is indivisible, so a reader sees the flag and its value together
+///   and needs no fence: publishing costs one store, waiting one load per poll.
+/// * 64-bit values (`f64`, `i64`): **three words per tile** (flag, aggregate, prefix): the value
+///   is stored first, then the flag with release order; readers acquire the flag, then load the
+///   value.
+#[cfg(target_arch = "nvptx64")]
+trait Status: Copy {
+    /// Workspace words per tile.
+    const WORDS: usize;
+    /// Publishes `value` for tile `t` under `flag`.
+    ///
+    /// # Safety
+    ///
+    /// `t` is a tile of the launch (`t < ⌈n / tile⌉`, which sizes `status`: the kernel's
+    /// scratch declaration is `WORDS · tiles + 1` words); `flag` is [`AGGREGATE`] or
+    /// [`PREFIX`].
+    unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self);
+    /// Waits until tile `t` has published something; its flag and value.
+    ///
+    /// # Safety
+    ///
+    /// As [`Status::publish`].
+    unsafe fn wait(status: &AtomicSlice<u64>, t: usize) -> (u64, Self);
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! packed_status {
+    ($($t:ty: |$x:ident| $to:expr, |$b:ident| $from:expr;)*) => {$(
+        impl Status for $t {
+            const WORDS: usize = 1;
+            #[inline(always)]
+            unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self) {
+                let $x = value;
+                let word = flag << 32 | $to as u64;
+                // SAFETY: 1 + t < 1 + tiles, the workspace's length (the caller's contract).
+                unsafe { status.at_unchecked(1 + t) }.store(word, Order::Relaxed, Scope::Device);
+            }
+            #[inline(always)]
+            unsafe fn wait(status: &AtomicSlice<u64>, t: usize) -> (u64, Self) {
+                // SAFETY: as in `publish`.
+                let at = unsafe { status.at_unchecked(1 + t) };
+                loop {
+                    let word = at.load(Order::Relaxed, Scope::Device);
+                    if word >> 32 != 0 {
+                        let $b = word as u32;
+                        return (word >> 32, $from);
+                    }
+                    thread::nanosleep(32);
+                }
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+packed_status! {
+    f32: |x| x.to_bits(), |b| f32::from_bits(b);
+    i32: |x| x as u32, |b| b as i32;
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! split_status {
+    ($($t:ty: |$x:ident| $to:expr, |$b:ident| $from:expr;)*) => {$(
+        impl Status for $t {
+            const WORDS: usize = 3;
+            #[inline(always)]
+            unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self) {
+                let $x = value;
+                // SAFETY (both): 1 + 3t + 2 < 1 + 3·tiles (the caller's contract); flag < 3.
+                unsafe {
+                    status.at_unchecked(1 + 3 * t + flag as usize)
+                        .store($to, Order::Relaxed, Scope::Device);
+                    status.at_unchecked(1 + 3 * t).store(flag, Order::Release, Scope::Device);
+                }
+            }
+            #[inline(always)]
+            unsafe fn wait(status: &AtomicSlice<u64>, t: usize) -> (u64, Self) {
+                // SAFETY: as in `publish`.
+                let at = unsafe { status.at_unchecked(1 + 3 * t) };
+                loop {
+                    let flag = at.load(Order::Acquire, Scope::Device);
+                    if flag != 0 {
+                        // SAFETY: a published flag is AGGREGATE (1) or PREFIX (2).
+                        let v = unsafe { status.at_unchecked(1 + 3 * t + flag as usize) };
+                        let $b = v.load(Order::Relaxed, Scope::Device);
+                        return (flag, $from);
+                    }
+                    thread::nanosleep(32);
+                }
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+split_status! {
+    f64: |x| x.to_bits(), |b| f64::from_bits(b);
+    i64: |x| x as u64, |b| b as i64;
+}
+
+/// A scan value through a shared `u64` slot and back.
 #[cfg(target_arch = "nvptx64")]
 trait Bits: Copy {
     fn to_u64(self) -> u64;
@@ -68,44 +179,14 @@ bits! {
     i64: |x| x as u64, |b| b as i64;
 }
 
-/// The status of tile `t`: words `1 + 3t` (flag), `2 + 3t` (aggregate), `3 + 3t` (prefix).
-/// Unchecked: a bounds check's failure path (the trap record) costs the scan 8 to 16
-/// registers, and the indices are in bounds by construction.
-///
-/// # Safety
-///
-/// `t` is a tile of the launch (`t < ⌈n / tile⌉`, which sizes `status`: the kernel's scratch
-/// declaration) and `k < 3`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn word(status: &AtomicSlice<u64>, t: usize, k: usize) -> AtomicRef<'_, u64> {
-    // SAFETY: 1 + 3t + k < 1 + 3·tiles, the workspace's length (the caller's contract).
-    unsafe { status.at_unchecked(1 + 3 * t + k) }
-}
-
-/// Publishes `value` for tile `t` under `flag` (the value first, then the flag, released).
-///
-/// # Safety
-///
-/// As [`word`]; `flag` is [`AGGREGATE`] or [`PREFIX`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn publish<A: Bits>(status: &AtomicSlice<u64>, t: usize, flag: u64, value: A) {
-    // SAFETY: the caller's contract; flag < 3.
-    unsafe {
-        word(status, t, flag as usize).store(value.to_u64(), Order::Relaxed, Scope::Device);
-        word(status, t, 0).store(flag, Order::Release, Scope::Device);
-    }
-}
-
 /// Warp 0's look-back for tile `t > 0`: the sum of every element before the tile.
 ///
 /// # Safety
 ///
-/// As [`word`].
+/// As [`Status::publish`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn look_back<A: Reducible + Bits>(status: &AtomicSlice<u64>, t: usize, lane: usize) -> A
+unsafe fn look_back<A: Reducible + Status>(status: &AtomicSlice<u64>, t: usize, lane: usize) -> A
 where
     block::Sum: ReduceOp<A>,
 {
@@ -113,21 +194,12 @@ where
     let mut end = t; // tiles below `end` are still to be added
     loop {
         // Lane l examines tile end − 1 − l (none below 0: a virtual prefix of 0).
-        let (mut flag, mut v) = (PREFIX, A::ZERO);
-        if lane < end {
-            let p = end - 1 - lane;
-            loop {
-                // SAFETY: p < t, a tile of the launch.
-                flag = unsafe { word(status, p, 0) }.load(Order::Acquire, Scope::Device);
-                if flag != 0 {
-                    break;
-                }
-                thread::nanosleep(32);
-            }
-            // SAFETY: p < t; a published flag is AGGREGATE (1) or PREFIX (2).
-            let w = unsafe { word(status, p, flag as usize) };
-            v = A::from_u64(w.load(Order::Relaxed, Scope::Device));
-        }
+        let (flag, v) = if lane < end {
+            // SAFETY: end − 1 − lane < t, a tile of the launch.
+            unsafe { A::wait(status, end - 1 - lane) }
+        } else {
+            (PREFIX, A::ZERO)
+        };
         // The nearest predecessor with a prefix closes the window: add it and everything
         // nearer (aggregates), nothing farther.
         let prefixes = warp::ballot_sync(warp::FULL_MASK, flag == PREFIX);
@@ -147,12 +219,19 @@ where
 ///
 /// # Safety
 ///
-/// Kernel-launch context with blocks of [`THREADS`] threads (the kernel's `block`
-/// declaration); `status` holds `3 · ⌈n / tile⌉ + 1` zeroed words (the kernel's scratch
-/// declaration, with the tile of `L` · 4 · 256 elements); `out` has `x`'s length.
+/// Kernel-launch context with blocks of `THREADS` threads (the kernel's `block`
+/// declaration); `status` holds `A::WORDS · ⌈n / tile⌉ + 1` zeroed words (the kernel's scratch
+/// declaration, with the tile of `THREADS · VECS · L` elements); `out` has `x`'s length.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, const EXCL: bool>(
+unsafe fn cumsum<
+    T: Element + Widen<A>,
+    A: Reducible + Bits + Status,
+    const L: usize,
+    const VECS: usize,
+    const THREADS: usize,
+    const EXCL: bool,
+>(
     x: Slice<T>,
     out: SliceMut<A>,
     status: Scratch<u64>,
@@ -162,32 +241,34 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
     let n = x.len();
     // SAFETY: the workspace is only accessed atomically.
     let status = unsafe { AtomicSlice::from_scratch(status) };
+    const { assert!(THREADS % 32 == 0 && THREADS <= 32 * MAX_WARPS) };
+    let warps = THREADS / 32;
     let tile_len = THREADS * VECS * L;
     let tiles = n.div_ceil(tile_len);
     let rank = thread::rank_in_block() as usize;
     let (w, lane) = (rank / 32, rank % 32);
     // The warps' totals, the tile's exclusive prefix, and the tile index.
-    let sh = shared_array!(u64, WARPS + 2, align = 16);
+    let sh = shared_array!(u64, MAX_WARPS + 2, align = 16);
     let vec_ok = L * core::mem::size_of::<T>() == 16 && x.as_ptr() as usize % 16 == 0;
     let out_vec = L * core::mem::size_of::<A>() == 16 && out.as_mut_ptr() as usize % 16 == 0;
+    // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
+    let counter = unsafe { status.at_unchecked(0) };
     loop {
         if rank == 0 {
-            // SAFETY: word 0, the tile counter (the workspace has 3·tiles + 1 ≥ 1 words).
-            let counter = unsafe { status.at_unchecked(0) };
             let t = counter.fetch_add(1, Order::Relaxed, Scope::Device);
             // SAFETY: the block's shared tile slot; read after the barrier below.
-            unsafe { sh.write_unchecked(WARPS + 1, t) };
+            unsafe { sh.write_unchecked(MAX_WARPS + 1, t) };
         }
         // A barrier that also tells the whole block whether a tile is left.
         // SAFETY (the read): written by thread 0 before the barrier.
         let more = thread::sync_threads_or(
-            rank == 0 && unsafe { sh.get_unchecked(WARPS + 1) } < tiles as u64,
+            rank == 0 && unsafe { sh.get_unchecked(MAX_WARPS + 1) } < tiles as u64,
         );
         if !more {
             return;
         }
         // SAFETY: as above.
-        let t = unsafe { sh.get_unchecked(WARPS + 1) } as usize;
+        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as usize;
         let base = t * tile_len + w * (32 * VECS * L);
         // This thread's vectors: VECS chunks of L elements, warp-striped.
         let mut v = [[A::ZERO; L]; VECS];
@@ -208,7 +289,6 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
         });
         // Inclusive scans: within each vector, then across the warp, chunk after chunk.
         let mut running = A::ZERO; // the warp's total of the chunks before
-        let mut pre = [A::ZERO; VECS]; // exclusive prefix of each of this lane's vectors
         for_lanes!(VECS, |j| {
             for_lanes!(L, |k| if k > 0 {
                 v[j][k] = v[j][k - 1].add(v[j][k]);
@@ -216,12 +296,25 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
             let mine = v[j][L - 1];
             let incl = block::warp_inclusive_scan(mine, block::Sum);
             let before = warp::shfl_up_sync(warp::FULL_MASK, incl, 1);
-            pre[j] = if lane == 0 {
+            let pre = if lane == 0 {
                 running
             } else {
                 running.add(before)
             };
             running = running.add(warp::shfl_sync(warp::FULL_MASK, incl, 31));
+            // The vector's sums from the start of the warp's span (inclusive, or exclusive:
+            // shifted by one, from the last element down), so that no per-vector prefix stays
+            // live across the look-back.
+            for_lanes!(L, |r| {
+                let k = L - 1 - r;
+                v[j][k] = if !EXCL {
+                    pre.add(v[j][k])
+                } else if k == 0 {
+                    pre
+                } else {
+                    pre.add(v[j][k - 1])
+                };
+            });
         });
         if lane == 0 {
             // SAFETY: slot w of the warp totals.
@@ -230,7 +323,7 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
         thread::sync_threads();
         // The block's total and this warp's offset, in warp order (the same in every thread).
         let (mut aggregate, mut offset) = (A::ZERO, A::ZERO);
-        for k in 0..WARPS {
+        for k in 0..warps {
             // SAFETY: the totals written before the barrier.
             let tw = A::from_u64(unsafe { sh.get_unchecked(k) });
             if k < w {
@@ -244,35 +337,24 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
             } else {
                 // SAFETY (both): t < tiles (the loop's condition).
                 if lane == 0 {
-                    unsafe { publish(&status, t, AGGREGATE, aggregate) };
+                    unsafe { A::publish(&status, t, AGGREGATE, aggregate) };
                 }
                 unsafe { look_back::<A>(&status, t, lane) }
             };
             if lane == 0 {
                 // SAFETY: t < tiles.
-                unsafe { publish(&status, t, PREFIX, prefix.add(aggregate)) };
+                unsafe { A::publish(&status, t, PREFIX, prefix.add(aggregate)) };
                 // SAFETY: the block's prefix slot; read after the barrier below.
-                unsafe { sh.write_unchecked(WARPS, prefix.to_u64()) };
+                unsafe { sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
             }
         }
         thread::sync_threads();
         // SAFETY: written before the barrier.
-        let prefix = A::from_u64(unsafe { sh.get_unchecked(WARPS) }).add(offset);
+        let prefix = A::from_u64(unsafe { sh.get_unchecked(MAX_WARPS) }).add(offset);
         for_lanes!(VECS, |j| {
             let at = base + (j * 32 + lane) * L;
-            let start = prefix.add(pre[j]);
             let mut y = [A::ZERO; L];
-            for_lanes!(L, |k| {
-                y[k] = if EXCL {
-                    if k == 0 {
-                        start
-                    } else {
-                        start.add(v[j][k - 1])
-                    }
-                } else {
-                    start.add(v[j][k])
-                };
-            });
+            for_lanes!(L, |k| y[k] = prefix.add(v[j][k]));
             if out_vec && at + L <= n {
                 // SAFETY: a whole, aligned vector inside `out`; this thread alone writes it.
                 unsafe { (out.as_mut_ptr().add(at) as *mut Chunk<A, L>).write(Chunk(y)) };
@@ -291,39 +373,42 @@ unsafe fn cumsum<T: Element + Widen<A>, A: Reducible + Bits, const L: usize, con
 }
 
 macro_rules! scans {
-    ($($family:literal, $name:ident: $t:ty => $a:ty, $lanes:literal, $tile:literal, $excl:literal
-       $(, $opt:ident = $val:literal)*;)*) => {$(
+    ($($family:literal, $name:ident: $t:ty => $a:ty, excl $excl:literal, lanes $lanes:literal,
+       vecs $vecs:literal, block $block:literal, items $items:literal, tile $tile:literal,
+       words $words:literal $(, $opt:ident = $val:literal)*;)*) => {$(
         #[doc = concat!("`", $family, "`: the ", stringify!($excl), " prefix sums of `x` \
                          (`true`: exclusive, `out[0] = 0`; `false`: inclusive, `out[i] = x[0] + … \
                          + x[i]`), in one pass (see the module documentation).")]
         ///
         /// `x`: a C-contiguous array of any length (in C order); `out`: the same number of
-        /// elements. Blocks of exactly 256 threads (`block = 256`: the launcher refuses any
-        /// other); any grid (automatic: one block per tile). Integers: exact, wrapping. Floats:
-        /// see the module documentation.
-        #[kernel(family = $family, items_per_thread = 16, block = 256, $($opt = $val,)*
-                 scratch(status = 3 * x.len().div_ceil($tile) + 1),
+        #[doc = concat!("elements. Blocks of exactly ", stringify!($block), " threads (`block = ",
+                        stringify!($block), "`: the launcher refuses any other); any grid \
+                        (automatic: one block per tile of ", stringify!($tile), " elements). \
+                        Integers: exact, wrapping. Floats: see the module documentation.")]
+        #[kernel(family = $family, items_per_thread = $items, block = $block, $($opt = $val,)*
+                 scratch(status = $words * x.len().div_ceil($tile) + 1),
                  require(out.len() == x.len(), "out holds one sum per element of x"))]
         pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$a>, status: Scratch<u64>) {
-            // The workspace's formula and the kernel's tile agree.
+            // The workspace's formula and the kernel's tile and status agree.
             #[cfg(target_arch = "nvptx64")]
-            const { assert!($tile == THREADS * VECS * $lanes) };
+            const {
+                assert!($tile == $block * $vecs * $lanes && $items == $vecs * $lanes);
+                assert!($words == <$a as Status>::WORDS);
+            };
             // SAFETY: launched as a kernel with the declared block and workspace.
-            unsafe { cumsum::<$t, $a, $lanes, $excl>(x, out, status) }
+            unsafe { cumsum::<$t, $a, $lanes, $vecs, $block, $excl>(x, out, status) }
         }
     )*};
 }
 scans! {
-    "cumsum", cumsum_f32: f32 => f32, 4, 4096, false;
-    "cumsum", cumsum_f64: f64 => f64, 2, 2048, false;
-    "cumsum", cumsum_i32: i32 => i32, 4, 4096, false;
-    "cumsum", cumsum_i32_i64: i32 => i64, 4, 4096, false;
-    "cumsum", cumsum_i64: i64 => i64, 2, 2048, false;
-    // ptxas's own occupancy target for this one under `.reqntid 256` (sm_90: 40 registers, six
-    // blocks per SM) spills; four blocks, as the others get, fit without.
-    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, 4, 4096, true, min_blocks = 4;
-    "cumsum_exclusive", cumsum_exclusive_f64: f64 => f64, 2, 2048, true;
-    "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, 4, 4096, true;
-    "cumsum_exclusive", cumsum_exclusive_i32_i64: i32 => i64, 4, 4096, true;
-    "cumsum_exclusive", cumsum_exclusive_i64: i64 => i64, 2, 2048, true;
+    "cumsum", cumsum_f32: f32 => f32, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum", cumsum_f64: f64 => f64, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 3;
+    "cumsum", cumsum_i32: i32 => i32, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum", cumsum_i32_i64: i32 => i64, excl false, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
+    "cumsum", cumsum_i64: i64 => i64, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
+    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum_exclusive", cumsum_exclusive_f64: f64 => f64, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
+    "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum_exclusive", cumsum_exclusive_i32_i64: i32 => i64, excl true, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
+    "cumsum_exclusive", cumsum_exclusive_i64: i64 => i64, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
 }

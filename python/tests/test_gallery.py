@@ -33,13 +33,17 @@ def test_workspaces_are_not_arguments() -> None:
 
 def test_launch_declarations() -> None:
     by_name = {k["name"]: k for k in json.loads(K.module.manifest)["kernels"]}
-    # The scans run blocks of exactly 256 threads; matmul at most 256 (smaller: a simple loop).
-    for name in ("cumsum_f32", "cumsum_i32_i64", "cumsum_exclusive_i64"):
+    # The scans run blocks of exactly 128 threads (32-bit sums) or 256 (64-bit sums); matmul
+    # at most 256 (smaller: a simple loop).
+    for name in ("cumsum_f32", "cumsum_i32", "cumsum_exclusive_f32", "cumsum_exclusive_i32"):
+        assert by_name[name]["launch"] == {"block": [128, 1, 1]}, name
+    for name in ("cumsum_i32_i64", "cumsum_exclusive_i64", "cumsum_exclusive_f64"):
         assert by_name[name]["launch"] == {"block": [256, 1, 1]}, name
-    assert by_name["cumsum_exclusive_f32"]["launch"] == {"block": [256, 1, 1], "min_blocks": 4}
+    assert by_name["cumsum_f64"]["launch"] == {"block": [256, 1, 1], "min_blocks": 3}
     assert by_name["matmul_f32"]["launch"] == {"max_threads": 256}
-    assert "exactly (256, 1, 1)" in K.cumsum_f32.__doc__
-    assert "at least 4 resident blocks" in K.cumsum_exclusive_f32.__doc__
+    assert "exactly (128, 1, 1)" in K.cumsum_f32.__doc__
+    assert "exactly (256, 1, 1)" in K.cumsum_i64.__doc__
+    assert "at least 3 resident blocks" in K.cumsum_f64.__doc__
     assert "at most 256 threads" in K.matmul_f32.__doc__
     # Kernels whose schedules work for any block declare nothing.
     for name in ("sum_f32", "histogram_u8", "softmax_f32", "stencil5_f32", "gelu_bf16"):

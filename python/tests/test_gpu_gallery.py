@@ -445,11 +445,22 @@ def test_cumsum(backend: Backend, out_backend: Backend, rng: np.random.Generator
 def test_cumsum_block_grid_and_in_place(cp: Any, rng: np.random.Generator) -> None:
     x = random(rng, 5000, "int32")
     out = cp.full(5000, -7, cp.int64)
-    # The declared block (256 threads) is the only one.
+    # The declared block (256 threads for 64-bit sums, 128 for 32-bit ones) is the only one.
     with pytest.raises(ValueError, match=r"requires block \(256, 1, 1\)"):
         K.cumsum(cp.asarray(x), out, block=96)
     K.cumsum(cp.asarray(x), out, block=256)
     same(cp.asnumpy(out), np.cumsum(x, dtype=np.int64), "block 256")
+    out32 = cp.full(5000, -7, cp.int32)
+    with pytest.raises(ValueError, match=r"requires block \(128, 1, 1\)"):
+        K.cumsum(cp.asarray(x), out32, block=256)
+    # 32-bit sums (one status word per tile): a grid of fewer blocks than tiles, wrapping.
+    xw = rng.integers(-(2**31), 2**31, 100003, dtype=np.int64).astype(np.int32)
+    out32 = cp.full(100003, -7, cp.int32)
+    K.cumsum(cp.asarray(xw), out32, grid=3)
+    same(cp.asnumpy(out32), np.cumsum(xw, dtype=np.int32), "int32, 3 blocks")
+    K.cumsum_exclusive(cp.asarray(xw), out32, grid=1)
+    want = np.concatenate([[0], np.cumsum(xw, dtype=np.int32)[:-1]]).astype(np.int32)
+    same(cp.asnumpy(out32), want, "int32 exclusive, 1 block")
     # Any grid: fewer blocks than tiles take several tiles each.
     out = cp.full(5000, -7, cp.int64)
     K.cumsum_exclusive(cp.asarray(x), out, grid=1)
