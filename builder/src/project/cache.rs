@@ -34,6 +34,9 @@ pub struct Stamp {
     pub manifest: String,
 }
 
+/// The revision of the stamp's rules, part of every key.
+const STAMP_REVISION: &str = "stamp-2";
+
 /// The part of the key that does not depend on the input files.
 pub(crate) fn key_base(
     crate_dir: &Path,
@@ -43,6 +46,10 @@ pub(crate) fn key_base(
     fp_contract: FpContract,
 ) -> u64 {
     let mut h = fnv_field(FNV_OFFSET, env!("CARGO_PKG_VERSION").as_bytes());
+    // The stamp's rules: a new revision retires every older stamp (revision 2: a crate inside
+    // a ferrocuda checkout records its own sources; revision-1 stamps of such crates listed
+    // none, so they looked current after any edit).
+    h = fnv_field(h, STAMP_REVISION.as_bytes());
     h = fnv_field(h, &fingerprint.to_le_bytes());
     h = fnv_field(h, toolchain_id(crate_dir).as_bytes());
     for part in [TARGET, arch, if release { "release" } else { "dev" }] {
