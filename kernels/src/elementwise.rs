@@ -207,8 +207,8 @@ pub unsafe fn visit<T: Element, const L: usize>(
     }
     let n = body.len();
     // The vectors read as `Chunk`s rather than through `Vectors::get_unchecked` (integer-vector
-    // loads, moved to elements): the same 16-byte loads, and ptxas needed fewer registers for
-    // accumulators (min/max f64: 32 instead of 40 on sm_90, when the reductions walked here).
+    // loads, moved to elements): the same 16-byte loads, and ptxas needs fewer registers for
+    // the reductions' accumulators (min/max f64: 32 instead of 40 on sm_90).
     let v = body.elements().as_ptr() as *const Chunk<T, L>;
     let mut j = tid;
     while j < n && n - j > threads {
@@ -229,88 +229,25 @@ pub unsafe fn visit<T: Element, const L: usize>(
     }
 }
 
-/// Vectors each thread of [`fold`] loads before it folds them: the 16-byte loads it keeps in
-/// flight in its main loop.
-pub const FOLD_LOADS: usize = 4;
-
-/// This thread's part of a reduction of `x`: `op` over `map(x[i])` for its elements, with `L`
-/// independent accumulators (one per vector lane) combined pairwise at the end, starting from
-/// `identity`.
-///
-/// Which elements: block `block` of `blocks` owns one contiguous span of `x`'s aligned 16-byte
-/// vectors, `span = ⌈vectors / blocks⌉` rounded up to a multiple of 32 (for blocks of whole
-/// warps, every warp load is then one 512-byte piece at a multiple of 512 bytes from the first
-/// vector: whole cache lines when that vector starts one, as an allocation does; the last spans
-/// are shorter, or empty); its thread `rank` of `threads` takes vectors `rank, rank + threads, …`
-/// of the span, [`FOLD_LOADS`] of them loaded together per step, and the fewer than
-/// `FOLD_LOADS` left at the end of the span loaded together in one last step. The scalar head
-/// and tail of `x` (fewer than `L` elements each, or all of `x` when it is not element-aligned)
-/// go to the grid's threads in a grid-stride walk. The order of the combinations depends only
-/// on `x`'s length and alignment, `blocks` and `threads`: deterministic for a given grid.
+/// This thread's part of a reduction of `x`: `op` over `map(x[i])` for the elements [`visit`]
+/// gives it, with `L` independent accumulators (one per vector lane) combined pairwise at the
+/// end, starting from `identity`. Deterministic for a given grid.
 ///
 /// # Safety
 ///
-/// `x` is a valid slice (kernel-launch context); `block < blocks`, `rank < threads <= 1024`.
+/// `x` is a valid slice (kernel-launch context).
 #[inline(always)]
 pub unsafe fn fold<T: Element, A: Copy, const L: usize>(
     x: Slice<T>,
-    (block, blocks): (usize, usize),
-    (rank, threads): (usize, usize),
+    tid: usize,
+    threads: usize,
     identity: A,
     map: impl Fn(T) -> A,
     op: impl Fn(A, A) -> A,
 ) -> A {
     let mut acc = [identity; L];
-    let (head, body, tail) = x.split_vectors::<L>();
-    let (tid, all) = (block * threads + rank, blocks * threads);
-    for i in GridStride::new(tid, all, head.len()) {
-        // SAFETY: i < head length.
-        acc[0] = op(acc[0], map(unsafe { head.get_unchecked(i) }));
-    }
-    let n = body.len();
-    // The vectors read as `Chunk`s rather than through `Vectors::get_unchecked` (integer-vector
-    // loads, moved to elements): the same 16-byte loads, and ptxas needs fewer registers for
-    // the accumulators.
-    let v = body.elements().as_ptr() as *const Chunk<T, L>;
-    let span = n.div_ceil(blocks).next_multiple_of(32);
-    let first = min(block * span, n);
-    let end = min(first + span, n);
-    // The walk by address: `p`, this thread's next vector, advances by `step` bytes (32-bit
-    // offsets: threads <= 1024) against one bound, so that ptxas keeps the loads'
-    // destinations and the accumulators in registers, and no 64-bit strides.
-    let step = threads as u32 * 16;
-    let at = |p: *const Chunk<T, L>, k: usize| p.wrapping_byte_add((k as u32 * step) as usize);
-    let mut p = v.wrapping_add(first + rank);
-    let e = v.wrapping_add(end);
-    // `p + (FOLD_LOADS − 1)·step < e`, without an overflow.
-    let stop = e
-        .addr()
-        .saturating_sub(((FOLD_LOADS - 1) as u32 * step) as usize);
-    let mut add = |c: [T; L]| for_lanes!(L, |k| acc[k] = op(acc[k], map(c[k])));
-    while p.addr() < stop {
-        // SAFETY: vectors p < p + step < … < p + (FOLD_LOADS − 1)·step < e of this block's
-        // span of `body`: in bounds, 16-byte aligned.
-        let c: [[T; L]; FOLD_LOADS] = core::array::from_fn(|k| unsafe { at(p, k).read().0 });
-        for_lanes!(FOLD_LOADS, |k| add(c[k]));
-        p = at(p, FOLD_LOADS);
-    }
-    if p < e {
-        // Fewer than FOLD_LOADS vectors left, loaded together: the ones past the span read its
-        // last vector again (in bounds) and are not folded.
-        let last = e.wrapping_sub(1);
-        let c: [[T; L]; FOLD_LOADS - 1] = core::array::from_fn(|k| {
-            let q = at(p, k);
-            // SAFETY: q if q < e, else the span's last vector (p < e: the span is not empty).
-            unsafe { if q < e { q } else { last }.read().0 }
-        });
-        for_lanes!(FOLD_LOADS - 1, |k| if at(p, k) < e {
-            add(c[k])
-        });
-    }
-    for i in GridStride::new(tid, all, tail.len()) {
-        // SAFETY: i < tail length.
-        acc[0] = op(acc[0], map(unsafe { tail.get_unchecked(i) }));
-    }
+    // SAFETY: forwarded contract.
+    unsafe { visit::<T, L>(x, tid, threads, |k, v| acc[k] = op(acc[k], map(v))) };
     let mut width = L;
     while width > 1 {
         width /= 2;

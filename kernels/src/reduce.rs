@@ -3,21 +3,17 @@
 //!
 //! # Whole-array reductions: one launch, last block finishes
 //!
-//! Each block folds one contiguous span of `x`: ⌈vectors / blocks⌉ of its aligned 16-byte
-//! vectors, rounded up to a multiple of 32 (the last spans shorter, or empty), the block's
-//! threads striding through the span with four independent 16-byte loads in flight each and
-//! one accumulator per vector lane (`elementwise::fold`; the scalar head and tail of a
-//! misaligned array go to the grid's threads in turn). Each block then reduces its threads'
-//! values (`ferrocuda_device::block::reduce`) and stores its partial result in the
-//! launcher-provided workspace `partials` (one element per block); thread 0 then takes a
-//! ticket from the counter `ticket` (an acquire-release, device-scope atomic). The block that
-//! draws the last ticket reduces all partials, in block order, and writes `out[0]`. Nothing
-//! needs zeroing beforehand (the workspaces arrive zero-filled) and nothing is launched twice.
+//! Every thread folds its grid-stride share of `x` (16-byte vector loads, independent
+//! accumulators); each block reduces its threads' values (`ferrocuda_device::block::reduce`)
+//! and stores its partial result in the launcher-provided workspace `partials` (one element
+//! per block); thread 0 then takes a ticket from the counter `ticket` (an acquire-release,
+//! device-scope atomic). The block that draws the last ticket reduces all partials, in block
+//! order, and writes `out[0]`. Nothing needs zeroing beforehand (the workspaces arrive
+//! zero-filled) and nothing is launched twice.
 //!
-//! **Determinism**: the combination order depends only on the array length (and its address
-//! modulo 16 bytes, which sets the scalar head), the grid and the block size, so results are
-//! bitwise reproducible run to run on one device with the automatic launch configuration
-//! (which depends only on the length and the device) — for floats too.
+//! **Determinism**: the combination order depends only on the array length, the grid and the
+//! block size, so results are bitwise reproducible run to run on one device with the automatic
+//! launch configuration (which depends only on the length and the device) — for floats too.
 //! Float sums are not bitwise equal to NumPy's pairwise sum: both err by O(log n · ε) relative
 //! to `Σ|x|` in practice.
 //!
@@ -48,17 +44,9 @@ unsafe fn reduce_all<T, A, const L: usize>(
     T: Element,
     A: ferrocuda_device::atomic::Atomic + warp::Shuffle + Element,
 {
-    let (b, nb) = (block_rank(), blocks());
-    let (rank, bt) = (
-        thread::rank_in_block() as usize,
-        thread::block_threads() as usize,
-    );
-    // SAFETY: a host-validated slice; b < nb, rank < bt <= 1024 (a block).
-    let mine = unsafe {
-        fold::<T, A, L>(x, (b, nb), (rank, bt), identity, map, |a, c| {
-            op.combine(a, c)
-        })
-    };
+    let (tid, threads) = thread_rank();
+    // SAFETY: a host-validated slice.
+    let mine = unsafe { fold::<T, A, L>(x, tid, threads, identity, map, |a, b| op.combine(a, b)) };
     let scratch = block_scratch::<A>();
     // SAFETY: every thread of the block calls, with the block's shared scratch.
     let total = unsafe { block::reduce(mine, op, scratch) };
@@ -69,6 +57,7 @@ unsafe fn reduce_all<T, A, const L: usize>(
             AtomicSlice::from_scratch(ticket),
         )
     };
+    let (b, nb) = (block_rank(), blocks());
     let mut last = false;
     // The workspaces' elements below are in bounds by the contract (b, i < nb <=
     // partials.len(); one ticket), so they are reached unchecked: a bounds check's trap path
