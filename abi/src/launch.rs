@@ -1,6 +1,6 @@
 //! What a kernel declares about its launch shape — `#[kernel(max_threads = …)]`,
 //! `#[kernel(block = (…))]`, `#[kernel(min_blocks = …)]`, `#[kernel(dynamic_shared = T)]`,
-//! `#[kernel(grid = "2d")]` — and how the declaration travels from the kernel source to the
+//! `#[kernel(grid = "2d")]`, `#[kernel(grid = "rows")]` — and how the declaration travels from the kernel source to the
 //! host.
 //!
 //! `#[kernel]` stores a [`LaunchDecl`] of a kernel that declares any of these as a second
@@ -10,25 +10,26 @@
 //! that ptxas allocates registers for them) and records them in the manifest's `launch` field
 //! ([`LaunchSpec`](crate::manifest::LaunchSpec)). A kernel without declarations has no record.
 //!
-//! Record layout (15 bytes, integers little-endian):
+//! Record layout (16 bytes, integers little-endian):
 //!
 //! ```text
-//! magic "FCL2"
+//! magic "FCL3"
 //! u16 max_threads               upper bound of threads per block (0: none)
 //! u16 block[3]                  the block shape the kernel requires (all 0: none)
 //! u8  dynamic_shared            dtype code of the dynamic shared memory's elements (0: none)
 //! u8  grid_dims                 dimensions of the automatic grid (0 or 1: one; 2; 3)
 //! u8  min_blocks                blocks per SM the registers must allow (0: none)
+//! u8  grid_rows                 1: the automatic grid follows the rows (0: it does not)
 //! ```
 
 /// Prefix of the PTX global that holds a kernel's launch record.
 pub const SYMBOL_PREFIX: &str = "__ferrocuda_launch__";
 
 /// First four bytes of every launch record.
-pub const MAGIC: [u8; 4] = *b"FCL2";
+pub const MAGIC: [u8; 4] = *b"FCL3";
 
 /// Length of a launch record.
-pub const LEN: usize = 15;
+pub const LEN: usize = 16;
 
 /// Most threads in a block on every GPU ferrocuda supports (sm_80 and newer).
 pub const MAX_BLOCK_THREADS: u32 = 1024;
@@ -63,6 +64,13 @@ pub struct LaunchDecl {
     /// occupancy target it then neither exceeds nor undercuts with its own heuristics; 0 when
     /// not declared. Needs `max_threads` or `block`.
     pub min_blocks: u8,
+    /// `#[kernel(grid = "rows")]`: the automatic 1-D grid follows the rows of the largest
+    /// array (its last axis is a row; the others count the rows): one warp per row for rows
+    /// of at most `32 × items_per_thread` elements, one block per longer row (one block per
+    /// row when `items_per_thread` is not declared). For kernels that give each row a warp
+    /// or a block and walk the rows grid-stride: every row has its worker from the start,
+    /// however few elements the array holds.
+    pub grid_rows: bool,
 }
 
 impl LaunchDecl {
@@ -75,6 +83,7 @@ impl LaunchDecl {
             && self.dynamic_shared == 0
             && self.grid_dims <= 1
             && self.min_blocks == 0
+            && !self.grid_rows
     }
 
     /// The record's bytes. Fails to compile (const evaluation panics) when the declaration
@@ -104,6 +113,7 @@ impl LaunchDecl {
         out[12] = self.dynamic_shared;
         out[13] = self.grid_dims;
         out[14] = self.min_blocks;
+        out[15] = self.grid_rows as u8;
         out
     }
 
@@ -122,6 +132,11 @@ impl LaunchDecl {
             dynamic_shared: b[12],
             grid_dims: b[13],
             min_blocks: b[14],
+            grid_rows: match b[15] {
+                0 => false,
+                1 => true,
+                _ => return Err("bad grid_rows byte in the launch record"),
+            },
         };
         d.check()?;
         Ok(d)
@@ -143,7 +158,7 @@ impl LaunchDecl {
     /// Checks the declaration: `max_threads` in 1..=1024; a block of 1..=1024 × 1..=1024 ×
     /// 1..=64 extents and at most 1024 threads; not both (`.reqntid` and `.maxntid` exclude
     /// each other in PTX: a fixed block already bounds the threads); a known dtype code; 1 to 3
-    /// grid dimensions; `min_blocks` only with a bound, at most 32 blocks and 2048 threads of
+    /// grid dimensions or a grid that follows the rows, not both; `min_blocks` only with a bound, at most 32 blocks and 2048 threads of
     /// the bound per SM.
     pub const fn check(&self) -> Result<(), &'static str> {
         if self.max_threads as u32 > MAX_BLOCK_THREADS {
@@ -175,6 +190,9 @@ impl LaunchDecl {
         }
         if self.grid_dims > 3 {
             return Err("the automatic grid has 1, 2 or 3 dimensions");
+        }
+        if self.grid_rows && self.grid_dims > 1 {
+            return Err("the automatic grid follows the rows or has 2 or 3 dimensions, not both");
         }
         if self.min_blocks != 0 {
             let threads = match self.fixed_block() {
@@ -216,6 +234,9 @@ pub struct LaunchSpec {
     /// Blocks per SM the registers allow (`.minnctapersm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_blocks: Option<u8>,
+    /// `true`: the automatic grid follows the rows (`#[kernel(grid = "rows")]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_rows: Option<bool>,
 }
 
 #[cfg(feature = "std")]
@@ -251,6 +272,7 @@ impl LaunchSpec {
             dynamic_shared,
             grid_dims: self.grid_dims.unwrap_or(0),
             min_blocks: self.min_blocks.unwrap_or(0),
+            grid_rows: self.grid_rows.unwrap_or(false),
         };
         if self.max_threads == Some(0) || self.grid_dims == Some(0) || self.min_blocks == Some(0) {
             return Err(
@@ -271,6 +293,7 @@ impl From<LaunchDecl> for LaunchSpec {
             dynamic_shared: crate::DType::from_code(d.dynamic_shared).map(|t| t.name().into()),
             grid_dims: (d.grid_dims > 1).then_some(d.grid_dims),
             min_blocks: (d.min_blocks != 0).then_some(d.min_blocks),
+            grid_rows: d.grid_rows.then_some(true),
         }
     }
 }
@@ -312,6 +335,20 @@ mod tests {
         assert_eq!(json, r#"{"block":[256,1,1],"min_blocks":2}"#);
         let back: LaunchSpec = serde_json::from_str(&json).unwrap();
         assert_eq!(back.decl(), Ok(occupancy));
+        let rows = LaunchDecl {
+            grid_rows: true,
+            ..LaunchDecl::default()
+        };
+        let json = serde_json::to_string(&LaunchSpec::from(rows)).unwrap();
+        assert_eq!(json, r#"{"grid_rows":true}"#);
+        let back: LaunchSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.decl(), Ok(rows));
+        assert_eq!(
+            serde_json::from_str::<LaunchSpec>(r#"{"grid_rows":false}"#)
+                .unwrap()
+                .decl(),
+            Ok(LaunchDecl::default())
+        );
         for bad in [
             r#"{"max_threads":0}"#,
             r#"{"max_threads":70000}"#,
@@ -322,6 +359,7 @@ mod tests {
             r#"{"min_blocks":2}"#,
             r#"{"max_threads":256,"min_blocks":0}"#,
             r#"{"max_threads":1024,"min_blocks":3}"#,
+            r#"{"grid_dims":2,"grid_rows":true}"#,
         ] {
             let spec: LaunchSpec = serde_json::from_str(bad).unwrap();
             assert!(spec.decl().is_err(), "{bad}");
@@ -353,6 +391,10 @@ mod tests {
                 min_blocks: 2,
                 ..LaunchDecl::default()
             },
+            LaunchDecl {
+                grid_rows: true,
+                ..LaunchDecl::default()
+            },
         ];
         for d in cases {
             let bytes = d.encode();
@@ -373,9 +415,14 @@ mod tests {
         // The layout, byte by byte.
         assert_eq!(
             cases[2].encode(),
-            [b'F', b'C', b'L', b'2', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0]
+            [b'F', b'C', b'L', b'3', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0, 0]
         );
         assert_eq!(cases[4].encode()[14], 2);
+        assert_eq!(cases[5].encode()[15], 1);
+        assert!(!cases[5].is_empty());
+        let mut odd = cases[5].encode();
+        odd[15] = 2;
+        assert!(LaunchDecl::decode(&odd).is_err());
         assert!(!LaunchDecl {
             max_threads: 64,
             min_blocks: 1,
@@ -420,6 +467,11 @@ mod tests {
                 grid_dims: 4,
                 ..LaunchDecl::default()
             },
+            LaunchDecl {
+                grid_dims: 2,
+                grid_rows: true,
+                ..LaunchDecl::default()
+            },
             // min_blocks without a bound, beyond 32 blocks, beyond 2048 threads per SM.
             LaunchDecl {
                 min_blocks: 1,
@@ -447,6 +499,7 @@ mod tests {
             bytes[12] = d.dynamic_shared;
             bytes[13] = d.grid_dims;
             bytes[14] = d.min_blocks;
+            bytes[15] = d.grid_rows as u8;
             assert!(LaunchDecl::decode(&bytes).is_err(), "{d:?}");
         }
         let mut bytes = LaunchDecl::default().encode();

@@ -279,10 +279,11 @@ mod host {
         pub same_shape: Vec<Vec<u8>>,
         /// Elements of the largest array one thread handles: the automatic grid gives every
         /// thread about this many (`None`: one resident wave of blocks, grid-stride loops).
+        /// With `launch.grid_rows`: rows of at most 32 times this many elements get a warp.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub items_per_thread: Option<u16>,
         /// What the kernel declares about its launch shape (`#[kernel(max_threads, block,
-        /// dynamic_shared, grid)]`), from its launch record.
+        /// min_blocks, dynamic_shared, grid)]`), from its launch record.
         #[serde(default, skip_serializing_if = "LaunchSpec::is_empty")]
         pub launch: LaunchSpec,
         /// Outputs the launcher zero-fills right before the launch (`#[kernel(zero(…))]`;

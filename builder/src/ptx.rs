@@ -283,7 +283,7 @@ mod tests {
                 "\n.visible .entry k(",
                 &format!(
                     "\t// .globl\t__ferrocuda_launch__k\n.visible .global .align 1 .b8 \
-                     __ferrocuda_launch__k[15] = {{{}}};\n\n.visible .entry k(",
+                     __ferrocuda_launch__k[16] = {{{}}};\n\n.visible .entry k(",
                     list(trimmed)
                 ),
             );
@@ -326,8 +326,8 @@ mod tests {
         let orphan = ptx.replace("__ferrocuda_launch__k[", "__ferrocuda_launch__q[");
         assert!(process_ptx(&orphan).unwrap_err().contains("`q`"));
         let corrupt = ptx.replace(
-            "__ferrocuda_launch__k[15] = {70,",
-            "__ferrocuda_launch__k[15] = {71,",
+            "__ferrocuda_launch__k[16] = {70,",
+            "__ferrocuda_launch__k[16] = {71,",
         );
         assert!(process_ptx(&corrupt)
             .unwrap_err()

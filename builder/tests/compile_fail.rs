@@ -280,7 +280,7 @@ const REJECTED: &[(&str, &str, &str)] = &[
     (
         "grid_4d",
         "#[kernel(grid = \"4d\")] pub unsafe fn k(x: SliceMut<f32>) {}",
-        "grid must be \"1d\", \"2d\" or \"3d\"",
+        "grid must be \"1d\", \"2d\", \"3d\" or \"rows\"",
     ),
     (
         "dynamic_shared_not_an_element",

@@ -81,6 +81,9 @@ pub unsafe fn occupied(x: Slice<f32>, y: SliceMut<f32>) {
 
 #[kernel(dynamic_shared = u16, grid = "3d", max_threads = 64)]
 pub unsafe fn other(x: SliceMut<f32>) {}
+
+#[kernel(grid = "rows", items_per_thread = 32)]
+pub unsafe fn rowwise(x: SliceMut<f32>) {}
 "#;
 
 /// Values the register-hungry kernels keep live.
@@ -146,9 +149,17 @@ fn bounds_reach_ptx_ptxas_and_manifest() {
     let other = launch("other");
     assert_eq!(other.dynamic_shared.as_deref(), Some("uint16"));
     assert_eq!((other.grid_dims, other.max_threads), (Some(3), Some(64)));
+    let rowwise = launch("rowwise");
+    assert_eq!((rowwise.grid_rows, rowwise.grid_dims), (Some(true), None));
+    assert_eq!(
+        after_params("rowwise"),
+        "",
+        "a rows grid adds no PTX directive"
+    );
     // The JSON on disk says the same.
     let json = std::fs::read_to_string(&out.manifest_path).unwrap();
     assert!(json.contains("\"max_threads\": 1024"), "{json}");
+    assert!(json.contains("\"grid_rows\": true"), "{json}");
 
     let Some(ptxas) = &out.ptxas else {
         eprintln!("no ptxas found: register report not checked (run scripts/ensure_ptxas.sh)");

@@ -21,7 +21,8 @@ use crate::prelude::*;
 use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, View, ViewMut};
 
-/// Values per lane of the warp schedule.
+/// Values per lane of the warp schedule: rows of up to `32 · WARP_VALS` elements get a warp.
+/// The kernels' `items_per_thread = 32` tells the automatic grid (`grid = "rows"`) the same.
 #[cfg(target_arch = "nvptx64")]
 const WARP_VALS: usize = 32;
 /// Values per thread of the block schedule.
@@ -266,10 +267,12 @@ macro_rules! softmaxes {
         /// `x`, `out`: 2-D arrays of one shape, any strides (16-byte vectors when both have
         /// contiguous, aligned rows); `out` may be `x`. Any shape, empty included. Computed in
         /// `f32` for `f16`/`bf16`/`f32` data (`f64` for `f64`): within a few ulp of the correctly rounded
-        /// result (libdevice `exp`/`log`, one reciprocal). Grid and block: any (automatic: one
-        /// resident wave; rows up to 1024 elements need blocks of a multiple of 32 threads for
-        /// the warp schedule, otherwise the block schedules run).
-        #[kernel(family = $family, same_shape(x, out))]
+        /// result (libdevice `exp`/`log`, one reciprocal). Grid and block: any (automatic: a
+        /// warp per row of up to 1024 elements, a block per longer row — every row has its
+        /// worker from the start; rows up to 1024 elements need blocks of a multiple of 32
+        /// threads for the warp schedule, otherwise the block schedules run).
+        #[kernel(family = $family, same_shape(x, out), grid = "rows",
+                 items_per_thread = 32)]
         pub unsafe fn $name(x: View<$t, 2>, out: ViewMut<$t, 2>) {
             // SAFETY: launched as a kernel over host-validated views of one shape.
             unsafe { softmax::<$t, $lanes, $log>(x, out) }

@@ -1,5 +1,5 @@
 //! The launch-shape options of `#[kernel]` — `max_threads = n`, `block = (x, y, z)`,
-//! `min_blocks = n`, `dynamic_shared = T`, `grid = "2d"` — and the launch record they become
+//! `min_blocks = n`, `dynamic_shared = T`, `grid = "2d"` / `"rows"` — and the launch record they become
 //! (see `ferrocuda_abi::launch`).
 
 use proc_macro2::{Span, TokenStream as TokenStream2};
@@ -31,6 +31,7 @@ pub struct LaunchOptions {
     block: Option<([u16; 3], Span)>,
     dynamic_shared: Option<Type>,
     grid_dims: u8,
+    grid_rows: bool,
     min_blocks: Option<(u8, Span)>,
 }
 
@@ -71,11 +72,17 @@ impl LaunchOptions {
             self.dynamic_shared = Some(input.parse()?);
         } else {
             let lit: LitStr = input.parse()?;
-            self.grid_dims = match lit.value().as_str() {
-                "1d" => 1,
-                "2d" => 2,
-                "3d" => 3,
-                _ => return err(lit.span(), "grid must be \"1d\", \"2d\" or \"3d\""),
+            (self.grid_dims, self.grid_rows) = match lit.value().as_str() {
+                "1d" => (1, false),
+                "2d" => (2, false),
+                "3d" => (3, false),
+                "rows" => (1, true),
+                _ => {
+                    return err(
+                        lit.span(),
+                        "grid must be \"1d\", \"2d\", \"3d\" or \"rows\"",
+                    )
+                }
             };
         }
         if let (Some(_), Some((_, span))) = (self.block, self.max_threads) {
@@ -118,6 +125,7 @@ impl LaunchOptions {
             && self.block.is_none()
             && self.dynamic_shared.is_none()
             && self.grid_dims <= 1
+            && !self.grid_rows
             && self.min_blocks.is_none()
         {
             return Ok(TokenStream2::new());
@@ -125,6 +133,7 @@ impl LaunchOptions {
         let max_threads = self.max_threads.map_or(0, |(n, _)| n);
         let [bx, by, bz] = self.block.map_or([0; 3], |(b, _)| b);
         let grid_dims = self.grid_dims;
+        let grid_rows = self.grid_rows;
         let min_blocks = self.min_blocks.map_or(0, |(n, _)| n);
         let shared = match &self.dynamic_shared {
             Some(ty) => quote! {
@@ -139,6 +148,7 @@ impl LaunchOptions {
                 dynamic_shared: #shared,
                 grid_dims: #grid_dims,
                 min_blocks: #min_blocks,
+                grid_rows: #grid_rows,
             }
         };
         let sym = format_ident!("__ferrocuda_launch__{}", name);

@@ -69,7 +69,13 @@ mod launch;
 ///   dimensions, one thread per element: x along its last axis, y along the one before (in
 ///   `"2d"`: all the others), z along the rest; blocks are 32 threads wide along x. The grid is
 ///   capped at the device's limits, so the kernel still strides (`"1d"`, the default: one
-///   dimension, as described above).
+///   dimension, as described above);
+/// * `grid = "rows"` — for kernels that give each row of their largest array (its last axis;
+///   the other axes count the rows) one warp or one block and walk the rows grid-stride
+///   (softmax, layer norms, row reductions): the automatic 1-D grid has a warp per row when a
+///   row holds at most `32 × items_per_thread` elements, else a block per row (a block per
+///   row without `items_per_thread`), so that every row has its worker however few elements
+///   the array holds.
 ///
 /// Generic kernels:
 /// * `instances(t, …)` — on a function with one type parameter (`fn scale<T: …>(alpha: T,
@@ -170,7 +176,7 @@ impl Parse for Options {
                     key.span(),
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
                      `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
-                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"`, `instances(…)`, \
+                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"` / `\"rows\"`, `instances(…)`, \
                      `zero(…)`, `scratch(…)` or `require(…)`",
                 ));
             }

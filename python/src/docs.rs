@@ -74,6 +74,19 @@ fn launch_text(k: &Kernel<'_>) -> String {
             d.grid_dims
         );
     }
+    if d.grid_rows {
+        let _ = writeln!(
+            s,
+            "Automatic grid: a worker per row of the largest array (its last axis) — {}.",
+            match k.signature().items_per_thread {
+                Some(k) => format!(
+                    "a warp for rows of at most {} elements, a block for longer rows",
+                    32 * u32::from(k)
+                ),
+                None => "a block per row".to_string(),
+            }
+        );
+    }
     if let Some(t) = ferrocuda_abi::DType::from_code(d.dynamic_shared) {
         let _ = writeln!(
             s,

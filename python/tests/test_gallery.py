@@ -45,8 +45,15 @@ def test_launch_declarations() -> None:
     assert "exactly (256, 1, 1)" in K.cumsum_i64.__doc__
     assert "at least 3 resident blocks" in K.cumsum_f64.__doc__
     assert "at most 256 threads" in K.matmul_f32.__doc__
+    # The softmaxes give each row a warp (up to 1024 elements) or a block: their automatic grid
+    # follows the rows.
+    for name in ("softmax_f32", "softmax_f64", "softmax_f16", "softmax_bf16", "log_softmax_f32",
+                 "log_softmax_f64", "log_softmax_f16", "log_softmax_bf16"):
+        assert by_name[name]["launch"] == {"grid_rows": True}, name
+        assert by_name[name]["items_per_thread"] == 32, name
+    assert "a warp for rows of at most 1024 elements" in K.softmax_f32.__doc__
     # Kernels whose schedules work for any block declare nothing.
-    for name in ("sum_f32", "histogram_u8", "softmax_f32", "stencil5_f32", "gelu_bf16"):
+    for name in ("sum_f32", "histogram_u8", "stencil5_f32", "gelu_bf16"):
         assert "launch" not in by_name[name], name
 
 

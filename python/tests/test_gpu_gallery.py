@@ -312,6 +312,33 @@ def test_softmax_special_values_and_views(cp: Any, log: bool) -> None:
     close(cp.asnumpy(y), np_softmax(cp.asnumpy(base), log), 1e-5, "in place")
 
 
+@pytest.mark.parametrize(
+    "shape, block, grid",
+    [
+        ((32768, 1024), None, 4096),  # a warp per row: 8 rows per 256-thread block
+        ((32768, 1024), 128, 8192),
+        ((1001, 7), None, 126),
+        ((1001, 31), None, 126),  # unaligned rows stream (block schedule), 8 rows per block
+        ((1001, 7), 96, 334),
+        ((1001, 7), 48, 1001),  # 48 threads: not whole warps, a block per row
+        ((40, 4096), None, 40),  # longer rows: a block each
+        ((3, 70001), None, 3),
+        ((1, 5), None, 1),
+    ],
+)
+def test_softmax_grid_follows_rows(cp: Any, rng: np.random.Generator, shape: Tuple[int, int], block: Any, grid: int) -> None:
+    """The automatic grid (``grid = "rows"``) gives every row its warp or block, whatever the
+    block; the results hold for each schedule it lands on."""
+    x = cp.asarray((random(rng, shape, "float64") * 4).astype(np.float32))
+    out = cp.full(shape, cp.nan, cp.float32)
+    kw = {} if block is None else {"block": block}
+    bound = K.softmax.bind(x, out, **kw)
+    assert bound.grid == (grid, 1, 1)
+    bound()
+    want = np_softmax(cp.asnumpy(x), False)
+    close(cp.asnumpy(out), want, softmax_tol(cp.asnumpy(x), want, False, "float32"), f"softmax {shape} block {block}")
+
+
 # ---- matmul -------------------------------------------------------------------------------
 
 

@@ -199,6 +199,14 @@ impl<'m> Kernel<'m> {
             None if decl.grid_dims >= 2 => {
                 shape::nd_grid(largest, decl.grid_dims, block, device.max_grid)
             }
+            None if decl.grid_rows => {
+                let threads = block.iter().map(|&b| b as usize).product();
+                [
+                    shape::rows_grid(largest, threads, sig.items_per_thread),
+                    1,
+                    1,
+                ]
+            }
             None => {
                 let threads = block.iter().map(|&b| b as usize).product();
                 let resident = || ctx.sm_count() as usize * f.blocks_per_sm as usize;

@@ -3,8 +3,9 @@
 //! load) and the device's ([`DeviceLimits`], read once per context):
 //!
 //! * the automatic shape when the caller gives none: [`auto_block`], [`auto_grid`] (1-D:
-//!   one resident wave, or one thread per `items_per_thread` elements) and [`nd_grid`] (the
-//!   N-D grid of `#[kernel(grid = "2d")]` kernels over their largest array);
+//!   one resident wave, or one thread per `items_per_thread` elements), [`rows_grid`] (1-D,
+//!   a warp or a block per row of the largest array: `#[kernel(grid = "rows")]`) and
+//!   [`nd_grid`] (the N-D grid of `#[kernel(grid = "2d")]` kernels over their largest array);
 //! * the checks every shape passes before a launch — automatic or the caller's —
 //!   [`check_block`], [`check_grid`] and [`check_shared`]: each refusal names the kernel and
 //!   the limit, and nothing is launched.
@@ -58,6 +59,31 @@ pub fn auto_grid(
         None => work.div_ceil(threads).min(resident()),
     };
     grid.clamp(1, i32::MAX as usize) as u32
+}
+
+/// The automatic grid (x only) of a `#[kernel(grid = "rows")]` kernel whose largest array has
+/// shape `shape`, in blocks of `threads`: its last axis is a row, the other axes count the
+/// rows (one row for a 1-D array). A row of at most `32 × items_per_thread` elements gets one
+/// warp (`threads / 32` rows per block), a longer one — or any row when `items_per_thread`
+/// is not declared, or the block is narrower than a warp — one block. At least one block, at
+/// most the driver's 2^31 − 1 (the kernel's grid-stride loop over rows covers the rest).
+pub fn rows_grid(shape: &[usize], threads: usize, items_per_thread: Option<u16>) -> u32 {
+    let (rows, cols) = match shape.split_last() {
+        Some((&cols, lead)) => (
+            lead.iter()
+                .try_fold(1usize, |acc, &a| acc.checked_mul(a))
+                .unwrap_or(usize::MAX),
+            cols,
+        ),
+        None => (1, 1),
+    };
+    let warp_row = items_per_thread.map_or(0, |k| 32 * usize::from(k));
+    let per_block = if cols <= warp_row && threads >= 32 {
+        threads / 32
+    } else {
+        1
+    };
+    rows.div_ceil(per_block).clamp(1, i32::MAX as usize) as u32
 }
 
 /// The automatic N-D grid (`dims` = 2 or 3) over an array of `shape`, one thread per element
@@ -234,6 +260,7 @@ mod tests {
             dynamic_shared: dynamic_shared.map_or(0, |t| t as u8),
             grid_dims,
             min_blocks: 0,
+            grid_rows: false,
         }
     }
 
@@ -253,6 +280,35 @@ mod tests {
         // Never zero blocks, never beyond the driver's limit.
         assert_eq!(auto_grid(0, 256, Some(4), || 0), 1);
         assert_eq!(auto_grid(usize::MAX, 1, Some(1), || 0), i32::MAX as u32);
+    }
+
+    #[test]
+    fn rows_grid_gives_every_row_a_worker() {
+        // Rows of up to 32 × 32 elements: a warp each, 8 rows per block of 256 threads.
+        assert_eq!(rows_grid(&[32768, 1024], 256, Some(32)), 4096);
+        assert_eq!(rows_grid(&[32768, 1024], 128, Some(32)), 8192);
+        assert_eq!(rows_grid(&[1000, 7], 256, Some(32)), 125);
+        assert_eq!(rows_grid(&[1001, 7], 256, Some(32)), 126);
+        // Longer rows: a block each.
+        assert_eq!(rows_grid(&[4096, 4096], 256, Some(32)), 4096);
+        assert_eq!(rows_grid(&[3, 1025], 256, Some(32)), 3);
+        // The leading axes count the rows; a 1-D array is one row.
+        assert_eq!(rows_grid(&[4, 5, 6, 2048], 256, Some(32)), 120);
+        assert_eq!(rows_grid(&[4, 5, 6, 16], 256, Some(32)), 15);
+        assert_eq!(rows_grid(&[1 << 20], 256, Some(32)), 1);
+        assert_eq!(rows_grid(&[], 256, Some(32)), 1);
+        // Without items_per_thread, or with blocks narrower than a warp: a block per row.
+        assert_eq!(rows_grid(&[1000, 7], 256, None), 1000);
+        assert_eq!(rows_grid(&[1000, 7], 16, Some(32)), 1000);
+        // Blocks that are not whole warps count their whole warps.
+        assert_eq!(rows_grid(&[1000, 7], 48, Some(32)), 1000);
+        assert_eq!(rows_grid(&[1000, 7], 96, Some(32)), 334);
+        // Never zero blocks (no rows), never beyond the driver's limit.
+        assert_eq!(rows_grid(&[0, 1024], 256, Some(32)), 1);
+        assert_eq!(
+            rows_grid(&[usize::MAX, 2, 2048], 256, Some(32)),
+            i32::MAX as u32
+        );
     }
 
     #[test]
