@@ -52,6 +52,12 @@ def test_launch_declarations() -> None:
         assert by_name[name]["launch"] == {"grid_rows": True}, name
         assert by_name[name]["items_per_thread"] == 32, name
     assert "a warp for rows of at most 1024 elements" in K.softmax_f32.__doc__
+    # The activations: a vector per thread for float32 (memory-bound), four for the half types
+    # (instruction-bound: the thread's setup is amortized over 32 elements).
+    for fam in ("gelu", "gelu_tanh", "silu"):
+        assert by_name[f"{fam}_f32"]["items_per_thread"] == 4, fam
+        assert by_name[f"{fam}_f16"]["items_per_thread"] == 32, fam
+        assert by_name[f"{fam}_bf16"]["items_per_thread"] == 32, fam
     # Kernels whose schedules work for any block declare nothing.
     for name in ("sum_f32", "histogram_u8", "stencil5_f32", "gelu_bf16"):
         assert "launch" not in by_name[name], name
