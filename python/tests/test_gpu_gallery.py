@@ -216,6 +216,24 @@ def test_histogram_edges_and_special_values(cp: Any, rng: np.random.Generator) -
     same(got, np_hist(x, 997, 0.1, 0.7), "histogram near edges")
 
 
+@pytest.mark.parametrize("block", [None, 256, 96, 64, 32])
+@pytest.mark.parametrize("grid", [None, 1, 7, 5000])
+def test_histogram_u8_schedules(cp: Any, rng: np.random.Generator, block: Any, grid: Any) -> None:
+    """uint8 data on any block and grid: one block walking the whole array, more blocks than
+    16-byte vectors, blocks that are not a multiple of the counters' replicas; one value
+    everywhere (every increment on one counter), random bytes, views that start and end off the
+    16-byte vectors, 256 bins (no table) and 10 (through the table)."""
+    kw = {k: v for k, v in (("block", block), ("grid", grid)) if v is not None}
+    n = (1 << 20) + 37
+    base = cp.asarray(rng.integers(0, 256, n, dtype=np.uint8))
+    same_value = cp.full(n, 200, cp.uint8)
+    for x in (base, base[3:-5], same_value, same_value[1:-1], base[:17], base[5:6]):
+        for nbins, lo, hi in ((256, 0.0, 256.0), (10, 3.5, 200.25)):
+            bins = cp.full(nbins, -1, cp.int64)  # poisoned: the launcher zero-fills
+            K.histogram(x, bins, lo, hi, **kw)
+            same(cp.asnumpy(bins), np_hist(cp.asnumpy(x), nbins, lo, hi), f"uint8 {x.size} values {kw} {nbins} bins")
+
+
 def test_histogram_bad_arguments(cp: Any) -> None:
     x = cp.arange(10, dtype=cp.uint8)
     with pytest.raises(ValueError, match="bins"):
