@@ -101,8 +101,9 @@ def parse_args(argv):
     ap.add_argument("--budget-s", type=float, default=330.0,
                     help="wall-clock budget for the measurements (later sizes are skipped)")
     ap.add_argument("--numba-timeout", type=float, default=150.0)
-    ap.add_argument("--gallery-budget-s", type=float, default=240.0,
-                    help="wall-clock budget of the gallery section")
+    ap.add_argument("--gallery-budget-s", type=float,
+                    default=float(os.environ.get("BENCH_GALLERY_BUDGET_S", "240")),
+                    help="wall-clock budget of the gallery section (default: $BENCH_GALLERY_BUDGET_S or 240)")
     ap.add_argument("--l2-bytes", type=int, default=0, help="L2 size (default: from the device)")
     ap.add_argument("--table-only", action="store_true",
                     help="measure nothing: merge --floor/--rust and print the tables")
