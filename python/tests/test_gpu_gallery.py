@@ -117,6 +117,86 @@ def test_sum_min_max(backend: Backend, out_backend: Backend, rng: np.random.Gene
     same(hi, np.array([x.max()]), "max")
 
 
+def test_workspaces_kept_per_stream(cp: Any, rng: np.random.Generator) -> None:
+    """The reductions' and the scan's workspaces are kept per stream between launches: sizes
+    that grow and shrink on one stream (the kept workspace grows: a stream-ordered free of
+    the old one), more streams than the launcher keeps workspaces for (the others allocate
+    each time), exact int32 sums each checked against NumPy into poisoned outputs."""
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(20)]
+    sizes = [1, 1000, 3 << 20, 17, 5 << 20, 2, 1 << 16]
+    host = {n: rng.integers(-1000, 1000, n, dtype=np.int32) for n in sizes}
+    for s in streams:
+        with s:
+            for n in sizes:
+                x = cp.asarray(host[n])
+                out = cp.full(1, -(2**62), cp.int64)
+                K.sum(x, out)
+                cs = cp.full(n, -7, cp.int64)
+                K.cumsum(x, cs)
+                same(cp.asnumpy(out), np.array([host[n].astype(np.int64).sum()]), f"sum of {n}")
+                same(cp.asnumpy(cs), np.cumsum(host[n].astype(np.int64)), f"cumsum of {n}")
+
+
+def test_workspaces_threads_on_one_stream(cp: Any, rng: np.random.Generator) -> None:
+    """Host threads launching reductions on one stream at once: each launch's workspace is
+    zero-filled right before it (a launch that saw another's counter would never finish its
+    sum and leave the poisoned output); every result checked after the stream drains."""
+    import threading
+
+    stream = cp.cuda.Stream(non_blocking=True)
+    n_threads, per_thread = 4, 60
+    data = [rng.integers(-1000, 1000, 50_000 + 997 * t, dtype=np.int32) for t in range(n_threads)]
+    errors: list = []
+    results: list = [None] * n_threads
+
+    def work(t: int) -> None:
+        try:
+            with stream:
+                x = cp.asarray(data[t])
+                outs = [cp.full(1, -(2**62), cp.int64) for _ in range(per_thread)]
+                for o in outs:
+                    K.sum(x, o)
+                results[t] = outs
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    stream.synchronize()
+    for t in range(n_threads):
+        want = data[t].astype(np.int64).sum()
+        got = np.array([int(o[0]) for o in results[t]])
+        assert (got == want).all(), f"thread {t}: {int((got != want).sum())} of {per_thread} wrong"
+
+
+def test_workspaces_captured_and_kept(cp: Any, rng: np.random.Generator) -> None:
+    """A sum captured in a graph owns its workspace (a graph memory node): replays stay right
+    while direct launches on the capturing stream grow and reuse that stream's kept one."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    small = rng.integers(-1000, 1000, 4096, dtype=np.int32)
+    big = rng.integers(-1000, 1000, 6 << 20, dtype=np.int32)
+    with stream:
+        xs, xb = cp.asarray(small), cp.asarray(big)
+        out_g, out_d = cp.full(1, -1, cp.int64), cp.full(1, -1, cp.int64)
+        K.sum(xs, out_d)  # a kept workspace exists before the capture
+        stream.begin_capture()
+        K.sum(xb, out_g)
+        graph = stream.end_capture()
+        for i in range(5):
+            out_g.fill(-1)
+            out_d.fill(-1)
+            graph.launch()
+            K.sum(xb if i % 2 else xs, out_d)  # grows the kept workspace at i = 1
+            stream.synchronize()
+            same(cp.asnumpy(out_g), np.array([big.astype(np.int64).sum()]), f"replay {i}")
+            want = (big if i % 2 else small).astype(np.int64).sum()
+            same(cp.asnumpy(out_d), np.array([want]), f"direct {i}")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_reductions_special_values(cp: Any, dtype: str) -> None:
     cases = {

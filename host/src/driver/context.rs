@@ -47,6 +47,24 @@ pub struct Context {
     pools_supported: bool,
     /// The pool of launcher-managed workspaces (created at the first use).
     scratch_pool: OnceLock<std::result::Result<Pool, Error>>,
+    /// Workspaces kept per stream (by the driver's stream id) between launches outside graph
+    /// capture: at most [`KEPT_WORKSPACES`], each leaked once (the context and its pool live
+    /// for the process).
+    kept: Mutex<Vec<(u64, &'static Mutex<KeptWorkspace>)>>,
+}
+
+/// Most streams whose launches keep a workspace between launches; launches on further streams
+/// allocate and free theirs each time.
+pub(crate) const KEPT_WORKSPACES: usize = 16;
+
+/// A workspace kept for one stream: `bytes` bytes at `ptr` from the context's scratch pool
+/// (`ptr` 0: none yet). Only work enqueued on that stream uses it, so stream order separates
+/// its launches; the lock is held from its zero-fill through the launch's enqueue, so that
+/// two host threads launching on the same stream cannot interleave the two.
+#[derive(Debug)]
+pub(crate) struct KeptWorkspace {
+    pub(crate) ptr: u64,
+    pub(crate) bytes: usize,
 }
 
 /// A memory pool handle, created once per context and never destroyed.
@@ -118,6 +136,7 @@ impl Context {
             events: Mutex::new(Vec::new()),
             pools_supported: pools != 0,
             scratch_pool: OnceLock::new(),
+            kept: Mutex::new(Vec::new()),
         })
     }
 
@@ -155,6 +174,25 @@ impl Context {
                 cu::mem_pool_create(self.ordinal, SCRATCH_POOL_KEEP).map(Pool)
             })
             .clone()
+    }
+
+    /// The workspace kept for the stream with driver id `stream_id`, created empty at its
+    /// first use; `None` once [`KEPT_WORKSPACES`] streams have one.
+    pub(crate) fn kept_workspace(&self, stream_id: u64) -> Option<&'static Mutex<KeptWorkspace>> {
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(_, w)) = kept.iter().find(|(id, _)| *id == stream_id) {
+            return Some(w);
+        }
+        if kept.len() >= KEPT_WORKSPACES {
+            return None;
+        }
+        let w: &'static Mutex<KeptWorkspace> =
+            Box::leak(Box::new(Mutex::new(KeptWorkspace { ptr: 0, bytes: 0 })));
+        kept.push((stream_id, w));
+        Some(w)
     }
 
     /// The device ordinal.

@@ -40,6 +40,7 @@ pub mod trap;
 
 pub(crate) use capture::{blocking, idle, Relaxed};
 pub use capture::{capture_plan, capture_state, order_before};
+pub(crate) use context::KeptWorkspace;
 pub use context::{CallerContext, Context, DeviceLimits};
 pub use result::{init, is_sticky, last_kernel, PointerInfo, MAX_DEVICES};
 pub(crate) use streams::{raw_stream, DriverOps};

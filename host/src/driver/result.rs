@@ -259,6 +259,29 @@ pub(crate) unsafe fn stream_wait_event(s: sys::CUstream, e: sys::CUevent) -> Res
     unsafe { cu::stream::wait_event(s, e, flags) }.named("cuStreamWaitEvent")
 }
 
+/// The driver's unique id of stream `s` (`cuStreamGetId`, CUDA 12.0 and newer drivers): never
+/// reused within the process, unlike a stream handle after `cuStreamDestroy`; the sentinels
+/// name the calling thread's legacy or per-thread default stream. `None` when the driver
+/// lacks the call or refuses it.
+///
+/// # Safety
+///
+/// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
+pub(crate) unsafe fn stream_id(s: sys::CUstream) -> Option<u64> {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    let present = *PRESENT.get_or_init(|| {
+        // SAFETY: a symbol lookup in the loaded driver library; the symbol is not called here.
+        unsafe { sys::culib().get::<unsafe extern "C" fn()>(b"cuStreamGetId") }.is_ok()
+    });
+    if !present {
+        return None;
+    }
+    let mut id: std::ffi::c_ulonglong = 0;
+    // SAFETY: the caller's contract; out-pointer to a local.
+    let r = unsafe { sys::cuStreamGetId(s, &mut id) };
+    (r == sys::CUresult::CUDA_SUCCESS).then_some(id)
+}
+
 /// Whether the driver exports `cuStreamGetCaptureInfo_v3` (CUDA 12.3 and newer drivers),
 /// looked up once.
 fn capture_info_v3_present() -> bool {

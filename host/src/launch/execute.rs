@@ -65,18 +65,25 @@ impl Prepared<'_> {
         let workspace = if sig.has_extras() {
             // SAFETY: the context is bound; `stream` is the plan's launch stream, which now
             // waits for the producers; the arguments were checked by prepare (zeroed outputs
-            // are dense, writable device memory).
-            let ptr = unsafe {
-                crate::extras::before_launch(self.ctx, sig, args, &self.scratch, stream)
+            // are dense, writable device memory); the plan knows whether it is captured.
+            let w = unsafe {
+                crate::extras::before_launch(
+                    self.ctx,
+                    sig,
+                    args,
+                    &self.scratch,
+                    stream,
+                    self.plan.is_captured(),
+                )
             }?;
-            if let Err(e) = pack_scratch(sig, &self.scratch, ptr, &mut buf) {
-                // SAFETY: allocated just above on `stream`; never used.
-                let _ = unsafe { crate::extras::after_launch(ptr, stream) };
+            if let Err(e) = pack_scratch(sig, &self.scratch, w.ptr(), &mut buf) {
+                // SAFETY: provided just above on `stream`; never used.
+                let _ = unsafe { crate::extras::after_launch(w, stream) };
                 return Err(e);
             }
-            ptr
+            w
         } else {
-            0
+            crate::extras::Workspace::None
         };
         let mut ptrs: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
         slot_addresses(sig, &mut buf, &mut ptrs);
@@ -89,8 +96,9 @@ impl Prepared<'_> {
         let launched =
             unsafe { cu::launch_kernel(f.raw, grid, block, self.shared_mem_bytes, stream, params) }
                 .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)));
-        // SAFETY: the workspace was allocated on `stream` for this launch only; its free is
-        // ordered after the kernel (or after nothing, if the launch failed).
+        // SAFETY: the workspace was provided on `stream` for this launch; an owned one's free
+        // is ordered after the kernel (or after nothing, if the launch failed), a kept one is
+        // unlocked now that the launch is enqueued.
         let freed = unsafe { crate::extras::after_launch(workspace, stream) };
         launched?;
         freed?;
