@@ -15,6 +15,12 @@
 //! A caller whose producers' streams change between launches (the Python layer: torch's and
 //! CuPy's *current* streams) executes a [`Prepared`] itself, after
 //! [`Prepared::replan`] with the streams as they are now.
+//!
+//! The plan includes the launch stream's capture state at bind time: a launch meant to be
+//! captured in a CUDA graph should be bound while that capture is active (or replanned in it),
+//! so that its producers are ordered by captured edges rather than host synchronizations.
+//! (Scratch workspaces do not depend on it: the capture state is asked again before a kept
+//! workspace is used.)
 
 use super::{Arg, ArgList, LaunchOptions, Launched, Prepared};
 use crate::driver::CallerContext;
