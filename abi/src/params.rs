@@ -75,10 +75,12 @@ pub struct ViewMut<T, const N: usize> {
     _marker: PhantomData<*mut T>,
 }
 
-/// A launcher-managed workspace of `len` elements of `T`: device memory the launcher allocates
-/// for one launch from CUDA's stream-ordered pool, **zero-filled**, on the launch stream, and
-/// frees (stream-ordered) right after it. Callers never pass it: typed launchers and Python
-/// launchers leave scratch parameters out of their signatures.
+/// A launcher-managed workspace of `len` elements of `T`: device memory the launcher provides
+/// for one launch, **zero-filled** on the launch stream right before it and used by nothing
+/// else until the launch ends — the workspace it keeps for that stream, or, under graph
+/// capture, an allocation from CUDA's stream-ordered pool freed (stream-ordered) right after
+/// the launch. Callers never pass it: typed launchers and Python launchers leave scratch
+/// parameters out of their signatures.
 ///
 /// Its length is declared on the kernel, `#[kernel(scratch(name = formula))]`, as a constant or
 /// a formula over the launch (`blocks`, the grid's block count) and the arguments

@@ -43,9 +43,10 @@ mod launch;
 ///   histograms, atomics-based reductions;
 /// * `scratch(ws = len, …)` — the length of each `Scratch<T>` parameter: a sum of an integer,
 ///   `blocks` or `k * blocks` (blocks of the launch's grid) and `x.len()`, `k * x.len()` or
-///   `k * x.len().div_ceil(d)` (an array argument's element count). The launcher allocates
-///   every workspace per launch from a stream-ordered pool, zero-filled, on the launch stream,
-///   and frees it after the launch; callers never pass scratch parameters;
+///   `k * x.len().div_ceil(d)` (an array argument's element count). The launcher provides
+///   every workspace zero-filled on the launch stream right before each launch (the one it
+///   keeps for that stream; under graph capture an allocation from a stream-ordered pool,
+///   freed after the launch); callers never pass scratch parameters;
 /// * `require(cond)` / `require(cond, "message")` — a condition the launcher checks before the
 ///   launch, refusing the arguments with an error that names the first parameter `cond`
 ///   reads: `a <op> b` with `<op>` one of `== != < <= > >=` over integer literals, scalar
