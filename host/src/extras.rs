@@ -11,11 +11,12 @@
 //!   `cuMemsetD8Async` zero-fills it, on the launch stream. Outside graph capture the
 //!   allocation is the one the context keeps for that stream (by the driver's stream id,
 //!   never reused for another stream; grown with a stream-ordered free and allocation when a
-//!   launch needs more), locked from the memset through the launch's enqueue: launches that
-//!   share it are ordered by their stream and cannot interleave. Under capture — and on
-//!   streams beyond the first 16 of a context that launched such kernels — each launch allocates
-//!   from the context's stream-ordered pool and frees right after the launch (graph memory
-//!   nodes under capture, so a replayed graph owns its workspace and races with nothing).
+//!   launch needs more, up to [`KEPT_MAX_BYTES`]), locked from the memset through the
+//!   launch's enqueue: launches that share it are ordered by their stream and cannot
+//!   interleave. Under capture, for larger workspaces, and on streams beyond the first 16 of
+//!   a context, each launch allocates from the context's stream-ordered pool and frees right
+//!   after the launch (graph memory nodes under capture, so a replayed graph owns its
+//!   workspace and races with nothing).
 //!
 //! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed
 //! output; for a launch's workspaces, a capture-state and a stream-id query and one memset
@@ -331,6 +332,12 @@ impl ScratchPlan {
     }
 }
 
+/// Largest workspace kept for a stream between launches (1 MiB: `sum`'s and `cumsum`'s on
+/// 2^28 elements need 8 KiB and 512 KiB). A launch that needs more allocates and frees its
+/// own — its kernel's run dwarfs the two calls — so that a large workspace is never held
+/// after its launch.
+pub(crate) const KEPT_MAX_BYTES: usize = 1 << 20;
+
 /// A launch's workspaces: none, an allocation of its own (freed after the launch), or the
 /// workspace kept for its stream (locked until the launch is enqueued).
 pub(crate) enum Workspace {
@@ -387,7 +394,9 @@ pub(crate) unsafe fn before_launch(
     // and a captured launch must never embed the kept workspace in a graph (a replay could
     // race with this stream's launches, or outlive the workspace when it grows).
     // SAFETY: `s` is the caller's live stream.
-    let idle = !captured && matches!(unsafe { cu::stream_capture(s) }, Ok(Capture::None));
+    let idle = bytes <= KEPT_MAX_BYTES
+        && !captured
+        && matches!(unsafe { cu::stream_capture(s) }, Ok(Capture::None));
     let kept = if idle {
         // SAFETY: as above.
         unsafe { cu::stream_id(s) }.and_then(|id| ctx.kept_workspace(id))
