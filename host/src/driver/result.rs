@@ -269,11 +269,7 @@ pub(crate) unsafe fn stream_wait_event(s: sys::CUstream, e: sys::CUevent) -> Res
 /// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
 pub(crate) unsafe fn stream_id(s: sys::CUstream) -> Option<u64> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    let present = *PRESENT.get_or_init(|| {
-        // SAFETY: a symbol lookup in the loaded driver library; the symbol is not called here.
-        unsafe { sys::culib().get::<unsafe extern "C" fn()>(b"cuStreamGetId") }.is_ok()
-    });
-    if !present {
+    if !exported(&PRESENT, b"cuStreamGetId") {
         return None;
     }
     let mut id: std::ffi::c_ulonglong = 0;
@@ -282,15 +278,20 @@ pub(crate) unsafe fn stream_id(s: sys::CUstream) -> Option<u64> {
     (r == sys::CUresult::CUDA_SUCCESS).then_some(id)
 }
 
+/// Whether the loaded driver library exports `symbol`, looked up once into `cache` (one
+/// cache per symbol). Called only after the driver is initialized.
+fn exported(cache: &OnceLock<bool>, symbol: &[u8]) -> bool {
+    *cache.get_or_init(|| {
+        // SAFETY: a symbol lookup in the loaded driver library; the symbol is not called here.
+        unsafe { sys::culib().get::<unsafe extern "C" fn()>(symbol) }.is_ok()
+    })
+}
+
 /// Whether the driver exports `cuStreamGetCaptureInfo_v3` (CUDA 12.3 and newer drivers),
 /// looked up once.
 fn capture_info_v3_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    *PRESENT.get_or_init(|| {
-        // SAFETY: a symbol lookup in the loaded driver library (the driver is initialized
-        // before any capture query); the symbol is not called here.
-        unsafe { sys::culib().get::<unsafe extern "C" fn()>(b"cuStreamGetCaptureInfo_v3") }.is_ok()
-    })
+    exported(&PRESENT, b"cuStreamGetCaptureInfo_v3")
 }
 
 /// The capture state of `s` in one driver call: `cuStreamGetCaptureInfo` (with the capture
