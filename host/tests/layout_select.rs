@@ -7,7 +7,7 @@
 use ferrocuda_abi::manifest::Manifest;
 use ferrocuda_abi::DType;
 use ferrocuda_host::cai::ArrayDesc;
-use ferrocuda_host::launch::{check_args, select, Operand};
+use ferrocuda_host::launch::{check_args, select, Operand, SelectionKey, SelectionMemo};
 use ferrocuda_host::{Arg, ErrorKind, Kernel, Module, Scalar};
 
 /// A parameter record as the builder writes it.
@@ -306,4 +306,108 @@ fn typed_launchers_find_the_layout_variant() {
     );
     // Wrong argument counts, too.
     assert_eq!(add.variant_for(&strided[..2]).name(), "add_f32");
+}
+
+/// A launcher may remember its selection by [`SelectionKey`]: random operand lists (element
+/// types, ranks 1–3, extents 0–3, C-order, stepped, reversed, broadcast and element-splitting
+/// strides, scalars among arrays) with equal keys select the same kernel in every family, and
+/// lists the rule tells apart by layout have different keys.
+#[test]
+fn equal_selection_keys_select_the_same_kernel() {
+    let m = module();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut seen: std::collections::HashMap<(String, SelectionKey), Option<String>> =
+        std::collections::HashMap::new();
+    let mut layouts = std::collections::HashSet::new();
+    let mut descs: Vec<ArrayDesc> = Vec::new();
+    for round in 0..20_000 {
+        let family = ["add", "saxpy", "scale"][(round % 3) as usize];
+        let arity = 3;
+        descs.clear();
+        let mut kinds = Vec::new();
+        for _ in 0..arity {
+            if next(6) == 0 {
+                kinds.push(false);
+                continue;
+            }
+            kinds.push(true);
+            let dtype = [DType::F32, DType::F64, DType::I32][next(3) as usize];
+            let item = dtype.itemsize() as isize;
+            let rank = 1 + next(3) as usize;
+            let shape: Vec<usize> = (0..rank).map(|_| next(4) as usize).collect();
+            let strides: Option<Vec<isize>> = match next(3) {
+                0 => None,
+                _ => Some(
+                    (0..rank)
+                        .map(|_| match next(6) {
+                            0 => 0,
+                            1 => item,
+                            2 => -item,
+                            3 => 2 * item,
+                            4 => item / 2,
+                            _ => 4 * item * 3,
+                        })
+                        .collect(),
+                ),
+            };
+            let d = ArrayDesc::from_parts(dtype, &shape, strides.as_deref(), P, false, None);
+            descs.push(d.unwrap());
+        }
+        let mut it = descs.iter();
+        let ops: Vec<Operand<'_>> = kinds
+            .iter()
+            .map(|&a| {
+                if a {
+                    Operand::Array(it.next().unwrap())
+                } else {
+                    Operand::Scalar
+                }
+            })
+            .collect();
+        let key = SelectionKey::of(&ops).expect("three operands have a key");
+        let k = select(m.family(family), &ops).map(|k| k.name().to_owned());
+        if let Some(k) = &k {
+            layouts.insert((family, k.clone()));
+        }
+        match seen.entry((family.to_owned(), key)) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                assert_eq!(
+                    e.get(),
+                    &k,
+                    "{family}: same key {key:?}, different selections"
+                )
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(k);
+            }
+        }
+    }
+    // The draw reached both layouts of `add` (contiguous and strided kernels), so the check
+    // above compared keys that matter.
+    assert!(layouts.contains(&("add", "add_f32".to_owned())));
+    assert!(layouts.contains(&("add", "add_f32_2d".to_owned())));
+    assert!(seen.len() > 200, "only {} distinct keys drawn", seen.len());
+
+    // The memo gives back what it was given, by key, and forgets the oldest beyond its size.
+    let memo: SelectionMemo<usize> = SelectionMemo::default();
+    let keys: Vec<SelectionKey> = seen
+        .keys()
+        .map(|(_, k)| *k)
+        .collect::<std::collections::HashSet<_>>()
+        .into_iter()
+        .take(SelectionMemo::<usize>::ENTRIES + 1)
+        .collect();
+    for (i, k) in keys.iter().enumerate() {
+        memo.insert(*k, i);
+    }
+    assert_eq!(memo.get(&keys[0]), None, "the oldest entry is replaced");
+    for (i, k) in keys.iter().enumerate().skip(1) {
+        assert_eq!(memo.get(k), Some(i));
+    }
 }

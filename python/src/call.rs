@@ -40,7 +40,7 @@ use std::fmt::Write as _;
 
 use ferrocuda_host::array::Staging;
 use ferrocuda_host::driver::CallerContext;
-use ferrocuda_host::launch::{self, Operand};
+use ferrocuda_host::launch::{self, Operand, SelectionKey, SelectionMemo};
 use ferrocuda_host::module::{Param, Signature};
 use ferrocuda_host::stream;
 use ferrocuda_host::{
@@ -77,6 +77,8 @@ pub struct Target {
     /// differ: arguments are then classified by their Python type). A family's contiguous
     /// and strided variants agree: only their array kinds differ.
     kinds: Option<Box<[bool]>>,
+    /// The kernels chosen for the last few selection keys.
+    memo: SelectionMemo<Kernel<'static>>,
 }
 
 impl Target {
@@ -96,6 +98,7 @@ impl Target {
             name,
             is_family,
             kinds: same.then(|| first.into_boxed_slice()),
+            memo: SelectionMemo::default(),
             kernels: kernels.into_boxed_slice(),
         }
     }
@@ -670,10 +673,20 @@ fn select(t: &Target, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> PyResult<K
     let mut all = [Operand::Scalar; MAX_ARGS];
     let n = operands(slots, descs, &mut all);
     let ops = &all[..n];
-    if !t.is_family {
-        return Ok(t.kernels[0].variant_for_operands(ops));
+    // The rule's choice depends only on the key: remembered per launcher.
+    let key = SelectionKey::of(ops);
+    if let Some(k) = key.as_ref().and_then(|key| t.memo.get(key)) {
+        return Ok(k);
     }
-    if let Some(k) = launch::select(t.kernels.iter().copied(), ops) {
+    let chosen = if t.is_family {
+        launch::select(t.kernels.iter().copied(), ops)
+    } else {
+        Some(t.kernels[0].variant_for_operands(ops))
+    };
+    if let Some(k) = chosen {
+        if let Some(key) = key {
+            t.memo.insert(key, k);
+        }
         return Ok(k);
     }
     if t.kernels.len() == 1 {

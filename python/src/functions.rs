@@ -142,6 +142,16 @@ pub fn _cupy_stream_source(py: Python<'_>) -> &'static str {
     fast::cupy_stream_source(py)
 }
 
+/// How the torch fast path reads exact ``torch.Tensor`` arguments: ``"exchange"`` (torch's
+/// DLPack C exchange API, ``torch.Tensor.__dlpack_c_exchange_api__``: one C call per tensor
+/// and one for the current stream) or ``"attributes"`` (Python attribute reads, for a torch
+/// without it or with ``FERROCUDA_TORCH_EXCHANGE=0``); for diagnostics (imports torch).
+#[pyfunction]
+pub fn _torch_read_source(py: Python<'_>) -> PyResult<&'static str> {
+    py.import("torch")?;
+    Ok(fast::torch_read_source(py))
+}
+
 /// ``True`` when ``obj`` exposes ``__cuda_array_interface__``: ``hasattr(obj,
 /// "__cuda_array_interface__")``, as Numba's ``numba.cuda.is_cuda_array``. DLPack-only objects
 /// (JAX arrays) and SYCL USM arrays are not CUDA arrays by this test, although launchers take

@@ -94,6 +94,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(f::_describe_generic, m)?)?;
     m.add_function(wrap_pyfunction!(f::_fast_paths, m)?)?;
     m.add_function(wrap_pyfunction!(f::_cupy_stream_source, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_torch_read_source, m)?)?;
     m.add_function(wrap_pyfunction!(f::as_cuda_array, m)?)?;
     m.add_function(wrap_pyfunction!(f::is_cuda_array, m)?)?;
     m.add_function(wrap_pyfunction!(f::from_cuda_array_interface, m)?)?;

@@ -255,6 +255,82 @@ def test_torch_negative_and_conjugate_bits_are_refused(torch: Any) -> None:
     assert torch.equal(out, 2 * neg)
 
 
+def odd_tensors(torch: Any) -> List[Any]:
+    """Tensors a fast path must hand to the getter, refuse, or read like the getter."""
+    z = torch.randn(8, dtype=torch.complex64, device="cuda")
+    x = torch.arange(12, dtype=torch.float32, device="cuda")
+    return [
+        torch.ones(4, device="cuda", requires_grad=True),   # getter refuses
+        z.conj().imag,                                     # negative bit
+        z.conj(),                                          # conjugate bit
+        torch._neg_view(x),                                # negative bit, real
+        x.to_sparse(),                                     # no strided storage
+        torch.ones(4, device="cuda", dtype=torch.uint16),  # dtype the getter does not export
+        torch.ones(4, device="cuda").to(torch.float8_e4m3fn),
+        torch.ones(4, device="cuda", dtype=torch.bfloat16),
+        x[5:5],                                            # empty view with an address
+        x.view(3, 4)[:, 1:2],                              # extent-1 axis with a stride
+        x.view(12, 1),
+        x.flip(0),                                         # a copy: contiguous
+        torch.nn.Parameter(x.clone(), requires_grad=False),
+        torch.ones(4, device="meta"),
+        torch.ones(4),                                     # CPU: a host array
+    ]
+
+
+def outcome(f: Any, v: Any) -> str:
+    try:
+        d = f(v)
+    except Exception as e:  # the same error either way, type and message
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return repr(sorted(d.items()))
+
+
+def _same_outcomes(torch: Any) -> None:
+    side = torch.cuda.Stream()
+    for s in (None, side):
+        with torch.cuda.stream(s):
+            for v in torch_views(torch) + odd_tensors(torch):
+                got, want = outcome(ferrocuda.validate_interface, v), outcome(generic, v)
+                # CPU tensors have no __cuda_array_interface__: launchers stage them as host
+                # arrays.
+                if v.device.type == "cpu":
+                    assert ferrocuda.validate_interface(v)["ptr"] == v.data_ptr(), got
+                    continue
+                assert got == want, (v.dtype, v.shape, got, want)
+
+
+def test_torch_read_source(torch: Any) -> None:
+    src = ferrocuda._ferrocuda._torch_read_source()
+    print("torch tensors read through:", src)
+    want = "exchange" if hasattr(torch.Tensor, "__dlpack_c_exchange_api__") else "attributes"
+    assert src == want
+
+
+def test_torch_odd_tensors_read_as_the_getter_reads_them(torch: Any) -> None:
+    # Whatever the fast path reads (through the exchange API where torch has it), each
+    # tensor's outcome — its description, or the error and its message — is the getter's.
+    _same_outcomes(torch)
+
+
+def test_torch_attribute_reads_still_agree(torch: Any) -> None:
+    # The attribute-read path (older torch, or FERROCUDA_TORCH_EXCHANGE=0) in a child: same
+    # outcomes, and launches on it are right.
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = _child(
+        f"import sys; sys.path.insert(0, {here!r})\n"
+        "import torch, ferrocuda, test_gpu_fast_paths as t\n"
+        "t._same_outcomes(torch)\n"
+        "a = torch.randn(1000, device='cuda'); b = torch.randn(1000, device='cuda')[::2]\n"
+        "o = torch.full((500,), float('nan'), device='cuda')\n"
+        "ferrocuda.kernels.add(a[:500], b, o); torch.cuda.synchronize()\n"
+        "assert torch.equal(o, a[:500] + b)\n"
+        "print(ferrocuda._ferrocuda._torch_read_source())\n",
+        FERROCUDA_TORCH_EXCHANGE="0",
+    )
+    assert out.strip() == "attributes", out
+
+
 def test_cupy_current_stream_source(cupy: Any) -> None:
     # The CuPy fast path reads CuPy's current stream through the C function CuPy's own getter
     # calls when its signature is known ("capi"), else through the Python API; either way it

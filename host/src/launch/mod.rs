@@ -43,7 +43,7 @@ pub mod shape;
 pub use bind::BoundLaunch;
 pub use check::check_args;
 pub use prepare::Prepared;
-pub use select::{select, Operand};
+pub use select::{select, Operand, SelectionKey, SelectionMemo};
 
 use crate::cai::ArrayDesc;
 use crate::error::{Error, Result};

@@ -127,6 +127,93 @@ pub fn select<'m>(
     best.or(fallback).map(|(k, _)| k)
 }
 
+/// Everything [`select`] looks at in a launch's operands, in a few bytes: per operand, scalar
+/// or an array's element type, rank, C-contiguity and element alignment (the two layouts of
+/// [`has_layout`]). Two launches with equal keys select the same kernel from the same
+/// candidates, so a launcher may remember its choice by key ([`SelectionMemo`]). Launches of
+/// more than [`SelectionKey::MAX_OPERANDS`] operands have no key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SelectionKey {
+    n: u8,
+    ops: [u16; SelectionKey::MAX_OPERANDS],
+}
+
+impl SelectionKey {
+    /// The most operands a key describes.
+    pub const MAX_OPERANDS: usize = 12;
+
+    /// The key of `operands`; `None` beyond [`MAX_OPERANDS`](Self::MAX_OPERANDS).
+    pub fn of(operands: &[Operand<'_>]) -> Option<SelectionKey> {
+        if operands.len() > Self::MAX_OPERANDS {
+            return None;
+        }
+        let mut ops = [0u16; Self::MAX_OPERANDS];
+        for (slot, op) in ops.iter_mut().zip(operands) {
+            *slot = match op {
+                Operand::Scalar => 0,
+                Operand::Array(d) => {
+                    let dtype = ferrocuda_abi::DType::ALL
+                        .iter()
+                        .position(|x| *x == d.dtype())?;
+                    let contiguous = has_layout(d, ArrayLayout::Contiguous);
+                    let aligned = has_layout(d, ArrayLayout::Strided);
+                    // 1 (array) | contiguous << 1 | aligned << 2 | rank << 3 | dtype << 8.
+                    1 | u16::from(contiguous) << 1
+                        | u16::from(aligned) << 2
+                        | (d.ndim() as u16) << 3
+                        | (dtype as u16) << 8
+                }
+            };
+        }
+        Some(SelectionKey {
+            n: operands.len() as u8,
+            ops,
+        })
+    }
+}
+
+/// A launcher's memory of its last selections: up to [`SelectionMemo::ENTRIES`] keys and the
+/// choice [`select`] made for each (the launcher's candidates never change). Shared by the
+/// threads that launch through one launcher: a lookup that finds the memo busy just misses.
+#[derive(Debug)]
+pub struct SelectionMemo<V: Copy> {
+    /// The entries and the next one to replace.
+    entries: std::sync::Mutex<(MemoEntries<V>, usize)>,
+}
+
+type MemoEntries<V> = [Option<(SelectionKey, V)>; 8];
+
+impl<V: Copy> Default for SelectionMemo<V> {
+    fn default() -> Self {
+        SelectionMemo {
+            entries: std::sync::Mutex::new(([None; 8], 0)),
+        }
+    }
+}
+
+impl<V: Copy> SelectionMemo<V> {
+    /// Keys remembered at most (then the oldest is replaced).
+    pub const ENTRIES: usize = 8;
+
+    /// The choice remembered for `key`.
+    pub fn get(&self, key: &SelectionKey) -> Option<V> {
+        let e = self.entries.try_lock().ok()?;
+        e.0.iter()
+            .flatten()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+    }
+
+    /// Remembers `value` as the choice for `key`.
+    pub fn insert(&self, key: SelectionKey, value: V) {
+        if let Ok(mut e) = self.entries.try_lock() {
+            let next = e.1;
+            e.0[next] = Some((key, value));
+            e.1 = (next + 1) % Self::ENTRIES;
+        }
+    }
+}
+
 /// The operands of `args`, in fixed-capacity storage; `None` beyond [`MAX_PARAMS`].
 fn operands<'a>(args: &[Arg<'a>], out: &mut [Operand<'a>; MAX_PARAMS]) -> Option<usize> {
     if args.len() > MAX_PARAMS {

@@ -18,6 +18,14 @@
 //! with the read-only flag gives a read-only array; a major version other than 1 is refused
 //! (its deleter is still called).
 //!
+//! # Exchange API
+//!
+//! [`ExchangeApi`] is the consumer side of DLPack's C exchange API (`DLPackExchangeAPI`,
+//! DLPack ≥ 1.2): a producer type's `__dlpack_c_exchange_api__` capsule of C functions that
+//! view an object's tensor without building a capsule and report the producer's current
+//! stream. torch exports it on `torch.Tensor` (2.11 does); the torch fast path (`read::fast`)
+//! reads tensors through it when present.
+//!
 
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
@@ -135,6 +143,187 @@ pub struct DLManagedTensorVersioned {
     pub flags: u64,
     /// The tensor.
     pub dl_tensor: DLTensor,
+}
+
+// ---------------------------------------------------------------------------------------
+// The exchange API (DLPack ≥ 1.2): a producer's C functions, found on its type.
+
+/// `DLPackExchangeAPIHeader`.
+#[repr(C)]
+pub struct DLPackExchangeAPIHeader {
+    /// The DLPack version the structure follows.
+    pub version: DLPackVersion,
+    /// An older API the producer also offers (may be NULL).
+    pub prev_api: *mut DLPackExchangeAPIHeader,
+}
+
+/// `DLPackDLTensorFromPyObjectNoSync`: fills a non-owning `DLTensor` of a Python object of
+/// the producer's type, valid until control returns to Python; 0, or -1 with a Python
+/// exception set.
+pub type DLTensorFromPyObject =
+    unsafe extern "C" fn(py_object: *mut c_void, out: *mut DLTensor) -> std::ffi::c_int;
+
+/// `DLPackCurrentWorkStream`: the producer's current stream on a device (NULL for the default
+/// one); 0, or -1 with a Python exception set.
+pub type CurrentWorkStream = unsafe extern "C" fn(
+    device_type: i32,
+    device_id: i32,
+    out_current_stream: *mut *mut c_void,
+) -> std::ffi::c_int;
+
+/// `DLPackExchangeAPI`. The three members ferrocuda does not call are kept opaque.
+#[repr(C)]
+pub struct DLPackExchangeAPI {
+    /// Version and older API.
+    pub header: DLPackExchangeAPIHeader,
+    /// `managed_tensor_allocator` (not used).
+    pub managed_tensor_allocator: *const c_void,
+    /// `managed_tensor_from_py_object_no_sync` (not used).
+    pub managed_tensor_from_py_object_no_sync: *const c_void,
+    /// `managed_tensor_to_py_object_no_sync` (not used).
+    pub managed_tensor_to_py_object_no_sync: *const c_void,
+    /// `dltensor_from_py_object_no_sync`.
+    pub dltensor_from_py_object_no_sync: Option<DLTensorFromPyObject>,
+    /// `current_work_stream`.
+    pub current_work_stream: Option<CurrentWorkStream>,
+}
+
+/// The name of the type attribute holding a producer's exchange API.
+pub const EXCHANGE_ATTR: &str = "__dlpack_c_exchange_api__";
+/// The name of the capsule holding a `DLPackExchangeAPI`.
+pub const EXCHANGE_NAME: &CStr = c"dlpack_exchange_api";
+
+/// The two functions of a producer's exchange API that a consumer needs: a non-owning view
+/// of an object's tensor and the producer's current stream — one C call each, where the
+/// Python-level protocols (`__dlpack__`, `__cuda_array_interface__`) build objects.
+#[derive(Clone, Copy, Debug)]
+pub struct ExchangeApi {
+    tensor: DLTensorFromPyObject,
+    stream: CurrentWorkStream,
+}
+
+/// What [`ExchangeApi::view`] copies out of a producer's `DLTensor` (shape and strides go to
+/// the caller's arrays).
+#[derive(Clone, Copy, Debug)]
+pub struct Viewed {
+    /// Where the data lives.
+    pub device: DLDevice,
+    /// The element type.
+    pub dtype: DLDataType,
+    /// Number of axes (at most [`MAX_NDIM`]).
+    pub ndim: usize,
+    /// Whether strides were given (else C order).
+    pub strided: bool,
+    /// `data + byte_offset`.
+    pub ptr: u64,
+}
+
+impl ExchangeApi {
+    /// The exchange API of the instances of `ty`: its `__dlpack_c_exchange_api__` attribute, a
+    /// capsule named `"dlpack_exchange_api"` holding a `DLPackExchangeAPI` of major version
+    /// 1 and minor version at least 2 with both functions present; `None` otherwise (and
+    /// for anything that raises). The capsule is kept alive for the process.
+    pub fn of_type(ty: &Bound<'_, pyo3::types::PyType>) -> Option<ExchangeApi> {
+        let py = ty.py();
+        let cap = ty.getattr(intern!(py, EXCHANGE_ATTR)).ok()?;
+        let cap = cap.cast_into::<PyCapsule>().ok()?;
+        if !cap.is_valid_checked(Some(EXCHANGE_NAME)) {
+            return None;
+        }
+        let ptr = cap.pointer_checked(Some(EXCHANGE_NAME)).ok()?;
+        // SAFETY: a valid capsule of that name holds a `DLPackExchangeAPI` that lives as long
+        // as the capsule (a static structure of the producer's library, in practice); only
+        // the header is read before its version is known.
+        let api = unsafe { &*ptr.as_ptr().cast::<DLPackExchangeAPI>() };
+        let v = api.header.version;
+        if v.major != 1 || v.minor < 2 {
+            return None;
+        }
+        let found = ExchangeApi {
+            tensor: api.dltensor_from_py_object_no_sync?,
+            stream: api.current_work_stream?,
+        };
+        // The function pointers stay valid while the capsule (and the producer's library)
+        // does: keep the capsule.
+        std::mem::forget(cap.unbind());
+        Some(found)
+    }
+
+    /// Views `obj` (an instance of the type this API came from) through
+    /// `dltensor_from_py_object_no_sync`, copying its shape and strides (in elements) into
+    /// `shape` and `strides` while they are valid. `Ok(None)` when the producer refused
+    /// (its exception is discarded: the caller falls back to a Python-level protocol, which
+    /// raises the producer's own error) or the tensor has more than [`MAX_NDIM`] axes.
+    pub fn view(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        shape: &mut [i64; MAX_NDIM],
+        strides: &mut [i64; MAX_NDIM],
+    ) -> Option<Viewed> {
+        let mut t = DLTensor {
+            data: std::ptr::null_mut(),
+            device: DLDevice {
+                device_type: 0,
+                device_id: 0,
+            },
+            ndim: 0,
+            dtype: DLDataType {
+                code: 0,
+                bits: 0,
+                lanes: 0,
+            },
+            shape: std::ptr::null_mut(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        // SAFETY: the GIL is held (`obj`), `obj` is of the producer's type (the caller's
+        // contract, stated above), and `t` is a writable DLTensor on this stack frame.
+        let rc = unsafe { (self.tensor)(obj.as_ptr().cast(), &mut t) };
+        if rc != 0 {
+            let _ = PyErr::take(obj.py());
+            return None;
+        }
+        let ndim = usize::try_from(t.ndim).ok().filter(|&n| n <= MAX_NDIM)?;
+        if ndim > 0 && t.shape.is_null() {
+            return None;
+        }
+        for d in 0..ndim {
+            // SAFETY: the producer's `shape` (and `strides` when not NULL) hold `ndim`
+            // integers, valid until control returns to Python — it has not.
+            unsafe {
+                shape[d] = *t.shape.add(d);
+                if !t.strides.is_null() {
+                    strides[d] = *t.strides.add(d);
+                }
+            }
+        }
+        Some(Viewed {
+            device: t.device,
+            dtype: t.dtype,
+            ndim,
+            strided: !t.strides.is_null(),
+            ptr: (t.data as u64).checked_add(t.byte_offset)?,
+        })
+    }
+
+    /// The producer's current work stream on `device` (`0` for its default stream).
+    ///
+    /// # Errors
+    ///
+    /// The producer's exception (an unknown device, …).
+    pub fn current_stream(&self, py: Python<'_>, device: DLDevice) -> PyResult<u64> {
+        let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the GIL is held (`py`); `out` is a writable pointer on this stack frame.
+        let rc = unsafe { (self.stream)(device.device_type, device.device_id, &mut out) };
+        if rc != 0 {
+            return Err(PyErr::take(py).unwrap_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err(
+                    "the producer's current_work_stream failed without an exception",
+                )
+            }));
+        }
+        Ok(out as u64)
+    }
 }
 
 /// The capsule name of an unversioned managed tensor.

@@ -17,6 +17,15 @@
 //!   per-thread, by CuPy's configuration), which the fast path learns from the getter the first
 //!   time it meets the null stream; with version 2 there is no stream; any other version falls
 //!   back to the getter (which raises its own error).
+//! * **torch, through its exchange API** (when `torch.Tensor.__dlpack_c_exchange_api__` is a
+//!   DLPack ≥ 1.2 `DLPackExchangeAPI`, as in torch 2.11): `dltensor_from_py_object_no_sync`
+//!   fills a non-owning `DLTensor` (pointer, device, element type, shape, strides) in one C
+//!   call, and `current_work_stream` gives torch's current stream of the tensor's device (once
+//!   per launch) — the documented C interface torch exports for consumers. The getter's
+//!   meaning is kept as below: CUDA tensors of the exported dtypes (else the generic path);
+//!   `requires_grad` is read as an attribute (such tensors go to the getter, which raises), and
+//!   the lazy bits as below (the exchange API reports neither). `FERROCUDA_TORCH_EXCHANGE=0`
+//!   (read once) uses the attribute reads below instead.
 //! * **torch** (`torch/_tensor.py`, `Tensor.__cuda_array_interface__`): CUDA tensors only;
 //!   tensors that require grad, sparse tensors and dtypes the getter does not export fall
 //!   back to the getter (and its errors); shape `shape`, strides `stride()` × itemsize,
@@ -56,6 +65,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 
+use crate::read::dlpack::{self, ExchangeApi};
 use crate::util::StrBuf;
 
 // ---------------------------------------------------------------------------------------
@@ -287,9 +297,12 @@ pub fn same_layout(obj: &Bound<'_, PyAny>, kind: Kind, desc: &ArrayDesc) -> PyRe
     let mut l = Layout::new();
     let read = match kind {
         Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_layout(obj, &mut l),
-        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => {
-            torch_layout(obj, desc.itemsize(), &mut l)?
-        }
+        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py()) {
+            Some(api) => torch_view(obj, &api, &mut l)
+                .filter(|(d, _)| *d == desc.dtype())
+                .map(|_| ()),
+            None => torch_layout(obj, desc.itemsize(), &mut l)?,
+        },
         _ => None,
     };
     Ok(read.map(|()| l.matches(desc)))
@@ -694,6 +707,15 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     static RAW: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
     let py = tensor.py();
     let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
+    if let (Some(api), Ok(id)) = (torch_api(tensor.py()), i32::try_from(device)) {
+        let dev = dlpack::DLDevice {
+            device_type: dlpack::KDL_CUDA,
+            device_id: id,
+        };
+        let s = StreamRef::from_cai(api.current_stream(py, dev)?).unwrap_or(StreamRef::Legacy);
+        state.torch = Some(s);
+        return Ok(s);
+    }
     let raw = RAW.get_or_try_init(py, || -> PyResult<Option<Py<PyAny>>> {
         Ok(py
             .import("torch._C")?
@@ -715,7 +737,117 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     Ok(s)
 }
 
+/// torch's DLPack exchange API (`torch.Tensor.__dlpack_c_exchange_api__`, of `torch.Tensor`
+/// itself: subclasses are read by the generic path), looked up once; `None` for a torch
+/// without it (or an unusable one) and with `FERROCUDA_TORCH_EXCHANGE=0`.
+fn torch_api(py: Python<'_>) -> Option<ExchangeApi> {
+    static API: PyOnceLock<Option<ExchangeApi>> = PyOnceLock::new();
+    *API.get_or_init(py, || {
+        if matches!(
+            std::env::var("FERROCUDA_TORCH_EXCHANGE").as_deref(),
+            Ok("0") | Ok("off") | Ok("false")
+        ) {
+            return None;
+        }
+        let ty = py.import("torch").ok()?.getattr("Tensor").ok()?;
+        ExchangeApi::of_type(ty.cast::<pyo3::types::PyType>().ok()?)
+    })
+}
+
+/// `"exchange"` when torch tensors are read through torch's exchange API, else
+/// `"attributes"`.
+pub fn torch_read_source(py: Python<'_>) -> &'static str {
+    match torch_api(py) {
+        Some(_) => "exchange",
+        None => "attributes",
+    }
+}
+
+/// The element type of a tensor viewed through the exchange API: the dtypes the getter
+/// exports ([`TORCH_EXPORTS`]), else `None`.
+fn torch_dl_dtype(t: dlpack::DLDataType) -> Option<DType> {
+    let d = (t.lanes == 1)
+        .then(|| DType::from_dlpack(t.code, t.bits))
+        .flatten()?;
+    TORCH_EXPORTS.contains(&d).then_some(d)
+}
+
+/// The pointer and layout of a tensor through the exchange API (`None` to fall back): CUDA
+/// tensors only, of an exported dtype. Returns the element type and device too.
+fn torch_view(
+    obj: &Bound<'_, PyAny>,
+    api: &ExchangeApi,
+    l: &mut Layout,
+) -> Option<(DType, dlpack::DLDevice)> {
+    let mut shape = [0i64; MAX_NDIM];
+    let mut elem = [0i64; MAX_NDIM];
+    let v = api.view(obj, &mut shape, &mut elem)?;
+    if v.device.device_type != dlpack::KDL_CUDA {
+        return None;
+    }
+    let dtype = torch_dl_dtype(v.dtype)?;
+    l.n = v.ndim;
+    for (slot, &n) in l.shape.iter_mut().zip(&shape[..v.ndim]) {
+        *slot = usize::try_from(n).ok()?;
+    }
+    l.strided = v.strided;
+    if l.strided {
+        let mut e = [0isize; MAX_NDIM];
+        for (slot, &s) in e.iter_mut().zip(&elem[..v.ndim]) {
+            *slot = isize::try_from(s).ok()?;
+        }
+        layout::byte_strides(&e[..l.n], dtype.itemsize(), &mut l.strides).ok()?;
+    }
+    // An empty tensor's pointer is 0, as the getter exports it (views keep an address).
+    l.ptr = match layout::element_count(l.shape())? {
+        0 => 0,
+        _ => v.ptr,
+    };
+    Some((dtype, v.device))
+}
+
+/// A tensor through torch's exchange API: one C call for pointer, device, element type, shape
+/// and strides, one for the current stream (once per launch); `requires_grad` and the lazy
+/// bits, which the exchange API does not report, are read as attributes.
+fn torch_exchanged(
+    obj: &Bound<'_, PyAny>,
+    api: &ExchangeApi,
+    arg: &str,
+    state: &mut CallState,
+) -> PyResult<Option<ArrayDesc>> {
+    let py = obj.py();
+    // The getter refuses tensors that require grad: fall back to it for its error.
+    if obj.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+        return Ok(None);
+    }
+    let mut l = Layout::new();
+    // Sparse, meta and CPU tensors, other dtypes: the getter's own error or reading.
+    let Some((dtype, device)) = torch_view(obj, api, &mut l) else {
+        return Ok(None);
+    };
+    refuse_lazy_bits(obj, arg, matches!(dtype, DType::C64 | DType::C128))?;
+    ferrocuda_host::mark!(16);
+    let stream = match state.torch {
+        Some(s) => s,
+        None => {
+            let s =
+                StreamRef::from_cai(api.current_stream(py, device)?).unwrap_or(StreamRef::Legacy);
+            state.torch = Some(s);
+            s
+        }
+    };
+    ferrocuda_host::mark!(17);
+    Ok(
+        ArrayDesc::from_parts(dtype, l.shape(), l.strides(), l.ptr, false, Some(stream))
+            .ok()
+            .map(|d| d.with_version(2)),
+    )
+}
+
 fn torch(obj: &Bound<'_, PyAny>, arg: &str, state: &mut CallState) -> PyResult<Option<ArrayDesc>> {
+    if let Some(api) = torch_api(obj.py()) {
+        return torch_exchanged(obj, &api, arg, state);
+    }
     let py = obj.py();
     let flag = |name: &Bound<'_, PyString>| -> PyResult<bool> { obj.getattr(name)?.is_truthy() };
     if !flag(intern!(py, "is_cuda"))?
