@@ -9,9 +9,34 @@ use crate::error::{Error, Result};
 use crate::module::{Signature, MAX_PARAMS, PARAM_BUFFER_SIZE};
 use ferrocuda_abi::{ArrayArg, ParamKind, MAX_NDIM};
 
-/// The launch parameter buffer, aligned for every parameter type.
+/// The launch parameter buffer: [`PARAM_BUFFER_SIZE`] bytes aligned for every parameter
+/// type, of which only the signature's [`buffer_size`](Signature::buffer_size) bytes are
+/// initialized (zeroed, then written) and used — zeroing all 4 KiB per launch would cost more
+/// than packing a few parameters.
+struct ParamBuffer {
+    mem: std::mem::MaybeUninit<Aligned>,
+    len: usize,
+}
+
 #[repr(C, align(16))]
-struct ParamBuffer([u8; PARAM_BUFFER_SIZE]);
+struct Aligned([u8; PARAM_BUFFER_SIZE]);
+
+impl ParamBuffer {
+    /// A buffer whose first `len` bytes (at most [`PARAM_BUFFER_SIZE`]) are zero.
+    fn new(len: usize) -> Self {
+        let len = len.min(PARAM_BUFFER_SIZE);
+        let mut mem = std::mem::MaybeUninit::<Aligned>::uninit();
+        // SAFETY: `len` bytes at the start of an allocation of `PARAM_BUFFER_SIZE` bytes.
+        unsafe { std::ptr::write_bytes(mem.as_mut_ptr().cast::<u8>(), 0, len) };
+        ParamBuffer { mem, len }
+    }
+
+    /// The initialized bytes.
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: the first `len` bytes were zeroed by `new` (and are only written since).
+        unsafe { std::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast::<u8>(), self.len) }
+    }
+}
 
 impl Prepared<'_> {
     /// Phase 2 of a launch: packs `args` into the parameter buffer, runs the stream plan's
@@ -55,7 +80,7 @@ impl Prepared<'_> {
                 config: None,
             });
         };
-        let mut buf = ParamBuffer([0u8; PARAM_BUFFER_SIZE]);
+        let mut buf = ParamBuffer::new(sig.buffer_size);
         pack(sig, args, &mut buf)?;
         crate::mark!(10);
         let mut ops = DriverOps { ctx: self.ctx };
@@ -153,7 +178,7 @@ fn pack_scratch(
             shape: &[],
             strides: &[],
         };
-        let slot = &mut buf.0[s.offset..s.offset + s.size];
+        let slot = &mut buf.bytes()[s.offset..s.offset + s.size];
         if ParamKind::Scratch.write_array(&image, slot) != Some(s.size) {
             return Err(Error::value(format!(
                 "scratch `{}` does not fit its parameter of kernel `{}`",
@@ -167,7 +192,7 @@ fn pack_scratch(
 /// Writes each argument's launch-buffer image at its parameter's offset.
 fn pack(sig: &Signature, args: &[Arg<'_>], buf: &mut ParamBuffer) -> Result<()> {
     for (p, a) in sig.params.iter().zip(args) {
-        let slot = &mut buf.0[p.offset..p.offset + p.size];
+        let slot = &mut buf.bytes()[p.offset..p.offset + p.size];
         let written = match a {
             Arg::Scalar(s) => {
                 s.write(slot);
@@ -204,15 +229,15 @@ fn pack(sig: &Signature, args: &[Arg<'_>], buf: &mut ParamBuffer) -> Result<()> 
 /// The address of every parameter's slot (scratch parameters included), in entry order:
 /// taken once every image is written, so no later borrow of the buffer invalidates them.
 fn slot_addresses(sig: &Signature, buf: &mut ParamBuffer, ptrs: &mut [*mut c_void; MAX_PARAMS]) {
-    let base = buf.0.as_mut_ptr();
+    let base = buf.bytes().as_mut_ptr();
     let offsets = sig
         .params
         .iter()
         .map(|p| (p.entry, p.offset))
         .chain(sig.scratch.iter().map(|s| (s.entry, s.offset)));
     for (entry, offset) in offsets {
-        // SAFETY: offset + size <= buffer_size <= PARAM_BUFFER_SIZE (a `Signature` invariant),
-        // and entry < entry_params <= MAX_PARAMS.
+        // SAFETY: offset + size <= buffer_size (a `Signature` invariant), the initialized
+        // bytes; and entry < entry_params <= MAX_PARAMS.
         ptrs[entry] = unsafe { base.add(offset) }.cast();
     }
 }

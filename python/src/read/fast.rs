@@ -706,16 +706,22 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     // `None`: a torch without it, where the public (much slower) API is used.
     static RAW: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
     let py = tensor.py();
-    let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
-    if let (Some(api), Ok(id)) = (torch_api(tensor.py()), i32::try_from(device)) {
-        let dev = dlpack::DLDevice {
-            device_type: dlpack::KDL_CUDA,
-            device_id: id,
-        };
-        let s = StreamRef::from_cai(api.current_stream(py, dev)?).unwrap_or(StreamRef::Legacy);
-        state.torch = Some(s);
-        return Ok(s);
+    if let Some(api) = torch_api(py) {
+        // The device through the exchange API too (a C call, where `get_device()` is a
+        // Python method call).
+        let mut shape = [0i64; MAX_NDIM];
+        let mut strides = [0i64; MAX_NDIM];
+        if let Some(v) = api
+            .view(tensor, &mut shape, &mut strides)
+            .filter(|v| v.device.device_type == dlpack::KDL_CUDA)
+        {
+            let s =
+                StreamRef::from_cai(api.current_stream(py, v.device)?).unwrap_or(StreamRef::Legacy);
+            state.torch = Some(s);
+            return Ok(s);
+        }
     }
+    let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
     let raw = RAW.get_or_try_init(py, || -> PyResult<Option<Py<PyAny>>> {
         Ok(py
             .import("torch._C")?
