@@ -21,7 +21,8 @@
 # Usage: scripts/gpu-bundle.sh   (then carry .gpu to the GPU machine and run `bash .gpu/run.sh`)
 # Parts that only some runs need can stay behind: FERROCUDA_BUNDLE_SCALE=0 (the Dask/MPI
 # wheels), FERROCUDA_BUNDLE_PROFILING=0 (the profiling build), FERROCUDA_BUNDLE_BEFORE=0 (the
-# earlier build for `run.sh compare`).
+# earlier build for `run.sh compare`). One part is opt-in: FERROCUDA_BUNDLE_PERF=1 (Linux perf
+# and its libraries, for `run.sh perf`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -122,6 +123,19 @@ if [ -x .venv/bin/python ]; then
   find "$own/my_kernels/target" -mindepth 1 -maxdepth 1 ! -name ferrocuda -exec rm -rf {} +
   rm -rf "$own/my_kernels/host/target"
   echo "bundled $own (my_kernels, built: $(ls "$own/my_kernels/target/ferrocuda/sm_80"); my_kernels-host)"
+fi
+# Linux perf for `run.sh perf` (FERROCUDA_BUNDLE_PERF=1; ≈28 MB): this machine's perf and the
+# shared libraries it needs beyond the C and C++ runtimes, which the GPU machine has.
+if [ "${FERROCUDA_BUNDLE_PERF:-0}" = 1 ]; then
+  if command -v perf >/dev/null; then
+    mkdir -p .gpu/perf/lib && cp "$(command -v perf)" .gpu/perf/
+    for l in $(ldd "$(command -v perf)" | awk '/=>/{print $3}'); do
+      case "$l" in */libc.so.*|*/libm.so.*|*/ld-linux*|*/libstdc++*|*/libgcc_s*) ;; *) cp -L "$l" .gpu/perf/lib/ ;; esac
+    done
+    echo "bundled .gpu/perf ($(du -sh .gpu/perf | cut -f1))"
+  else
+    echo "warning: FERROCUDA_BUNDLE_PERF=1 but no perf on this machine" >&2
+  fi
 fi
 # An earlier build's wheel (.whl-before/, kept by hand) for `run.sh compare`.
 if [ "${FERROCUDA_BUNDLE_BEFORE:-1}" = 1 ] && ls .whl-before/*.whl >/dev/null 2>&1; then

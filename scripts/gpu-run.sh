@@ -10,6 +10,8 @@
 #                   launches issued directly, per kernel)
 #       profile (stage timing of the Python launch path, from a profiling build)
 #       compare (launch overhead against the build in .gpu/wheels-before/)
+#       perf (Linux perf profiles of the per-call launch loop, bench/perf_launch.sh; needs
+#             a bundle made with FERROCUDA_BUNDLE_PERF=1)
 #       gallery-tests (the gallery kernels' Rust and Python correctness tests)
 #       gallery (the gallery benchmarks against CUB/cuBLAS/PyTorch, then ncu-gallery)
 #       ncu-gallery (Nsight Compute metrics of the gallery kernels and peers)
@@ -257,6 +259,14 @@ for w in $what; do
           python3 .gpu/bench/launch_profile.py 2>&1 | tee "$OUT/profile.txt" || status=1
       else
         echo "gpu-run: no profiling build in .gpu/wheels-timing"; status=1
+      fi ;;
+    perf)
+      # Sampling profiles of the launch loop alone (bench/perf_launch.sh), with the carried perf.
+      if [ -x .gpu/perf/perf ]; then
+        PERF="$PWD/.gpu/perf/perf" PERF_LIBS="$PWD/.gpu/perf/lib" \
+          bash .gpu/bench/perf_launch.sh "$OUT/perf" 2>&1 | tee "$OUT/perf.log" || status=1
+      else
+        echo "gpu-run: no .gpu/perf (bundle with FERROCUDA_BUNDLE_PERF=1)"; status=1
       fi ;;
     compare)
       # Launch overhead of this build against an earlier one (.gpu/wheels-before/, bundled from

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""A launch loop for sampling profilers: ``python3 bench/perf_loop.py WHO [bound] [N]``.
+
+WHO is ``cupy``, ``torch``, ``dev`` (ferrocuda DeviceArrays) — ``kernels.add`` on three
+float32[1024] arrays, or its bound launch with ``bound`` — or ``torchadd``
+(``torch.add(out=)``, the peer). After 1000 warm-up launches it writes its process id to the
+file named by ``READY`` (if set), so that a profiler can attach to the loop alone (imports and
+first launches excluded), then launches N times (default 200000), synchronizing every 512
+launches, and prints µs per launch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+import ferrocuda
+
+
+def main() -> None:
+    who = sys.argv[1]
+    bound = "bound" in sys.argv[2:]
+    n_calls = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 200_000
+    n = 1024
+    if who in ("cupy",):
+        import cupy as cp
+
+        a, b, o = (cp.ones(n, dtype=cp.float32) for _ in range(3))
+        sync = cp.cuda.runtime.deviceSynchronize
+    elif who in ("torch", "torchadd"):
+        import torch
+
+        a, b, o = (torch.ones(n, device="cuda") for _ in range(3))
+        sync = torch.cuda.synchronize
+    elif who == "dev":
+        a, b, o = (ferrocuda.DeviceArray.from_numpy(np.ones(n, np.float32)) for _ in range(3))
+        sync = ferrocuda.synchronize
+    else:
+        raise SystemExit(f"unknown producer {who!r}")
+    if who == "torchadd":
+        import torch
+
+        def step() -> None:
+            torch.add(a, b, out=o)
+    elif bound:
+        step = ferrocuda.kernels.add.bind(a, b, o)
+    else:
+        add = ferrocuda.kernels.add
+
+        def step() -> None:
+            add(a, b, o)
+    for _ in range(1000):
+        step()
+    sync()
+    ready = os.environ.get("READY")
+    if ready:
+        with open(ready, "w") as f:
+            f.write(str(os.getpid()))
+    t = time.perf_counter()
+    for i in range(n_calls):
+        step()
+        if i % 512 == 0:
+            sync()
+    sync()
+    print(who, "bound" if bound else "", f"{(time.perf_counter() - t) / n_calls * 1e6:.3f} us/call")
+
+
+if __name__ == "__main__":
+    main()
