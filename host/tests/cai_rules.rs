@@ -585,5 +585,54 @@ mod props {
                 prop_assert_eq!(a.is_c_contiguous(), ix.is_c_contiguous());
             }
         }
+
+        /// Building in place (`from_parts_into`, the launch path's) gives exactly what
+        /// `from_parts` and `with_version` give — the same descriptor or the same error —
+        /// whatever the slot held before (an earlier, larger descriptor included), and an
+        /// error leaves the slot empty.
+        #[test]
+        fn building_in_place_equals_building(
+            shape in proptest::collection::vec(0usize..5, 0..5),
+            raw_strides in proptest::collection::vec(-6isize..7, 4),
+            strided in any::<bool>(),
+            ptr in proptest::sample::select(vec![0u64, 0x10_0000, 0x10_0002, 0x10_0003]),
+            dtype in proptest::sample::select(DType::ALL.to_vec()),
+            version in 0u8..6,
+            readonly in any::<bool>(),
+            big_shape in any::<bool>(),
+        ) {
+            let shape: Vec<usize> = if big_shape && !shape.is_empty() {
+                // An element count that overflows: the shape error.
+                shape.iter().map(|_| usize::MAX / 2).collect()
+            } else {
+                shape
+            };
+            let item = dtype.itemsize() as isize;
+            let strides: Vec<isize> = raw_strides.iter().cycle().take(shape.len())
+                .map(|s| s * item).collect();
+            let strides = strided.then_some(strides.as_slice());
+            let stream = Some(StreamRef::Legacy);
+            let want = ArrayDesc::from_parts(dtype, &shape, strides, ptr, readonly, stream)
+                .map(|d| d.with_version(version));
+            let earlier = [7usize; 6];
+            let mut slot = Some(
+                ArrayDesc::from_parts(DType::F64, &earlier, None, 0x20_0000, true, None).unwrap(),
+            );
+            let got = ArrayDesc::from_parts_into(
+                &mut slot, dtype, &shape, strides, ptr, readonly, stream, version,
+            )
+            .map(|d| *d);
+            match (&want, &got) {
+                (Ok(w), Ok(g)) => {
+                    prop_assert_eq!(w, g);
+                    prop_assert_eq!(slot.as_ref(), Some(w));
+                }
+                (Err(w), Err(g)) => {
+                    prop_assert_eq!(w.to_string(), g.to_string());
+                    prop_assert!(slot.is_none());
+                }
+                _ => prop_assert!(false, "from_parts {:?} but in place {:?}", want, got),
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! DLPack-only object, or a host array — with the torch stream rule applied.
 
 use ferrocuda_host::{ArrayDesc, Protocol};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 
@@ -16,8 +16,9 @@ use crate::util::type_name;
 /// Storage for classifying the arguments of one call: the interface reader's buffers, and the
 /// producer state read at most once per call (CuPy's and torch's current streams).
 pub struct ArgScratch {
-    /// The interface reader's buffers.
-    pub cai: Scratch,
+    /// The interface reader's buffers (≈ 1 KiB), made on first use: calls whose arrays all
+    /// take a fast path never need them.
+    cai: Option<Scratch>,
     /// Producer state of this call.
     pub call: CallState,
 }
@@ -26,9 +27,14 @@ impl ArgScratch {
     /// Empty storage.
     pub fn new() -> Self {
         ArgScratch {
-            cai: Scratch::new(),
+            cai: None,
             call: CallState::default(),
         }
+    }
+
+    /// The interface reader's buffers.
+    pub fn cai(&mut self) -> &mut Scratch {
+        self.cai.get_or_insert_with(Scratch::new)
     }
 }
 
@@ -60,40 +66,78 @@ pub fn probe<'py>(
     arg: &str,
     scratch: &mut ArgScratch,
 ) -> PyResult<Found<'py>> {
+    let mut slot = None;
+    Ok(match probe_into(obj, arg, scratch, &mut slot)? {
+        Probed::Desc => match slot {
+            Some(d) => Found::Desc(d),
+            None => return Err(PyValueError::new_err("array argument not described")),
+        },
+        Probed::Dlpack(o) => Found::Dlpack(o),
+        Probed::Host(o) => Found::Host(o),
+    })
+}
+
+/// What [`probe_into`] found; for [`Probed::Desc`] the description is in its slot.
+pub enum Probed<'py> {
+    /// A device array, described in the slot.
+    Desc,
+    /// An object to import through DLPack.
+    Dlpack(Bound<'py, PyAny>),
+    /// A host array.
+    Host(Bound<'py, PyAny>),
+}
+
+/// [`probe`], describing a device array in `slot` (the fast paths build it there, in place;
+/// `None` unless the result is [`Probed::Desc`]).
+pub fn probe_into<'py>(
+    obj: &Bound<'py, PyAny>,
+    arg: &str,
+    scratch: &mut ArgScratch,
+    slot: &mut Option<ArrayDesc>,
+) -> PyResult<Probed<'py>> {
     let py = obj.py();
     // The producer kind first (one lookup by type address): CuPy arrays and torch tensors
     // then skip the checks for ferrocuda's own classes.
     let kind = fast::kind_of(obj);
     if kind == Kind::Other {
         if let Ok(a) = obj.cast::<PyDeviceArray>() {
-            return Ok(Found::Desc(*a.get().desc()));
+            *slot = Some(*a.get().desc());
+            return Ok(Probed::Desc);
         }
         if let Ok(a) = obj.cast::<PyForeignArray>() {
-            return Ok(Found::Desc(*a.get().desc()));
+            *slot = Some(*a.get().desc());
+            return Ok(Probed::Desc);
         }
     }
     ferrocuda_host::mark!(15);
-    if let Some(d) = fast::describe(obj, kind, arg, &mut scratch.call)? {
+    if fast::describe_into(obj, kind, arg, &mut scratch.call, slot)? {
         ferrocuda_host::mark!(18);
         let state = scratch.call;
-        let d = fast::self_check(obj, kind, d, || {
-            let mut s = ArgScratch::new();
-            s.call = state;
-            generic_cuda(obj, arg, kind, &mut s)?.ok_or_else(|| {
-                pyo3::exceptions::PyRuntimeError::new_err("__cuda_array_interface__ disappeared")
-            })
-        })?;
+        if let Some(d) = slot.as_mut() {
+            fast::self_check(obj, kind, d, || {
+                let mut s = ArgScratch::new();
+                s.call = state;
+                generic_cuda(obj, arg, kind, &mut s)?.ok_or_else(|| {
+                    pyo3::exceptions::PyRuntimeError::new_err(
+                        "__cuda_array_interface__ disappeared",
+                    )
+                })
+            })?;
+        }
         ferrocuda_host::mark!(19);
-        return Ok(Found::Desc(d));
+        return Ok(Probed::Desc);
     }
+    *slot = None;
     if let Some(d) = generic_cuda(obj, arg, kind, scratch)? {
-        return Ok(Found::Desc(d));
+        *slot = Some(d);
+        return Ok(Probed::Desc);
     }
     match obj.getattr_opt(intern!(py, "__sycl_usm_array_interface__")) {
         Ok(Some(iface)) => {
-            return read_interface(&iface, Protocol::SyclUsm, &mut scratch.cai)
-                .map(Found::Desc)
-                .map_err(|f| f.into_py(py, arg))
+            let d = read_interface(&iface, Protocol::SyclUsm, scratch.cai())
+                .map_err(|f| f.into_py(py, arg))?;
+            *slot = Some(d);
+            return Ok(Probed::Desc);
         }
         Ok(None) => {}
         Err(e) => return Err(annotate(py, e, "__sycl_usm_array_interface__", arg)),
@@ -101,12 +145,12 @@ pub fn probe<'py>(
     if obj.hasattr(intern!(py, "__dlpack__"))? {
         // NumPy arrays and CPU tensors export DLPack too: host arrays.
         if dlpack_device_is_cpu(obj)? {
-            return Ok(Found::Host(obj.clone()));
+            return Ok(Probed::Host(obj.clone()));
         }
-        return Ok(Found::Dlpack(obj.clone()));
+        return Ok(Probed::Dlpack(obj.clone()));
     }
     if obj.hasattr(intern!(py, "__array_interface__"))? {
-        return Ok(Found::Host(obj.clone()));
+        return Ok(Probed::Host(obj.clone()));
     }
     Err(PyTypeError::new_err(format!(
         "argument `{arg}`: not an array: {} has no __cuda_array_interface__, \
@@ -126,7 +170,7 @@ pub fn generic_cuda(
     let py = obj.py();
     match obj.getattr_opt(intern!(py, "__cuda_array_interface__")) {
         Ok(Some(iface)) => {
-            let mut d = read_interface(&iface, Protocol::Cuda, &mut scratch.cai)
+            let mut d = read_interface(&iface, Protocol::Cuda, scratch.cai())
                 .map_err(|f| f.into_py(py, arg))?;
             if matches!(kind, Kind::Torch | Kind::TorchSub) {
                 fast::refuse_lazy_bits(obj, arg, true)?;

@@ -51,7 +51,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
-use crate::args::{probe, ArgScratch, Found};
+use crate::args::{probe_into, ArgScratch, Probed};
 use crate::arrays::pending::{defer, release_completed};
 use crate::docs::signature_text;
 use crate::errors::{IntoPyResult, PerformanceWarning};
@@ -408,16 +408,14 @@ fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>, c: &mut Classified<'py>
         }
         let k = c.arrays as u8;
         let name = t.param_name(i);
-        c.slots[i] = match probe(&a, name, &mut scratch)? {
-            Found::Desc(d) => {
-                c.descs[c.arrays] = Some(d);
-                Slot::Array(k)
-            }
-            Found::Dlpack(_) => {
+        // Described in place, in the slot it keeps for the launch.
+        c.slots[i] = match probe_into(&a, name, &mut scratch, &mut c.descs[c.arrays])? {
+            Probed::Desc => Slot::Array(k),
+            Probed::Dlpack(_) => {
                 c.has_dlpack = true;
                 Slot::Dlpack(k)
             }
-            Found::Host(o) => {
+            Probed::Host(o) => {
                 let view = host_view(&o, name)?;
                 c.descs[c.arrays] = Some(view.desc);
                 c.hosts.push((i, view));

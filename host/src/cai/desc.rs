@@ -213,6 +213,39 @@ impl ArrayDesc {
         })
         .map_err(|e| e.with_protocol(Protocol::Cuda))
     }
+
+    /// [`from_parts`](Self::from_parts) written into `slot` (left `None` on an error), with
+    /// CAI `version` (clamped to 0..=3): for hot paths that keep the descriptor where it is
+    /// built instead of moving its ≈ 580 bytes through each layer that returns it.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_parts`](Self::from_parts).
+    #[allow(clippy::too_many_arguments)] // the parts of `from_parts`, and where they go
+    pub fn from_parts_into<'a>(
+        slot: &'a mut Option<ArrayDesc>,
+        dtype: DType,
+        shape: &[usize],
+        byte_strides: Option<&[isize]>,
+        ptr: u64,
+        readonly: bool,
+        stream: Option<StreamRef>,
+        version: u8,
+    ) -> Result<&'a mut ArrayDesc> {
+        let parts = Parts {
+            protocol: Protocol::Cuda,
+            version: version.min(3),
+            dtype,
+            shape,
+            strides: byte_strides,
+            ptr,
+            readonly,
+            stream,
+        };
+        build_into(parts, slot).map_err(|e| e.with_protocol(Protocol::Cuda))?;
+        slot.as_mut()
+            .ok_or_else(|| Error::value("descriptor not built"))
+    }
 }
 
 /// A `Value` error naming `key`.
@@ -236,8 +269,18 @@ pub(super) struct Parts<'s> {
 /// element count, stride count, C strides, null and misaligned pointers, extent. Errors carry
 /// their key.
 pub(super) fn build(p: Parts<'_>) -> Result<ArrayDesc> {
+    let mut slot = None;
+    build_into(p, &mut slot)?;
+    slot.ok_or_else(|| Error::value("descriptor not built"))
+}
+
+/// [`build`] in place: the descriptor is written into `slot` (`None` again on an error).
+/// Descriptors hold [`MAX_NDIM`] axes inline (≈ 580 bytes), and the launch path builds several
+/// per call: building each where it stays saves moving it through every layer that returns it.
+pub(super) fn build_into(p: Parts<'_>, slot: &mut Option<ArrayDesc>) -> Result<()> {
     let ndim = p.shape.len();
     if ndim > MAX_NDIM {
+        *slot = None;
         return Err(value_err(
             Key::Shape,
             format!("{ndim} axes; at most {MAX_NDIM} are supported"),
@@ -245,13 +288,14 @@ pub(super) fn build(p: Parts<'_>) -> Result<ArrayDesc> {
     }
     // Like NumPy, the non-zero extents must multiply without overflow even when another
     // extent is 0.
-    let size = layout::element_count(p.shape).ok_or_else(|| {
-        value_err(
+    let Some(size) = layout::element_count(p.shape) else {
+        *slot = None;
+        return Err(value_err(
             Key::Shape,
             format!("the element count of shape {:?} overflows usize", p.shape),
-        )
-    })?;
-    let mut desc = ArrayDesc {
+        ));
+    };
+    let desc = slot.insert(ArrayDesc {
         protocol: p.protocol,
         version: p.version,
         dtype: p.dtype,
@@ -264,14 +308,20 @@ pub(super) fn build(p: Parts<'_>) -> Result<ArrayDesc> {
         ptr: p.ptr,
         byte_range: None,
         stream: p.stream,
-    };
+    });
     desc.shape[..ndim].copy_from_slice(p.shape);
-    let strides_key = fill_strides(&mut desc, p.strides)?;
-    if size > 0 {
-        desc.byte_range = Some(byte_range(&desc, strides_key)?);
+    let checked = fill_strides(desc, p.strides).and_then(|strides_key| {
+        if size > 0 {
+            desc.byte_range = Some(byte_range(desc, strides_key)?);
+        }
+        desc.c_contiguous =
+            layout::is_c_contiguous(desc.shape(), desc.byte_strides(), desc.itemsize());
+        Ok(())
+    });
+    if checked.is_err() {
+        *slot = None;
     }
-    desc.c_contiguous = layout::is_c_contiguous(desc.shape(), desc.byte_strides(), desc.itemsize());
-    Ok(desc)
+    checked
 }
 
 /// Fills the descriptor's byte strides: the given ones, else the C-order ones. Returns the key
