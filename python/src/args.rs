@@ -127,7 +127,7 @@ pub fn probe_into<'py>(
         ferrocuda_host::mark!(19);
         return Ok(Probed::Desc);
     }
-    *slot = None;
+    // `describe_into` left the slot empty.
     if let Some(d) = generic_cuda(obj, arg, kind, scratch)? {
         *slot = Some(d);
         return Ok(Probed::Desc);

@@ -201,17 +201,18 @@ impl ArrayDesc {
         readonly: bool,
         stream: Option<StreamRef>,
     ) -> Result<ArrayDesc> {
-        build(Parts {
-            protocol: Protocol::Cuda,
-            version: 3,
+        let mut slot = None;
+        Self::from_parts_into(
+            &mut slot,
             dtype,
             shape,
-            strides: byte_strides,
+            byte_strides,
             ptr,
             readonly,
             stream,
-        })
-        .map_err(|e| e.with_protocol(Protocol::Cuda))
+            3,
+        )
+        .map(|d| *d)
     }
 
     /// [`from_parts`](Self::from_parts) written into `slot` (left `None` on an error), with

@@ -181,19 +181,22 @@ pub struct SelectionMemo<V: Copy> {
     entries: std::sync::Mutex<(MemoEntries<V>, usize)>,
 }
 
-type MemoEntries<V> = [Option<(SelectionKey, V)>; 8];
+type MemoEntries<V> = [Option<(SelectionKey, V)>; MEMO_ENTRIES];
+
+/// [`SelectionMemo::ENTRIES`].
+const MEMO_ENTRIES: usize = 8;
 
 impl<V: Copy> Default for SelectionMemo<V> {
     fn default() -> Self {
         SelectionMemo {
-            entries: std::sync::Mutex::new(([None; 8], 0)),
+            entries: std::sync::Mutex::new(([None; MEMO_ENTRIES], 0)),
         }
     }
 }
 
 impl<V: Copy> SelectionMemo<V> {
     /// Keys remembered at most (then the oldest is replaced).
-    pub const ENTRIES: usize = 8;
+    pub const ENTRIES: usize = MEMO_ENTRIES;
 
     /// The choice remembered for `key`.
     pub fn get(&self, key: &SelectionKey) -> Option<V> {

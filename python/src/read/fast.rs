@@ -729,10 +729,7 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
             .view(tensor, &mut shape, &mut strides)
             .filter(|v| v.device.device_type == dlpack::KDL_CUDA)
         {
-            let s =
-                StreamRef::from_cai(api.current_stream(py, v.device)?).unwrap_or(StreamRef::Legacy);
-            state.torch = Some(s);
-            return Ok(s);
+            return torch_stream_on(py, &api, v.device, state);
         }
     }
     let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
@@ -753,6 +750,19 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     };
     // 0 is the legacy default stream (torch's default stream).
     let s = StreamRef::from_cai(ptr).unwrap_or(StreamRef::Legacy);
+    state.torch = Some(s);
+    Ok(s)
+}
+
+/// torch's current stream on `device` through its exchange API (0, its default stream, is the
+/// legacy stream), remembered for the rest of the launch in `state`.
+fn torch_stream_on(
+    py: Python<'_>,
+    api: &ExchangeApi,
+    device: dlpack::DLDevice,
+    state: &mut CallState,
+) -> PyResult<StreamRef> {
+    let s = StreamRef::from_cai(api.current_stream(py, device)?).unwrap_or(StreamRef::Legacy);
     state.torch = Some(s);
     Ok(s)
 }
@@ -850,12 +860,7 @@ fn torch_exchanged(
     ferrocuda_host::mark!(16);
     let stream = match state.torch {
         Some(s) => s,
-        None => {
-            let s =
-                StreamRef::from_cai(api.current_stream(py, device)?).unwrap_or(StreamRef::Legacy);
-            state.torch = Some(s);
-            s
-        }
+        None => torch_stream_on(py, api, device, state)?,
     };
     ferrocuda_host::mark!(17);
     let stream = Some(stream);
