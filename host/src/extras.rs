@@ -19,9 +19,11 @@
 //!   workspace and races with nothing).
 //!
 //! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed
-//! output; for a launch's workspaces, a capture-state and a stream-id query and one memset
-//! (allocate, memset and free under capture). The queries take ≈ 0.1 µs each where a
-//! stream-ordered allocation and free took ≈ 2 µs together on an H100 host.
+//! output; for a launch's workspaces, a stream-id query and one memset (allocate, memset and
+//! free under capture) — whether the launch is captured is the plan's, asked once per launch
+//! (every plan is made for its launch: a bound launch replans each time). The query takes
+//! ≈ 0.02–0.1 µs where a stream-ordered allocation and free took ≈ 2 µs together on an H100
+//! host.
 
 use ferrocuda_abi::extras::{Cmp, Operand, ScratchLen, Value, NONE};
 use ferrocuda_abi::manifest::KernelSig;
@@ -33,7 +35,6 @@ use crate::error::{Error, Result};
 use crate::launch::Arg;
 use crate::module::{Param, Signature};
 use crate::scalar::Scalar;
-use crate::stream::Capture;
 use cudarc::driver::sys;
 
 /// Most scratch parameters a kernel may have.
@@ -360,43 +361,55 @@ impl Workspace {
     }
 }
 
-/// Runs the extras' work before the launch on stream `s`: zero-fills the zeroed outputs and
-/// provides and zero-fills the workspaces (the stream's kept workspace unless `captured`);
-/// [`after_launch`] releases them.
+/// The byte ranges of the zeroed outputs among `args` (`sig.zero`), with each one's parameter
+/// index: what [`before_launch`] zero-fills. Empty arrays have none.
+pub(crate) fn zeroed_ranges<'s>(
+    sig: &'s Signature,
+    args: &'s [Arg<'_>],
+) -> impl Iterator<Item = (usize, (u64, u64))> + 's {
+    sig.zero.iter().filter_map(move |&z| {
+        let range = args
+            .get(z)
+            .and_then(array)
+            .and_then(ArrayDesc::byte_range)?;
+        Some((z, range))
+    })
+}
+
+/// Runs the extras' work before the launch on stream `s`: zero-fills the zeroed outputs (`zero`:
+/// [`zeroed_ranges`] of the arguments) and provides and zero-fills the workspaces (the
+/// stream's kept workspace unless `captured`); [`after_launch`] releases them.
 ///
 /// # Safety
 ///
-/// `ctx` is bound on this thread; `s` is its live launch stream (or a sentinel); `args` are
-/// the checked arguments of `sig` (every zeroed output is writable device memory of `ctx`,
-/// dense over its extent); `captured` says whether the launch is captured in a graph.
+/// `ctx` is bound on this thread; `s` is its live launch stream (or a sentinel); `zero` are
+/// the byte ranges of the checked zeroed outputs of `sig` (each writable device memory of
+/// `ctx`, dense over its extent); `captured` is the launch stream's capture state as asked of
+/// the driver for this launch (a plan made for it: [`Kernel::prepare`](crate::Kernel::prepare)
+/// or [`Prepared::replan`](crate::Prepared::replan) — a bound launch replans each time).
 pub(crate) unsafe fn before_launch(
     ctx: &Context,
     sig: &Signature,
-    args: &[Arg<'_>],
+    zero: impl Iterator<Item = (usize, (u64, u64))>,
     plan: &ScratchPlan,
     s: sys::CUstream,
     captured: bool,
 ) -> Result<Workspace> {
-    for &z in &sig.zero {
-        if let Some((lo, hi)) = args.get(z).and_then(array).and_then(ArrayDesc::byte_range) {
-            // SAFETY: the caller's contract: a dense, writable device array of this context.
-            unsafe { cu::memset_d8_async(lo, 0, (hi - lo) as usize, s) }
-                .map_err(|e| e.with_arg(sig.params[z].name.clone()))?;
-        }
+    for (z, (lo, hi)) in zero {
+        // SAFETY: the caller's contract: a dense, writable device array of this context.
+        unsafe { cu::memset_d8_async(lo, 0, (hi - lo) as usize, s) }
+            .map_err(|e| e.with_arg(sig.params[z].name.clone()))?;
     }
     if plan.bytes == 0 {
         return Ok(Workspace::None);
     }
     let pool = ctx.scratch_pool()?;
     let bytes = plan.bytes as usize;
-    // The stream's kept workspace, outside capture. The stream's capture state is asked
-    // again here: a plan made earlier (a bound launch's) may predate a capture begun since,
-    // and a captured launch must never embed the kept workspace in a graph (a replay could
-    // race with this stream's launches, or outlive the workspace when it grows).
-    // SAFETY: `s` is the caller's live stream.
-    let idle = bytes <= KEPT_MAX_BYTES
-        && !captured
-        && matches!(unsafe { cu::stream_capture(s) }, Ok(Capture::None));
+    // The stream's kept workspace, outside capture only: a captured launch must never embed
+    // the kept workspace in a graph (a replay could race with this stream's launches, or
+    // outlive the workspace when it grows). `captured` was asked for this launch (every plan
+    // that reaches here is fresh: a bound launch replans per launch).
+    let idle = bytes <= KEPT_MAX_BYTES && !captured;
     let kept = if idle {
         // SAFETY: as above.
         unsafe { cu::stream_id(s) }.and_then(|id| ctx.kept_workspace(id))

@@ -61,7 +61,7 @@ pub use half;
 pub use array::{AnyDeviceArray, AsArg, DeviceArray};
 pub use cai::ArrayDesc;
 pub use error::{Error, ErrorKind, Key, Protocol, Result};
-pub use launch::{Arg, ArgList, BoundLaunch, LaunchOptions, Launched, Prepared};
+pub use launch::{Arg, ArgList, BoundLaunch, LaunchOptions, Launched, Packed, Prepared};
 pub use module::{choose_cubin, Kernel, Module};
 pub use scalar::Scalar;
 pub use stream::{StreamRef, SyncMode};

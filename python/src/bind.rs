@@ -32,9 +32,11 @@
 //! * ferrocuda arrays and DLPack imports: nothing (their descriptions cannot change).
 //!
 //! The stream plan is then computed again from those streams ([`Prepared::replan`], the
-//! stream policy's one rule) and the prepared launch executed. Not repeated: classification,
-//! dispatch, scalar conversion, the manifest checks, the pointer checks (the memory is the
-//! bound memory, kept alive by the bound object), the configuration. The driver work runs
+//! stream policy's one rule, under the streams' capture state now) and the kernel launched on
+//! the parameters packed at bind ([`Prepared::execute_packed`]). Not repeated:
+//! classification, dispatch, scalar conversion, the manifest checks, the pointer checks (the
+//! memory is the bound memory, kept alive by the bound object), the configuration, the
+//! parameter packing (the arguments cannot change: what can is refused). The driver work runs
 //! with the GIL released, as every launch's does (holding it while `cuLaunchKernel` waits on a
 //! full launch queue would stall other threads, and deadlock against a Python host callback
 //! queued ahead, e.g. CuPy's `launch_host_func`). Completed DLPack releases of calls are not
@@ -42,7 +44,7 @@
 //! call (no stream synchronization, no event query).
 
 use ferrocuda_host::driver::{CallerContext, Fence};
-use ferrocuda_host::{Arg, ArgList, ArrayDesc, Prepared, Scalar, StreamRef, SyncMode};
+use ferrocuda_host::{Arg, ArgList, ArrayDesc, Packed, Prepared, StreamRef, SyncMode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -71,13 +73,13 @@ enum Reread {
     Interface,
 }
 
-/// One bound argument.
-// Held in one boxed slice and read in place per launch: the descriptor stays inline.
-#[allow(clippy::large_enum_variant)]
+/// One bound array argument: its description at bind and what a launch reads again of it.
 #[derive(Debug)]
-enum Param {
-    Scalar(Scalar),
-    Array { desc: ArrayDesc, reread: Reread },
+struct BoundArray {
+    /// The argument's index.
+    index: usize,
+    desc: ArrayDesc,
+    reread: Reread,
 }
 
 /// A kernel launch whose arguments were read, checked and converted once (by
@@ -92,7 +94,13 @@ enum Param {
 #[pyclass(name = "BoundLaunch", module = "ferrocuda", frozen)]
 pub struct PyBound {
     prepared: Prepared<'static>,
-    params: Box<[Param]>,
+    /// The parameters, packed at bind (the arguments never change: what can is refused).
+    packed: Packed,
+    /// The array arguments, in argument order.
+    arrays: Box<[BoundArray]>,
+    /// Every array's producer stream when none is read again (ferrocuda arrays, DLPack
+    /// imports): `None` when some array's stream is read per launch.
+    fixed: Option<Box<[Option<StreamRef>]>>,
     /// The argument objects, kept alive for the bound launch's lifetime.
     args: Py<PyTuple>,
     _dlpack: Vec<DlpackOwner>,
@@ -141,24 +149,32 @@ pub fn bind(
         })
         .py_err(py)?;
     }
-    let mut params = Vec::with_capacity(argv.len());
+    let packed = prepared.pack(&argv).py_err(py)?;
+    let mut arrays = Vec::with_capacity(argv.len());
     for (i, (a, slot)) in argv.iter().zip(c.slots()).enumerate() {
-        params.push(match (a, slot) {
-            (Arg::Array(d), Slot::Array(_)) => Param::Array {
-                desc: **d,
-                reread: reread_of(&args.get_item(i)?, d)?,
-            },
-            (Arg::Array(d), _) => Param::Array {
-                desc: **d,
-                reread: Reread::Nothing,
-            },
-            (Arg::Scalar(s), _) => Param::Scalar(*s),
+        let reread = match (a, slot) {
+            (Arg::Array(d), Slot::Array(_)) => reread_of(&args.get_item(i)?, d)?,
+            (Arg::Array(_), _) => Reread::Nothing,
+            (Arg::Scalar(_), _) => continue,
             (Arg::Host(_), _) => unreachable!("host arrays are refused above"),
-        });
+        };
+        if let Arg::Array(d) = a {
+            arrays.push(BoundArray {
+                index: i,
+                desc: **d,
+                reread,
+            });
+        }
     }
+    let fixed = arrays
+        .iter()
+        .all(|a| a.reread == Reread::Nothing)
+        .then(|| arrays.iter().map(|a| a.desc.stream()).collect());
     Ok(PyBound {
         prepared,
-        params: params.into_boxed_slice(),
+        packed,
+        arrays: arrays.into_boxed_slice(),
+        fixed,
         args: args.clone().unbind(),
         _dlpack: owners,
         _stream: stream_owner(stream),
@@ -226,32 +242,28 @@ impl PyBound {
 
     /// One launch (see the module documentation).
     fn launch(&self, py: Python<'_>) -> PyResult<()> {
-        let args = self.args.bind(py);
-        let mut state = CallState::default();
-        let mut producers = [None; MAX_ARRAYS];
-        let mut k = 0;
-        let mut argv = ArgList::new();
-        for (i, p) in self.params.iter().enumerate() {
-            let arg = match p {
-                Param::Scalar(s) => Arg::Scalar(*s),
-                Param::Array { desc, reread } => {
-                    producers[k] = self.reread(args, i, desc, *reread, &mut state)?;
-                    k += 1;
-                    Arg::Array(desc)
+        let mut read = [None; MAX_ARRAYS];
+        let producers: &[Option<StreamRef>] = match &self.fixed {
+            Some(streams) => streams,
+            None => {
+                let args = self.args.bind(py);
+                let mut state = CallState::default();
+                for (slot, a) in read.iter_mut().zip(self.arrays.iter()) {
+                    *slot = self.reread(args, a.index, &a.desc, a.reread, &mut state)?;
                 }
-            };
-            argv.push(arg).py_err(py)?;
-        }
-        let mut prepared = self.prepared;
-        prepared.replan(&producers[..k]).py_err(py)?;
+                &read[..self.arrays.len()]
+            }
+        };
+        let (prepared, packed) = (&self.prepared, &self.packed);
         py.detach(|| {
-            let _caller = CallerContext::save();
-            // SAFETY: the prepared arguments (the bound descriptions, each checked above to be
-            // the memory and layout it was at bind), none a host array; kernels from
-            // ferrocuda's builder are memory-safe for arguments that pass the checks (the
-            // manifest contract); the bound object holds every argument's owner (and the
-            // DLPack capsules), and the plan orders the producers' streams around the kernel.
-            unsafe { prepared.execute(&argv) }
+            // SAFETY: the parameters packed at bind from the prepared arguments (the bound
+            // descriptions, each checked above to be the memory and layout it was at bind),
+            // none a host array; kernels from ferrocuda's builder are memory-safe for
+            // arguments that pass the checks (the manifest contract); the bound object holds
+            // every argument's owner (and the DLPack capsules), and the plan orders the
+            // producers' streams around the kernel (made again for them, in the prepared
+            // context, the caller's restored).
+            unsafe { prepared.execute_replanned(producers, packed) }
         })
         .map(|_| ())
         .py_err(py)

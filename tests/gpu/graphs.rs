@@ -11,6 +11,12 @@
 //!   the launch before it is joined back;
 //! * `graph_scratch_and_zero`: `sum_f32` (a scratch workspace: memory nodes) and
 //!   `histogram_f32` (a zeroed output: a memset node) replayed on new data;
+//! * `graph_bound_before_capture`: launches bound (`Kernel::bind`) outside any capture and
+//!   launched inside one, in each sync mode: `sum_f32`'s workspace is the graph's own (an
+//!   allocation node, never the stream's kept workspace) and every replay sums the new data;
+//!   a bound `add` whose producer stream is outside the capture is refused naming the
+//!   argument in the ordering modes (its plan is made again per launch), launched unordered
+//!   with sync off, and the capture survives;
 //! * `graph_refusals_keep_the_capture`: a producer outside the capture (the legacy default
 //!   stream), a host array and a `DeviceArray` allocation on the capturing stream are refused
 //!   with `Unsupported` errors, and the capture still ends with a graph that replays the
@@ -20,15 +26,16 @@ use super::{ensure, err, rng, GpuTest, TestResult, DEV};
 use cudarc::driver::{result as cu, sys};
 use ferrocuda::host::array::HostArg;
 use ferrocuda::host::driver::{Context, Stream};
-use ferrocuda::{kernels, DeviceArray, ErrorKind, LaunchOptions, StreamRef, SyncMode};
+use ferrocuda::{kernels, AsArg, DeviceArray, ErrorKind, LaunchOptions, StreamRef, SyncMode};
 use libtest_mimic::Failed;
 use ndarray::{Array, ArrayD, IxDyn};
 use rand::RngExt;
 
-pub const TESTS: [GpuTest; 4] = [
+pub const TESTS: [GpuTest; 5] = [
     GpuTest::new("graph_replays_in_every_mode", test_replays),
     GpuTest::new("graph_producer_stream_joined", test_producer_joined),
     GpuTest::new("graph_scratch_and_zero", test_scratch_and_zero),
+    GpuTest::new("graph_bound_before_capture", test_bound_before_capture),
     GpuTest::new("graph_refusals_keep_the_capture", test_refusals),
 ];
 
@@ -269,6 +276,118 @@ fn test_scratch_and_zero() -> TestResult {
             ensure(got == counts, || {
                 format!("{mode:?}: bins {got:?} != {counts:?}")
             })?;
+        }
+    }
+    Ok(())
+}
+
+/// How many nodes of type `ty` the captured graph holds.
+fn nodes_of(graph: &Graph, ty: sys::CUgraphNodeType) -> Result<usize, Failed> {
+    let mut n = 0usize;
+    // SAFETY: a live graph; a null array asks for the count only.
+    let r = unsafe { sys::cuGraphGetNodes(graph.graph, std::ptr::null_mut(), &mut n) };
+    r.result().map_err(err)?;
+    let mut nodes = vec![std::ptr::null_mut(); n];
+    // SAFETY: room for `n` nodes.
+    let r = unsafe { sys::cuGraphGetNodes(graph.graph, nodes.as_mut_ptr(), &mut n) };
+    r.result().map_err(err)?;
+    let mut count = 0;
+    for &node in &nodes[..n] {
+        let mut t = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: a node of the live graph.
+        unsafe { sys::cuGraphNodeGetType(node, &mut t) }
+            .result()
+            .map_err(err)?;
+        count += usize::from(t == ty);
+    }
+    Ok(count)
+}
+
+fn test_bound_before_capture() -> TestResult {
+    let _ctx = Context::get(DEV).and_then(|c| c.enter()).map_err(err)?;
+    let stream = Stream::new(DEV, true).map_err(err)?;
+    let side = Stream::new(DEV, true).map_err(err)?;
+    let s = stream.as_ref();
+    let mut r = rng(0x6e);
+    let module = ferrocuda::bundled::module().map_err(err)?;
+    let (sum, add) = (
+        module.kernel("sum_f32").map_err(err)?,
+        module.kernel("add_f32").map_err(err)?,
+    );
+    let x = array(&vec![0.0; N], s)?;
+    let total = array(&[f32::NAN], s)?;
+    let ny = ints(&mut r, N);
+    // Produced on `side`, a stream the capture never joins.
+    let y = array(&ny, side.as_ref())?;
+    let out = array(&vec![f32::NAN; N], s)?;
+    side.synchronize().map_err(err)?;
+    for mode in MODES {
+        let o = on(s, mode);
+        let bsum = sum.bind(&[x.as_arg(), total.as_arg()], &o).map_err(err)?;
+        let badd = add
+            .bind(&[x.as_arg(), y.as_arg(), out.as_arg()], &o)
+            .map_err(err)?;
+        // Outside capture first: the stream's kept workspace.
+        // SAFETY: bundled kernels (memory-safe for checked arguments); the arrays outlive the
+        // bound launches (borrowed by them).
+        unsafe { bsum.launch() }.map_err(err)?;
+        stream.synchronize().map_err(err)?;
+        ensure(!bsum.prepared().plan().is_captured(), || {
+            "bind-time plan".into()
+        })?;
+        let graph = Graph::capture(s, || {
+            // SAFETY: as above.
+            let launched = unsafe { bsum.launch() }.map_err(err)?;
+            ensure(launched.plan.is_captured(), || {
+                format!("{mode:?}: the bound sum was not planned as captured")
+            })?;
+            // SAFETY: as above.
+            let added = unsafe { badd.launch() };
+            if mode == SyncMode::Off {
+                added.map_err(err)?;
+            } else {
+                let arg = added
+                    .as_ref()
+                    .err()
+                    .and_then(|e| e.arg())
+                    .map(str::to_owned);
+                unsupported(
+                    "bound add, producer outside",
+                    added,
+                    "not part of that capture",
+                )?;
+                ensure(arg.as_deref() == Some("b"), || {
+                    format!("{mode:?}: named {arg:?}")
+                })?;
+            }
+            Ok(())
+        })?;
+        let allocs = nodes_of(&graph, sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEM_ALLOC)?;
+        ensure(allocs == 1, || {
+            format!("{mode:?}: {allocs} allocation nodes; the graph must own its workspace")
+        })?;
+        for _ in 0..3 {
+            let nx: Vec<f32> = (0..N).map(|_| r.random_range(0.0f32..1.0)).collect();
+            x.copy_from_host(&nx).map_err(err)?;
+            total.copy_from_host(&[f32::NAN]).map_err(err)?;
+            out.copy_from_host(&vec![f32::NAN; N]).map_err(err)?;
+            graph.launch(s)?;
+            stream.synchronize().map_err(err)?;
+            let want: f64 = nx.iter().map(|&v| f64::from(v)).sum();
+            let got = f64::from(total.to_ndarray().map_err(err)?[[0]]);
+            ensure((got - want).abs() <= 1e-4 * want, || {
+                format!("{mode:?}: sum {got} != {want}")
+            })?;
+            let got = out.to_ndarray().map_err(err)?;
+            for i in 0..N {
+                // With sync off the add was captured (unordered: `y` was ready before);
+                // refused otherwise, so its output stays poisoned.
+                let ok = match mode {
+                    SyncMode::Off => got[i] == nx[i] + ny[i],
+                    _ => got[i].is_nan(),
+                };
+                ensure(ok, || format!("{mode:?}: out[{i}] = {}", got[i]))?;
+            }
         }
     }
     Ok(())

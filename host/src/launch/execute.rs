@@ -7,6 +7,7 @@ use super::{Arg, Launched, Prepared};
 use crate::driver::{self, raw_stream, result as cu, DriverOps};
 use crate::error::{Error, Result};
 use crate::module::{Signature, MAX_PARAMS, PARAM_BUFFER_SIZE};
+use crate::stream::StreamRef;
 use ferrocuda_abi::{ArrayArg, ParamKind, MAX_NDIM};
 
 /// The launch parameter buffer: [`PARAM_BUFFER_SIZE`] bytes aligned for every parameter
@@ -31,6 +32,18 @@ impl ParamBuffer {
         ParamBuffer { mem, len }
     }
 
+    /// A buffer holding a copy of `image` (at most [`PARAM_BUFFER_SIZE`] bytes).
+    fn from_image(image: &[u8]) -> Self {
+        let len = image.len().min(PARAM_BUFFER_SIZE);
+        let mut mem = std::mem::MaybeUninit::<Aligned>::uninit();
+        // SAFETY: `len` bytes from `image` into the start of an allocation of
+        // `PARAM_BUFFER_SIZE` bytes; the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(image.as_ptr(), mem.as_mut_ptr().cast::<u8>(), len)
+        };
+        ParamBuffer { mem, len }
+    }
+
     /// The initialized bytes.
     fn bytes(&mut self) -> &mut [u8] {
         // SAFETY: the first `len` bytes were zeroed by `new` (and are only written since).
@@ -38,7 +51,129 @@ impl ParamBuffer {
     }
 }
 
+/// 16 bytes, 16-aligned: the unit of a [`Packed`] image, so that every parameter slot keeps
+/// the alignment the parameter buffer gives it.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
+struct Chunk([u8; 16]);
+
+/// A launch's parameters packed once ([`Prepared::pack`]) for launches that repeat on the same
+/// arguments — a bound launch's, whose arguments cannot change — with the byte ranges of its
+/// zeroed outputs. [`Prepared::execute_packed`] launches from it without packing again.
+#[derive(Clone, Debug)]
+pub struct Packed {
+    /// The signature's parameter bytes (its `buffer_size`), then zero padding.
+    image: Box<[Chunk]>,
+    len: usize,
+    /// The kernel it was packed for (its signature's address), checked by `execute_packed`.
+    kernel: usize,
+    /// Zeroed outputs: parameter index and byte range.
+    zero: Vec<(usize, (u64, u64))>,
+}
+
+impl Packed {
+    /// The packed parameter bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `image` holds at least `len` initialized bytes (`Chunk` is plain bytes).
+        unsafe { std::slice::from_raw_parts(self.image.as_ptr().cast::<u8>(), self.len) }
+    }
+}
+
 impl Prepared<'_> {
+    /// Packs `args` — the prepared arguments, no host array among them — into a [`Packed`]
+    /// image for [`execute_packed`](Self::execute_packed), once for any number of launches.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Self::execute) for arguments that do not fit the signature, a different
+    /// argument count or a host argument that was not replaced.
+    pub fn pack(&self, args: &[Arg<'_>]) -> Result<Packed> {
+        let sig = self.kernel.signature();
+        self.check_staged(sig, args)?;
+        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Host(_))) {
+            return Err(Error::value(
+                "a host array cannot be packed: replace it with its device copy first",
+            )
+            .with_arg(sig.params[i].name.clone()));
+        }
+        let mut buf = ParamBuffer::new(sig.buffer_size);
+        if self.launch.is_some() {
+            // (Nothing to launch: the image is never used, as `execute` never packs it.)
+            pack(sig, args, &mut buf)?;
+        }
+        let bytes = buf.bytes();
+        let mut image = vec![Chunk([0; 16]); bytes.len().div_ceil(16)].into_boxed_slice();
+        for (chunk, part) in image.iter_mut().zip(bytes.chunks(16)) {
+            chunk.0[..part.len()].copy_from_slice(part);
+        }
+        Ok(Packed {
+            image,
+            len: bytes.len(),
+            kernel: sig as *const Signature as usize,
+            zero: crate::extras::zeroed_ranges(sig, args).collect(),
+        })
+    }
+
+    /// Phase 2 of a launch from parameters packed once ([`pack`](Self::pack)): the stream
+    /// plan's work before the launch, `cuLaunchKernel` on a copy of the image (the scratch
+    /// workspaces' addresses written into it), the plan's work after it — what
+    /// [`execute`](Self::execute) does after packing.
+    ///
+    /// # Errors
+    ///
+    /// `packed` made for another kernel; a failed driver call (the first one).
+    ///
+    /// # Safety
+    ///
+    /// As [`execute`](Self::execute), for the arguments `packed` was made from: they must
+    /// still describe live memory, unchanged since (the checks of
+    /// [`Kernel::prepare`](crate::Kernel::prepare) stand for them).
+    pub unsafe fn execute_packed(&self, packed: &Packed) -> Result<Launched> {
+        let sig = self.packed_for(packed)?;
+        self.ctx.bind()?;
+        // SAFETY: the context is bound; the rest is the caller's contract, forwarded.
+        unsafe { self.launch_packed(sig, packed) }
+    }
+
+    /// What a bound launch does each time: [`replan`](Self::replan) for `producers` (the
+    /// array arguments' streams now), then [`execute_packed`](Self::execute_packed) — in one
+    /// entry into the prepared context (the calling thread's current context is the same
+    /// afterwards as before). `self` is not changed: the new plan is the launch's.
+    ///
+    /// # Errors
+    ///
+    /// As [`replan`](Self::replan) and [`execute_packed`](Self::execute_packed).
+    ///
+    /// # Safety
+    ///
+    /// As [`execute_packed`](Self::execute_packed).
+    pub unsafe fn execute_replanned(
+        &self,
+        producers: &[Option<StreamRef>],
+        packed: &Packed,
+    ) -> Result<Launched> {
+        let sig = self.packed_for(packed)?;
+        let _caller = driver::CallerContext::save();
+        self.ctx.bind()?;
+        let mut now = *self;
+        now.plan = self.plan_for(producers)?;
+        // SAFETY: the context is bound; the plan is made for this launch; the rest is the
+        // caller's contract, forwarded.
+        unsafe { now.launch_packed(sig, packed) }
+    }
+
+    /// [`execute_packed`](Self::execute_packed) with the context bound and `packed` checked.
+    ///
+    /// # Safety
+    ///
+    /// As [`execute_packed`](Self::execute_packed), and the prepared context is current.
+    unsafe fn launch_packed(&self, sig: &Signature, packed: &Packed) -> Result<Launched> {
+        let mut buf = ParamBuffer::from_image(packed.bytes());
+        // SAFETY: the context is bound; the image and zeroed ranges are the prepared
+        // arguments' (the caller's contract, forwarded).
+        unsafe { self.launch_image(sig, &mut buf, packed.zero.iter().copied()) }
+    }
+
     /// Phase 2 of a launch: packs `args` into the parameter buffer, runs the stream plan's
     /// work before the launch, launches, and runs the plan's work after it.
     ///
@@ -71,6 +206,30 @@ impl Prepared<'_> {
     pub(super) unsafe fn execute_bound(&self, args: &[Arg<'_>]) -> Result<Launched> {
         let sig = self.kernel.signature();
         self.check_staged(sig, args)?;
+        let mut buf = ParamBuffer::new(sig.buffer_size);
+        if self.launch.is_some() {
+            pack(sig, args, &mut buf)?;
+        }
+        let zero = crate::extras::zeroed_ranges(sig, args);
+        // SAFETY: the context is bound; `buf` and `zero` come from the prepared arguments (the
+        // caller's contract, forwarded).
+        unsafe { self.launch_image(sig, &mut buf, zero) }
+    }
+
+    /// The launch itself from a packed parameter buffer: the plan's work before, the extras
+    /// (zeroed outputs `zero`, scratch workspaces written into `buf`), `cuLaunchKernel`, the
+    /// plan's work after.
+    ///
+    /// # Safety
+    ///
+    /// The prepared context is current; `buf` and `zero` were made from the prepared
+    /// arguments, which the caller's contract of [`execute`](Self::execute) covers.
+    unsafe fn launch_image(
+        &self,
+        sig: &Signature,
+        buf: &mut ParamBuffer,
+        zero: impl Iterator<Item = (usize, (u64, u64))>,
+    ) -> Result<Launched> {
         let device = self.ctx.ordinal();
         let Some((f, grid, block)) = self.launch else {
             // Nothing to compute; no ordering needed either.
@@ -80,8 +239,6 @@ impl Prepared<'_> {
                 config: None,
             });
         };
-        let mut buf = ParamBuffer::new(sig.buffer_size);
-        pack(sig, args, &mut buf)?;
         crate::mark!(10);
         let mut ops = DriverOps { ctx: self.ctx };
         self.plan.before_launch(&mut ops)?;
@@ -89,19 +246,20 @@ impl Prepared<'_> {
         let stream = raw_stream(self.plan.launch_stream());
         let workspace = if sig.has_extras() {
             // SAFETY: the context is bound; `stream` is the plan's launch stream, which now
-            // waits for the producers; the arguments were checked by prepare (zeroed outputs
-            // are dense, writable device memory); the plan knows whether it is captured.
+            // waits for the producers; the zeroed ranges are of checked arguments (dense,
+            // writable device memory); the plan was made for this launch, so it knows
+            // whether the launch is captured.
             let w = unsafe {
                 crate::extras::before_launch(
                     self.ctx,
                     sig,
-                    args,
+                    zero,
                     &self.scratch,
                     stream,
                     self.plan.is_captured(),
                 )
             }?;
-            if let Err(e) = pack_scratch(sig, &self.scratch, w.ptr(), &mut buf) {
+            if let Err(e) = pack_scratch(sig, &self.scratch, w.ptr(), buf) {
                 // SAFETY: provided just above on `stream`; never used.
                 let _ = unsafe { crate::extras::after_launch(w, stream) };
                 return Err(e);
@@ -111,7 +269,7 @@ impl Prepared<'_> {
             crate::extras::Workspace::None
         };
         let mut ptrs: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
-        slot_addresses(sig, &mut buf, &mut ptrs);
+        slot_addresses(sig, buf, &mut ptrs);
         let params = &mut ptrs[..sig.entry_params];
         // SAFETY: `f` belongs to the module loaded in the bound context (the caller's
         // contract); `params` points at one correctly sized and aligned value
@@ -136,6 +294,18 @@ impl Prepared<'_> {
             device,
             config: Some((grid, block)),
         })
+    }
+
+    /// The signature, when `packed` was packed for this kernel.
+    fn packed_for(&self, packed: &Packed) -> Result<&Signature> {
+        let sig = self.kernel.signature();
+        if packed.kernel != sig as *const Signature as usize || packed.len != sig.buffer_size {
+            return Err(Error::value(format!(
+                "parameters packed for another kernel were launched with kernel `{}`",
+                sig.name
+            )));
+        }
+        Ok(sig)
     }
 
     /// Every argument prepared as a host array is now a (staged) device array.

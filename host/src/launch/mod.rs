@@ -42,6 +42,7 @@ pub mod shape;
 
 pub use bind::BoundLaunch;
 pub use check::check_args;
+pub use execute::Packed;
 pub use prepare::Prepared;
 pub use select::{select, Operand, SelectionKey, SelectionMemo};
 

@@ -81,11 +81,16 @@ impl<'m> Prepared<'m> {
     /// [`MAX_PRODUCERS`](stream::MAX_PRODUCERS) producers; a plan refused under capture
     /// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
     pub fn replan(&mut self, producers: &[Option<StreamRef>]) -> Result<()> {
-        let plan = stream::plan(producers, self.caller, self.plan.mode())?;
         let _caller = driver::CallerContext::save();
         self.ctx.bind()?;
-        self.plan = driver::capture_plan(plan).map_err(|r| refusal(&self.kernel, producers, r))?;
+        self.plan = self.plan_for(producers)?;
         Ok(())
+    }
+
+    /// The plan [`replan`](Self::replan) makes, the prepared context being current.
+    pub(super) fn plan_for(&self, producers: &[Option<StreamRef>]) -> Result<Plan> {
+        let plan = stream::plan(producers, self.caller, self.plan.mode())?;
+        driver::capture_plan(plan).map_err(|r| refusal(&self.kernel, producers, r))
     }
 }
 
