@@ -146,6 +146,7 @@ def declare_launch_rows(res, reps, mods):
             call = partial(raw, (LAUNCH_N // 256,), (256,), (a, b, out, np.int64(LAUNCH_N)))
             launch_row(res, reps, "cupy", "CuPy RawKernel add (CUDA C)", "rawkernel_cupy", call,
                        sync, make_check(np, poison, call, sync, read, expected))
+            python_floor_row(res, reps, np, cp, raw, a, b, out, sync, poison, read, expected)
             call = partial(cp.add, a, b, out=out)
             launch_row(res, reps, "cupy", "cupy.add(a, b, out=out)", "cupy_add", call, sync,
                        make_check(np, poison, call, sync, read, expected))
@@ -213,6 +214,37 @@ def declare_launch_rows(res, reps, mods):
                               variants=BOUND_VARIANTS[:2])
         except Exception as e:  # noqa: BLE001
             res.note("launch", "ferrocuda.DeviceArray rows skipped: %s: %s" % (type(e).__name__, e))
+
+
+def python_floor_row(res, reps, np, cp, raw, a, b, out, sync, poison, read, expected):
+    """The Python floor: the least a launch issued from a Python loop costs — one call of
+    CuPy's Cython wrapper of ``cuLaunchKernel`` (``cupy.cuda.driver.launchKernel``: its eleven
+    arguments converted, the GIL released around the driver call, the status checked) on the
+    RawKernel's function with a parameter array built once; nothing read, checked or planned.
+    Every launch from Python pays at least this; the C floor pays none of it."""
+    import ctypes
+    try:
+        launch = cp.cuda.driver.launchKernel
+        f = raw.kernel.ptr
+        vals = (ctypes.c_uint64(a.data.ptr), ctypes.c_uint64(b.data.ptr),
+                ctypes.c_uint64(out.data.ptr), ctypes.c_int64(out.size))
+        params = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
+        kp, s, grid = ctypes.addressof(params), cp.cuda.get_current_stream().ptr, out.size // 256
+    except Exception as e:  # noqa: BLE001
+        res.note("launch", "Python floor unavailable: %s: %s" % (type(e).__name__, e))
+        return
+
+    def call():
+        launch(f, grid, 1, 1, 256, 1, 1, 0, s, kp, 0)
+
+    def batch(n):
+        keep = (vals, params)  # noqa: F841 - the parameter values outlive the launches
+        for _ in range(n):
+            launch(f, grid, 1, 1, 256, 1, 1, 0, s, kp, 0)
+
+    launch_row(res, reps, "cupy", "Python floor: cupy.cuda.driver.launchKernel from a Python "
+               "loop (Cython call, GIL released; no reads or checks)", "pyfloor_cupy", None, sync,
+               make_check(np, poison, call, sync, read, expected), batch_fn=batch)
 
 
 def to_fc_device_array(ferrocuda, host):

@@ -111,6 +111,16 @@ def compute_goals(data):
         goal("Python, bound launch `add.bind(a, b, out)()`, 3 %s arrays, default mode: "
              "≤ 1.15× raw cuLaunchKernel floor (add_f32)" % who, rb, "≤ 1.15×",
              None if rb is None else rb <= 1.15, "×")
+    # What any launch from a Python loop costs at least (no goal of its own: the measure of how
+    # much of the floor goal is left to ferrocuda at all).
+    pyfloor = us(launch.get("pyfloor_cupy"))
+    rp = ratio(pyfloor, floor_us)
+    goal("(context) Python floor: cupy.cuda.driver.launchKernel from a Python loop, "
+         "× raw cuLaunchKernel floor", rp, "—", None, "×")
+    for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"), ("torch", "torch")):
+        row = launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag)
+        goal("(context) bound launch, 3 %s arrays, × the Python floor" % who,
+             ratio(us(row), pyfloor), "—", None, "×")
     fc_bw = bw_lookup(data["bandwidth"], "fc_add_cupy", 28)
     t_bw = bw_lookup(data["bandwidth"], "torch_add", 28)
     rb = ratio(fc_bw and fc_bw["gbps"], t_bw and t_bw["gbps"])
