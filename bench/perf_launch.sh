@@ -4,11 +4,13 @@
 # an unprivileged process may) and writes, under OUT:
 #   flat-WHO.txt      self time by library and symbol (20 kHz, 3 s of the loop)
 #   dso-WHO.txt       self time by library
-#   children-WHO.txt  inclusive time by symbol (DWARF call graphs, 1.5 kHz, 2 s; cupy, torch
-#                     and the DeviceArray bound launch)
+#   children-WHO.txt  inclusive time by symbol (DWARF call graphs, 1.5 kHz, 2 s)
+# PERF_FLAT and PERF_DWARF choose the loops (default: every loop flat — cupy, torch, torchadd,
+# dev, the three bound launches and the Python floor, pyfloor — and cupy, torch, the
+# DeviceArray bound launch and pyfloor with call graphs).
 # PERF: the perf binary (default: perf on PATH); PERF_LIBS: a directory of libraries for it
-# alone (the GPU bundle carries perf and its libraries in .gpu/perf). OpenBLAS's thread pool (NumPy's) is kept to one thread: its idle threads
-# spin and would fill the profile.
+# alone (the GPU bundle carries perf and its libraries in .gpu/perf). OpenBLAS's thread pool
+# (NumPy's) is kept to one thread: its idle threads spin and would fill the profile.
 set -uo pipefail
 out="${1:?usage: perf_launch.sh OUTDIR}"; mkdir -p "$out"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -39,11 +41,15 @@ prof() {  # tag, mode (flat|dwarf), perf_loop.py arguments...
   wait "$pid" 2>/dev/null
   rm -f "$data" "$ready"
 }
-for w in "cupy" "torch" "torchadd" "dev" "dev bound" "cupy bound" "torch bound"; do
+# PERF_FLAT / PERF_DWARF: the loops to profile (comma-separated, e.g. "pyfloor,dev bound").
+IFS=, read -ra flat <<< "${PERF_FLAT:-cupy,torch,torchadd,dev,dev bound,cupy bound,torch bound,pyfloor}"
+IFS=, read -ra dwarf <<< "${PERF_DWARF:-cupy,torch,dev bound,pyfloor}"
+for w in "${flat[@]}"; do
   echo "perf: $w"
   prof "$(echo "$w" | tr ' ' _)" flat $w
 done
-prof cupy dwarf cupy
-prof torch dwarf torch
-prof dev_bound dwarf dev bound
+for w in "${dwarf[@]}"; do
+  echo "perf (call graphs): $w"
+  prof "$(echo "$w" | tr ' ' _)" dwarf $w
+done
 echo "perf: profiles in $out"

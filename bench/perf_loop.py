@@ -2,8 +2,9 @@
 """A launch loop for sampling profilers: ``python3 bench/perf_loop.py WHO [bound] [N]``.
 
 WHO is ``cupy``, ``torch``, ``dev`` (ferrocuda DeviceArrays) — ``kernels.add`` on three
-float32[1024] arrays, or its bound launch with ``bound`` — or ``torchadd``
-(``torch.add(out=)``, the peer). After 1000 warm-up launches it writes its process id to the
+float32[1024] arrays, or its bound launch with ``bound`` — ``torchadd`` (``torch.add(out=)``,
+the peer) or ``pyfloor`` (the Python floor: CuPy's Cython ``cupy.cuda.driver.launchKernel``
+on a RawKernel's function with a parameter array built once, nothing read or checked). After 1000 warm-up launches it writes its process id to the
 file named by ``READY`` (if set), so that a profiler can attach to the loop alone (imports and
 first launches excluded), then launches N times (default 200000), synchronizing every 512
 launches, and prints µs per launch.
@@ -25,7 +26,7 @@ def main() -> None:
     bound = "bound" in sys.argv[2:]
     n_calls = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 200_000
     n = 1024
-    if who in ("cupy",):
+    if who in ("cupy", "pyfloor"):
         import cupy as cp
 
         a, b, o = (cp.ones(n, dtype=cp.float32) for _ in range(3))
@@ -40,7 +41,24 @@ def main() -> None:
         sync = ferrocuda.synchronize
     else:
         raise SystemExit(f"unknown producer {who!r}")
-    if who == "torchadd":
+    if who == "pyfloor":
+        import ctypes
+
+        import cupy as cp
+
+        src = ('extern "C" __global__ void add_f32(const float* a, const float* b, float* o, '
+               "long long n) { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
+               "if (i < n) o[i] = a[i] + b[i]; }")
+        f = cp.RawKernel(src, "add_f32").kernel.ptr
+        vals = (ctypes.c_uint64(a.data.ptr), ctypes.c_uint64(b.data.ptr),
+                ctypes.c_uint64(o.data.ptr), ctypes.c_int64(n))
+        params = (ctypes.c_void_p * 4)(*[ctypes.addressof(v) for v in vals])
+        kp, s, launch = ctypes.addressof(params), cp.cuda.get_current_stream().ptr, \
+            cp.cuda.driver.launchKernel
+
+        def step() -> None:
+            launch(f, n // 256, 1, 1, 256, 1, 1, 0, s, kp, 0)
+    elif who == "torchadd":
         import torch
 
         def step() -> None:
