@@ -49,7 +49,7 @@ def main() -> None:
         src = ('extern "C" __global__ void add_f32(const float* a, const float* b, float* o, '
                "long long n) { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
                "if (i < n) o[i] = a[i] + b[i]; }")
-        f = cp.RawKernel(src, "add_f32").kernel.ptr
+        func = cp.RawKernel(src, "add_f32").kernel.ptr
         vals = (ctypes.c_uint64(a.data.ptr), ctypes.c_uint64(b.data.ptr),
                 ctypes.c_uint64(o.data.ptr), ctypes.c_int64(n))
         params = (ctypes.c_void_p * 4)(*[ctypes.addressof(v) for v in vals])
@@ -57,7 +57,7 @@ def main() -> None:
             cp.cuda.driver.launchKernel
 
         def step() -> None:
-            launch(f, n // 256, 1, 1, 256, 1, 1, 0, s, kp, 0)
+            launch(func, n // 256, 1, 1, 256, 1, 1, 0, s, kp, 0)
     elif who == "torchadd":
         import torch
 
