@@ -49,12 +49,15 @@ def main() -> None:
         src = ('extern "C" __global__ void add_f32(const float* a, const float* b, float* o, '
                "long long n) { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
                "if (i < n) o[i] = a[i] + b[i]; }")
-        func = cp.RawKernel(src, "add_f32").kernel.ptr
+        raw = cp.RawKernel(src, "add_f32")  # kept: its module holds the function
+        func = raw.kernel.ptr
         vals = (ctypes.c_uint64(a.data.ptr), ctypes.c_uint64(b.data.ptr),
                 ctypes.c_uint64(o.data.ptr), ctypes.c_int64(n))
         params = (ctypes.c_void_p * 4)(*[ctypes.addressof(v) for v in vals])
         kp, s, launch = ctypes.addressof(params), cp.cuda.get_current_stream().ptr, \
             cp.cuda.driver.launchKernel
+
+        keep = (raw, vals, params)  # noqa: F841 - alive while main() runs the loop
 
         def step() -> None:
             launch(func, n // 256, 1, 1, 256, 1, 1, 0, s, kp, 0)
