@@ -238,7 +238,7 @@ def python_floor_row(res, reps, np, cp, raw, a, b, out, sync, poison, read, expe
         launch(f, grid, 1, 1, 256, 1, 1, 0, s, kp, 0)
 
     def batch(n):
-        keep = (vals, params)  # noqa: F841 - the parameter values outlive the launches
+        keep = (raw, vals, params)  # noqa: F841 - the module and parameters outlive the launches
         for _ in range(n):
             launch(f, grid, 1, 1, 256, 1, 1, 0, s, kp, 0)
 
