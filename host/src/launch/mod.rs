@@ -22,13 +22,15 @@
 //! which host arrays reach a kernel, from Rust (`Kernel::launch_host`) and Python.
 //!
 //! A prepared launch can be executed again on the same arguments: [`Kernel::bind`] prepares
-//! once and [`BoundLaunch::launch`] executes as often as asked (for loops); a caller whose
-//! producers' streams move between launches re-plans with [`Prepared::replan`], which applies
-//! the stream policy's one rule ([`stream::plan`](crate::stream::plan)) to the streams as they
-//! are now.
+//! and packs the parameters once ([`Prepared::pack`]) and [`BoundLaunch::launch`] executes as
+//! often as asked (for loops), each time re-planning the streams under their capture state
+//! now ([`Prepared::execute_replanned`]); a caller whose producers' streams move between
+//! launches passes the streams as they are now, to which the stream policy's one rule
+//! ([`stream::plan`](crate::stream::plan)) is applied.
 //!
-//! The whole path works on the stack: arguments are borrowed, the parameter buffer is a
-//! fixed 4 KiB array, the stream plan has fixed capacity. Per launch it costs one
+//! A call's whole path works on the stack: arguments are borrowed, the parameter buffer is a
+//! fixed 4 KiB array, the stream plan has fixed capacity (a bound launch's packed image is
+//! allocated once, at bind). Per launch it costs one
 //! `cuPointerGetAttributes` per array (skippable with [`LaunchOptions::check_pointers`]),
 //! `cuCtxGetCurrent`, the plan's syncs/waits (none when every array lives on the launch
 //! stream) and `cuLaunchKernel`.
