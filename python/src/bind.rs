@@ -33,7 +33,7 @@
 //!
 //! The stream plan is then computed again from those streams ([`Prepared::replan`], the
 //! stream policy's one rule, under the streams' capture state now) and the kernel launched on
-//! the parameters packed at bind ([`Prepared::execute_packed`]). Not repeated:
+//! the parameters packed at bind (both in [`Prepared::execute_replanned`]). Not repeated:
 //! classification, dispatch, scalar conversion, the manifest checks, the pointer checks (the
 //! memory is the bound memory, kept alive by the bound object), the configuration, the
 //! parameter packing (the arguments cannot change: what can is refused). The driver work runs
