@@ -114,6 +114,34 @@ def test_configuration_and_scalars_are_bound(cupy: Any) -> None:
         assert bool((y == 1 + k * 2.5 * x).all()), k
 
 
+def test_bound_extras_repeat_on_new_data(cupy: Any, rng: np.random.Generator) -> None:
+    """Kernels with extras, bound once: ``sum`` (a scratch workspace), ``histogram`` (a zeroed
+    output and two scalars) and ``cumsum`` (a scan with its workspace). Their parameters are
+    packed at bind; each launch zero-fills and provides its workspace again. Twenty launches,
+    each on new data into poisoned outputs, every one against NumPy."""
+    cp = cupy
+    n, nbins, lo, hi = 100_003, 37, -2.0, 2.0
+    x = cp.empty(n, cp.int32)
+    f = cp.empty(n, cp.float32)
+    total, scan, bins = cp.empty(1, cp.int64), cp.empty(n, cp.int64), cp.empty(nbins, cp.int64)
+    launches = [K.sum.bind(x, total), K.cumsum.bind(x, scan), K.histogram.bind(f, bins, lo, hi)]
+    assert [b.name for b in launches] == ["sum_i32", "cumsum_i32_i64", "histogram_f32"]
+    for t in range(20):
+        hx = rng.integers(-1000, 1000, n, dtype=np.int32)
+        hf = (rng.standard_normal(n) * 1.5).astype(np.float32)
+        x.set(hx)
+        f.set(hf)
+        total.fill(-(2**62))
+        scan.fill(-7)
+        bins.fill(-1)
+        for launch in launches:
+            launch()
+        assert int(total.get()[0]) == int(hx.astype(np.int64).sum()), t
+        assert np.array_equal(scan.get(), np.cumsum(hx.astype(np.int64))), t
+        want = np.histogram(hf, bins=nbins, range=(lo, hi))[0].astype(np.int64)
+        assert np.array_equal(bins.get(), want), (t, bins.get(), want)
+
+
 def test_empty_arrays_launch_nothing(cupy: Any) -> None:
     a = cupy.empty(0, cupy.float32)
     launch = K.add.bind(a, a, a)
