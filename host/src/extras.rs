@@ -11,7 +11,7 @@
 //!   `cuMemsetD8Async` zero-fills it, on the launch stream. Outside graph capture the
 //!   allocation is the one the context keeps for that stream (by the driver's stream id,
 //!   never reused for another stream; grown with a stream-ordered free and allocation when a
-//!   launch needs more, up to [`KEPT_MAX_BYTES`]), locked from the memset through the
+//!   launch needs more, up to `KEPT_MAX_BYTES`, 1 MiB), locked from the memset through the
 //!   launch's enqueue: launches that share it are ordered by their stream and cannot
 //!   interleave. Under capture, for larger workspaces, and on streams beyond the first 16 of
 //!   a context, each launch allocates from the context's stream-ordered pool and frees right

@@ -2,7 +2,7 @@
 //!
 //! When a module that defines the trap-record symbol is loaded, the module layer allocates
 //! one zeroed, page-locked, device-mapped [`TrapRecord`], stores its device address in the
-//! symbol and [`remember`]s it here. A failed check on the device fills the record before it
+//! symbol and `remember`s it here. A failed check on the device fills the record before it
 //! traps; the context is dead afterwards, but the record is host memory, so [`describe`] can
 //! still read it. The driver's error text for a sticky error appends it: the file, line and
 //! column of the failed check and the indices of the thread.

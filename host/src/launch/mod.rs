@@ -11,7 +11,7 @@
 //! against the kernel's limits (read once per device when its module loads) and the device's
 //! (read once per context) before anything happens on the device; see [`shape`].
 //!
-//! Which kernel runs is decided before both, by [`select`]: a family launcher picks the
+//! Which kernel runs is decided before both, by [`select()`]: a family launcher picks the
 //! family's kernel for the arguments' element types, ranks and layouts (the contiguous,
 //! vectorised variant whenever every array allows it, a strided one otherwise), and a typed
 //! launcher the kernel's layout variant ([`Kernel::variant_for`]); [`Kernel::launch`] runs

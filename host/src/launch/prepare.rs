@@ -113,7 +113,7 @@ impl<'m> Kernel<'m> {
     /// state of the launch stream and of the producer streams it orders (one
     /// `cuStreamGetCaptureInfo` each; see [`stream::capture`]) — the context and the
     /// launch configuration — checked against the kernel's and the device's limits (block,
-    /// grid, dynamic shared memory; see [`shape`](super::shape)). Makes no change on the
+    /// grid, dynamic shared memory; see [`super::shape`]). Makes no change on the
     /// device, except raising the kernel's dynamic shared memory limit when the launch asks
     /// for more than 48 KiB (`cuFuncSetAttribute`, once per kernel and size).
     ///

@@ -6,7 +6,7 @@
 //!
 //! A parameter *takes* an argument when the kinds agree (scalar or array) and, for an array,
 //! the element type, the rank (for kinds that fix it) and the layout agree — the layout being
-//! what the parameter kind's table entry says it takes ([`ParamKind::array_layout`]:
+//! what the parameter kind's table entry says it takes ([`ParamKind::array_layout`](ferrocuda_abi::ParamKind::array_layout):
 //! C-contiguous for slices, any strides of whole elements for views). Scalars are taken by
 //! any scalar parameter: launchers convert them to the parameter's type. Among the candidates
 //! whose every parameter takes its argument, [`select`] picks the one that demands the most
