@@ -125,8 +125,8 @@ impl Prepared<'_> {
     ///
     /// # Safety
     ///
-    /// As [`execute`](Self::execute), for the arguments `packed` was made from: they must
-    /// still describe live memory, unchanged since (the checks of
+    /// As [`execute`](Self::execute) (its plan current, too), for the arguments `packed` was
+    /// made from: they must still describe live memory, unchanged since (the checks of
     /// [`Kernel::prepare`](crate::Kernel::prepare) stand for them).
     pub unsafe fn execute_packed(&self, packed: &Packed) -> Result<Launched> {
         let sig = self.packed_for(packed)?;
@@ -146,7 +146,7 @@ impl Prepared<'_> {
     ///
     /// # Safety
     ///
-    /// As [`execute_packed`](Self::execute_packed).
+    /// As [`execute_packed`](Self::execute_packed) but for the plan, which is made here.
     pub unsafe fn execute_replanned(
         &self,
         producers: &[Option<StreamRef>],
@@ -189,7 +189,12 @@ impl Prepared<'_> {
     /// # Safety
     ///
     /// As [`Kernel::launch`](crate::Kernel::launch); besides, `args` must be the prepared
-    /// arguments: the checks of [`Kernel::prepare`](crate::Kernel::prepare) stand for them.
+    /// arguments: the checks of [`Kernel::prepare`](crate::Kernel::prepare) stand for them;
+    /// and the plan must hold the streams' capture state as it is now — execute right after
+    /// `prepare` (or [`replan`](Self::replan)), not after a capture began on the launch stream
+    /// since (the plan decides how producers are ordered and whether a scratch kernel may use
+    /// its stream's kept workspace, which must never be embedded in a graph; a launch repeated
+    /// over time goes through [`execute_replanned`](Self::execute_replanned)).
     pub unsafe fn execute(&self, args: &[Arg<'_>]) -> Result<Launched> {
         // Any thread, after anything: make the prepared context current again.
         self.ctx.bind()?;
