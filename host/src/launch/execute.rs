@@ -51,20 +51,15 @@ impl ParamBuffer {
     }
 }
 
-/// 16 bytes, 16-aligned: the unit of a [`Packed`] image, so that every parameter slot keeps
-/// the alignment the parameter buffer gives it.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(16))]
-struct Chunk([u8; 16]);
-
 /// A launch's parameters packed once ([`Prepared::pack`]) for launches that repeat on the same
 /// arguments — a bound launch's, whose arguments cannot change — with the byte ranges of its
-/// zeroed outputs. [`Prepared::execute_packed`] launches from it without packing again.
+/// zeroed outputs. [`Prepared::execute_packed`] launches from it without packing again (each
+/// launch copies the bytes into its aligned parameter buffer, where the scratch addresses are
+/// written).
 #[derive(Clone, Debug)]
 pub struct Packed {
-    /// The signature's parameter bytes (its `buffer_size`), then zero padding.
-    image: Box<[Chunk]>,
-    len: usize,
+    /// The signature's parameter bytes (its `buffer_size`).
+    image: Box<[u8]>,
     /// The kernel it was packed for (its signature's address), checked by `execute_packed`.
     kernel: usize,
     /// Zeroed outputs: parameter index and byte range.
@@ -74,8 +69,7 @@ pub struct Packed {
 impl Packed {
     /// The packed parameter bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `image` holds at least `len` initialized bytes (`Chunk` is plain bytes).
-        unsafe { std::slice::from_raw_parts(self.image.as_ptr().cast::<u8>(), self.len) }
+        &self.image
     }
 }
 
@@ -101,14 +95,8 @@ impl Prepared<'_> {
             // (Nothing to launch: the image is never used, as `execute` never packs it.)
             pack(sig, args, &mut buf)?;
         }
-        let bytes = buf.bytes();
-        let mut image = vec![Chunk([0; 16]); bytes.len().div_ceil(16)].into_boxed_slice();
-        for (chunk, part) in image.iter_mut().zip(bytes.chunks(16)) {
-            chunk.0[..part.len()].copy_from_slice(part);
-        }
         Ok(Packed {
-            image,
-            len: bytes.len(),
+            image: buf.bytes().into(),
             kernel: sig as *const Signature as usize,
             zero: crate::extras::zeroed_ranges(sig, args).collect(),
         })
@@ -304,7 +292,9 @@ impl Prepared<'_> {
     /// The signature, when `packed` was packed for this kernel.
     fn packed_for(&self, packed: &Packed) -> Result<&Signature> {
         let sig = self.kernel.signature();
-        if packed.kernel != sig as *const Signature as usize || packed.len != sig.buffer_size {
+        if packed.kernel != sig as *const Signature as usize
+            || packed.image.len() != sig.buffer_size
+        {
             return Err(Error::value(format!(
                 "parameters packed for another kernel were launched with kernel `{}`",
                 sig.name
