@@ -98,9 +98,6 @@ pub struct PyBound {
     packed: Packed,
     /// The array arguments, in argument order.
     arrays: Box<[BoundArray]>,
-    /// Every array's producer stream when none is read again (ferrocuda arrays, DLPack
-    /// imports): `None` when some array's stream is read per launch.
-    fixed: Option<Box<[Option<StreamRef>]>>,
     /// The argument objects, kept alive for the bound launch's lifetime.
     args: Py<PyTuple>,
     _dlpack: Vec<DlpackOwner>,
@@ -166,15 +163,10 @@ pub fn bind(
             });
         }
     }
-    let fixed = arrays
-        .iter()
-        .all(|a| a.reread == Reread::Nothing)
-        .then(|| arrays.iter().map(|a| a.desc.stream()).collect());
     Ok(PyBound {
         prepared,
         packed,
         arrays: arrays.into_boxed_slice(),
-        fixed,
         args: args.clone().unbind(),
         _dlpack: owners,
         _stream: stream_owner(stream),
@@ -242,18 +234,14 @@ impl PyBound {
 
     /// One launch (see the module documentation).
     fn launch(&self, py: Python<'_>) -> PyResult<()> {
+        let args = self.args.bind(py);
+        let mut state = CallState::default();
         let mut read = [None; MAX_ARRAYS];
-        let producers: &[Option<StreamRef>] = match &self.fixed {
-            Some(streams) => streams,
-            None => {
-                let args = self.args.bind(py);
-                let mut state = CallState::default();
-                for (slot, a) in read.iter_mut().zip(self.arrays.iter()) {
-                    *slot = self.reread(args, a.index, &a.desc, a.reread, &mut state)?;
-                }
-                &read[..self.arrays.len()]
-            }
-        };
+        for (slot, a) in read.iter_mut().zip(self.arrays.iter()) {
+            // (Nothing is read of a ferrocuda array or DLPack import: its bound stream.)
+            *slot = self.reread(args, a.index, &a.desc, a.reread, &mut state)?;
+        }
+        let producers = &read[..self.arrays.len()];
         let (prepared, packed) = (&self.prepared, &self.packed);
         py.detach(|| {
             // SAFETY: the parameters packed at bind from the prepared arguments (the bound
