@@ -235,6 +235,15 @@ fn driver_sync(streams: &[&Stream]) -> TestResult {
     Ok(())
 }
 
+/// `total` holds the sum of `x` (non-negative values), to a float sum's rounding.
+fn check_sum(mode: SyncMode, total: &DeviceArray<f32>, x: &[f32]) -> TestResult {
+    let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
+    let got = f64::from(total.to_ndarray().map_err(err)?[[0]]);
+    ensure((got - want).abs() <= 1e-4 * want, || {
+        format!("{mode:?}: sum {got} != {want}")
+    })
+}
+
 fn test_scratch_and_zero() -> TestResult {
     let _ctx = Context::get(DEV).and_then(|c| c.enter()).map_err(err)?;
     let stream = Stream::new(DEV, true).map_err(err)?;
@@ -262,11 +271,7 @@ fn test_scratch_and_zero() -> TestResult {
             bins.copy_from_host(&vec![-1; nbins]).map_err(err)?;
             graph.launch(s)?;
             stream.synchronize().map_err(err)?;
-            let want: f64 = nx.iter().map(|&v| f64::from(v)).sum();
-            let got = f64::from(total.to_ndarray().map_err(err)?[[0]]);
-            ensure((got - want).abs() <= 1e-4 * want, || {
-                format!("{mode:?}: sum {got} != {want}")
-            })?;
+            check_sum(mode, &total, &nx)?;
             let mut counts = vec![0i64; nbins];
             for &v in &nx {
                 counts[((v * nbins as f32) as usize).min(nbins - 1)] += 1;
@@ -373,11 +378,7 @@ fn test_bound_before_capture() -> TestResult {
             out.copy_from_host(&vec![f32::NAN; N]).map_err(err)?;
             graph.launch(s)?;
             stream.synchronize().map_err(err)?;
-            let want: f64 = nx.iter().map(|&v| f64::from(v)).sum();
-            let got = f64::from(total.to_ndarray().map_err(err)?[[0]]);
-            ensure((got - want).abs() <= 1e-4 * want, || {
-                format!("{mode:?}: sum {got} != {want}")
-            })?;
+            check_sum(mode, &total, &nx)?;
             let got = out.to_ndarray().map_err(err)?;
             for i in 0..N {
                 // With sync off the add was captured (unordered: `y` was ready before);
