@@ -20,12 +20,18 @@
 //!
 //! Only what can change between launches of the same objects is read again:
 //!
-//! * CuPy arrays and torch tensors read by their fast paths: the data pointer, shape and
-//!   strides ([`fast::same_layout`]: a producer that reallocated or re-laid out the same
-//!   object — torch's `resize_`, `set_`, `as_strided_`, assigning `.data`; CuPy's `shape`
-//!   setter — is refused with a `ValueError` naming the argument, never launched on), and the
-//!   producer stream as a call reads it: CuPy's current stream, torch's current stream
-//!   ([`fast::current_stream`]);
+//! * torch tensors: the data pointer, dtype, shape and strides in one call of torch's
+//!   exchange API ([`fast::same_layout`]: a tensor reallocated or re-laid out in place —
+//!   `resize_`, `set_`, `as_strided_`, assigning `.data` — is refused with a `ValueError`
+//!   naming the argument, never launched on: its bound storage may be freed), and torch's
+//!   current stream on the tensor's device;
+//! * CuPy arrays: what CuPy's public API can change on an existing array — the shape (its
+//!   in-place `shape` setter; `ndim` for a 1-D array, `shape` otherwise) and the data pointer
+//!   (`MemoryPointer +=` moves it in place) — refused the same way when changed; and CuPy's
+//!   current stream ([`fast::current_stream`]). The bound object holds each CuPy array's
+//!   `MemoryPointer` as bound, so the allocation the launches write outlives them whatever
+//!   is done to the array object (strides changed alone through private attributes are not
+//!   seen: the launch then writes the bound layout of that checked, held allocation);
 //! * any other interface (Numba, torch subclasses, SYCL USM, hand-made objects): the interface
 //!   itself, as a call reads it — its stream, and the same refusal if it now describes other
 //!   memory or another layout;
@@ -46,6 +52,7 @@
 use ferrocuda_host::driver::{CallerContext, Fence};
 use ferrocuda_host::{Arg, ArgList, ArrayDesc, Packed, Prepared, StreamRef, SyncMode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -86,9 +93,10 @@ struct BoundArray {
 /// :meth:`Launcher.bind`); call it, with no arguments, to launch.
 ///
 /// Each call re-reads only what can change between launches of the same objects: the current
-/// stream of CuPy arrays and torch tensors (and their data pointer, shape and strides: a
-/// tensor ``resize_``-d or ``set_`` since bind raises ``ValueError``), the interface of other
-/// producers; ferrocuda arrays and DLPack imports are fixed. The stream plan is made again
+/// stream of CuPy arrays and torch tensors (and their data pointer and layout: a tensor
+/// ``resize_``-d or ``set_`` since bind, a CuPy array given another ``shape`` or whose
+/// ``data`` pointer was moved, raises ``ValueError``), the interface of other producers;
+/// ferrocuda arrays and DLPack imports are fixed. The stream plan is made again
 /// from those streams, then the kernel is launched. The bound object keeps the argument
 /// objects (and DLPack capsules, and a ``stream=`` object) alive.
 #[pyclass(name = "BoundLaunch", module = "ferrocuda", frozen)]
@@ -100,6 +108,9 @@ pub struct PyBound {
     arrays: Box<[BoundArray]>,
     /// The argument objects, kept alive for the bound launch's lifetime.
     args: Py<PyTuple>,
+    /// The `MemoryPointer` (`data`) of each CuPy array as bound: it holds the allocation the
+    /// launches write, even if the array object is later given other memory.
+    _memory: Vec<Py<PyAny>>,
     _dlpack: Vec<DlpackOwner>,
     /// A `stream=` object: the stream must outlive the launches on it.
     _stream: Option<Py<PyAny>>,
@@ -148,6 +159,7 @@ pub fn bind(
     }
     let packed = prepared.pack(&argv).py_err(py)?;
     let mut arrays = Vec::with_capacity(argv.len());
+    let mut memory = Vec::new();
     for (i, (a, slot)) in argv.iter().zip(c.slots()).enumerate() {
         let reread = match (a, slot) {
             (Arg::Array(d), Slot::Array(_)) => reread_of(&args.get_item(i)?, d)?,
@@ -155,6 +167,10 @@ pub fn bind(
             (Arg::Scalar(_), _) => continue,
             (Arg::Host(_), _) => unreachable!("host arrays are refused above"),
         };
+        if reread == Reread::Fast(Kind::Cupy) {
+            // The bound allocation, whatever is later done to the array object.
+            memory.push(args.get_item(i)?.getattr(intern!(py, "data"))?.unbind());
+        }
         if let Arg::Array(d) = a {
             arrays.push(BoundArray {
                 index: i,
@@ -168,6 +184,7 @@ pub fn bind(
         packed,
         arrays: arrays.into_boxed_slice(),
         args: args.clone().unbind(),
+        _memory: memory,
         _dlpack: owners,
         _stream: stream_owner(stream),
     })
@@ -179,7 +196,8 @@ fn reread_of(obj: &Bound<'_, PyAny>, desc: &ArrayDesc) -> PyResult<Reread> {
         return Ok(Reread::Nothing);
     }
     let kind = fast::kind_of(obj);
-    if matches!(kind, Kind::Cupy | Kind::Torch) && fast::same_layout(obj, kind, desc)? == Some(true)
+    if matches!(kind, Kind::Cupy | Kind::Torch)
+        && fast::same_layout(obj, kind, desc, &mut CallState::default())? == Some(true)
     {
         return Ok(Reread::Fast(kind));
     }
@@ -212,7 +230,7 @@ impl PyBound {
         }
         let obj = args.get_item(i)?;
         if let Reread::Fast(kind) = how {
-            match fast::same_layout(&obj, kind, desc)? {
+            match fast::same_layout(&obj, kind, desc, state)? {
                 Some(false) => return Err(changed(name(), &obj)),
                 Some(true) => {
                     if let Some(s) = fast::current_stream(&obj, kind, state)? {

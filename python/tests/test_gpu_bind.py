@@ -9,9 +9,11 @@
   with an explicit launch stream the new producer stream is ordered by the plan (default and
   event modes), both before the kernel and after it (the producer's later overwrite waits);
 * memory that moved: a tensor ``resize_``-d or ``set_`` to other storage since bind, a CuPy
-  array given another shape, a Numba-style interface that now names other memory — the launch
-  raises ``ValueError`` naming the argument and writes nothing; same memory (a shrink and
-  restore within the storage) launches;
+  array given another shape (N-D and 1-D) or whose ``MemoryPointer`` was moved in place, a
+  Numba-style interface that now names other memory — the launch raises ``ValueError`` naming
+  the argument and writes nothing; same memory (a shrink and restore within the storage, the
+  pointer moved back) launches; a CuPy array object given new memory leaves the bound
+  allocation held until the bound launch dies;
 * lifetimes: the bound object keeps its arguments alive after the caller dropped every
   reference and the allocator was churned; they die with it;
 * the bound launch in a CUDA graph captured by torch (event and off modes, every array on the
@@ -310,6 +312,69 @@ def test_cupy_shape_set_after_bind_is_refused(cupy: Any) -> None:
     y.shape = (32, 128)  # CuPy's in-place reshape
     with pytest.raises(ValueError, match="argument `x`: the ndarray changed since it was bound"):
         launch()
+
+
+def _index_added(cp: Any, y: Any, times: int) -> bool:
+    """Whether 1-D ``y`` (zeros when bound) holds ``times`` × its index."""
+    cp.cuda.runtime.deviceSynchronize()
+    want = (times * np.arange(y.size, dtype=np.float32)).astype(np.float32)
+    return bool(np.array_equal(cp.asnumpy(y).reshape(-1), want))
+
+
+def test_cupy_1d_reshaped_or_moved_after_bind_is_refused(cupy: Any) -> None:
+    """A bound 1-D CuPy array is re-read by ``ndim`` and ``data.ptr``: the in-place reshape
+    to 2-D (same size) and a ``MemoryPointer`` moved in place are refused, naming the
+    argument, with nothing written; undone, the launches go on, on the bound memory."""
+    cp = cupy
+    n = 4096
+    y = cp.zeros(n, cp.float32)
+    launch = K.add_index.bind(y)  # y[i] += i
+    launch()
+    assert _index_added(cp, y, 1)
+    y.shape = (8, n // 8)
+    with pytest.raises(ValueError, match="argument `x`: the ndarray changed since it was bound"):
+        launch()
+    y.shape = (n,)
+    assert _index_added(cp, y, 1)  # nothing written by the refused launch
+    launch()
+    assert _index_added(cp, y, 2)
+    p = y.data
+    p += 4  # CuPy's MemoryPointer.__iadd__ moves y's own pointer
+    assert y.data.ptr == p.ptr
+    with pytest.raises(ValueError, match="argument `x`: the ndarray changed since it was bound"):
+        launch()
+    p -= 4
+    assert _index_added(cp, y, 2)
+    launch()
+    assert _index_added(cp, y, 3)
+
+
+def test_cupy_bound_allocation_outlives_the_array_object(cupy: Any) -> None:
+    """The bound launch holds a CuPy array's bound ``MemoryPointer``: an array object given
+    new memory (``__init__`` called again) is refused, and its old block is not handed to the
+    next allocation while the bound launch lives; it is after."""
+    cp = cupy
+    n = 4096
+    # Control: CuPy's pool hands a freed block to the next allocation of its size.
+    c = cp.zeros(n, cp.float32)
+    cptr = c.data.ptr
+    c.__init__((n,), cp.float32)
+    d = cp.empty(n, cp.float32)
+    if d.data.ptr != cptr:
+        pytest.skip("CuPy's pool did not hand the freed block out again: nothing to observe")
+    y = cp.zeros(n, cp.float32)
+    yptr = y.data.ptr
+    launch = K.add_index.bind(y)
+    y.__init__((n,), cp.float32)  # y now owns a new block; the bound one is held
+    assert y.data.ptr != yptr
+    z = cp.empty(n, cp.float32)
+    assert z.data.ptr != yptr, "the bound allocation was freed while bound"
+    with pytest.raises(ValueError, match="argument `x`: the ndarray changed since it was bound"):
+        launch()
+    del launch
+    gc.collect()
+    later = [cp.empty(n, cp.float32) for _ in range(4)]
+    assert yptr in {a.data.ptr for a in later}, "the bound allocation outlived its bound launch"
 
 
 class _Movable:

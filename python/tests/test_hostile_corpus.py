@@ -312,6 +312,49 @@ def test_pointer_into_the_middle(cupy: Any, rng: np.random.Generator) -> None:
 
 
 @pytest.mark.gpu
+def test_views_of_one_allocation(cupy: Any, rng: np.random.Generator) -> None:
+    """Arrays of one launch inside one allocation are checked against it once (a later array
+    wholly inside an allocation found for an earlier one needs no driver call); one that starts
+    inside it but ends past either end is still refused, naming it, nothing written."""
+    cp = cupy
+    n = 1024
+    ha = rng.standard_normal(n).astype(np.float32)
+    hb = rng.standard_normal(n).astype(np.float32)
+    ptr, view = _raw(cp, 2 * MIB)
+    try:
+        view.fill(POISON)
+        mid = MIB
+        a, b = _f32_at(cp, view, mid, n), _f32_at(cp, view, mid + 4 * n, n)
+        a[...] = cp.asarray(ha)
+        b[...] = cp.asarray(hb)
+        out = _f32_at(cp, view, mid + 8 * n, n)
+        ferrocuda.kernels.add(a, b, out)
+        cp.cuda.runtime.deviceSynchronize()
+        assert np.array_equal(cp.asnumpy(out), ha + hb)
+        assert bool((view[:mid] == POISON).all()) and bool((view[mid + 12 * n :] == POISON).all())
+
+        def inputs() -> Tuple[Any, Any]:
+            # _refused re-poisons the allocation: the inputs are views of it, re-read each time.
+            return _f32_at(cp, view, mid, n), _f32_at(cp, view, mid + 4 * n, n)
+
+        # `out` starts in the allocation `a` and `b` were found in and ends 4 bytes past it.
+        late = CAIProducer(cai(shape=(n,), ptr=ptr + 2 * MIB - 4 * n + 4))
+        _refused(cp, view, lambda: ferrocuda.kernels.add(*inputs(), late), ValueError,
+                 "argument `out`: ", "outside the allocation")
+        # Reversed from inside the allocation to 4 bytes below its start.
+        low = CAIProducer(cai(shape=(n,), ptr=ptr + 4 * (n - 2), strides=(-4,)))
+        _refused(cp, view, lambda: ferrocuda.kernels.add(*inputs(), low), ValueError,
+                 "argument `out`: ", "outside the allocation")
+        # An input after `a`: inside the allocation at its start, past it at its end.
+        over = CAIProducer(cai(shape=(n,), ptr=ptr + 2 * MIB - 4 * n + 4))
+        _refused(cp, view, lambda: ferrocuda.kernels.add(
+            inputs()[0], over, _f32_at(cp, view, 0, n)), ValueError,
+            "argument `b`: ", "outside the allocation")
+    finally:
+        _free(cp, ptr)
+
+
+@pytest.mark.gpu
 def test_host_pointer_disguised_as_device_memory(cupy: Any) -> None:
     cp = cupy
     n = 1024

@@ -31,7 +31,9 @@
 //! A call's whole path works on the stack: arguments are borrowed, the parameter buffer is a
 //! fixed 4 KiB array, the stream plan has fixed capacity (a bound launch's packed image is
 //! allocated once, at bind). Per launch it costs one
-//! `cuPointerGetAttributes` per array (skippable with [`LaunchOptions::check_pointers`]),
+//! `cuPointerGetAttributes` per array (skippable with [`LaunchOptions::check_pointers`]; none
+//! for an array wholly inside an allocation the launch already found for an earlier array —
+//! views of one buffer, blocks of one caching-allocator segment),
 //! `cuCtxGetCurrent`, the plan's syncs/waits (none when every array lives on the launch
 //! stream) and `cuLaunchKernel`.
 

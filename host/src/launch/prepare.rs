@@ -259,6 +259,7 @@ fn scan_arrays(kernel: &Kernel<'_>, args: &[Arg<'_>], check: bool) -> Result<Arr
         staged: 0,
     };
     debug_assert!(args.len() <= MAX_PARAMS);
+    let mut checked = Allocations::default();
     for (i, (p, a)) in sig.params.iter().zip(args).enumerate() {
         let (d, stream) = match a {
             Arg::Scalar(_) => continue,
@@ -283,7 +284,9 @@ fn scan_arrays(kernel: &Kernel<'_>, args: &[Arg<'_>], check: bool) -> Result<Arr
         }
         arrays.work = arrays.work.max(d.size());
         if check && matches!(a, Arg::Array(_)) {
-            if let Some(dev) = check_pointer(d).map_err(|e| e.with_arg(p.name.clone()))? {
+            if let Some(dev) =
+                check_pointer(d, &mut checked).map_err(|e| e.with_arg(p.name.clone()))?
+            {
                 agree_on_device(&mut arrays.device, dev, i, sig.params.as_slice())?;
             }
         }
@@ -291,12 +294,45 @@ fn scan_arrays(kernel: &Kernel<'_>, args: &[Arg<'_>], check: bool) -> Result<Arr
     Ok(arrays)
 }
 
+/// The device-accessible allocations one launch's pointer checks found so far (start, end,
+/// device): an array whose bytes lie inside one of them is in that allocation, so the driver
+/// would answer for it what it answered for the first — the arrays of a launch are often views
+/// of one buffer, or carved from one segment by a caching allocator (PyTorch's, CuPy's pool).
+/// Never kept beyond the launch: the arrays' owners keep these allocations alive only for it.
+#[derive(Default)]
+struct Allocations {
+    found: [(u64, u64, usize); stream::MAX_PRODUCERS],
+    count: usize,
+}
+
+impl Allocations {
+    /// The device of the allocation found earlier that holds all of `[lo, hi)`.
+    fn holding(&self, lo: u64, hi: u64) -> Option<usize> {
+        self.found[..self.count]
+            .iter()
+            .find(|&&(start, end, _)| start <= lo && hi <= end)
+            .map(|&(_, _, device)| device)
+    }
+
+    fn remember(&mut self, start: u64, end: u64, device: usize) {
+        if self.count < self.found.len() {
+            self.found[self.count] = (start, end, device);
+            self.count += 1;
+        }
+    }
+}
+
 /// The device of a non-empty array whose pointer is device memory and whose described extent
-/// lies inside the allocation that holds it; `None` for an empty array.
-fn check_pointer(d: &ArrayDesc) -> Result<Option<usize>> {
+/// lies inside the allocation that holds it; `None` for an empty array. An array inside an
+/// allocation `known` holds is answered from it (no driver call); a newly queried one is added.
+fn check_pointer(d: &ArrayDesc, known: &mut Allocations) -> Result<Option<usize>> {
     let Some((lo, hi)) = d.byte_range() else {
         return Ok(None);
     };
+    // The pointer is inside [lo, hi) (the first element's bytes), so inside that allocation.
+    if let Some(device) = known.holding(lo, hi) {
+        return Ok(Some(device));
+    }
     // The driver is loaded (prepare's first step).
     let info: PointerInfo = cu::pointer_attributes(d.ptr())?;
     if !info.is_device_accessible() {
@@ -327,7 +363,11 @@ fn check_pointer(d: &ArrayDesc) -> Result<Option<usize>> {
         .with_key(Key::Shape)
         .with_protocol(d.protocol()));
     }
-    Ok(Some(info.device.max(0) as usize))
+    let device = info.device.max(0) as usize;
+    if info.range_size > 0 {
+        known.remember(start, end, device);
+    }
+    Ok(Some(device))
 }
 
 /// Records the device of argument `i`, or refuses it when an earlier array is on another.
@@ -350,4 +390,32 @@ fn agree_on_device(
         Some(_) => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Allocations;
+
+    #[test]
+    fn an_array_is_answered_only_by_an_allocation_that_holds_all_of_it() {
+        let mut known = Allocations::default();
+        assert_eq!(known.holding(0x1000, 0x1004), None);
+        known.remember(0x1000, 0x3000, 0);
+        known.remember(0x8000, 0x9000, 1);
+        // Inside, at either edge.
+        assert_eq!(known.holding(0x1000, 0x1004), Some(0));
+        assert_eq!(known.holding(0x2ffc, 0x3000), Some(0));
+        assert_eq!(known.holding(0x8000, 0x9000), Some(1));
+        // Starting inside, ending past the end; starting below the start; between two.
+        assert_eq!(known.holding(0x2ffc, 0x3004), None);
+        assert_eq!(known.holding(0x0ffc, 0x1004), None);
+        assert_eq!(known.holding(0x3000, 0x3004), None);
+        assert_eq!(known.holding(0x2000, 0x8800), None);
+        // Full: nothing more remembered, nothing forgotten.
+        for k in 0..40u64 {
+            known.remember(0x10_0000 + k * 0x1000, 0x10_0800 + k * 0x1000, 2);
+        }
+        assert_eq!(known.count, known.found.len());
+        assert_eq!(known.holding(0x1000, 0x1004), Some(0));
+    }
 }

@@ -286,21 +286,39 @@ impl Layout {
     }
 }
 
-/// Whether `obj` (of `kind`), read by its fast path, still has the pointer, shape and strides
-/// of `desc` — the few reads a bound launch repeats to detect a producer that reallocated or
+/// Whether `obj` (of `kind`), read by its fast path, is still the memory and layout `desc`
+/// describes — the few reads a bound launch repeats to detect a producer that reallocated or
 /// re-laid out the same object. `None` when no fast path reads `obj` (another kind, the fast
 /// paths switched off, an attribute that raises): the caller reads the interface instead.
-pub fn same_layout(obj: &Bound<'_, PyAny>, kind: Kind, desc: &ArrayDesc) -> PyResult<Option<bool>> {
+///
+/// * A torch tensor: pointer, dtype, shape and strides in one exchange-API call (or the
+///   attribute reads without the API); the API's view also gives the tensor's device, so
+///   torch's current stream on it is read into `state` here when it is not there yet (one view
+///   per tensor per launch, not a second one for the stream).
+/// * A CuPy array: [`cupy_unchanged`]'s reads, which see every change CuPy's public API can
+///   make to an existing array.
+pub fn same_layout(
+    obj: &Bound<'_, PyAny>,
+    kind: Kind,
+    desc: &ArrayDesc,
+    state: &mut CallState,
+) -> PyResult<Option<bool>> {
     if !fast_paths_enabled() {
         return Ok(None);
     }
     let mut l = Layout::new();
     let read = match kind {
-        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_layout(obj, &mut l),
+        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => return Ok(cupy_unchanged(obj, desc)),
         Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py()) {
-            Some(api) => torch_view(obj, &api, &mut l)
-                .filter(|(d, _)| *d == desc.dtype())
-                .map(|_| ()),
+            Some(api) => match torch_view(obj, &api, &mut l) {
+                Some((dtype, device)) if dtype == desc.dtype() => {
+                    if state.torch.is_none() && l.matches(desc) {
+                        torch_stream_on(obj.py(), &api, device, state)?;
+                    }
+                    Some(())
+                }
+                _ => None,
+            },
             None => torch_layout(obj, desc.itemsize(), &mut l)?,
         },
         _ => None,
@@ -660,6 +678,47 @@ fn cupy_layout(obj: &Bound<'_, PyAny>, l: &mut Layout) -> Option<()> {
         0
     };
     Some(())
+}
+
+/// Whether CuPy array `obj` still has the shape and data pointer of `desc` (its description
+/// at bind), by the fewest reads that see every change CuPy's public API can make to an
+/// existing array; `None` when an attribute cannot be read.
+///
+/// * The `shape` setter (an in-place reshape): it keeps the size and derives the strides from
+///   the new shape, so a 1-D array can only change rank (`ndim` is read) and an N-D array is
+///   compared by `shape`.
+/// * `MemoryPointer.__iadd__` / `__isub__`, which move `data.ptr` in place (`p = a.data;
+///   p += n` moves `a`): `data.ptr` is read.
+///
+/// `data` is read-only and CuPy has no in-place resize. Strides are not read: only private
+/// attributes (`_strides`, `_set_shape_and_strides`) change them alone, and the bound launch
+/// holds the `MemoryPointer` it bound (see `bind`), so even then the launch writes only bytes
+/// of the allocation it checked at bind, which cannot be freed while it is bound.
+fn cupy_unchanged(obj: &Bound<'_, PyAny>, desc: &ArrayDesc) -> Option<bool> {
+    let py = obj.py();
+    let shape = desc.shape();
+    let same_shape = if shape.len() == 1 {
+        obj.getattr(intern!(py, "ndim")).ok()?.extract::<usize>().ok()? == 1
+    } else {
+        let mut now = [0usize; MAX_NDIM];
+        let n = int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut now)?;
+        now[..n] == *shape
+    };
+    if !same_shape {
+        return Some(false);
+    }
+    if desc.byte_range().is_none() {
+        // Empty at bind, and the same shape: still empty, nothing addressed.
+        return Some(true);
+    }
+    let ptr: u64 = obj
+        .getattr(intern!(py, "data"))
+        .ok()?
+        .getattr(intern!(py, "ptr"))
+        .ok()?
+        .extract()
+        .ok()?;
+    Some(ptr == desc.ptr())
 }
 
 fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState, slot: &mut Option<ArrayDesc>) -> Option<()> {
