@@ -698,7 +698,11 @@ fn cupy_unchanged(obj: &Bound<'_, PyAny>, desc: &ArrayDesc) -> Option<bool> {
     let py = obj.py();
     let shape = desc.shape();
     let same_shape = if shape.len() == 1 {
-        obj.getattr(intern!(py, "ndim")).ok()?.extract::<usize>().ok()? == 1
+        obj.getattr(intern!(py, "ndim"))
+            .ok()?
+            .extract::<usize>()
+            .ok()?
+            == 1
     } else {
         let mut now = [0usize; MAX_NDIM];
         let n = int_tuple(&obj.getattr(intern!(py, "shape")).ok()?, &mut now)?;
