@@ -12,8 +12,8 @@
   array given another shape (N-D and 1-D) or whose ``MemoryPointer`` was moved in place, a
   Numba-style interface that now names other memory — the launch raises ``ValueError`` naming
   the argument and writes nothing; same memory (a shrink and restore within the storage, the
-  pointer moved back) launches; a CuPy array object given new memory leaves the bound
-  allocation held until the bound launch dies;
+  pointer moved back) launches; a bound CuPy array's ``MemoryPointer`` is held until the
+  bound launch dies, even after the array object was given other memory;
 * lifetimes: the bound object keeps its arguments alive after the caller dropped every
   reference and the allocator was churned; they die with it;
 * the bound launch in a CUDA graph captured by torch (event and off modes, every array on the
@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import weakref
 from typing import Any, Dict, List
@@ -349,32 +350,31 @@ def test_cupy_1d_reshaped_or_moved_after_bind_is_refused(cupy: Any) -> None:
     assert _index_added(cp, y, 3)
 
 
-def test_cupy_bound_allocation_outlives_the_array_object(cupy: Any) -> None:
-    """The bound launch holds a CuPy array's bound ``MemoryPointer``: an array object given
-    new memory (``__init__`` called again) is refused, and its old block is not handed to the
-    next allocation while the bound launch lives; it is after."""
+def test_cupy_bound_memory_pointer_is_held(cupy: Any) -> None:
+    """The bound launch holds a CuPy array's bound ``MemoryPointer`` (hence its allocation):
+    one reference more while bound, kept when the array object is given other memory
+    (``__init__`` again, with ``memptr``) — which is refused, nothing written to either block —
+    and dropped with the bound launch."""
     cp = cupy
     n = 4096
-    # Control: CuPy's pool hands a freed block to the next allocation of its size.
-    c = cp.zeros(n, cp.float32)
-    cptr = c.data.ptr
-    c.__init__((n,), cp.float32)
-    d = cp.empty(n, cp.float32)
-    if d.data.ptr != cptr:
-        pytest.skip("CuPy's pool did not hand the freed block out again: nothing to observe")
     y = cp.zeros(n, cp.float32)
-    yptr = y.data.ptr
+    mp = y.data
+    before = sys.getrefcount(mp)
     launch = K.add_index.bind(y)
-    y.__init__((n,), cp.float32)  # y now owns a new block; the bound one is held
-    assert y.data.ptr != yptr
-    z = cp.empty(n, cp.float32)
-    assert z.data.ptr != yptr, "the bound allocation was freed while bound"
+    assert sys.getrefcount(mp) == before + 1
+    other = cp.zeros(n, cp.float32)
+    y.__init__((n,), cp.float32, other.data)  # y now views other's memory
+    assert y.data is not mp and y.data.ptr == other.data.ptr
+    assert sys.getrefcount(mp) == before  # y's reference gone, the bound launch's kept
     with pytest.raises(ValueError, match="argument `x`: the ndarray changed since it was bound"):
         launch()
+    cp.cuda.runtime.deviceSynchronize()
+    old = cp.ndarray((n,), cp.float32, mp)
+    assert not bool(other.any()) and not bool(old.any()), "a refused launch wrote"
+    del old
     del launch
     gc.collect()
-    later = [cp.empty(n, cp.float32) for _ in range(4)]
-    assert yptr in {a.data.ptr for a in later}, "the bound allocation outlived its bound launch"
+    assert sys.getrefcount(mp) == before - 1
 
 
 class _Movable:
