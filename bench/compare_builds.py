@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Launch overhead of two builds of ferrocuda in one run: ``bench/launch_interleaved.py``
-runs in child processes that alternate between the two installations (A B A B …), so that
-drifts of the host hit both builds alike. Prints, per variant, the median µs/call of each build
+runs in child processes that alternate between the two installations (A B, B A, A B, …), so
+that drifts of the host hit both builds alike. Prints, per variant, the median µs/call of each build
 over all its rounds and the ratio B/A.
 
 Usage: python3 bench/compare_builds.py SITE_A SITE_B [--label-a before] [--label-b after]
@@ -43,8 +43,10 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=1000)
     args = ap.parse_args()
     acc: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
-    for _ in range(args.pairs):
-        for key, site in (("a", args.site_a), ("b", args.site_b)):
+    order = (("a", args.site_a), ("b", args.site_b))
+    for k in range(args.pairs):
+        # A B, B A, A B, …: a drift within a pair (the host warming up) favours neither build.
+        for key, site in order if k % 2 == 0 else order[::-1]:
             for variant, xs in run_once(site, args.rounds, args.calls).items():
                 acc[key].setdefault(variant, []).extend(xs)
     print(f"| variant | {args.label_a} µs/call | {args.label_b} µs/call | {args.label_b}/{args.label_a} |")

@@ -274,7 +274,7 @@ for w in $what; do
       if ls .gpu/wheels-before/*.whl >/dev/null 2>&1; then
         python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
           --target /tmp/ferrocuda-before .gpu/wheels-before/*.whl
-        python3 .gpu/bench/compare_builds.py /tmp/ferrocuda-before "$site" --pairs 2 --rounds 10 2>&1 \
+        python3 .gpu/bench/compare_builds.py /tmp/ferrocuda-before "$site" --pairs "${COMPARE_PAIRS:-4}" --rounds 10 2>&1 \
           | tee "$OUT/compare.txt" || status=1
       else
         echo "gpu-run: no earlier build in .gpu/wheels-before"; status=1
