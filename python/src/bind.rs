@@ -196,9 +196,7 @@ fn reread_of(obj: &Bound<'_, PyAny>, desc: &ArrayDesc) -> PyResult<Reread> {
         return Ok(Reread::Nothing);
     }
     let kind = fast::kind_of(obj);
-    if matches!(kind, Kind::Cupy | Kind::Torch)
-        && fast::same_layout(obj, kind, desc, &mut CallState::default())? == Some(true)
-    {
+    if matches!(kind, Kind::Cupy | Kind::Torch) && fast::describes(obj, kind, desc)? == Some(true) {
         return Ok(Reread::Fast(kind));
     }
     Ok(Reread::Interface)

@@ -326,6 +326,19 @@ pub fn same_layout(
     Ok(read.map(|()| l.matches(desc)))
 }
 
+/// Whether `obj` (of `kind`), read whole by its fast path, has exactly the pointer, shape and
+/// strides of `desc` — what a bound launch checks once, at bind, before it relies on the
+/// lighter per-launch reads of [`same_layout`]. `None` as for [`same_layout`].
+pub fn describes(obj: &Bound<'_, PyAny>, kind: Kind, desc: &ArrayDesc) -> PyResult<Option<bool>> {
+    match kind {
+        Kind::Cupy if fast_paths_enabled() && CUPY_ON.load(Ordering::Relaxed) => {
+            let mut l = Layout::new();
+            Ok(cupy_layout(obj, &mut l).map(|()| l.matches(desc)))
+        }
+        _ => same_layout(obj, kind, desc, &mut CallState::default()),
+    }
+}
+
 /// The producer stream of `obj` (of `kind`) as a launch now reads it: CuPy's current stream
 /// (export version 3; none for version 2), torch's current stream on the tensor's device.
 /// `None` when no fast path reads it (the caller reads the interface instead). Read once per
