@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs, then
-#   1. formatting and lints (cargo fmt --check, clippy -D warnings)
+#   1. formatting and lints (cargo fmt --check, clippy -D warnings), the API docs (cargo doc
+#      with warnings denied, for the host and, for ferrocuda-device, the device target)
 #   2. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU;
 #      the SASS checks assemble the kernels with ptxas and list them with nvdisasm, installed
 #      into .tools/ by scripts/ensure_nvdisasm.sh)
@@ -26,6 +27,11 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The kernel crate on the host: only its parameter checks are compiled there.
 cargo clippy --manifest-path kernels/Cargo.toml --quiet -- -D warnings
+
+step "API docs (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# ferrocuda-device as built for the device, with its device-only modules.
+bash scripts/device-docs.sh
 
 step "cargo test (Rust)"
 # nvdisasm for the SASS checks of tests/device_ptx.rs (state spaces and widths of accesses).

@@ -401,7 +401,7 @@ pub mod json {
     use std::string::String;
 
     /// The length of a scratch workspace, in JSON: the fields of
-    /// [`ScratchLen`](crate::extras::ScratchLen), with `of` absent for no parameter.
+    /// [`ScratchLen`], with `of` absent for no parameter.
     #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
     pub struct ScratchSig {
         /// The scratch parameter (index into `params`).

@@ -8,7 +8,7 @@
 //! [`LaunchDecl::encode`]'s bytes. The builder reads it back ([`LaunchDecl::decode`]), removes
 //! it, writes the bounds into the PTX entry (`.maxntid` / `.reqntid`, and `.minnctapersm`, so
 //! that ptxas allocates registers for them) and records them in the manifest's `launch` field
-//! ([`LaunchSpec`](crate::manifest::LaunchSpec)). A kernel without declarations has no record.
+//! ([`LaunchSpec`]). A kernel without declarations has no record.
 //!
 //! Record layout (16 bytes, integers little-endian):
 //!

@@ -88,7 +88,7 @@ fn record_bytes(decl: &str, sym: &str) -> Result<Vec<u8>, String> {
 
 /// Extracts and removes the manifest records (and launch records) from `ptx`, decodes them,
 /// and checks them against the `.entry` declarations; writes each kernel's declared launch
-/// bounds into its entry ([`apply_launch_bounds`]). Returns the cleaned PTX and the kernels,
+/// bounds into its entry (`apply_launch_bounds`). Returns the cleaned PTX and the kernels,
 /// sorted by name.
 pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
     let mut records: BTreeMap<String, KernelSig> = BTreeMap::new();

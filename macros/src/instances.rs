@@ -11,8 +11,8 @@
 //! to the ordinary `#[kernel]` expansion as a plain function that calls it:
 //!
 //! ```ignore
-//! fn __ferrocuda_generic_scale<T: …>(alpha: T, x: Slice<T>, y: SliceMut<T>) { body }
-//! #[kernel(family = "scale", …)]
+//! fn __ferrocuda_generic_scale<T: /* … */>(alpha: T, x: Slice<T>, y: SliceMut<T>) { body }
+//! #[kernel(family = "scale" /* , … */)]
 //! pub unsafe fn scale_f32(alpha: f32, x: Slice<f32>, y: SliceMut<f32>) {
 //!     unsafe { __ferrocuda_generic_scale::<f32>(alpha, x, y) }
 //! }

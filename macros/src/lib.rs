@@ -20,10 +20,10 @@ mod launch;
 ///
 /// ```ignore
 /// #[kernel]                                   // family = the function's name
-/// pub unsafe fn initialize_array(x: SliceMut<i32>) { … }
+/// pub unsafe fn initialize_array(x: SliceMut<i32>) { /* … */ }
 ///
 /// #[kernel(family = "add", same_shape(a, b, out))]
-/// pub unsafe fn add_f32(a: Slice<f32>, b: Slice<f32>, out: SliceMut<f32>) { … }
+/// pub unsafe fn add_f32(a: Slice<f32>, b: Slice<f32>, out: SliceMut<f32>) { /* … */ }
 /// ```
 ///
 /// Options:

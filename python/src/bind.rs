@@ -4,14 +4,14 @@
 //! # At bind
 //!
 //! Exactly what a call does before it launches ([`read`], [`arguments`], the host crate's
-//! [`Kernel::prepare`]): the arguments are classified and described, DLPack-only objects
-//! imported for the launch stream, a family's kernel selected, scalars converted, and every
-//! check of a call made (manifest, shapes, aliasing, requirements, pointers against their
-//! allocations, grid, block and shared memory against the limits) — so a bad argument fails
-//! at bind with the error a call would raise. Host (NumPy) arrays are refused: staging them is
-//! a copy in and out per launch. With DLPack-only arguments, bind waits (host) for the launch
-//! stream's work up to their import, unless the sync mode is off: every later launch then
-//! sees their producers' data, whichever stream it goes on.
+//! [`Kernel::prepare`](ferrocuda_host::Kernel::prepare)): the arguments are classified and
+//! described, DLPack-only objects imported for the launch stream, a family's kernel selected,
+//! scalars converted, and every check of a call made (manifest, shapes, aliasing, requirements,
+//! pointers against their allocations, grid, block and shared memory against the limits) — so a
+//! bad argument fails at bind with the error a call would raise. Host (NumPy) arrays are
+//! refused: staging them is a copy in and out per launch. With DLPack-only arguments, bind
+//! waits (host) for the launch stream's work up to their import, unless the sync mode is off:
+//! every later launch then sees their producers' data, whichever stream it goes on.
 //!
 //! The bound object holds the argument tuple (so no producer can free the memory while it
 //! lives), the DLPack capsules, and a `stream=` object.

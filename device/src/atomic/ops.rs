@@ -76,7 +76,7 @@ raw_bits! {
 }
 
 /// Types that can be accessed atomically: load, store, swap, compare-and-swap,
-/// `fetch_update`. Implemented for `i32`, `u32`, `i64`, `u64`, `f32`, `f64`, [`f16`],
+/// `fetch_update`. Implemented for `i32`, `u32`, `i64`, `u64`, `f32`, `f64`, [`f16`](crate::half::f16),
 /// [`bf16`], [`f16x2`] and [`bf16x2`]; sealed.
 pub trait Atomic: Copy + Sealed {
     #[doc(hidden)]

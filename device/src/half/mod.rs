@@ -1,7 +1,7 @@
-//! Half-precision element types: [`f16`], [`bf16`] and the packed pairs [`f16x2`],
+//! Half-precision element types: `f16`, [`bf16`] and the packed pairs [`f16x2`],
 //! [`bf16x2`], with arithmetic and conversions done by the hardware.
 //!
-//! * [`f16`] is Rust's own `f16` primitive on the device (`+`, `*`, … compile to
+//! * `f16` is Rust's own `f16` primitive on the device (`+`, `*`, … compile to
 //!   `add.rn.f16`, `mul.rn.f16`; `x as f32` and `y as f16` to `cvt.f32.f16` and
 //!   `cvt.rn.f16.f32`). It is an [`Element`](crate::Element) (`float16`), so `Slice<f16>`
 //!   and `SliceMut<f16>` work in kernels. The host build is stable Rust, which has no `f16`:
@@ -208,7 +208,7 @@ macro_rules! packed {
     )*};
 }
 packed! {
-    /// Two [`f16`] in one 32-bit word (CUDA `__half2`). `PartialEq` compares bits.
+    /// Two `f16` in one 32-bit word (CUDA `__half2`). `PartialEq` compares bits.
     f16x2 of f16;
     /// Two [`bf16`] in one 32-bit word (CUDA `__nv_bfloat162`). `PartialEq` compares bits.
     bf16x2 of bf16;

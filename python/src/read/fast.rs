@@ -295,7 +295,7 @@ impl Layout {
 ///   attribute reads without the API); the API's view also gives the tensor's device, so
 ///   torch's current stream on it is read into `state` here when it is not there yet (one view
 ///   per tensor per launch, not a second one for the stream).
-/// * A CuPy array: [`cupy_unchanged`]'s reads, which see every change CuPy's public API can
+/// * A CuPy array: `cupy_unchanged`'s reads, which see every change CuPy's public API can
 ///   make to an existing array.
 pub fn same_layout(
     obj: &Bound<'_, PyAny>,
