@@ -307,23 +307,23 @@ pub fn same_layout(
         return Ok(None);
     }
     let mut l = Layout::new();
-    let read = match kind {
-        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => return Ok(cupy_unchanged(obj, desc)),
+    Ok(match kind {
+        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_unchanged(obj, desc),
         Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py()) {
             Some(api) => match torch_view(obj, &api, &mut l) {
                 Some((dtype, device)) if dtype == desc.dtype() => {
-                    if state.torch.is_none() && l.matches(desc) {
+                    let same = l.matches(desc);
+                    if same && state.torch.is_none() {
                         torch_stream_on(obj.py(), &api, device, state)?;
                     }
-                    Some(())
+                    Some(same)
                 }
                 _ => None,
             },
-            None => torch_layout(obj, desc.itemsize(), &mut l)?,
+            None => torch_layout(obj, desc.itemsize(), &mut l)?.map(|()| l.matches(desc)),
         },
         _ => None,
-    };
-    Ok(read.map(|()| l.matches(desc)))
+    })
 }
 
 /// Whether `obj` (of `kind`), read whole by its fast path, has exactly the pointer, shape and
@@ -680,17 +680,19 @@ fn cupy_layout(obj: &Bound<'_, PyAny>, l: &mut Layout) -> Option<()> {
         }
     }
     let size = layout::element_count(l.shape())?;
-    l.ptr = if size > 0 {
-        obj.getattr(intern!(py, "data"))
-            .ok()?
-            .getattr(intern!(py, "ptr"))
-            .ok()?
-            .extract()
-            .ok()?
-    } else {
-        0
-    };
+    l.ptr = if size > 0 { cupy_data_ptr(obj)? } else { 0 };
     Some(())
+}
+
+/// `obj.data.ptr` of a CuPy array: its data pointer (`None` when it cannot be read).
+fn cupy_data_ptr(obj: &Bound<'_, PyAny>) -> Option<u64> {
+    let py = obj.py();
+    obj.getattr(intern!(py, "data"))
+        .ok()?
+        .getattr(intern!(py, "ptr"))
+        .ok()?
+        .extract()
+        .ok()
 }
 
 /// Whether CuPy array `obj` still has the shape and data pointer of `desc` (its description
@@ -728,14 +730,7 @@ fn cupy_unchanged(obj: &Bound<'_, PyAny>, desc: &ArrayDesc) -> Option<bool> {
         // Empty at bind, and the same shape: still empty, nothing addressed.
         return Some(true);
     }
-    let ptr: u64 = obj
-        .getattr(intern!(py, "data"))
-        .ok()?
-        .getattr(intern!(py, "ptr"))
-        .ok()?
-        .extract()
-        .ok()?;
-    Some(ptr == desc.ptr())
+    Some(cupy_data_ptr(obj)? == desc.ptr())
 }
 
 fn cupy(obj: &Bound<'_, PyAny>, state: &mut CallState, slot: &mut Option<ArrayDesc>) -> Option<()> {
