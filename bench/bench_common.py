@@ -8,6 +8,7 @@ import json
 import math
 import os
 import platform
+import random
 import subprocess
 import sys
 import time
@@ -206,8 +207,15 @@ def time_interleaved(res, reps, queue, section):
             res.note(section, "%s (%s) failed in warm-up: %s" % (
                 t.row["path"], t.row["producer"], t.row["error"]))
     log("timing %d launch paths interleaved: %d rounds" % (len(live), reps.batches))
+    # Each round runs every path once, in an order shuffled afresh (seeded: the same sequence
+    # each run), so that no path always follows the same neighbour or sits at the same place
+    # in the round. Each path's per-round times are kept (`per_round_us`, in round order):
+    # the report's paired ratios divide two paths' times of the same round.
+    order_rng = random.Random(16)
     for _ in range(reps.batches):
-        for t in list(live):
+        order = list(live)
+        order_rng.shuffle(order)
+        for t in order:
             calls = t.calls or reps.calls
             try:
                 t0 = clock()
@@ -225,6 +233,7 @@ def time_interleaved(res, reps, queue, section):
             "us_per_call": st["median"], "min_us": st["min"], "p10_us": st["p10"],
             "p90_us": st["p90"], "calls_per_batch": t.calls or reps.calls,
             "batches": len(t.per), "interleaved_with": len(live),
+            "per_round_us": [round(x, 4) for x in t.per] if len(t.per) == reps.batches else None,
         })
         log("launch %-9s %-56s %8.2f us" % (t.row["producer"], t.row["path"], st["median"]))
 

@@ -49,6 +49,21 @@ def ratio(x, y):
     return x / y
 
 
+def paired(x_row, y_row):
+    """Median, p10 and p90 over rounds of x's time / y's time in the same round (rows timed
+    interleaved, `per_round_us`), or None. Unlike the ratio of the two medians, a drift from
+    round to round cancels in each quotient."""
+    xs = x_row and x_row.get("per_round_us")
+    ys = y_row and y_row.get("per_round_us")
+    if not xs or not ys or len(xs) != len(ys):
+        return None
+    q = sorted(x / y for x, y in zip(xs, ys) if y)
+    if not q:
+        return None
+    at = lambda f: q[min(len(q) - 1, int(f * (len(q) - 1) + 0.5))]
+    return at(0.5), at(0.1), at(0.9)
+
+
 def by_key(rows, key_field="key"):
     d = {}
     for r in rows:
@@ -111,6 +126,26 @@ def compute_goals(data):
         goal("Python, bound launch `add.bind(a, b, out)()`, 3 %s arrays, default mode: "
              "≤ 1.15× raw cuLaunchKernel floor (add_f32)" % who, rb, "≤ 1.15×",
              None if rb is None else rb <= 1.15, "×")
+    # The same comparisons paired by round (context: the goals above are judged on the ratio of
+    # medians; this says how much of a margin survives round-to-round drift).
+    floor_row = launch.get("floor_inproc_add_f32")
+    pairs = [
+        ("3 CuPy arrays, default mode, × CuPy RawKernel",
+         launch.get("fc_cupy_default") or launch.get("fc_cupy_none"), launch.get("rawkernel_cupy")),
+        ("3 torch tensors, default mode, × torch.add(out=)",
+         launch.get("fc_torch_default") or launch.get("fc_torch_none"), launch.get("torch_add")),
+    ]
+    for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"), ("torch", "torch")):
+        row = launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag)
+        pairs.append(("bound launch, 3 %s arrays, × raw cuLaunchKernel floor" % who, row, floor_row))
+        pairs.append(("bound launch, 3 %s arrays, × the Python floor" % who, row,
+                      launch.get("pyfloor_cupy")))
+    for what, x_row, y_row in pairs:
+        pr = paired(x_row, y_row)
+        goals.append({"goal": "(paired by round) %s: median [p10–p90]" % what,
+                      "measured": None if pr is None else pr[0],
+                      "target": "—" if pr is None else "[%.3f–%.3f]" % (pr[1], pr[2]),
+                      "status": "n/a", "unit": "×"})
     # What any launch from a Python loop costs at least (no goal of its own: the measure of how
     # much of the floor goal is left to ferrocuda at all).
     pyfloor = us(launch.get("pyfloor_cupy"))

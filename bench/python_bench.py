@@ -12,7 +12,9 @@ What it measures (one H100, one run; see BENCHMARKS.md for the method and the go
   ``--floor-lib``). Method: every path's output is checked first; then warm-up, then rounds:
   in each round every path runs one batch of many back-to-back calls followed by one device
   synchronization (interleaved, so that a drift of the host -- clocks, core migration -- hits
-  every path alike); per-call time = batch time / calls; median over rounds.
+  every path alike; the order shuffled afresh each round, seeded); per-call time = batch time /
+  calls; median over rounds. Beside the goals the report gives paired ratios: the median over
+  rounds of two paths' times in the same round.
 * **bandwidth** -- GPU time (CUDA events) of ferrocuda ``add`` at 2^20 .. 2^28 float32 against
   ``cupy.add``, a CuPy ``RawKernel`` add, ``torch.add``, device-to-device copies (CuPy memcpy,
   ``torch.Tensor.copy_``) and Numba (child process); ``initialize_array`` against
