@@ -14,7 +14,7 @@ import time
 import traceback
 from functools import partial
 
-from bench_common import ADD_INDEX_VIEWS
+from bench_common import ADD_INDEX_VIEWS, quantile
 
 
 def read_jsonl(path, res, section):
@@ -60,8 +60,7 @@ def paired(x_row, y_row):
     q = sorted(x / y for x, y in zip(xs, ys) if y)
     if not q:
         return None
-    at = lambda f: q[min(len(q) - 1, int(f * (len(q) - 1) + 0.5))]
-    return at(0.5), at(0.1), at(0.9)
+    return quantile(q, 0.5), quantile(q, 0.1), quantile(q, 0.9)
 
 
 def by_key(rows, key_field="key"):
@@ -101,10 +100,16 @@ def compute_goals(data):
     floor_us, _ = floor_of(data)
     launch = by_key(data["launch"])
     # "Default mode" = sync='default' named explicitly (sync=None follows the environment).
-    fc_cupy = us(launch.get("fc_cupy_default") or launch.get("fc_cupy_none"))
-    raw = us(launch.get("rawkernel_cupy"))
-    fc_torch = us(launch.get("fc_torch_default") or launch.get("fc_torch_none"))
-    tadd = us(launch.get("torch_add"))
+    cupy_row = launch.get("fc_cupy_default") or launch.get("fc_cupy_none")
+    raw_row = launch.get("rawkernel_cupy")
+    torch_row = launch.get("fc_torch_default") or launch.get("fc_torch_none")
+    tadd_row = launch.get("torch_add")
+    pyfloor_row = launch.get("pyfloor_cupy")
+    fc_cupy, raw, fc_torch, tadd = us(cupy_row), us(raw_row), us(torch_row), us(tadd_row)
+    # Bound launches (issue 16): the per-launch cost of ``launch = add.bind(a, b, out)``.
+    bound = [(who, launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag))
+             for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"),
+                              ("torch", "torch"))]
 
     def goal(name, value, target, ok, unit=""):
         status = "n/a" if ok is None else ("PASS" if ok else "MISS")
@@ -119,9 +124,7 @@ def compute_goals(data):
     goal("Python, 3 torch tensors, default mode: no slower than torch.add(out=)",
          ratio(fc_torch, tadd), "≤ 1.00×", None if fc_torch is None or tadd is None
          else fc_torch <= tadd, "×")
-    # Bound launches (issue 16): the per-launch cost of ``launch = add.bind(a, b, out)``.
-    for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"), ("torch", "torch")):
-        row = launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag)
+    for who, row in bound:
         rb = ratio(us(row), floor_us)
         goal("Python, bound launch `add.bind(a, b, out)()`, 3 %s arrays, default mode: "
              "≤ 1.15× raw cuLaunchKernel floor (add_f32)" % who, rb, "≤ 1.15×",
@@ -129,17 +132,11 @@ def compute_goals(data):
     # The same comparisons paired by round (context: the goals above are judged on the ratio of
     # medians; this says how much of a margin survives round-to-round drift).
     floor_row = launch.get("floor_inproc_add_f32")
-    pairs = [
-        ("3 CuPy arrays, default mode, × CuPy RawKernel",
-         launch.get("fc_cupy_default") or launch.get("fc_cupy_none"), launch.get("rawkernel_cupy")),
-        ("3 torch tensors, default mode, × torch.add(out=)",
-         launch.get("fc_torch_default") or launch.get("fc_torch_none"), launch.get("torch_add")),
-    ]
-    for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"), ("torch", "torch")):
-        row = launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag)
+    pairs = [("3 CuPy arrays, default mode, × CuPy RawKernel", cupy_row, raw_row),
+             ("3 torch tensors, default mode, × torch.add(out=)", torch_row, tadd_row)]
+    for who, row in bound:
         pairs.append(("bound launch, 3 %s arrays, × raw cuLaunchKernel floor" % who, row, floor_row))
-        pairs.append(("bound launch, 3 %s arrays, × the Python floor" % who, row,
-                      launch.get("pyfloor_cupy")))
+        pairs.append(("bound launch, 3 %s arrays, × the Python floor" % who, row, pyfloor_row))
     for what, x_row, y_row in pairs:
         pr = paired(x_row, y_row)
         goals.append({"goal": "(paired by round) %s: median [p10–p90]" % what,
@@ -148,12 +145,11 @@ def compute_goals(data):
                       "status": "n/a", "unit": "×"})
     # What any launch from a Python loop costs at least (no goal of its own: the measure of how
     # much of the floor goal is left to ferrocuda at all).
-    pyfloor = us(launch.get("pyfloor_cupy"))
+    pyfloor = us(pyfloor_row)
     rp = ratio(pyfloor, floor_us)
     goal("(context) Python floor: cupy.cuda.driver.launchKernel from a Python loop, "
          "× raw cuLaunchKernel floor", rp, "—", None, "×")
-    for who, tag in (("ferrocuda DeviceArray", "fcarray"), ("CuPy", "cupy"), ("torch", "torch")):
-        row = launch.get("fc_%s_bound_default" % tag) or launch.get("fc_%s_bound_none" % tag)
+    for who, row in bound:
         goal("(context) bound launch, 3 %s arrays, × the Python floor" % who,
              ratio(us(row), pyfloor), "—", None, "×")
     fc_bw = bw_lookup(data["bandwidth"], "fc_add_cupy", 28)
