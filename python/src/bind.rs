@@ -162,15 +162,19 @@ pub fn bind(
     let mut memory = Vec::new();
     for (i, (a, slot)) in argv.iter().zip(c.slots()).enumerate() {
         let reread = match (a, slot) {
-            (Arg::Array(d), Slot::Array(_)) => reread_of(&args.get_item(i)?, d)?,
+            (Arg::Array(d), Slot::Array(_)) => {
+                let obj = args.get_item(i)?;
+                let reread = reread_of(&obj, d)?;
+                if reread == Reread::Fast(Kind::Cupy) {
+                    // The bound allocation, whatever is later done to the array object.
+                    memory.push(obj.getattr(intern!(py, "data"))?.unbind());
+                }
+                reread
+            }
             (Arg::Array(_), _) => Reread::Nothing,
             (Arg::Scalar(_), _) => continue,
             (Arg::Host(_), _) => unreachable!("host arrays are refused above"),
         };
-        if reread == Reread::Fast(Kind::Cupy) {
-            // The bound allocation, whatever is later done to the array object.
-            memory.push(args.get_item(i)?.getattr(intern!(py, "data"))?.unbind());
-        }
         if let Arg::Array(d) = a {
             arrays.push(BoundArray {
                 index: i,
