@@ -10,7 +10,9 @@ fn main() {
         .arch("sm_80")
         .cuda_fallback(".tools/nvcc/nvidia/cuda_nvcc")
         .build_script();
-    // The cubins (one per arch ptxas assembled), embedded beside the PTX by src/lib.rs.
+    // The cubins (one per arch ptxas assembled), embedded beside the PTX by src/lib.rs, and
+    // the files of the module's further parts (kernels built for another architecture: their
+    // PTX and cubins), by the names the manifest gives them.
     let mut cubins = String::from("&[\n");
     for (arch, file) in &out.cubins {
         cubins.push_str(&format!(
@@ -19,10 +21,23 @@ fn main() {
         ));
     }
     cubins.push(']');
-    let cubins_rs =
-        std::path::Path::new(&std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("cubins.rs");
-    if std::fs::read_to_string(&cubins_rs).ok().as_deref() != Some(cubins.as_str()) {
-        std::fs::write(&cubins_rs, &cubins).expect("write cubins.rs");
+    let mut parts = String::from("&[\n");
+    for part in out.parts.values() {
+        for file in std::iter::once(&part.ptx).chain(part.cubins.values()) {
+            let name = file.file_name().expect("a file").to_string_lossy();
+            parts.push_str(&format!(
+                "    ({name:?}, include_bytes!({:?})),\n",
+                file.display()
+            ));
+        }
+    }
+    parts.push(']');
+    let out_dir = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    for (name, text) in [("cubins.rs", &cubins), ("parts.rs", &parts)] {
+        let path = out_dir.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&path, text).expect("write the embedded file list");
+        }
     }
     let launchers =
         ferrocuda_builder::Launchers::with_module_fn(&out.manifest, "crate::bundled::module")

@@ -53,6 +53,11 @@ pub mod bundled {
     /// one, without JIT compilation; others JIT-compile the PTX.
     pub static CUBINS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/cubins.rs"));
 
+    /// The files of the module's further parts — the kernels built for another architecture
+    /// than `sm_80` (`#[kernel(arch = "sm_90a")]`), each part a PTX with its cubins — by the
+    /// names the manifest gives them.
+    pub static PART_FILES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/parts.rs"));
+
     static MODULE: OnceLock<Module> = OnceLock::new();
 
     /// The bundled module (parsed once; loaded into a device at its first launch there).
@@ -60,7 +65,7 @@ pub mod bundled {
         if let Some(m) = MODULE.get() {
             return Ok(m);
         }
-        let m = Module::from_json_with_cubins(PTX, MANIFEST_JSON, CUBINS)?;
+        let m = Module::embedded(PTX, MANIFEST_JSON, CUBINS, PART_FILES)?;
         Ok(MODULE.get_or_init(|| m))
     }
 }

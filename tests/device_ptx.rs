@@ -330,7 +330,7 @@ fn half_arithmetic_is_hardware() {
 #[test]
 fn no_local_memory_and_atomic_slices_are_written_slices() {
     let (ptx, _, manifest, out) = sm80();
-    for k in &out.manifest.kernels {
+    for k in out.manifest.kernels_of(None) {
         let body = entry(ptx, &k.name);
         let local = body.contains(".local") || body.contains("__local_depot");
         assert!(
@@ -636,7 +636,7 @@ fn math_compiles_to_libdevice_and_hardware_instructions() {
     }
     // No calls but to libdevice's own internal helpers (the f64 trig slow path, `pow`'s
     // core) and to vprintf.
-    for k in &sm80().3.manifest.kernels {
+    for k in sm80().3.manifest.kernels_of(None) {
         let body = entry(ptx, &k.name);
         for call in body.lines().filter(|l| l.contains("call.uni")) {
             assert!(
@@ -646,4 +646,109 @@ fn math_compiles_to_libdevice_and_hardware_instructions() {
             );
         }
     }
+}
+
+#[test]
+fn kernels_declared_for_newer_architectures_are_built_into_parts() {
+    use ferrocuda::abi::arch::Arch;
+    use ferrocuda::host::launch::select::{select_for, Operand};
+    use ferrocuda::{ArrayDesc, Module};
+    let (ptx, _, manifest_path, out) = sm80();
+    let m = &out.manifest;
+    assert_eq!(m.format, ferrocuda::abi::manifest::FORMAT);
+    let arch_of = |k: &str| m.kernel(k).unwrap().arch.clone();
+    assert_eq!(arch_of("arch_probe_base"), None);
+    assert_eq!(arch_of("arch_probe_sm90").as_deref(), Some("sm_90"));
+    assert_eq!(arch_of("arch_probe_sm90a").as_deref(), Some("sm_90a"));
+    // The base PTX holds every kernel but the parts' ones, and no record of them.
+    assert!(ptx.contains(".entry arch_probe_base("));
+    assert!(
+        !ptx.contains("arch_probe_sm90"),
+        "a part's kernel or record in the base PTX"
+    );
+    for (arch, version, only) in [
+        ("sm_90", "8.0", "arch_probe_sm90"),
+        ("sm_90a", "8.0", "arch_probe_sm90a"),
+    ] {
+        let part = &m.parts[arch];
+        let files = &out.parts[arch];
+        let text = std::fs::read_to_string(&files.ptx).unwrap();
+        assert!(
+            text.contains(&format!(".target {arch}\n")),
+            "{arch}: {text:.300}"
+        );
+        assert!(text.contains(&format!(".version {version}\n")), "{arch}");
+        let entries: Vec<&str> = text
+            .match_indices(".entry ")
+            .map(|(i, _)| text[i + 7..].split('(').next().unwrap())
+            .collect();
+        assert_eq!(entries, [only], "{arch}");
+        assert_eq!(
+            files.ptx.file_name().unwrap().to_str(),
+            Some(part.ptx.as_str())
+        );
+        if out.ptxas.is_some() {
+            // The part's own machine code: an sm_90a cubin for sm_90a, sm_90 for sm_90.
+            assert_eq!(part.cubins.keys().collect::<Vec<_>>(), [arch], "{arch}");
+        }
+    }
+    assert!(std::fs::read_to_string(&out.parts["sm_90a"].ptx)
+        .unwrap()
+        .contains("wgmma.fence.sync.aligned;"));
+
+    // The host reads the parts (no GPU needed until a launch) and chooses by the device.
+    let module = Module::from_manifest_file(manifest_path).unwrap();
+    assert_eq!(module.images().len(), 3);
+    let k = |n: &str| module.kernel(n).unwrap();
+    assert_eq!(k("arch_probe_sm90a").arch(), Arch::parse("sm_90a").unwrap());
+    assert_eq!(k("arch_probe_base").arch(), Arch::SM_80);
+    assert!(k("arch_probe_sm90a").runs_on((9, 0)));
+    assert!(!k("arch_probe_sm90a").runs_on((8, 0)) && !k("arch_probe_sm90a").runs_on((10, 0)));
+    assert!(k("arch_probe_sm90").runs_on((10, 0)) && !k("arch_probe_sm90").runs_on((8, 9)));
+    // A launch where the code cannot run is refused, naming kernel, arch and device.
+    let refused = k("arch_probe_sm90a").refusal_on((8, 0), 1).unwrap();
+    assert_eq!(refused.kind(), ferrocuda::ErrorKind::Unsupported);
+    let text = refused.to_string();
+    for part in [
+        "`arch_probe_sm90a`",
+        "sm_90a",
+        "device 1",
+        "compute capability 8.0",
+    ] {
+        assert!(text.contains(part), "{part} not in: {text}");
+    }
+    assert!(k("arch_probe_sm90a").refusal_on((9, 0), 0).is_none());
+    assert!(k("arch_probe_sm90").refusal_on((10, 0), 0).is_none());
+    assert!(k("arch_probe_sm90").refusal_on((8, 6), 0).is_some());
+    let out_desc = ArrayDesc::from_parts(
+        ferrocuda::abi::DType::U32,
+        &[64],
+        None,
+        0x7000_0000,
+        false,
+        None,
+    )
+    .unwrap();
+    let ops = [Operand::Array(&out_desc)];
+    let chosen = |cc| {
+        select_for(module.family("arch_probe"), &ops, Some(cc))
+            .unwrap()
+            .name()
+            .to_string()
+    };
+    assert_eq!(chosen((8, 0)), "arch_probe_base");
+    assert_eq!(chosen((8, 9)), "arch_probe_base");
+    assert_eq!(chosen((9, 0)), "arch_probe_sm90a");
+    assert_eq!(chosen((10, 0)), "arch_probe_sm90");
+    assert_eq!(chosen((12, 0)), "arch_probe_sm90");
+    // Each kernel's architecture variants are the other two; its typed launcher's choice is
+    // the same rule.
+    assert_eq!(
+        k("arch_probe_base").variant_on(&ops, Some((9, 0))).name(),
+        "arch_probe_sm90a"
+    );
+    assert_eq!(
+        k("arch_probe_sm90a").variant_on(&ops, Some((8, 6))).name(),
+        "arch_probe_base"
+    );
 }

@@ -26,7 +26,10 @@
 //! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
 //!   builder for block-shared memory.
 //!
-//! Module order (each uses only those above it): `space`, `dtype`, `layout`, `indexer`,
+//! * [`arch`] — GPU architectures (`sm_80`, `sm_90a`) and which devices run code built for
+//!   each: the rule the builder, the manifest and the launchers share;
+//!
+//! Module order (each uses only those above it): `arch`, `space`, `dtype`, `layout`, `indexer`,
 //! `params`, `vectors`, `kinds`, `launch`, `extras`, `manifest`, `diag`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
@@ -43,6 +46,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod arch;
 pub mod diag;
 pub mod dtype;
 pub mod extras;

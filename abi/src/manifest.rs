@@ -213,10 +213,18 @@ mod host {
     /// Fields added since without a version change (a reader accepts a manifest without them,
     /// and an older reader ignores them): `fp_contract` (absent: [`FpContract::Off`]); per
     /// kernel `launch` (absent: nothing declared; see [`LaunchSpec`]) and `zero`, `scratch`,
-    /// `require` (absent: none); `cubins` (absent: PTX only; see [`Manifest::cubins`]). A kernel with a scratch parameter (kind `"scratch"`) is
-    /// refused by readers older than that kind, as it must be: they would ask the caller for
-    /// it.
-    pub const FORMAT: u32 = 1;
+    /// `require` (absent: none); `cubins` (absent: PTX only; see [`Manifest::cubins`]). A
+    /// kernel with a scratch parameter (kind `"scratch"`) is refused by readers older than
+    /// that kind, as it must be: they would ask the caller for it.
+    ///
+    /// Format 2 is format 1 with [`Manifest::parts`] and [`KernelSig::arch`]: kernels built for
+    /// another architecture than the module's, in PTX files of their own. The builder writes
+    /// it only for a module that has parts (a reader of format 1 would look for those kernels
+    /// in the base PTX), and format 1 otherwise; readers take both.
+    pub const FORMAT: u32 = 2;
+
+    /// The format of a manifest without parts (readable by every reader since format 1).
+    pub const FORMAT_NO_PARTS: u32 = 1;
 
     /// Whether the code generator may contract a floating-point multiply and add into one
     /// fused multiply-add (`fma.rn`, rounded once).
@@ -263,6 +271,22 @@ mod host {
         /// does not know the field loads the PTX, as before.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         pub cubins: BTreeMap<String, String>,
+        /// The module's further parts: architecture (`"sm_90a"`) → its PTX and cubins. A part
+        /// holds the kernels whose [`KernelSig::arch`] is its architecture (and only those);
+        /// the base PTX ([`ptx`](Self::ptx)) every other kernel.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub parts: BTreeMap<String, Part>,
+    }
+
+    /// One further part of a module: a PTX file built for another architecture, with its
+    /// cubins.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct Part {
+        /// File name of the part's PTX next to the manifest.
+        pub ptx: String,
+        /// Its cubins: arch → file name next to the manifest.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub cubins: BTreeMap<String, String>,
     }
 
     /// One kernel's signature.
@@ -296,6 +320,11 @@ mod host {
         /// Conditions on the arguments, checked before a launch (`#[kernel(require(…))]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub require: Vec<RequireSig>,
+        /// The architecture the kernel is built for when it is not the module's
+        /// ([`Manifest::arch`]): `#[kernel(arch = "sm_90a")]`. The kernel is in that part of
+        /// the module ([`Manifest::parts`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub arch: Option<String>,
     }
 
     /// One parameter.
@@ -374,6 +403,27 @@ mod host {
                 })
                 && pairs().any(|(a, b)| layout(a) != layout(b))
         }
+
+        /// `true` when `other` is an *architecture variant* of this kernel: another kernel of
+        /// the same family with the same caller parameters (names, kinds, element types,
+        /// ranks, mutability) built for another architecture ([`arch`](Self::arch)) — a
+        /// family's `sm_90a` kernel (wgmma) beside its portable one (mma.sync). Launchers run
+        /// the variant of the highest architecture the device runs.
+        pub fn is_arch_variant_of(&self, other: &KernelSig) -> bool {
+            self.family == other.family
+                && self.arch != other.arch
+                && self.caller_params().count() == other.caller_params().count()
+                && self
+                    .caller_params()
+                    .zip(other.caller_params())
+                    .all(|(a, b)| {
+                        a.name == b.name
+                            && a.kind == b.kind
+                            && a.dtype == b.dtype
+                            && a.rank == b.rank
+                            && a.mutable == b.mutable
+                    })
+        }
     }
 
     impl Manifest {
@@ -381,7 +431,7 @@ mod host {
         pub fn from_json(text: &str) -> Result<Manifest, String> {
             let m: Manifest =
                 serde_json::from_str(text).map_err(|e| format!("invalid kernel manifest: {e}"))?;
-            if m.format != FORMAT {
+            if m.format != FORMAT && m.format != FORMAT_NO_PARTS {
                 return Err(format!(
                     "kernel manifest format {} is not supported: ferrocuda {} reads format \
                      {FORMAT}; the manifest was written by another version of ferrocuda — \
@@ -404,13 +454,50 @@ mod host {
                 }
                 k.check_extras()
                     .map_err(|e| format!("kernel manifest: {e}"))?;
+                if let Some(a) = &k.arch {
+                    if crate::arch::Arch::parse(a).is_none() {
+                        return Err(format!(
+                            "kernel manifest: kernel `{}` has an unknown arch `{a}`",
+                            k.name
+                        ));
+                    }
+                    if !m.parts.contains_key(a) {
+                        return Err(format!(
+                            "kernel manifest: kernel `{}` is built for {a}, but the manifest \
+                             has no {a} part",
+                            k.name
+                        ));
+                    }
+                }
+            }
+            for a in m.parts.keys() {
+                if crate::arch::Arch::parse(a).is_none() {
+                    return Err(format!("kernel manifest: part of unknown arch `{a}`"));
+                }
             }
             Ok(m)
+        }
+
+        /// The architecture of kernel `k`'s code: its own ([`KernelSig::arch`]), else the
+        /// module's ([`arch`](Self::arch)); `None` when the name is not an architecture.
+        pub fn arch_of(&self, k: &KernelSig) -> Option<crate::arch::Arch> {
+            crate::arch::Arch::parse(k.arch.as_deref().unwrap_or(&self.arch))
         }
 
         /// The pretty JSON form.
         pub fn to_json(&self) -> String {
             serde_json::to_string_pretty(self).expect("manifest serializes")
+        }
+
+        /// The kernels in the PTX of `part`: the base PTX's (`None`: those without an `arch`),
+        /// or a part's (`Some("sm_90a")`).
+        pub fn kernels_of<'a>(
+            &'a self,
+            part: Option<&'a str>,
+        ) -> impl Iterator<Item = &'a KernelSig> + 'a {
+            self.kernels
+                .iter()
+                .filter(move |k| k.arch.as_deref() == part)
         }
 
         /// The kernel named `name`.
@@ -475,6 +562,7 @@ mod host {
             zero: Vec::new(),
             scratch: Vec::new(),
             require: Vec::new(),
+            arch: None,
         };
         while r.at != bytes.len() {
             let tag = r.u8()?;
@@ -579,6 +667,7 @@ mod host {
                 fp_contract: FpContract::Fast,
                 kernels: Vec::new(),
                 cubins: BTreeMap::new(),
+                parts: BTreeMap::new(),
             };
             let json = m.to_json();
             assert!(json.contains("\"fp_contract\": \"fast\""), "{json}");
@@ -619,6 +708,7 @@ mod host {
                 zero: Vec::new(),
                 scratch: Vec::new(),
                 require: Vec::new(),
+                arch: None,
             };
             let declared = LaunchSpec {
                 block: Some([16, 16, 1]),
@@ -633,6 +723,7 @@ mod host {
                 fp_contract: FpContract::Off,
                 kernels: std::vec![kernel(declared.clone()), kernel(LaunchSpec::default())],
                 cubins: BTreeMap::new(),
+                parts: BTreeMap::new(),
             };
             let json = m.to_json();
             assert_eq!(json.matches("\"launch\"").count(), 1, "{json}");

@@ -31,6 +31,7 @@ fn layout_variants_differ_only_in_array_kinds_and_ranks() {
         zero: Vec::new(),
         scratch: Vec::new(),
         require: Vec::new(),
+        arch: None,
     };
     let slice = kernel("axpy_f32", "axpy", "slice", 1, "float32");
     let view = kernel("axpy_f32_2d", "axpy", "view", 2, "float32");

@@ -14,8 +14,12 @@ pub(crate) struct ChildBuild<'a> {
     pub cargo_toml: &'a Path,
     /// The crate's package name (for messages).
     pub crate_name: &'a str,
-    /// `sm_XY`.
+    /// The target CPU: `sm_XY`, or `sm_90a` for a part built for it.
     pub arch: &'a str,
+    /// The part of the crate to build: `None` for the base (every kernel without an `arch`),
+    /// `Some(arch)` for the kernels declared `#[kernel(arch = "…")]` with it (set as
+    /// `--cfg ferrocuda_arch="…"`).
+    pub part: Option<&'a str>,
     /// The child's target directory.
     pub target_dir: &'a Path,
     /// Release (`true`) or dev profile.
@@ -59,15 +63,7 @@ impl ChildBuild<'_> {
             .env("RUSTC_BOOTSTRAP", "1")
             // Through RUSTFLAGS so that `core` gets the same target CPU (rustc refuses mixed
             // ones) and the same panic strategy.
-            .env(
-                "CARGO_ENCODED_RUSTFLAGS",
-                [
-                    format!("-Ctarget-cpu={}", self.arch),
-                    "-Zunstable-options".into(),
-                    "-Cpanic=immediate-abort".into(),
-                ]
-                .join("\x1f"),
-            )
+            .env("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"))
             .args(["rustc", "--quiet", "--lib", "--crate-type=staticlib"])
             .arg("--manifest-path")
             .arg(self.cargo_toml)
@@ -115,6 +111,27 @@ impl ChildBuild<'_> {
             );
         }
         Ok(())
+    }
+
+    /// The flags of every crate of the build (`core` included): the target CPU (rustc refuses
+    /// mixed ones), the PTX ISA version the features of sm_90 kernels need (8.0: TMA,
+    /// clusters' `mapa`, `setmaxnreg`), the panic strategy, and the part's cfg.
+    pub(crate) fn rustflags(&self) -> Vec<String> {
+        let mut flags = vec![format!("-Ctarget-cpu={}", self.arch)];
+        if let Some(f) = ptx_feature(self.arch) {
+            flags.push(format!("-Ctarget-feature=+{f}"));
+        }
+        flags.push("-Zunstable-options".into());
+        flags.push("-Cpanic=immediate-abort".into());
+        // Declared in every build, so that a crate's own `cfg(ferrocuda_arch …)` is checked.
+        flags.push("--check-cfg=cfg(ferrocuda_arch)".into());
+        flags.push("--check-cfg=cfg(ferrocuda_arch,values(any()))".into());
+        if let Some(part) = self.part {
+            // The bare name too: `cfg(ferrocuda_arch)` holds only when it is set itself.
+            flags.push("--cfg=ferrocuda_arch".into());
+            flags.push(format!("--cfg=ferrocuda_arch=\"{part}\""));
+        }
+        flags
     }
 
     /// The source files the build read (the crate's and its path dependencies', not the
@@ -199,6 +216,14 @@ pub(crate) fn package_name(toml: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The target feature that raises the PTX ISA version of a build for `arch` above LLVM's
+/// default for it, when sm_90 features need more: PTX 8.0 (TMA, `mapa`, `setmaxnreg`,
+/// `cp.async.bulk`) where LLVM would write 7.8 for `sm_90`. `None` when LLVM's default serves.
+pub(crate) fn ptx_feature(arch: &str) -> Option<&'static str> {
+    let a = ferrocuda_abi::arch::Arch::parse(arch)?;
+    (a.number() >= 90 && a.min_ptx() < (8, 0)).then_some("ptx80")
 }
 
 /// Source files listed in a make-style dep-info file, excluding the toolchain's own sources.

@@ -215,6 +215,13 @@ impl<'a> Launchers<'a> {
             let file = path(&dir.join(name))?;
             let _ = write!(cubins, "\n        ({arch:?}, include_bytes!({file:?})),");
         }
+        let mut parts = String::new();
+        for part in self.manifest.parts.values() {
+            for name in std::iter::once(&part.ptx).chain(part.cubins.values()) {
+                let file = path(&dir.join(name))?;
+                let _ = write!(parts, "\n        ({name:?}, include_bytes!({file:?})),");
+            }
+        }
         let (ptx, manifest) = (path(ptx)?, path(manifest)?);
         Ok(format!(
             "\n/// The PTX module of {origin}: its text, its manifest and the parsed [`Module`]({rt}::Module).\n\
@@ -226,11 +233,14 @@ impl<'a> Launchers<'a> {
              /// The cubins the manifest names: (arch, image); the device's is loaded instead of \
              the PTX when there is one.\n    \
              pub static CUBINS: &[(&str, &[u8])] = &[{cubins}\n    ];\n\n    \
+             /// The files of the module's parts (kernels built for another architecture), by \
+             the names the manifest gives them.\n    \
+             pub static PART_FILES: &[(&str, &[u8])] = &[{parts}\n    ];\n\n    \
              /// The module (parsed once; loaded into a device at its first launch there).\n    \
              pub fn module() -> {rt}::Result<&'static {rt}::Module> {{\n        \
              static MODULE: ::std::sync::OnceLock<{rt}::Module> = ::std::sync::OnceLock::new();\n        \
              if let Some(m) = MODULE.get() {{\n            return Ok(m);\n        }}\n        \
-             let m = {rt}::Module::from_json_with_cubins(PTX, MANIFEST_JSON, CUBINS)?;\n        \
+             let m = {rt}::Module::embedded(PTX, MANIFEST_JSON, CUBINS, PART_FILES)?;\n        \
              Ok(MODULE.get_or_init(|| m))\n    }}\n}}\n\n",
             origin = self.origin,
             arch = self.manifest.arch,

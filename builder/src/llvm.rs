@@ -184,6 +184,11 @@ impl Pipeline<'_> {
             &[
                 "-O3".into(),
                 format!("-mcpu={}", self.arch).into(),
+                format!(
+                    "-mattr={}",
+                    crate::child::ptx_feature(self.arch).map_or(String::new(), |f| format!("+{f}"))
+                )
+                .into(),
                 format!("-fp-contract={contract}").into(),
                 "-trap-unreachable".into(),
                 "-no-trap-after-noreturn".into(),

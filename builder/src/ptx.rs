@@ -86,19 +86,40 @@ fn record_bytes(decl: &str, sym: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Extracts and removes the manifest records (and launch records) from `ptx`, decodes them,
-/// and checks them against the `.entry` declarations; writes each kernel's declared launch
-/// bounds into its entry (`apply_launch_bounds`). Returns the cleaned PTX and the kernels,
-/// sorted by name.
-pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
+/// Prefix of the PTX global by which a kernel declared for another architecture
+/// (`#[kernel(arch = "sm_90a")]`) asks, in the base build, for the build of its part: its bytes
+/// are the architecture's name.
+pub const ARCH_RECORD_PREFIX: &str = "__ferrocuda_arch__";
+
+/// What [`process_ptx`] makes of a generated PTX module.
+#[derive(Clone, Debug)]
+pub struct Processed {
+    /// The PTX, records removed, launch bounds written in.
+    pub ptx: String,
+    /// Its kernels, sorted by name.
+    pub kernels: Vec<KernelSig>,
+    /// Kernel → architecture, for the kernels declared for another architecture than this
+    /// build's (they are not in this PTX; each part is built on its own).
+    pub requests: BTreeMap<String, String>,
+}
+
+/// Extracts and removes the manifest records (and launch and architecture records) from
+/// `ptx`, decodes them, and checks them against the `.entry` declarations; writes each
+/// kernel's declared launch bounds into its entry (`apply_launch_bounds`).
+pub fn process_ptx(ptx: &str) -> Result<Processed, String> {
     let mut records: BTreeMap<String, KernelSig> = BTreeMap::new();
     let mut launches: BTreeMap<String, LaunchDecl> = BTreeMap::new();
+    let mut requests: BTreeMap<String, String> = BTreeMap::new();
     let mut cleaned = String::with_capacity(ptx.len());
     let mut lines = ptx.lines().peekable();
     while let Some(line) = lines.next() {
-        let found = [manifest::SYMBOL_PREFIX, launch::SYMBOL_PREFIX]
-            .into_iter()
-            .find_map(|prefix| line.find(prefix).map(|at| (prefix, at)));
+        let found = [
+            manifest::SYMBOL_PREFIX,
+            launch::SYMBOL_PREFIX,
+            ARCH_RECORD_PREFIX,
+        ]
+        .into_iter()
+        .find_map(|prefix| line.find(prefix).map(|at| (prefix, at)));
         let Some((prefix, at)) = found else {
             cleaned.push_str(line);
             cleaned.push('\n');
@@ -121,6 +142,14 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
         let bytes = record_bytes(&decl, &sym)?;
+        if prefix == ARCH_RECORD_PREFIX {
+            let arch = String::from_utf8(bytes)
+                .ok()
+                .filter(|a| ferrocuda_abi::arch::Arch::parse(a).is_some())
+                .ok_or_else(|| format!("architecture record of `{sym}` names no architecture"))?;
+            requests.insert(sym, arch);
+            continue;
+        }
         if prefix == launch::SYMBOL_PREFIX {
             let d =
                 LaunchDecl::decode(&bytes).map_err(|e| format!("launch record of `{sym}`: {e}"))?;
@@ -167,7 +196,16 @@ pub fn process_ptx(ptx: &str) -> Result<(String, Vec<KernelSig>), String> {
         cleaned = apply_launch_bounds(&cleaned, &name, &d)?;
         sig.launch = d.into();
     }
-    Ok((cleaned, records.into_values().collect()))
+    if let Some(k) = requests.keys().find(|k| records.contains_key(*k)) {
+        return Err(format!(
+            "kernel `{k}` is in the PTX and asks for another architecture's build"
+        ));
+    }
+    Ok(Processed {
+        ptx: cleaned,
+        kernels: records.into_values().collect(),
+        requests,
+    })
 }
 
 /// Writes the launch bounds `d` declares into entry `name` of `ptx`: `.maxntid n, 1, 1` or
@@ -237,7 +275,11 @@ mod tests {
             "[36] = {70, 67, 75, 49, 1, 107, 1, 107, 2, 1, 97, 2, 11, 1, 0, 16, 0, 8, 0, 5, 97, 108, 112, 104, 97, 1, 11, 0, 0, 4, 0, 4, 0, 0, 0, 0}",
             &format!("[36] = {{{}}}", list.join(", ")),
         );
-        let (clean, kernels) = process_ptx(&ptx).unwrap();
+        let Processed {
+            ptx: clean,
+            kernels,
+            ..
+        } = process_ptx(&ptx).unwrap();
         assert!(!clean.contains("__ferrocuda_manifest__"));
         assert!(clean.contains(".visible .entry k("));
         assert_eq!(kernels.len(), 1);
@@ -287,7 +329,11 @@ mod tests {
                     list(trimmed)
                 ),
             );
-        let (clean, kernels) = process_ptx(&ptx).unwrap();
+        let Processed {
+            ptx: clean,
+            kernels,
+            ..
+        } = process_ptx(&ptx).unwrap();
         assert!(!clean.contains("__ferrocuda_launch__"), "{clean}");
         assert!(clean.contains(")\n.reqntid 16, 8, 1\n{"), "{clean}");
         assert_eq!(kernels[0].launch.block, Some([16, 8, 1]));

@@ -122,6 +122,9 @@ struct Options {
     items_per_thread_expr: Option<syn::Expr>,
     extras: extras::ExtrasOpts,
     launch: launch::LaunchOptions,
+    /// `arch = "sm_90a"`: the architecture the kernel is built for (see
+    /// `ferrocuda_abi::arch`).
+    arch: Option<LitStr>,
 }
 
 impl Parse for Options {
@@ -170,6 +173,11 @@ impl Parse for Options {
                         ))
                     }
                 }
+            } else if key == "arch" {
+                input.parse::<Token![=]>()?;
+                let lit: LitStr = input.parse()?;
+                check_arch(&lit)?;
+                opts.arch = Some(lit);
             } else if launch::OPTIONS.contains(&key.to_string().as_str()) {
                 opts.launch.parse(&key, input)?;
             } else if !opts.extras.parse_option(&key, input)? {
@@ -177,8 +185,9 @@ impl Parse for Options {
                     key.span(),
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
                      `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
-                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"` / `\"rows\"`, `instances(…)`, \
-                     `zero(…)`, `scratch(…)` or `require(…)`",
+                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"` / `\"rows\"`, \
+                     `arch = \"sm_90a\"`, `instances(…)`, `zero(…)`, `scratch(…)` or \
+                     `require(…)`",
                 ));
             }
             if !input.is_empty() {
@@ -187,6 +196,26 @@ impl Parse for Options {
         }
         Ok(opts)
     }
+}
+
+/// Checks `arch = "…"`: an architecture name newer than the base every kernel may assume.
+fn check_arch(lit: &LitStr) -> syn::Result<()> {
+    use ferrocuda_abi::arch::{Arch, Variant};
+    let Some(arch) = Arch::parse(&lit.value()) else {
+        return Err(syn::Error::new(
+            lit.span(),
+            "arch must name a GPU architecture as PTX's `.target` does: `sm_90`, `sm_90a`, \
+             `sm_100a`, …",
+        ));
+    };
+    if arch.variant == Variant::Portable && arch.number() <= Arch::SM_80.number() {
+        return Err(syn::Error::new(
+            lit.span(),
+            "every kernel is built for sm_80 or the crate's arch already: give `arch` only to \
+             kernels that need a newer GPU (`sm_90`, `sm_90a`, …)",
+        ));
+    }
+    Ok(())
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -303,7 +332,85 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras,
     );
     let launch_record = opts.launch.record(name)?;
-    Ok(quote! { #kernel #launch_record })
+    Ok(in_part(
+        opts.arch.as_ref(),
+        name,
+        quote! { #kernel #launch_record },
+    ))
+}
+
+/// `items` (a kernel's expansion), with its device items compiled only in the build of the
+/// kernel's part of the crate.
+///
+/// A kernel crate is built once for its base architecture and once more for each
+/// architecture a kernel declares (`arch = "sm_90a"`), by `ferrocuda-builder`, which sets
+/// `--cfg ferrocuda_arch="<arch>"` in those further builds. A kernel without `arch` is
+/// compiled in the base build only (no `ferrocuda_arch`), a kernel with one only in the build
+/// of its arch. In the base build such a kernel leaves a record of the arch it needs
+/// (`__ferrocuda_arch__<kernel>`, its bytes the arch's name), from which the builder learns
+/// which further builds to run.
+///
+/// Every device item of the expansion carries `#[cfg(target_arch = "nvptx64")]` (host items
+/// the opposite), so it is enough to put the part's condition on a block around the whole
+/// expansion that only the device build configures: the host build never evaluates
+/// `ferrocuda_arch`, which the builder declares (`--check-cfg`) for the device builds only.
+fn in_part(arch: Option<&LitStr>, name: &Ident, items: TokenStream2) -> TokenStream2 {
+    let (host, device): (Vec<_>, Vec<_>) = split_by_target(items);
+    let record = format_ident!("__ferrocuda_arch__{}", name);
+    let (cond, needs) = match arch {
+        None => (quote! { not(ferrocuda_arch) }, TokenStream2::new()),
+        Some(lit) => {
+            let value = lit.value();
+            let len = value.len();
+            let bytes = syn::LitByteStr::new(value.as_bytes(), lit.span());
+            (
+                quote! { ferrocuda_arch = #lit },
+                quote! {
+                    #[cfg(not(ferrocuda_arch))]
+                    #[doc(hidden)]
+                    #[unsafe(no_mangle)]
+                    #[allow(non_upper_case_globals)]
+                    pub static #record: [u8; #len] = *#bytes;
+                },
+            )
+        }
+    };
+    quote! {
+        #(#host)*
+        #[cfg(target_arch = "nvptx64")]
+        #[allow(unexpected_cfgs)]
+        const _: () = {
+            #[cfg(#cond)]
+            const _: () = {
+                #(#device)*
+            };
+            #needs
+        };
+    }
+}
+
+/// The items of `items` that are compiled on the host (every item not marked
+/// `#[cfg(target_arch = "nvptx64")]`), and those that are compiled on the device only.
+fn split_by_target(items: TokenStream2) -> (Vec<syn::Item>, Vec<syn::Item>) {
+    let file: syn::File = syn::parse2(items).expect("#[kernel] expands to items");
+    let device_only = |attrs: &[syn::Attribute]| {
+        attrs.iter().any(|a| {
+            a.path().is_ident("cfg")
+                && a.meta.require_list().is_ok_and(|l| {
+                    l.tokens.to_string().replace(' ', "") == "target_arch=\"nvptx64\""
+                })
+        })
+    };
+    file.items.into_iter().partition(|item| {
+        let attrs: &[syn::Attribute] = match item {
+            syn::Item::Const(i) => &i.attrs,
+            syn::Item::Static(i) => &i.attrs,
+            syn::Item::Fn(i) => &i.attrs,
+            syn::Item::Mod(i) => &i.attrs,
+            _ => &[],
+        };
+        !device_only(attrs)
+    })
 }
 
 /// Emits the entry point, its body and its manifest record.

@@ -671,15 +671,22 @@ fn select(t: &Target, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> PyResult<K
     let mut all = [Operand::Scalar; MAX_ARGS];
     let n = operands(slots, descs, &mut all);
     let ops = &all[..n];
+    // Kernels built for several architectures: the choice depends on the launch's device too.
+    // Without a driver no launch can happen: the architectures are not weighed then.
+    let cc = if t.kernels[0].module().has_parts() {
+        launch::select::launch_capability(ops, None).ok()
+    } else {
+        None
+    };
     // The rule's choice depends only on the key: remembered per launcher.
-    let key = SelectionKey::of(ops);
+    let key = SelectionKey::of(ops).map(|k| cc.map_or(k, |cc| k.on(cc)));
     if let Some(k) = key.as_ref().and_then(|key| t.memo.get(key)) {
         return Ok(k);
     }
     let chosen = if t.is_family {
-        launch::select(t.kernels.iter().copied(), ops)
+        launch::select::select_for(t.kernels.iter().copied(), ops, cc)
     } else {
-        Some(t.kernels[0].variant_for_operands(ops))
+        Some(t.kernels[0].variant_on(ops, cc))
     };
     if let Some(k) = chosen {
         if let Some(key) = key {

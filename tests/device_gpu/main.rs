@@ -26,6 +26,7 @@ mod failed;
 #[path = "../common/half_ref.rs"]
 mod half_ref;
 
+mod arch;
 mod atomics;
 mod collectives;
 mod diag;
@@ -49,7 +50,7 @@ pub use failed::{ensure, err, TestResult};
 /// A named test.
 pub type Test = (&'static str, fn() -> TestResult);
 
-const DEV: usize = 0;
+pub const DEV: usize = 0;
 const L: StreamRef = StreamRef::Legacy;
 
 static SEED: AtomicU64 = AtomicU64::new(0);
@@ -59,7 +60,7 @@ pub fn rng(salt: u64) -> StdRng {
     StdRng::seed_from_u64(SEED.load(Ordering::Relaxed) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-fn module() -> Result<&'static Module, Failed> {
+pub fn module() -> Result<&'static Module, Failed> {
     MODULE
         .get_or_init(|| {
             let path = device_kernels::manifest_path()?;
@@ -178,6 +179,7 @@ fn main() {
         }
     };
     let mut tests: Vec<Test> = Vec::new();
+    tests.extend(arch::TESTS);
     tests.extend(atomics::TESTS);
     tests.extend(warp::TESTS);
     tests.extend(collectives::TESTS);

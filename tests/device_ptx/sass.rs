@@ -89,8 +89,7 @@ fn test_kernels_access_memory_in_its_state_space() {
     };
     let kernels: Vec<String> = out
         .manifest
-        .kernels
-        .iter()
+        .kernels_of(None)
         .map(|k| k.name.clone())
         .collect();
     eprintln!(

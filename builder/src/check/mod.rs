@@ -9,6 +9,7 @@
 //! | [`Rule::Extern`] | an unresolved `.extern` (only `.extern .shared`, dynamic shared memory, and the driver's [`DRIVER_FUNCTIONS`] — `vprintf` — are allowed) | error | error |
 //! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: functions, calls, message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
 //! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
+//! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
 //! | [`Rule::Local`], [`Rule::Stack`], [`Rule::Spill`] | local memory, stack frames, register spills (ptxas) | warning | error |
 //! | [`Rule::Ptxas`] | ptxas rejects the module or does not report an entry | error | error |
 //! | [`Rule::Manifest`], [`Rule::Entry`] | manifest and `.entry` list disagree; no entry | (checked while building) | error |
@@ -49,6 +50,8 @@ pub enum Rule {
     Manifest,
     /// The module defines no `.entry`.
     Entry,
+    /// An instruction the module's target architecture does not have.
+    Arch,
 }
 
 impl Rule {
@@ -65,6 +68,7 @@ impl Rule {
             Rule::Ptxas => "ptxas",
             Rule::Manifest => "manifest",
             Rule::Entry => "entry",
+            Rule::Arch => "arch",
         }
     }
 }
@@ -142,6 +146,10 @@ pub fn check_text(ptx: &str) -> TextCheck {
     let src = strip_comments(ptx);
     let functions = parse_functions(&src);
     let mut findings = extern_findings(&src, &functions);
+    let target = ptx_target(&src);
+    if let Some(t) = target.as_deref().and_then(ferrocuda_abi::arch::Arch::parse) {
+        findings.extend(functions.iter().filter_map(|f| arch_finding(f, &t)));
+    }
     let barrier_funcs = functions_with_barriers(&functions);
     let aborting = functions_that_abort(&functions);
     for f in &functions {
@@ -184,10 +192,60 @@ pub fn check_text(ptx: &str) -> TextCheck {
         }
     }
     TextCheck {
-        target: ptx_target(&src),
+        target,
         functions,
         findings,
     }
+}
+
+/// Instructions (by the start of their mnemonic, or a state space or register they name) and
+/// the architecture they need.
+const NEWER_INSTRUCTIONS: [(&str, &str); 16] = [
+    ("wgmma.", "sm_90a"),
+    ("setmaxnreg.", "sm_90a"),
+    ("cp.async.bulk", "sm_90"),
+    ("cp.reduce.async.bulk", "sm_90"),
+    ("mbarrier.try_wait", "sm_90"),
+    ("mbarrier.expect_tx", "sm_90"),
+    ("mbarrier.arrive.expect_tx", "sm_90"),
+    ("mapa.", "sm_90"),
+    ("barrier.cluster", "sm_90"),
+    ("fence.proxy.async", "sm_90"),
+    ("fence.mbarrier_init", "sm_90"),
+    ("elect.sync", "sm_90"),
+    ("stmatrix.", "sm_90"),
+    ("griddepcontrol.", "sm_90"),
+    ("%cluster_", "sm_90"),
+    ("shared::cluster", "sm_90"),
+];
+
+/// The first instruction of `f` that `target` lacks, as an error naming what the kernel needs.
+fn arch_finding(f: &PtxFunction, target: &ferrocuda_abi::arch::Arch) -> Option<Finding> {
+    use ferrocuda_abi::arch::Arch;
+    let body = f.body.as_deref()?;
+    for (n, line) in body.lines().enumerate() {
+        let line = line.trim();
+        for (what, needs) in NEWER_INSTRUCTIONS {
+            let needed = Arch::parse(needs).expect("a valid arch in the table");
+            if !line.contains(what) || target.includes(&needed) {
+                continue;
+            }
+            let instruction: String = line.chars().take(60).collect();
+            return Some(Finding::new(
+                Some(&f.name),
+                Rule::Arch,
+                Severity::Error,
+                format!(
+                    "`{instruction}` (line {}) needs {needs}, but this module is built for \
+                     {target}: declare the kernel `#[kernel(arch = \"{needs}\")]` (it is then \
+                     built for {needs} and launched only where that runs; keep a portable \
+                     kernel of the same family for other GPUs)",
+                    f.body_line + n,
+                ),
+            ));
+        }
+    }
+    None
 }
 
 fn barrier_message(d: &barrier::DivergentBarrier) -> String {
@@ -544,13 +602,16 @@ fn source_path(text: &str) -> Option<usize> {
     })
 }
 
-/// The manifest's kernels are the module's entries, and its arch the module's `.target`.
+/// The manifest's kernels are the module's entries, and its arch the module's `.target` — for
+/// the base PTX, the kernels without an `arch`; for a part's PTX (its `.target` a key of the
+/// manifest's `parts`), the kernels of that arch.
 pub fn check_manifest(manifest: &Manifest, entries: &[&str], target: Option<&str>) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut add = |who: Option<&str>, message: String| {
         out.push(Finding::new(who, Rule::Manifest, Severity::Error, message));
     };
-    let names: Vec<&str> = manifest.kernels.iter().map(|k| k.name.as_str()).collect();
+    let part = target.filter(|t| *t != manifest.arch && manifest.parts.contains_key(*t));
+    let names: Vec<&str> = manifest.kernels_of(part).map(|k| k.name.as_str()).collect();
     let mut seen = std::collections::BTreeSet::new();
     for n in &names {
         if !seen.insert(n) {
@@ -566,7 +627,7 @@ pub fn check_manifest(manifest: &Manifest, entries: &[&str], target: Option<&str
     for e in entries.iter().filter(|e| !names.contains(e)) {
         add(Some(e), ".entry of the PTX but not in the manifest".into());
     }
-    if let Some(t) = target.filter(|t| *t != manifest.arch) {
+    if let Some(t) = target.filter(|t| *t != manifest.arch && part.is_none()) {
         add(
             None,
             format!(

@@ -423,3 +423,50 @@ fn ptxas_reports() {
         .iter()
         .all(|f| f.arch.as_deref() == Some("sm_80") && f.severity == Severity::Warning));
 }
+
+/// The findings of rule `arch` for `body` in a module of `.target target`.
+fn arch_findings(target: &str, body: &str) -> Vec<Finding> {
+    let ptx = entry("k", body).replace(".target sm_80", &format!(".target {target}"));
+    check_text(&ptx)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == Rule::Arch)
+        .collect()
+}
+
+#[test]
+fn instructions_newer_than_the_target_are_refused_naming_the_arch_to_declare() {
+    let wgmma = "\twgmma.fence.sync.aligned;\n\tret;";
+    let found = arch_findings("sm_80", wgmma);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].severity, Severity::Error);
+    assert!(
+        found[0].message.contains("needs sm_90a")
+            && found[0].message.contains("#[kernel(arch = \"sm_90a\")]"),
+        "{}",
+        found[0].message
+    );
+    // sm_90 lacks the architecture-specific instructions; sm_90a has them; sm_100a does not.
+    assert_eq!(arch_findings("sm_90", wgmma).len(), 1);
+    assert!(arch_findings("sm_90a", wgmma).is_empty());
+    assert_eq!(arch_findings("sm_100a", wgmma).len(), 1);
+    // TMA, clusters, mbarrier transaction counts: sm_90 and newer, every variant.
+    for line in [
+        "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];",
+        "\tmapa.shared::cluster.u32 %r1, %r2, %r3;",
+        "\tbarrier.cluster.arrive;",
+        "\tmov.u32 %r1, %cluster_ctarank;",
+        "\tmbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
+    ] {
+        let body = format!("{line}\n\tret;");
+        assert_eq!(arch_findings("sm_80", &body).len(), 1, "{line}");
+        assert!(arch_findings("sm_90", &body).is_empty(), "{line}");
+        assert!(arch_findings("sm_90a", &body).is_empty(), "{line}");
+        assert!(arch_findings("sm_100", &body).is_empty(), "{line}");
+    }
+    // What sm_80 has passes: mma.sync, ldmatrix, cp.async, mbarrier without transactions.
+    let sm80 = "\tcp.async.cg.shared.global [%r1], [%rd1], 16;\n\t\
+                ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];\n\t\
+                mbarrier.test_wait.parity.shared.b64 %p1, [%r1], %r2;\n\tret;";
+    assert!(arch_findings("sm_80", sm80).is_empty());
+}

@@ -143,6 +143,7 @@ impl<'m> Kernel<'m> {
             (None, None) => cu::current_ordinal().unwrap_or(0),
         };
         let ctx = Context::get(ordinal)?;
+        self.check_arch(ctx)?;
         ctx.bind()?;
         let plan = driver::capture_plan(plan)
             .map_err(|r| refusal(self, &arrays.producers[..arrays.count], r))?;
@@ -193,7 +194,12 @@ impl<'m> Kernel<'m> {
         let sig = self.signature();
         let decl = &sig.launch;
         let loaded = self.module.loaded(ctx)?;
-        let f = loaded.functions[self.index];
+        let Some(f) = loaded.functions[self.index] else {
+            // Not loaded: an image the device cannot run.
+            return Err(self.check_arch(ctx).err().unwrap_or_else(|| {
+                Error::unsupported(format!("kernel `{}` is not loaded", sig.name))
+            }));
+        };
         let device = ctx.limits();
         let block = opts
             .block

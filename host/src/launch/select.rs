@@ -92,17 +92,38 @@ fn demands(k: &Kernel<'_>) -> u32 {
 /// The kernel of `candidates` for arguments `operands` (see the [module documentation](self)):
 /// the one that takes them and demands the most of their layouts; else, when none takes
 /// them, the one that takes their types and demands the least (its argument check will name
-/// the layout it cannot take); else `None`. Equals go by candidate order.
+/// the layout it cannot take); else `None`. Equals go by candidate order. Architectures are
+/// not looked at: [`select_for`] chooses for a device.
 pub fn select<'m>(
     candidates: impl IntoIterator<Item = Kernel<'m>>,
     operands: &[Operand<'_>],
 ) -> Option<Kernel<'m>> {
-    // No kernel can demand more than the contiguous layout of every array argument: a
-    // candidate that does and takes the arguments ends the search (the first of equals wins).
+    select_for(candidates, operands, None)
+}
+
+/// [`select`] for a launch on a device of compute capability `cc`: candidates built for an
+/// architecture the device does not run ([`Kernel::runs_on`]) are passed over, and among those
+/// that take the arguments the one of the highest architecture wins before the layouts are
+/// weighed — a family's `sm_90a` kernel on an H100, its portable one elsewhere. When no
+/// candidate the device runs takes the arguments' types, the choice is [`select`]'s among all
+/// (the launch then refuses the kernel, naming its architecture and the device's). `cc` =
+/// `None` is [`select`].
+pub fn select_for<'m>(
+    candidates: impl IntoIterator<Item = Kernel<'m>>,
+    operands: &[Operand<'_>],
+    cc: Option<(u32, u32)>,
+) -> Option<Kernel<'m>> {
+    // No kernel can demand more than the contiguous layout of every array argument: without
+    // architectures to weigh, a candidate that does and takes the arguments ends the search
+    // (the first of equals wins).
     let arrays = operands.iter().filter(|o| matches!(o, Operand::Array(_)));
     let ceiling = arrays.count() as u32 * ArrayLayout::Contiguous.rank();
-    let mut best: Option<(Kernel<'m>, u32)> = None;
+    // Architecture rank (0 when not weighed), then demand.
+    type Rank = ((u32, ferrocuda_abi::arch::Variant), u32);
+    let mut best: Option<(Kernel<'m>, Rank)> = None;
     let mut fallback: Option<(Kernel<'m>, u32)> = None;
+    let mut any_fallback: Option<(Kernel<'m>, u32)> = None;
+    let lowest = (0, ferrocuda_abi::arch::Variant::Portable);
     for k in candidates {
         let params = &k.signature().params;
         if params.len() != operands.len() {
@@ -113,18 +134,58 @@ pub fn select<'m>(
             continue;
         }
         let demand = demands(&k);
+        let runs = cc.is_none_or(|cc| k.runs_on(cc));
+        if !runs {
+            if any_fallback.is_none_or(|(_, d)| demand < d) {
+                any_fallback = Some((k, demand));
+            }
+            continue;
+        }
         if pairs().all(|(p, &op)| p.takes(op)) {
-            if demand >= ceiling {
+            let arch = match cc {
+                Some(_) => {
+                    let a = k.arch();
+                    (a.number(), a.variant)
+                }
+                None => lowest,
+            };
+            if cc.is_none() && demand >= ceiling {
                 return Some(k);
             }
-            if best.is_none_or(|(_, d)| demand > d) {
-                best = Some((k, demand));
+            if best.is_none_or(|(_, r)| (arch, demand) > r) {
+                best = Some((k, (arch, demand)));
             }
         } else if fallback.is_none_or(|(_, d)| demand < d) {
             fallback = Some((k, demand));
         }
     }
-    best.or(fallback).map(|(k, _)| k)
+    best.map(|(k, _)| k)
+        .or(fallback.map(|(k, _)| k))
+        .or(any_fallback.map(|(k, _)| k))
+}
+
+/// The compute capability of the device a launch of `operands` runs on, decided as
+/// [`Kernel::prepare`] decides the device: the device of the first non-empty array's memory
+/// (one driver query), else `device`, else the calling thread's current device, else device 0.
+/// For choosing among kernels built for several architectures; a launch checks the device
+/// again with every pointer.
+pub fn launch_capability(operands: &[Operand<'_>], device: Option<usize>) -> Result<(u32, u32)> {
+    crate::driver::init()?;
+    let from_array = operands.iter().find_map(|op| match op {
+        Operand::Array(d) if d.byte_range().is_some() => Some(d.ptr()),
+        _ => None,
+    });
+    let from_memory = match from_array {
+        Some(ptr) => crate::driver::result::pointer_attributes(ptr)
+            .ok()
+            .filter(|i| i.is_device_accessible())
+            .map(|i| i.device.max(0) as usize),
+        None => None,
+    };
+    let ordinal = from_memory
+        .or(device)
+        .unwrap_or_else(|| crate::driver::result::current_ordinal().unwrap_or(0));
+    Ok(crate::driver::Context::get(ordinal)?.compute_capability())
 }
 
 /// Everything [`select`] looks at in a launch's operands, in a few bytes: per operand, scalar
@@ -135,6 +196,8 @@ pub fn select<'m>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SelectionKey {
     n: u8,
+    /// The device's compute capability as `major * 16 + minor` (0: not weighed).
+    cc: u8,
     ops: [u16; SelectionKey::MAX_OPERANDS],
 }
 
@@ -167,8 +230,17 @@ impl SelectionKey {
         }
         Some(SelectionKey {
             n: operands.len() as u8,
+            cc: 0,
             ops,
         })
+    }
+
+    /// The key of a choice made for a device of compute capability `cc` ([`select_for`]).
+    pub fn on(self, cc: (u32, u32)) -> SelectionKey {
+        SelectionKey {
+            cc: (cc.0.min(15) * 16 + cc.1.min(15)) as u8,
+            ..self
+        }
     }
 }
 
@@ -257,7 +329,7 @@ impl<'m> Kernel<'m> {
     /// argument check then says why). The typed launchers call it; [`Kernel::launch`] itself
     /// launches exactly the kernel it is called on.
     pub fn variant_for(&self, args: &[Arg<'_>]) -> Kernel<'m> {
-        if self.layout_variants().next().is_none() {
+        if !self.has_variants() {
             return *self;
         }
         let mut ops = [Operand::Scalar; MAX_PARAMS];
@@ -267,14 +339,47 @@ impl<'m> Kernel<'m> {
         }
     }
 
+    /// Whether the kernel has layout or architecture variants (when it has none, a launcher
+    /// launches it as it is).
+    pub fn has_variants(&self) -> bool {
+        !self.module.layout_variants_of(self.index).is_empty()
+            || !self.module.arch_variants_of(self.index).is_empty()
+    }
+
     /// [`variant_for`](Self::variant_for) on what selection sees of the arguments (for
-    /// launchers that have not converted their scalars yet).
+    /// launchers that have not converted their scalars yet). With architecture variants, the
+    /// device is found as a launch finds it ([`launch_capability`]); when that fails (no
+    /// driver), architectures are not weighed (the launch will say what failed).
     pub fn variant_for_operands(&self, operands: &[Operand<'_>]) -> Kernel<'m> {
-        if self.module.layout_variants_of(self.index).is_empty() {
+        if !self.has_variants() {
             return *self;
         }
-        let variants = self.layout_variants();
-        select(std::iter::once(*self).chain(variants), operands).unwrap_or(*self)
+        let module = self.module;
+        let arch_variants = module.arch_variants_of(self.index);
+        // Without a driver no launch can happen: the architectures are not weighed then.
+        let cc = if arch_variants.is_empty() {
+            None
+        } else {
+            launch_capability(operands, None).ok()
+        };
+        self.variant_on(operands, cc)
+    }
+
+    /// [`variant_for_operands`](Self::variant_for_operands) for a device of compute
+    /// capability `cc` (`None`: architectures not weighed): among this kernel, its layout
+    /// variants, its architecture variants and theirs, [`select_for`]'s choice.
+    pub fn variant_on(&self, operands: &[Operand<'_>], cc: Option<(u32, u32)>) -> Kernel<'m> {
+        let module = self.module;
+        let mut family: Vec<usize> = vec![self.index];
+        for &a in std::iter::once(&self.index).chain(module.arch_variants_of(self.index)) {
+            for &i in std::iter::once(&a).chain(module.layout_variants_of(a)) {
+                if !family.contains(&i) {
+                    family.push(i);
+                }
+            }
+        }
+        let kernels = family.into_iter().map(|index| Kernel { module, index });
+        select_for(kernels, operands, cc).unwrap_or(*self)
     }
 }
 
@@ -304,7 +409,13 @@ impl Module {
                 "no kernel family named `{family}` in this module"
             )));
         }
-        if let Some(k) = select(members(), &ops[..n]) {
+        // Without a driver no launch can happen: the architectures are not weighed then.
+        let cc = if self.has_parts() {
+            launch_capability(&ops[..n], None).ok()
+        } else {
+            None
+        };
+        if let Some(k) = select_for(members(), &ops[..n], cc) {
             return Ok(k);
         }
         let mut variants = String::new();

@@ -45,3 +45,50 @@ pub unsafe fn clocks(out: SliceMut<u64>, ns: u32) {
         }
     }
 }
+
+/// A family built for three architectures (the kernels' `arch` option): every thread writes
+/// the architecture its code was compiled for, read from the build's target features —
+/// 80 for the base kernel, 90 for the `sm_90` one, 900 for the `sm_90a` one (which also
+/// executes `wgmma.fence`, an instruction only `sm_90a` has). A launch of the family picks
+/// the highest architecture the device runs; each kernel can also be launched by name.
+#[kernel(family = "arch_probe")]
+pub unsafe fn arch_probe_base(out: SliceMut<u32>) {
+    #[cfg(target_arch = "nvptx64")]
+    for i in thread::grid_stride(out.len()) {
+        // SAFETY: one thread per element.
+        unsafe { out.write_unchecked(i, if cfg!(target_feature = "sm_90") { 0 } else { 80 }) };
+    }
+}
+
+/// The `sm_90` member of the `arch_probe` family (see [`arch_probe_base`]).
+#[kernel(family = "arch_probe", arch = "sm_90")]
+pub unsafe fn arch_probe_sm90(out: SliceMut<u32>) {
+    #[cfg(target_arch = "nvptx64")]
+    for i in thread::grid_stride(out.len()) {
+        let v = if cfg!(target_feature = "sm_90") && !cfg!(target_feature = "sm_90a") {
+            90
+        } else {
+            0
+        };
+        // SAFETY: one thread per element.
+        unsafe { out.write_unchecked(i, v) };
+    }
+}
+
+/// The `sm_90a` member of the `arch_probe` family (see [`arch_probe_base`]).
+#[kernel(family = "arch_probe", arch = "sm_90a")]
+pub unsafe fn arch_probe_sm90a(out: SliceMut<u32>) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // An sm_90a-only instruction (ptxas refuses it for any other target); a fence of the
+        // warpgroup's registers, with no effect here.
+        // SAFETY: executed by every thread of the warp (no branch before it), as `.aligned`
+        // requires.
+        unsafe { core::arch::asm!("wgmma.fence.sync.aligned;") };
+        for i in thread::grid_stride(out.len()) {
+            let v = if cfg!(target_feature = "sm_90a") { 900 } else { 0 };
+            // SAFETY: one thread per element.
+            unsafe { out.write_unchecked(i, v) };
+        }
+    }
+}

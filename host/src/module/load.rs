@@ -1,0 +1,299 @@
+//! Loading a module's images into a device: the cubin chosen for the device's compute
+//! capability, else the PTX; the functions and their launch limits.
+
+use super::{Image, Module, Signature};
+use crate::driver::result as cu;
+use crate::driver::{init, trap, Context, Relaxed};
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use ferrocuda_abi::arch::{Arch, DeviceArch, Variant};
+use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// What the driver says about one loaded kernel: read once per device, when its module loads
+/// (`cuFuncGetAttribute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionLimits {
+    /// Most threads per block the kernel can be launched with: the device's limit, lowered by
+    /// its registers per thread and by a declared `max_threads` or block
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    pub max_threads: u32,
+    /// Bytes of static shared memory per block (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    pub static_shared: u32,
+    /// Bytes of dynamic shared memory a launch may ask for without opting in
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` at load: 48 KiB minus the static
+    /// shared memory).
+    pub dynamic_shared: u32,
+    /// Registers per thread (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
+    pub registers: u32,
+}
+
+/// A loaded function and the launch limits derived from it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Function {
+    pub(crate) raw: sys::CUfunction,
+    /// Default block size (threads) of the 1-D automatic configuration.
+    pub(crate) block: u32,
+    /// Resident blocks of `block` threads per SM.
+    pub(crate) blocks_per_sm: u32,
+    /// Threads of the block that maximizes occupancy (`cuOccupancyMaxPotentialBlockSize`):
+    /// the size of N-D automatic blocks.
+    pub(crate) potential_block: u32,
+    pub(crate) limits: FunctionLimits,
+}
+
+// SAFETY: a CUfunction handle may be used from any thread (the driver API is thread-safe);
+// its module is never unloaded while the `Module` lives.
+unsafe impl Send for Function {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Function {}
+
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// The module of each image the device runs (`None`: an image it cannot run).
+    _modules: Vec<Option<sys::CUmodule>>,
+    /// What was loaded: `"sm_90 cubin"` or `"PTX"`, each part's after the base's.
+    pub(super) image: String,
+    /// Per kernel (manifest order): its function, `None` when the device cannot run the
+    /// kernel's image.
+    pub(crate) functions: Vec<Option<Function>>,
+    /// Per function: the dynamic shared memory (bytes) launches may use now — the load-time
+    /// limit, raised by each opt-in ([`Loaded::allow_dynamic_shared`]).
+    dynamic_shared: Vec<AtomicU32>,
+}
+
+// SAFETY: CUmodule/CUfunction handles are usable from any thread; they are never mutated
+// after loading and the module is never unloaded while the `Module` lives.
+unsafe impl Send for Loaded {}
+// SAFETY: as above.
+unsafe impl Sync for Loaded {}
+
+impl Loaded {
+    /// Lets function `index` be launched with `bytes` of dynamic shared memory: when that is
+    /// more than it may use now, sets its `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`
+    /// to `bytes` (once per function and larger size; an atomic load otherwise). The caller
+    /// has checked `bytes` against the device's opt-in limit.
+    pub(crate) fn allow_dynamic_shared(&self, index: usize, bytes: u32) -> Result<()> {
+        let allowed = &self.dynamic_shared[index];
+        if bytes <= allowed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let value = i32::try_from(bytes)
+            .map_err(|_| Error::value(format!("{bytes} bytes of shared memory is too many")))?;
+        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX;
+        let Some(f) = self.functions[index] else {
+            return Ok(());
+        };
+        // SAFETY: the function belongs to this loaded module (its context is bound by the
+        // caller, which prepares a launch in it).
+        unsafe { cu::set_function_attribute(f.raw, MAX, value) }?;
+        allowed.fetch_max(bytes, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// The cubin for a device of compute capability `cc` among `archs` (`"sm_80"`, `"sm_90a"`, …):
+/// the highest portable `sm_AB` with `A` equal to the major version and `B` not above the
+/// minor (machine code runs on GPUs of its major version and a minor not below its own), an
+/// architecture-specific `sm_ABa` only for exactly `A.B` (preferred over the portable one of
+/// the same number), a family `sm_ABf` for major `A` and a minor not below `B`; `None` when
+/// there is none (the PTX is loaded then). `sm_90` for 9.0; `sm_80` for 8.6 and 8.9 when the
+/// cubins are `sm_80` and `sm_90`; none for 10.0 or 12.0.
+pub fn choose_cubin<'a>(
+    cc: (u32, u32),
+    archs: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    archs
+        .into_iter()
+        .filter_map(|a| {
+            let arch = Arch::parse(a)?;
+            let runs = arch.major == cc.0
+                && match arch.variant {
+                    Variant::Specific => arch.minor == cc.1,
+                    Variant::Portable | Variant::Family => arch.minor <= cc.1,
+                };
+            runs.then_some(((arch.number(), arch.variant), a))
+        })
+        .max_by_key(|&(key, _)| key)
+        .map(|(_, a)| a)
+}
+
+impl Module {
+    pub(super) fn load(&self, ctx: &'static Context) -> Result<Loaded> {
+        init()?;
+        let _caller = ctx.enter()?;
+        // Once per device, possibly inside another library's graph capture: loading and the
+        // trap record's page-locked allocation are calls a global-mode capture forbids.
+        let _relaxed = Relaxed::enter()?;
+        let cc = ctx.compute_capability();
+        let mut functions: Vec<Option<Function>> = vec![None; self.signatures.len()];
+        let mut modules = Vec::with_capacity(self.images.len());
+        let mut described = Vec::with_capacity(self.images.len());
+        for (i, image) in self.images.iter().enumerate() {
+            let label = if i == 0 {
+                String::new()
+            } else {
+                format!("{} part: ", image.arch)
+            };
+            if !image.arch.runs_on(cc) {
+                modules.push(None);
+                described.push(format!("{label}not loaded ({})", DeviceArch(cc)));
+                continue;
+            }
+            let kernels: Vec<usize> = (0..self.signatures.len())
+                .filter(|&k| self.kernel_image[k] == i)
+                .collect();
+            let (module, found, what) = self.load_image(ctx, image, &kernels)?;
+            register_trap_record(ctx.ordinal(), module)?;
+            for (k, f) in kernels.into_iter().zip(found) {
+                functions[k] = Some(f);
+            }
+            modules.push(Some(module));
+            described.push(format!("{label}{what}"));
+        }
+        Ok(Loaded {
+            _modules: modules,
+            image: described.join("; "),
+            dynamic_shared: functions
+                .iter()
+                .map(|f| AtomicU32::new(f.map_or(0, |f| f.limits.dynamic_shared)))
+                .collect(),
+            functions,
+        })
+    }
+
+    /// Loads `image` into `ctx` (bound): the cubin [`choose_cubin`] picks, else the PTX.
+    /// Returns the module, the functions of `kernels` (indices into the manifest) and what
+    /// was loaded (`"sm_90 cubin"`, `"PTX"`).
+    fn load_image(
+        &self,
+        ctx: &'static Context,
+        image: &Image,
+        kernels: &[usize],
+    ) -> Result<(sys::CUmodule, Vec<Function>, String)> {
+        let cc = ctx.compute_capability();
+        // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
+        // cubin is never the cause of an error the PTX would not give.
+        let from_cubin = choose_cubin(cc, image.cubin_archs()).and_then(|arch| {
+            let bytes = image.cubin(arch)?;
+            let mut log = vec![0u8; 4096];
+            let module = cu::module_load_cubin(bytes, &mut log).ok()?;
+            // SAFETY: `module` was just loaded into the bound context.
+            match unsafe { self.functions(module, kernels) } {
+                Ok(functions) => Some((module, functions, format!("{arch} cubin"))),
+                Err(_) => {
+                    // SAFETY: loaded above, none of its functions used.
+                    let _ = unsafe { cu::module_unload(module) };
+                    None
+                }
+            }
+        });
+        if let Some(loaded) = from_cubin {
+            return Ok(loaded);
+        }
+        let module = load_ptx(ctx, image)?;
+        // SAFETY: `module` was just loaded into the bound context.
+        let functions = unsafe { self.functions(module, kernels) }?;
+        Ok((module, functions, "PTX".to_owned()))
+    }
+
+    /// The function and limits of each of `kernels` in `module`.
+    ///
+    /// # Safety
+    ///
+    /// `module` is loaded in the calling thread's current context.
+    unsafe fn functions(&self, module: sys::CUmodule, kernels: &[usize]) -> Result<Vec<Function>> {
+        kernels
+            .iter()
+            .map(|&k| {
+                let s = &self.signatures[k];
+                // SAFETY: the caller's contract.
+                unsafe { Function::load(module, s) }
+                    .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
+            })
+            .collect()
+    }
+}
+
+/// Loads `image`'s PTX into `ctx` (bound), the JIT's log in the error.
+fn load_ptx(ctx: &'static Context, image: &Image) -> Result<sys::CUmodule> {
+    let mut log = vec![0u8; 8192];
+    cu::module_load(&image.ptx, &mut log).map_err(|e| {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        let text = String::from_utf8_lossy(&log[..end]);
+        let (maj, min) = ctx.compute_capability();
+        Error::new(
+            e.kind(),
+            format!(
+                "loading PTX built for {} on device {} (sm_{maj}{min}): {e}{}{}",
+                image.arch,
+                ctx.ordinal(),
+                if text.is_empty() { "" } else { "\nJIT log: " },
+                text
+            ),
+        )
+    })
+}
+
+/// Gives a freshly loaded module its trap record (see [`trap`]), if it defines the symbol:
+/// zeroed, page-locked, device-mapped host memory whose device address goes into the symbol.
+fn register_trap_record(device: usize, module: sys::CUmodule) -> Result<()> {
+    let name = CString::new(TRAP_RECORD_SYMBOL).expect("no NUL in the symbol");
+    // SAFETY: `module` was just loaded into the bound context.
+    let Some((symbol, 8)) = (unsafe { cu::module_global(module, &name) })? else {
+        return Ok(());
+    };
+    let (host, mapped) = cu::mem_host_alloc_mapped(std::mem::size_of::<TrapRecord>())?;
+    // The address goes in through a private non-blocking stream: a synchronous copy would use
+    // the legacy default stream, which is unusable while a blocking stream of the context
+    // captures a graph.
+    let bytes = mapped.to_ne_bytes();
+    let s = cu::stream_create(true)?;
+    // SAFETY: the symbol is 8 bytes of device memory of the bound context; `s` was just
+    // created there; `bytes` outlives the copy, which the synchronization ends.
+    let copied = unsafe { cu::memcpy_htod_async(symbol, &bytes, s) }
+        // SAFETY: as above.
+        .and_then(|()| unsafe { cu::stream_synchronize(s) });
+    // SAFETY: created above and not used afterwards.
+    let _ = unsafe { cu::stream_destroy(s) };
+    copied?;
+    // SAFETY: page-locked (page-aligned), zeroed, sized for a record, never freed, and the
+    // host never writes it again.
+    unsafe { trap::remember(device, host.cast::<TrapRecord>()) };
+    Ok(())
+}
+
+impl Function {
+    /// The function of `sig` in `module` and its launch limits: the driver's attributes, the
+    /// default 1-D block (256 threads, or the kernel's maximum if lower), how many such blocks
+    /// an SM holds, and the occupancy-maximizing block size.
+    ///
+    /// # Safety
+    ///
+    /// `module` is loaded in the calling thread's current context.
+    unsafe fn load(module: sys::CUmodule, sig: &Signature) -> Result<Function> {
+        use sys::CUfunction_attribute::*;
+        // SAFETY: the caller's contract; the function comes from that module.
+        unsafe {
+            let f = cu::module_function(module, &sig.c_name)?;
+            let attr = |a| cu::function_attribute(f, a).map(|v| v.max(0) as u32);
+            let limits = FunctionLimits {
+                max_threads: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?.max(1),
+                static_shared: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                dynamic_shared: attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+                registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            };
+            let block = limits.max_threads.min(256);
+            let per_sm = cu::blocks_per_multiprocessor(f, block)?;
+            let potential_block = cu::potential_block_size(f, limits.max_threads)?;
+            Ok(Function {
+                raw: f,
+                block,
+                blocks_per_sm: per_sm.max(1) as u32,
+                potential_block: potential_block.min(limits.max_threads),
+                limits,
+            })
+        }
+    }
+}
