@@ -288,11 +288,7 @@ impl Module {
 
     /// The module of `manifest` with each file it names read by `file` (`None`: a cubin left
     /// out, or a PTX missing — an error naming it and `from`).
-    fn assemble(
-        manifest: Manifest,
-        file: &FileReader<'_>,
-        from: &str,
-    ) -> Result<Module> {
+    fn assemble(manifest: Manifest, file: &FileReader<'_>, from: &str) -> Result<Module> {
         let ptx_text = |name: &str, kernels: Vec<&KernelSig>| {
             let bytes =
                 file(name)?.ok_or_else(|| Error::value(format!("{from}: no PTX file `{name}`")))?;
@@ -589,8 +585,14 @@ mod tests {
         assert_eq!(choose_cubin((9, 0), ["sm_90a", "junk"]), Some("sm_90a"));
         assert_eq!(choose_cubin((9, 0), ["sm_90", "sm_90a"]), Some("sm_90a"));
         assert_eq!(choose_cubin((10, 0), ["sm_90a"]), None);
-        assert_eq!(choose_cubin((10, 3), ["sm_100a", "sm_100f"]), Some("sm_100f"));
-        assert_eq!(choose_cubin((10, 0), ["sm_100a", "sm_100f"]), Some("sm_100a"));
+        assert_eq!(
+            choose_cubin((10, 3), ["sm_100a", "sm_100f"]),
+            Some("sm_100f")
+        );
+        assert_eq!(
+            choose_cubin((10, 0), ["sm_100a", "sm_100f"]),
+            Some("sm_100a")
+        );
         assert_eq!(choose_cubin((9, 0), ["junk"]), None);
         assert_eq!(choose_cubin((9, 0), []), None);
     }
