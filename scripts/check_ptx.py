@@ -50,8 +50,19 @@ def find_checker() -> str:
     prebuilt = os.environ.get("FERROCUDA_PTX_CHECK")
     if prebuilt:
         return prebuilt
-    cmd = ["cargo", "build", "--quiet", "-p", "ferrocuda-builder", "--bin", BIN, "--message-format=json"]
-    r = subprocess.run(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = [
+        "cargo",
+        "build",
+        "--quiet",
+        "-p",
+        "ferrocuda-builder",
+        "--bin",
+        BIN,
+        "--message-format=json",
+    ]
+    r = subprocess.run(
+        cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     if r.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` failed:\n{r.stderr}")
     for line in r.stdout.splitlines():

@@ -30,13 +30,21 @@ import re
 import sys
 
 ALLOWED = [
-    (re.compile(r"Program hit CUDA_ERROR_INVALID_VALUE .* cuGetProcAddress_v2"), "cydriver",
-     "cuda-python probing for driver entry points"),
-    (re.compile(r"Program hit CUDA_ERROR_STREAM_CAPTURE_IMPLICIT .* cuStreamGetCaptureInfo_v3"),
-     "_ferrocuda", "ferrocuda's capture query on the legacy stream during a capture"),
+    (
+        re.compile(r"Program hit CUDA_ERROR_INVALID_VALUE .* cuGetProcAddress_v2"),
+        "cydriver",
+        "cuda-python probing for driver entry points",
+    ),
+    (
+        re.compile(r"Program hit CUDA_ERROR_STREAM_CAPTURE_IMPLICIT .* cuStreamGetCaptureInfo_v3"),
+        "_ferrocuda",
+        "ferrocuda's capture query on the legacy stream during a capture",
+    ),
 ]
-SUMMARY = re.compile(r"^(ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|COMPUTE-SANITIZER|"
-                     r"Target application returned|This can happen|Saved host backtrace)")
+SUMMARY = re.compile(
+    r"^(ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|COMPUTE-SANITIZER|"
+    r"Target application returned|This can happen|Saved host backtrace)"
+)
 
 
 def reports(lines):
@@ -45,7 +53,7 @@ def reports(lines):
     for line in lines:
         if not line.startswith("========= "):
             continue
-        body = line[len("========= "):]
+        body = line[len("========= ") :]
         if not body.strip():  # a separator
             continue
         if body.startswith(" "):
@@ -100,8 +108,9 @@ def main(path):
         m = re.search(r"ERROR SUMMARY: (\d+) error", l)
         claimed += int(m.group(1)) if m else 0
     if any("ERROR SUMMARY" in l for l in summary) and claimed != total:
-        print("sanitizer-verdict: FAIL: the summaries count %d, the log shows %d"
-              % (claimed, total))
+        print(
+            "sanitizer-verdict: FAIL: the summaries count %d, the log shows %d" % (claimed, total)
+        )
         return 1
     for l in summary:
         m = re.search(r"RACECHECK SUMMARY: .*\((\d+) errors?, (\d+) warnings?\)", l)

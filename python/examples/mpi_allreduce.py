@@ -104,10 +104,15 @@ def run(comm: Any, n: int, path: str) -> Dict[str, Any]:
     aware, how = cuda_awareness(library)
     direct = path == "direct" or (path == "auto" and aware is True)
     report: Dict[str, Any] = {
-        "rank": rank, "size": size, "local_rank": local_rank, "device": device,
+        "rank": rank,
+        "size": size,
+        "local_rank": local_rank,
+        "device": device,
         "pci_bus_id": cp.cuda.Device(device).pci_bus_id,
-        "mpi_library": library, "mpi_version": MPI.Get_library_version().splitlines()[0].strip(),
-        "cuda_aware": aware, "cuda_aware_how": how,
+        "mpi_library": library,
+        "mpi_version": MPI.Get_library_version().splitlines()[0].strip(),
+        "cuda_aware": aware,
+        "cuda_aware_how": how,
         "path": "direct (GPU buffers to MPI)" if direct else "staged through host memory",
         "checks": {},
     }
@@ -134,7 +139,8 @@ def run(comm: Any, n: int, path: str) -> Dict[str, Any]:
     scale64 = sum(np.abs(px.astype(np.float64)) + np.abs(py) for px, py in parts)
     err64 = np.abs(out.to_numpy() - want64)
     report["checks"]["DeviceArray add + Allreduce"] = bool(
-        np.all(err64 <= 2 * size * 2.0**-52 * scale64))
+        np.all(err64 <= 2 * size * 2.0**-52 * scale64)
+    )
 
     # The launches ran on this rank's device and left it current.
     report["checks"]["current device kept"] = cp.cuda.runtime.getDevice() == device
@@ -166,8 +172,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         report = run(comm, args.n, args.path)
     except Exception as e:  # a failing rank must not leave the others waiting forever
-        print(json.dumps({"rank": comm.Get_rank(), "ok": False,
-                          "error": f"{type(e).__name__}: {e}"}), flush=True)
+        print(
+            json.dumps({"rank": comm.Get_rank(), "ok": False, "error": f"{type(e).__name__}: {e}"}),
+            flush=True,
+        )
         comm.Abort(1)
         return 1
     print(json.dumps(report), flush=True)

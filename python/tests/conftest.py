@@ -19,9 +19,7 @@ import pytest
 
 import ferrocuda
 
-_NO_GPU_REASON = (
-    "no CUDA driver/device (ferrocuda.driver_available() is False): GPU test skipped"
-)
+_NO_GPU_REASON = "no CUDA driver/device (ferrocuda.driver_available() is False): GPU test skipped"
 
 
 def pytest_collection_modifyitems(config: Any, items: Any) -> None:
@@ -35,7 +33,9 @@ def pytest_collection_modifyitems(config: Any, items: Any) -> None:
 
 
 def pytest_report_header(config: Any) -> str:
-    return f"ferrocuda {ferrocuda.__version__}; CUDA driver available: {ferrocuda.driver_available()}"
+    return (
+        f"ferrocuda {ferrocuda.__version__}; CUDA driver available: {ferrocuda.driver_available()}"
+    )
 
 
 @pytest.fixture(scope="session")

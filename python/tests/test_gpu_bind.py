@@ -67,7 +67,9 @@ def fill(b: Backend, a: Any, value: float) -> None:
 # ---- every library, many launches ---------------------------------------------------------------
 
 
-def test_repeated_launches_on_every_library(request: Any, backend: Backend, rng: np.random.Generator) -> None:
+def test_repeated_launches_on_every_library(
+    request: Any, backend: Backend, rng: np.random.Generator
+) -> None:
     out_b = backend if backend.writable else make_backend(request, "ferrocuda")
     ha = rng.standard_normal(N).astype(np.float32)
     hb = rng.standard_normal(N).astype(np.float32)
@@ -110,7 +112,12 @@ def test_configuration_and_scalars_are_bound(cupy: Any) -> None:
     x = cp.arange(BIG, dtype=cp.float32)
     y = cp.ones(BIG, cp.float32)
     launch = K.saxpy.bind(np.float32(2.5), x, y, grid=3, block=64, sync="event")
-    assert (launch.name, launch.grid, launch.block, launch.sync) == ("saxpy_f32", (3, 1, 1), (64, 1, 1), "event")
+    assert (launch.name, launch.grid, launch.block, launch.sync) == (
+        "saxpy_f32",
+        (3, 1, 1),
+        (64, 1, 1),
+        "event",
+    )
     for k in range(1, 4):
         launch()  # y = 2.5 x + y, accumulating
         cp.cuda.Device().synchronize()
@@ -242,7 +249,9 @@ def test_cupy_new_producer_stream_waits_for_the_kernel(cupy: Any, mode: str) -> 
             launch()
             x.fill(-1.0)  # must wait for the add
         cp.cuda.Device().synchronize()
-        assert bool((out == y + 7).all()), f"{mode}: trial {t}: the producer ran ahead of the kernel"
+        assert bool((out == y + 7).all()), (
+            f"{mode}: trial {t}: the producer ran ahead of the kernel"
+        )
 
 
 # ---- memory that moved --------------------------------------------------------------------------------
@@ -257,7 +266,9 @@ def test_torch_resize_after_bind_is_refused(torch: Any) -> None:
     assert torch.equal(out, 2 * a)
     out.resize_(4 * N)  # reallocates the storage: the bound pointer is stale
     out.fill_(-3.0)
-    with pytest.raises(ValueError, match=r"argument `out`: the Tensor changed since it was bound.*bind again"):
+    with pytest.raises(
+        ValueError, match=r"argument `out`: the Tensor changed since it was bound.*bind again"
+    ):
         launch()
     torch.cuda.synchronize()
     assert bool((out == -3.0).all())  # nothing was written

@@ -71,11 +71,12 @@ def test_bundled_module_loads_the_cubin_of_the_device(gpu: None) -> None:
 def test_first_launch_in_a_fresh_process_is_fast(gpu: None) -> None:
     env = dict(os.environ)
     env["CUDA_CACHE_DISABLE"] = "1"
-    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("first launch: "))
-    seconds_text, image = line[len("first launch: "):].split(" s, ")
+    seconds_text, image = line[len("first launch: ") :].split(" s, ")
     seconds = float(seconds_text)
     print(f"first launch in a fresh process (CUDA_CACHE_DISABLE=1): {seconds:.3f} s, {image}")
     expected = expected_image(ferrocuda.bundled().cubins, compute_capability())

@@ -79,7 +79,9 @@ def mp() -> Any:
 def mod(gpu: None) -> Any:
     path = _manifest()
     if path is None:
-        pytest.skip("the device test kernels are not built (bundle them with scripts/gpu-bundle.sh)")
+        pytest.skip(
+            "the device test kernels are not built (bundle them with scripts/gpu-bundle.sh)"
+        )
     return ferrocuda.load(path)
 
 
@@ -198,28 +200,64 @@ UNARY: Dict[str, Tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndar
     "erfc": (_erfc, np.vectorize(math.erfc, otypes=[float]), "erfc"),
     "floor": (lambda mp, x: mp.floor(x), np.floor, "halves"),
     "ceil": (lambda mp, x: mp.ceil(x), np.ceil, "halves"),
-    "round": (lambda mp, x: mp.sign(x) * mp.floor(abs(x) + mp.mpf(1) / 2), _exact_round_half_away, "halves"),
+    "round": (
+        lambda mp, x: mp.sign(x) * mp.floor(abs(x) + mp.mpf(1) / 2),
+        _exact_round_half_away,
+        "halves",
+    ),
     "round_ties_even": (lambda mp, x: mp.nint(x), np.rint, "halves"),
     "trunc": (lambda mp, x: mp.sign(x) * mp.floor(abs(x)), np.trunc, "halves"),
     "abs": (lambda mp, x: abs(x), np.abs, "wide"),
 }
 
-BINARY: Dict[str, Tuple[Callable[[Any, Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray], str]] = {
+BINARY: Dict[
+    str, Tuple[Callable[[Any, Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray], str]
+] = {
     "powf": (lambda mp, x, y: mp.power(x, y), np.power, "pow"),
     "atan2": (lambda mp, x, y: mp.atan2(x, y), np.arctan2, "pair"),
     "hypot": (lambda mp, x, y: mp.hypot(x, y), np.hypot, "pair"),
     "min": (lambda mp, x, y: min(x, y), np.fmin, "pair"),
     "max": (lambda mp, x, y: max(x, y), np.fmax, "pair"),
-    "copysign": (lambda mp, x, y: mp.fabs(x) * (1 if y > 0 or (y == 0 and math.copysign(1, float(y)) > 0) else -1), np.copysign, "pair"),
-    "powi": (lambda mp, x, n: mp.power(x, int(n)), lambda x, n: np.power(x, n.astype(x.dtype)), "powi"),
+    "copysign": (
+        lambda mp, x, y: (
+            mp.fabs(x) * (1 if y > 0 or (y == 0 and math.copysign(1, float(y)) > 0) else -1)
+        ),
+        np.copysign,
+        "pair",
+    ),
+    "powi": (
+        lambda mp, x, n: mp.power(x, int(n)),
+        lambda x, n: np.power(x, n.astype(x.dtype)),
+        "powi",
+    ),
 }
 
 
 def _edges(dtype: Any) -> np.ndarray:
     fi = np.finfo(dtype)
     tiny = float(fi.smallest_subnormal)
-    vals = [0.0, -0.0, tiny, -tiny, float(fi.tiny), -float(fi.tiny), float(fi.max), -float(fi.max),
-            math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -0.5, 2.0, 1e30, -1e30, 1e22, 3.0e38]
+    vals = [
+        0.0,
+        -0.0,
+        tiny,
+        -tiny,
+        float(fi.tiny),
+        -float(fi.tiny),
+        float(fi.max),
+        -float(fi.max),
+        math.inf,
+        -math.inf,
+        math.nan,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        1e30,
+        -1e30,
+        1e22,
+        3.0e38,
+    ]
     if dtype == np.float64:
         vals += [1e300, -1e300, 2.0**1000]
     return np.array(vals, dtype=dtype)
@@ -237,13 +275,19 @@ def _domain(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> np.ndarr
     sign = rng.choice([-1.0, 1.0], n)
     if kind == "exp":
         lim = 709.7 if f64 else 88.7
-        x = sign * np.concatenate([logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim * 1.03, n - n // 2)])
+        x = sign * np.concatenate(
+            [logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim * 1.03, n - n // 2)]
+        )
     elif kind == "exp2":
         lim = 1075 if f64 else 150
-        x = sign * np.concatenate([logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)])
+        x = sign * np.concatenate(
+            [logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)]
+        )
     elif kind == "exp10":
         lim = 308.3 if f64 else 38.5
-        x = sign * np.concatenate([logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)])
+        x = sign * np.concatenate(
+            [logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)]
+        )
     elif kind == "positive":
         x = logu(mine, maxe + 0.99, n)
         x[: n // 20] *= -1  # a few negatives: NaN
@@ -258,14 +302,18 @@ def _domain(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> np.ndarr
     elif kind == "erfc":  # beyond |x| = 2^5 erfc is 0 or 2 in both types
         x = sign * logu(-40, 5, n)
     elif kind == "halves":
-        x = sign * np.concatenate([rng.integers(0, 1 << 20, n // 2) / 2, logu(-10, maxe, n - n // 2)])
+        x = sign * np.concatenate(
+            [rng.integers(0, 1 << 20, n // 2) / 2, logu(-10, maxe, n - n // 2)]
+        )
     else:  # wide
         x = sign * logu(-40 if not f64 else -300, maxe + 0.99, n)
     with np.errstate(over="ignore"):
         return x.astype(dtype)
 
 
-def _pairs(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> Tuple[np.ndarray, np.ndarray]:
+def _pairs(
+    kind: str, dtype: Any, rng: np.random.Generator, n: int
+) -> Tuple[np.ndarray, np.ndarray]:
     f64 = dtype == np.float64
     maxe = 1023 if f64 else 127
     if kind == "pow":
@@ -353,7 +401,11 @@ def _check(
 
 
 def _record(method: str, dtype: Any, bound: Any, worst: float, n: int) -> None:
-    RESULTS[f"{method}_{np.dtype(dtype).name}"] = {"bound_ulp": bound, "max_ulp": worst, "samples": n}
+    RESULTS[f"{method}_{np.dtype(dtype).name}"] = {
+        "bound_ulp": bound,
+        "max_ulp": worst,
+        "samples": n,
+    }
 
 
 DTYPES = [np.float32, np.float64]
@@ -361,7 +413,14 @@ DTYPES = [np.float32, np.float64]
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("method", sorted(UNARY))
-def test_unary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, method: str, dtype: Any) -> None:
+def test_unary_accuracy(
+    mod: Any,
+    mp: Any,
+    bounds: Dict[str, Tuple[int, int]],
+    rng: np.random.Generator,
+    method: str,
+    dtype: Any,
+) -> None:
     ref, c99, kind = UNARY[method]
     x = np.concatenate([_domain(kind, dtype, rng, N_RANDOM), _edges(dtype)])
     (got,) = _run(mod, f"math_{method}_{'f32' if dtype == np.float32 else 'f64'}", x)
@@ -371,7 +430,14 @@ def test_unary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], r
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("method", sorted(BINARY))
-def test_binary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, method: str, dtype: Any) -> None:
+def test_binary_accuracy(
+    mod: Any,
+    mp: Any,
+    bounds: Dict[str, Tuple[int, int]],
+    rng: np.random.Generator,
+    method: str,
+    dtype: Any,
+) -> None:
     ref, c99, kind = BINARY[method]
     x, y = _pairs(kind, dtype, rng, N_RANDOM)
     if kind != "powi":
@@ -384,7 +450,9 @@ def test_binary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-def test_sin_cos_and_mul_add(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, dtype: Any) -> None:
+def test_sin_cos_and_mul_add(
+    mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, dtype: Any
+) -> None:
     t = "f32" if dtype == np.float32 else "f64"
     k = 0 if dtype == np.float32 else 1
     x = np.concatenate([_domain("trig", dtype, rng, N_RANDOM), _edges(dtype)])
@@ -394,10 +462,21 @@ def test_sin_cos_and_mul_add(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int
     wc = _check(mp, "cos", dtype, [x], c, UNARY["cos"][0], np.cos, b)
     _record("sin_cos", dtype, b, max(ws, wc), len(x))
     # mul_add: one rounding of the exact x·a + b.
-    x, a, bb = (rng.uniform(-1, 1, (3, N_RANDOM)) * np.exp2(rng.uniform(-20, 20, (3, N_RANDOM)))).astype(dtype)
+    x, a, bb = (
+        rng.uniform(-1, 1, (3, N_RANDOM)) * np.exp2(rng.uniform(-20, 20, (3, N_RANDOM)))
+    ).astype(dtype)
     (got,) = _run(mod, f"math_mul_add_{t}", x, a, bb)
     with np.errstate(all="ignore"):
-        w = _check(mp, "mul_add", dtype, [x, a, bb], got, lambda mp, p, q, r: p * q + r, lambda p, q, r: p * q + r, 0)
+        w = _check(
+            mp,
+            "mul_add",
+            dtype,
+            [x, a, bb],
+            got,
+            lambda mp, p, q, r: p * q + r,
+            lambda p, q, r: p * q + r,
+            0,
+        )
     _record("mul_add", dtype, 0, w, len(x))
 
 
@@ -413,7 +492,9 @@ FAST: Dict[str, Tuple[str, Callable[[Any, Any], Any], Tuple[float, float], str]]
 
 
 @pytest.mark.parametrize("method", sorted(FAST))
-def test_fast_forms_within_their_documented_error(mod: Any, mp: Any, rng: np.random.Generator, method: str) -> None:
+def test_fast_forms_within_their_documented_error(
+    mod: Any, mp: Any, rng: np.random.Generator, method: str
+) -> None:
     kind, ref, (lo, hi), text = FAST[method]
     x = rng.uniform(lo, hi, N_RANDOM).astype(np.float32)
     (got,) = _run(mod, f"fast_{method}_f32", x)
@@ -428,14 +509,26 @@ def test_fast_forms_within_their_documented_error(mod: Any, mp: Any, rng: np.ran
             limit = 2 + math.floor(1.173 * abs(float(xi)))
         worst = max(worst, err / limit)
         assert err <= limit, f"{method}_fast({xi!r}) = {g!r}: error {err} > {text}"
-    RESULTS[f"{method}_fast_f32"] = {"bound": text, "max_error_over_bound": worst, "samples": len(x)}
+    RESULTS[f"{method}_fast_f32"] = {
+        "bound": text,
+        "max_error_over_bound": worst,
+        "samples": len(x),
+    }
     # div_fast: 2 ulp for |y| in [2^-126, 2^126] (and normal quotients).
     if method == "exp":
-        a = (rng.uniform(-1, 1, N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(np.float32)
-        b = (rng.choice([-1, 1], N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(np.float32)
+        a = (rng.uniform(-1, 1, N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(
+            np.float32
+        )
+        b = (rng.choice([-1, 1], N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(
+            np.float32
+        )
         (q,) = _run(mod, "fast_div_f32", a, b)
         worst_div = max(
-            _ulps(float(qi), _round_to(mp, mp.mpf(float(ai)) / mp.mpf(float(bi)), np.float32), np.float32)
+            _ulps(
+                float(qi),
+                _round_to(mp, mp.mpf(float(ai)) / mp.mpf(float(bi)), np.float32),
+                np.float32,
+            )
             for ai, bi, qi in zip(a, b, q)
         )
         RESULTS["div_fast_f32"] = {"bound_ulp": 2, "max_ulp": worst_div, "samples": len(a)}
@@ -448,6 +541,9 @@ def test_zz_report() -> None:
         pytest.skip("no accuracy test ran")
     out = Path(os.environ.get("OUT", "/tmp")) / "device_math_accuracy.json"
     out.write_text(json.dumps(RESULTS, indent=1, sort_keys=True))
-    lines = [f"{k:28} bound {v.get('bound_ulp', v.get('bound'))!s:>20}  measured {v.get('max_ulp', v.get('max_error_over_bound'))}" for k, v in sorted(RESULTS.items())]
+    lines = [
+        f"{k:28} bound {v.get('bound_ulp', v.get('bound'))!s:>20}  measured {v.get('max_ulp', v.get('max_error_over_bound'))}"
+        for k, v in sorted(RESULTS.items())
+    ]
     print("\n".join(lines))
     print(f"written to {out}")

@@ -182,9 +182,12 @@ def test_mixed_devices_are_refused_naming_arguments_and_devices(two_gpus: Any) -
         kernels.add(a0, b1, out1)
     assert str(info.value) == (
         "argument `b`: array is on device 1 but `a` is on device 0: all arrays of a launch "
-        "must be on one device"), str(info.value)
+        "must be on one device"
+    ), str(info.value)
     d0 = ferrocuda.DeviceArray.from_numpy(np.ones(64, np.float32))
-    with pytest.raises(ValueError, match="argument `out`: array is on device 1 but `a` is on device 0"):
+    with pytest.raises(
+        ValueError, match="argument `out`: array is on device 1 but `a` is on device 0"
+    ):
         kernels.add(d0, d0, out1)
     with cp.cuda.Device(1):
         cp.cuda.runtime.deviceSynchronize()

@@ -68,7 +68,9 @@ def placement(kind: str, shape: Tuple[int, ...]) -> Placement:
     if kind == "negative":
         return Placement(shape, (every(slice(None, None, -1)),))
     if kind == "odd_reversed":  # b[1::2][::-1]
-        return Placement(tuple(2 * n for n in shape), (every(slice(1, None, 2)), every(slice(None, None, -1))))
+        return Placement(
+            tuple(2 * n for n in shape), (every(slice(1, None, 2)), every(slice(None, None, -1)))
+        )
     if kind == "transposed":
         return Placement(tuple(reversed(shape)), (("T",),))
     if kind == "broadcast":
@@ -152,8 +154,12 @@ def _axpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 FAMILIES: Dict[str, Family] = {
-    "add": Family("add", ("float32", "float16", "float64", "int32", "int64"), 2, exact=lambda a, b: a + b),
-    "saxpy": Family("saxpy", ("float32", "float16", "float64"), 1, in_place=True, scalar=ALPHA, exact=_saxpy),
+    "add": Family(
+        "add", ("float32", "float16", "float64", "int32", "int64"), 2, exact=lambda a, b: a + b
+    ),
+    "saxpy": Family(
+        "saxpy", ("float32", "float16", "float64"), 1, in_place=True, scalar=ALPHA, exact=_saxpy
+    ),
     "gelu": Family("gelu", ("float32", "float16"), 1),
     "gelu_tanh": Family("gelu_tanh", ("float32", "float16"), 1),
     "silu": Family("silu", ("float32", "float16"), 1),
@@ -194,7 +200,15 @@ class Case:
     out_backend: Backend
 
 
-def build(request: Any, rng: np.random.Generator, lib: str, fam: Family, dtype: str, layout: str, shape: Tuple[int, ...]) -> Case:
+def build(
+    request: Any,
+    rng: np.random.Generator,
+    lib: str,
+    fam: Family,
+    dtype: str,
+    layout: str,
+    shape: Tuple[int, ...],
+) -> Case:
     b = make_backend(request, lib)
     ob = b if b.writable else make_backend(request, "ferrocuda")
     in_kinds, out_kind = LAYOUTS[layout]
@@ -206,7 +220,9 @@ def build(request: Any, rng: np.random.Generator, lib: str, fam: Family, dtype: 
         hosts.append(np_view(base, p.ops))
         args.append(exported(b, device_view(b, b.asarray(base), p.ops)))
     p = placement(out_kind, shape)
-    out_base = random(rng, p.base, dtype) if fam.in_place else np.full(p.base, poison_value(dtype), dtype)
+    out_base = (
+        random(rng, p.base, dtype) if fam.in_place else np.full(p.base, poison_value(dtype), dtype)
+    )
     out_device = ob.asarray(out_base)
     args.append(exported(ob, device_view(ob, out_device, p.ops)))
     return Case(fam, dtype, hosts, out_base, p, args, out_device, ob)
@@ -247,15 +263,21 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
     if fam.exact is not None:
         want = fam.exact(*ins)
         bad = bits(got) != bits(want)
-        assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; first at {np.argwhere(bad)[:5].tolist()}"
+        assert not bad.any(), (
+            f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; first at {np.argwhere(bad)[:5].tolist()}"
+        )
     else:
         want = np_act(fam.name, ins[0])
         err = np.abs(got.astype(np.float64) - want)
         tol = act_tol(ins[0], want, dtype)
-        assert (err <= tol).all(), f"{what}: {int((err > tol).sum())} beyond tolerance; worst {float((err - tol).max())}"
+        assert (err <= tol).all(), (
+            f"{what}: {int((err > tol).sum())} beyond tolerance; worst {float((err - tol).max())}"
+        )
     # Bit for bit the contiguous kernel's result.
     same = bits(got) == bits(contiguous_result(request, case, lib))
-    assert same.all(), f"{what}: differs from the contiguous kernel at {np.argwhere(~same)[:5].tolist()}"
+    assert same.all(), (
+        f"{what}: differs from the contiguous kernel at {np.argwhere(~same)[:5].tolist()}"
+    )
     # Nothing outside the output view was written.
     outside = np.ones(case.out_place.base, bool)
     np_view(outside, case.out_place.ops)[...] = False
@@ -270,7 +292,9 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("family", list(FAMILIES))
 @pytest.mark.parametrize("lib", libraries(LIBS))
-def test_layouts(request: Any, rng: np.random.Generator, lib: str, family: str, layout: str, ndim: int) -> None:
+def test_layouts(
+    request: Any, rng: np.random.Generator, lib: str, family: str, layout: str, ndim: int
+) -> None:
     fam = FAMILIES[family]
     dtype = fam.dtypes[0]
     case = build(request, rng, lib, fam, dtype, layout, SHAPES[ndim])
@@ -278,8 +302,12 @@ def test_layouts(request: Any, rng: np.random.Generator, lib: str, family: str, 
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("family_dtype", [(f, d) for f, fam in FAMILIES.items() for d in fam.dtypes[1:]])
-def test_layouts_of_every_dtype(request: Any, rng: np.random.Generator, family_dtype: Tuple[str, str], layout: str) -> None:
+@pytest.mark.parametrize(
+    "family_dtype", [(f, d) for f, fam in FAMILIES.items() for d in fam.dtypes[1:]]
+)
+def test_layouts_of_every_dtype(
+    request: Any, rng: np.random.Generator, family_dtype: Tuple[str, str], layout: str
+) -> None:
     family, dtype = family_dtype
     case = build(request, rng, "cupy", FAMILIES[family], dtype, layout, SHAPES[2])
     check(request, case, "cupy", f"{family} {dtype} 2-D {layout} on cupy")
@@ -294,7 +322,9 @@ def test_large_strided_launches(request: Any, rng: np.random.Generator, layout: 
 
 @pytest.mark.parametrize("family", ["add", "gelu", "silu"])
 @pytest.mark.parametrize("layout", ["step2", "negative", "transposed"])
-def test_in_place_on_strided_views(cupy: Any, rng: np.random.Generator, family: str, layout: str) -> None:
+def test_in_place_on_strided_views(
+    cupy: Any, rng: np.random.Generator, family: str, layout: str
+) -> None:
     """The output is exactly an input: each element is read and written by one thread."""
     shape = SHAPES[3]
     p = placement(layout, shape)
@@ -335,13 +365,18 @@ def test_strided_outputs_that_overlap_are_refused(cupy: Any) -> None:
         K.saxpy(ALPHA, buf[:32], buf[1:33][::-1])
 
 
-def test_bfloat16_layouts_match_the_contiguous_kernels(torch: Any, rng: np.random.Generator) -> None:
+def test_bfloat16_layouts_match_the_contiguous_kernels(
+    torch: Any, rng: np.random.Generator
+) -> None:
     """bfloat16 (PyTorch only: NumPy has no bfloat16): every family's strided variants give
     bit for bit what its contiguous kernel gives (test_gpu_gallery.py checks those)."""
     for family in ("add", "saxpy", "gelu", "gelu_tanh", "silu", "axpy"):
         fam = FAMILIES[family]
         for make in (lambda t: t[::2, 1::3], lambda t: t.t(), lambda t: t[:1, :12].expand(8, 12)):
-            srcs = [make(torch.randn(16, 36, device="cuda").to(torch.bfloat16)) for _ in range(fam.inputs)]
+            srcs = [
+                make(torch.randn(16, 36, device="cuda").to(torch.bfloat16))
+                for _ in range(fam.inputs)
+            ]
             srcs = [s if s.shape == (8, 12) else s[:8, :12] for s in srcs]
             base = torch.randn(24, 36, device="cuda").to(torch.bfloat16)
             out = base[::3, ::3]  # (8, 12), stepped

@@ -121,8 +121,9 @@ def _holders(x: Any) -> list:
     for o in gc.get_referrers(x):
         if type(o).__name__ == "frame":
             held = [type(h).__name__ for h in gc.get_referrers(o)]
-            out.append(f"frame {o.f_code.co_qualname} {o.f_code.co_filename}:{o.f_lineno} "
-                       f"held by {held}")
+            out.append(
+                f"frame {o.f_code.co_qualname} {o.f_code.co_filename}:{o.f_lineno} held by {held}"
+            )
         elif not isinstance(o, list):  # the caller's own list
             out.append(type(o).__name__)
     return out

@@ -33,17 +33,21 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mpi_allreduce.p
 def run_bounded(cmd: List[str], env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:
     """Runs `cmd` in its own process group; past `timeout` seconds the whole group is killed
     and the test fails saying so."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-        pytest.fail(f"{' '.join(cmd)} ran past {timeout} s and was killed\nstdout:\n"
-                    f"{out.decode(errors='replace')[-3000:]}\nstderr:\n{err.decode(errors='replace')[-3000:]}")
-    return subprocess.CompletedProcess(cmd, p.returncode, out.decode(errors="replace"),
-                                       err.decode(errors="replace"))
+        pytest.fail(
+            f"{' '.join(cmd)} ran past {timeout} s and was killed\nstdout:\n"
+            f"{out.decode(errors='replace')[-3000:]}\nstderr:\n{err.decode(errors='replace')[-3000:]}"
+        )
+    return subprocess.CompletedProcess(
+        cmd, p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +63,15 @@ def mpi(gpu: None) -> Dict[str, Any]:
         # Open MPI refuses to start as root (even `mpiexec --version`) unless told twice; the
         # GPU machines run tests as root. MPICH ignores these variables.
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    probe = run_bounded([sys.executable, "-c",
-                         "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])"],
-                        env, 60)
+    probe = run_bounded(
+        [
+            sys.executable,
+            "-c",
+            "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])",
+        ],
+        env,
+        60,
+    )
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["?"])[-1]
         pytest.skip(f"mpi4py cannot load an MPI library: {last}")
@@ -75,28 +85,43 @@ def mpi(gpu: None) -> Dict[str, Any]:
     return {"cmd": [exe, *flags], "env": env, "library": probe.stdout.strip()}
 
 
-def run_ranks(mpi: Dict[str, Any], ranks: int, path: str, visible: Optional[str]) -> List[Dict[str, Any]]:
+def run_ranks(
+    mpi: Dict[str, Any], ranks: int, path: str, visible: Optional[str]
+) -> List[Dict[str, Any]]:
     env = dict(mpi["env"])
     if visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible
-    cmd = [*mpi["cmd"], "-n", str(ranks), sys.executable, str(EXAMPLE), "--n", str(1 << 20),
-           "--path", path]
+    cmd = [
+        *mpi["cmd"],
+        "-n",
+        str(ranks),
+        sys.executable,
+        str(EXAMPLE),
+        "--n",
+        str(1 << 20),
+        "--path",
+        path,
+    ]
     r = run_bounded(cmd, env, TIMEOUT_S)
     reports = []
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             reports.append(json.loads(line))
     assert r.returncode == 0 and len(reports) == ranks, (
-        f"{' '.join(cmd)}: exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}")
+        f"{' '.join(cmd)}: exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}"
+    )
     for rep in sorted(reports, key=lambda x: x["rank"]):
-        print(f"rank {rep['rank']}/{rep['size']}: device {rep['device']} ({rep['pci_bus_id']}), "
-              f"MPI {rep['mpi_version']!r} from {rep['mpi_library']}, CUDA-aware: "
-              f"{rep['cuda_aware']} ({rep['cuda_aware_how']}); {rep['path']}; checks {rep['checks']}"
-              + (f"; {rep['sum_skipped']}" if "sum_skipped" in rep else ""))
+        print(
+            f"rank {rep['rank']}/{rep['size']}: device {rep['device']} ({rep['pci_bus_id']}), "
+            f"MPI {rep['mpi_version']!r} from {rep['mpi_library']}, CUDA-aware: "
+            f"{rep['cuda_aware']} ({rep['cuda_aware_how']}); {rep['path']}; checks {rep['checks']}"
+            + (f"; {rep['sum_skipped']}" if "sum_skipped" in rep else "")
+        )
         assert rep["ok"], rep
         assert rep["size"] == ranks, (
             f"the ranks ran as {rep['size']}-rank jobs: {mpi['cmd'][0]} does not match the MPI "
-            f"library mpi4py loads ({mpi['library']})")
+            f"library mpi4py loads ({mpi['library']})"
+        )
     return reports
 
 

@@ -84,7 +84,9 @@ def test_command_usage() -> None:
         [sys.executable, "-m", "ferrocuda", "--help"], capture_output=True, text=True, check=True
     )
     assert "ferrocuda new NAME" in r.stdout and "ferrocuda build [PATH]" in r.stdout
-    bad = subprocess.run([sys.executable, "-m", "ferrocuda", "frob"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "ferrocuda", "frob"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "unknown command `frob`" in bad.stderr
     # The console script of pyproject.toml, where the package is installed with it.
     script = Path(sys.executable).with_name("ferrocuda")
@@ -136,7 +138,9 @@ def test_load_a_crate(built: Path, env: Dict[str, str], monkeypatch: Any) -> Non
 
 
 @NEEDS_CARGO
-def test_unchanged_crate_loads_from_the_cache_without_cargo(built: Path, env: Dict[str, str]) -> None:
+def test_unchanged_crate_loads_from_the_cache_without_cargo(
+    built: Path, env: Dict[str, str]
+) -> None:
     code = (
         "import sys, time, ferrocuda; t = time.perf_counter(); "
         "m = ferrocuda.load(sys.argv[1]); print(sorted(m.kernels), time.perf_counter() - t)"
@@ -175,7 +179,9 @@ def test_an_edit_rebuilds(tmp_path: Path, env: Dict[str, str], monkeypatch: Any)
 
 
 @NEEDS_CARGO
-def test_compile_errors_name_the_users_file(tmp_path: Path, env: Dict[str, str], monkeypatch: Any) -> None:
+def test_compile_errors_name_the_users_file(
+    tmp_path: Path, env: Dict[str, str], monkeypatch: Any
+) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     crate = new(tmp_path, "broken", env)
     lib = crate / "src" / "lib.rs"

@@ -21,7 +21,8 @@ import ferrocuda
 from ferrocuda import validate_interface
 
 NO_DRIVER = pytest.mark.skipif(
-    ferrocuda.driver_available(), reason="a CUDA driver is present: no-driver behaviour not testable"
+    ferrocuda.driver_available(),
+    reason="a CUDA driver is present: no-driver behaviour not testable",
 )
 
 
@@ -46,10 +47,20 @@ def test_public_api() -> None:
     assert ferrocuda.MAX_NDIM == 32
     assert ferrocuda.SYNC_ENV_VAR == "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"
     assert [m.value for m in ferrocuda.SyncMode] == ["default", "event", "off"]
-    for obj in [ferrocuda, ferrocuda.DeviceArray, ferrocuda.ForeignArray, ferrocuda.Module,
-                ferrocuda.Kernel, ferrocuda.Family, ferrocuda.as_cuda_array, ferrocuda.load,
-                ferrocuda.from_cuda_array_interface, ferrocuda.validate_interface,
-                ferrocuda.DeviceArray.empty, ferrocuda.DeviceArray.__dlpack__]:
+    for obj in [
+        ferrocuda,
+        ferrocuda.DeviceArray,
+        ferrocuda.ForeignArray,
+        ferrocuda.Module,
+        ferrocuda.Kernel,
+        ferrocuda.Family,
+        ferrocuda.as_cuda_array,
+        ferrocuda.load,
+        ferrocuda.from_cuda_array_interface,
+        ferrocuda.validate_interface,
+        ferrocuda.DeviceArray.empty,
+        ferrocuda.DeviceArray.__dlpack__,
+    ]:
         assert obj.__doc__, obj
 
 
@@ -208,13 +219,17 @@ def test_normalize_sync_refuses() -> None:
         ferrocuda.normalize_sync(1)
 
 
-@pytest.mark.parametrize("value,expected", [(None, "default"), ("1", "default"), ("0", "off"), ("event", "event")])
+@pytest.mark.parametrize(
+    "value,expected", [(None, "default"), ("1", "default"), ("0", "off"), ("event", "event")]
+)
 def test_sync_environment_variable(value: Optional[str], expected: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"}
     if value is not None:
         env["FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"] = value
     code = "import ferrocuda; print(ferrocuda.normalize_sync())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.strip() == expected
 
 
@@ -270,7 +285,9 @@ def test_scalars_accepted_reach_the_driver(alpha: Any) -> None:
     with pytest.raises(ferrocuda.CudaError, match="no CUDA driver"):
         ferrocuda.kernels.saxpy(*_saxpy_args(alpha))
     with pytest.raises(ferrocuda.CudaError):
-        ferrocuda.kernels.fill_slow(_arr(), alpha if not isinstance(alpha, float) or alpha == alpha else 0.0, np.uint32(7))
+        ferrocuda.kernels.fill_slow(
+            _arr(), alpha if not isinstance(alpha, float) or alpha == alpha else 0.0, np.uint32(7)
+        )
 
 
 def test_array_where_scalar_expected_and_vice_versa() -> None:
@@ -281,7 +298,9 @@ def test_array_where_scalar_expected_and_vice_versa() -> None:
 
 
 def test_arity() -> None:
-    with pytest.raises(TypeError, match=r"kernel family `add` takes 3 argument\(s\) \(a, b, out\), got 2"):
+    with pytest.raises(
+        TypeError, match=r"kernel family `add` takes 3 argument\(s\) \(a, b, out\), got 2"
+    ):
         ferrocuda.kernels.add(_arr(), _arr())
     with pytest.raises(TypeError, match=r"kernel `add_f32` takes 3"):
         ferrocuda.kernels.add_f32(_arr(), _arr(), _arr(), _arr())
@@ -291,7 +310,9 @@ def test_arity() -> None:
 
 
 @NO_DRIVER
-@pytest.mark.parametrize("cfg", [(1, 256), ((2, 1), (128, 2)), (1, 64, 1), (1, 64, 2, 0), [1, (32, 2, 2)]])
+@pytest.mark.parametrize(
+    "cfg", [(1, 256), ((2, 1), (128, 2)), (1, 64, 1), (1, 64, 2, 0), [1, (32, 2, 2)]]
+)
 def test_numba_style_configuration(cfg: Any) -> None:
     launcher = ferrocuda.kernels.add[tuple(cfg)]
     assert isinstance(launcher, ferrocuda.ConfiguredLauncher)
@@ -334,7 +355,9 @@ def test_first_gpu_use_raises_cuda_error() -> None:
         lambda: ferrocuda.DeviceArray.empty((4,), "float32"),
         lambda: ferrocuda.DeviceArray.from_numpy(np.zeros(3)),
         lambda: ferrocuda.kernels.add(_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192)),
-        lambda: ferrocuda.kernels.add(_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192), check_pointers=False),
+        lambda: ferrocuda.kernels.add(
+            _arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192), check_pointers=False
+        ),
         lambda: ferrocuda.kernels.initialize_array(_arr(typestr="<i4"), sync="event", stream=2),
         lambda: ferrocuda.device_count(),
         lambda: ferrocuda.synchronize(),
@@ -359,7 +382,9 @@ def test_import_without_sync_needs_no_driver() -> None:
 
 def test_from_cuda_array_interface_keeps_owner_and_reexports_strides() -> None:
     owner = object()
-    fa = ferrocuda.from_cuda_array_interface(cai(shape=(3, 2), strides=(4, 12)), owner=owner, sync=False)
+    fa = ferrocuda.from_cuda_array_interface(
+        cai(shape=(3, 2), strides=(4, 12)), owner=owner, sync=False
+    )
     assert fa.owner is owner
     assert fa.__cuda_array_interface__["strides"] == (4, 12)
     assert fa.strides == (4, 12) and fa.size == 6 and fa.ndim == 2 and fa.ptr == PTR
@@ -397,7 +422,9 @@ def test_host_output_must_be_writable() -> None:
     a = np.ones(8, np.float32)
     out = np.zeros(8, np.float32)
     out.flags.writeable = False
-    with pytest.raises(ValueError, match=r"argument `out`: __array_interface__\['data'\]: array is read-only"):
+    with pytest.raises(
+        ValueError, match=r"argument `out`: __array_interface__\['data'\]: array is read-only"
+    ):
         ferrocuda.kernels.add(a, a, out)
     with pytest.raises(TypeError, match="argument `out`: not an array: list"):
         ferrocuda.kernels.add(a, a, [0.0] * 8)
@@ -456,7 +483,11 @@ class DLManagedTensor(ctypes.Structure):
 
 
 DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", DELETER),
+]
 
 
 class DLPackVersion(ctypes.Structure):
@@ -515,12 +546,16 @@ class FakeDLPack:
             ndim=len(shape),
             dtype=DLDataType(code, bits, lanes),
             shape=ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
-            strides=ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)) if self._strides is not None else None,
+            strides=ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+            if self._strides is not None
+            else None,
             byte_offset=byte_offset,
         )
         if versioned:
             self._deleter = DELETER_V(self._delete)
-            self.managed: Any = DLManagedTensorVersioned(DLPackVersion(major, 0), None, self._deleter, flags, t)
+            self.managed: Any = DLManagedTensorVersioned(
+                DLPackVersion(major, 0), None, self._deleter, flags, t
+            )
         else:
             self._deleter = DELETER(self._delete)
             self.managed = DLManagedTensor(t, None, self._deleter)
@@ -580,7 +615,12 @@ def test_dlpack_old_producer_fallback() -> None:
         ({"device_type": 3}, ValueError, "device", "device type 3 (CUDA host), not a CUDA device"),
         ({"device_type": 10}, ValueError, "device", "device type 10, not a CUDA device"),
         ({"lanes": 4}, TypeError, "dtype", "lanes = 4"),
-        ({"code": 4, "bits": 32}, TypeError, "dtype", "unsupported DLPack element type (code 4, 32 bits)"),
+        (
+            {"code": 4, "bits": 32},
+            TypeError,
+            "dtype",
+            "unsupported DLPack element type (code 4, 32 bits)",
+        ),
         ({"code": 2, "bits": 128}, TypeError, "dtype", "unsupported DLPack element type"),
         ({"shape": (2, -3)}, ValueError, "shape", "shape[1] = -3 is negative"),
         ({"data": PTR + 2}, ValueError, "data", "not aligned"),
@@ -589,7 +629,9 @@ def test_dlpack_old_producer_fallback() -> None:
         ({"versioned": True, "major": 2}, ValueError, "version", "DLPack version 2.0"),
     ],
 )
-def test_dlpack_refusals_release_the_tensor(kw: Dict[str, Any], exc: Any, key: str, fragment: str) -> None:
+def test_dlpack_refusals_release_the_tensor(
+    kw: Dict[str, Any], exc: Any, key: str, fragment: str
+) -> None:
     p = FakeDLPack(**kw)
     with pytest.raises(exc) as info:
         validate_interface(p, "j")
