@@ -4,17 +4,10 @@ the interleaved launch timing, and the GPU-time measurement of one row.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import platform
 import random
-import subprocess
 import sys
 import time
-import traceback
-from functools import partial
-
 
 LAUNCH_N = 1024
 
@@ -188,7 +181,7 @@ _QUEUE = None
 
 
 class _Timed:
-    __slots__ = ("row", "fn", "sync", "calls", "batch_fn", "per")
+    __slots__ = ("batch_fn", "calls", "fn", "per", "row", "sync")
 
     def __init__(self, row, fn, sync, calls, batch_fn):
         self.row, self.fn, self.sync, self.calls, self.batch_fn = row, fn, sync, calls, batch_fn

@@ -17,7 +17,7 @@ import os
 import time
 import traceback
 
-from bench_common import Budget, gpu_seconds, log, n_sets, reps_for, summarize
+from bench_common import gpu_seconds, log, n_sets, reps_for, summarize
 
 STENCIL_SRC = r"""
 extern "C" __global__ void stencil5(const float* x, float* out, int rows, int cols) {
@@ -147,7 +147,7 @@ def bench_histogram(cx, n):
     check = lambda: (
         K.histogram(x, bins, 0.0, 256.0),
         _sample_check(np, cp.asnumpy(bins), want, 0, 0),
-    )[1]  # noqa: E731
+    )[1]
     shape = "u8 2^%d/256" % int(math.log2(n))
     cx.row(
         "histogram",
@@ -158,7 +158,7 @@ def bench_histogram(cx, n):
         check=check,
     )
     try:
-        from cupy._core import _accelerator  # noqa: PLC0415
+        from cupy._core import _accelerator
 
         saved = _accelerator.get_routine_accelerators()
         _accelerator.set_routine_accelerators(["cub"])

@@ -4,15 +4,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import platform
-import subprocess
-import sys
-import time
-import traceback
-from functools import partial
 
 from bench_common import (
     ADD_INDEX_VIEWS,

@@ -5,22 +5,14 @@ same process.
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import platform
-import subprocess
-import sys
-import time
-import traceback
 from functools import partial
 
 from bench_common import (
     BOUND_VARIANTS,
     FC_VARIANTS,
-    bound_launch_rows,
     LAUNCH_N,
     RAW_ADD_SRC,
+    bound_launch_rows,
     interleaved,
     launch_row,
     make_check,

@@ -7,20 +7,17 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
-import time
-import traceback
 from functools import partial
 
 from bench_common import (
     BOUND_VARIANTS,
-    Budget,
     CHILD_TAG,
     FC_VARIANTS,
     FULL_CHECK_MAX,
     LAUNCH_N,
+    Budget,
     Reps,
     Results,
     bound_launch_rows,
@@ -52,7 +49,7 @@ def numba_child(args):
 
         out["versions"]["numba"] = numba.__version__
         try:
-            import numba_cuda  # noqa: F401
+            import numba_cuda
 
             out["versions"]["numba_cuda"] = getattr(numba_cuda, "__version__", "?")
         except Exception:  # noqa: BLE001
@@ -283,7 +280,7 @@ def run_numba_child(res, args, budget):
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            universal_newlines=True,
+            text=True,
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:

@@ -27,12 +27,11 @@ def main():
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    import cupy as cp
-    import torch
-
     import json
 
+    import cupy as cp
     import numpy as np
+    import torch
 
     import ferrocuda
 

@@ -259,9 +259,10 @@ def dask_rows(res, quick, timeout):
     back, so the figure is the engine's cost plus the kernels'."""
     for p in EXAMPLES:
         sys.path.insert(0, str(p))
-    import numpy as np
     import dask.array as da
     import dask_kernels as ex
+    import numpy as np
+
     from ferrocuda import kernels
 
     cases = [("tiny", 1 << 10, 512 if quick else 2048), ("large", 1 << 24, 8 if quick else 32)]
@@ -391,8 +392,9 @@ def main():
     ap.add_argument("--budget", type=float, default=float(os.environ.get("BENCH_BUDGET_S", "360")))
     args = ap.parse_args()
     budget, res, reps = Budget(args.budget), Results(), Reps(args.quick)
-    import numpy as np
     import cupy as cp
+    import numpy as np
+
     import ferrocuda
 
     fk = ferrocuda.kernels

@@ -54,16 +54,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
-import subprocess
 import sys
-import time
 import traceback
-from functools import partial
 
 from bench_common import ADD_INDEX_SHAPE, Budget, Reps, Results, log, sizes_from
+from bench_gallery import render_gallery, section_gallery
 from bench_gpu_time import (
     CupyClock,
     TorchClock,
@@ -71,9 +68,8 @@ from bench_gpu_time import (
     section_bandwidth,
     section_init,
 )
-from bench_gallery import render_gallery, section_gallery
-from bench_layouts import render_layouts, section_layouts
 from bench_launch import section_launch
+from bench_layouts import render_layouts, section_layouts
 from bench_numba import numba_child, run_numba_child
 from bench_report import compute_goals, read_jsonl, render
 

@@ -37,8 +37,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPO_PTXAS = REPO_ROOT / ".tools" / "nvcc" / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
@@ -72,7 +72,7 @@ def find_checker() -> str:
     raise RuntimeError(f"cargo built no {BIN}")
 
 
-def checker_args(argv: Sequence[str]) -> List[str]:
+def checker_args(argv: Sequence[str]) -> list[str]:
     """argv for the command: the repository's ptxas unless one is named or ptxas is off."""
     args = list(argv)
     if "--ptxas" not in args and "--static-only" not in args:
@@ -82,7 +82,7 @@ def checker_args(argv: Sequence[str]) -> List[str]:
     return args
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = checker_args(sys.argv[1:] if argv is None else argv)
     try:
         exe = find_checker()

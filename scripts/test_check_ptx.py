@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import check_ptx as cp  # noqa: E402
+import check_ptx as cp
 
 HEADER = """\
 //

@@ -35,8 +35,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -99,7 +100,7 @@ def block_sum(
     return out.reshape(shape)
 
 
-def where_it_ran(launcher: Any, a: Any, b: Any) -> Dict[str, Any]:
+def where_it_ran(launcher: Any, a: Any, b: Any) -> dict[str, Any]:
     """Runs ``launcher(a, b, out)`` (an ``add``) on one chunk and says where it ran: process,
     the device as that process numbers it, its PCI bus id, the CUDA device current in the
     task's thread before and after the launch, and whether ``out == a + b``."""
@@ -174,7 +175,7 @@ def accumulator_dtype(family: Any, dtype: Any) -> np.dtype:
     raise TypeError(f"`{family.name}` has no variant for {want} (variants: {variants})")
 
 
-def dask_sum(x: Any, split_every: Optional[int] = None) -> Any:
+def dask_sum(x: Any, split_every: int | None = None) -> Any:
     """The sum of Dask array `x` (CuPy chunks) as a 0-d Dask array: ``da.reduction`` with
     one ``sum`` launch per chunk, per group of `split_every` partial sums, and for the total.
     Raises :class:`MissingKernel` without a ``sum`` family."""
@@ -197,7 +198,7 @@ def dask_sum(x: Any, split_every: Optional[int] = None) -> Any:
     )
 
 
-def placements(a: Any, b: Any) -> List[Any]:
+def placements(a: Any, b: Any) -> list[Any]:
     """One delayed :func:`where_it_ran` per pair of chunks of `a` and `b`."""
     import dask
 
@@ -261,7 +262,7 @@ def run_checks(
     chunk: int = 1 << 18,
     dtype: str = "float32",
     log: Callable[[str], None] = print,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """Builds the graphs, computes them with `compute` (Dask arrays and delayed objects in,
     their values out, in order) and checks every result against NumPy (`dtype` is a float
     type: saxpy has float variants only). Returns a report: ``placements`` (one
@@ -289,7 +290,7 @@ def run_checks(
     bad = np.flatnonzero(np.abs(got_y.astype(np.float64) - want_y) > tol)
     assert bad.size == 0, f"saxpy differs at {bad.size} elements, first {bad[:5].tolist()}"
     log(f"saxpy over {d['x'].npartitions} chunks: matches NumPy")
-    report: Dict[str, Any] = {"sum": None, "sum_skipped": None, "placements": list(values[2:])}
+    report: dict[str, Any] = {"sum": None, "sum_skipped": None, "placements": list(values[2:])}
     try:
         report["sum"] = check_sum(compute, h["x"], chunk, log)
     except MissingKernel as e:
@@ -366,7 +367,7 @@ def local_cluster(processes: int, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
         )
 
 
-def cuda_cluster(visible: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+def cuda_cluster(visible: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
     """A ``dask_cuda.LocalCUDACluster``: one single-threaded worker per GPU of `visible`
     (a CUDA_VISIBLE_DEVICES list; default: every GPU), each seeing its own GPU as device 0."""
     import dask
@@ -379,7 +380,7 @@ def cuda_cluster(visible: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT
         )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     how = p.add_mutually_exclusive_group()
     how.add_argument(

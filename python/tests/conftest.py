@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,7 +76,7 @@ def torch(gpu: None) -> Any:
 @pytest.fixture(scope="session")
 def numba_cuda(gpu: None) -> Any:
     try:
-        from numba import cuda  # noqa: PLC0415
+        from numba import cuda
     except Exception as e:  # ImportError, or numba refusing this NumPy version
         pytest.skip(f"numba.cuda cannot be imported: {e}")
     try:
@@ -135,9 +135,9 @@ def cai(
     ptr: Any = PTR,
     readonly: Any = False,
     **extra: Any,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """A valid CAI v3 dict, with keys overridable through ``extra``."""
-    d: Dict[str, Any] = {
+    d: dict[str, Any] = {
         "shape": shape,
         "typestr": typestr,
         "data": (ptr, readonly),

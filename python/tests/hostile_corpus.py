@@ -38,13 +38,14 @@ import dataclasses
 import decimal
 import fractions
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import Any
 
 import numpy as np
-from conftest import PTR, CAIProducer, SyclProducer
 
 import ferrocuda
+from conftest import PTR, CAIProducer, SyclProducer
 
 CAI = "__cuda_array_interface__"
 SYCL = "__sycl_usm_array_interface__"
@@ -61,9 +62,9 @@ FAKE_BASE = PTR
 _DROP = object()
 
 
-def iface(base: int, **kw: Any) -> Dict[str, Any]:
+def iface(base: int, **kw: Any) -> dict[str, Any]:
     """A valid CAI v3 float32 (4,) dict at ``base``; ``key=_DROP`` removes a key."""
-    d: Dict[str, Any] = {
+    d: dict[str, Any] = {
         "shape": (4,),
         "typestr": "<f4",
         "data": (base, False),
@@ -75,7 +76,7 @@ def iface(base: int, **kw: Any) -> Dict[str, Any]:
     return _override(d, kw)
 
 
-def _override(d: Dict[str, Any], kw: Dict[str, Any]) -> Dict[str, Any]:
+def _override(d: dict[str, Any], kw: dict[str, Any]) -> dict[str, Any]:
     """`d` with the keys of `kw` set, or removed where the value is ``_DROP``."""
     for k, v in kw.items():
         if v is _DROP:
@@ -90,9 +91,9 @@ def obj(base: int, **kw: Any) -> CAIProducer:
     return CAIProducer(iface(base, **kw))
 
 
-def sycl_iface(base: int, **kw: Any) -> Dict[str, Any]:
+def sycl_iface(base: int, **kw: Any) -> dict[str, Any]:
     """A valid SYCL USM v1 float32 (4,) dict (dpctl's spelling ``|f4``)."""
-    d: Dict[str, Any] = {
+    d: dict[str, Any] = {
         "shape": (4,),
         "typestr": "|f4",
         "data": (base, False),
@@ -108,7 +109,7 @@ def sobj(base: int, **kw: Any) -> SyclProducer:
     return SyclProducer(sycl_iface(base, **kw))
 
 
-def f32(p: int, shape: Tuple[int, ...] = (4,), **kw: Any) -> CAIProducer:
+def f32(p: int, shape: tuple[int, ...] = (4,), **kw: Any) -> CAIProducer:
     """A well-formed float32 argument at ``p``."""
     return obj(p, shape=shape, **kw)
 
@@ -177,7 +178,7 @@ def saxpy_f32_alpha(x: Any, base: int) -> None:
 
 
 #: Launchers and the parameter name their ``x`` is passed as.
-ARG_OF: Dict[Launcher, str] = {
+ARG_OF: dict[Launcher, str] = {
     add_out: "out",
     add_f32_out: "out",
     add_b: "b",
@@ -206,12 +207,12 @@ class Case:
     id: str
     description: str
     factory: Callable[[int], Any]
-    exc: Type[BaseException]
+    exc: type[BaseException]
     match: str
-    key: Optional[str] = None
+    key: str | None = None
     protocol: str = CAI
     validate: str = "refuse"
-    launch: Optional[Launcher] = add_out
+    launch: Launcher | None = add_out
     #: The launch's message starts with "argument `<param>`: " (False for family-level
     #: "no variant" errors, which name the family instead).
     launch_named: bool = True
@@ -222,10 +223,10 @@ class Case:
     #: The launch check needs a CUDA driver and real allocations.
     gpu: bool = False
     #: A known ferrocuda bug; the entry states the intended behaviour (the test is xfail).
-    bug: Optional[str] = None
+    bug: str | None = None
 
     @property
-    def launch_arg(self) -> Optional[str]:
+    def launch_arg(self) -> str | None:
         return ARG_OF.get(self.launch) if self.launch is not None else None
 
 
@@ -233,9 +234,9 @@ def C(
     id: str,
     description: str,
     factory: Callable[[int], Any],
-    exc: Type[BaseException],
+    exc: type[BaseException],
     match: str,
-    key: Optional[str] = None,
+    key: str | None = None,
     **kw: Any,
 ) -> Case:
     return Case(id, description, factory, exc, match, key, **kw)
@@ -255,7 +256,7 @@ class BoomBase(BaseException):
     """A producer exception outside ``Exception`` (like ``KeyboardInterrupt``)."""
 
 
-def raising_property(exc_type: Type[BaseException], message: str) -> Any:
+def raising_property(exc_type: type[BaseException], message: str) -> Any:
     """A producer whose interface property raises a fresh ``exc_type(message)``."""
 
     class RaisingProperty:
@@ -380,7 +381,7 @@ class IndexNegative:
 class ClearsListOnIndex:
     """``__index__`` empties the list it sits in, then answers 4."""
 
-    def __init__(self, seq: List[Any]) -> None:
+    def __init__(self, seq: list[Any]) -> None:
         self.seq = seq
 
     def __index__(self) -> int:
@@ -389,7 +390,7 @@ class ClearsListOnIndex:
 
 
 def shape_list_mutated(base: int) -> CAIProducer:
-    seq: List[Any] = [0, 4, 4]
+    seq: list[Any] = [0, 4, 4]
     seq[0] = ClearsListOnIndex(seq)
     return obj(base, shape=seq)
 
@@ -417,11 +418,11 @@ class ClassAttrNone:
 class DLPackOnly:
     """A DLPack-only producer (a CUDA device unless told otherwise) returning ``ret``."""
 
-    def __init__(self, ret: Any, device: Tuple[int, int] = (2, 0)) -> None:
+    def __init__(self, ret: Any, device: tuple[int, int] = (2, 0)) -> None:
         self.ret = ret
         self.device = device
 
-    def __dlpack_device__(self) -> Tuple[int, int]:
+    def __dlpack_device__(self) -> tuple[int, int]:
         return self.device
 
     def __dlpack__(self, **kw: Any) -> Any:
@@ -435,7 +436,7 @@ class DLPackRaises(DLPackOnly):
 
 def foreign_capsule() -> Any:
     """A capsule that is not a DLPack tensor (the name is wrong)."""
-    import ctypes  # noqa: PLC0415
+    import ctypes
 
     new = ctypes.pythonapi.PyCapsule_New
     new.restype = ctypes.py_object
@@ -464,7 +465,7 @@ def host_pointer(base: int) -> CAIProducer:
 
 REQUIRED = ("shape", "typestr", "data", "version")
 
-CORPUS: List[Case] = []
+CORPUS: list[Case] = []
 add = CORPUS.append
 
 # required keys: missing, None
@@ -1600,5 +1601,5 @@ for c in [
     CORPUS.append(dataclasses.replace(c, validate="skip"))
 
 
-def by_id() -> Dict[str, Case]:
+def by_id() -> dict[str, Case]:
     return {c.id: c for c in CORPUS}

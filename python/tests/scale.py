@@ -24,7 +24,7 @@ UNDER_SANITIZER = os.environ.get("FERROCUDA_SANITIZER") == "1"
 SANITIZER_LIBRARIES = ("cupy", "torch", "ferrocuda")
 
 
-def libraries(names: "list[str] | tuple[str, ...]") -> "list[str]":
+def libraries(names: list[str] | tuple[str, ...]) -> list[str]:
     """``names``, narrowed to :data:`SANITIZER_LIBRARIES` under compute-sanitizer."""
     if not UNDER_SANITIZER:
         return list(names)

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Callable, Dict, List
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import PTR, CAIProducer, SyclProducer, cai
-from test_package import FakeDLPack
 
 import ferrocuda
+from conftest import PTR, CAIProducer, SyclProducer, cai
+from test_package import FakeDLPack
 
 K = ferrocuda.kernels
 
@@ -33,7 +34,7 @@ def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> 
     return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
 
 
-def _sycl(ptr: int, readonly: bool = False) -> Dict[str, Any]:
+def _sycl(ptr: int, readonly: bool = False) -> dict[str, Any]:
     return {
         "shape": (4,),
         "typestr": "|f4",
@@ -45,7 +46,7 @@ def _sycl(ptr: int, readonly: bool = False) -> Dict[str, Any]:
     }
 
 
-def _three(**kw: Any) -> List[CAIProducer]:
+def _three(**kw: Any) -> list[CAIProducer]:
     return [_arr(ptr=PTR + i * 4096, **kw) for i in range(3)]
 
 
@@ -55,7 +56,7 @@ def _raised(f: Callable[[], Any]) -> BaseException:
     return info.value
 
 
-CASES: Dict[str, Callable[[], Any]] = {
+CASES: dict[str, Callable[[], Any]] = {
     # launcher, args, keywords
     "dtype": lambda: (
         K.add_f32,

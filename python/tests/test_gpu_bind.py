@@ -26,13 +26,13 @@ import gc
 import sys
 import threading
 import weakref
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import BACKENDS, Backend, make_backend
 
 import ferrocuda
+from backends import BACKENDS, Backend, make_backend
 from scale import libraries, reps
 
 pytestmark = pytest.mark.gpu
@@ -387,7 +387,7 @@ class _Movable:
         self.target = target
 
     @property
-    def __cuda_array_interface__(self) -> Dict[str, Any]:
+    def __cuda_array_interface__(self) -> dict[str, Any]:
         return self.target.__cuda_array_interface__
 
 
@@ -455,7 +455,7 @@ def test_the_bound_launch_keeps_its_arguments_alive(request: Any, lib: str) -> N
 
     launch = bound()
     gc.collect()
-    junk: List[Any] = [_full(lib, mod, -1.0) for _ in range(8)]
+    junk: list[Any] = [_full(lib, mod, -1.0) for _ in range(8)]
     for _ in range(reps(20, 3)):
         launch()
     assert (_to_numpy(lib, mod, launch.args[2]) == 6.0).all()

@@ -21,8 +21,9 @@ import math
 import os
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,15 +33,15 @@ import ferrocuda
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
-RESULTS: Dict[str, Dict[str, Any]] = {}
+RESULTS: dict[str, dict[str, Any]] = {}
 N_RANDOM = int(os.environ.get("FERROCUDA_MATH_SAMPLES", "1500"))
 
 
-def _find(candidates: List[Path]) -> Optional[Path]:
+def _find(candidates: list[Path]) -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
-def _manifest() -> Optional[Path]:
+def _manifest() -> Path | None:
     env = os.environ.get("FERROCUDA_DEVICE_KERNELS")
     here = Path(__file__).resolve()
     return _find(
@@ -53,7 +54,7 @@ def _manifest() -> Optional[Path]:
     )
 
 
-def _bounds() -> Dict[str, Tuple[int, int]]:
+def _bounds() -> dict[str, tuple[int, int]]:
     """``ACCURACY_BOUNDS`` of device/src/math.rs (shipped next to the bundled manifest)."""
     manifest = _manifest()
     candidates = [REPO / "device" / "src" / "math.rs"]
@@ -86,7 +87,7 @@ def mod(gpu: None) -> Any:
 
 
 @pytest.fixture(scope="module")
-def bounds() -> Dict[str, Tuple[int, int]]:
+def bounds() -> dict[str, tuple[int, int]]:
     return _bounds()
 
 
@@ -171,7 +172,7 @@ def _exact_round_half_away(x: np.ndarray) -> np.ndarray:
     return np.where(frac >= 0.5, t + np.sign(x), t).astype(x.dtype)
 
 
-UNARY: Dict[str, Tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndarray], str]] = {
+UNARY: dict[str, tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndarray], str]] = {
     # method: (mpmath reference, NumPy C99 special values, domain)
     "exp": (lambda mp, x: mp.exp(x), np.exp, "exp"),
     "exp2": (lambda mp, x: mp.power(2, x), np.exp2, "exp2"),
@@ -210,8 +211,8 @@ UNARY: Dict[str, Tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndar
     "abs": (lambda mp, x: abs(x), np.abs, "wide"),
 }
 
-BINARY: Dict[
-    str, Tuple[Callable[[Any, Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray], str]
+BINARY: dict[
+    str, tuple[Callable[[Any, Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray], str]
 ] = {
     "powf": (lambda mp, x, y: mp.power(x, y), np.power, "pow"),
     "atan2": (lambda mp, x, y: mp.atan2(x, y), np.arctan2, "pair"),
@@ -313,7 +314,7 @@ def _domain(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> np.ndarr
 
 def _pairs(
     kind: str, dtype: Any, rng: np.random.Generator, n: int
-) -> Tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     f64 = dtype == np.float64
     maxe = 1023 if f64 else 127
     if kind == "pow":
@@ -336,7 +337,7 @@ def _pairs(
 # Launch and compare
 
 
-def _run(mod: Any, name: str, *inputs: np.ndarray, outputs: int = 1) -> List[np.ndarray]:
+def _run(mod: Any, name: str, *inputs: np.ndarray, outputs: int = 1) -> list[np.ndarray]:
     dev = [ferrocuda.DeviceArray.from_numpy(np.ascontiguousarray(a)) for a in inputs]
     outs = [
         ferrocuda.DeviceArray.from_numpy(np.full(inputs[0].shape, np.nan, dtype=inputs[0].dtype))
@@ -358,7 +359,7 @@ def _check(
     mp: Any,
     method: str,
     dtype: Any,
-    args: List[np.ndarray],
+    args: list[np.ndarray],
     got: np.ndarray,
     ref: Callable[..., Any],
     c99: Callable[..., np.ndarray],
@@ -416,7 +417,7 @@ DTYPES = [np.float32, np.float64]
 def test_unary_accuracy(
     mod: Any,
     mp: Any,
-    bounds: Dict[str, Tuple[int, int]],
+    bounds: dict[str, tuple[int, int]],
     rng: np.random.Generator,
     method: str,
     dtype: Any,
@@ -433,7 +434,7 @@ def test_unary_accuracy(
 def test_binary_accuracy(
     mod: Any,
     mp: Any,
-    bounds: Dict[str, Tuple[int, int]],
+    bounds: dict[str, tuple[int, int]],
     rng: np.random.Generator,
     method: str,
     dtype: Any,
@@ -451,7 +452,7 @@ def test_binary_accuracy(
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_sin_cos_and_mul_add(
-    mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, dtype: Any
+    mod: Any, mp: Any, bounds: dict[str, tuple[int, int]], rng: np.random.Generator, dtype: Any
 ) -> None:
     t = "f32" if dtype == np.float32 else "f64"
     k = 0 if dtype == np.float32 else 1
@@ -480,7 +481,7 @@ def test_sin_cos_and_mul_add(
     _record("mul_add", dtype, 0, w, len(x))
 
 
-FAST: Dict[str, Tuple[str, Callable[[Any, Any], Any], Tuple[float, float], str]] = {
+FAST: dict[str, tuple[str, Callable[[Any, Any], Any], tuple[float, float], str]] = {
     # method: (bound kind, reference, domain, bound) — the CUDA Programming Guide's
     # "Intrinsic Functions" bounds on the domains it states them for.
     "sin": ("abs", lambda mp, x: mp.sin(x), (-math.pi, math.pi), "2^-21.41"),

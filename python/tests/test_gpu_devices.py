@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable, List
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ def current_context() -> int:
 
 def in_new_thread(fn: Callable[[], Any]) -> Any:
     """Runs `fn` in a new thread (no current context yet) and returns its result."""
-    box: List[Any] = []
+    box: list[Any] = []
     t = threading.Thread(target=lambda: box.append(_capture(fn)))
     t.start()
     t.join(120)

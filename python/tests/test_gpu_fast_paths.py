@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, List
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,7 +45,7 @@ CUPY_DTYPES = [
 ]
 
 
-def cupy_views(cp: Any, rng: np.random.Generator) -> List[Any]:
+def cupy_views(cp: Any, rng: np.random.Generator) -> list[Any]:
     out = []
     for dt in CUPY_DTYPES:
         base = cp.asarray(rng.integers(0, 5, size=(4, 6, 8))).astype(dt)
@@ -117,7 +117,7 @@ def test_cupy_fast_path_export_version_2(cupy: Any) -> None:
 
 def test_cupy_fast_path_per_thread_current_streams(cupy: Any) -> None:
     cp = cupy
-    errors: List[BaseException] = []
+    errors: list[BaseException] = []
 
     def work() -> None:
         try:
@@ -194,7 +194,7 @@ TORCH_DTYPES = [
 ]
 
 
-def torch_views(torch: Any) -> List[Any]:
+def torch_views(torch: Any) -> list[Any]:
     out = []
     for name in TORCH_DTYPES:
         dt = getattr(torch, name)
@@ -290,7 +290,7 @@ def test_torch_negative_and_conjugate_bits_are_refused(torch: Any) -> None:
     assert torch.equal(out, 2 * neg)
 
 
-def odd_tensors(torch: Any) -> List[Any]:
+def odd_tensors(torch: Any) -> list[Any]:
     """Tensors a fast path must hand to the getter, refuse, or read like the getter."""
     z = torch.randn(8, dtype=torch.complex64, device="cuda")
     x = torch.arange(12, dtype=torch.float32, device="cuda")

@@ -10,14 +10,14 @@ sizes). Tolerances are stated next to each check with their reason.
 from __future__ import annotations
 
 import math
-from typing import Any, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import BACKENDS, Backend, make_backend
-from scale import libraries
 
 import ferrocuda
+from backends import BACKENDS, Backend, make_backend
+from scale import libraries
 
 pytestmark = pytest.mark.gpu
 
@@ -46,11 +46,11 @@ def run(
     b_in: Backend,
     b_out: Backend,
     f: Any,
-    ins: Tuple[np.ndarray, ...],
-    outs: Tuple[np.ndarray, ...],
+    ins: tuple[np.ndarray, ...],
+    outs: tuple[np.ndarray, ...],
     *scalars: Any,
     **kw: Any,
-) -> Tuple[np.ndarray, ...]:
+) -> tuple[np.ndarray, ...]:
     """Launches ``f(*ins, *outs, *scalars)`` with inputs from ``b_in`` and poisoned outputs
     from ``b_out``; returns the outputs as NumPy arrays."""
     din = [b_in.asarray(x) for x in ins]
@@ -251,7 +251,7 @@ def test_reduction_requirements(cp: Any) -> None:
 
 @pytest.mark.parametrize("shape", [(0, 5), (3, 0), (1, 1), (7, 13), (100, 4097), (3, 9000)])
 def test_sum_rows(
-    backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int]
+    backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: tuple[int, int]
 ) -> None:
     x = random(rng, shape, "float32")
     (got,) = run(backend, out_backend, K.sum_rows, (x,), (np.zeros(shape[0], np.float32),))
@@ -411,7 +411,7 @@ def test_softmax(
     backend: Backend,
     out_backend: Backend,
     rng: np.random.Generator,
-    shape: Tuple[int, int],
+    shape: tuple[int, int],
     dtype: str,
     log: bool,
 ) -> None:
@@ -498,7 +498,7 @@ def test_softmax_special_values_and_views(cp: Any, log: bool) -> None:
     ],
 )
 def test_softmax_grid_follows_rows(
-    cp: Any, rng: np.random.Generator, shape: Tuple[int, int], block: Any, grid: int
+    cp: Any, rng: np.random.Generator, shape: tuple[int, int], block: Any, grid: int
 ) -> None:
     """The automatic grid (``grid = "rows"``) gives every row its warp or block, whatever the
     block; the results hold for each schedule it lands on."""
@@ -549,7 +549,7 @@ def test_matmul(
     backend: Backend,
     out_backend: Backend,
     rng: np.random.Generator,
-    shape: Tuple[int, int, int],
+    shape: tuple[int, int, int],
     alpha: float,
     beta: float,
 ) -> None:
@@ -650,7 +650,7 @@ def test_stencil5(
     backend: Backend,
     out_backend: Backend,
     rng: np.random.Generator,
-    shape: Tuple[int, int],
+    shape: tuple[int, int],
     dtype: str,
 ) -> None:
     x = random(rng, shape, dtype)
@@ -853,7 +853,7 @@ def softmax_bf16_tol(x: np.ndarray, want: np.ndarray, log: bool) -> np.ndarray:
     "shape", [(0, 4), (1, 1), (5, 7), (33, 1024), (7, 4096), (3, 5000), (2, 70001)]
 )
 def test_softmax_bf16_torch(
-    torch: Any, rng: np.random.Generator, shape: Tuple[int, int], log: bool
+    torch: Any, rng: np.random.Generator, shape: tuple[int, int], log: bool
 ) -> None:
     f = K.log_softmax if log else K.softmax
     xh = bf16_host(rng, shape, 4.0)

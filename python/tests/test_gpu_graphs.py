@@ -17,13 +17,13 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, List
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import DLPackOnly, WithStream
 
 import ferrocuda
+from backends import DLPackOnly, WithStream
 from scale import UNDER_SANITIZER, reps
 
 pytestmark = pytest.mark.gpu
@@ -57,7 +57,7 @@ def cupy_view_of(cp: Any, ptr: int) -> Any:
     return cp.cuda.ExternalStream(ptr)
 
 
-def chain(a: Any, b: Any, bufs: List[Any], **kw: Any) -> None:
+def chain(a: Any, b: Any, bufs: list[Any], **kw: Any) -> None:
     """``bufs[i] = a + (i + 1) * b``, one launch per step: the order of the captured launches
     matters, so a wrong graph shows."""
     K.add(a, b, bufs[0], **kw)
@@ -65,7 +65,7 @@ def chain(a: Any, b: Any, bufs: List[Any], **kw: Any) -> None:
         K.add(bufs[i - 1], b, bufs[i], **kw)
 
 
-def check_chain(na: np.ndarray, nb: np.ndarray, got: List[np.ndarray]) -> None:
+def check_chain(na: np.ndarray, nb: np.ndarray, got: list[np.ndarray]) -> None:
     for i in (0, len(got) // 2, len(got) - 1):
         np.testing.assert_array_equal(got[i], na + np.float32(i + 1) * nb, err_msg=f"step {i}")
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backends import DLPackOnly
 
 import ferrocuda
+from backends import DLPackOnly
 
 pytestmark = pytest.mark.gpu
 

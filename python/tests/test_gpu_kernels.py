@@ -7,14 +7,14 @@ Skipped without a CUDA driver, and per library when it is missing.
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import BACKENDS, Backend, DLPackOnly, make_backend, poison_value, require
-from scale import libraries
 
 import ferrocuda
+from backends import BACKENDS, Backend, DLPackOnly, make_backend, poison_value, require
+from scale import libraries
 
 pytestmark = pytest.mark.gpu
 
@@ -127,7 +127,7 @@ def test_readonly_output_raises(request: Any, rng: np.random.Generator) -> None:
 
 
 def test_mixed_libraries(request: Any, rng: np.random.Generator) -> None:
-    libs: List[Backend] = []
+    libs: list[Backend] = []
     for name in BACKENDS:
         try:
             libs.append(make_backend(request, name))
@@ -173,14 +173,14 @@ def test_saxpy(
 # ---- add_index: N-D views with any strides ------------------------------------------------------
 
 
-def index_sum(shape: Tuple[int, ...]) -> np.ndarray:
+def index_sum(shape: tuple[int, ...]) -> np.ndarray:
     return sum(np.indices(shape)) if shape else np.zeros((), np.int64)  # type: ignore[return-value]
 
 
 LAYOUTS = ["contiguous", "transposed", "step", "negative", "zero-size"]
 
 
-def make_view(b: Backend, base: Any, layout: str, ndim: int) -> Tuple[Any, Any]:
+def make_view(b: Backend, base: Any, layout: str, ndim: int) -> tuple[Any, Any]:
     """(device view, the same selection as a function on a NumPy array)."""
     if layout == "contiguous":
         return base, lambda a: a

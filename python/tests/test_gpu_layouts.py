@@ -23,16 +23,17 @@ launches (the output is an input) on strided views are checked on CuPy.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
+
+import ferrocuda
 from backends import Backend, CupyBackend, DLPackOnly, make_backend, poison_value, require
 from scale import libraries
 from test_gpu_gallery import act_tol, np_act  # the activations' reference and bound
-
-import ferrocuda
 
 pytestmark = pytest.mark.gpu
 
@@ -41,18 +42,18 @@ K = ferrocuda.kernels
 # ---- layouts ---------------------------------------------------------------------------------
 
 #: ("slice", slices) | ("T",) | ("broadcast", shape): how a view is made from its base.
-Op = Tuple[Any, ...]
+Op = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Placement:
     """An array of some shape as a view: the base allocation's shape, then the operations."""
 
-    base: Tuple[int, ...]
-    ops: Tuple[Op, ...]
+    base: tuple[int, ...]
+    ops: tuple[Op, ...]
 
 
-def placement(kind: str, shape: Tuple[int, ...]) -> Placement:
+def placement(kind: str, shape: tuple[int, ...]) -> Placement:
     nd = len(shape)
 
     def every(s: slice) -> Op:
@@ -79,7 +80,7 @@ def placement(kind: str, shape: Tuple[int, ...]) -> Placement:
 
 
 #: layout -> (placements of the read-only inputs, in order; placement of the written array)
-LAYOUTS: Dict[str, Tuple[Tuple[str, ...], str]] = {
+LAYOUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "contiguous": (("contiguous", "contiguous"), "contiguous"),
     "step2": (("step2", "step2"), "step2"),
     "negative": (("negative", "negative"), "negative"),
@@ -133,15 +134,15 @@ ALPHA = 0.75  # exact in every float type: products with it round once
 class Family:
     name: str
     #: The first is tested on every library, rank and layout; the others on CuPy, 2-D.
-    dtypes: Tuple[str, ...]
+    dtypes: tuple[str, ...]
     #: Read-only array inputs before the written one.
     inputs: int
     #: The written array is read too (``y = α·x + y``).
     in_place: bool = False
     #: The scalar first argument, if any.
-    scalar: Optional[float] = None
+    scalar: float | None = None
     #: Exact result from the inputs (and the written array's values), else None.
-    exact: Optional[Callable[..., np.ndarray]] = None
+    exact: Callable[..., np.ndarray] | None = None
 
 
 def _saxpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -153,7 +154,7 @@ def _axpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (np.float32(ALPHA) * x.astype(np.float32) + y.astype(np.float32)).astype(x.dtype)
 
 
-FAMILIES: Dict[str, Family] = {
+FAMILIES: dict[str, Family] = {
     "add": Family(
         "add", ("float32", "float16", "float64", "int32", "int64"), 2, exact=lambda a, b: a + b
     ),
@@ -169,7 +170,7 @@ FAMILIES: Dict[str, Family] = {
 LIBS = ["cupy", "torch", "torch-dlpack", "numba", "jax"]
 
 
-def random(rng: np.random.Generator, shape: Tuple[int, ...], dtype: str) -> np.ndarray:
+def random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     dt = np.dtype(dtype)
     if dt.kind == "f":
         return (2.0 * rng.standard_normal(shape)).astype(dt)
@@ -192,10 +193,10 @@ class Case:
 
     family: Family
     dtype: str
-    hosts: List[np.ndarray]
+    hosts: list[np.ndarray]
     out_base: np.ndarray
     out_place: Placement
-    args: List[Any]
+    args: list[Any]
     out_device: Any
     out_backend: Backend
 
@@ -207,13 +208,13 @@ def build(
     fam: Family,
     dtype: str,
     layout: str,
-    shape: Tuple[int, ...],
+    shape: tuple[int, ...],
 ) -> Case:
     b = make_backend(request, lib)
     ob = b if b.writable else make_backend(request, "ferrocuda")
     in_kinds, out_kind = LAYOUTS[layout]
-    hosts: List[np.ndarray] = []
-    args: List[Any] = [] if fam.scalar is None else [fam.scalar]
+    hosts: list[np.ndarray] = []
+    args: list[Any] = [] if fam.scalar is None else [fam.scalar]
     for kind in in_kinds[: fam.inputs]:
         p = placement(kind, shape)
         base = random(rng, p.base, dtype)
@@ -243,7 +244,7 @@ def exported(b: Backend, view: Any) -> Any:
 def contiguous_result(request: Any, case: Case, lib: str) -> np.ndarray:
     """The family on contiguous copies of the same values: its contiguous kernel's result."""
     b = make_backend(request, lib)
-    args: List[Any] = [] if case.family.scalar is None else [case.family.scalar]
+    args: list[Any] = [] if case.family.scalar is None else [case.family.scalar]
     for h in case.hosts:
         args.append(b.arg(b.asarray(np.ascontiguousarray(h))))
     view = np_view(case.out_base, case.out_place.ops)
@@ -306,7 +307,7 @@ def test_layouts(
     "family_dtype", [(f, d) for f, fam in FAMILIES.items() for d in fam.dtypes[1:]]
 )
 def test_layouts_of_every_dtype(
-    request: Any, rng: np.random.Generator, family_dtype: Tuple[str, str], layout: str
+    request: Any, rng: np.random.Generator, family_dtype: tuple[str, str], layout: str
 ) -> None:
     family, dtype = family_dtype
     case = build(request, rng, "cupy", FAMILIES[family], dtype, layout, SHAPES[2])

@@ -13,7 +13,8 @@ memory — the control that shows the test can fail.
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

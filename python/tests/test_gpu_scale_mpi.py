@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 
@@ -30,7 +30,7 @@ TIMEOUT_S = 180
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mpi_allreduce.py"
 
 
-def run_bounded(cmd: List[str], env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+def run_bounded(cmd: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
     """Runs `cmd` in its own process group; past `timeout` seconds the whole group is killed
     and the test fails saying so."""
     p = subprocess.Popen(
@@ -51,7 +51,7 @@ def run_bounded(cmd: List[str], env: Dict[str, str], timeout: float) -> subproce
 
 
 @pytest.fixture(scope="module")
-def mpi(gpu: None) -> Dict[str, Any]:
+def mpi(gpu: None) -> dict[str, Any]:
     """The MPI launcher (``cmd``: mpiexec and its flags), the environment, and the MPI library
     mpi4py loads (``library``); skips with the reason when any is missing."""
     pytest.importorskip("cupy", reason="the MPI example uses CuPy")
@@ -77,7 +77,7 @@ def mpi(gpu: None) -> Dict[str, Any]:
         pytest.skip(f"mpi4py cannot load an MPI library: {last}")
     version = run_bounded([exe, "--version"], env, 30)
     text = version.stdout + version.stderr
-    flags: List[str] = []
+    flags: list[str] = []
     if "HYDRA" in text:  # MPICH's launcher: local ranks by fork, no ssh
         flags = ["-launcher", "fork"]
     elif "Open MPI" in text or "OMPI_" in text or "prte" in text.lower():
@@ -86,8 +86,8 @@ def mpi(gpu: None) -> Dict[str, Any]:
 
 
 def run_ranks(
-    mpi: Dict[str, Any], ranks: int, path: str, visible: Optional[str]
-) -> List[Dict[str, Any]]:
+    mpi: dict[str, Any], ranks: int, path: str, visible: str | None
+) -> list[dict[str, Any]]:
     env = dict(mpi["env"])
     if visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible
@@ -126,7 +126,7 @@ def run_ranks(
 
 
 @pytest.mark.parametrize("path", ["auto", "host"])
-def test_two_ranks_on_one_gpu(mpi: Dict[str, Any], path: str) -> None:
+def test_two_ranks_on_one_gpu(mpi: dict[str, Any], path: str) -> None:
     """Two ranks share GPU 0. ``auto`` passes GPU buffers to MPI when the library says it is
     CUDA-aware, and stages otherwise; ``host`` always stages."""
     reports = run_ranks(mpi, 2, path, visible="0")
@@ -137,7 +137,7 @@ def test_two_ranks_on_one_gpu(mpi: Dict[str, Any], path: str) -> None:
         assert staged == (path == "host" or r["cuda_aware"] is not True), r
 
 
-def test_one_rank_per_gpu(mpi: Dict[str, Any]) -> None:
+def test_one_rank_per_gpu(mpi: dict[str, Any]) -> None:
     """Two ranks on two GPUs: rank i takes GPU i (its local rank) and its kernels run there."""
     count = ferrocuda.device_count()
     if count < 2:

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backends import WithStream
 
 import ferrocuda
+from backends import WithStream
 from scale import UNDER_SANITIZER
 
 pytestmark = pytest.mark.gpu

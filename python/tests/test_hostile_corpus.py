@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from typing import Any, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
+
+import ferrocuda
 from conftest import CAIProducer, cai
+from ferrocuda import validate_interface
 from hostile_corpus import (
     CORPUS,
     FAKE_BASE,
@@ -33,9 +36,6 @@ from hostile_corpus import (
     REGION,
     Case,
 )
-
-import ferrocuda
-from ferrocuda import validate_interface
 
 POISON = 0xA5
 MIB = 1 << 20
@@ -152,7 +152,7 @@ def test_argument_errors_come_before_no_driver() -> None:
 # ---- on a GPU: the corpus over a real, poisoned allocation ----------------------------------
 
 
-def _raw(cp: Any, nbytes: int) -> Tuple[int, Any]:
+def _raw(cp: Any, nbytes: int) -> tuple[int, Any]:
     """A ``cudaMalloc`` allocation outside CuPy's pool, and a uint8 CuPy view of it.
 
     A 2 MiB spacer allocation follows it (freed with it by :func:`_free`): the driver tends to
@@ -213,7 +213,7 @@ def test_launch_real_memory(case: Case, cupy: Any, region: Any) -> None:
 # ---- on a GPU: descriptions of real allocations -------------------------------------------
 
 
-def _driver_range(ptr: int) -> Optional[Tuple[int, int]]:
+def _driver_range(ptr: int) -> tuple[int, int] | None:
     """``(start, size)`` of the allocation holding ``ptr``, as the driver reports it."""
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
@@ -377,7 +377,7 @@ def test_views_of_one_allocation(cupy: Any, rng: np.random.Generator) -> None:
         assert np.array_equal(cp.asnumpy(out), ha + hb)
         assert bool((view[:mid] == POISON).all()) and bool((view[mid + 12 * n :] == POISON).all())
 
-        def inputs() -> Tuple[Any, Any]:
+        def inputs() -> tuple[Any, Any]:
             # _refused re-poisons the allocation: the inputs are views of it, re-read each time.
             return _f32_at(cp, view, mid, n), _f32_at(cp, view, mid + 4 * n, n)
 

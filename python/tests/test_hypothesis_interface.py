@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -212,14 +212,14 @@ def _raw_str(s: Any) -> str:
     return str.__str__(s)
 
 
-def _seq(v: Any) -> List[Any]:
+def _seq(v: Any) -> list[Any]:
     if isinstance(v, (tuple, list)):
         # The C-level items (a subclass' Python-level accessors are not used).
         return list(tuple.__iter__(v)) if isinstance(v, tuple) else list(list.__iter__(v))
     raise Refused("not a sequence")
 
 
-def _parse_typestr(s: str, sycl: bool) -> Tuple[str, int]:
+def _parse_typestr(s: str, sycl: bool) -> tuple[str, int]:
     b = s.encode("utf-8")
     if (
         len(b) < 3
@@ -245,7 +245,7 @@ def _parse_typestr(s: str, sycl: bool) -> Tuple[str, int]:
 MISSING = object()
 
 
-def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
+def model(d: dict[Any, Any], sycl: bool) -> dict[str, Any]:
     """The description ``validate_interface`` must return for the real items ``d``, or
     :class:`Refused` / :class:`Raises`."""
     g = lambda k: d.get(k, MISSING)  # noqa: E731
@@ -300,7 +300,7 @@ def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
     for v in (version, typestr, shape, data):
         if v is MISSING or v is None:
             raise Refused("required")
-    if sycl and version != 1 or not sycl and version not in (0, 1, 2, 3):
+    if (sycl and version != 1) or (not sycl and version not in (0, 1, 2, 3)):
         raise Refused("version")
     if mask is not MISSING and mask is not None:
         raise Refused("mask")
@@ -612,10 +612,10 @@ MUTATIONS = {
 
 
 @st.composite
-def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> Dict[Any, Any]:
+def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> dict[Any, Any]:
     """A dict of the protocol's keys, each present, absent, None, or hostile."""
     typestr = draw(st.sampled_from(list(TYPESTR_SIZES)) if valid_bias else TYPESTR_VALUES)
-    d: Dict[Any, Any] = {}
+    d: dict[Any, Any] = {}
 
     def maybe(key: str, strat: st.SearchStrategy[Any]) -> None:
         choice = draw(st.integers(0, 19))
@@ -690,14 +690,14 @@ def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> Dict[
     return d
 
 
-def wrap(draw: Any, d: Dict[Any, Any], sycl: bool) -> Tuple[Any, Dict[Any, Any]]:
+def wrap(draw: Any, d: dict[Any, Any], sycl: bool) -> tuple[Any, dict[Any, Any]]:
     """A producer around ``d`` (maybe as a dict subclass that lies)."""
     container = draw(st.sampled_from(["dict", "dict", "lying", "ordered"]))
     real = dict(d)
     if container == "lying":
         iface: Any = LyingDict(real)
     elif container == "ordered":
-        import collections  # noqa: PLC0415
+        import collections
 
         iface = collections.OrderedDict(real)
     else:
@@ -709,7 +709,7 @@ def wrap(draw: Any, d: Dict[Any, Any], sycl: bool) -> Tuple[Any, Dict[Any, Any]]
 # ---- the oracle check ------------------------------------------------------------------------
 
 
-def check(producer: Any, real: Dict[Any, Any], sycl: bool) -> None:
+def check(producer: Any, real: dict[Any, Any], sycl: bool) -> None:
     try:
         want: Any = model(real, sycl)
     except Refused:

@@ -7,20 +7,20 @@ Each case checks the exception type and that the message names the argument and 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import PTR, CAIProducer, SyclProducer, cai
 
 import ferrocuda
+from conftest import PTR, CAIProducer, SyclProducer, cai
 from ferrocuda import validate_interface
 
 
 def _expect(
     obj: Any,
-    exc: Type[BaseException],
-    key: Optional[str],
+    exc: type[BaseException],
+    key: str | None,
     *fragments: str,
     name: str = "arr",
     protocol: str = "__cuda_array_interface__",
@@ -36,7 +36,7 @@ def _expect(
     return msg
 
 
-def _without(d: Dict[str, Any], key: str) -> Dict[str, Any]:
+def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
     d = dict(d)
     del d[key]
     return d
@@ -355,7 +355,7 @@ CASES = [
     "iface,exc,key,fragments", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_refused(
-    iface: Dict[str, Any], exc: Type[BaseException], key: Optional[str], fragments: Any
+    iface: dict[str, Any], exc: type[BaseException], key: str | None, fragments: Any
 ) -> None:
     _expect(CAIProducer(iface), exc, key, *fragments)
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 
@@ -34,7 +34,7 @@ BODY = "unsafe { y.write_unchecked(i, alpha * x.get_unchecked(i)) };"
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: Any) -> Dict[str, str]:
+def env(tmp_path_factory: Any) -> dict[str, str]:
     """The environment of the command: a shared FERROCUDA_HOME and child target directory."""
     base = REPO / "target" / "python-own-crate"
     base.mkdir(parents=True, exist_ok=True)
@@ -45,7 +45,7 @@ def target_dir() -> str:
     return str(REPO / "target" / "python-own-crate" / "cargo-target")
 
 
-def run(args: List[str], cwd: Path, env: Dict[str, str]) -> "subprocess.CompletedProcess[str]":
+def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``python -m ferrocuda ARGS``."""
     return subprocess.run(
         [sys.executable, "-m", "ferrocuda", *args],
@@ -57,18 +57,18 @@ def run(args: List[str], cwd: Path, env: Dict[str, str]) -> "subprocess.Complete
     )
 
 
-def new(tmp: Path, name: str, env: Dict[str, str]) -> Path:
+def new(tmp: Path, name: str, env: dict[str, str]) -> Path:
     r = run(["new", name], tmp, env)
     assert r.returncode == 0, r.stderr
     return tmp / name
 
 
-def build(crate: Path, env: Dict[str, str]) -> "subprocess.CompletedProcess[str]":
+def build(crate: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return run(["build", str(crate), "--target-dir", target_dir()], crate.parent, env)
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: Any, env: Dict[str, str]) -> Path:
+def built(tmp_path_factory: Any, env: dict[str, str]) -> Path:
     """A scaffolded crate, built once."""
     if shutil.which("cargo") is None:
         pytest.skip("no cargo")
@@ -95,7 +95,7 @@ def test_command_usage() -> None:
         assert out.stdout.strip() == f"ferrocuda {ferrocuda.__version__}"
 
 
-def test_new_writes_a_crate(tmp_path: Path, env: Dict[str, str]) -> None:
+def test_new_writes_a_crate(tmp_path: Path, env: dict[str, str]) -> None:
     crate = new(tmp_path, "fresh", env)
     toml = (crate / "Cargo.toml").read_text()
     assert "[workspace]" in toml and 'ferrocuda-device = "0.1.0"' in toml
@@ -113,7 +113,7 @@ def test_new_writes_a_crate(tmp_path: Path, env: Dict[str, str]) -> None:
 
 
 @NEEDS_CARGO
-def test_load_a_crate(built: Path, env: Dict[str, str], monkeypatch: Any) -> None:
+def test_load_a_crate(built: Path, env: dict[str, str], monkeypatch: Any) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     mod = ferrocuda.load(built)
     assert mod is ferrocuda.load(built / "Cargo.toml") is ferrocuda.Module.load(str(built))
@@ -139,7 +139,7 @@ def test_load_a_crate(built: Path, env: Dict[str, str], monkeypatch: Any) -> Non
 
 @NEEDS_CARGO
 def test_unchanged_crate_loads_from_the_cache_without_cargo(
-    built: Path, env: Dict[str, str]
+    built: Path, env: dict[str, str]
 ) -> None:
     code = (
         "import sys, time, ferrocuda; t = time.perf_counter(); "
@@ -158,7 +158,7 @@ def test_unchanged_crate_loads_from_the_cache_without_cargo(
 
 
 @NEEDS_CARGO
-def test_an_edit_rebuilds(tmp_path: Path, env: Dict[str, str], monkeypatch: Any) -> None:
+def test_an_edit_rebuilds(tmp_path: Path, env: dict[str, str], monkeypatch: Any) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     crate = new(tmp_path, "edited", env)
     first = ferrocuda.build(crate, target_dir=target_dir())
@@ -180,7 +180,7 @@ def test_an_edit_rebuilds(tmp_path: Path, env: Dict[str, str], monkeypatch: Any)
 
 @NEEDS_CARGO
 def test_compile_errors_name_the_users_file(
-    tmp_path: Path, env: Dict[str, str], monkeypatch: Any
+    tmp_path: Path, env: dict[str, str], monkeypatch: Any
 ) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     crate = new(tmp_path, "broken", env)
@@ -218,7 +218,7 @@ def test_not_a_crate(tmp_path: Path) -> None:
         ferrocuda.load(tmp_path / "nothing.json")
 
 
-def write_module(directory: Path, name: str, edit: Optional[Any] = None) -> Path:
+def write_module(directory: Path, name: str, edit: Any | None = None) -> Path:
     """The bundled manifest and PTX as ferrocuda-builder writes them, the manifest edited."""
     man = json.loads(ferrocuda.bundled().manifest)
     man["ptx"] = f"{name}.ptx"

@@ -5,19 +5,19 @@ by ctypes), host arrays, the errors of a machine without a driver, and the type 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import PTR, CAIProducer, cai
 
 import ferrocuda
+from conftest import PTR, CAIProducer, cai
 from ferrocuda import validate_interface
 
 NO_DRIVER = pytest.mark.skipif(
@@ -140,7 +140,7 @@ class CupyLikeStream:
 
 
 class NumbaLikeStream:
-    def __init__(self, h: Optional[int]) -> None:
+    def __init__(self, h: int | None) -> None:
         self.handle = ctypes.c_void_p(h)
 
 
@@ -170,7 +170,7 @@ class CudaStreamProtocol:
         (CudaStreamProtocol(2), 2),
     ],
 )
-def test_normalize_stream(stream: Any, expected: Optional[int]) -> None:
+def test_normalize_stream(stream: Any, expected: int | None) -> None:
     assert ferrocuda.normalize_stream(stream) == expected
 
 
@@ -222,7 +222,7 @@ def test_normalize_sync_refuses() -> None:
 @pytest.mark.parametrize(
     "value,expected", [(None, "default"), ("1", "default"), ("0", "off"), ("event", "event")]
 )
-def test_sync_environment_variable(value: Optional[str], expected: str) -> None:
+def test_sync_environment_variable(value: str | None, expected: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"}
     if value is not None:
         env["FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"] = value
@@ -244,7 +244,7 @@ def test_sync_environment_variable_typo_is_an_error() -> None:
 # ---- scalars ---------------------------------------------------------------------------------
 
 
-def _saxpy_args(alpha: Any) -> List[Any]:
+def _saxpy_args(alpha: Any) -> list[Any]:
     return [alpha, _arr(), _arr(ptr=PTR + 4096)]
 
 
@@ -522,7 +522,7 @@ class FakeDLPack:
     def __init__(
         self,
         shape: Any = (2, 3),
-        strides: Optional[Any] = None,
+        strides: Any | None = None,
         code: int = 2,
         bits: int = 32,
         lanes: int = 1,
@@ -534,7 +534,7 @@ class FakeDLPack:
         flags: int = 0,
         old_producer: bool = False,
     ) -> None:
-        self.calls: List[Dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
         self.deleted = 0
         self.versioned = versioned
         self.old_producer = old_producer
@@ -630,7 +630,7 @@ def test_dlpack_old_producer_fallback() -> None:
     ],
 )
 def test_dlpack_refusals_release_the_tensor(
-    kw: Dict[str, Any], exc: Any, key: str, fragment: str
+    kw: dict[str, Any], exc: Any, key: str, fragment: str
 ) -> None:
     p = FakeDLPack(**kw)
     with pytest.raises(exc) as info:
