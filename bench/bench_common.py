@@ -121,7 +121,7 @@ def log(*parts):
 
 def quantile(sorted_xs, q):
     pos = q * (len(sorted_xs) - 1)
-    lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+    lo, hi = math.floor(pos), math.ceil(pos)
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
@@ -352,7 +352,7 @@ def gpu_seconds(clock, call, reps, trials):
     per, starved, respun = [], 0, 0
     for _ in range(trials):
         spin_us = base_us
-        for attempt in range(5):
+        for _attempt in range(5):
             clock.spin_cycles(spin_us * clock.cycles_per_us)
             clock.record(clock.e0)
             for i in range(reps):
@@ -377,7 +377,7 @@ def reps_for(bytes_per_call, target_s=0.01):
 
 def n_sets(bytes_per_call, l2_bytes):
     """Buffer sets to rotate through so that one pass touches >= 4x L2 (at most 64)."""
-    return max(1, min(64, int(math.ceil(4 * l2_bytes / float(bytes_per_call)))))
+    return max(1, min(64, math.ceil(4 * l2_bytes / float(bytes_per_call))))
 
 
 def sample_index(np, n, seed=3):
@@ -392,7 +392,7 @@ def bw_row(
         "impl": impl,
         "label": label,
         "n": n,
-        "log2n": int(round(math.log2(n))) if n else 0,
+        "log2n": round(math.log2(n)) if n else 0,
         "bytes_per_call": bytes_per_call,
     }
     if extra:

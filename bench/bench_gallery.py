@@ -129,7 +129,11 @@ def bench_sum(cx, n):
     x = cp.random.standard_normal(n, dtype=cp.float32)
     out = cp.empty(1, cp.float32)
     want = float(cp.sum(x, dtype=cp.float64))
-    check = lambda: (K.sum(x, out), _sample_check(np, cp.asnumpy(out), [want], 1e-4, 1e-2))[1]  # noqa: E731
+
+    def check():
+        K.sum(x, out)
+        return _sample_check(np, cp.asnumpy(out), [want], 1e-4, 1e-2)
+
     shape = "2^%d" % int(math.log2(n))
     cx.row("sum", shape, "ferrocuda sum", lambda i: K.sum(x, out), nbytes=4 * n, check=check)
     cx.row("sum", shape, "cupy.sum (CUB)", lambda i: cp.sum(x, out=out[0]), nbytes=4 * n)
@@ -144,10 +148,11 @@ def bench_histogram(cx, n):
     x = cp.random.randint(0, 256, n, dtype=cp.uint8)
     bins = cp.empty(256, cp.int64)
     want = cp.asnumpy(cp.bincount(x, minlength=256))
-    check = lambda: (
-        K.histogram(x, bins, 0.0, 256.0),
-        _sample_check(np, cp.asnumpy(bins), want, 0, 0),
-    )[1]
+
+    def check():
+        K.histogram(x, bins, 0.0, 256.0)
+        return _sample_check(np, cp.asnumpy(bins), want, 0, 0)
+
     shape = "u8 2^%d/256" % int(math.log2(n))
     cx.row(
         "histogram",
@@ -387,7 +392,6 @@ def bench_gelu(cx, n, dtype, tanh=False):
 def small_sizes(cx):
     """Host wall time per call, back to back, one sync per batch (launch overhead included)."""
     cp, torch, K = cx.cp, cx.torch, cx.fc.kernels
-    rows = []
     for log2n in (10, 13, 16):
         n = 1 << log2n
         x = cp.random.standard_normal(n, dtype=cp.float32)
@@ -599,11 +603,11 @@ def render_gallery(data):
                 )
             )
         if copy:
-            ours = [
+            ours = next(
                 r
                 for r in rows
                 if r["op"] == op and r["shape"] == shape and r["impl"].startswith("ferrocuda")
-            ][0]
+            )
             frac = (ours.get("gbps") or 0) / copy[0]["gbps"]
             want = {"sum": 0.9, "histogram": 0.8, "stencil5": 0.85}.get(op, 0)
             out.append(

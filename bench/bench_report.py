@@ -49,7 +49,7 @@ def paired(x_row, y_row):
     ys = y_row and y_row.get("per_round_us")
     if not xs or not ys or len(xs) != len(ys):
         return None
-    q = sorted(x / y for x, y in zip(xs, ys) if y)
+    q = sorted(x / y for x, y in zip(xs, ys, strict=True) if y)
     if not q:
         return None
     return quantile(q, 0.5), quantile(q, 0.1), quantile(q, 0.9)

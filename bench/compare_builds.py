@@ -53,7 +53,8 @@ def main() -> int:
             for variant, xs in run_once(site, args.rounds, args.calls).items():
                 acc[key].setdefault(variant, []).extend(xs)
     print(
-        f"| variant | {args.label_a} µs/call | {args.label_b} µs/call | {args.label_b}/{args.label_a} |"
+        f"| variant | {args.label_a} µs/call | {args.label_b} µs/call "
+        f"| {args.label_b}/{args.label_a} |"
     )
     print("| --- | ---: | ---: | ---: |")
     for variant in acc["a"]:

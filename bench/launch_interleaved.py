@@ -88,7 +88,8 @@ def main():
     for k, xs in times.items():
         xs.sort()
         print(
-            f"| {k} | {statistics.median(xs):.3f} | {xs[len(xs) // 10]:.2f}-{xs[9 * len(xs) // 10]:.2f} |"
+            f"| {k} | {statistics.median(xs):.3f} "
+            f"| {xs[len(xs) // 10]:.2f}-{xs[9 * len(xs) // 10]:.2f} |"
         )
     return 0
 

@@ -4,10 +4,10 @@
 WHO is ``cupy``, ``torch``, ``dev`` (ferrocuda DeviceArrays) — ``kernels.add`` on three
 float32[1024] arrays, or its bound launch with ``bound`` — ``torchadd`` (``torch.add(out=)``,
 the peer) or ``pyfloor`` (the Python floor: CuPy's Cython ``cupy.cuda.driver.launchKernel``
-on a RawKernel's function with a parameter array built once, nothing read or checked). After 1000 warm-up launches it writes its process id to the
-file named by ``READY`` (if set), so that a profiler can attach to the loop alone (imports and
-first launches excluded), then launches N times (default 200000), synchronizing every 512
-launches, and prints µs per launch.
+on a RawKernel's function with a parameter array built once, nothing read or checked). After
+1000 warm-up launches it writes its process id to the file named by ``READY`` (if set), so that
+a profiler can attach to the loop alone (imports and first launches excluded), then launches N
+times (default 200000), synchronizing every 512 launches, and prints µs per launch.
 """
 
 from __future__ import annotations

@@ -60,9 +60,7 @@ def find_checker() -> str:
         BIN,
         "--message-format=json",
     ]
-    r = subprocess.run(
-        cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    r = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` failed:\n{r.stderr}")
     for line in r.stdout.splitlines():
@@ -89,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, RuntimeError) as e:
         print(f"check_ptx: cannot build {BIN}: {e}", file=sys.stderr)
         return 2
-    r = subprocess.run([exe, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run([exe, *args], capture_output=True, text=True)
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
     return r.returncode

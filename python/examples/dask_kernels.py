@@ -204,7 +204,7 @@ def placements(a: Any, b: Any) -> list[Any]:
 
     return [
         dask.delayed(where_it_ran)(kernels.add, x, y)
-        for x, y in zip(a.to_delayed().ravel(), b.to_delayed().ravel())
+        for x, y in zip(a.to_delayed().ravel(), b.to_delayed().ravel(), strict=True)
     ]
 
 
@@ -414,7 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with cluster, distributed.Client(cluster, timeout=args.timeout) as client:
         print(
-            f"scheduler: {type(cluster).__name__} with {len(client.scheduler_info()['workers'])} workers"
+            f"scheduler: {type(cluster).__name__} "
+            f"with {len(client.scheduler_info()['workers'])} workers"
         )
         run(on_client(client, args.timeout))
     return 0

@@ -172,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     comm = MPI.COMM_WORLD
     try:
         report = run(comm, args.n, args.path)
-    except Exception as e:  # a failing rank must not leave the others waiting forever
+    # Whatever it raised, a failing rank must not leave the others waiting forever.
+    except Exception as e:  # noqa: BLE001
         print(
             json.dumps({"rank": comm.Get_rank(), "ok": False, "error": f"{type(e).__name__}: {e}"}),
             flush=True,

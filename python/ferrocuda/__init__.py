@@ -54,9 +54,10 @@ from __future__ import annotations
 import enum
 import sys
 import types
-from typing import Dict, Union
 
-from . import _ferrocuda
+# The extension module stays reachable as ferrocuda._ferrocuda (its private helpers, used by
+# the tests): the redundant alias marks the re-export.
+from . import _ferrocuda as _ferrocuda
 from ._ferrocuda import (
     MAX_NDIM,
     SYNC_ENV_VAR,

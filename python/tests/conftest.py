@@ -60,7 +60,7 @@ def cupy(gpu: None) -> Any:
     try:
         if cp.cuda.runtime.getDeviceCount() < 1:
             pytest.skip("cupy sees no CUDA device")
-    except Exception as e:  # pragma: no cover - depends on the machine
+    except Exception as e:  # noqa: BLE001  # pragma: no cover - depends on the machine
         pytest.skip(f"cupy cannot use the GPU: {e}")
     return cp
 
@@ -77,14 +77,14 @@ def torch(gpu: None) -> Any:
 def numba_cuda(gpu: None) -> Any:
     try:
         from numba import cuda
-    except Exception as e:  # ImportError, or numba refusing this NumPy version
+    except Exception as e:  # noqa: BLE001 - ImportError, or numba refusing this NumPy version
         pytest.skip(f"numba.cuda cannot be imported: {e}")
     try:
         if not cuda.is_available():
             pytest.skip("numba.cuda is not available")
         # Numba releases lag NumPy's: a round trip shows whether this pair works.
         cuda.to_device(np.arange(3.0)).copy_to_host()
-    except Exception as e:  # pragma: no cover - depends on the machine
+    except Exception as e:  # noqa: BLE001  # pragma: no cover - depends on the machine
         pytest.skip(f"numba.cuda cannot use the GPU with NumPy {np.__version__}: {e!r}")
     return cuda
 
@@ -96,7 +96,7 @@ def jax(gpu: None) -> Any:
         j.config.update("jax_enable_x64", True)
         if not j.devices("gpu"):
             pytest.skip("jax sees no GPU")
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever JAX raises, it cannot use the GPU
         pytest.skip(f"jax cannot use the GPU: {e}")
     return j
 

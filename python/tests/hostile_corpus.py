@@ -242,7 +242,8 @@ def C(
     return Case(id, description, factory, exc, match, key, **kw)
 
 
-V, T, N, O = ValueError, TypeError, NotImplementedError, OverflowError
+# One letter each, as the columns of the case table below (O: OverflowError).
+V, T, N, O = ValueError, TypeError, NotImplementedError, OverflowError  # noqa: E741
 
 
 # ---- hostile producer objects -----------------------------------------------------------------

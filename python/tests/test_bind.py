@@ -81,7 +81,7 @@ CASES: dict[str, Callable[[], Any]] = {
     ),
     "overlap": lambda: (K.add_f32, [_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 4)], {}),
     "arity": lambda: (K.add, [_arr(), _arr(ptr=PTR + 4096)], {}),
-    "arity kernel": lambda: (K.add_f32, _three() + [_arr(ptr=PTR + 12288)], {}),
+    "arity kernel": lambda: (K.add_f32, [*_three(), _arr(ptr=PTR + 12288)], {}),
     "scalar type": lambda: (K.saxpy_f32, [True, _arr(), _arr(ptr=PTR + 4096)], {}),
     "scalar range": lambda: (K.saxpy_f32, [1e39, _arr(), _arr(ptr=PTR + 4096)], {}),
     "int scalar": lambda: (K.fill_slow, [_arr(), 1.0, -1], {}),
@@ -134,7 +134,7 @@ def test_bind_refuses_host_arrays(host: Any) -> None:
             TypeError, match=r"argument `b`: a host array \(ndarray\) cannot be bound"
         ):
             K.add.bind(_arr(), host, _arr(ptr=PTR + 8192))
-        with pytest.raises(TypeError, match="argument `out`: .*copy it to the device once"):
+        with pytest.raises(TypeError, match=r"argument `out`: .*copy it to the device once"):
             K.add_f32.bind(_arr(), _arr(ptr=PTR + 4096), host)
 
 

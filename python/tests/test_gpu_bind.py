@@ -78,7 +78,7 @@ def test_repeated_launches_on_every_library(
     args = (backend.arg(a), backend.arg(b), out_b.arg(out))
     launch = K.add.bind(*args)
     assert launch.name == "add_f32"
-    assert all(x is y for x, y in zip(launch.args, args))
+    assert all(x is y for x, y in zip(launch.args, args, strict=True))
     for t in range(reps(50, 5)):
         if backend.writable:
             fill(backend, a, float(t))
@@ -254,7 +254,7 @@ def test_cupy_new_producer_stream_waits_for_the_kernel(cupy: Any, mode: str) -> 
         )
 
 
-# ---- memory that moved --------------------------------------------------------------------------------
+# ---- memory that moved ---------------------------------------------------------------------------
 
 
 def test_torch_resize_after_bind_is_refused(torch: Any) -> None:
@@ -421,7 +421,7 @@ def test_numba_stream_of_the_interface_is_followed(numba_cuda: Any) -> None:
     np.testing.assert_array_equal(out.copy_to_host(), np.arange(BIG, dtype=np.float32) + 7)
 
 
-# ---- lifetimes --------------------------------------------------------------------------------------
+# ---- lifetimes -----------------------------------------------------------------------------------
 
 
 def _full(lib: str, mod: Any, value: float) -> Any:
@@ -506,7 +506,7 @@ def test_launch_from_threads(cupy: Any) -> None:
         assert bool((o == 2 * a).all())
 
 
-# ---- CUDA graphs ------------------------------------------------------------------------------------
+# ---- CUDA graphs ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["event", "off"])

@@ -500,7 +500,7 @@ def test_fast_forms_within_their_documented_error(
     x = rng.uniform(lo, hi, N_RANDOM).astype(np.float32)
     (got,) = _run(mod, f"fast_{method}_f32", x)
     worst = 0.0
-    for xi, g in zip(x, got):
+    for xi, g in zip(x, got, strict=True):
         r = ref(mp, mp.mpf(float(xi)))
         if kind == "abs":
             err = abs(float(g) - float(r))
@@ -530,7 +530,7 @@ def test_fast_forms_within_their_documented_error(
                 _round_to(mp, mp.mpf(float(ai)) / mp.mpf(float(bi)), np.float32),
                 np.float32,
             )
-            for ai, bi, qi in zip(a, b, q)
+            for ai, bi, qi in zip(a, b, q, strict=True)
         )
         RESULTS["div_fast_f32"] = {"bound_ulp": 2, "max_ulp": worst_div, "samples": len(a)}
         assert worst_div <= 2
@@ -543,7 +543,8 @@ def test_zz_report() -> None:
     out = Path(os.environ.get("OUT", "/tmp")) / "device_math_accuracy.json"
     out.write_text(json.dumps(RESULTS, indent=1, sort_keys=True))
     lines = [
-        f"{k:28} bound {v.get('bound_ulp', v.get('bound'))!s:>20}  measured {v.get('max_ulp', v.get('max_error_over_bound'))}"
+        f"{k:28} bound {v.get('bound_ulp', v.get('bound'))!s:>20}  "
+        f"measured {v.get('max_ulp', v.get('max_error_over_bound'))}"
         for k, v in sorted(RESULTS.items())
     ]
     print("\n".join(lines))

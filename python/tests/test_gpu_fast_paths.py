@@ -316,7 +316,7 @@ def odd_tensors(torch: Any) -> list[Any]:
 def outcome(f: Any, v: Any) -> str:
     try:
         d = f(v)
-    except Exception as e:  # the same error either way, type and message
+    except Exception as e:  # noqa: BLE001 - the same error either way, type and message
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return repr(sorted(d.items()))
 

@@ -179,7 +179,7 @@ def test_side_stream_producer_respected_at_replay(
     """A slow producer on a side stream joined to the capture writes the input; the captured
     event edge makes every replay's kernel wait for it."""
     got, want = _side_stream_replays(torch, rng, mode, reps(5, 2))
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
 
 
@@ -188,7 +188,7 @@ def test_side_stream_control_off_mode_races(torch: Any, rng: np.random.Generator
     """Control: the same graph in the ``off`` mode has no edge, so the kernel reads the input
     while the side branch still sleeps (the test above is not vacuous)."""
     got, want = _side_stream_replays(torch, rng, "off", 5)
-    assert any(not np.array_equal(g, w) for g, w in zip(got, want)), "no race observed"
+    assert any(not np.array_equal(g, w) for g, w in zip(got, want, strict=True)), "no race observed"
 
 
 def _side_stream_replays(torch: Any, rng: np.random.Generator, mode: str, replays: int) -> Any:

@@ -150,7 +150,7 @@ def test_jax_round_trip(jax: Any) -> None:
     assert fa.readonly in (True, False) and fa.shape == (16,)
 
 
-# ---- ownership ---------------------------------------------------------------------------------------
+# ---- ownership -----------------------------------------------------------------------------------
 
 
 def test_as_cuda_array_keeps_the_producer_alive_cupy(cupy: Any) -> None:
@@ -214,7 +214,8 @@ def test_unknown_pointer_refused(cupy: Any) -> None:
     out = cupy.empty(4, cupy.float32)
     with pytest.raises(
         ValueError,
-        match=r"argument `a`: __cuda_array_interface__\['data'\]: pointer .* is not CUDA device memory",
+        match=r"argument `a`: __cuda_array_interface__\['data'\]: "
+        r"pointer .* is not CUDA device memory",
     ):
         K.add(P(), P(), out)
 

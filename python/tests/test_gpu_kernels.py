@@ -51,7 +51,8 @@ def check_equal(got: np.ndarray, want: np.ndarray, what: str) -> None:
         (got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else (got == want)
     )
     assert not bad.any(), (
-        f"{what}: {int(bad.sum())} of {bad.size} elements differ; first at {np.argwhere(bad)[:5].tolist()}"
+        f"{what}: {int(bad.sum())} of {bad.size} elements differ; "
+        f"first at {np.argwhere(bad)[:5].tolist()}"
     )
 
 
@@ -149,7 +150,7 @@ def test_mixed_libraries(request: Any, rng: np.random.Generator) -> None:
 # ---- initialize_array, saxpy ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n", SIZES + [1 << 20])
+@pytest.mark.parametrize("n", [*SIZES, 1 << 20])
 def test_initialize_array(out_backend: Backend, n: int) -> None:
     x = out_backend.poisoned(n, "int32")
     K.initialize_array(out_backend.arg(x))
@@ -210,7 +211,7 @@ def test_add_index(
     require(backend.writable, f"{backend.name} arrays are read-only")
     shape = tuple(int(s) for s in rng.integers(2, 9, size=ndim))
     if layout == "zero-size":
-        shape = shape[:-1] + (0,)
+        shape = (*shape[:-1], 0)
         layout = "contiguous"
     elif layout != "contiguous":
         require(backend.views, f"{backend.name}: no views")
@@ -233,7 +234,7 @@ def test_add_index_rank_dispatch(backend: Backend) -> None:
         K.add_index(backend.arg(x))
 
 
-# ---- host (NumPy) arrays, as Numba takes them ------------------------------------------------------
+# ---- host (NumPy) arrays, as Numba takes them ----------------------------------------------------
 
 
 def test_host_arrays_copy_in_and_out(gpu: None, rng: np.random.Generator) -> None:
@@ -256,7 +257,7 @@ def test_host_arrays_copy_in_and_out(gpu: None, rng: np.random.Generator) -> Non
     check_equal(x, np.arange(77, dtype=np.int32), "host initialize_array")
 
 
-# ---- launch configuration, user modules ---------------------------------------------------------------
+# ---- launch configuration, user modules ----------------------------------------------------------
 
 
 def test_explicit_configuration(cupy: Any, rng: np.random.Generator) -> None:

@@ -65,7 +65,7 @@ def placement(kind: str, shape: tuple[int, ...]) -> Placement:
         return Placement(tuple(2 * n for n in shape), (every(slice(None, None, 2)),))
     if kind == "step3_last":
         last = (slice(None),) * (nd - 1) + (slice(None, None, 3),)
-        return Placement(shape[:-1] + (3 * shape[-1],), (("slice", last),))
+        return Placement((*shape[:-1], 3 * shape[-1]), (("slice", last),))
     if kind == "negative":
         return Placement(shape, (every(slice(None, None, -1)),))
     if kind == "odd_reversed":  # b[1::2][::-1]
@@ -75,7 +75,7 @@ def placement(kind: str, shape: tuple[int, ...]) -> Placement:
     if kind == "transposed":
         return Placement(tuple(reversed(shape)), (("T",),))
     if kind == "broadcast":
-        return Placement((1,) + tuple(shape[1:]), (("broadcast", tuple(shape)),))
+        return Placement((1, *shape[1:]), (("broadcast", tuple(shape)),))
     raise AssertionError(kind)
 
 
@@ -265,7 +265,8 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
         want = fam.exact(*ins)
         bad = bits(got) != bits(want)
         assert not bad.any(), (
-            f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; first at {np.argwhere(bad)[:5].tolist()}"
+            f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; "
+            f"first at {np.argwhere(bad)[:5].tolist()}"
         )
     else:
         want = np_act(fam.name, ins[0])

@@ -217,7 +217,9 @@ def test_soak_threads_streams_no_leaks(cupy: Any, torch: Any) -> None:
             # under the sanitizer; runs without it assert this.
             import warnings
 
-            warnings.warn(f"soak: thread arrays kept alive under the sanitizer by {holders}")
+            warnings.warn(
+                f"soak: thread arrays kept alive under the sanitizer by {holders}", stacklevel=1
+            )
         else:
             raise AssertionError(f"thread arrays kept alive by {holders}")
     cp.get_default_memory_pool().free_all_blocks()

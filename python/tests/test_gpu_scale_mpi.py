@@ -108,7 +108,8 @@ def run_ranks(
         if line.startswith("{"):
             reports.append(json.loads(line))
     assert r.returncode == 0 and len(reports) == ranks, (
-        f"{' '.join(cmd)}: exit {r.returncode}\nstdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}"
+        f"{' '.join(cmd)}: exit {r.returncode}\n"
+        f"stdout:\n{r.stdout[-4000:]}\nstderr:\n{r.stderr[-4000:]}"
     )
     for rep in sorted(reports, key=lambda x: x["rank"]):
         print(

@@ -434,7 +434,7 @@ def test_host_pointer_disguised_as_device_memory(cupy: Any) -> None:
     pinned = cp.cuda.alloc_pinned_memory(4 * n)
     arr = np.frombuffer(pinned, np.float32, n)
     arr[:] = 7.0
-    with pytest.raises(ValueError, match="not CUDA device memory .memory type 1: page-locked"):
+    with pytest.raises(ValueError, match=r"not CUDA device memory .memory type 1: page-locked"):
         ferrocuda.kernels.add(a, b, CAIProducer(cai(shape=(n,), ptr=pinned.ptr)))
     assert (arr == 7.0).all()
 

@@ -23,7 +23,6 @@ Hypothesis' default ``.hypothesis/`` (git-ignored).
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import numpy as np
@@ -374,8 +373,8 @@ def model(d: dict[Any, Any], sycl: bool) -> dict[str, Any]:
             raise Refused("null")
         if ptr % item:
             raise Refused("aligned")
-        lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-        hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
         if lo < ISIZE_MIN or hi > ISIZE_MAX - item:
             raise Refused("extent")
         start, end = ptr + lo, ptr + hi + item
@@ -386,7 +385,7 @@ def model(d: dict[Any, Any], sycl: bool) -> dict[str, Any]:
         contiguous = True
     else:
         contiguous, expect = True, item
-        for n, s in reversed(list(zip(shape, strides))):
+        for n, s in reversed(list(zip(shape, strides, strict=True))):
             if n != 1:
                 if s != expect:
                     contiguous = False
@@ -780,8 +779,7 @@ def test_producer_objects(data: Any) -> None:
     if kind == "raises":
         with pytest.raises(Boom) as info:
             validate_interface(RaisingProducer(), "arg")
-        if sys.version_info >= (3, 11):
-            assert any("argument `arg`" in n for n in getattr(info.value, "__notes__", []))
+        assert any("argument `arg`" in n for n in getattr(info.value, "__notes__", []))
         return
     if kind == "not_a_dict":
         value = data.draw(

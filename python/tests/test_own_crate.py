@@ -187,7 +187,7 @@ def test_compile_errors_name_the_users_file(
     lib = crate / "src" / "lib.rs"
     wrong = "let v: u32 = alpha;"
     lib.write_text(lib.read_text().replace(BODY, wrong))
-    line = next(i for i, l in enumerate(lib.read_text().splitlines(), 1) if wrong in l)
+    line = next(i for i, text in enumerate(lib.read_text().splitlines(), 1) if wrong in text)
     with pytest.raises(ferrocuda.BuildError) as info:
         ferrocuda.load(crate)
     msg = str(info.value)
@@ -241,10 +241,10 @@ def test_manifest_of_another_format(tmp_path: Path) -> None:
 def test_missing_or_damaged_files(tmp_path: Path) -> None:
     path = write_module(tmp_path, "mine")
     (tmp_path / "mine.ptx").unlink()
-    with pytest.raises(ValueError, match="cannot read .*mine.ptx"):
+    with pytest.raises(ValueError, match=r"cannot read .*mine.ptx"):
         ferrocuda.load(path)
     (tmp_path / "mine.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx()[:2000])
-    with pytest.raises(ValueError, match="does not define kernel .* the PTX is damaged"):
+    with pytest.raises(ValueError, match=r"does not define kernel .* the PTX is damaged"):
         ferrocuda.load(path)
     path.write_text('{"format": 1, "arch": "sm_80", "kernels": [')
     with pytest.raises(ValueError, match="invalid kernel manifest"):

@@ -34,7 +34,10 @@ def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> 
 
 
 def test_import_without_driver_in_a_fresh_process() -> None:
-    code = "import ferrocuda, ferrocuda.kernels as k; print(ferrocuda.driver_available(), sorted(k.families))"
+    code = (
+        "import ferrocuda, ferrocuda.kernels as k; "
+        "print(ferrocuda.driver_available(), sorted(k.families))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "add" in out.stdout
 
@@ -100,7 +103,7 @@ def test_module_attributes_and_repr() -> None:
     assert isinstance(m.add, ferrocuda.Family)
     assert isinstance(m.add_f32, ferrocuda.Kernel)
     assert "add" in dir(m) and "add_f32" in dir(m)
-    with pytest.raises(AttributeError, match="no kernel or family named .nope."):
+    with pytest.raises(AttributeError, match=r"no kernel or family named .nope."):
         m.nope  # noqa: B018
     assert "ferrocuda.Module" in repr(m) and "add_f32" in repr(m.add)
     p = m.add_f32.params
@@ -346,7 +349,7 @@ def test_bad_configuration_single_item() -> None:
         ferrocuda.kernels.add_f32[1]
 
 
-# ---- no driver: the first GPU use raises CudaError ------------------------------------------------
+# ---- no driver: the first GPU use raises CudaError -----------------------------------------------
 
 
 @NO_DRIVER
@@ -455,7 +458,7 @@ def test_host_arrays_dispatch_by_dtype() -> None:
         ferrocuda.kernels.add(np.ones(3, np.uint16), np.ones(3, np.uint16), np.ones(3, np.uint16))
 
 
-# ---- DLPack consumer, with capsules made by ctypes ---------------------------------------------------
+# ---- DLPack consumer, with capsules made by ctypes -----------------------------------------------
 
 
 class DLDevice(ctypes.Structure):
@@ -709,7 +712,7 @@ def test_dlpack_readonly_output_refused() -> None:
     assert out.deleted == 1
 
 
-# ---- the stubs ---------------------------------------------------------------------------------------
+# ---- the stubs -----------------------------------------------------------------------------------
 
 
 def test_stubtest() -> None:
