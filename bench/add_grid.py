@@ -68,8 +68,12 @@ def main():
         if grid is None:
             continue
         out.fill_(float("nan"))
-        rows.append((f"ferrocuda add, grid {grid}: {label}",
-                     gbps(lambda g=grid, bl=block: k.add(a, b, out, grid=g, block=bl))))
+        rows.append(
+            (
+                f"ferrocuda add, grid {grid}: {label}",
+                gbps(lambda g=grid, bl=block: k.add(a, b, out, grid=g, block=bl)),
+            )
+        )
         assert torch.equal(out, want), label
     t = rows[0][1]
     print("| add 2^%d float32 | GB/s | x torch.add |" % args.log2)

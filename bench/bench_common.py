@@ -4,17 +4,10 @@ the interleaved launch timing, and the GPU-time measurement of one row.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import platform
 import random
-import subprocess
 import sys
 import time
-import traceback
-from functools import partial
-
 
 LAUNCH_N = 1024
 
@@ -51,13 +44,25 @@ extern "C" __global__ void spin(long long cycles) {
 ADD_INDEX_VIEWS = [
     # key, label, base shape from logical (A, B, C), how to view it
     ("contiguous", "contiguous", lambda A, B, C: (A, B, C), lambda x: x),
-    ("t210", "transpose(2,1,0) of (C,B,A)", lambda A, B, C: (C, B, A),
-     lambda x: x.transpose(2, 1, 0)),
-    ("t021", "transpose(0,2,1) of (A,C,B)", lambda A, B, C: (A, C, B),
-     lambda x: x.transpose(0, 2, 1)),
+    (
+        "t210",
+        "transpose(2,1,0) of (C,B,A)",
+        lambda A, B, C: (C, B, A),
+        lambda x: x.transpose(2, 1, 0),
+    ),
+    (
+        "t021",
+        "transpose(0,2,1) of (A,C,B)",
+        lambda A, B, C: (A, C, B),
+        lambda x: x.transpose(0, 2, 1),
+    ),
     ("step_outer", "[::2, :, :] of (2A,B,C)", lambda A, B, C: (2 * A, B, C), lambda x: x[::2]),
-    ("step_inner", "[:, :, ::2] of (A,B,2C)", lambda A, B, C: (A, B, 2 * C),
-     lambda x: x[:, :, ::2]),
+    (
+        "step_inner",
+        "[:, :, ::2] of (A,B,2C)",
+        lambda A, B, C: (A, B, 2 * C),
+        lambda x: x[:, :, ::2],
+    ),
 ]
 
 
@@ -80,8 +85,9 @@ BOUND_VARIANTS = [
 ]
 
 
-def bound_launch_rows(res, reps, producer, tag, launcher, args, sync, check_for, variants=None,
-                      **kw):
+def bound_launch_rows(
+    res, reps, producer, tag, launcher, args, sync, check_for, variants=None, **kw
+):
     """One row per bound-launch variant: ``launcher.bind(*args, **kw, **variant)`` timed per
     ``launch()``; `check_for(call)` makes the row's output check. Rows are skipped, with a
     note, on a ferrocuda without ``bind``."""
@@ -89,15 +95,24 @@ def bound_launch_rows(res, reps, producer, tag, launcher, args, sync, check_for,
         res.note("launch", "%s has no bind(): bound-launch rows skipped" % (launcher,))
         return
     side = " side stream," if "stream" in kw else ""
-    for label, key, vkw in (variants or BOUND_VARIANTS):
+    for label, key, vkw in variants or BOUND_VARIANTS:
         try:
             call = launcher.bind(*args, **dict(kw, **vkw))
         except Exception as e:  # noqa: BLE001 - recorded as the row's error
-            res.note("launch", "%s bind(%s) failed: %s: %s" % (producer, label, type(e).__name__, e))
+            res.note(
+                "launch", "%s bind(%s) failed: %s: %s" % (producer, label, type(e).__name__, e)
+            )
             continue
-        launch_row(res, reps, producer, "ferrocuda add, bound,%s %s" % (side, label),
-                   "fc_%s_bound_%s%s" % (tag, "side_" if side else "", key), call, sync,
-                   check_for(call))
+        launch_row(
+            res,
+            reps,
+            producer,
+            "ferrocuda add, bound,%s %s" % (side, label),
+            "fc_%s_bound_%s%s" % (tag, "side_" if side else "", key),
+            call,
+            sync,
+            check_for(call),
+        )
 
 
 def log(*parts):
@@ -106,13 +121,18 @@ def log(*parts):
 
 def quantile(sorted_xs, q):
     pos = q * (len(sorted_xs) - 1)
-    lo, hi = int(math.floor(pos)), int(math.ceil(pos))
+    lo, hi = math.floor(pos), math.ceil(pos)
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
 def summarize(xs):
     s = sorted(xs)
-    return {"median": quantile(s, 0.5), "min": s[0], "p10": quantile(s, 0.1), "p90": quantile(s, 0.9)}
+    return {
+        "median": quantile(s, 0.5),
+        "min": s[0],
+        "p10": quantile(s, 0.1),
+        "p90": quantile(s, 0.9),
+    }
 
 
 class Budget:
@@ -161,7 +181,7 @@ _QUEUE = None
 
 
 class _Timed:
-    __slots__ = ("row", "fn", "sync", "calls", "batch_fn", "per")
+    __slots__ = ("batch_fn", "calls", "fn", "per", "row", "sync")
 
     def __init__(self, row, fn, sync, calls, batch_fn):
         self.row, self.fn, self.sync, self.calls, self.batch_fn = row, fn, sync, calls, batch_fn
@@ -204,8 +224,11 @@ def time_interleaved(res, reps, queue, section):
             live.append(t)
         except Exception as e:  # noqa: BLE001
             t.row["error"] = "%s: %s" % (type(e).__name__, e)
-            res.note(section, "%s (%s) failed in warm-up: %s" % (
-                t.row["path"], t.row["producer"], t.row["error"]))
+            res.note(
+                section,
+                "%s (%s) failed in warm-up: %s"
+                % (t.row["path"], t.row["producer"], t.row["error"]),
+            )
     log("timing %d launch paths interleaved: %d rounds" % (len(live), reps.batches))
     # Each round runs every path once, in an order shuffled afresh (seeded: the same sequence
     # each run), so that no path always follows the same neighbour or sits at the same place
@@ -224,22 +247,33 @@ def time_interleaved(res, reps, queue, section):
                 t.per.append((clock() - t0) / calls / 1e3)
             except Exception as e:  # noqa: BLE001
                 t.row["error"] = "%s: %s" % (type(e).__name__, e)
-                res.note(section, "%s (%s) failed: %s" % (t.row["path"], t.row["producer"],
-                                                          t.row["error"]))
+                res.note(
+                    section,
+                    "%s (%s) failed: %s" % (t.row["path"], t.row["producer"], t.row["error"]),
+                )
                 live.remove(t)
     for t in live:
         st = summarize(t.per)
-        t.row.update({
-            "us_per_call": st["median"], "min_us": st["min"], "p10_us": st["p10"],
-            "p90_us": st["p90"], "calls_per_batch": t.calls or reps.calls,
-            "batches": len(t.per), "interleaved_with": len(live),
-            "per_round_us": [round(x, 4) for x in t.per] if len(t.per) == reps.batches else None,
-        })
+        t.row.update(
+            {
+                "us_per_call": st["median"],
+                "min_us": st["min"],
+                "p10_us": st["p10"],
+                "p90_us": st["p90"],
+                "calls_per_batch": t.calls or reps.calls,
+                "batches": len(t.per),
+                "interleaved_with": len(live),
+                "per_round_us": [round(x, 4) for x in t.per]
+                if len(t.per) == reps.batches
+                else None,
+            }
+        )
         log("launch %-9s %-56s %8.2f us" % (t.row["producer"], t.row["path"], st["median"]))
 
 
-def launch_row(res, reps, producer, path, key, fn, sync, check=None, calls=None, info=False,
-               batch_fn=None):
+def launch_row(
+    res, reps, producer, path, key, fn, sync, check=None, calls=None, info=False, batch_fn=None
+):
     """Checks `fn` once (if `check` is given) and queues it for timing (inside `interleaved`,
     which fills in the row's figures); records one launch row."""
     row = {"producer": producer, "path": path, "key": key, "info_only": info}
@@ -272,7 +306,12 @@ def make_check(np, poison, call, sync, read, expected):
         bad = np.flatnonzero(got.ravel() != expected.ravel())
         i = int(bad[0]) if bad.size else -1
         return False, "%d mismatches, first at %d: got %r want %r" % (
-            bad.size, i, got.ravel()[i] if i >= 0 else None, expected.ravel()[i] if i >= 0 else None)
+            bad.size,
+            i,
+            got.ravel()[i] if i >= 0 else None,
+            expected.ravel()[i] if i >= 0 else None,
+        )
+
     return check
 
 
@@ -313,7 +352,7 @@ def gpu_seconds(clock, call, reps, trials):
     per, starved, respun = [], 0, 0
     for _ in range(trials):
         spin_us = base_us
-        for attempt in range(5):
+        for _attempt in range(5):
             clock.spin_cycles(spin_us * clock.cycles_per_us)
             clock.record(clock.e0)
             for i in range(reps):
@@ -338,7 +377,7 @@ def reps_for(bytes_per_call, target_s=0.01):
 
 def n_sets(bytes_per_call, l2_bytes):
     """Buffer sets to rotate through so that one pass touches >= 4x L2 (at most 64)."""
-    return max(1, min(64, int(math.ceil(4 * l2_bytes / float(bytes_per_call)))))
+    return max(1, min(64, math.ceil(4 * l2_bytes / float(bytes_per_call))))
 
 
 def sample_index(np, n, seed=3):
@@ -346,10 +385,16 @@ def sample_index(np, n, seed=3):
     return np.concatenate([idx, np.array([0, n - 1])])
 
 
-def bw_row(res, section, impl, label, n, bytes_per_call, clock, call, reps_n, trials, check,
-           extra=None):
-    row = {"impl": impl, "label": label, "n": n, "log2n": int(round(math.log2(n))) if n else 0,
-           "bytes_per_call": bytes_per_call}
+def bw_row(
+    res, section, impl, label, n, bytes_per_call, clock, call, reps_n, trials, check, extra=None
+):
+    row = {
+        "impl": impl,
+        "label": label,
+        "n": n,
+        "log2n": round(math.log2(n)) if n else 0,
+        "bytes_per_call": bytes_per_call,
+    }
     if extra:
         row.update(extra)
     try:
@@ -360,12 +405,21 @@ def bw_row(res, section, impl, label, n, bytes_per_call, clock, call, reps_n, tr
             res.note(section, "%s n=%d: WRONG OUTPUT: %s" % (label, n, detail))
         st, info = gpu_seconds(clock, call, reps_n, trials)
         row.update(info)
-        row.update({"s_per_call": st["median"], "gbps": bytes_per_call / st["median"] / 1e9,
-                    "gbps_best": bytes_per_call / st["min"] / 1e9, "reps": reps_n,
-                    "trials": trials})
+        row.update(
+            {
+                "s_per_call": st["median"],
+                "gbps": bytes_per_call / st["median"] / 1e9,
+                "gbps_best": bytes_per_call / st["min"] / 1e9,
+                "reps": reps_n,
+                "trials": trials,
+            }
+        )
         if info["starved_trials"]:
-            res.note(section, "%s n=%d: %d trial(s) may include host-bound gaps" % (
-                label, n, info["starved_trials"]))
+            res.note(
+                section,
+                "%s n=%d: %d trial(s) may include host-bound gaps"
+                % (label, n, info["starved_trials"]),
+            )
         log("%-9s %-40s n=2^%-2d %8.1f GB/s" % (section, label, row["log2n"], row["gbps"]))
     except Exception as e:  # noqa: BLE001
         row["error"] = "%s: %s" % (type(e).__name__, e)
@@ -379,4 +433,9 @@ def compare(np, got, want):
         return True, ""
     bad = np.flatnonzero(got != want)
     return False, "%d/%d mismatches, first at sample %d: got %r want %r" % (
-        bad.size, got.size, bad[0], got[bad[0]], want[bad[0]])
+        bad.size,
+        got.size,
+        bad[0],
+        got[bad[0]],
+        want[bad[0]],
+    )

@@ -17,7 +17,7 @@ import os
 import time
 import traceback
 
-from bench_common import Budget, gpu_seconds, log, n_sets, reps_for, summarize
+from bench_common import gpu_seconds, log, n_sets, reps_for, summarize
 
 STENCIL_SRC = r"""
 extern "C" __global__ void stencil5(const float* x, float* out, int rows, int cols) {
@@ -85,9 +85,18 @@ class Ctx:
                 row["gbps"] = nbytes / st["median"] / 1e9
             if flops:
                 row["tflops"] = flops / st["median"] / 1e12
-            log("gallery %-10s %-14s %-34s %9.1f us %s" % (
-                op, shape, impl, row["us"],
-                ("%.0f GB/s" % row["gbps"]) if nbytes else ("%.1f TFLOPS" % row.get("tflops", 0))))
+            log(
+                "gallery %-10s %-14s %-34s %9.1f us %s"
+                % (
+                    op,
+                    shape,
+                    impl,
+                    row["us"],
+                    ("%.0f GB/s" % row["gbps"])
+                    if nbytes
+                    else ("%.1f TFLOPS" % row.get("tflops", 0)),
+                )
+            )
         except Exception as e:  # noqa: BLE001
             row["error"] = "%s: %s" % (type(e).__name__, e)
             self.note("%s %s (%s) failed: %s" % (op, shape, impl, row["error"]))
@@ -100,7 +109,13 @@ def _sample_check(np, got, want, rtol, atol):
     bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        return False, "%d/%d mismatches; first at %d: %r vs %r" % (bad.sum(), bad.size, i, got.flat[i], want.flat[i])
+        return False, "%d/%d mismatches; first at %d: %r vs %r" % (
+            bad.sum(),
+            bad.size,
+            i,
+            got.flat[i],
+            want.flat[i],
+        )
     return True, ""
 
 
@@ -114,7 +129,11 @@ def bench_sum(cx, n):
     x = cp.random.standard_normal(n, dtype=cp.float32)
     out = cp.empty(1, cp.float32)
     want = float(cp.sum(x, dtype=cp.float64))
-    check = lambda: (K.sum(x, out), _sample_check(np, cp.asnumpy(out), [want], 1e-4, 1e-2))[1]  # noqa: E731
+
+    def check():
+        K.sum(x, out)
+        return _sample_check(np, cp.asnumpy(out), [want], 1e-4, 1e-2)
+
     shape = "2^%d" % int(math.log2(n))
     cx.row("sum", shape, "ferrocuda sum", lambda i: K.sum(x, out), nbytes=4 * n, check=check)
     cx.row("sum", shape, "cupy.sum (CUB)", lambda i: cp.sum(x, out=out[0]), nbytes=4 * n)
@@ -129,27 +148,62 @@ def bench_histogram(cx, n):
     x = cp.random.randint(0, 256, n, dtype=cp.uint8)
     bins = cp.empty(256, cp.int64)
     want = cp.asnumpy(cp.bincount(x, minlength=256))
-    check = lambda: (K.histogram(x, bins, 0.0, 256.0), _sample_check(np, cp.asnumpy(bins), want, 0, 0))[1]  # noqa: E731
+
+    def check():
+        K.histogram(x, bins, 0.0, 256.0)
+        return _sample_check(np, cp.asnumpy(bins), want, 0, 0)
+
     shape = "u8 2^%d/256" % int(math.log2(n))
-    cx.row("histogram", shape, "ferrocuda histogram", lambda i: K.histogram(x, bins, 0.0, 256.0), nbytes=n, check=check)
+    cx.row(
+        "histogram",
+        shape,
+        "ferrocuda histogram",
+        lambda i: K.histogram(x, bins, 0.0, 256.0),
+        nbytes=n,
+        check=check,
+    )
     try:
-        from cupy._core import _accelerator  # noqa: PLC0415
+        from cupy._core import _accelerator
 
         saved = _accelerator.get_routine_accelerators()
         _accelerator.set_routine_accelerators(["cub"])
         try:
-            cx.row("histogram", shape, "cupy.histogram (CUB HistogramEven)", lambda i: cp.histogram(x, bins=256, range=(0, 256)), nbytes=n)
+            cx.row(
+                "histogram",
+                shape,
+                "cupy.histogram (CUB HistogramEven)",
+                lambda i: cp.histogram(x, bins=256, range=(0, 256)),
+                nbytes=n,
+            )
         finally:
             _accelerator.set_routine_accelerators(saved)
     except Exception as e:  # noqa: BLE001
         cx.note("CUB accelerator not available: %s" % e)
-        cx.row("histogram", shape, "cupy.histogram", lambda i: cp.histogram(x, bins=256, range=(0, 256)), nbytes=n)
+        cx.row(
+            "histogram",
+            shape,
+            "cupy.histogram",
+            lambda i: cp.histogram(x, bins=256, range=(0, 256)),
+            nbytes=n,
+        )
     cx.row("histogram", shape, "cupy.bincount", lambda i: cp.bincount(x, minlength=256), nbytes=n)
     if torch is not None:
         tx = torch.as_tensor(x, device="cuda")
-        cx.row("histogram", shape, "torch.bincount", lambda i: torch.bincount(tx, minlength=256), nbytes=n)
+        cx.row(
+            "histogram",
+            shape,
+            "torch.bincount",
+            lambda i: torch.bincount(tx, minlength=256),
+            nbytes=n,
+        )
         tf = tx.float()
-        cx.row("histogram", shape, "torch.histc (float32 copy of the data)", lambda i: torch.histc(tf, bins=256, min=0, max=256), nbytes=n)
+        cx.row(
+            "histogram",
+            shape,
+            "torch.histc (float32 copy of the data)",
+            lambda i: torch.histc(tf, bins=256, min=0, max=256),
+            nbytes=n,
+        )
     cx.row("histogram", shape, "D2D copy (read+write)", d2d(cx, cp.empty_like(x), x), nbytes=2 * n)
 
 
@@ -164,13 +218,30 @@ def bench_softmax(cx, rows, cols):
         K.softmax(xs[0], outs[0])
         r = cp.asnumpy(xs[0][:64]).astype(np.float64)
         e = np.exp(r - r.max(axis=1, keepdims=True))
-        return _sample_check(np, cp.asnumpy(outs[0][:64]), e / e.sum(axis=1, keepdims=True), 1e-5, 1e-9)
+        return _sample_check(
+            np, cp.asnumpy(outs[0][:64]), e / e.sum(axis=1, keepdims=True), 1e-5, 1e-9
+        )
 
     shape = "%dx%d" % (rows, cols)
-    cx.row("softmax", shape, "ferrocuda softmax", lambda i: K.softmax(xs[i % sets], outs[i % sets]), nbytes=nb, check=check, sets=sets)
+    cx.row(
+        "softmax",
+        shape,
+        "ferrocuda softmax",
+        lambda i: K.softmax(xs[i % sets], outs[i % sets]),
+        nbytes=nb,
+        check=check,
+        sets=sets,
+    )
     if torch is not None:
         tx = [torch.as_tensor(x, device="cuda") for x in xs]
-        cx.row("softmax", shape, "torch.softmax", lambda i: torch.softmax(tx[i % sets], dim=-1), nbytes=nb, sets=sets)
+        cx.row(
+            "softmax",
+            shape,
+            "torch.softmax",
+            lambda i: torch.softmax(tx[i % sets], dim=-1),
+            nbytes=nb,
+            sets=sets,
+        )
 
 
 def bench_matmul(cx, m, k, n):
@@ -189,14 +260,29 @@ def bench_matmul(cx, m, k, n):
 
     shape = "%dx%dx%d" % (m, k, n)
     flops = 2.0 * m * n * k
-    cx.row("matmul", shape, "ferrocuda matmul", lambda i: K.matmul(a, b, c, 1.0, 0.0), flops=flops, check=check)
-    cx.row("matmul", shape, "cupy.matmul (cuBLAS SGEMM)", lambda i: cp.matmul(a, b, out=c), flops=flops)
+    cx.row(
+        "matmul",
+        shape,
+        "ferrocuda matmul",
+        lambda i: K.matmul(a, b, c, 1.0, 0.0),
+        flops=flops,
+        check=check,
+    )
+    cx.row(
+        "matmul", shape, "cupy.matmul (cuBLAS SGEMM)", lambda i: cp.matmul(a, b, out=c), flops=flops
+    )
     if torch is not None:
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         try:
             ta, tb, tc = (torch.as_tensor(v, device="cuda") for v in (a, b, c))
-            cx.row("matmul", shape, "torch.matmul (TF32 off)", lambda i: torch.matmul(ta, tb, out=tc), flops=flops)
+            cx.row(
+                "matmul",
+                shape,
+                "torch.matmul (TF32 off)",
+                lambda i: torch.matmul(ta, tb, out=tc),
+                flops=flops,
+            )
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
 
@@ -215,11 +301,24 @@ def bench_stencil(cx, rows, cols):
         return _sample_check(np, cp.asnumpy(out[:65, :129]), want[:65, :129], 0, 0)
 
     shape = "%dx%d" % (rows, cols)
-    cx.row("stencil5", shape, "ferrocuda stencil5", lambda i: K.stencil5(x, out), nbytes=nb, check=check)
+    cx.row(
+        "stencil5",
+        shape,
+        "ferrocuda stencil5",
+        lambda i: K.stencil5(x, out),
+        nbytes=nb,
+        check=check,
+    )
     cx.row("stencil5", shape, "D2D copy (read+write)", d2d(cx, cp.empty_like(x), x), nbytes=nb)
     raw = cp.RawKernel(STENCIL_SRC, "stencil5")
     grid = ((cols + 31) // 32, (rows + 7) // 8)
-    cx.row("stencil5", shape, "CuPy RawKernel (naive 2-D)", lambda i: raw(grid, (32, 8), (x, out, np.int32(rows), np.int32(cols))), nbytes=nb)
+    cx.row(
+        "stencil5",
+        shape,
+        "CuPy RawKernel (naive 2-D)",
+        lambda i: raw(grid, (32, 8), (x, out, np.int32(rows), np.int32(cols))),
+        nbytes=nb,
+    )
 
 
 def bench_cumsum(cx, n):
@@ -233,7 +332,9 @@ def bench_cumsum(cx, n):
         return _sample_check(np, cp.asnumpy(out[: 1 << 16]), want, 1e-4, 1e-2)
 
     shape = "2^%d" % int(math.log2(n))
-    cx.row("cumsum", shape, "ferrocuda cumsum", lambda i: K.cumsum(x, out), nbytes=8 * n, check=check)
+    cx.row(
+        "cumsum", shape, "ferrocuda cumsum", lambda i: K.cumsum(x, out), nbytes=8 * n, check=check
+    )
     cx.row("cumsum", shape, "cupy.cumsum", lambda i: cp.cumsum(x, out=out), nbytes=8 * n)
     if torch is not None:
         tx, to = torch.as_tensor(x, device="cuda"), torch.as_tensor(out, device="cuda")
@@ -266,7 +367,7 @@ def bench_gelu(cx, n, dtype, tanh=False):
 
     def ref(xs):
         if tanh:
-            return 0.5 * xs * (1 + np.tanh(math.sqrt(2 / math.pi) * (xs + 0.044715 * xs ** 3)))
+            return 0.5 * xs * (1 + np.tanh(math.sqrt(2 / math.pi) * (xs + 0.044715 * xs**3)))
         return 0.5 * xs * (1 + np.vectorize(math.erf, otypes=[np.float64])(xs / math.sqrt(2)))
 
     def check():
@@ -279,14 +380,18 @@ def bench_gelu(cx, n, dtype, tanh=False):
     if torch is not None:
         tx = x if name == "bfloat16" else torch.as_tensor(x, device="cuda")
         approx = "tanh" if tanh else "none"
-        cx.row(op, shape, "torch.nn.functional.gelu" + (" (tanh)" if tanh else ""),
-               lambda i: torch.nn.functional.gelu(tx, approximate=approx), nbytes=2 * size * n)
+        cx.row(
+            op,
+            shape,
+            "torch.nn.functional.gelu" + (" (tanh)" if tanh else ""),
+            lambda i: torch.nn.functional.gelu(tx, approximate=approx),
+            nbytes=2 * size * n,
+        )
 
 
 def small_sizes(cx):
     """Host wall time per call, back to back, one sync per batch (launch overhead included)."""
     cp, torch, K = cx.cp, cx.torch, cx.fc.kernels
-    rows = []
     for log2n in (10, 13, 16):
         n = 1 << log2n
         x = cp.random.standard_normal(n, dtype=cp.float32)
@@ -326,8 +431,20 @@ def small_sizes(cx):
                     cp.cuda.Device().synchronize()
                     per.append((time.perf_counter() - t0) / 100 * 1e6)
                 st = summarize(per)
-                cx.res.data["gallery_small"].append({"op": op, "impl": impl, "log2n": log2n, "us_per_call": st["median"], "p10_us": st["p10"], "p90_us": st["p90"]})
-                log("gallery small %-8s 2^%-2d %-26s %7.2f us/call" % (op, log2n, impl, st["median"]))
+                cx.res.data["gallery_small"].append(
+                    {
+                        "op": op,
+                        "impl": impl,
+                        "log2n": log2n,
+                        "us_per_call": st["median"],
+                        "p10_us": st["p10"],
+                        "p90_us": st["p90"],
+                    }
+                )
+                log(
+                    "gallery small %-8s 2^%-2d %-26s %7.2f us/call"
+                    % (op, log2n, impl, st["median"])
+                )
             except Exception as e:  # noqa: BLE001
                 cx.note("small %s 2^%d (%s) failed: %s" % (op, log2n, impl, e))
 
@@ -345,8 +462,18 @@ def section_gallery(res, reps, mods, budget, clock, l2_bytes, quick):
         ("histogram", lambda: bench_histogram(cx, 1 << big)),
         ("softmax 4096²", lambda: bench_softmax(cx, 4096, 4096)),
         ("softmax 32768×1024", lambda: bench_softmax(cx, 32768 if not quick else 4096, 1024)),
-        ("matmul", lambda: bench_matmul(cx, 4096, 4096, 4096) if not quick else bench_matmul(cx, 1024, 1024, 1024)),
-        ("stencil5", lambda: bench_stencil(cx, 8192, 8192) if not quick else bench_stencil(cx, 2048, 2048)),
+        (
+            "matmul",
+            lambda: (
+                bench_matmul(cx, 4096, 4096, 4096)
+                if not quick
+                else bench_matmul(cx, 1024, 1024, 1024)
+            ),
+        ),
+        (
+            "stencil5",
+            lambda: bench_stencil(cx, 8192, 8192) if not quick else bench_stencil(cx, 2048, 2048),
+        ),
         ("cumsum", lambda: bench_cumsum(cx, 1 << big)),
         ("gelu f32", lambda: bench_gelu(cx, 1 << big, "float32")),
         ("gelu f16", lambda: bench_gelu(cx, 1 << big, "float16")),
@@ -365,7 +492,11 @@ def section_gallery(res, reps, mods, budget, clock, l2_bytes, quick):
         try:
             fn()
         except Exception as e:  # noqa: BLE001
-            res.note("gallery", "%s crashed: %s: %s\n%s" % (name, type(e).__name__, e, traceback.format_exc(limit=3)))
+            res.note(
+                "gallery",
+                "%s crashed: %s: %s\n%s"
+                % (name, type(e).__name__, e, traceback.format_exc(limit=3)),
+            )
         try:
             mods["cupy"].get_default_memory_pool().free_all_blocks()
             if mods.get("torch") is not None:
@@ -377,7 +508,17 @@ def section_gallery(res, reps, mods, budget, clock, l2_bytes, quick):
 GOALS = {
     # op: (peer impls to beat, ratio goal, what is compared)
     "sum": (["cupy.sum (CUB)", "torch.sum"], 1.0, "time"),
-    "histogram": (["cupy.histogram (CUB HistogramEven)", "cupy.histogram", "cupy.bincount", "torch.bincount", "torch.histc (float32 copy of the data)"], 1.0, "time"),
+    "histogram": (
+        [
+            "cupy.histogram (CUB HistogramEven)",
+            "cupy.histogram",
+            "cupy.bincount",
+            "torch.bincount",
+            "torch.histc (float32 copy of the data)",
+        ],
+        1.0,
+        "time",
+    ),
     "softmax": (["torch.softmax"], 1.0, "time"),
     "matmul": (["cupy.matmul (cuBLAS SGEMM)", "torch.matmul (TF32 off)"], 0.7, "time"),
     "cumsum": (["cupy.cumsum", "torch.cumsum"], 1.0, "time"),
@@ -402,35 +543,84 @@ def render_gallery(data):
         rel = ""
         if us and (r["op"], r["shape"]) in mine and not r["impl"].startswith("ferrocuda"):
             rel = "%.2f×" % (us / mine[(r["op"], r["shape"])])
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["op"], r["shape"], r["impl"], "%.1f" % us if us else r.get("error", "—"),
-            "%.0f" % r["gbps"] if r.get("gbps") else "", "%.1f" % r["tflops"] if r.get("tflops") else "",
-            rel, {True: "yes", False: "**NO**"}.get(r.get("checked"), "")))
-    out += ["", "`vs ferrocuda`: the peer's time over ferrocuda's (above 1: ferrocuda is faster).", ""]
+        out.append(
+            "| %s | %s | %s | %s | %s | %s | %s | %s |"
+            % (
+                r["op"],
+                r["shape"],
+                r["impl"],
+                "%.1f" % us if us else r.get("error", "—"),
+                "%.0f" % r["gbps"] if r.get("gbps") else "",
+                "%.1f" % r["tflops"] if r.get("tflops") else "",
+                rel,
+                {True: "yes", False: "**NO**"}.get(r.get("checked"), ""),
+            )
+        )
+    out += [
+        "",
+        "`vs ferrocuda`: the peer's time over ferrocuda's (above 1: ferrocuda is faster).",
+        "",
+    ]
     out.append("### Gallery goals")
     out.append("")
-    out.append("| op | shape | ferrocuda µs | best peer | peer µs | ratio (peer/ours) | goal | met |")
+    out.append(
+        "| op | shape | ferrocuda µs | best peer | peer µs | ratio (peer/ours) | goal | met |"
+    )
     out.append("| --- | --- | ---: | --- | ---: | ---: | ---: | --- |")
     for (op, shape), t in sorted(mine.items()):
         goal = GOALS.get(op)
-        peers = [r for r in rows if r["op"] == op and r["shape"] == shape and r.get("us") and goal and r["impl"] in goal[0]]
-        copy = [r for r in rows if r["op"] == op and r["shape"] == shape and r["impl"].startswith("D2D copy") and r.get("gbps")]
+        peers = [
+            r
+            for r in rows
+            if r["op"] == op
+            and r["shape"] == shape
+            and r.get("us")
+            and goal
+            and r["impl"] in goal[0]
+        ]
+        copy = [
+            r
+            for r in rows
+            if r["op"] == op
+            and r["shape"] == shape
+            and r["impl"].startswith("D2D copy")
+            and r.get("gbps")
+        ]
         if peers:
             best = min(peers, key=lambda r: r["us"])
             ratio = best["us"] / t
-            out.append("| %s | %s | %.1f | %s | %.1f | %.2f | ≥ %.2f | %s |" % (
-                op, shape, t, best["impl"], best["us"], ratio, goal[1], "yes" if ratio >= goal[1] else "**no**"))
+            out.append(
+                "| %s | %s | %.1f | %s | %.1f | %.2f | ≥ %.2f | %s |"
+                % (
+                    op,
+                    shape,
+                    t,
+                    best["impl"],
+                    best["us"],
+                    ratio,
+                    goal[1],
+                    "yes" if ratio >= goal[1] else "**no**",
+                )
+            )
         if copy:
-            ours = [r for r in rows if r["op"] == op and r["shape"] == shape and r["impl"].startswith("ferrocuda")][0]
+            ours = next(
+                r
+                for r in rows
+                if r["op"] == op and r["shape"] == shape and r["impl"].startswith("ferrocuda")
+            )
             frac = (ours.get("gbps") or 0) / copy[0]["gbps"]
             want = {"sum": 0.9, "histogram": 0.8, "stencil5": 0.85}.get(op, 0)
-            out.append("| %s | %s | %.1f | D2D copy GB/s | %.0f GB/s | %.2f of copy | ≥ %.2f | %s |" % (
-                op, shape, t, copy[0]["gbps"], frac, want, "yes" if frac >= want else "**no**"))
+            out.append(
+                "| %s | %s | %.1f | D2D copy GB/s | %.0f GB/s | %.2f of copy | ≥ %.2f | %s |"
+                % (op, shape, t, copy[0]["gbps"], frac, want, "yes" if frac >= want else "**no**")
+            )
     small = data.get("gallery_small") or []
     if small:
         out += ["", "### Gallery, small sizes (host wall time per call, back to back)", ""]
         out.append("| op | n | implementation | µs/call |")
         out.append("| --- | ---: | --- | ---: |")
         for r in small:
-            out.append("| %s | 2^%d | %s | %.2f |" % (r["op"], r["log2n"], r["impl"], r["us_per_call"]))
+            out.append(
+                "| %s | 2^%d | %s | %.2f |" % (r["op"], r["log2n"], r["impl"], r["us_per_call"])
+            )
     return "\n".join(out) + "\n"

@@ -4,15 +4,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import platform
-import subprocess
-import sys
-import time
-import traceback
-from functools import partial
 
 from bench_common import (
     ADD_INDEX_VIEWS,
@@ -91,6 +83,7 @@ class NumbaClock:
             for _ in range(iters):
                 acc = acc * 0.9999999 + 1e-7
             x[0] = acc
+
         self.kernel = spin
         self.buf = cuda.to_device(np.zeros(1, np.float32))
         self.cycles_per_us = calibrate(self)
@@ -143,8 +136,9 @@ def section_bandwidth(res, reps, mods, sizes, l2_bytes, budget, clock):
         res.note("bandwidth", "ferrocuda unavailable: ferrocuda rows skipped")
     for n in sizes:
         if budget.left() < 20:
-            res.note("bandwidth", "time budget exhausted: sizes from 2^%d on skipped"
-                     % int(math.log2(n)))
+            res.note(
+                "bandwidth", "time budget exhausted: sizes from 2^%d on skipped" % int(math.log2(n))
+            )
             break
         add_bytes, copy_bytes = 12 * n, 8 * n
         r_add, r_copy = reps_for(add_bytes), reps_for(copy_bytes)
@@ -164,24 +158,59 @@ def section_bandwidth(res, reps, mods, sizes, l2_bytes, budget, clock):
                 extra = {"sets": k_add}
                 impls = []
                 if fk is not None:
-                    impls.append(("fc_add_cupy", "ferrocuda add (CuPy arrays)",
-                                  lambda i: fk.add(*sets[i % k_add])))
-                impls.append(("cupy_add", "cupy.add(out=)",
-                              lambda i: cp.add(sets[i % k_add][0], sets[i % k_add][1],
-                                               out=sets[i % k_add][2])))
+                    impls.append(
+                        (
+                            "fc_add_cupy",
+                            "ferrocuda add (CuPy arrays)",
+                            lambda i: fk.add(*sets[i % k_add]),
+                        )
+                    )
+                impls.append(
+                    (
+                        "cupy_add",
+                        "cupy.add(out=)",
+                        lambda i: cp.add(
+                            sets[i % k_add][0], sets[i % k_add][1], out=sets[i % k_add][2]
+                        ),
+                    )
+                )
                 grid = (int(min((n + 255) // 256, 1 << 30)),)
                 n64 = np.int64(n)
-                impls.append(("rawkernel_add", "CuPy RawKernel add",
-                              lambda i: raw(grid, (256,), sets[i % k_add] + (n64,))))
+                impls.append(
+                    (
+                        "rawkernel_add",
+                        "CuPy RawKernel add",
+                        lambda i: raw(grid, (256,), sets[i % k_add] + (n64,)),
+                    )
+                )
                 for key, label, call in impls:
                     check = cupy_check_add(np, cp, a0, b0, o0, n)
                     call(0)
-                    bw_row(res, "bandwidth", key, label, n, add_bytes, clock, call, r_add,
-                           reps.trials, check, extra)
+                    bw_row(
+                        res,
+                        "bandwidth",
+                        key,
+                        label,
+                        n,
+                        add_bytes,
+                        clock,
+                        call,
+                        r_add,
+                        reps.trials,
+                        check,
+                        extra,
+                    )
                 sets = a0 = b0 = o0 = impls = check = None  # release the buffers
                 # device-to-device copy (cudaMemcpyAsync)
-                csets = [(rs.standard_normal(n, dtype=cp.float32) if i == 0 else
-                          cp.ones(n, cp.float32), cp.empty(n, cp.float32)) for i in range(k_copy)]
+                csets = [
+                    (
+                        rs.standard_normal(n, dtype=cp.float32)
+                        if i == 0
+                        else cp.ones(n, cp.float32),
+                        cp.empty(n, cp.float32),
+                    )
+                    for i in range(k_copy)
+                ]
 
                 def copy_call(i):
                     src, dst = csets[i % k_copy]
@@ -194,10 +223,23 @@ def section_bandwidth(res, reps, mods, sizes, l2_bytes, budget, clock):
                         return compare(np, cp.asnumpy(dst), cp.asnumpy(src))
                     idx = cp.asarray(sample_index(np, n))
                     return compare(np, cp.asnumpy(dst[idx]), cp.asnumpy(src[idx]))
+
                 csets[0][1].fill(float("nan"))
                 copy_call(0)
-                bw_row(res, "bandwidth", "copy_cupy", "D2D copy (CuPy memcpy)", n, copy_bytes,
-                       clock, copy_call, r_copy, reps.trials, copy_check, {"sets": k_copy})
+                bw_row(
+                    res,
+                    "bandwidth",
+                    "copy_cupy",
+                    "D2D copy (CuPy memcpy)",
+                    n,
+                    copy_bytes,
+                    clock,
+                    copy_call,
+                    r_copy,
+                    reps.trials,
+                    copy_check,
+                    {"sets": k_copy},
+                )
                 csets = None  # release the buffers
             except Exception as e:  # noqa: BLE001
                 res.note("bandwidth", "CuPy rows at n=%d failed: %s: %s" % (n, type(e).__name__, e))
@@ -225,21 +267,51 @@ def section_bandwidth(res, reps, mods, sizes, l2_bytes, budget, clock):
                 def tcheck():
                     torch.cuda.synchronize()
                     return _torch_cmp(np, torch, tsets[0][2], want_add, n)
-                impls = [("torch_add", "torch.add(out=)",
-                          lambda i: torch.add(tsets[i % k_add][0], tsets[i % k_add][1],
-                                              out=tsets[i % k_add][2]))]
+
+                impls = [
+                    (
+                        "torch_add",
+                        "torch.add(out=)",
+                        lambda i: torch.add(
+                            tsets[i % k_add][0], tsets[i % k_add][1], out=tsets[i % k_add][2]
+                        ),
+                    )
+                ]
                 if fk is not None:
-                    impls.append(("fc_add_torch", "ferrocuda add (torch tensors)",
-                                  lambda i: fk.add(*tsets[i % k_add])))
+                    impls.append(
+                        (
+                            "fc_add_torch",
+                            "ferrocuda add (torch tensors)",
+                            lambda i: fk.add(*tsets[i % k_add]),
+                        )
+                    )
                 for key, label, call in impls:
                     tsets[0][2].fill_(float("nan"))
                     call(0)
-                    bw_row(res, "bandwidth", key, label, n, add_bytes, clock, call, r_add,
-                           reps.trials, tcheck, {"sets": k_add})
+                    bw_row(
+                        res,
+                        "bandwidth",
+                        key,
+                        label,
+                        n,
+                        add_bytes,
+                        clock,
+                        call,
+                        r_add,
+                        reps.trials,
+                        tcheck,
+                        {"sets": k_add},
+                    )
                 tsets = impls = None  # release the buffers
-                csets = [(torch.randn(n, device="cuda", generator=g) if i == 0 else
-                          torch.ones(n, device="cuda"), torch.empty(n, device="cuda"))
-                         for i in range(k_copy)]
+                csets = [
+                    (
+                        torch.randn(n, device="cuda", generator=g)
+                        if i == 0
+                        else torch.ones(n, device="cuda"),
+                        torch.empty(n, device="cuda"),
+                    )
+                    for i in range(k_copy)
+                ]
 
                 def tcopy(i):
                     src, dst = csets[i % k_copy]
@@ -248,16 +320,35 @@ def section_bandwidth(res, reps, mods, sizes, l2_bytes, budget, clock):
                 def tcopy_check():
                     torch.cuda.synchronize()
                     src = csets[0][0]
-                    return _torch_cmp(np, torch, csets[0][1],
-                                      lambda idx: (src if idx is None else src[idx]).cpu().numpy(),
-                                      n)
+                    return _torch_cmp(
+                        np,
+                        torch,
+                        csets[0][1],
+                        lambda idx: (src if idx is None else src[idx]).cpu().numpy(),
+                        n,
+                    )
+
                 csets[0][1].fill_(float("nan"))
                 tcopy(0)
-                bw_row(res, "bandwidth", "copy_torch", "D2D copy (torch copy_)", n, copy_bytes,
-                       clock, tcopy, r_copy, reps.trials, tcopy_check, {"sets": k_copy})
+                bw_row(
+                    res,
+                    "bandwidth",
+                    "copy_torch",
+                    "D2D copy (torch copy_)",
+                    n,
+                    copy_bytes,
+                    clock,
+                    tcopy,
+                    r_copy,
+                    reps.trials,
+                    tcopy_check,
+                    {"sets": k_copy},
+                )
                 csets = None  # release the buffers
             except Exception as e:  # noqa: BLE001
-                res.note("bandwidth", "torch rows at n=%d failed: %s: %s" % (n, type(e).__name__, e))
+                res.note(
+                    "bandwidth", "torch rows at n=%d failed: %s: %s" % (n, type(e).__name__, e)
+                )
             torch.cuda.empty_cache()
 
 
@@ -269,7 +360,9 @@ def section_init(res, reps, mods, sizes, l2_bytes, budget, clock):
         return
     for n in sizes:
         if budget.left() < 15:
-            res.note("init", "time budget exhausted: sizes from 2^%d on skipped" % int(math.log2(n)))
+            res.note(
+                "init", "time budget exhausted: sizes from 2^%d on skipped" % int(math.log2(n))
+            )
             break
         nbytes = 4 * n
         k = n_sets(nbytes, l2_bytes)
@@ -284,6 +377,7 @@ def section_init(res, reps, mods, sizes, l2_bytes, budget, clock):
                         return compare(np, cp.asnumpy(xs[0]), expect_fn(None))
                     idx = sample_index(np, n)
                     return compare(np, cp.asnumpy(xs[0][cp.asarray(idx)]), expect_fn(idx))
+
                 return check
 
             def arange_want(idx):
@@ -291,19 +385,50 @@ def section_init(res, reps, mods, sizes, l2_bytes, budget, clock):
 
             def const_want(v):
                 return lambda idx: np.full(n if idx is None else idx.size, v, np.int32)
+
             impls = []
             if fk is not None:
-                impls.append(("fc_init", "ferrocuda initialize_array",
-                              lambda i: fk.initialize_array(xs[i % k]), arange_want))
-            impls.append(("memset_cupy", "cudaMemsetAsync (CuPy memset_async)",
-                          lambda i: xs[i % k].data.memset_async(0, nbytes), const_want(0)))
-            impls.append(("fill_cupy", "CuPy x.fill(7) (a kernel)",
-                          lambda i: xs[i % k].fill(7), const_want(7)))
+                impls.append(
+                    (
+                        "fc_init",
+                        "ferrocuda initialize_array",
+                        lambda i: fk.initialize_array(xs[i % k]),
+                        arange_want,
+                    )
+                )
+            impls.append(
+                (
+                    "memset_cupy",
+                    "cudaMemsetAsync (CuPy memset_async)",
+                    lambda i: xs[i % k].data.memset_async(0, nbytes),
+                    const_want(0),
+                )
+            )
+            impls.append(
+                (
+                    "fill_cupy",
+                    "CuPy x.fill(7) (a kernel)",
+                    lambda i: xs[i % k].fill(7),
+                    const_want(7),
+                )
+            )
             for key, label, call, want in impls:
                 xs[0].fill(-1)
                 call(0)
-                bw_row(res, "init", key, label, n, nbytes, clock, call, r, reps.trials,
-                       readback(want), {"sets": k})
+                bw_row(
+                    res,
+                    "init",
+                    key,
+                    label,
+                    n,
+                    nbytes,
+                    clock,
+                    call,
+                    r,
+                    reps.trials,
+                    readback(want),
+                    {"sets": k},
+                )
             xs = impls = None  # release the buffers
         except Exception as e:  # noqa: BLE001
             res.note("init", "n=%d failed: %s: %s" % (n, type(e).__name__, e))
@@ -314,8 +439,9 @@ def section_add_index(res, reps, mods, budget, clock, shape):
     np, cp, ferrocuda = mods["numpy"], mods["cupy"], mods["ferrocuda"]
     fk = getattr(ferrocuda, "kernels", None) if ferrocuda is not None else None
     if cp is None:
-        res.note("add_index", "CuPy unavailable: add_index section skipped (it builds views with "
-                              "CuPy)")
+        res.note(
+            "add_index", "CuPy unavailable: add_index section skipped (it builds views with CuPy)"
+        )
         return
     A, B, C = shape
     n = A * B * C
@@ -325,8 +451,11 @@ def section_add_index(res, reps, mods, budget, clock, shape):
     if fk is not None:
         for key, label, base_shape, view in ADD_INDEX_VIEWS:
             try:
-                hbase = np.random.default_rng(5).integers(-50, 50, base_shape(*small)).astype(
-                    np.float32)
+                hbase = (
+                    np.random.default_rng(5)
+                    .integers(-50, 50, base_shape(*small))
+                    .astype(np.float32)
+                )
                 dbase = cp.asarray(hbase)
                 fk.add_index(view(dbase))
                 cp.cuda.runtime.deviceSynchronize()
@@ -337,8 +466,10 @@ def section_add_index(res, reps, mods, budget, clock, shape):
             except Exception as e:  # noqa: BLE001
                 checks[key] = (False, "%s: %s" % (type(e).__name__, e))
             if not checks[key][0]:
-                res.note("add_index", "%s: small-shape check vs NumPy failed: %s" % (
-                    label, checks[key][1]))
+                res.note(
+                    "add_index",
+                    "%s: small-shape check vs NumPy failed: %s" % (label, checks[key][1]),
+                )
     nbytes = 8 * n  # read + write of every element of the view
     r = reps_for(nbytes)
     for key, label, base_shape, view in ADD_INDEX_VIEWS:
@@ -348,9 +479,13 @@ def section_add_index(res, reps, mods, budget, clock, shape):
         try:
             base = cp.zeros(base_shape(A, B, C), cp.float32)
             v = view(base)
-            extra = {"view": key, "shape": list(v.shape),
-                     "strides_elems": [s // 4 for s in v.strides]}
+            extra = {
+                "view": key,
+                "shape": list(v.shape),
+                "strides_elems": [s // 4 for s in v.strides],
+            }
             if fk is not None:
+
                 def big_check(v=v, key=key):
                     cp.cuda.runtime.deviceSynchronize()
                     rng = np.random.default_rng(9)
@@ -359,15 +494,40 @@ def section_add_index(res, reps, mods, budget, clock, shape):
                     ok, detail = compare(np, got, (ii + jj + kk).astype(np.float32))
                     sm = checks.get(key, (True, ""))
                     return ok and sm[0], (detail or sm[1])
+
                 fk.add_index(v)
-                bw_row(res, "add_index", "fc_add_index", "ferrocuda add_index " + label, n,
-                       nbytes, clock, lambda i, v=v: fk.add_index(v), r, reps.trials,
-                       big_check, extra)
+                bw_row(
+                    res,
+                    "add_index",
+                    "fc_add_index",
+                    "ferrocuda add_index " + label,
+                    n,
+                    nbytes,
+                    clock,
+                    lambda i, v=v: fk.add_index(v),
+                    r,
+                    reps.trials,
+                    big_check,
+                    extra,
+                )
 
             def cupy_inc(i, v=v):
                 v += 1.0
-            bw_row(res, "add_index", "cupy_inplace_add", "CuPy view += 1 " + label, n, nbytes,
-                   clock, cupy_inc, r, reps.trials, None, extra)
+
+            bw_row(
+                res,
+                "add_index",
+                "cupy_inplace_add",
+                "CuPy view += 1 " + label,
+                n,
+                nbytes,
+                clock,
+                cupy_inc,
+                r,
+                reps.trials,
+                None,
+                extra,
+            )
             base = v = None  # release the buffers
         except Exception as e:  # noqa: BLE001
             res.note("add_index", "%s failed: %s: %s" % (label, type(e).__name__, e))

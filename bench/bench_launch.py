@@ -5,50 +5,69 @@ same process.
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import platform
-import subprocess
-import sys
-import time
-import traceback
 from functools import partial
 
 from bench_common import (
     BOUND_VARIANTS,
     FC_VARIANTS,
-    bound_launch_rows,
     LAUNCH_N,
     RAW_ADD_SRC,
+    bound_launch_rows,
     interleaved,
     launch_row,
     make_check,
 )
 
 
-def fc_launch_rows(res, reps, np, fk, producer, tag, a, b, out, sync, poison, read, expected,
-                   side_stream=None):
+def fc_launch_rows(
+    res, reps, np, fk, producer, tag, a, b, out, sync, poison, read, expected, side_stream=None
+):
     """ferrocuda.kernels.add in each sync mode on one producer's arrays."""
     for label, key, kw in FC_VARIANTS:
         call = partial(fk.add, a, b, out, **kw)
-        launch_row(res, reps, producer, "ferrocuda add, " + label, "fc_%s_%s" % (tag, key), call,
-                   sync, make_check(np, poison, call, sync, read, expected))
+        launch_row(
+            res,
+            reps,
+            producer,
+            "ferrocuda add, " + label,
+            "fc_%s_%s" % (tag, key),
+            call,
+            sync,
+            make_check(np, poison, call, sync, read, expected),
+        )
     # Bound once, launched per call: the rows next to the per-call ones above.
-    bound_launch_rows(res, reps, producer, tag, fk.add, (a, b, out), sync,
-                      lambda call: make_check(np, poison, call, sync, read, expected))
+    bound_launch_rows(
+        res,
+        reps,
+        producer,
+        tag,
+        fk.add,
+        (a, b, out),
+        sync,
+        lambda call: make_check(np, poison, call, sync, read, expected),
+    )
     direct = getattr(fk, "add_f32", None)
     if direct is not None:  # the kernel itself, without the family's dtype/rank dispatch
         call = partial(direct, a, b, out, sync="default")
-        launch_row(res, reps, producer, "ferrocuda kernels.add_f32 (no dispatch), sync='default'",
-                   "fc_%s_kernel_default" % tag, call, sync,
-                   make_check(np, poison, call, sync, read, expected))
+        launch_row(
+            res,
+            reps,
+            producer,
+            "ferrocuda kernels.add_f32 (no dispatch), sync='default'",
+            "fc_%s_kernel_default" % tag,
+            call,
+            sync,
+            make_check(np, poison, call, sync, read, expected),
+        )
     if side_stream is None:
         return
     # On a side stream the producer's stream is foreign: the sync modes now differ.
     stream_arg, last = None, None
-    cands = [side_stream] + [getattr(side_stream, attr) for attr in ("ptr", "cuda_stream", "handle")
-                             if isinstance(getattr(side_stream, attr, None), int)]
+    cands = [side_stream] + [
+        getattr(side_stream, attr)
+        for attr in ("ptr", "cuda_stream", "handle")
+        if isinstance(getattr(side_stream, attr, None), int)
+    ]
     for cand in cands:
         try:
             fk.add(a, b, out, stream=cand)
@@ -58,17 +77,36 @@ def fc_launch_rows(res, reps, np, fk, producer, tag, a, b, out, sync, poison, re
         except Exception as e:  # noqa: BLE001
             last = e
     if stream_arg is None:
-        res.note("launch", "ferrocuda add(stream=<side stream>) not accepted (%s); side-stream "
-                           "rows skipped" % (last,))
+        res.note(
+            "launch",
+            "ferrocuda add(stream=<side stream>) not accepted (%s); side-stream "
+            "rows skipped" % (last,),
+        )
         return
     for label, key, kw in FC_VARIANTS[1:]:
         call = partial(fk.add, a, b, out, stream=stream_arg, **kw)
-        launch_row(res, reps, producer, "ferrocuda add, side stream, " + label,
-                   "fc_%s_side_%s" % (tag, key), call, sync,
-                   make_check(np, poison, call, sync, read, expected))
-    bound_launch_rows(res, reps, producer, tag, fk.add, (a, b, out), sync,
-                      lambda call: make_check(np, poison, call, sync, read, expected),
-                      variants=BOUND_VARIANTS[1:], stream=stream_arg)
+        launch_row(
+            res,
+            reps,
+            producer,
+            "ferrocuda add, side stream, " + label,
+            "fc_%s_side_%s" % (tag, key),
+            call,
+            sync,
+            make_check(np, poison, call, sync, read, expected),
+        )
+    bound_launch_rows(
+        res,
+        reps,
+        producer,
+        tag,
+        fk.add,
+        (a, b, out),
+        sync,
+        lambda call: make_check(np, poison, call, sync, read, expected),
+        variants=BOUND_VARIANTS[1:],
+        stream=stream_arg,
+    )
 
 
 def section_launch(res, reps, mods):
@@ -80,10 +118,13 @@ def section_launch(res, reps, mods):
 def floor_rows(res, reps, lib_path, ptx):
     """The raw cuLaunchKernel floor in this process (bench/floor.cu built with -DFLOOR_LIB)."""
     if not lib_path or not ptx:
-        res.note("launch", "no --floor-lib/--ptx: no in-process floor (the goals use the "
-                           "floor process's figure)")
+        res.note(
+            "launch",
+            "no --floor-lib/--ptx: no in-process floor (the goals use the floor process's figure)",
+        )
         return
     import ctypes
+
     try:
         lib = ctypes.CDLL(lib_path)
         for f in ("floor_open", "floor_launch", "floor_synchronize", "floor_check"):
@@ -106,14 +147,21 @@ def floor_rows(res, reps, lib_path, ptx):
         r = lib.floor_check()
         return r == 0, "" if r == 0 else "floor_check returned %d" % r
 
-    for which, key, path in ((0, "floor_inproc_add_f32", "cuLaunchKernel add_f32 (C, this "
-                              "process, legacy stream)"),
-                             (1, "floor_inproc_empty", "cuLaunchKernel empty kernel (C, this "
-                              "process, legacy stream)")):
-        launch_row(res, reps, "C driver", path, key, None, sync,
-                   check if which == 0 else None,
-                   batch_fn=partial(lambda w, n: ok(lib.floor_launch(n, w), "floor_launch"),
-                                    which))
+    for which, key, path in (
+        (0, "floor_inproc_add_f32", "cuLaunchKernel add_f32 (C, this process, legacy stream)"),
+        (1, "floor_inproc_empty", "cuLaunchKernel empty kernel (C, this process, legacy stream)"),
+    ):
+        launch_row(
+            res,
+            reps,
+            "C driver",
+            path,
+            key,
+            None,
+            sync,
+            check if which == 0 else None,
+            batch_fn=partial(lambda w, n: ok(lib.floor_launch(n, w), "floor_launch"), which),
+        )
 
 
 def declare_launch_rows(res, reps, mods):
@@ -126,8 +174,10 @@ def declare_launch_rows(res, reps, mods):
 
     def noop():
         return None
-    launch_row(res, reps, "-", "harness: Python loop + a no-op call", "harness_noop", noop,
-               noop, info=True)
+
+    launch_row(
+        res, reps, "-", "harness: Python loop + a no-op call", "harness_noop", noop, noop, info=True
+    )
 
     # --- CuPy producer
     if cp is None:
@@ -140,22 +190,64 @@ def declare_launch_rows(res, reps, mods):
             read = partial(cp.asnumpy, out)
             if fk is not None:
                 side = cp.cuda.Stream(non_blocking=True)
-                fc_launch_rows(res, reps, np, fk, "cupy", "cupy", a, b, out, sync, poison, read,
-                               expected, side_stream=side)
+                fc_launch_rows(
+                    res,
+                    reps,
+                    np,
+                    fk,
+                    "cupy",
+                    "cupy",
+                    a,
+                    b,
+                    out,
+                    sync,
+                    poison,
+                    read,
+                    expected,
+                    side_stream=side,
+                )
             raw = cp.RawKernel(RAW_ADD_SRC, "add_f32")
             call = partial(raw, (LAUNCH_N // 256,), (256,), (a, b, out, np.int64(LAUNCH_N)))
-            launch_row(res, reps, "cupy", "CuPy RawKernel add (CUDA C)", "rawkernel_cupy", call,
-                       sync, make_check(np, poison, call, sync, read, expected))
+            launch_row(
+                res,
+                reps,
+                "cupy",
+                "CuPy RawKernel add (CUDA C)",
+                "rawkernel_cupy",
+                call,
+                sync,
+                make_check(np, poison, call, sync, read, expected),
+            )
             python_floor_row(res, reps, np, cp, raw, a, b, out, sync, poison, read, expected)
             call = partial(cp.add, a, b, out=out)
-            launch_row(res, reps, "cupy", "cupy.add(a, b, out=out)", "cupy_add", call, sync,
-                       make_check(np, poison, call, sync, read, expected))
+            launch_row(
+                res,
+                reps,
+                "cupy",
+                "cupy.add(a, b, out=out)",
+                "cupy_add",
+                call,
+                sync,
+                make_check(np, poison, call, sync, read, expected),
+            )
 
             def cai3():
-                return (a.__cuda_array_interface__, b.__cuda_array_interface__,
-                        out.__cuda_array_interface__)
-            launch_row(res, reps, "cupy", "read 3 __cuda_array_interface__ dicts", "cai_cupy",
-                       cai3, sync, info=True)
+                return (
+                    a.__cuda_array_interface__,
+                    b.__cuda_array_interface__,
+                    out.__cuda_array_interface__,
+                )
+
+            launch_row(
+                res,
+                reps,
+                "cupy",
+                "read 3 __cuda_array_interface__ dicts",
+                "cai_cupy",
+                cai3,
+                sync,
+                info=True,
+            )
         except Exception as e:  # noqa: BLE001
             res.note("launch", "CuPy section failed: %s: %s" % (type(e).__name__, e))
 
@@ -172,21 +264,43 @@ def declare_launch_rows(res, reps, mods):
 
             def read():
                 return tout.cpu().numpy()
+
             if fk is not None:
                 # A tensor's producer stream is torch's current stream (the default one here),
                 # which is also the launch stream: every sync mode has nothing to order, so no
                 # side-stream rows here.
-                fc_launch_rows(res, reps, np, fk, "torch", "torch", ta, tb, tout, sync, poison,
-                               read, expected)
+                fc_launch_rows(
+                    res, reps, np, fk, "torch", "torch", ta, tb, tout, sync, poison, read, expected
+                )
             call = partial(torch.add, ta, tb, out=tout)
-            launch_row(res, reps, "torch", "torch.add(a, b, out=out)", "torch_add", call, sync,
-                       make_check(np, poison, call, sync, read, expected))
+            launch_row(
+                res,
+                reps,
+                "torch",
+                "torch.add(a, b, out=out)",
+                "torch_add",
+                call,
+                sync,
+                make_check(np, poison, call, sync, read, expected),
+            )
 
             def cai3t():
-                return (ta.__cuda_array_interface__, tb.__cuda_array_interface__,
-                        tout.__cuda_array_interface__)
-            launch_row(res, reps, "torch", "read 3 __cuda_array_interface__ dicts", "cai_torch",
-                       cai3t, sync, info=True)
+                return (
+                    ta.__cuda_array_interface__,
+                    tb.__cuda_array_interface__,
+                    tout.__cuda_array_interface__,
+                )
+
+            launch_row(
+                res,
+                reps,
+                "torch",
+                "read 3 __cuda_array_interface__ dicts",
+                "cai_torch",
+                cai3t,
+                sync,
+                info=True,
+            )
         except Exception as e:  # noqa: BLE001
             res.note("launch", "torch section failed: %s: %s" % (type(e).__name__, e))
 
@@ -202,16 +316,38 @@ def declare_launch_rows(res, reps, mods):
                 raise RuntimeError("no library to synchronize/read back with (need CuPy or torch)")
             read, poison = fc_reader(ferrocuda, np, cp, torch, arrs[2])
             call = partial(fk.add, *arrs)
-            launch_row(res, reps, "ferrocuda", "ferrocuda add, DeviceArray, sync=None",
-                       "fc_fcarray_none", call, sync,
-                       make_check(np, poison, call, sync, read, expected))
+            launch_row(
+                res,
+                reps,
+                "ferrocuda",
+                "ferrocuda add, DeviceArray, sync=None",
+                "fc_fcarray_none",
+                call,
+                sync,
+                make_check(np, poison, call, sync, read, expected),
+            )
             call = partial(fk.add, *arrs, check_pointers=False)
-            launch_row(res, reps, "ferrocuda", "ferrocuda add, DeviceArray, check_pointers=False",
-                       "fc_fcarray_nocheck", call, sync,
-                       make_check(np, poison, call, sync, read, expected))
-            bound_launch_rows(res, reps, "ferrocuda", "fcarray", fk.add, tuple(arrs), sync,
-                              lambda call: make_check(np, poison, call, sync, read, expected),
-                              variants=BOUND_VARIANTS[:2])
+            launch_row(
+                res,
+                reps,
+                "ferrocuda",
+                "ferrocuda add, DeviceArray, check_pointers=False",
+                "fc_fcarray_nocheck",
+                call,
+                sync,
+                make_check(np, poison, call, sync, read, expected),
+            )
+            bound_launch_rows(
+                res,
+                reps,
+                "ferrocuda",
+                "fcarray",
+                fk.add,
+                tuple(arrs),
+                sync,
+                lambda call: make_check(np, poison, call, sync, read, expected),
+                variants=BOUND_VARIANTS[:2],
+            )
         except Exception as e:  # noqa: BLE001
             res.note("launch", "ferrocuda.DeviceArray rows skipped: %s: %s" % (type(e).__name__, e))
 
@@ -223,11 +359,16 @@ def python_floor_row(res, reps, np, cp, raw, a, b, out, sync, poison, read, expe
     RawKernel's function with a parameter array built once; nothing read, checked or planned.
     Every launch from Python pays at least this; the C floor pays none of it."""
     import ctypes
+
     try:
         launch = cp.cuda.driver.launchKernel
         f = raw.kernel.ptr
-        vals = (ctypes.c_uint64(a.data.ptr), ctypes.c_uint64(b.data.ptr),
-                ctypes.c_uint64(out.data.ptr), ctypes.c_int64(out.size))
+        vals = (
+            ctypes.c_uint64(a.data.ptr),
+            ctypes.c_uint64(b.data.ptr),
+            ctypes.c_uint64(out.data.ptr),
+            ctypes.c_int64(out.size),
+        )
         params = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
         kp, s, grid = ctypes.addressof(params), cp.cuda.get_current_stream().ptr, out.size // 256
     except Exception as e:  # noqa: BLE001
@@ -242,9 +383,18 @@ def python_floor_row(res, reps, np, cp, raw, a, b, out, sync, poison, read, expe
         for _ in range(n):
             launch(f, grid, 1, 1, 256, 1, 1, 0, s, kp, 0)
 
-    launch_row(res, reps, "cupy", "Python floor: cupy.cuda.driver.launchKernel from a Python "
-               "loop (Cython call, GIL released; no reads or checks)", "pyfloor_cupy", None, sync,
-               make_check(np, poison, call, sync, read, expected), batch_fn=batch)
+    launch_row(
+        res,
+        reps,
+        "cupy",
+        "Python floor: cupy.cuda.driver.launchKernel from a Python "
+        "loop (Cython call, GIL released; no reads or checks)",
+        "pyfloor_cupy",
+        None,
+        sync,
+        make_check(np, poison, call, sync, read, expected),
+        batch_fn=batch,
+    )
 
 
 def to_fc_device_array(ferrocuda, host):
@@ -269,8 +419,10 @@ def to_fc_device_array(ferrocuda, host):
             errors.append("%r gave %r" % (f, type(x).__name__))
         except Exception as e:  # noqa: BLE001
             errors.append("%s: %s" % (type(e).__name__, e))
-    raise RuntimeError("no way found to build a ferrocuda.DeviceArray from a NumPy array (%s)"
-                       % "; ".join(errors[-3:]))
+    raise RuntimeError(
+        "no way found to build a ferrocuda.DeviceArray from a NumPy array (%s)"
+        % "; ".join(errors[-3:])
+    )
 
 
 def fc_reader(ferrocuda, np, cp, torch, x):

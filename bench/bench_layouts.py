@@ -59,8 +59,10 @@ def _inputs(cp, key, n, k):
         return [rng.standard_normal((side, side), dtype=cp.float32).T for _ in range(k)]
     if key == "broadcast":
         rows = n // ROW
-        return [cp.broadcast_to(rng.standard_normal((1, ROW), dtype=cp.float32), (rows, ROW))
-                for _ in range(k)]
+        return [
+            cp.broadcast_to(rng.standard_normal((1, ROW), dtype=cp.float32), (rows, ROW))
+            for _ in range(k)
+        ]
     raise AssertionError(key)
 
 
@@ -125,8 +127,10 @@ def section_layouts(res, reps, mods, budget, clock, n=LAYOUT_N):
     cp, fc = mods.get("cupy"), mods.get("ferrocuda")
     res.data.setdefault("layouts", [])
     if cp is None or fc is None:
-        res.note("layouts", "CuPy or ferrocuda unavailable: layouts section skipped (it builds "
-                            "views with CuPy)")
+        res.note(
+            "layouts",
+            "CuPy or ferrocuda unavailable: layouts section skipped (it builds views with CuPy)",
+        )
         return
     if math.isqrt(n) ** 2 != n or n % ROW:
         res.note("layouts", "%d elements: not a square multiple of %d; section skipped" % (n, ROW))
@@ -136,22 +140,49 @@ def section_layouts(res, reps, mods, budget, clock, n=LAYOUT_N):
         r = reps_for(nbytes)
         for key, label in LAYOUTS:
             if budget.left() < 10:
-                res.note("layouts", "time budget exhausted: %s %s and later rows skipped" % (
-                    family, label))
+                res.note(
+                    "layouts",
+                    "time budget exhausted: %s %s and later rows skipped" % (family, label),
+                )
                 return
             try:
                 ins, out = _inputs(cp, key, n, k), _output(cp, key, n)
                 extra = {"family": family, "layout": key, "strides_bytes": list(out.strides)}
-                bw_row(res, "layouts", "fc_" + family, "ferrocuda %s %s" % (family, label), n,
-                       nbytes, clock, _call(fc, family, ins, out), r, reps.trials,
-                       lambda: _check(cp, fc, family, ins, out), extra)
+                bw_row(
+                    res,
+                    "layouts",
+                    "fc_" + family,
+                    "ferrocuda %s %s" % (family, label),
+                    n,
+                    nbytes,
+                    clock,
+                    _call(fc, family, ins, out),
+                    r,
+                    reps.trials,
+                    lambda: _check(cp, fc, family, ins, out),
+                    extra,
+                )
                 if family == "add":
-                    bw_row(res, "layouts", "cupy_add", "cupy.add(out=) %s" % label, n, nbytes,
-                           clock, lambda i: cp.add(ins[0], ins[1], out=out), r, reps.trials,
-                           None, extra)
+                    bw_row(
+                        res,
+                        "layouts",
+                        "cupy_add",
+                        "cupy.add(out=) %s" % label,
+                        n,
+                        nbytes,
+                        clock,
+                        lambda i: cp.add(ins[0], ins[1], out=out),
+                        r,
+                        reps.trials,
+                        None,
+                        extra,
+                    )
             except Exception as e:  # noqa: BLE001
-                res.note("layouts", "%s %s failed: %s: %s\n%s" % (
-                    family, label, type(e).__name__, e, traceback.format_exc(limit=3)))
+                res.note(
+                    "layouts",
+                    "%s %s failed: %s: %s\n%s"
+                    % (family, label, type(e).__name__, e, traceback.format_exc(limit=3)),
+                )
             ins = out = None  # release the buffers
             cp.get_default_memory_pool().free_all_blocks()
     log("layouts: %d rows" % len(res.data["layouts"]))
@@ -163,17 +194,24 @@ def render_layouts(data):
         return ""
     base = {(r["impl"], r["family"]): r["gbps"] for r in rows if r.get("layout") == "contiguous"}
     n = rows[0]["n"]
-    out = ["", "## Element-wise families on strided layouts, float32, 2^%d elements, GB/s" % (
-        n.bit_length() - 1), "",
-           "Bytes: reads + writes of the elements used (add, saxpy 12 B/element, gelu 8 B). "
-           "× contiguous: against the same implementation on contiguous arrays.", "",
-           "| family | implementation | layout | GB/s | × contiguous | checked |",
-           "| --- | --- | --- | ---: | ---: | :---: |"]
+    out = [
+        "",
+        "## Element-wise families on strided layouts, float32, 2^%d elements, GB/s"
+        % (n.bit_length() - 1),
+        "",
+        "Bytes: reads + writes of the elements used (add, saxpy 12 B/element, gelu 8 B). "
+        "× contiguous: against the same implementation on contiguous arrays.",
+        "",
+        "| family | implementation | layout | GB/s | × contiguous | checked |",
+        "| --- | --- | --- | ---: | ---: | :---: |",
+    ]
     for r in rows:
         b = base.get((r["impl"], r["family"]))
         ratio = "%.2f" % (r["gbps"] / b) if b else "—"
         checked = {True: "ok", False: "WRONG", None: "—"}[r.get("checked")]
         who = "ferrocuda" if r["impl"].startswith("fc_") else "cupy.add(out=)"
-        out.append("| %s | %s | %s | %.0f | %s | %s |" % (
-            r["family"], who, r["layout"], r["gbps"], ratio, checked))
+        out.append(
+            "| %s | %s | %s | %.0f | %s | %s |"
+            % (r["family"], who, r["layout"], r["gbps"], ratio, checked)
+        )
     return "\n".join(out) + "\n"

@@ -27,7 +27,10 @@ def run_once(site: str, rounds: int, calls: int) -> dict[str, list[float]]:
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_interleaved.py")
     out = subprocess.run(
         [sys.executable, script, "--json", "--rounds", str(rounds), "--calls", str(calls)],
-        env=env, check=True, capture_output=True, text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -49,7 +52,10 @@ def main() -> int:
         for key, site in order if k % 2 == 0 else order[::-1]:
             for variant, xs in run_once(site, args.rounds, args.calls).items():
                 acc[key].setdefault(variant, []).extend(xs)
-    print(f"| variant | {args.label_a} µs/call | {args.label_b} µs/call | {args.label_b}/{args.label_a} |")
+    print(
+        f"| variant | {args.label_a} µs/call | {args.label_b} µs/call "
+        f"| {args.label_b}/{args.label_a} |"
+    )
     print("| --- | ---: | ---: | ---: |")
     for variant in acc["a"]:
         a = statistics.median(acc["a"][variant])

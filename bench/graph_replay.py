@@ -141,7 +141,9 @@ def main(argv=None):
                 dt = time.perf_counter() - t0
                 times[name].append(dt / (args.repeats * args.launches) * 1e6)
     if args.json:
-        print(json.dumps({"launches": args.launches, "repeats": args.repeats, "us_per_kernel": times}))
+        print(
+            json.dumps({"launches": args.launches, "repeats": args.repeats, "us_per_kernel": times})
+        )
         return 0
     print("| variant (%d launches, interleaved) | µs/kernel median | p10-p90 |" % args.launches)
     print("| --- | ---: | ---: |")

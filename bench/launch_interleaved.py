@@ -27,12 +27,11 @@ def main():
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    import cupy as cp
-    import torch
-
     import json
 
+    import cupy as cp
     import numpy as np
+    import torch
 
     import ferrocuda
 
@@ -56,13 +55,15 @@ def main():
         "cupy.add(out=)": lambda: cp.add(c[0], c[1], out=c[2]),
     }
     if hasattr(add, "bind"):  # bound launches (absent from builds before them)
-        variants.update({
-            "DeviceArray bound": add.bind(*d),
-            "cupy bound": add.bind(*c),
-            "cupy bound sync='event'": add.bind(*c, sync="event"),
-            "torch bound": add.bind(*t),
-            "torch bound sync='off'": add.bind(*t, sync="off"),
-        })
+        variants.update(
+            {
+                "DeviceArray bound": add.bind(*d),
+                "cupy bound": add.bind(*c),
+                "cupy bound sync='event'": add.bind(*c, sync="event"),
+                "torch bound": add.bind(*t),
+                "torch bound sync='off'": add.bind(*t, sync="off"),
+            }
+        )
 
     def sync():
         torch.cuda.synchronize()
@@ -86,7 +87,10 @@ def main():
     print("| --- | ---: | ---: |")
     for k, xs in times.items():
         xs.sort()
-        print(f"| {k} | {statistics.median(xs):.3f} | {xs[len(xs) // 10]:.2f}-{xs[9 * len(xs) // 10]:.2f} |")
+        print(
+            f"| {k} | {statistics.median(xs):.3f} "
+            f"| {xs[len(xs) // 10]:.2f}-{xs[9 * len(xs) // 10]:.2f} |"
+        )
     return 0
 
 

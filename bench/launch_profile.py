@@ -67,18 +67,26 @@ def main() -> int:
                 s[1] += marks
     names = list(cases)
     print("CuPy current stream read through: %s" % ferrocuda._ferrocuda._cupy_stream_source())
-    print("ns per launch (kernels.add, sync=%r), %d launches per producer"
-          % (args.sync, calls[names[0]]))
+    print(
+        "ns per launch (kernels.add, sync=%r), %d launches per producer"
+        % (args.sync, calls[names[0]])
+    )
     print("| stage | " + " | ".join(names) + " |")
     print("| --- |" + " ---: |" * len(names))
     order = list(stages[names[0]])
     for stage in order:
-        print("| %s | %s |" % (stage, " | ".join(
-            "%.0f" % (stages[k][stage][0] / calls[k]) for k in names)))
-    print("| **sum of stages** | %s |" % " | ".join(
-        "%.0f" % (sum(v[0] for v in stages[k].values()) / calls[k]) for k in names))
-    print("| **wall per call (incl. sync at the end of each round)** | %s |" % " | ".join(
-        "%.0f" % (wall[k] / calls[k]) for k in names))
+        print(
+            "| %s | %s |"
+            % (stage, " | ".join("%.0f" % (stages[k][stage][0] / calls[k]) for k in names))
+        )
+    print(
+        "| **sum of stages** | %s |"
+        % " | ".join("%.0f" % (sum(v[0] for v in stages[k].values()) / calls[k]) for k in names)
+    )
+    print(
+        "| **wall per call (incl. sync at the end of each round)** | %s |"
+        % " | ".join("%.0f" % (wall[k] / calls[k]) for k in names)
+    )
     return 0
 
 

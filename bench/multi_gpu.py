@@ -70,7 +70,9 @@ def add_rows(res, reps, cp, np, fk, devices):
                 call()
                 sync()
                 got = cp.asnumpy(out)
-                return bool(np.array_equal(got, want)), "" if np.array_equal(got, want) else repr(got[:4])
+                return bool(np.array_equal(got, want)), "" if np.array_equal(got, want) else repr(
+                    got[:4]
+                )
 
             def batch(calls, a=a, b=b, out=out, current=current):
                 cp.cuda.Device(current).use()
@@ -78,8 +80,17 @@ def add_rows(res, reps, cp, np, fk, devices):
                 for _ in range(calls):
                     add(a, b, out)
 
-            launch_row(res, reps, "cupy", f"add, arrays on device {arrays_on}, device {current} current",
-                       f"dev{arrays_on}_cur{current}", call, sync, check=check, batch_fn=batch)
+            launch_row(
+                res,
+                reps,
+                "cupy",
+                f"add, arrays on device {arrays_on}, device {current} current",
+                f"dev{arrays_on}_cur{current}",
+                call,
+                sync,
+                check=check,
+                batch_fn=batch,
+            )
         cp.cuda.Device(0).use()
 
 
@@ -89,8 +100,9 @@ def thread_rows(res, reps, cp, np, fk, devices):
     arrays = []
     for d in devices:
         with cp.cuda.Device(d):
-            arrays.append((cp.arange(n, dtype=cp.float32), cp.ones(n, cp.float32),
-                           cp.empty(n, cp.float32)))
+            arrays.append(
+                (cp.arange(n, dtype=cp.float32), cp.ones(n, cp.float32), cp.empty(n, cp.float32))
+            )
     per = [[] for _ in devices]
     barrier = threading.Barrier(len(devices))
 
@@ -115,9 +127,15 @@ def thread_rows(res, reps, cp, np, fk, devices):
     for i, d in enumerate(devices):
         ok = bool(np.array_equal(cp.asnumpy(arrays[i][2]), np.arange(n, dtype=np.float32) + 1))
         st = summarize(per[i]) if per[i] else None
-        row = {"thread": i, "device": d, "devices": list(devices), "checked": ok,
-               "us_per_call": st and st["median"], "p10_us": st and st["p10"],
-               "p90_us": st and st["p90"]}
+        row = {
+            "thread": i,
+            "device": d,
+            "devices": list(devices),
+            "checked": ok,
+            "us_per_call": st and st["median"],
+            "p10_us": st and st["p10"],
+            "p90_us": st and st["p90"],
+        }
         res.data.setdefault("threads", []).append(row)
         log("threads: thread %d on device %d: %s us/call" % (i, d, st and round(st["median"], 3)))
 
@@ -158,8 +176,11 @@ def bandwidth_rows(res, reps, cp, np, fk, log2n, devices, together):
     sets, clocks = {}, {}
     for d in devices:
         with cp.cuda.Device(d):
-            sets[d] = (cp.random.random(n, dtype=cp.float32), cp.random.random(n, dtype=cp.float32),
-                       cp.empty(n, cp.float32))
+            sets[d] = (
+                cp.random.random(n, dtype=cp.float32),
+                cp.random.random(n, dtype=cp.float32),
+                cp.empty(n, cp.float32),
+            )
         clocks[d] = DeviceClock(cp, d)
     calls = 20
     per = {d: [] for d in devices}
@@ -191,16 +212,33 @@ def bandwidth_rows(res, reps, cp, np, fk, log2n, devices, together):
     rows = []
     for d in devices:
         st = summarize(per[d])
-        rows.append({"device": d, "together_with": [x for x in devices if x != d] if together else [],
-                     "log2n": log2n, "s_per_call": st["median"], "gbps": bytes_per / st["median"] / 1e9,
-                     "checked": ok})
+        rows.append(
+            {
+                "device": d,
+                "together_with": [x for x in devices if x != d] if together else [],
+                "log2n": log2n,
+                "s_per_call": st["median"],
+                "gbps": bytes_per / st["median"] / 1e9,
+                "checked": ok,
+            }
+        )
     if together:
         slowest = max(r["s_per_call"] for r in rows)
-        rows.append({"device": "all", "devices": list(devices), "log2n": log2n,
-                     "gbps": len(devices) * bytes_per / slowest / 1e9, "checked": ok})
+        rows.append(
+            {
+                "device": "all",
+                "devices": list(devices),
+                "log2n": log2n,
+                "gbps": len(devices) * bytes_per / slowest / 1e9,
+                "checked": ok,
+            }
+        )
     for r in rows:
         res.data.setdefault("bandwidth", []).append(r)
-        log("bandwidth: device %s%s: %.0f GB/s" % (r["device"], " (together)" if together else "", r["gbps"]))
+        log(
+            "bandwidth: device %s%s: %.0f GB/s"
+            % (r["device"], " (together)" if together else "", r["gbps"])
+        )
 
 
 def _device_ones(block_info=None):
@@ -221,17 +259,22 @@ def dask_rows(res, quick, timeout):
     back, so the figure is the engine's cost plus the kernels'."""
     for p in EXAMPLES:
         sys.path.insert(0, str(p))
-    import numpy as np
     import dask.array as da
     import dask_kernels as ex
+    import numpy as np
+
     from ferrocuda import kernels
 
     cases = [("tiny", 1 << 10, 512 if quick else 2048), ("large", 1 << 24, 8 if quick else 32)]
 
     def measure(compute, label):
         for kind, n_chunk, chunks in cases:
-            x = da.map_blocks(_device_ones, chunks=((n_chunk,) * chunks,), dtype=np.float32,
-                              meta=ex._meta(np.float32, 1))
+            x = da.map_blocks(
+                _device_ones,
+                chunks=((n_chunk,) * chunks,),
+                dtype=np.float32,
+                meta=ex._meta(np.float32, 1),
+            )
             y = ex.elementwise(kernels.add, x, x).map_blocks(_first, chunks=((1,) * chunks,))
             compute(y)  # warm-up: workers import, kernels load
             ts = []
@@ -241,12 +284,21 @@ def dask_rows(res, quick, timeout):
                 ts.append(time.perf_counter() - t0)
             ok = bool(np.all(ex.to_host(got) == 2.0))
             st = summarize(ts)
-            row = {"scheduler": label, "case": kind, "chunk_elements": n_chunk, "chunks": chunks,
-                   "s": st["median"], "us_per_chunk": st["median"] / chunks * 1e6,
-                   "gbps_through_engine": 12 * n_chunk * chunks / st["median"] / 1e9, "checked": ok}
+            row = {
+                "scheduler": label,
+                "case": kind,
+                "chunk_elements": n_chunk,
+                "chunks": chunks,
+                "s": st["median"],
+                "us_per_chunk": st["median"] / chunks * 1e6,
+                "gbps_through_engine": 12 * n_chunk * chunks / st["median"] / 1e9,
+                "checked": ok,
+            }
             res.data.setdefault("dask", []).append(row)
-            log("dask %-22s %-5s %5d chunks of %8d: %9.1f us/chunk, %7.1f GB/s" % (
-                label, kind, chunks, n_chunk, row["us_per_chunk"], row["gbps_through_engine"]))
+            log(
+                "dask %-22s %-5s %5d chunks of %8d: %9.1f us/chunk, %7.1f GB/s"
+                % (label, kind, chunks, n_chunk, row["us_per_chunk"], row["gbps_through_engine"])
+            )
 
     measure(ex.threaded(4), "threads (4)")
     try:
@@ -259,32 +311,75 @@ def dask_rows(res, quick, timeout):
 
 
 def table(res):
-    lines = ["", "#### Launch cost on several GPUs (µs per call, CuPy float32[1024], interleaved)", "",
-             "| path | µs/call | p10–p90 | checked |", "| --- | ---: | ---: | :---: |"]
+    lines = [
+        "",
+        "#### Launch cost on several GPUs (µs per call, CuPy float32[1024], interleaved)",
+        "",
+        "| path | µs/call | p10–p90 | checked |",
+        "| --- | ---: | ---: | :---: |",
+    ]
     for r in res.data["launch"]:
         if "us_per_call" in r:
-            lines.append("| %s | %.3f | %.3f–%.3f | %s |" % (r["path"], r["us_per_call"], r["p10_us"],
-                                                          r["p90_us"], "ok" if r.get("checked") else "WRONG"))
+            lines.append(
+                "| %s | %.3f | %.3f–%.3f | %s |"
+                % (
+                    r["path"],
+                    r["us_per_call"],
+                    r["p10_us"],
+                    r["p90_us"],
+                    "ok" if r.get("checked") else "WRONG",
+                )
+            )
     for r in res.data.get("threads", []):
-        lines.append("| thread %d of %d, device %d, launching at once | %s | %s | %s |" % (
-            r["thread"], len(r["devices"]), r["device"],
-            "%.3f" % r["us_per_call"] if r["us_per_call"] else "-",
-            "%.3f–%.3f" % (r["p10_us"], r["p90_us"]) if r["us_per_call"] else "-",
-            "ok" if r["checked"] else "WRONG"))
-    lines += ["", "#### add bandwidth (GB/s, GPU time)", "", "| device(s) | n | GB/s | checked |",
-              "| --- | ---: | ---: | :---: |"]
+        lines.append(
+            "| thread %d of %d, device %d, launching at once | %s | %s | %s |"
+            % (
+                r["thread"],
+                len(r["devices"]),
+                r["device"],
+                "%.3f" % r["us_per_call"] if r["us_per_call"] else "-",
+                "%.3f–%.3f" % (r["p10_us"], r["p90_us"]) if r["us_per_call"] else "-",
+                "ok" if r["checked"] else "WRONG",
+            )
+        )
+    lines += [
+        "",
+        "#### add bandwidth (GB/s, GPU time)",
+        "",
+        "| device(s) | n | GB/s | checked |",
+        "| --- | ---: | ---: | :---: |",
+    ]
     for r in res.data.get("bandwidth", []):
-        who = "both at once (aggregate)" if r["device"] == "all" else "device %s%s" % (
-            r["device"], " (both busy)" if r.get("together_with") else " alone")
-        lines.append("| %s | 2^%d | %.0f | %s |" % (who, r["log2n"], r["gbps"], "ok" if r["checked"] else "WRONG"))
+        who = (
+            "both at once (aggregate)"
+            if r["device"] == "all"
+            else "device %s%s"
+            % (r["device"], " (both busy)" if r.get("together_with") else " alone")
+        )
+        lines.append(
+            "| %s | 2^%d | %.0f | %s |"
+            % (who, r["log2n"], r["gbps"], "ok" if r["checked"] else "WRONG")
+        )
     if res.data.get("dask"):
-        lines += ["", "#### Dask: elementwise add through the engine", "",
-                  "| scheduler | chunks × elements | µs per chunk | GB/s | checked |",
-                  "| --- | --- | ---: | ---: | :---: |"]
+        lines += [
+            "",
+            "#### Dask: elementwise add through the engine",
+            "",
+            "| scheduler | chunks × elements | µs per chunk | GB/s | checked |",
+            "| --- | --- | ---: | ---: | :---: |",
+        ]
         for r in res.data["dask"]:
-            lines.append("| %s | %d × %d | %.1f | %.1f | %s |" % (
-                r["scheduler"], r["chunks"], r["chunk_elements"], r["us_per_chunk"],
-                r["gbps_through_engine"], "ok" if r["checked"] else "WRONG"))
+            lines.append(
+                "| %s | %d × %d | %.1f | %.1f | %s |"
+                % (
+                    r["scheduler"],
+                    r["chunks"],
+                    r["chunk_elements"],
+                    r["us_per_chunk"],
+                    r["gbps_through_engine"],
+                    "ok" if r["checked"] else "WRONG",
+                )
+            )
     for note in res.data["notes"]:
         lines.append("* note [%s]: %s" % (note["section"], note["note"]))
     return "\n".join(lines)
@@ -297,27 +392,45 @@ def main():
     ap.add_argument("--budget", type=float, default=float(os.environ.get("BENCH_BUDGET_S", "360")))
     args = ap.parse_args()
     budget, res, reps = Budget(args.budget), Results(), Reps(args.quick)
-    import numpy as np
     import cupy as cp
+    import numpy as np
+
     import ferrocuda
 
     fk = ferrocuda.kernels
     count = cp.cuda.runtime.getDeviceCount()
-    res.data["machine"] = {"gpus": [cp.cuda.runtime.getDeviceProperties(d)["name"].decode()
-                                    for d in range(count)], "ferrocuda": ferrocuda.__version__}
+    res.data["machine"] = {
+        "gpus": [cp.cuda.runtime.getDeviceProperties(d)["name"].decode() for d in range(count)],
+        "ferrocuda": ferrocuda.__version__,
+    }
     two = count >= 2
     if not two:
-        res.note("launch", "one GPU only: the two-GPU rows are to be measured on a machine with two")
+        res.note(
+            "launch", "one GPU only: the two-GPU rows are to be measured on a machine with two"
+        )
     steps = [
-        ("launch", lambda: add_rows(res, reps, cp, np, fk,
-                                    [(0, 0)] + ([(1, 0), (1, 1)] if two else []))),
+        (
+            "launch",
+            lambda: add_rows(res, reps, cp, np, fk, [(0, 0)] + ([(1, 0), (1, 1)] if two else [])),
+        ),
         ("threads", lambda: thread_rows(res, reps, cp, np, fk, [0, 1] if two else [0, 0])),
-        ("bandwidth", lambda: bandwidth_rows(res, reps, cp, np, fk, 26 if args.quick else 28, [0], False)),
+        (
+            "bandwidth",
+            lambda: bandwidth_rows(res, reps, cp, np, fk, 26 if args.quick else 28, [0], False),
+        ),
     ]
     if two:
         steps += [
-            ("bandwidth", lambda: bandwidth_rows(res, reps, cp, np, fk, 26 if args.quick else 28, [1], False)),
-            ("bandwidth", lambda: bandwidth_rows(res, reps, cp, np, fk, 26 if args.quick else 28, [0, 1], True)),
+            (
+                "bandwidth",
+                lambda: bandwidth_rows(res, reps, cp, np, fk, 26 if args.quick else 28, [1], False),
+            ),
+            (
+                "bandwidth",
+                lambda: bandwidth_rows(
+                    res, reps, cp, np, fk, 26 if args.quick else 28, [0, 1], True
+                ),
+            ),
         ]
     steps.append(("dask", lambda: dask_rows(res, args.quick, 120.0)))
     for section, step in steps:
@@ -334,8 +447,12 @@ def main():
     with open(args.json, "w") as f:
         json.dump(res.data, f, indent=1)
     print(table(res))
-    wrong = [r for sec in ("launch", "threads", "bandwidth", "dask") for r in res.data.get(sec, [])
-             if r.get("checked") is False]
+    wrong = [
+        r
+        for sec in ("launch", "threads", "bandwidth", "dask")
+        for r in res.data.get(sec, [])
+        if r.get("checked") is False
+    ]
     return 1 if wrong or any("failed" in n["note"] for n in res.data["notes"]) else 0
 
 

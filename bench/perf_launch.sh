@@ -44,12 +44,15 @@ prof() {  # tag, mode (flat|dwarf), perf_loop.py arguments...
 # PERF_FLAT / PERF_DWARF: the loops to profile (comma-separated, e.g. "pyfloor,dev bound").
 IFS=, read -ra flat <<< "${PERF_FLAT:-cupy,torch,torchadd,dev,dev bound,cupy bound,torch bound,pyfloor}"
 IFS=, read -ra dwarf <<< "${PERF_DWARF:-cupy,torch,dev bound,pyfloor}"
+# A loop is perf_loop.py's arguments: "dev bound" is WHO and `bound`.
 for w in "${flat[@]}"; do
   echo "perf: $w"
-  prof "$(echo "$w" | tr ' ' _)" flat $w
+  read -ra args <<< "$w"
+  prof "$(echo "$w" | tr ' ' _)" flat "${args[@]}"
 done
 for w in "${dwarf[@]}"; do
   echo "perf (call graphs): $w"
-  prof "$(echo "$w" | tr ' ' _)" dwarf $w
+  read -ra args <<< "$w"
+  prof "$(echo "$w" | tr ' ' _)" dwarf "${args[@]}"
 done
 echo "perf: profiles in $out"

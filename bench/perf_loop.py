@@ -4,10 +4,10 @@
 WHO is ``cupy``, ``torch``, ``dev`` (ferrocuda DeviceArrays) — ``kernels.add`` on three
 float32[1024] arrays, or its bound launch with ``bound`` — ``torchadd`` (``torch.add(out=)``,
 the peer) or ``pyfloor`` (the Python floor: CuPy's Cython ``cupy.cuda.driver.launchKernel``
-on a RawKernel's function with a parameter array built once, nothing read or checked). After 1000 warm-up launches it writes its process id to the
-file named by ``READY`` (if set), so that a profiler can attach to the loop alone (imports and
-first launches excluded), then launches N times (default 200000), synchronizing every 512
-launches, and prints µs per launch.
+on a RawKernel's function with a parameter array built once, nothing read or checked). After
+1000 warm-up launches it writes its process id to the file named by ``READY`` (if set), so that
+a profiler can attach to the loop alone (imports and first launches excluded), then launches N
+times (default 200000), synchronizing every 512 launches, and prints µs per launch.
 """
 
 from __future__ import annotations
@@ -46,16 +46,25 @@ def main() -> None:
 
         import cupy as cp
 
-        src = ('extern "C" __global__ void add_f32(const float* a, const float* b, float* o, '
-               "long long n) { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
-               "if (i < n) o[i] = a[i] + b[i]; }")
+        src = (
+            'extern "C" __global__ void add_f32(const float* a, const float* b, float* o, '
+            "long long n) { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
+            "if (i < n) o[i] = a[i] + b[i]; }"
+        )
         raw = cp.RawKernel(src, "add_f32")  # kept: its module holds the function
         func = raw.kernel.ptr
-        vals = (ctypes.c_uint64(a.data.ptr), ctypes.c_uint64(b.data.ptr),
-                ctypes.c_uint64(o.data.ptr), ctypes.c_int64(n))
+        vals = (
+            ctypes.c_uint64(a.data.ptr),
+            ctypes.c_uint64(b.data.ptr),
+            ctypes.c_uint64(o.data.ptr),
+            ctypes.c_int64(n),
+        )
         params = (ctypes.c_void_p * 4)(*[ctypes.addressof(v) for v in vals])
-        kp, s, launch = ctypes.addressof(params), cp.cuda.get_current_stream().ptr, \
-            cp.cuda.driver.launchKernel
+        kp, s, launch = (
+            ctypes.addressof(params),
+            cp.cuda.get_current_stream().ptr,
+            cp.cuda.driver.launchKernel,
+        )
 
         keep = (raw, vals, params)  # noqa: F841 - alive while main() runs the loop
 
@@ -73,6 +82,7 @@ def main() -> None:
 
         def step() -> None:
             add(a, b, o)
+
     for _ in range(1000):
         step()
     sync()

@@ -54,16 +54,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
-import subprocess
 import sys
-import time
 import traceback
-from functools import partial
 
 from bench_common import ADD_INDEX_SHAPE, Budget, Reps, Results, log, sizes_from
+from bench_gallery import render_gallery, section_gallery
 from bench_gpu_time import (
     CupyClock,
     TorchClock,
@@ -71,9 +68,8 @@ from bench_gpu_time import (
     section_bandwidth,
     section_init,
 )
-from bench_gallery import render_gallery, section_gallery
-from bench_layouts import render_layouts, section_layouts
 from bench_launch import section_launch
+from bench_layouts import render_layouts, section_layouts
 from bench_numba import numba_child, run_numba_child
 from bench_report import compute_goals, read_jsonl, render
 
@@ -89,26 +85,41 @@ def try_import(name, res):
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     out_dir = os.environ.get("OUT")
-    ap.add_argument("--json", default=os.path.join(out_dir, "bench.json") if out_dir else "bench.json")
+    ap.add_argument(
+        "--json", default=os.path.join(out_dir, "bench.json") if out_dir else "bench.json"
+    )
     ap.add_argument("--floor", default=None, help="JSON lines of bench/floor.cu")
     ap.add_argument("--rust", default=None, help="JSON lines of the Rust launch bench")
-    ap.add_argument("--floor-lib", default=None,
-                    help="bench/floor.cu built with -DFLOOR_LIB (the floor in this process)")
+    ap.add_argument(
+        "--floor-lib",
+        default=None,
+        help="bench/floor.cu built with -DFLOOR_LIB (the floor in this process)",
+    )
     ap.add_argument("--ptx", default=None, help="the bundled PTX, for --floor-lib")
     ap.add_argument("--gpu-info", default=None, help="nvidia-smi CSV line (name, driver, memory)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, sizes up to 2^24")
     ap.add_argument("--min-log2", type=int, default=20)
     ap.add_argument("--max-log2", type=int, default=None)
     ap.add_argument("--sections", default="launch,bandwidth,init,add_index,layouts,numba,gallery")
-    ap.add_argument("--budget-s", type=float, default=330.0,
-                    help="wall-clock budget for the measurements (later sizes are skipped)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=330.0,
+        help="wall-clock budget for the measurements (later sizes are skipped)",
+    )
     ap.add_argument("--numba-timeout", type=float, default=150.0)
-    ap.add_argument("--gallery-budget-s", type=float,
-                    default=float(os.environ.get("BENCH_GALLERY_BUDGET_S", "240")),
-                    help="wall-clock budget of the gallery section (default: $BENCH_GALLERY_BUDGET_S or 240)")
+    ap.add_argument(
+        "--gallery-budget-s",
+        type=float,
+        default=float(os.environ.get("BENCH_GALLERY_BUDGET_S", "240")),
+        help="wall-clock budget of the gallery section (default: $BENCH_GALLERY_BUDGET_S or 240)",
+    )
     ap.add_argument("--l2-bytes", type=int, default=0, help="L2 size (default: from the device)")
-    ap.add_argument("--table-only", action="store_true",
-                    help="measure nothing: merge --floor/--rust and print the tables")
+    ap.add_argument(
+        "--table-only",
+        action="store_true",
+        help="measure nothing: merge --floor/--rust and print the tables",
+    )
     ap.add_argument("--numba-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.max_log2 is None:
@@ -126,9 +137,14 @@ def main(argv=None):
     res = Results()
     budget = Budget(args.budget_s)
     m = res.data["machine"]
-    m.update({"python": platform.python_version(), "host": platform.node(),
-              "args": vars(args).copy(), "sync_env": os.environ.get(
-                  "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC")})
+    m.update(
+        {
+            "python": platform.python_version(),
+            "host": platform.node(),
+            "args": vars(args).copy(),
+            "sync_env": os.environ.get("FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"),
+        }
+    )
     if args.gpu_info and os.path.exists(args.gpu_info):
         with open(args.gpu_info) as f:
             parts = [x.strip() for x in f.read().strip().split(",")]
@@ -139,8 +155,11 @@ def main(argv=None):
             if len(parts) > 2:
                 m["memory"] = parts[2]
     res.data["floor"] = read_jsonl(args.floor, res, "floor") if args.floor else []
-    res.data["rust"] = [r for r in read_jsonl(args.rust, res, "rust") if r.get("bench") ==
-                        "rust_launch"] if args.rust else []
+    res.data["rust"] = (
+        [r for r in read_jsonl(args.rust, res, "rust") if r.get("bench") == "rust_launch"]
+        if args.rust
+        else []
+    )
     for r in res.data["floor"]:
         if r.get("name") == "device":
             m.setdefault("gpu", r.get("device"))
@@ -167,8 +186,9 @@ def main(argv=None):
                 if mods.get(k) is not None:
                     m[k] = getattr(mods[k], "__version__", "?")
             if mods.get("ferrocuda") is not None and mods.get("cupy") is not None:
-                src = getattr(getattr(mods["ferrocuda"], "_ferrocuda", None),
-                              "_cupy_stream_source", None)
+                src = getattr(
+                    getattr(mods["ferrocuda"], "_ferrocuda", None), "_cupy_stream_source", None
+                )
                 if src is not None:
                     m["cupy_stream_source"] = src()
             cp = mods["cupy"]
@@ -191,16 +211,19 @@ def main(argv=None):
                 ("launch", lambda: section_launch(res, reps, mods)),
             ]
             clock = None
-            if any(s in args.sections for s in ("bandwidth", "init", "add_index", "layouts",
-                                                 "gallery")):
+            if any(
+                s in args.sections for s in ("bandwidth", "init", "add_index", "layouts", "gallery")
+            ):
                 try:
                     if cp is not None:
                         clock = CupyClock(cp, mods["numpy"])
                     elif mods["torch"] is not None:
                         clock = TorchClock(mods["torch"])
                     else:
-                        res.note("setup", "neither CuPy nor torch: no GPU timer, GPU-time "
-                                          "sections skipped")
+                        res.note(
+                            "setup",
+                            "neither CuPy nor torch: no GPU timer, GPU-time sections skipped",
+                        )
                     if clock is not None:
                         m["spin_units_per_us"] = clock.cycles_per_us
                 except Exception as e:  # noqa: BLE001
@@ -208,20 +231,47 @@ def main(argv=None):
             if clock is not None:
                 sizes = sizes_from(args)
                 steps += [
-                    ("bandwidth", lambda: section_bandwidth(res, reps, mods, sizes, args.l2_bytes,
-                                                            budget, clock)),
-                    ("init", lambda: section_init(res, reps, mods, sizes, args.l2_bytes, budget,
-                                                  clock)),
-                    ("add_index", lambda: section_add_index(
-                        res, reps, mods, budget, clock,
-                        (64, 128, 256) if args.quick else ADD_INDEX_SHAPE)),
-                    ("layouts", lambda: section_layouts(
-                        res, reps, mods, budget, clock, (1 << 22) if args.quick else 1 << 26)),
+                    (
+                        "bandwidth",
+                        lambda: section_bandwidth(
+                            res, reps, mods, sizes, args.l2_bytes, budget, clock
+                        ),
+                    ),
+                    (
+                        "init",
+                        lambda: section_init(res, reps, mods, sizes, args.l2_bytes, budget, clock),
+                    ),
+                    (
+                        "add_index",
+                        lambda: section_add_index(
+                            res,
+                            reps,
+                            mods,
+                            budget,
+                            clock,
+                            (64, 128, 256) if args.quick else ADD_INDEX_SHAPE,
+                        ),
+                    ),
+                    (
+                        "layouts",
+                        lambda: section_layouts(
+                            res, reps, mods, budget, clock, (1 << 22) if args.quick else 1 << 26
+                        ),
+                    ),
                     # Its own budget share: the gallery never starves the sections after it,
                     # and they never starve it.
-                    ("gallery", lambda: section_gallery(
-                        res, reps, mods, Budget(min(budget.left(), args.gallery_budget_s)),
-                        clock, args.l2_bytes, args.quick)),
+                    (
+                        "gallery",
+                        lambda: section_gallery(
+                            res,
+                            reps,
+                            mods,
+                            Budget(min(budget.left(), args.gallery_budget_s)),
+                            clock,
+                            args.l2_bytes,
+                            args.quick,
+                        ),
+                    ),
                 ]
             steps.append(("numba", lambda: run_numba_child(res, args, budget)))
             for name, fn in steps:
@@ -231,8 +281,11 @@ def main(argv=None):
                 try:
                     fn()
                 except Exception as e:  # noqa: BLE001
-                    res.note(name, "section crashed: %s: %s\n%s" % (
-                        type(e).__name__, e, traceback.format_exc(limit=3)))
+                    res.note(
+                        name,
+                        "section crashed: %s: %s\n%s"
+                        % (type(e).__name__, e, traceback.format_exc(limit=3)),
+                    )
     res.data["goals"] = compute_goals(res.data)
     try:
         d = os.path.dirname(os.path.abspath(args.json))

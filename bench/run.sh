@@ -26,7 +26,7 @@ if [ "$(basename "$(dirname "$here")")" = ".gpu" ]; then
 else
   root="$(dirname "$here")"
 fi
-cd "$root"
+cd "$root" || exit 1
 OUT="${OUT:-/tmp/ferrocuda-out}"
 export OUT
 parts="$OUT/bench-parts"
@@ -49,6 +49,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 # ---- the bundled PTX (for floor.cu)
 ptx="$here/ferrocuda_kernels.ptx"
 if [ ! -f "$ptx" ]; then
+  # shellcheck disable=SC2012  # ls -t: the newest build's; cargo's paths have no odd characters
   ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
 fi
 
@@ -93,6 +94,7 @@ bin="$root/.gpu/bin-bench/launch"
 # Carried compressed by scripts/gpu-bundle.sh.
 [ -f "$bin.gz" ] && gunzip -f "$bin.gz" && chmod +x "$bin"
 if [ ! -x "$bin" ]; then
+  # shellcheck disable=SC2010  # ls -t: the newest build's, less its .d file; cargo's names
   bin="$(ls -t target/release/deps/launch-* 2>/dev/null | grep -v '\.d$' | head -1)"
 fi
 if [ "$launch_parts" = 0 ]; then
@@ -114,7 +116,10 @@ if ! python3 -c 'import ferrocuda' >/dev/null 2>&1 && ls "$root"/.gpu/wheels/*.w
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 if [ -z "${FERROCUDA_NUMBA_SITE:-}" ]; then
-  whl="$(ls "$root"/.gpu/whl-numba/numpy-*.whl "$root"/.whl/numpy-*.whl 2>/dev/null | head -1)"
+  whl=""
+  for f in "$root"/.gpu/whl-numba/numpy-*.whl "$root"/.whl/numpy-*.whl; do
+    if [ -f "$f" ]; then whl="$f"; break; fi
+  done
   if [ -n "$whl" ]; then
     nsite=/tmp/ferrocuda-numba-site
     if python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$nsite" "$whl"; then

@@ -37,8 +37,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPO_PTXAS = REPO_ROOT / ".tools" / "nvcc" / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
@@ -50,8 +50,17 @@ def find_checker() -> str:
     prebuilt = os.environ.get("FERROCUDA_PTX_CHECK")
     if prebuilt:
         return prebuilt
-    cmd = ["cargo", "build", "--quiet", "-p", "ferrocuda-builder", "--bin", BIN, "--message-format=json"]
-    r = subprocess.run(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = [
+        "cargo",
+        "build",
+        "--quiet",
+        "-p",
+        "ferrocuda-builder",
+        "--bin",
+        BIN,
+        "--message-format=json",
+    ]
+    r = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` failed:\n{r.stderr}")
     for line in r.stdout.splitlines():
@@ -61,7 +70,7 @@ def find_checker() -> str:
     raise RuntimeError(f"cargo built no {BIN}")
 
 
-def checker_args(argv: Sequence[str]) -> List[str]:
+def checker_args(argv: Sequence[str]) -> list[str]:
     """argv for the command: the repository's ptxas unless one is named or ptxas is off."""
     args = list(argv)
     if "--ptxas" not in args and "--static-only" not in args:
@@ -71,14 +80,14 @@ def checker_args(argv: Sequence[str]) -> List[str]:
     return args
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = checker_args(sys.argv[1:] if argv is None else argv)
     try:
         exe = find_checker()
     except (OSError, RuntimeError) as e:
         print(f"check_ptx: cannot build {BIN}: {e}", file=sys.stderr)
         return 2
-    r = subprocess.run([exe, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run([exe, *args], capture_output=True, text=True)
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
     return r.returncode

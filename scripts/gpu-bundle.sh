@@ -88,6 +88,7 @@ fi
 # Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.
 if [ -d bench ]; then
   mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/
+  # shellcheck disable=SC2012  # ls -t: the newest build's; cargo's paths have no odd characters
   ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
   if [ -n "$ptx" ]; then
     cp "$ptx" "${ptx%.ptx}.json" .gpu/bench/ && echo "bundled .gpu/bench/ferrocuda_kernels.{ptx,json} from $ptx"
@@ -146,7 +147,7 @@ if [ "${FERROCUDA_BUNDLE_SCALE:-1}" != 1 ]; then
   echo "FERROCUDA_BUNDLE_SCALE=0: no .gpu/whl-scale (\`run.sh scale\` will skip the Dask and MPI cases)"
 elif bash scripts/scale-wheels.sh; then
   mkdir -p .gpu/whl-scale && cp .whl-scale/*.whl .gpu/whl-scale/ && cp scripts/wheel_data.py .gpu/
-  echo "bundled .gpu/whl-scale ($(ls .gpu/whl-scale | wc -l) wheels)"
+  echo "bundled .gpu/whl-scale ($(find .gpu/whl-scale -maxdepth 1 -name '*.whl' | wc -l) wheels)"
 else
   echo "warning: scripts/scale-wheels.sh failed: \`run.sh scale\` will skip the Dask and MPI cases" >&2
 fi

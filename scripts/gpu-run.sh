@@ -33,7 +33,7 @@
 #            NumPy arrays; `python` runs test_gpu_own_crate.py too)
 #       (default: rust python sanitizer examples)
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"; export OUT
 what="${*:-rust python sanitizer examples}"
 export PYTHONUNBUFFERED=1
@@ -133,11 +133,11 @@ for w in $what; do
       # they take many minutes on 10^5 launches).
       tools="memcheck racecheck synccheck"; [ "$w" = sanitizer ] || tools="$w"
       for tool in $tools; do
-        extra=""; { [ "$tool" != memcheck ] || [ -n "${FERROCUDA_SKIP_SOAK:-}" ]; } && extra="--skip soak_no_leaks"
+        extra=(); { [ "$tool" != memcheck ] || [ -n "${FERROCUDA_SKIP_SOAK:-}" ]; } && extra=(--skip soak_no_leaks)
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
           --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
-          $extra 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log"
+          "${extra[@]}" 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log"
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
       done ;;
     pipeline)
@@ -178,8 +178,12 @@ for w in $what; do
       # quick bench: the part fits one 10-minute command).
       scale_site=/tmp/ferrocuda-scale-site; mpi_prefix=/tmp/ferrocuda-mpi
       if ls .gpu/whl-scale/*.whl >/dev/null 2>&1; then
+        scale_wheels=()
+        for whl in .gpu/whl-scale/*.whl; do
+          [[ "$whl" == */mpich-* ]] || scale_wheels+=("$whl")
+        done
         python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$scale_site" \
-          $(ls .gpu/whl-scale/*.whl | grep -v /mpich-)
+          "${scale_wheels[@]}"
         for mpi_wheel in .gpu/whl-scale/mpich-*.whl; do
           [ -f "$mpi_wheel" ] && python3 .gpu/wheel_data.py "$mpi_wheel" "$mpi_prefix"
         done
@@ -221,6 +225,7 @@ for w in $what; do
       # (default "memcheck racecheck synccheck", all at once). FERROCUDA_PYSAN_PATHS: test files
       # or directories (default .gpu/python/tests), to split the suite over several commands.
       pytools="${FERROCUDA_PYSAN_TOOLS:-memcheck racecheck synccheck}"
+      read -ra pysan_paths <<< "${FERROCUDA_PYSAN_PATHS:-.gpu/python/tests}"
       if [ -d .gpu/python/tests ]; then
         pids=()
         for tool in $pytools; do
@@ -234,7 +239,7 @@ for w in $what; do
           ( FERROCUDA_SANITIZER=1 XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$np_site$PYTHONPATH" timeout "${FERROCUDA_SANITIZER_S:-540}" \
               compute-sanitizer --tool "$tool" --target-processes all --print-limit 100000 \
               python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
-              ${FERROCUDA_PYSAN_PATHS:-.gpu/python/tests} -m gpu -k "$sel" \
+              "${pysan_paths[@]}" -m gpu -k "$sel" \
               > "$OUT/pysanitizer-$tool.log" 2>&1
             echo "compute-sanitizer $tool exit: $?" >> "$OUT/pysanitizer-$tool.log" ) &
           pids+=($!)

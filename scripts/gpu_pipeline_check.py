@@ -59,7 +59,9 @@ def main(manifest: str) -> int:
     k["dynamic_reverse"][n // BLOCK, BLOCK, None, BLOCK * 4](x, y)
     check("dynamic_reverse (dynamic shared memory)", np.array_equal(y, expected))
 
-    x = np.concatenate([rng.uniform(-10, 10, 1 << 20), rng.uniform(-1e6, 1e6, 1 << 16)]).astype(np.float32)
+    x = np.concatenate([rng.uniform(-10, 10, 1 << 20), rng.uniform(-1e6, 1e6, 1 << 16)]).astype(
+        np.float32
+    )
     e, s, q = (np.zeros_like(x) for _ in range(3))
     k["math_f32"](x, e, s, q)
     small = np.abs(x) <= 10
@@ -85,7 +87,9 @@ def main(manifest: str) -> int:
     k["staged_copy"][(n + BLOCK - 1) // BLOCK, BLOCK](x, y)
     check("staged_copy (barrier between divergent regions)", np.array_equal(x, y))
 
-    print("gpu_pipeline_check:", "FAILED " + ", ".join(failures) if failures else "all checks passed")
+    print(
+        "gpu_pipeline_check:", "FAILED " + ", ".join(failures) if failures else "all checks passed"
+    )
     return 1 if failures else 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sourced by scripts/ensure_ptxas.sh and scripts/ensure_nvdisasm.sh: installs one pinned PyPI
-# wheel that ships an NVIDIA command-line tool into <repo>/.tools/<dir>, once, and prints the
-# tool's absolute path on stdout.
+# Sourced by scripts/ensure_ptxas.sh, scripts/ensure_nvdisasm.sh and scripts/lint.sh: installs
+# one pinned PyPI wheel that ships a command-line tool (NVIDIA's ptxas and nvdisasm, ruff and
+# the shellcheck binary) into <repo>/.tools/<dir>, once, and prints the tool's absolute path
+# on stdout.
 #
 #   ensure_pip_tool PACKAGE VERSION DIR TOOL_PATH
 #

@@ -30,13 +30,21 @@ import re
 import sys
 
 ALLOWED = [
-    (re.compile(r"Program hit CUDA_ERROR_INVALID_VALUE .* cuGetProcAddress_v2"), "cydriver",
-     "cuda-python probing for driver entry points"),
-    (re.compile(r"Program hit CUDA_ERROR_STREAM_CAPTURE_IMPLICIT .* cuStreamGetCaptureInfo_v3"),
-     "_ferrocuda", "ferrocuda's capture query on the legacy stream during a capture"),
+    (
+        re.compile(r"Program hit CUDA_ERROR_INVALID_VALUE .* cuGetProcAddress_v2"),
+        "cydriver",
+        "cuda-python probing for driver entry points",
+    ),
+    (
+        re.compile(r"Program hit CUDA_ERROR_STREAM_CAPTURE_IMPLICIT .* cuStreamGetCaptureInfo_v3"),
+        "_ferrocuda",
+        "ferrocuda's capture query on the legacy stream during a capture",
+    ),
 ]
-SUMMARY = re.compile(r"^(ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|COMPUTE-SANITIZER|"
-                     r"Target application returned|This can happen|Saved host backtrace)")
+SUMMARY = re.compile(
+    r"^(ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|COMPUTE-SANITIZER|"
+    r"Target application returned|This can happen|Saved host backtrace)"
+)
 
 
 def reports(lines):
@@ -45,7 +53,7 @@ def reports(lines):
     for line in lines:
         if not line.startswith("========= "):
             continue
-        body = line[len("========= "):]
+        body = line[len("========= ") :]
         if not body.strip():  # a separator
             continue
         if body.startswith(" "):
@@ -74,8 +82,8 @@ def main(path):
     with open(path, errors="replace") as f:
         lines = f.read().splitlines()
     # A report's text may follow progress dots on the same line (pytest's output).
-    lines = [re.sub(r"^[.sEFx]+(?=========)", "", l) for l in lines]
-    lines = [l + " " if l == "=========" else l for l in lines]
+    lines = [re.sub(r"^[.sEFx]+(?=========)", "", line) for line in lines]
+    lines = [line + " " if line == "=========" else line for line in lines]
     counts = collections.Counter()
     bad = 0
     for msg, frames in reports(lines):
@@ -83,28 +91,29 @@ def main(path):
         why = next((r for pat, so, r in ALLOWED if pat.search(msg) and so in where), None)
         counts[(msg, where, why)] += 1
         bad += why is None
-    summary = [l for l in lines if "SUMMARY" in l]
+    summary = [line for line in lines if "SUMMARY" in line]
     for (msg, where, why), n in counts.most_common():
         print("%5d  %s  [from %s]%s" % (n, msg, where, "  (allowed: %s)" % why if why else ""))
-    for l in summary:
-        print(l.strip())
+    for line in summary:
+        print(line.strip())
     if not summary:
         print("sanitizer-verdict: no summary line: the run did not finish")
         return 1
-    if any("were not printed" in l for l in summary):
+    if any("were not printed" in line for line in summary):
         print("sanitizer-verdict: FAIL: some reports were not printed (raise --print-limit)")
         return 1
     # One summary per process (children are followed): their sum is every report.
     total, claimed = sum(counts.values()), 0
-    for l in summary:
-        m = re.search(r"ERROR SUMMARY: (\d+) error", l)
+    for line in summary:
+        m = re.search(r"ERROR SUMMARY: (\d+) error", line)
         claimed += int(m.group(1)) if m else 0
-    if any("ERROR SUMMARY" in l for l in summary) and claimed != total:
-        print("sanitizer-verdict: FAIL: the summaries count %d, the log shows %d"
-              % (claimed, total))
+    if any("ERROR SUMMARY" in line for line in summary) and claimed != total:
+        print(
+            "sanitizer-verdict: FAIL: the summaries count %d, the log shows %d" % (claimed, total)
+        )
         return 1
-    for l in summary:
-        m = re.search(r"RACECHECK SUMMARY: .*\((\d+) errors?, (\d+) warnings?\)", l)
+    for line in summary:
+        m = re.search(r"RACECHECK SUMMARY: .*\((\d+) errors?, (\d+) warnings?\)", line)
         if m and int(m.group(1)) + int(m.group(2)) > 0:
             print("sanitizer-verdict: FAIL: racecheck reports hazards")
             return 1

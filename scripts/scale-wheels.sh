@@ -33,4 +33,4 @@ for spec in "${wheels[@]}"; do
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$dest" "$spec"
 done
-echo "scale-wheels: $(ls "$dest" | wc -l) wheels in .whl-scale ($(du -sh "$dest" | cut -f1))"
+echo "scale-wheels: $(find "$dest" -maxdepth 1 -name '*.whl' | wc -l) wheels in .whl-scale ($(du -sh "$dest" | cut -f1))"

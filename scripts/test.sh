@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs, then
-#   1. formatting and lints (cargo fmt --check, clippy -D warnings), the API docs (cargo doc
+#   1. Python and shell lint (scripts/lint.sh: ruff format --check and ruff check on every
+#      Python file, shellcheck on every shell script; ruff and shellcheck pinned, installed
+#      into .tools/ from PyPI wheels)
+#   2. Rust formatting and lints (cargo fmt --check, clippy -D warnings), the API docs (cargo doc
 #      with warnings denied, for the host and, for ferrocuda-device, the device target)
-#   2. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU;
+#   3. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU;
 #      the SASS checks assemble the kernels with ptxas and list them with nvdisasm, installed
 #      into .tools/ by scripts/ensure_nvdisasm.sh)
-#   3. the PTX checks (the rules of ferrocuda-builder, strictly: no .extern but dynamic shared
+#   4. the PTX checks (the rules of ferrocuda-builder, strictly: no .extern but dynamic shared
 #      memory, no panics, no barrier under a thread-dependent branch; ptxas for sm_80 and
 #      sm_90: no spills, no stack)
-#   4. the Python package's tests (GPU tests skip with a reason without a GPU) and stubtest
+#   5. the Python package's tests (GPU tests skip with a reason without a GPU) and stubtest
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 step() { printf '\n==== %s\n' "$*"; }
+
+step "Python and shell lint"
+bash scripts/lint.sh
 
 step "toolchain"
 bash scripts/setup.sh

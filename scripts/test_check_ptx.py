@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import check_ptx as cp  # noqa: E402
+import check_ptx as cp
 
 HEADER = """\
 //
@@ -228,7 +228,9 @@ ptxas info    : Used 20 registers, used 0 barriers
 # Two `bar.sync 0` in the two arms of a branch on tid.x: rustc 1.95's duplication
 # (rust-lang/rust#137086) of `if t < n { v = x[t] }; sync_threads(); if t < n { y[t] = v }`.
 def barrier_entry(body: str) -> str:
-    return HEADER + f"""
+    return (
+        HEADER
+        + f"""
 .visible .entry staged(
 	.param .align 8 .b8 staged_param_0[16],
 	.param .align 8 .b8 staged_param_1[16]
@@ -241,6 +243,7 @@ def barrier_entry(body: str) -> str:
 {body}
 }}
 """
+    )
 
 
 TID_PREDICATE = """\
@@ -250,7 +253,9 @@ TID_PREDICATE = """\
 	setp.le.u64 	%p1, %rd1, %rd2;
 """
 
-DUPLICATED_BARRIER_PTX = barrier_entry(TID_PREDICATE + """\
+DUPLICATED_BARRIER_PTX = barrier_entry(
+    TID_PREDICATE
+    + """\
 	@%p1 bra 	$L__BB0_2;
 	ld.param.b64 	%rd3, [staged_param_0];
 	ld.b32 	%r2, [%rd3];
@@ -261,10 +266,13 @@ DUPLICATED_BARRIER_PTX = barrier_entry(TID_PREDICATE + """\
 $L__BB0_2:
 	bar.sync 	0;
 $L__BB0_3:
-	ret;""")
+	ret;"""
+)
 
 # What rustc 1.99 makes of the same source: one barrier after the join.
-SINGLE_BARRIER_PTX = barrier_entry(TID_PREDICATE + """\
+SINGLE_BARRIER_PTX = barrier_entry(
+    TID_PREDICATE
+    + """\
 	@%p1 bra 	$L__BB0_2;
 	ld.param.b64 	%rd3, [staged_param_0];
 	ld.b32 	%r2, [%rd3];
@@ -274,7 +282,8 @@ $L__BB0_2:
 	ld.param.b64 	%rd6, [staged_param_1];
 	st.b32 	[%rd6], %r2;
 $L__BB0_4:
-	ret;""")
+	ret;"""
+)
 
 # Uniform: a branch on %ctaid.x, a branch on a kernel parameter, a branch marked .uni.
 UNIFORM_BARRIER_PTXS = [
@@ -301,8 +310,12 @@ LOADED_BARRIER_PTX = barrier_entry("""\
 $L__BB0_2:
 	ret;""")
 
-MANIFEST = {"format": 1, "arch": "sm_80", "ptx": "k.ptx",
-            "kernels": [{"name": "add", "family": "add", "params": []}]}
+MANIFEST = {
+    "format": 1,
+    "arch": "sm_80",
+    "ptx": "k.ptx",
+    "kernels": [{"name": "add", "family": "add", "params": []}],
+}
 
 
 @unittest.skipIf(os.name != "posix", "the fake ptxas is a shell script")
@@ -331,11 +344,13 @@ class CheckPtx(unittest.TestCase):
     def fake_ptxas(self, report: str, rc: int = 0) -> str:
         (self.dir / "report.txt").write_text(report)
         path = self.dir / "ptxas"
-        path.write_text(textwrap.dedent(f"""\
+        path.write_text(
+            textwrap.dedent(f"""\
             #!/bin/sh
-            cat "{self.dir / 'report.txt'}" >&2
+            cat "{self.dir / "report.txt"}" >&2
             exit {rc}
-            """))
+            """)
+        )
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
         return str(path)
 
@@ -368,20 +383,30 @@ class CheckPtx(unittest.TestCase):
         self.assertIn("all checks passed", out)
 
     def test_extern_fails_but_extern_shared_passes(self):
-        self.assert_fails(EXTERN_PTX, "FAIL helper: extern", "FAIL uses_extern: extern: calls the unresolved function `helper`")
+        self.assert_fails(
+            EXTERN_PTX,
+            "FAIL helper: extern",
+            "FAIL uses_extern: extern: calls the unresolved function `helper`",
+        )
         ptx = PASSING_PTX + "\n.extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];\n"
         self.assertEqual(self.static(ptx)[0], 0)
         self.assert_fails(PASSING_PTX + "\n.extern .global .align 4 .b8 table[];\n", "extern")
 
     def test_libm_extern_points_to_the_math_module(self):
-        self.assert_fails(EXTERN_PTX.replace("helper", "cbrtf"), "ferrocuda_device::math", "__nv_cbrtf")
+        self.assert_fails(
+            EXTERN_PTX.replace("helper", "cbrtf"), "ferrocuda_device::math", "__nv_cbrtf"
+        )
 
     def test_panic_machinery_fails(self):
-        out = self.assert_fails(PANIC_PTX, f"FAIL gather: panic: calls panic-machinery function {PANIC_FN}")
+        out = self.assert_fails(
+            PANIC_PTX, f"FAIL gather: panic: calls panic-machinery function {PANIC_FN}"
+        )
         self.assertEqual(out.count(f"FAIL {PANIC_FN}: panic"), 2)  # declared and defined
         legacy = HEADER + ".visible .entry k()\n{\n" + MULTILINE_CALL_BODY + "\tret;\n}\n"
         self.assert_fails(legacy, "FAIL k: panic")
-        self.assertEqual(self.static(PASSING_PTX + "// call.uni _ZN4core9panicking5panic, (param0);\n")[0], 0)
+        self.assertEqual(
+            self.static(PASSING_PTX + "// call.uni _ZN4core9panicking5panic, (param0);\n")[0], 0
+        )
 
     def test_panic_text_fails(self):
         out = self.assert_fails(PANIC_TEXT_PTX, "panic-text", "src/lib.rs", "index out of bounds")
@@ -393,8 +418,12 @@ class CheckPtx(unittest.TestCase):
     # Barriers ---------------------------------------------------------------------------
 
     def test_duplicated_barrier_in_divergent_arms_fails(self):
-        out = self.assert_fails(DUPLICATED_BARRIER_PTX, "FAIL staged: barrier", "%p1 derives from %tid.x",
-                                "rust-lang/rust#137086")
+        out = self.assert_fails(
+            DUPLICATED_BARRIER_PTX,
+            "FAIL staged: barrier",
+            "%p1 derives from %tid.x",
+            "rust-lang/rust#137086",
+        )
         self.assertEqual(out.count("FAIL staged: barrier"), 2)
 
     def test_single_barrier_after_the_join_passes(self):
@@ -416,10 +445,15 @@ class CheckPtx(unittest.TestCase):
         good = self.write("k.json", json.dumps(MANIFEST))
         self.assertEqual(self.run_main(ptx, "--manifest", good, "--static-only")[0], 0)
         bad = dict(MANIFEST, arch="sm_90", kernels=[{"name": "ghost", "family": "g", "params": []}])
-        rc, out = self.run_main(ptx, "--manifest", self.write("bad.json", json.dumps(bad)), "--static-only")
+        rc, out = self.run_main(
+            ptx, "--manifest", self.write("bad.json", json.dumps(bad)), "--static-only"
+        )
         self.assertEqual(rc, 1)
-        for n in ["FAIL ghost: manifest: in the manifest but not an .entry",
-                  "FAIL add: manifest: .entry of the PTX but not in the manifest", 'manifest arch "sm_90"']:
+        for n in [
+            "FAIL ghost: manifest: in the manifest but not an .entry",
+            "FAIL add: manifest: .entry of the PTX but not in the manifest",
+            'manifest arch "sm_90"',
+        ]:
             self.assertIn(n, out)
         rc, out = self.run_main(ptx, "--manifest", self.write("junk.json", "{}"), "--static-only")
         self.assertEqual(rc, 2, out)
@@ -439,19 +473,39 @@ class CheckPtx(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("FAIL add_index_f64_4d [sm_80]: spill", out)
         self.assertIn("FAIL add_index_f64_4d [sm_80]: stack: entry has a 8-byte stack frame", out)
-        rc, out = self.run_main(self.write("g.ptx", PASSING_PTX.replace("add", "gather")),
-                                "--ptxas", self.fake_ptxas(REPORT_CALLEE), "--arch", "sm_90")
+        rc, out = self.run_main(
+            self.write("g.ptx", PASSING_PTX.replace("add", "gather")),
+            "--ptxas",
+            self.fake_ptxas(REPORT_CALLEE),
+            "--arch",
+            "sm_90",
+        )
         self.assertIn("_RNvXsi_NtNtNtCs_4core3fmt3num3imp7Display3fmt [sm_90]: spill", out)
-        rc, out = self.run_main(self.write("w.ptx", PASSING_PTX.replace("add", "walk")),
-                                "--ptxas", self.fake_ptxas(REPORT_RECURSIVE), "--arch", "sm_90")
+        rc, out = self.run_main(
+            self.write("w.ptx", PASSING_PTX.replace("add", "walk")),
+            "--ptxas",
+            self.fake_ptxas(REPORT_RECURSIVE),
+            "--arch",
+            "sm_90",
+        )
         self.assertIn("statically", out)
 
     def test_ptxas_failure_and_missing_entries(self):
         ptx = self.write("k.ptx", PASSING_PTX)
-        rc, out = self.run_main(ptx, "--ptxas", self.fake_ptxas("ptxas fatal   : Unresolved extern function 'helper'\n", rc=255))
+        rc, out = self.run_main(
+            ptx,
+            "--ptxas",
+            self.fake_ptxas("ptxas fatal   : Unresolved extern function 'helper'\n", rc=255),
+        )
         self.assertEqual(rc, 1)
         self.assertIn("Unresolved extern function", out)
-        rc, out = self.run_main(ptx, "--ptxas", self.fake_ptxas(REPORT_OK.replace("'add'", "'other'")), "--arch", "sm_90")
+        rc, out = self.run_main(
+            ptx,
+            "--ptxas",
+            self.fake_ptxas(REPORT_OK.replace("'add'", "'other'")),
+            "--arch",
+            "sm_90",
+        )
         self.assertEqual(rc, 1)
         self.assertIn("FAIL add [sm_90]: ptxas: no ptxas report for this entry", out)
 

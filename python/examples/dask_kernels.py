@@ -35,8 +35,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,8 +77,15 @@ def kernel_on_copy(launcher: Any, *args: Any) -> Any:
     return out
 
 
-def block_sum(launcher: Any, acc: Any, x: Any, axis: Any = None, keepdims: bool = False,
-              computing_meta: bool = False, **_: Any) -> Any:
+def block_sum(
+    launcher: Any,
+    acc: Any,
+    x: Any,
+    axis: Any = None,
+    keepdims: bool = False,
+    computing_meta: bool = False,
+    **_: Any,
+) -> Any:
     """The sum of every element of block `x` in one launch of ``launcher(x, out)`` (a ``sum``
     family: ``out`` has one element, of `acc`), shaped as ``da.reduction`` wants it: ``(1,) *
     x.ndim`` with `keepdims`, else 0-d. Used for the chunks, the combined partial sums and the
@@ -92,7 +100,7 @@ def block_sum(launcher: Any, acc: Any, x: Any, axis: Any = None, keepdims: bool 
     return out.reshape(shape)
 
 
-def where_it_ran(launcher: Any, a: Any, b: Any) -> Dict[str, Any]:
+def where_it_ran(launcher: Any, a: Any, b: Any) -> dict[str, Any]:
     """Runs ``launcher(a, b, out)`` (an ``add``) on one chunk and says where it ran: process,
     the device as that process numbers it, its PCI bus id, the CUDA device current in the
     task's thread before and after the launch, and whether ``out == a + b``."""
@@ -167,7 +175,7 @@ def accumulator_dtype(family: Any, dtype: Any) -> np.dtype:
     raise TypeError(f"`{family.name}` has no variant for {want} (variants: {variants})")
 
 
-def dask_sum(x: Any, split_every: Optional[int] = None) -> Any:
+def dask_sum(x: Any, split_every: int | None = None) -> Any:
     """The sum of Dask array `x` (CuPy chunks) as a 0-d Dask array: ``da.reduction`` with
     one ``sum`` launch per chunk, per group of `split_every` partial sums, and for the total.
     Raises :class:`MissingKernel` without a ``sum`` family."""
@@ -176,16 +184,28 @@ def dask_sum(x: Any, split_every: Optional[int] = None) -> Any:
     fam = sum_launcher()
     acc = accumulator_dtype(fam, x.dtype)
     step = partial(block_sum, fam, acc)
-    return da.reduction(x, step, step, combine=step, axis=None, keepdims=False, dtype=acc,
-                        split_every=split_every, concatenate=True, meta=_meta(acc, 0))
+    return da.reduction(
+        x,
+        step,
+        step,
+        combine=step,
+        axis=None,
+        keepdims=False,
+        dtype=acc,
+        split_every=split_every,
+        concatenate=True,
+        meta=_meta(acc, 0),
+    )
 
 
-def placements(a: Any, b: Any) -> List[Any]:
+def placements(a: Any, b: Any) -> list[Any]:
     """One delayed :func:`where_it_ran` per pair of chunks of `a` and `b`."""
     import dask
 
-    return [dask.delayed(where_it_ran)(kernels.add, x, y)
-            for x, y in zip(a.to_delayed().ravel(), b.to_delayed().ravel())]
+    return [
+        dask.delayed(where_it_ran)(kernels.add, x, y)
+        for x, y in zip(a.to_delayed().ravel(), b.to_delayed().ravel(), strict=True)
+    ]
 
 
 # ---- the checks -----------------------------------------------------------------------------
@@ -200,7 +220,8 @@ def to_dask(host: np.ndarray, chunk: int) -> Any:
     import dask.array as da
 
     return da.from_array(host, chunks=chunk, asarray=False).map_blocks(
-        cp.asarray, dtype=host.dtype, meta=_meta(host.dtype, host.ndim))
+        cp.asarray, dtype=host.dtype, meta=_meta(host.dtype, host.ndim)
+    )
 
 
 def to_host(v: Any) -> np.ndarray:
@@ -210,8 +231,9 @@ def to_host(v: Any) -> np.ndarray:
     return cp.asnumpy(v) if isinstance(v, cp.ndarray) else np.asarray(v)
 
 
-def check_sum(compute: Compute, host: np.ndarray, chunk: int,
-              log: Callable[[str], None] = print) -> Any:
+def check_sum(
+    compute: Compute, host: np.ndarray, chunk: int, log: Callable[[str], None] = print
+) -> Any:
     """Sums `host` through :func:`dask_sum` over chunks of `chunk` elements, computed with
     `compute`, and checks the total against NumPy: exactly for integers, within
     ``64 eps * sum|x|`` for floats (each launch's bound is a few ``eps * sum|x|``, and the
@@ -227,13 +249,20 @@ def check_sum(compute: Compute, host: np.ndarray, chunk: int,
     else:
         exact = int(host.astype(np.int64).sum())
         assert int(total) == exact, f"sum {total} vs {exact}"
-    log(f"sum of {host.size} {host.dtype} over {x.npartitions} chunks through da.reduction "
-        f"(a tree of kernels.sum launches): {total.item()!r}, NumPy {exact!r}")
+    log(
+        f"sum of {host.size} {host.dtype} over {x.npartitions} chunks through da.reduction "
+        f"(a tree of kernels.sum launches): {total.item()!r}, NumPy {exact!r}"
+    )
     return total.item()
 
 
-def run_checks(compute: Compute, n: int = 1 << 22, chunk: int = 1 << 18,
-               dtype: str = "float32", log: Callable[[str], None] = print) -> Dict[str, Any]:
+def run_checks(
+    compute: Compute,
+    n: int = 1 << 22,
+    chunk: int = 1 << 18,
+    dtype: str = "float32",
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Builds the graphs, computes them with `compute` (Dask arrays and delayed objects in,
     their values out, in order) and checks every result against NumPy (`dtype` is a float
     type: saxpy has float variants only). Returns a report: ``placements`` (one
@@ -255,11 +284,13 @@ def run_checks(compute: Compute, n: int = 1 << 22, chunk: int = 1 << 18,
     ax = np.float64(alpha) * h["x"].astype(np.float64)
     want_y = ax + want_s.astype(np.float64)
     # One rounding (fma) or two: within 2 eps of the terms' magnitudes.
-    tol = 2 * float(np.finfo(dtype).eps) * (np.abs(ax) + np.abs(want_s)) + float(np.finfo(dtype).tiny)
+    tol = 2 * float(np.finfo(dtype).eps) * (np.abs(ax) + np.abs(want_s)) + float(
+        np.finfo(dtype).tiny
+    )
     bad = np.flatnonzero(np.abs(got_y.astype(np.float64) - want_y) > tol)
     assert bad.size == 0, f"saxpy differs at {bad.size} elements, first {bad[:5].tolist()}"
     log(f"saxpy over {d['x'].npartitions} chunks: matches NumPy")
-    report: Dict[str, Any] = {"sum": None, "sum_skipped": None, "placements": list(values[2:])}
+    report: dict[str, Any] = {"sum": None, "sum_skipped": None, "placements": list(values[2:])}
     try:
         report["sum"] = check_sum(compute, h["x"], chunk, log)
     except MissingKernel as e:
@@ -272,8 +303,10 @@ def run_checks(compute: Compute, n: int = 1 << 22, chunk: int = 1 << 18,
     assert not moved, f"a launch changed its thread's current device: {moved[:3]}"
     gpus = sorted({p["pci_bus_id"] for p in rest})
     pids = sorted({p["pid"] for p in rest})
-    log(f"{len(rest)} chunks ran in {len(pids)} process(es) on {len(gpus)} GPU(s): "
-        f"{', '.join(gpus)}")
+    log(
+        f"{len(rest)} chunks ran in {len(pids)} process(es) on {len(gpus)} GPU(s): "
+        f"{', '.join(gpus)}"
+    )
     return report
 
 
@@ -329,11 +362,12 @@ def local_cluster(processes: int, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
 
     ship_by_value()
     with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout}s"}):
-        return distributed.LocalCluster(n_workers=processes, threads_per_worker=1,
-                                        processes=True, dashboard_address=None)
+        return distributed.LocalCluster(
+            n_workers=processes, threads_per_worker=1, processes=True, dashboard_address=None
+        )
 
 
-def cuda_cluster(visible: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+def cuda_cluster(visible: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
     """A ``dask_cuda.LocalCUDACluster``: one single-threaded worker per GPU of `visible`
     (a CUDA_VISIBLE_DEVICES list; default: every GPU), each seeing its own GPU as device 0."""
     import dask
@@ -341,17 +375,23 @@ def cuda_cluster(visible: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT
 
     ship_by_value()
     with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout}s"}):
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
-                                dashboard_address=None)
+        return LocalCUDACluster(
+            CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1, dashboard_address=None
+        )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--processes", type=int, default=0,
-                     help="distributed.LocalCluster with this many worker processes")
-    how.add_argument("--cuda-cluster", action="store_true",
-                     help="dask_cuda.LocalCUDACluster, one worker per GPU")
+    how.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="distributed.LocalCluster with this many worker processes",
+    )
+    how.add_argument(
+        "--cuda-cluster", action="store_true", help="dask_cuda.LocalCUDACluster, one worker per GPU"
+    )
     p.add_argument("--n", type=int, default=1 << 22)
     p.add_argument("--chunk", type=int, default=1 << 18)
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
@@ -367,10 +407,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     import distributed
 
-    cluster = cuda_cluster(timeout=args.timeout) if args.cuda_cluster else local_cluster(
-        args.processes, args.timeout)
+    cluster = (
+        cuda_cluster(timeout=args.timeout)
+        if args.cuda_cluster
+        else local_cluster(args.processes, args.timeout)
+    )
     with cluster, distributed.Client(cluster, timeout=args.timeout) as client:
-        print(f"scheduler: {type(cluster).__name__} with {len(client.scheduler_info()['workers'])} workers")
+        print(
+            f"scheduler: {type(cluster).__name__} "
+            f"with {len(client.scheduler_info()['workers'])} workers"
+        )
         run(on_client(client, args.timeout))
     return 0
 

@@ -25,7 +25,8 @@ import ctypes
 import json
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ import ferrocuda
 from ferrocuda import kernels
 
 
-def loaded_mpi_library() -> Optional[str]:
+def loaded_mpi_library() -> str | None:
     """The path of the MPI library mapped into this process (``/proc/self/maps``), if any."""
     try:
         with open("/proc/self/maps") as f:
@@ -48,7 +49,7 @@ def loaded_mpi_library() -> Optional[str]:
     return min(paths) if paths else None
 
 
-def cuda_awareness(library: Optional[str]) -> Tuple[Optional[bool], str]:
+def cuda_awareness(library: str | None) -> tuple[bool | None, str]:
     """Whether the MPI library takes GPU buffers: ``(True/False, how it was learned)``, or
     ``(None, why not)``. Asks ``MPIX_Query_cuda_support()`` (Open MPI and MPICH provide it;
     it says whether the library was built with CUDA support and has it enabled)."""
@@ -84,13 +85,13 @@ def allreduce_sum(comm: Any, array: Any, direct: bool) -> None:
         view.set(host)
 
 
-def rank_data(rank: int, n: int, dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+def rank_data(rank: int, n: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     """The inputs of `rank`: every rank can rebuild every other rank's, for the reference."""
     rng = np.random.default_rng(1000 + rank)
     return rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
 
 
-def run(comm: Any, n: int, path: str) -> Dict[str, Any]:
+def run(comm: Any, n: int, path: str) -> dict[str, Any]:
     """One rank's part; returns its report (``ok`` when every check passed)."""
     import cupy as cp
     from mpi4py import MPI
@@ -103,11 +104,16 @@ def run(comm: Any, n: int, path: str) -> Dict[str, Any]:
     library = loaded_mpi_library()
     aware, how = cuda_awareness(library)
     direct = path == "direct" or (path == "auto" and aware is True)
-    report: Dict[str, Any] = {
-        "rank": rank, "size": size, "local_rank": local_rank, "device": device,
+    report: dict[str, Any] = {
+        "rank": rank,
+        "size": size,
+        "local_rank": local_rank,
+        "device": device,
         "pci_bus_id": cp.cuda.Device(device).pci_bus_id,
-        "mpi_library": library, "mpi_version": MPI.Get_library_version().splitlines()[0].strip(),
-        "cuda_aware": aware, "cuda_aware_how": how,
+        "mpi_library": library,
+        "mpi_version": MPI.Get_library_version().splitlines()[0].strip(),
+        "cuda_aware": aware,
+        "cuda_aware_how": how,
         "path": "direct (GPU buffers to MPI)" if direct else "staged through host memory",
         "checks": {},
     }
@@ -134,7 +140,8 @@ def run(comm: Any, n: int, path: str) -> Dict[str, Any]:
     scale64 = sum(np.abs(px.astype(np.float64)) + np.abs(py) for px, py in parts)
     err64 = np.abs(out.to_numpy() - want64)
     report["checks"]["DeviceArray add + Allreduce"] = bool(
-        np.all(err64 <= 2 * size * 2.0**-52 * scale64))
+        np.all(err64 <= 2 * size * 2.0**-52 * scale64)
+    )
 
     # The launches ran on this rank's device and left it current.
     report["checks"]["current device kept"] = cp.cuda.runtime.getDevice() == device
@@ -155,7 +162,7 @@ def run(comm: Any, n: int, path: str) -> Dict[str, Any]:
     return report
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, default=1 << 20)
     p.add_argument("--path", choices=["auto", "direct", "host"], default="auto")
@@ -165,9 +172,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     comm = MPI.COMM_WORLD
     try:
         report = run(comm, args.n, args.path)
-    except Exception as e:  # a failing rank must not leave the others waiting forever
-        print(json.dumps({"rank": comm.Get_rank(), "ok": False,
-                          "error": f"{type(e).__name__}: {e}"}), flush=True)
+    # Whatever it raised, a failing rank must not leave the others waiting forever.
+    except Exception as e:  # noqa: BLE001
+        print(
+            json.dumps({"rank": comm.Get_rank(), "ok": False, "error": f"{type(e).__name__}: {e}"}),
+            flush=True,
+        )
         comm.Abort(1)
         return 1
     print(json.dumps(report), flush=True)

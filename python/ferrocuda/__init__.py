@@ -54,9 +54,10 @@ from __future__ import annotations
 import enum
 import sys
 import types
-from typing import Dict, Union
 
-from . import _ferrocuda
+# The extension module stays reachable as ferrocuda._ferrocuda (its private helpers, used by
+# the tests): the redundant alias marks the re-export.
+from . import _ferrocuda as _ferrocuda
 from ._ferrocuda import (
     MAX_NDIM,
     SYNC_ENV_VAR,
@@ -143,8 +144,8 @@ class SyncMode(enum.Enum):
 def _make_kernels(module: Module, name: str) -> types.ModuleType:
     """A module object exposing `module`'s families and kernels as attributes."""
     ns = types.ModuleType(name)
-    fams: Dict[str, Family] = module.families
-    ks: Dict[str, Kernel] = module.kernels
+    fams: dict[str, Family] = module.families
+    ks: dict[str, Kernel] = module.kernels
     lines = [
         "The kernels bundled with ferrocuda, generated from their manifest at import.",
         "",
@@ -156,7 +157,7 @@ def _make_kernels(module: Module, name: str) -> types.ModuleType:
         variants = ", ".join(k.name for k in fam.kernels)
         lines.append(f"* ``{fname}`` -- {variants}")
     ns.__doc__ = "\n".join(lines) + "\n"
-    entries: Dict[str, Union[Family, Kernel]] = {}
+    entries: dict[str, Family | Kernel] = {}
     entries.update(ks)
     entries.update(fams)  # a family wins over a kernel of the same name
     for attr, obj in entries.items():

@@ -9,12 +9,11 @@ version (written once under ``$FERROCUDA_HOME``, default ``~/.cache/ferrocuda``)
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
 
 from . import _ferrocuda
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Runs the command with ``argv`` (default: the process's arguments); returns its exit
     status (0 done, 1 failed, 2 bad usage)."""
     sys.stdout.flush()

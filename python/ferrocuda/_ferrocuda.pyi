@@ -1,50 +1,50 @@
 """Type stubs of the compiled extension ``ferrocuda._ferrocuda``."""
 
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union, final
+from typing import Any, TypeAlias, final
 
 import numpy as np
-from typing_extensions import CapsuleType, TypeAlias, disjoint_base
+from typing_extensions import CapsuleType, disjoint_base
 
 __all__ = [
-    "CudaError",
-    "PerformanceWarning",
-    "BuildError",
-    "__version__",
     "MAX_NDIM",
     "SYNC_ENV_VAR",
-    "driver_available",
+    "BoundLaunch",
+    "BuildError",
+    "ConfiguredLauncher",
+    "CudaError",
+    "DeviceArray",
+    "Family",
+    "ForeignArray",
+    "Kernel",
+    "Launcher",
+    "Module",
+    "PerformanceWarning",
+    "__version__",
+    "_bundled_cubin",
+    "_bundled_ptx",
+    "_cli",
+    "_cupy_stream_source",
+    "_describe_generic",
+    "_fast_paths",
+    "_launcher",
+    "_module",
+    "_pending_releases",
+    "_pooled_events",
+    "_torch_read_source",
+    "as_cuda_array",
+    "build",
+    "bundled",
     "device_count",
-    "validate_interface",
+    "driver_available",
+    "from_cuda_array_interface",
+    "is_cuda_array",
+    "load",
+    "new_crate",
     "normalize_stream",
     "normalize_sync",
     "synchronize",
-    "DeviceArray",
-    "ForeignArray",
-    "as_cuda_array",
-    "is_cuda_array",
-    "from_cuda_array_interface",
-    "Module",
-    "Launcher",
-    "Kernel",
-    "Family",
-    "ConfiguredLauncher",
-    "BoundLaunch",
-    "bundled",
-    "load",
-    "build",
-    "new_crate",
-    "_cli",
-    "_pending_releases",
-    "_describe_generic",
-    "_fast_paths",
-    "_cupy_stream_source",
-    "_torch_read_source",
-    "_pooled_events",
-    "_bundled_ptx",
-    "_bundled_cubin",
-    "_module",
-    "_launcher",
+    "validate_interface",
 ]
 
 __version__: str
@@ -58,12 +58,12 @@ _StreamLike: TypeAlias = Any
 #: ``False``/``'off'`` (or a :class:`ferrocuda.SyncMode`).
 _SyncLike: TypeAlias = Any
 #: ``grid=`` / ``block=``: an int or a tuple of one to three ints.
-_Dim3: TypeAlias = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
+_Dim3: TypeAlias = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
 
 class CudaError(RuntimeError):
     """A CUDA driver call failed, or no CUDA driver/device is available."""
 
-    code: Optional[int]
+    code: int | None
 
 class PerformanceWarning(UserWarning):
     """A launch copied host (NumPy) arrays to the device and back."""
@@ -73,39 +73,39 @@ class BuildError(RuntimeError):
 
 def driver_available() -> bool: ...
 def device_count() -> int: ...
-def validate_interface(obj: Any, name: str = "x") -> Dict[str, Any]: ...
-def normalize_stream(stream: _StreamLike) -> Optional[int]: ...
+def validate_interface(obj: Any, name: str = "x") -> dict[str, Any]: ...
+def normalize_stream(stream: _StreamLike) -> int | None: ...
 def normalize_sync(sync: _SyncLike = None) -> str: ...
 def synchronize(stream: _StreamLike = None, device: int = 0) -> None: ...
 def as_cuda_array(obj: Any, sync: bool = True) -> ForeignArray: ...
 def is_cuda_array(obj: Any) -> bool: ...
 def from_cuda_array_interface(
-    desc: Dict[str, Any], owner: Any = None, sync: bool = True
+    desc: dict[str, Any], owner: Any = None, sync: bool = True
 ) -> ForeignArray: ...
 def bundled() -> Module: ...
-def load(path: Union[str, "os.PathLike[str]"], *, arch: str = "sm_80") -> Module: ...
+def load(path: str | os.PathLike[str], *, arch: str = "sm_80") -> Module: ...
 def build(
-    path: Union[str, "os.PathLike[str]"],
+    path: str | os.PathLike[str],
     *,
     arch: str = "sm_80",
     force: bool = False,
-    target_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    target_dir: str | os.PathLike[str] | None = None,
     fp_contract: str = "off",
 ) -> str: ...
-def new_crate(path: Union[str, "os.PathLike[str]"]) -> str: ...
-def _cli(argv: List[str]) -> int: ...
+def new_crate(path: str | os.PathLike[str]) -> str: ...
+def _cli(argv: list[str]) -> int: ...
 def _pending_releases() -> int: ...
-def _describe_generic(obj: Any, name: str = "x") -> Dict[str, Any]: ...
-def _fast_paths() -> Tuple[bool, bool]: ...
+def _describe_generic(obj: Any, name: str = "x") -> dict[str, Any]: ...
+def _fast_paths() -> tuple[bool, bool]: ...
 def _cupy_stream_source() -> str: ...
 def _torch_read_source() -> str: ...
 def _pooled_events(device: int = 0) -> int: ...
 def _bundled_ptx() -> str: ...
-def _bundled_cubin(arch: str) -> Optional[bytes]: ...
-def _module(manifest: Optional[Union[str, "os.PathLike[str]"]]) -> Module: ...
+def _bundled_cubin(arch: str) -> bytes | None: ...
+def _module(manifest: str | os.PathLike[str] | None) -> Module: ...
 def _launcher(
-    manifest: Optional[Union[str, "os.PathLike[str]"]], name: str, family: bool
-) -> Union[Kernel, Family]: ...
+    manifest: str | os.PathLike[str] | None, name: str, family: bool
+) -> Kernel | Family: ...
 
 @final
 class DeviceArray:
@@ -113,7 +113,7 @@ class DeviceArray:
 
     @staticmethod
     def empty(
-        shape: Union[int, Tuple[int, ...]],
+        shape: int | tuple[int, ...],
         dtype: Any = None,
         device: int = 0,
         stream: _StreamLike = None,
@@ -124,7 +124,7 @@ class DeviceArray:
     def copy_to_host(self) -> np.ndarray[Any, Any]: ...
     def synchronize(self) -> None: ...
     @property
-    def shape(self) -> Tuple[int, ...]: ...
+    def shape(self) -> tuple[int, ...]: ...
     @property
     def dtype(self) -> np.dtype[Any]: ...
     @property
@@ -134,7 +134,7 @@ class DeviceArray:
     @property
     def nbytes(self) -> int: ...
     @property
-    def strides(self) -> Tuple[int, ...]: ...
+    def strides(self) -> tuple[int, ...]: ...
     @property
     def device(self) -> int: ...
     @property
@@ -142,16 +142,16 @@ class DeviceArray:
     @property
     def ptr(self) -> int: ...
     @property
-    def __cuda_array_interface__(self) -> Dict[str, Any]: ...
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
     def __dlpack__(
         self,
         *,
-        stream: Optional[int] = None,
-        max_version: Optional[Tuple[int, int]] = None,
-        dl_device: Optional[Tuple[int, int]] = None,
-        copy: Optional[bool] = None,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
     ) -> CapsuleType: ...
-    def __dlpack_device__(self) -> Tuple[int, int]: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
     def __len__(self) -> int: ...
 
 @final
@@ -161,9 +161,9 @@ class ForeignArray:
     @property
     def owner(self) -> Any: ...
     @property
-    def shape(self) -> Tuple[int, ...]: ...
+    def shape(self) -> tuple[int, ...]: ...
     @property
-    def strides(self) -> Tuple[int, ...]: ...
+    def strides(self) -> tuple[int, ...]: ...
     @property
     def dtype(self) -> np.dtype[Any]: ...
     @property
@@ -173,11 +173,11 @@ class ForeignArray:
     @property
     def readonly(self) -> bool: ...
     @property
-    def stream(self) -> Optional[int]: ...
+    def stream(self) -> int | None: ...
     @property
     def ptr(self) -> int: ...
     @property
-    def __cuda_array_interface__(self) -> Dict[str, Any]: ...
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
 
 @final
 class ConfiguredLauncher:
@@ -193,15 +193,15 @@ class BoundLaunch:
     @property
     def name(self) -> str: ...
     @property
-    def args(self) -> Tuple[Any, ...]: ...
+    def args(self) -> tuple[Any, ...]: ...
     @property
     def sync(self) -> str: ...
     @property
     def device(self) -> int: ...
     @property
-    def grid(self) -> Optional[Tuple[int, int, int]]: ...
+    def grid(self) -> tuple[int, int, int] | None: ...
     @property
-    def block(self) -> Optional[Tuple[int, int, int]]: ...
+    def block(self) -> tuple[int, int, int] | None: ...
 
 @disjoint_base
 class Launcher:
@@ -212,9 +212,9 @@ class Launcher:
         *args: Any,
         stream: _StreamLike = None,
         sync: _SyncLike = None,
-        grid: Optional[_Dim3] = None,
-        block: Optional[_Dim3] = None,
-        shared_mem: Optional[int] = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
         check_pointers: bool = True,
     ) -> None: ...
     def bind(
@@ -222,15 +222,15 @@ class Launcher:
         *args: Any,
         stream: _StreamLike = None,
         sync: _SyncLike = None,
-        grid: Optional[_Dim3] = None,
-        block: Optional[_Dim3] = None,
-        shared_mem: Optional[int] = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
         check_pointers: bool = True,
     ) -> BoundLaunch: ...
-    def __getitem__(self, config: Tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
     @property
     def name(self) -> str: ...
-    def __reduce__(self) -> Tuple[Any, Tuple[Optional[str], str, bool]]: ...
+    def __reduce__(self) -> tuple[Any, tuple[str | None, str, bool]]: ...
 
 @final
 class Kernel(Launcher):
@@ -239,7 +239,7 @@ class Kernel(Launcher):
     @property
     def family(self) -> str: ...
     @property
-    def params(self) -> Tuple[Tuple[str, str, str, int, bool], ...]: ...
+    def params(self) -> tuple[tuple[str, str, str, int, bool], ...]: ...
     @property
     def signature(self) -> str: ...
 
@@ -248,18 +248,18 @@ class Family(Launcher):
     """A kernel family: dispatches on element types, ranks and layouts."""
 
     @property
-    def kernels(self) -> Tuple[Kernel, ...]: ...
+    def kernels(self) -> tuple[Kernel, ...]: ...
 
 @final
 class Module:
     """A PTX module and its manifest; kernels and families are attributes."""
 
     @staticmethod
-    def load(path: Union[str, "os.PathLike[str]"], *, arch: str = "sm_80") -> Module: ...
+    def load(path: str | os.PathLike[str], *, arch: str = "sm_80") -> Module: ...
     @property
-    def kernels(self) -> Dict[str, Kernel]: ...
+    def kernels(self) -> dict[str, Kernel]: ...
     @property
-    def families(self) -> Dict[str, Family]: ...
+    def families(self) -> dict[str, Family]: ...
     @property
     def manifest(self) -> str: ...
     @property
@@ -267,8 +267,8 @@ class Module:
     @property
     def source(self) -> str: ...
     @property
-    def cubins(self) -> List[str]: ...
+    def cubins(self) -> list[str]: ...
     def loaded_image(self, device: int = 0) -> str: ...
-    def __reduce__(self) -> Tuple[Any, Tuple[Optional[str]]]: ...
+    def __reduce__(self) -> tuple[Any, tuple[str | None]]: ...
     # Kernels and families are also attributes at run time (``module.add``); PyO3 implements
     # that as a slot stubtest cannot see, so the typed access is ``module.families["add"]``.

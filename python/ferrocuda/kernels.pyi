@@ -2,11 +2,9 @@
 manifest: one :class:`~ferrocuda.Family` per kernel family and one
 :class:`~ferrocuda.Kernel` per kernel (a family wins when both share a name)."""
 
-from typing import Dict, Union
-
 from ._ferrocuda import Family, Kernel, Module
 
-families: Dict[str, Family]
+families: dict[str, Family]
 module: Module
 
-def __getattr__(name: str) -> Union[Family, Kernel]: ...
+def __getattr__(name: str) -> Family | Kernel: ...

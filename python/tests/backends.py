@@ -4,7 +4,8 @@ JAX arrays)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,12 +30,12 @@ class WithStream:
     """Exports ``x``'s CUDA Array Interface with ``stream`` set (as CuPy does for the stream
     current when the interface is read)."""
 
-    def __init__(self, x: Any, stream: Optional[int]) -> None:
+    def __init__(self, x: Any, stream: int | None) -> None:
         self.x = x
         self.stream = stream
 
     @property
-    def __cuda_array_interface__(self) -> Dict[str, Any]:
+    def __cuda_array_interface__(self) -> dict[str, Any]:
         d = dict(self.x.__cuda_array_interface__)
         d["version"] = 3
         d["stream"] = self.stream
@@ -170,7 +171,7 @@ class JaxDLPackBackend(JaxBackend):
 
 
 #: name -> (fixture the backend needs, factory)
-BACKENDS: Dict[str, Any] = {
+BACKENDS: dict[str, Any] = {
     "cupy": ("cupy", CupyBackend),
     "torch": ("torch", TorchBackend),
     "torch-dlpack": ("torch", TorchDLPackBackend),

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import pytest
 
 import ferrocuda
 
-_NO_GPU_REASON = (
-    "no CUDA driver/device (ferrocuda.driver_available() is False): GPU test skipped"
-)
+_NO_GPU_REASON = "no CUDA driver/device (ferrocuda.driver_available() is False): GPU test skipped"
 
 
 def pytest_collection_modifyitems(config: Any, items: Any) -> None:
@@ -35,7 +33,9 @@ def pytest_collection_modifyitems(config: Any, items: Any) -> None:
 
 
 def pytest_report_header(config: Any) -> str:
-    return f"ferrocuda {ferrocuda.__version__}; CUDA driver available: {ferrocuda.driver_available()}"
+    return (
+        f"ferrocuda {ferrocuda.__version__}; CUDA driver available: {ferrocuda.driver_available()}"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +60,7 @@ def cupy(gpu: None) -> Any:
     try:
         if cp.cuda.runtime.getDeviceCount() < 1:
             pytest.skip("cupy sees no CUDA device")
-    except Exception as e:  # pragma: no cover - depends on the machine
+    except Exception as e:  # noqa: BLE001  # pragma: no cover - depends on the machine
         pytest.skip(f"cupy cannot use the GPU: {e}")
     return cp
 
@@ -76,15 +76,15 @@ def torch(gpu: None) -> Any:
 @pytest.fixture(scope="session")
 def numba_cuda(gpu: None) -> Any:
     try:
-        from numba import cuda  # noqa: PLC0415
-    except Exception as e:  # ImportError, or numba refusing this NumPy version
+        from numba import cuda
+    except Exception as e:  # noqa: BLE001 - ImportError, or numba refusing this NumPy version
         pytest.skip(f"numba.cuda cannot be imported: {e}")
     try:
         if not cuda.is_available():
             pytest.skip("numba.cuda is not available")
         # Numba releases lag NumPy's: a round trip shows whether this pair works.
         cuda.to_device(np.arange(3.0)).copy_to_host()
-    except Exception as e:  # pragma: no cover - depends on the machine
+    except Exception as e:  # noqa: BLE001  # pragma: no cover - depends on the machine
         pytest.skip(f"numba.cuda cannot use the GPU with NumPy {np.__version__}: {e!r}")
     return cuda
 
@@ -96,7 +96,7 @@ def jax(gpu: None) -> Any:
         j.config.update("jax_enable_x64", True)
         if not j.devices("gpu"):
             pytest.skip("jax sees no GPU")
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever JAX raises, it cannot use the GPU
         pytest.skip(f"jax cannot use the GPU: {e}")
     return j
 
@@ -135,9 +135,9 @@ def cai(
     ptr: Any = PTR,
     readonly: Any = False,
     **extra: Any,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """A valid CAI v3 dict, with keys overridable through ``extra``."""
-    d: Dict[str, Any] = {
+    d: dict[str, Any] = {
         "shape": shape,
         "typestr": typestr,
         "data": (ptr, readonly),

@@ -38,13 +38,14 @@ import dataclasses
 import decimal
 import fractions
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import Any
 
 import numpy as np
-from conftest import PTR, CAIProducer, SyclProducer
 
 import ferrocuda
+from conftest import PTR, CAIProducer, SyclProducer
 
 CAI = "__cuda_array_interface__"
 SYCL = "__sycl_usm_array_interface__"
@@ -61,9 +62,9 @@ FAKE_BASE = PTR
 _DROP = object()
 
 
-def iface(base: int, **kw: Any) -> Dict[str, Any]:
+def iface(base: int, **kw: Any) -> dict[str, Any]:
     """A valid CAI v3 float32 (4,) dict at ``base``; ``key=_DROP`` removes a key."""
-    d: Dict[str, Any] = {
+    d: dict[str, Any] = {
         "shape": (4,),
         "typestr": "<f4",
         "data": (base, False),
@@ -75,7 +76,7 @@ def iface(base: int, **kw: Any) -> Dict[str, Any]:
     return _override(d, kw)
 
 
-def _override(d: Dict[str, Any], kw: Dict[str, Any]) -> Dict[str, Any]:
+def _override(d: dict[str, Any], kw: dict[str, Any]) -> dict[str, Any]:
     """`d` with the keys of `kw` set, or removed where the value is ``_DROP``."""
     for k, v in kw.items():
         if v is _DROP:
@@ -90,9 +91,9 @@ def obj(base: int, **kw: Any) -> CAIProducer:
     return CAIProducer(iface(base, **kw))
 
 
-def sycl_iface(base: int, **kw: Any) -> Dict[str, Any]:
+def sycl_iface(base: int, **kw: Any) -> dict[str, Any]:
     """A valid SYCL USM v1 float32 (4,) dict (dpctl's spelling ``|f4``)."""
-    d: Dict[str, Any] = {
+    d: dict[str, Any] = {
         "shape": (4,),
         "typestr": "|f4",
         "data": (base, False),
@@ -108,7 +109,7 @@ def sobj(base: int, **kw: Any) -> SyclProducer:
     return SyclProducer(sycl_iface(base, **kw))
 
 
-def f32(p: int, shape: Tuple[int, ...] = (4,), **kw: Any) -> CAIProducer:
+def f32(p: int, shape: tuple[int, ...] = (4,), **kw: Any) -> CAIProducer:
     """A well-formed float32 argument at ``p``."""
     return obj(p, shape=shape, **kw)
 
@@ -167,7 +168,9 @@ def saxpy_alpha(x: Any, base: int) -> None:
 
 
 def saxpy_f64_alpha(x: Any, base: int) -> None:
-    k().saxpy_f64(x, f32(base + OFF_A, typestr="<f8", descr=None), f32(base, typestr="<f8", descr=None))
+    k().saxpy_f64(
+        x, f32(base + OFF_A, typestr="<f8", descr=None), f32(base, typestr="<f8", descr=None)
+    )
 
 
 def saxpy_f32_alpha(x: Any, base: int) -> None:
@@ -175,7 +178,7 @@ def saxpy_f32_alpha(x: Any, base: int) -> None:
 
 
 #: Launchers and the parameter name their ``x`` is passed as.
-ARG_OF: Dict[Launcher, str] = {
+ARG_OF: dict[Launcher, str] = {
     add_out: "out",
     add_f32_out: "out",
     add_b: "b",
@@ -204,12 +207,12 @@ class Case:
     id: str
     description: str
     factory: Callable[[int], Any]
-    exc: Type[BaseException]
+    exc: type[BaseException]
     match: str
-    key: Optional[str] = None
+    key: str | None = None
     protocol: str = CAI
     validate: str = "refuse"
-    launch: Optional[Launcher] = add_out
+    launch: Launcher | None = add_out
     #: The launch's message starts with "argument `<param>`: " (False for family-level
     #: "no variant" errors, which name the family instead).
     launch_named: bool = True
@@ -220,10 +223,10 @@ class Case:
     #: The launch check needs a CUDA driver and real allocations.
     gpu: bool = False
     #: A known ferrocuda bug; the entry states the intended behaviour (the test is xfail).
-    bug: Optional[str] = None
+    bug: str | None = None
 
     @property
-    def launch_arg(self) -> Optional[str]:
+    def launch_arg(self) -> str | None:
         return ARG_OF.get(self.launch) if self.launch is not None else None
 
 
@@ -231,15 +234,16 @@ def C(
     id: str,
     description: str,
     factory: Callable[[int], Any],
-    exc: Type[BaseException],
+    exc: type[BaseException],
     match: str,
-    key: Optional[str] = None,
+    key: str | None = None,
     **kw: Any,
 ) -> Case:
     return Case(id, description, factory, exc, match, key, **kw)
 
 
-V, T, N, O = ValueError, TypeError, NotImplementedError, OverflowError
+# One letter each, as the columns of the case table below (O: OverflowError).
+V, T, N, O = ValueError, TypeError, NotImplementedError, OverflowError  # noqa: E741
 
 
 # ---- hostile producer objects -----------------------------------------------------------------
@@ -253,7 +257,7 @@ class BoomBase(BaseException):
     """A producer exception outside ``Exception`` (like ``KeyboardInterrupt``)."""
 
 
-def raising_property(exc_type: Type[BaseException], message: str) -> Any:
+def raising_property(exc_type: type[BaseException], message: str) -> Any:
     """A producer whose interface property raises a fresh ``exc_type(message)``."""
 
     class RaisingProperty:
@@ -378,7 +382,7 @@ class IndexNegative:
 class ClearsListOnIndex:
     """``__index__`` empties the list it sits in, then answers 4."""
 
-    def __init__(self, seq: List[Any]) -> None:
+    def __init__(self, seq: list[Any]) -> None:
         self.seq = seq
 
     def __index__(self) -> int:
@@ -387,7 +391,7 @@ class ClearsListOnIndex:
 
 
 def shape_list_mutated(base: int) -> CAIProducer:
-    seq: List[Any] = [0, 4, 4]
+    seq: list[Any] = [0, 4, 4]
     seq[0] = ClearsListOnIndex(seq)
     return obj(base, shape=seq)
 
@@ -415,11 +419,11 @@ class ClassAttrNone:
 class DLPackOnly:
     """A DLPack-only producer (a CUDA device unless told otherwise) returning ``ret``."""
 
-    def __init__(self, ret: Any, device: Tuple[int, int] = (2, 0)) -> None:
+    def __init__(self, ret: Any, device: tuple[int, int] = (2, 0)) -> None:
         self.ret = ret
         self.device = device
 
-    def __dlpack_device__(self) -> Tuple[int, int]:
+    def __dlpack_device__(self) -> tuple[int, int]:
         return self.device
 
     def __dlpack__(self, **kw: Any) -> Any:
@@ -433,7 +437,7 @@ class DLPackRaises(DLPackOnly):
 
 def foreign_capsule() -> Any:
     """A capsule that is not a DLPack tensor (the name is wrong)."""
-    import ctypes  # noqa: PLC0415
+    import ctypes
 
     new = ctypes.pythonapi.PyCapsule_New
     new.restype = ctypes.py_object
@@ -462,13 +466,31 @@ def host_pointer(base: int) -> CAIProducer:
 
 REQUIRED = ("shape", "typestr", "data", "version")
 
-CORPUS: List[Case] = []
+CORPUS: list[Case] = []
 add = CORPUS.append
 
 # required keys: missing, None
 for key in REQUIRED:
-    add(C(f"missing_{key}", f"required key {key!r} absent", lambda b, k=key: obj(b, **{k: _DROP}), V, "required key is missing", key))
-    add(C(f"none_{key}", f"required key {key!r} is None", lambda b, k=key: obj(b, **{k: None}), V, "required key is None", key))
+    add(
+        C(
+            f"missing_{key}",
+            f"required key {key!r} absent",
+            lambda b, k=key: obj(b, **{k: _DROP}),
+            V,
+            "required key is missing",
+            key,
+        )
+    )
+    add(
+        C(
+            f"none_{key}",
+            f"required key {key!r} is None",
+            lambda b, k=key: obj(b, **{k: None}),
+            V,
+            "required key is None",
+            key,
+        )
+    )
 
 # version
 for id_, val, exc, msg in [
@@ -547,11 +569,47 @@ for id_, shape, val, msg in [
     ("strides_two_axes_sum_overflow", (2, 2), (2**62, 2**62), "extent overflows"),
     ("strides_isize_min", (4,), (-(2**63),), "extent overflows"),
 ]:
-    add(C(id_, f"shape {shape} with strides {val!r}", lambda b, s=shape, v=val: obj(b, shape=s, strides=v), V, msg, "strides"))
+    add(
+        C(
+            id_,
+            f"shape {shape} with strides {val!r}",
+            lambda b, s=shape, v=val: obj(b, shape=s, strides=v),
+            V,
+            msg,
+            "strides",
+        )
+    )
 
-add(C("strides_negative_below_zero", "negative stride reaching below address 0", lambda b: obj(0x1000, shape=(1000,), typestr="<f8", descr=None, strides=(-8,)), V, "extent overflows", "data"))
-add(C("extent_beyond_2pow64", "pointer near 2**64: the end leaves the address space", lambda b: obj(2**64 - 8, shape=(2,), typestr="<f8", descr=None), V, "extent overflows", "data"))
-add(C("extent_u1_at_u64_max", "one byte at pointer 2**64-1: its end is 2**64", lambda b: obj(2**64 - 1, shape=(1,), typestr="|u1", descr=None), V, "extent overflows", "data"))
+add(
+    C(
+        "strides_negative_below_zero",
+        "negative stride reaching below address 0",
+        lambda b: obj(0x1000, shape=(1000,), typestr="<f8", descr=None, strides=(-8,)),
+        V,
+        "extent overflows",
+        "data",
+    )
+)
+add(
+    C(
+        "extent_beyond_2pow64",
+        "pointer near 2**64: the end leaves the address space",
+        lambda b: obj(2**64 - 8, shape=(2,), typestr="<f8", descr=None),
+        V,
+        "extent overflows",
+        "data",
+    )
+)
+add(
+    C(
+        "extent_u1_at_u64_max",
+        "one byte at pointer 2**64-1: its end is 2**64",
+        lambda b: obj(2**64 - 1, shape=(1,), typestr="|u1", descr=None),
+        V,
+        "extent overflows",
+        "data",
+    )
+)
 
 # typestr
 for id_, val, exc, msg in [
@@ -585,12 +643,27 @@ for id_, val, exc, msg in [
     ("typestr_long", "x" * 100, T, "malformed typestr"),
     ("typestr_lying_str", LyingStr("<V8"), T, 'unsupported element type "<V8"'),
 ]:
-    add(C(id_, f"typestr = {val!r:.40}", lambda b, v=val: obj(b, typestr=v, descr=None), exc, msg, "typestr"))
+    add(
+        C(
+            id_,
+            f"typestr = {val!r:.40}",
+            lambda b, v=val: obj(b, typestr=v, descr=None),
+            exc,
+            msg,
+            "typestr",
+        )
+    )
 
-add(C(
-    "typestr_surrogate", "typestr with a lone surrogate (not encodable as UTF-8)",
-    lambda b: obj(b, typestr="<f\ud800", descr=None), T, "malformed typestr", "typestr",
-))
+add(
+    C(
+        "typestr_surrogate",
+        "typestr with a lone surrogate (not encodable as UTF-8)",
+        lambda b: obj(b, typestr="<f\ud800", descr=None),
+        T,
+        "malformed typestr",
+        "typestr",
+    )
+)
 
 # descr
 for id_, val, exc, msg in [
@@ -613,10 +686,16 @@ for id_, val, exc, msg in [
 ]:
     add(C(id_, f"descr = {val!r}", lambda b, v=val: obj(b, descr=v), exc, msg, "descr"))
 
-add(C(
-    "descr_surrogate_name", "descr field name with a lone surrogate",
-    lambda b: obj(b, descr=[("\udcff", "<f4")]), N, "structured", "descr",
-))
+add(
+    C(
+        "descr_surrogate_name",
+        "descr field name with a lone surrogate",
+        lambda b: obj(b, descr=[("\udcff", "<f4")]),
+        N,
+        "structured",
+        "descr",
+    )
+)
 
 # data
 for id_, val, msg in [
@@ -642,16 +721,74 @@ for id_, val, msg in [
 ]:
     add(C(id_, f"data = {val!r:.50}", lambda b, v=val: obj(b, data=v), V, msg, "data"))
 
-add(C("data_null_nonempty", "pointer 0 for a non-empty array", lambda b: obj(0), V, "null pointer", "data"))
-add(C("data_misaligned_f4", "float32 pointer 2 bytes off", lambda b: obj(b + 2), V, "not aligned", "data"))
-add(C("data_misaligned_f8", "float64 pointer 4 bytes off", lambda b: obj(b + 4, typestr="<f8", descr=None), V, "not aligned", "data"))
-add(C("data_misaligned_c16", "complex128 pointer at 8 mod 16", lambda b: obj(b + 8, typestr="<c16", descr=None), V, "not aligned", "data"))
+add(
+    C(
+        "data_null_nonempty",
+        "pointer 0 for a non-empty array",
+        lambda b: obj(0),
+        V,
+        "null pointer",
+        "data",
+    )
+)
+add(
+    C(
+        "data_misaligned_f4",
+        "float32 pointer 2 bytes off",
+        lambda b: obj(b + 2),
+        V,
+        "not aligned",
+        "data",
+    )
+)
+add(
+    C(
+        "data_misaligned_f8",
+        "float64 pointer 4 bytes off",
+        lambda b: obj(b + 4, typestr="<f8", descr=None),
+        V,
+        "not aligned",
+        "data",
+    )
+)
+add(
+    C(
+        "data_misaligned_c16",
+        "complex128 pointer at 8 mod 16",
+        lambda b: obj(b + 8, typestr="<c16", descr=None),
+        V,
+        "not aligned",
+        "data",
+    )
+)
 
 # a NumPy masked array passed as a host array: converting it would drop the mask
-add(C("numpy_masked_array", "a NumPy masked array (host): its mask would be silently dropped", lambda b: np.ma.masked_array(np.zeros(4, np.float32), mask=[False, True, False, False]), N, "masked arrays are not supported"))
+add(
+    C(
+        "numpy_masked_array",
+        "a NumPy masked array (host): its mask would be silently dropped",
+        lambda b: np.ma.masked_array(np.zeros(4, np.float32), mask=[False, True, False, False]),
+        N,
+        "masked arrays are not supported",
+    )
+)
 # mask
-for id_, val in [("mask_object", object()), ("mask_array", CAIProducer(iface(PTR, typestr="|b1", descr=None))), ("mask_false", False), ("mask_zero", 0)]:
-    add(C(id_, f"mask present ({type(val).__name__})", lambda b, v=val: obj(b, mask=v), N, "masked arrays are not supported", "mask"))
+for id_, val in [
+    ("mask_object", object()),
+    ("mask_array", CAIProducer(iface(PTR, typestr="|b1", descr=None))),
+    ("mask_false", False),
+    ("mask_zero", 0),
+]:
+    add(
+        C(
+            id_,
+            f"mask present ({type(val).__name__})",
+            lambda b, v=val: obj(b, mask=v),
+            N,
+            "masked arrays are not supported",
+            "mask",
+        )
+    )
 
 # stream
 for id_, val, msg in [
@@ -671,9 +808,36 @@ for id_, val, msg in [
 
 # offset under the CAI (no such key)
 add(C("cai_offset_4", "CAI offset 4", lambda b: obj(b, offset=4), N, "no 'offset' key", "offset"))
-add(C("cai_offset_neg", "CAI offset -1", lambda b: obj(b, offset=-1), N, "no 'offset' key", "offset"))
-add(C("cai_offset_true", "CAI offset True", lambda b: obj(b, offset=True), V, "expected an int, got bool", "offset"))
-add(C("cai_offset_str", "CAI offset '4'", lambda b: obj(b, offset="4"), V, "expected an int, got str", "offset"))
+add(
+    C(
+        "cai_offset_neg",
+        "CAI offset -1",
+        lambda b: obj(b, offset=-1),
+        N,
+        "no 'offset' key",
+        "offset",
+    )
+)
+add(
+    C(
+        "cai_offset_true",
+        "CAI offset True",
+        lambda b: obj(b, offset=True),
+        V,
+        "expected an int, got bool",
+        "offset",
+    )
+)
+add(
+    C(
+        "cai_offset_str",
+        "CAI offset '4'",
+        lambda b: obj(b, offset="4"),
+        V,
+        "expected an int, got str",
+        "offset",
+    )
+)
 
 # the interface object itself
 for id_, val, tname in [
@@ -685,11 +849,53 @@ for id_, val, tname in [
     ("iface_userdict", collections.UserDict(iface(PTR)), "UserDict"),
     ("iface_mappingproxy", types.MappingProxyType(iface(PTR)), "mappingproxy"),
 ]:
-    add(C(id_, f"__cuda_array_interface__ is a {tname}", lambda b, v=val: CAIProducer(v), T, f"must be a dict, got {tname}"))
-add(C("iface_class_attr_none", "class attribute __cuda_array_interface__ = None", lambda b: ClassAttrNone(), T, "must be a dict, got NoneType"))
-add(C("iface_class_itself", "the producer class, not an instance: the attribute is a property object", lambda b: CAIProducer, T, "must be a dict, got property"))
-add(C("lying_dict_missing_shape", "dict subclass: real items lack shape; __getitem__ etc. must not be called", lying_dict_without_shape, V, "required key is missing", "shape"))
-add(C("lying_dict_stream_0", "dict subclass with lying accessors and stream 0", lying_dict_stream0, V, "stream 0 is disallowed", "stream"))
+    add(
+        C(
+            id_,
+            f"__cuda_array_interface__ is a {tname}",
+            lambda b, v=val: CAIProducer(v),
+            T,
+            f"must be a dict, got {tname}",
+        )
+    )
+add(
+    C(
+        "iface_class_attr_none",
+        "class attribute __cuda_array_interface__ = None",
+        lambda b: ClassAttrNone(),
+        T,
+        "must be a dict, got NoneType",
+    )
+)
+add(
+    C(
+        "iface_class_itself",
+        "the producer class, not an instance: the attribute is a property object",
+        lambda b: CAIProducer,
+        T,
+        "must be a dict, got property",
+    )
+)
+add(
+    C(
+        "lying_dict_missing_shape",
+        "dict subclass: real items lack shape; __getitem__ etc. must not be called",
+        lying_dict_without_shape,
+        V,
+        "required key is missing",
+        "shape",
+    )
+)
+add(
+    C(
+        "lying_dict_stream_0",
+        "dict subclass with lying accessors and stream 0",
+        lying_dict_stream0,
+        V,
+        "stream 0 is disallowed",
+        "stream",
+    )
+)
 
 # exceptions raised by the producer
 for id_, etype, text in [
@@ -701,18 +907,102 @@ for id_, etype, text in [
     ("property_raises_custom", Boom, "producer Boom"),
     ("property_raises_base_exception", BoomBase, "producer BoomBase"),
 ]:
-    add(C(id_, f"__cuda_array_interface__ property raises {etype.__name__}", lambda b, e=etype, t=text: raising_property(e, t), etype, text, producer=True, note=True))
-add(C("property_raises_attribute", "property raising AttributeError: the interface is absent", lambda b: raising_property(AttributeError, "no"), T, "not an array"))
-add(C("getattr_raises", "__getattr__ raising for every name", lambda b: GetattrRaises(), Boom, "__getattr__('__cuda_array_interface__')", producer=True, note=True))
-add(C("sycl_property_raises", "no CAI; the SYCL USM property raises", lambda b: SyclRaises(), Boom, "sycl export failed", producer=True, note=True))
-add(C("index_raises", "a shape item whose __index__ raises", lambda b: obj(b, shape=(IndexRaises(),)), Boom, "__index__ failed", producer=True, note=True))
-add(C("index_returns_str", "a shape item whose __index__ returns a str (CPython's TypeError propagates)", lambda b: obj(b, shape=(IndexReturnsStr(),)), T, "__index__ returned non-int", producer=True, note=True))
-add(C("pointer_index_raises", "a data pointer whose __index__ raises", lambda b: obj(b, data=(IndexRaises(), False)), Boom, "__index__ failed", producer=True, note=True))
-add(C("dict_key_eq_raises", "a dict key hashing like 'shape' whose __eq__ raises", hostile_key, Boom, "key __eq__", producer=True, note=True))
-add(C(
-    "shape_list_mutated_during_read", "a shape list emptied by one of its items' __index__",
-    shape_list_mutated, V, "shape", "shape",
-))
+    add(
+        C(
+            id_,
+            f"__cuda_array_interface__ property raises {etype.__name__}",
+            lambda b, e=etype, t=text: raising_property(e, t),
+            etype,
+            text,
+            producer=True,
+            note=True,
+        )
+    )
+add(
+    C(
+        "property_raises_attribute",
+        "property raising AttributeError: the interface is absent",
+        lambda b: raising_property(AttributeError, "no"),
+        T,
+        "not an array",
+    )
+)
+add(
+    C(
+        "getattr_raises",
+        "__getattr__ raising for every name",
+        lambda b: GetattrRaises(),
+        Boom,
+        "__getattr__('__cuda_array_interface__')",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "sycl_property_raises",
+        "no CAI; the SYCL USM property raises",
+        lambda b: SyclRaises(),
+        Boom,
+        "sycl export failed",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "index_raises",
+        "a shape item whose __index__ raises",
+        lambda b: obj(b, shape=(IndexRaises(),)),
+        Boom,
+        "__index__ failed",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "index_returns_str",
+        "a shape item whose __index__ returns a str (CPython's TypeError propagates)",
+        lambda b: obj(b, shape=(IndexReturnsStr(),)),
+        T,
+        "__index__ returned non-int",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "pointer_index_raises",
+        "a data pointer whose __index__ raises",
+        lambda b: obj(b, data=(IndexRaises(), False)),
+        Boom,
+        "__index__ failed",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "dict_key_eq_raises",
+        "a dict key hashing like 'shape' whose __eq__ raises",
+        hostile_key,
+        Boom,
+        "key __eq__",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "shape_list_mutated_during_read",
+        "a shape list emptied by one of its items' __index__",
+        shape_list_mutated,
+        V,
+        "shape",
+        "shape",
+    )
+)
 
 # objects with no interface at all
 for id_, val, tname in [
@@ -724,24 +1014,116 @@ for id_, val, tname in [
     ("no_interface_plain_dict", iface(PTR), "dict"),
     ("no_interface_bytes", b"\x00" * 16, "bytes"),
 ]:
-    add(C(id_, f"a {tname} is not an array", lambda b, v=val: v, T, f"not an array: {tname} has no"))
+    add(
+        C(id_, f"a {tname} is not an array", lambda b, v=val: v, T, f"not an array: {tname} has no")
+    )
 
 # DLPack-only producers returning garbage
-add(C("dlpack_returns_int", "__dlpack__() returns an int", lambda b: DLPackOnly(5), T, "returned int, not a capsule"))
-add(C("dlpack_returns_none", "__dlpack__() returns None", lambda b: DLPackOnly(None), T, "returned NoneType, not a capsule"))
-add(C("dlpack_foreign_capsule", "__dlpack__() returns a capsule of another name", lambda b: DLPackOnly(foreign_capsule()), T, "not an unused 'dltensor'"))
-add(C("dlpack_raises", "__dlpack__() raises", lambda b: DLPackRaises(None), Boom, "__dlpack__ failed", producer=True, note=True))
-add(C(
-    "dlpack_cpu_returns_int", "a CPU DLPack producer returning an int (NumPy's from_dlpack reads it)",
-    lambda b: DLPackOnly(5, device=(1, 0)), V, "PyCapsule", producer=True,
-))
+add(
+    C(
+        "dlpack_returns_int",
+        "__dlpack__() returns an int",
+        lambda b: DLPackOnly(5),
+        T,
+        "returned int, not a capsule",
+    )
+)
+add(
+    C(
+        "dlpack_returns_none",
+        "__dlpack__() returns None",
+        lambda b: DLPackOnly(None),
+        T,
+        "returned NoneType, not a capsule",
+    )
+)
+add(
+    C(
+        "dlpack_foreign_capsule",
+        "__dlpack__() returns a capsule of another name",
+        lambda b: DLPackOnly(foreign_capsule()),
+        T,
+        "not an unused 'dltensor'",
+    )
+)
+add(
+    C(
+        "dlpack_raises",
+        "__dlpack__() raises",
+        lambda b: DLPackRaises(None),
+        Boom,
+        "__dlpack__ failed",
+        producer=True,
+        note=True,
+    )
+)
+add(
+    C(
+        "dlpack_cpu_returns_int",
+        "a CPU DLPack producer returning an int (NumPy's from_dlpack reads it)",
+        lambda b: DLPackOnly(5, device=(1, 0)),
+        V,
+        "PyCapsule",
+        producer=True,
+    )
+)
 
 # host (NumPy) arrays ferrocuda cannot take
-add(C("host_object_array", "NumPy object array", lambda b: np.array([object()]), T, "malformed typestr", "typestr", protocol=HOST))
-add(C("host_big_endian", "NumPy big-endian float32", lambda b: np.arange(3, dtype=">f4"), T, "big-endian", "typestr", protocol=HOST))
-add(C("host_structured", "NumPy structured array", lambda b: np.zeros(3, dtype=[("x", "<f4"), ("y", "<i4")]), T, '"|V8"', "typestr", protocol=HOST))
-add(C("host_long_double", "NumPy long double", lambda b: np.zeros(2, dtype=np.longdouble), T, "unsupported element type", "typestr", protocol=HOST))
-add(C("host_datetime", "NumPy datetime64", lambda b: np.zeros(2, dtype="M8[s]"), T, "malformed typestr", "typestr", protocol=HOST))
+add(
+    C(
+        "host_object_array",
+        "NumPy object array",
+        lambda b: np.array([object()]),
+        T,
+        "malformed typestr",
+        "typestr",
+        protocol=HOST,
+    )
+)
+add(
+    C(
+        "host_big_endian",
+        "NumPy big-endian float32",
+        lambda b: np.arange(3, dtype=">f4"),
+        T,
+        "big-endian",
+        "typestr",
+        protocol=HOST,
+    )
+)
+add(
+    C(
+        "host_structured",
+        "NumPy structured array",
+        lambda b: np.zeros(3, dtype=[("x", "<f4"), ("y", "<i4")]),
+        T,
+        '"|V8"',
+        "typestr",
+        protocol=HOST,
+    )
+)
+add(
+    C(
+        "host_long_double",
+        "NumPy long double",
+        lambda b: np.zeros(2, dtype=np.longdouble),
+        T,
+        "unsupported element type",
+        "typestr",
+        protocol=HOST,
+    )
+)
+add(
+    C(
+        "host_datetime",
+        "NumPy datetime64",
+        lambda b: np.zeros(2, dtype="M8[s]"),
+        T,
+        "malformed typestr",
+        "typestr",
+        protocol=HOST,
+    )
+)
 
 # SYCL USM
 for id_, kw, exc, msg, key in [
@@ -753,94 +1135,472 @@ for id_, kw, exc, msg, key in [
     ("sycl_offset_str", dict(offset="1"), V, "expected an int, got str", "offset"),
     ("sycl_offset_true", dict(offset=True), V, "expected an int, got bool", "offset"),
     ("sycl_offset_2pow200", dict(offset=2**200), V, "out of range", "offset"),
-    ("sycl_offset_overflows_address", dict(offset=2**62), V, "overflows a 64-bit address", "offset"),
+    (
+        "sycl_offset_overflows_address",
+        dict(offset=2**62),
+        V,
+        "overflows a 64-bit address",
+        "offset",
+    ),
     ("sycl_null_data_with_offset", dict(data=(0, False), offset=4), V, "null pointer", "data"),
-    ("sycl_element_stride_too_big", dict(strides=(2**62,)), V, "elements of 4 bytes does not fit isize", "strides"),
+    (
+        "sycl_element_stride_too_big",
+        dict(strides=(2**62,)),
+        V,
+        "elements of 4 bytes does not fit isize",
+        "strides",
+    ),
     ("sycl_misaligned", dict(data=(PTR + 1, False)), V, "not aligned", "data"),
     ("sycl_big_endian", dict(typestr=">f8"), T, "big-endian", "typestr"),
     ("sycl_mask", dict(mask=object()), N, "masked arrays", "mask"),
 ]:
-    add(C(id_, f"SYCL USM {kw!r:.60}", lambda b, kw=kw: sobj(b, **kw), exc, msg, key, protocol=SYCL))
-add(C("sycl_not_a_dict", "__sycl_usm_array_interface__ is None", lambda b: SyclProducer(None), T, f"{SYCL} must be a dict, got NoneType"))
+    add(
+        C(id_, f"SYCL USM {kw!r:.60}", lambda b, kw=kw: sobj(b, **kw), exc, msg, key, protocol=SYCL)
+    )
+add(
+    C(
+        "sycl_not_a_dict",
+        "__sycl_usm_array_interface__ is None",
+        lambda b: SyclProducer(None),
+        T,
+        f"{SYCL} must be a dict, got NoneType",
+    )
+)
 
 # ---- well-formed interfaces a launch must refuse (validate_interface accepts them) ----------
 
 for c in [
-    C("readonly_out", "read-only output of add", lambda b: obj(b, data=(b, True)), V, "array is read-only, but kernel `add_f32` writes to `out`", "data", launch=add_out),
-    C("readonly_out_kernel", "read-only output of add_f32", lambda b: obj(b, data=(b, True)), V, "read-only", "data", launch=add_f32_out),
-    C("readonly_view_out", "read-only output of a view kernel", lambda b: obj(b, data=(b, True)), V, "writes to `x`", "data", launch=add_index),
-    C("readonly_out_initialize", "read-only int32 output", lambda b: obj(b, typestr="<i4", descr=None, data=(b, True)), V, "initialize_array", "data", launch=initialize_array),
     C(
-        "readonly_out_sycl", "read-only SYCL USM output", lambda b: sobj(b, data=(b, True)), V, "read-only", "data",
-        protocol=SYCL, launch=add_out,
+        "readonly_out",
+        "read-only output of add",
+        lambda b: obj(b, data=(b, True)),
+        V,
+        "array is read-only, but kernel `add_f32` writes to `out`",
+        "data",
+        launch=add_out,
     ),
-    C("readonly_out_numpy", "read-only NumPy output (host path)", readonly_numpy, V, "array is read-only", "data", protocol=HOST, launch=add_out),
-    C("zero_stride_out_strided_variant", "broadcast (zero-stride) output of add: its strided variant refuses it", lambda b: obj(b, strides=(0,)), V, "overlapping elements", launch=add_out),
-    C("zero_stride_out_kernel", "broadcast output given to the add_f32 kernel (its layout variant refuses it)", lambda b: obj(b, strides=(0,)), V, "overlapping elements", launch=add_f32_out),
-    C("zero_stride_out_view", "broadcast (zero-stride) output of a view kernel", lambda b: obj(b, strides=(0,)), V, "overlapping elements", launch=add_index),
-    C("zero_stride_out_view_2d", "2-D output broadcast along axis 0", lambda b: obj(b, shape=(2, 4), strides=(0, 4)), V, "overlapping elements", launch=add_index),
-    C("self_overlapping_out", "rows overlapping each other", lambda b: obj(b, shape=(3, 4), strides=(4, 4)), V, "overlapping elements", launch=add_index),
-    C("negative_stride_out_slice", "reversed output of a kernel without a strided variant", lambda b: obj(b + 12, typestr="<i4", descr=None, strides=(-4,)), V, "needs a C-contiguous array", launch=initialize_array),
-    C("strided_input_slice", "strided input of a family without a strided variant", lambda b: obj(b, strides=(8,)), V, "needs a C-contiguous array", launch=sum_x),
-    C("stride_not_multiple_strided_variant", "stride of 6 bytes for float32 (add's strided variant names it)", lambda b: obj(b + OFF_B, shape=(4,), strides=(6,)), V, "not a multiple of the item size", "strides", launch=add_b),
-    C("partial_overlap_strided_out", "reversed out over input a, shifted by one element", lambda b: obj(b + OFF_A + 16, strides=(-4,)), V, "overlaps argument `a`", launch=add_out),
-    C("stride_not_multiple", "stride of 6 bytes for float32 (view kernel)", lambda b: obj(b, shape=(3,), strides=(6,)), V, "not a multiple of the item size", "strides", launch=add_index),
-    C("stride_not_multiple_2d", "2-D stride of 10 bytes for float32", lambda b: obj(b, shape=(2, 2), strides=(10, 4)), V, "not a multiple of the item size", "strides", launch=add_index),
-    C("shape_mismatch_out", "out (5,) for inputs (4,)", lambda b: obj(b, shape=(5,)), V, "must have the same shape", launch=add_out),
-    C("shape_mismatch_input", "b (3,) for a (4,)", lambda b: obj(b + OFF_B, shape=(3,)), V, "must have the same shape", launch=add_b),
-    C("overlapping_out", "out overlaps input a shifted by one element", lambda b: obj(b + OFF_A + 4), V, "overlaps argument `a`", launch=add_out),
-    C("wrong_dtype_family", "float64 out for float32 inputs: no variant", lambda b: obj(b, typestr="<f8", descr=None), T, "kernel family `add` has no variant", launch=add_out, launch_named=False),
-    C("wrong_dtype_kernel", "float64 out for add_f32", lambda b: obj(b, typestr="<f8", descr=None), T, "expected a float32 array, got float64", launch=add_f32_out),
-    C("wrong_dtype_initialize", "float32 for initialize_array (int32)", lambda b: obj(b), T, "expected a int32 array, got float32", launch=initialize_array),
-    C("unsupported_dtype_family", "uint16 arrays: no variant of add", lambda b: obj(b, typestr="<u2", descr=None), T, "no variant", launch=add_out, launch_named=False),
-    C("wrong_rank_family", "5-D array for add_index (1-D to 4-D)", lambda b: obj(b, shape=(1, 1, 1, 1, 2)), T, "no variant", launch=add_index, launch_named=False),
-    C("wrong_rank_scalar", "0-D array for add_index", lambda b: obj(b, shape=()), T, "no variant", launch=add_index, launch_named=False),
-    C("wrong_rank_kernel", "1-D array for add_index_f32_2d", lambda b: obj(b), T, "expected a 2-D array, got 1-D", launch=add_index_f32_2d),
-    C("array_as_scalar", "an array for saxpy_f32's alpha", lambda b: obj(b + OFF_B), T, "expected a real number for the float32 parameter", launch=saxpy_f32_alpha),
+    C(
+        "readonly_out_kernel",
+        "read-only output of add_f32",
+        lambda b: obj(b, data=(b, True)),
+        V,
+        "read-only",
+        "data",
+        launch=add_f32_out,
+    ),
+    C(
+        "readonly_view_out",
+        "read-only output of a view kernel",
+        lambda b: obj(b, data=(b, True)),
+        V,
+        "writes to `x`",
+        "data",
+        launch=add_index,
+    ),
+    C(
+        "readonly_out_initialize",
+        "read-only int32 output",
+        lambda b: obj(b, typestr="<i4", descr=None, data=(b, True)),
+        V,
+        "initialize_array",
+        "data",
+        launch=initialize_array,
+    ),
+    C(
+        "readonly_out_sycl",
+        "read-only SYCL USM output",
+        lambda b: sobj(b, data=(b, True)),
+        V,
+        "read-only",
+        "data",
+        protocol=SYCL,
+        launch=add_out,
+    ),
+    C(
+        "readonly_out_numpy",
+        "read-only NumPy output (host path)",
+        readonly_numpy,
+        V,
+        "array is read-only",
+        "data",
+        protocol=HOST,
+        launch=add_out,
+    ),
+    C(
+        "zero_stride_out_strided_variant",
+        "broadcast (zero-stride) output of add: its strided variant refuses it",
+        lambda b: obj(b, strides=(0,)),
+        V,
+        "overlapping elements",
+        launch=add_out,
+    ),
+    C(
+        "zero_stride_out_kernel",
+        "broadcast output given to the add_f32 kernel (its layout variant refuses it)",
+        lambda b: obj(b, strides=(0,)),
+        V,
+        "overlapping elements",
+        launch=add_f32_out,
+    ),
+    C(
+        "zero_stride_out_view",
+        "broadcast (zero-stride) output of a view kernel",
+        lambda b: obj(b, strides=(0,)),
+        V,
+        "overlapping elements",
+        launch=add_index,
+    ),
+    C(
+        "zero_stride_out_view_2d",
+        "2-D output broadcast along axis 0",
+        lambda b: obj(b, shape=(2, 4), strides=(0, 4)),
+        V,
+        "overlapping elements",
+        launch=add_index,
+    ),
+    C(
+        "self_overlapping_out",
+        "rows overlapping each other",
+        lambda b: obj(b, shape=(3, 4), strides=(4, 4)),
+        V,
+        "overlapping elements",
+        launch=add_index,
+    ),
+    C(
+        "negative_stride_out_slice",
+        "reversed output of a kernel without a strided variant",
+        lambda b: obj(b + 12, typestr="<i4", descr=None, strides=(-4,)),
+        V,
+        "needs a C-contiguous array",
+        launch=initialize_array,
+    ),
+    C(
+        "strided_input_slice",
+        "strided input of a family without a strided variant",
+        lambda b: obj(b, strides=(8,)),
+        V,
+        "needs a C-contiguous array",
+        launch=sum_x,
+    ),
+    C(
+        "stride_not_multiple_strided_variant",
+        "stride of 6 bytes for float32 (add's strided variant names it)",
+        lambda b: obj(b + OFF_B, shape=(4,), strides=(6,)),
+        V,
+        "not a multiple of the item size",
+        "strides",
+        launch=add_b,
+    ),
+    C(
+        "partial_overlap_strided_out",
+        "reversed out over input a, shifted by one element",
+        lambda b: obj(b + OFF_A + 16, strides=(-4,)),
+        V,
+        "overlaps argument `a`",
+        launch=add_out,
+    ),
+    C(
+        "stride_not_multiple",
+        "stride of 6 bytes for float32 (view kernel)",
+        lambda b: obj(b, shape=(3,), strides=(6,)),
+        V,
+        "not a multiple of the item size",
+        "strides",
+        launch=add_index,
+    ),
+    C(
+        "stride_not_multiple_2d",
+        "2-D stride of 10 bytes for float32",
+        lambda b: obj(b, shape=(2, 2), strides=(10, 4)),
+        V,
+        "not a multiple of the item size",
+        "strides",
+        launch=add_index,
+    ),
+    C(
+        "shape_mismatch_out",
+        "out (5,) for inputs (4,)",
+        lambda b: obj(b, shape=(5,)),
+        V,
+        "must have the same shape",
+        launch=add_out,
+    ),
+    C(
+        "shape_mismatch_input",
+        "b (3,) for a (4,)",
+        lambda b: obj(b + OFF_B, shape=(3,)),
+        V,
+        "must have the same shape",
+        launch=add_b,
+    ),
+    C(
+        "overlapping_out",
+        "out overlaps input a shifted by one element",
+        lambda b: obj(b + OFF_A + 4),
+        V,
+        "overlaps argument `a`",
+        launch=add_out,
+    ),
+    C(
+        "wrong_dtype_family",
+        "float64 out for float32 inputs: no variant",
+        lambda b: obj(b, typestr="<f8", descr=None),
+        T,
+        "kernel family `add` has no variant",
+        launch=add_out,
+        launch_named=False,
+    ),
+    C(
+        "wrong_dtype_kernel",
+        "float64 out for add_f32",
+        lambda b: obj(b, typestr="<f8", descr=None),
+        T,
+        "expected a float32 array, got float64",
+        launch=add_f32_out,
+    ),
+    C(
+        "wrong_dtype_initialize",
+        "float32 for initialize_array (int32)",
+        lambda b: obj(b),
+        T,
+        "expected a int32 array, got float32",
+        launch=initialize_array,
+    ),
+    C(
+        "unsupported_dtype_family",
+        "uint16 arrays: no variant of add",
+        lambda b: obj(b, typestr="<u2", descr=None),
+        T,
+        "no variant",
+        launch=add_out,
+        launch_named=False,
+    ),
+    C(
+        "wrong_rank_family",
+        "5-D array for add_index (1-D to 4-D)",
+        lambda b: obj(b, shape=(1, 1, 1, 1, 2)),
+        T,
+        "no variant",
+        launch=add_index,
+        launch_named=False,
+    ),
+    C(
+        "wrong_rank_scalar",
+        "0-D array for add_index",
+        lambda b: obj(b, shape=()),
+        T,
+        "no variant",
+        launch=add_index,
+        launch_named=False,
+    ),
+    C(
+        "wrong_rank_kernel",
+        "1-D array for add_index_f32_2d",
+        lambda b: obj(b),
+        T,
+        "expected a 2-D array, got 1-D",
+        launch=add_index_f32_2d,
+    ),
+    C(
+        "array_as_scalar",
+        "an array for saxpy_f32's alpha",
+        lambda b: obj(b + OFF_B),
+        T,
+        "expected a real number for the float32 parameter",
+        launch=saxpy_f32_alpha,
+    ),
 ]:
     CORPUS.append(dataclasses.replace(c, validate="accept"))
 
 # GPU only: real allocations decide (base is a cudaMalloc of REGION bytes there)
 for c in [
-    C("out_past_allocation_end", "out's last element lies past the allocation", lambda b: obj(b + REGION - 8), V, "outside the allocation", "shape", launch=add_out, gpu=True),
-    C("out_reversed_below_allocation", "negative stride from the allocation's start", lambda b: obj(b + 4, strides=(-4,)), V, "outside the allocation", "shape", launch=add_index, gpu=True),
-    C("out_strided_past_allocation", "stride jumping over the allocation's end", lambda b: obj(b, shape=(2,), strides=(REGION,)), V, "outside the allocation", "shape", launch=add_index, gpu=True),
-    C("out_host_pointer", "a NumPy host buffer's address as CAI data", host_pointer, V, "not CUDA device memory", "data", launch=add_out, gpu=True),
-    C("input_host_pointer", "a host address as input b", host_pointer, V, "not CUDA device memory", "data", launch=add_b, gpu=True),
+    C(
+        "out_past_allocation_end",
+        "out's last element lies past the allocation",
+        lambda b: obj(b + REGION - 8),
+        V,
+        "outside the allocation",
+        "shape",
+        launch=add_out,
+        gpu=True,
+    ),
+    C(
+        "out_reversed_below_allocation",
+        "negative stride from the allocation's start",
+        lambda b: obj(b + 4, strides=(-4,)),
+        V,
+        "outside the allocation",
+        "shape",
+        launch=add_index,
+        gpu=True,
+    ),
+    C(
+        "out_strided_past_allocation",
+        "stride jumping over the allocation's end",
+        lambda b: obj(b, shape=(2,), strides=(REGION,)),
+        V,
+        "outside the allocation",
+        "shape",
+        launch=add_index,
+        gpu=True,
+    ),
+    C(
+        "out_host_pointer",
+        "a NumPy host buffer's address as CAI data",
+        host_pointer,
+        V,
+        "not CUDA device memory",
+        "data",
+        launch=add_out,
+        gpu=True,
+    ),
+    C(
+        "input_host_pointer",
+        "a host address as input b",
+        host_pointer,
+        V,
+        "not CUDA device memory",
+        "data",
+        launch=add_b,
+        gpu=True,
+    ),
 ]:
     CORPUS.append(dataclasses.replace(c, validate="accept"))
 
 # ---- scalar arguments: OverflowError is for these -----------------------------------------
 
 for c in [
-    C("scalar_iters_negative", "uint32 parameter given -1", lambda b: -1, O, "-1 is out of range for uint32", launch=fill_iters),
-    C("scalar_iters_2pow32", "uint32 parameter given 2**32", lambda b: 2**32, O, "out of range for uint32", launch=fill_iters),
-    C("scalar_iters_2pow200", "uint32 parameter given 2**200", lambda b: 2**200, O, "out of range for uint32", launch=fill_iters),
-    C("scalar_iters_np_uint64", "uint32 parameter given numpy.uint64(2**40)", lambda b: np.uint64(2**40), O, "out of range for uint32", launch=fill_iters),
-    C("scalar_iters_bool", "uint32 parameter given True", lambda b: True, T, "expected a uint32 scalar, got bool", launch=fill_iters),
-    C("scalar_iters_float", "uint32 parameter given 1.0", lambda b: 1.0, T, "expected an integer for the uint32 parameter, got float", launch=fill_iters),
-    C("scalar_value_bool", "float32 parameter given True", lambda b: True, T, "expected a float32 scalar, got bool", launch=fill_value),
-    C("scalar_value_1e39", "float32 parameter given 1e39", lambda b: 1e39, O, "out of range for float32", launch=fill_value),
-    C("scalar_value_np_1e39", "float32 parameter given numpy.float64(1e39)", lambda b: np.float64(1e39), O, "out of range for float32", launch=fill_value),
-    C("scalar_value_str", "float32 parameter given '1'", lambda b: "1", T, "expected a real number", launch=fill_value),
-    C("scalar_value_none", "float32 parameter given None", lambda b: None, T, "expected a real number", launch=fill_value),
-    C("scalar_value_complex", "float32 parameter given 1j", lambda b: 1j, T, "expected a real number", launch=fill_value),
-    C("scalar_alpha_bool_family", "saxpy family alpha True", lambda b: True, T, "got bool", launch=saxpy_alpha),
     C(
-        "scalar_value_2pow128", "float32 parameter given the int 2**128 (beyond float32's range)",
-        lambda b: 2**128, O, "out of range for float32", launch=fill_value,
+        "scalar_iters_negative",
+        "uint32 parameter given -1",
+        lambda b: -1,
+        O,
+        "-1 is out of range for uint32",
+        launch=fill_iters,
     ),
     C(
-        "scalar_value_neg_2pow200", "float32 parameter given the int -2**200",
-        lambda b: -(2**200), O, "out of range for float32", launch=fill_value,
+        "scalar_iters_2pow32",
+        "uint32 parameter given 2**32",
+        lambda b: 2**32,
+        O,
+        "out of range for uint32",
+        launch=fill_iters,
     ),
     C(
-        "scalar_f64_2pow2000", "float64 parameter given the int 2**2000 (float(2**2000) overflows)",
-        lambda b: 2**2000, O, "float64", launch=saxpy_f64_alpha,
+        "scalar_iters_2pow200",
+        "uint32 parameter given 2**200",
+        lambda b: 2**200,
+        O,
+        "out of range for uint32",
+        launch=fill_iters,
+    ),
+    C(
+        "scalar_iters_np_uint64",
+        "uint32 parameter given numpy.uint64(2**40)",
+        lambda b: np.uint64(2**40),
+        O,
+        "out of range for uint32",
+        launch=fill_iters,
+    ),
+    C(
+        "scalar_iters_bool",
+        "uint32 parameter given True",
+        lambda b: True,
+        T,
+        "expected a uint32 scalar, got bool",
+        launch=fill_iters,
+    ),
+    C(
+        "scalar_iters_float",
+        "uint32 parameter given 1.0",
+        lambda b: 1.0,
+        T,
+        "expected an integer for the uint32 parameter, got float",
+        launch=fill_iters,
+    ),
+    C(
+        "scalar_value_bool",
+        "float32 parameter given True",
+        lambda b: True,
+        T,
+        "expected a float32 scalar, got bool",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_value_1e39",
+        "float32 parameter given 1e39",
+        lambda b: 1e39,
+        O,
+        "out of range for float32",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_value_np_1e39",
+        "float32 parameter given numpy.float64(1e39)",
+        lambda b: np.float64(1e39),
+        O,
+        "out of range for float32",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_value_str",
+        "float32 parameter given '1'",
+        lambda b: "1",
+        T,
+        "expected a real number",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_value_none",
+        "float32 parameter given None",
+        lambda b: None,
+        T,
+        "expected a real number",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_value_complex",
+        "float32 parameter given 1j",
+        lambda b: 1j,
+        T,
+        "expected a real number",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_alpha_bool_family",
+        "saxpy family alpha True",
+        lambda b: True,
+        T,
+        "got bool",
+        launch=saxpy_alpha,
+    ),
+    C(
+        "scalar_value_2pow128",
+        "float32 parameter given the int 2**128 (beyond float32's range)",
+        lambda b: 2**128,
+        O,
+        "out of range for float32",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_value_neg_2pow200",
+        "float32 parameter given the int -2**200",
+        lambda b: -(2**200),
+        O,
+        "out of range for float32",
+        launch=fill_value,
+    ),
+    C(
+        "scalar_f64_2pow2000",
+        "float64 parameter given the int 2**2000 (float(2**2000) overflows)",
+        lambda b: 2**2000,
+        O,
+        "float64",
+        launch=saxpy_f64_alpha,
     ),
 ]:
     CORPUS.append(dataclasses.replace(c, validate="skip"))
 
 
-def by_id() -> Dict[str, Case]:
+def by_id() -> dict[str, Case]:
     return {c.id: c for c in CORPUS}

@@ -4,8 +4,8 @@ The GPU run script sets ``FERROCUDA_SANITIZER=1`` when it runs this suite under
 ``compute-sanitizer`` (memcheck, racecheck), where kernels run one to two orders of magnitude
 slower. Every test still runs each of its code paths; only repetitions shrink (trials, soak
 launches, spin-kernel lengths), and the kernel tests parametrized over every array library
-run for CuPy, torch and ferrocuda's arrays (:func:`libraries`). The figures that RELIABILITY.md quotes (100 of 100 trials,
-10^5 soak launches) come from runs without the sanitizer.
+run for CuPy, torch and ferrocuda's arrays (:func:`libraries`). The figures that RELIABILITY.md
+quotes (100 of 100 trials, 10^5 soak launches) come from runs without the sanitizer.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ UNDER_SANITIZER = os.environ.get("FERROCUDA_SANITIZER") == "1"
 SANITIZER_LIBRARIES = ("cupy", "torch", "ferrocuda")
 
 
-def libraries(names: "list[str] | tuple[str, ...]") -> "list[str]":
+def libraries(names: list[str] | tuple[str, ...]) -> list[str]:
     """``names``, narrowed to :data:`SANITIZER_LIBRARIES` under compute-sanitizer."""
     if not UNDER_SANITIZER:
         return list(names)

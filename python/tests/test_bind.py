@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Callable, Dict, List
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import PTR, CAIProducer, SyclProducer, cai
-from test_package import FakeDLPack
 
 import ferrocuda
+from conftest import PTR, CAIProducer, SyclProducer, cai
+from test_package import FakeDLPack
 
 K = ferrocuda.kernels
 
 NO_DRIVER = pytest.mark.skipif(
-    ferrocuda.driver_available(), reason="a CUDA driver is present: no-driver behaviour not testable"
+    ferrocuda.driver_available(),
+    reason="a CUDA driver is present: no-driver behaviour not testable",
 )
 
 
@@ -32,12 +34,19 @@ def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> 
     return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
 
 
-def _sycl(ptr: int, readonly: bool = False) -> Dict[str, Any]:
-    return {"shape": (4,), "typestr": "|f4", "data": (ptr, readonly), "version": 1,
-            "strides": None, "offset": 0, "syclobj": object()}
+def _sycl(ptr: int, readonly: bool = False) -> dict[str, Any]:
+    return {
+        "shape": (4,),
+        "typestr": "|f4",
+        "data": (ptr, readonly),
+        "version": 1,
+        "strides": None,
+        "offset": 0,
+        "syclobj": object(),
+    }
 
 
-def _three(**kw: Any) -> List[CAIProducer]:
+def _three(**kw: Any) -> list[CAIProducer]:
     return [_arr(ptr=PTR + i * 4096, **kw) for i in range(3)]
 
 
@@ -47,22 +56,42 @@ def _raised(f: Callable[[], Any]) -> BaseException:
     return info.value
 
 
-CASES: Dict[str, Callable[[], Any]] = {
+CASES: dict[str, Callable[[], Any]] = {
     # launcher, args, keywords
-    "dtype": lambda: (K.add_f32, [_arr(typestr="<i4"), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192)], {}),
-    "no variant": lambda: (K.add, [_arr(typestr="<f4"), _arr(typestr="<i4", ptr=PTR + 4096), _arr(ptr=PTR + 8192)], {}),
+    "dtype": lambda: (
+        K.add_f32,
+        [_arr(typestr="<i4"), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192)],
+        {},
+    ),
+    "no variant": lambda: (
+        K.add,
+        [_arr(typestr="<f4"), _arr(typestr="<i4", ptr=PTR + 4096), _arr(ptr=PTR + 8192)],
+        {},
+    ),
     "rank": lambda: (K.add_index_f32_3d, [_arr(shape=(4, 4))], {}),
-    "shapes": lambda: (K.add_f32, [_arr(), _arr(ptr=PTR + 4096), _arr(shape=(5,), ptr=PTR + 8192)], {}),
-    "read-only output": lambda: (K.add, [_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192, readonly=True)], {}),
+    "shapes": lambda: (
+        K.add_f32,
+        [_arr(), _arr(ptr=PTR + 4096), _arr(shape=(5,), ptr=PTR + 8192)],
+        {},
+    ),
+    "read-only output": lambda: (
+        K.add,
+        [_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192, readonly=True)],
+        {},
+    ),
     "overlap": lambda: (K.add_f32, [_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 4)], {}),
     "arity": lambda: (K.add, [_arr(), _arr(ptr=PTR + 4096)], {}),
-    "arity kernel": lambda: (K.add_f32, _three() + [_arr(ptr=PTR + 12288)], {}),
+    "arity kernel": lambda: (K.add_f32, [*_three(), _arr(ptr=PTR + 12288)], {}),
     "scalar type": lambda: (K.saxpy_f32, [True, _arr(), _arr(ptr=PTR + 4096)], {}),
     "scalar range": lambda: (K.saxpy_f32, [1e39, _arr(), _arr(ptr=PTR + 4096)], {}),
     "int scalar": lambda: (K.fill_slow, [_arr(), 1.0, -1], {}),
     "array for scalar": lambda: (K.saxpy_f32, _three(), {}),
     "not an array": lambda: (K.add, [_arr(), 2.0, _arr(ptr=PTR + 8192)], {}),
-    "interface": lambda: (K.add, [_arr(), _arr(ptr=PTR + 4096, shape="x"), _arr(ptr=PTR + 8192)], {}),
+    "interface": lambda: (
+        K.add,
+        [_arr(), _arr(ptr=PTR + 4096, shape="x"), _arr(ptr=PTR + 8192)],
+        {},
+    ),
     "stream 0": lambda: (K.add, _three(), {"stream": 0}),
     "sync": lambda: (K.add, _three(), {"sync": "sometimes"}),
     "grid": lambda: (K.add, _three(), {"grid": 0}),
@@ -87,9 +116,13 @@ def test_bind_raises_what_a_call_raises(case: str) -> None:
 
 
 def test_bind_names_the_argument() -> None:
-    e = _raised(lambda: K.add_f32.bind(_arr(), _arr(typestr="<f8", ptr=PTR + 4096), _arr(ptr=PTR + 8192)))
+    e = _raised(
+        lambda: K.add_f32.bind(_arr(), _arr(typestr="<f8", ptr=PTR + 4096), _arr(ptr=PTR + 8192))
+    )
     assert isinstance(e, TypeError) and "argument `b`" in str(e), e
-    e = _raised(lambda: K.add.bind(_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192, readonly=True)))
+    e = _raised(
+        lambda: K.add.bind(_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192, readonly=True))
+    )
     assert isinstance(e, ValueError) and "argument `out`" in str(e), e
 
 
@@ -97,9 +130,11 @@ def test_bind_names_the_argument() -> None:
 def test_bind_refuses_host_arrays(host: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no PerformanceWarning: nothing is staged
-        with pytest.raises(TypeError, match=r"argument `b`: a host array \(ndarray\) cannot be bound"):
+        with pytest.raises(
+            TypeError, match=r"argument `b`: a host array \(ndarray\) cannot be bound"
+        ):
             K.add.bind(_arr(), host, _arr(ptr=PTR + 8192))
-        with pytest.raises(TypeError, match="argument `out`: .*copy it to the device once"):
+        with pytest.raises(TypeError, match=r"argument `out`: .*copy it to the device once"):
             K.add_f32.bind(_arr(), _arr(ptr=PTR + 4096), host)
 
 

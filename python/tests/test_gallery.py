@@ -24,7 +24,12 @@ def test_workspaces_are_not_arguments() -> None:
     assert [p[0] for p in K.sum_f32.params] == ["x", "out"]
     manifest = json.loads(K.module.manifest)
     by_name = {k["name"]: k for k in manifest["kernels"]}
-    assert [p["kind"] for p in by_name["sum_f32"]["params"]] == ["slice", "slice", "scratch", "scratch"]
+    assert [p["kind"] for p in by_name["sum_f32"]["params"]] == [
+        "slice",
+        "slice",
+        "scratch",
+        "scratch",
+    ]
     assert by_name["histogram_u8"]["zero"] == [1]
     assert "workspace ``status``" in K.cumsum.__doc__
     assert "``bins`` is zero-filled" in K.histogram.__doc__
@@ -47,8 +52,16 @@ def test_launch_declarations() -> None:
     assert "at most 256 threads" in K.matmul_f32.__doc__
     # The softmaxes give each row a warp (up to 1024 elements) or a block: their automatic grid
     # follows the rows.
-    for name in ("softmax_f32", "softmax_f64", "softmax_f16", "softmax_bf16", "log_softmax_f32",
-                 "log_softmax_f64", "log_softmax_f16", "log_softmax_bf16"):
+    for name in (
+        "softmax_f32",
+        "softmax_f64",
+        "softmax_f16",
+        "softmax_bf16",
+        "log_softmax_f32",
+        "log_softmax_f64",
+        "log_softmax_f16",
+        "log_softmax_bf16",
+    ):
         assert by_name[name]["launch"] == {"grid_rows": True}, name
         assert by_name[name]["items_per_thread"] == 32, name
     assert "a warp for rows of at most 1024 elements" in K.softmax_f32.__doc__
@@ -65,8 +78,21 @@ def test_launch_declarations() -> None:
 
 def test_gallery_families() -> None:
     want = {
-        "sum", "min", "max", "sum_rows", "histogram", "softmax", "log_softmax", "matmul",
-        "stencil5", "cumsum", "cumsum_exclusive", "gelu", "gelu_tanh", "silu", "axpy",
+        "sum",
+        "min",
+        "max",
+        "sum_rows",
+        "histogram",
+        "softmax",
+        "log_softmax",
+        "matmul",
+        "stencil5",
+        "cumsum",
+        "cumsum_exclusive",
+        "gelu",
+        "gelu_tanh",
+        "silu",
+        "axpy",
     }
     assert want <= set(K.families)
 
@@ -83,11 +109,35 @@ def host(shape: Any, dtype: Any, fill: float = 0) -> np.ndarray:
         (lambda: K.histogram(host(5, np.float32), host(4, np.int64), 2.0, 1.0), "lo", "lo < hi"),
         (lambda: K.histogram(host(5, np.int32), host(4, np.int64), math.nan, 1.0), "lo", "lo < hi"),
         (lambda: K.histogram(host(5, np.int32), host(4, np.int64), 0.0, math.inf), "hi", "finite"),
-        (lambda: K.matmul(host((4, 3), np.float32), host((5, 6), np.float32), host((4, 6), np.float32), 1.0, 0.0), "a", "inner dimensions"),
-        (lambda: K.matmul(host((4, 3), np.float32), host((3, 6), np.float32), host((4, 5), np.float32), 1.0, 0.0), "c", "column count"),
+        (
+            lambda: K.matmul(
+                host((4, 3), np.float32),
+                host((5, 6), np.float32),
+                host((4, 6), np.float32),
+                1.0,
+                0.0,
+            ),
+            "a",
+            "inner dimensions",
+        ),
+        (
+            lambda: K.matmul(
+                host((4, 3), np.float32),
+                host((3, 6), np.float32),
+                host((4, 5), np.float32),
+                1.0,
+                0.0,
+            ),
+            "c",
+            "column count",
+        ),
         (lambda: K.sum(host(5, np.float32), host(2, np.float32)), "out", "one result"),
         (lambda: K.min(host(0, np.float32), host(1, np.float32)), "x", "empty"),
-        (lambda: K.sum_rows(host((3, 4), np.float32), host(4, np.float32)), "out", "one sum per row"),
+        (
+            lambda: K.sum_rows(host((3, 4), np.float32), host(4, np.float32)),
+            "out",
+            "one sum per row",
+        ),
         (lambda: K.cumsum(host(5, np.int32), host(4, np.int32)), "out", "one sum per element"),
     ],
 )
@@ -158,10 +208,14 @@ def test_histogram_rule_matches_numpy(dtype: Any, nbins: int, lo: float, hi: flo
         x = (lo - 0.1 * span + rng.random(200_000) * 1.2 * span).astype(dtype)
         edges = np.linspace(lo, hi, nbins + 1)
         near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
-        x = np.concatenate([x, near.astype(dtype), np.array([np.nan, np.inf, -np.inf, lo, hi], dtype)])
+        x = np.concatenate(
+            [x, near.astype(dtype), np.array([np.nan, np.inf, -np.inf, lo, hi], dtype)]
+        )
     else:
         info = np.iinfo(dtype)
-        x = rng.integers(max(info.min, math.floor(lo) - 20), min(info.max, math.ceil(hi) + 20) + 1, 100_000).astype(dtype)
+        x = rng.integers(
+            max(info.min, math.floor(lo) - 20), min(info.max, math.ceil(hi) + 20) + 1, 100_000
+        ).astype(dtype)
     got = kernel_rule(x, nbins, lo, hi)
     want = np.histogram(x, bins=nbins, range=(lo, hi))[0]
     assert (got == want).all(), np.argwhere(got != want)[:10]

@@ -26,13 +26,13 @@ import gc
 import sys
 import threading
 import weakref
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import BACKENDS, Backend, make_backend
 
 import ferrocuda
+from backends import BACKENDS, Backend, make_backend
 from scale import libraries, reps
 
 pytestmark = pytest.mark.gpu
@@ -67,7 +67,9 @@ def fill(b: Backend, a: Any, value: float) -> None:
 # ---- every library, many launches ---------------------------------------------------------------
 
 
-def test_repeated_launches_on_every_library(request: Any, backend: Backend, rng: np.random.Generator) -> None:
+def test_repeated_launches_on_every_library(
+    request: Any, backend: Backend, rng: np.random.Generator
+) -> None:
     out_b = backend if backend.writable else make_backend(request, "ferrocuda")
     ha = rng.standard_normal(N).astype(np.float32)
     hb = rng.standard_normal(N).astype(np.float32)
@@ -76,7 +78,7 @@ def test_repeated_launches_on_every_library(request: Any, backend: Backend, rng:
     args = (backend.arg(a), backend.arg(b), out_b.arg(out))
     launch = K.add.bind(*args)
     assert launch.name == "add_f32"
-    assert all(x is y for x, y in zip(launch.args, args))
+    assert all(x is y for x, y in zip(launch.args, args, strict=True))
     for t in range(reps(50, 5)):
         if backend.writable:
             fill(backend, a, float(t))
@@ -110,7 +112,12 @@ def test_configuration_and_scalars_are_bound(cupy: Any) -> None:
     x = cp.arange(BIG, dtype=cp.float32)
     y = cp.ones(BIG, cp.float32)
     launch = K.saxpy.bind(np.float32(2.5), x, y, grid=3, block=64, sync="event")
-    assert (launch.name, launch.grid, launch.block, launch.sync) == ("saxpy_f32", (3, 1, 1), (64, 1, 1), "event")
+    assert (launch.name, launch.grid, launch.block, launch.sync) == (
+        "saxpy_f32",
+        (3, 1, 1),
+        (64, 1, 1),
+        "event",
+    )
     for k in range(1, 4):
         launch()  # y = 2.5 x + y, accumulating
         cp.cuda.Device().synchronize()
@@ -242,10 +249,12 @@ def test_cupy_new_producer_stream_waits_for_the_kernel(cupy: Any, mode: str) -> 
             launch()
             x.fill(-1.0)  # must wait for the add
         cp.cuda.Device().synchronize()
-        assert bool((out == y + 7).all()), f"{mode}: trial {t}: the producer ran ahead of the kernel"
+        assert bool((out == y + 7).all()), (
+            f"{mode}: trial {t}: the producer ran ahead of the kernel"
+        )
 
 
-# ---- memory that moved --------------------------------------------------------------------------------
+# ---- memory that moved ---------------------------------------------------------------------------
 
 
 def test_torch_resize_after_bind_is_refused(torch: Any) -> None:
@@ -257,7 +266,9 @@ def test_torch_resize_after_bind_is_refused(torch: Any) -> None:
     assert torch.equal(out, 2 * a)
     out.resize_(4 * N)  # reallocates the storage: the bound pointer is stale
     out.fill_(-3.0)
-    with pytest.raises(ValueError, match=r"argument `out`: the Tensor changed since it was bound.*bind again"):
+    with pytest.raises(
+        ValueError, match=r"argument `out`: the Tensor changed since it was bound.*bind again"
+    ):
         launch()
     torch.cuda.synchronize()
     assert bool((out == -3.0).all())  # nothing was written
@@ -376,7 +387,7 @@ class _Movable:
         self.target = target
 
     @property
-    def __cuda_array_interface__(self) -> Dict[str, Any]:
+    def __cuda_array_interface__(self) -> dict[str, Any]:
         return self.target.__cuda_array_interface__
 
 
@@ -410,7 +421,7 @@ def test_numba_stream_of_the_interface_is_followed(numba_cuda: Any) -> None:
     np.testing.assert_array_equal(out.copy_to_host(), np.arange(BIG, dtype=np.float32) + 7)
 
 
-# ---- lifetimes --------------------------------------------------------------------------------------
+# ---- lifetimes -----------------------------------------------------------------------------------
 
 
 def _full(lib: str, mod: Any, value: float) -> Any:
@@ -444,7 +455,7 @@ def test_the_bound_launch_keeps_its_arguments_alive(request: Any, lib: str) -> N
 
     launch = bound()
     gc.collect()
-    junk: List[Any] = [_full(lib, mod, -1.0) for _ in range(8)]
+    junk: list[Any] = [_full(lib, mod, -1.0) for _ in range(8)]
     for _ in range(reps(20, 3)):
         launch()
     assert (_to_numpy(lib, mod, launch.args[2]) == 6.0).all()
@@ -495,7 +506,7 @@ def test_launch_from_threads(cupy: Any) -> None:
         assert bool((o == 2 * a).all())
 
 
-# ---- CUDA graphs ------------------------------------------------------------------------------------
+# ---- CUDA graphs ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["event", "off"])

@@ -9,7 +9,6 @@ import ctypes
 import os
 import subprocess
 import sys
-from typing import Optional, Tuple
 
 import pytest
 
@@ -35,7 +34,7 @@ print(f"first launch: {seconds:.6f} s, {ferrocuda.bundled().loaded_image(0)}")
 """
 
 
-def compute_capability(device: int = 0) -> Tuple[int, int]:
+def compute_capability(device: int = 0) -> tuple[int, int]:
     """The device's compute capability, from the driver."""
     cuda = ctypes.CDLL("libcuda.so.1")
     assert cuda.cuInit(0) == 0
@@ -48,10 +47,10 @@ def compute_capability(device: int = 0) -> Tuple[int, int]:
     return major.value, minor.value
 
 
-def expected_image(cubins: list[str], cc: Tuple[int, int]) -> str:
+def expected_image(cubins: list[str], cc: tuple[int, int]) -> str:
     """The rule of the host: the highest ``sm_AB`` with A the major version, B not above the
     minor; else the PTX."""
-    best: Optional[int] = None
+    best: int | None = None
     for arch in cubins:
         n = int(arch[3:])
         if n // 10 == cc[0] and n % 10 <= cc[1] and (best is None or n > best):
@@ -71,11 +70,12 @@ def test_bundled_module_loads_the_cubin_of_the_device(gpu: None) -> None:
 def test_first_launch_in_a_fresh_process_is_fast(gpu: None) -> None:
     env = dict(os.environ)
     env["CUDA_CACHE_DISABLE"] = "1"
-    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("first launch: "))
-    seconds_text, image = line[len("first launch: "):].split(" s, ")
+    seconds_text, image = line[len("first launch: ") :].split(" s, ")
     seconds = float(seconds_text)
     print(f"first launch in a fresh process (CUDA_CACHE_DISABLE=1): {seconds:.3f} s, {image}")
     expected = expected_image(ferrocuda.bundled().cubins, compute_capability())

@@ -21,8 +21,9 @@ import math
 import os
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,15 +33,15 @@ import ferrocuda
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
-RESULTS: Dict[str, Dict[str, Any]] = {}
+RESULTS: dict[str, dict[str, Any]] = {}
 N_RANDOM = int(os.environ.get("FERROCUDA_MATH_SAMPLES", "1500"))
 
 
-def _find(candidates: List[Path]) -> Optional[Path]:
+def _find(candidates: list[Path]) -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
-def _manifest() -> Optional[Path]:
+def _manifest() -> Path | None:
     env = os.environ.get("FERROCUDA_DEVICE_KERNELS")
     here = Path(__file__).resolve()
     return _find(
@@ -53,7 +54,7 @@ def _manifest() -> Optional[Path]:
     )
 
 
-def _bounds() -> Dict[str, Tuple[int, int]]:
+def _bounds() -> dict[str, tuple[int, int]]:
     """``ACCURACY_BOUNDS`` of device/src/math.rs (shipped next to the bundled manifest)."""
     manifest = _manifest()
     candidates = [REPO / "device" / "src" / "math.rs"]
@@ -79,12 +80,14 @@ def mp() -> Any:
 def mod(gpu: None) -> Any:
     path = _manifest()
     if path is None:
-        pytest.skip("the device test kernels are not built (bundle them with scripts/gpu-bundle.sh)")
+        pytest.skip(
+            "the device test kernels are not built (bundle them with scripts/gpu-bundle.sh)"
+        )
     return ferrocuda.load(path)
 
 
 @pytest.fixture(scope="module")
-def bounds() -> Dict[str, Tuple[int, int]]:
+def bounds() -> dict[str, tuple[int, int]]:
     return _bounds()
 
 
@@ -169,7 +172,7 @@ def _exact_round_half_away(x: np.ndarray) -> np.ndarray:
     return np.where(frac >= 0.5, t + np.sign(x), t).astype(x.dtype)
 
 
-UNARY: Dict[str, Tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndarray], str]] = {
+UNARY: dict[str, tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndarray], str]] = {
     # method: (mpmath reference, NumPy C99 special values, domain)
     "exp": (lambda mp, x: mp.exp(x), np.exp, "exp"),
     "exp2": (lambda mp, x: mp.power(2, x), np.exp2, "exp2"),
@@ -198,28 +201,64 @@ UNARY: Dict[str, Tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndar
     "erfc": (_erfc, np.vectorize(math.erfc, otypes=[float]), "erfc"),
     "floor": (lambda mp, x: mp.floor(x), np.floor, "halves"),
     "ceil": (lambda mp, x: mp.ceil(x), np.ceil, "halves"),
-    "round": (lambda mp, x: mp.sign(x) * mp.floor(abs(x) + mp.mpf(1) / 2), _exact_round_half_away, "halves"),
+    "round": (
+        lambda mp, x: mp.sign(x) * mp.floor(abs(x) + mp.mpf(1) / 2),
+        _exact_round_half_away,
+        "halves",
+    ),
     "round_ties_even": (lambda mp, x: mp.nint(x), np.rint, "halves"),
     "trunc": (lambda mp, x: mp.sign(x) * mp.floor(abs(x)), np.trunc, "halves"),
     "abs": (lambda mp, x: abs(x), np.abs, "wide"),
 }
 
-BINARY: Dict[str, Tuple[Callable[[Any, Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray], str]] = {
+BINARY: dict[
+    str, tuple[Callable[[Any, Any, Any], Any], Callable[[np.ndarray, np.ndarray], np.ndarray], str]
+] = {
     "powf": (lambda mp, x, y: mp.power(x, y), np.power, "pow"),
     "atan2": (lambda mp, x, y: mp.atan2(x, y), np.arctan2, "pair"),
     "hypot": (lambda mp, x, y: mp.hypot(x, y), np.hypot, "pair"),
     "min": (lambda mp, x, y: min(x, y), np.fmin, "pair"),
     "max": (lambda mp, x, y: max(x, y), np.fmax, "pair"),
-    "copysign": (lambda mp, x, y: mp.fabs(x) * (1 if y > 0 or (y == 0 and math.copysign(1, float(y)) > 0) else -1), np.copysign, "pair"),
-    "powi": (lambda mp, x, n: mp.power(x, int(n)), lambda x, n: np.power(x, n.astype(x.dtype)), "powi"),
+    "copysign": (
+        lambda mp, x, y: (
+            mp.fabs(x) * (1 if y > 0 or (y == 0 and math.copysign(1, float(y)) > 0) else -1)
+        ),
+        np.copysign,
+        "pair",
+    ),
+    "powi": (
+        lambda mp, x, n: mp.power(x, int(n)),
+        lambda x, n: np.power(x, n.astype(x.dtype)),
+        "powi",
+    ),
 }
 
 
 def _edges(dtype: Any) -> np.ndarray:
     fi = np.finfo(dtype)
     tiny = float(fi.smallest_subnormal)
-    vals = [0.0, -0.0, tiny, -tiny, float(fi.tiny), -float(fi.tiny), float(fi.max), -float(fi.max),
-            math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -0.5, 2.0, 1e30, -1e30, 1e22, 3.0e38]
+    vals = [
+        0.0,
+        -0.0,
+        tiny,
+        -tiny,
+        float(fi.tiny),
+        -float(fi.tiny),
+        float(fi.max),
+        -float(fi.max),
+        math.inf,
+        -math.inf,
+        math.nan,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        1e30,
+        -1e30,
+        1e22,
+        3.0e38,
+    ]
     if dtype == np.float64:
         vals += [1e300, -1e300, 2.0**1000]
     return np.array(vals, dtype=dtype)
@@ -237,13 +276,19 @@ def _domain(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> np.ndarr
     sign = rng.choice([-1.0, 1.0], n)
     if kind == "exp":
         lim = 709.7 if f64 else 88.7
-        x = sign * np.concatenate([logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim * 1.03, n - n // 2)])
+        x = sign * np.concatenate(
+            [logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim * 1.03, n - n // 2)]
+        )
     elif kind == "exp2":
         lim = 1075 if f64 else 150
-        x = sign * np.concatenate([logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)])
+        x = sign * np.concatenate(
+            [logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)]
+        )
     elif kind == "exp10":
         lim = 308.3 if f64 else 38.5
-        x = sign * np.concatenate([logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)])
+        x = sign * np.concatenate(
+            [logu(-30, math.log2(lim), n // 2), rng.uniform(0, lim, n - n // 2)]
+        )
     elif kind == "positive":
         x = logu(mine, maxe + 0.99, n)
         x[: n // 20] *= -1  # a few negatives: NaN
@@ -258,14 +303,18 @@ def _domain(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> np.ndarr
     elif kind == "erfc":  # beyond |x| = 2^5 erfc is 0 or 2 in both types
         x = sign * logu(-40, 5, n)
     elif kind == "halves":
-        x = sign * np.concatenate([rng.integers(0, 1 << 20, n // 2) / 2, logu(-10, maxe, n - n // 2)])
+        x = sign * np.concatenate(
+            [rng.integers(0, 1 << 20, n // 2) / 2, logu(-10, maxe, n - n // 2)]
+        )
     else:  # wide
         x = sign * logu(-40 if not f64 else -300, maxe + 0.99, n)
     with np.errstate(over="ignore"):
         return x.astype(dtype)
 
 
-def _pairs(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> Tuple[np.ndarray, np.ndarray]:
+def _pairs(
+    kind: str, dtype: Any, rng: np.random.Generator, n: int
+) -> tuple[np.ndarray, np.ndarray]:
     f64 = dtype == np.float64
     maxe = 1023 if f64 else 127
     if kind == "pow":
@@ -288,7 +337,7 @@ def _pairs(kind: str, dtype: Any, rng: np.random.Generator, n: int) -> Tuple[np.
 # Launch and compare
 
 
-def _run(mod: Any, name: str, *inputs: np.ndarray, outputs: int = 1) -> List[np.ndarray]:
+def _run(mod: Any, name: str, *inputs: np.ndarray, outputs: int = 1) -> list[np.ndarray]:
     dev = [ferrocuda.DeviceArray.from_numpy(np.ascontiguousarray(a)) for a in inputs]
     outs = [
         ferrocuda.DeviceArray.from_numpy(np.full(inputs[0].shape, np.nan, dtype=inputs[0].dtype))
@@ -310,7 +359,7 @@ def _check(
     mp: Any,
     method: str,
     dtype: Any,
-    args: List[np.ndarray],
+    args: list[np.ndarray],
     got: np.ndarray,
     ref: Callable[..., Any],
     c99: Callable[..., np.ndarray],
@@ -353,7 +402,11 @@ def _check(
 
 
 def _record(method: str, dtype: Any, bound: Any, worst: float, n: int) -> None:
-    RESULTS[f"{method}_{np.dtype(dtype).name}"] = {"bound_ulp": bound, "max_ulp": worst, "samples": n}
+    RESULTS[f"{method}_{np.dtype(dtype).name}"] = {
+        "bound_ulp": bound,
+        "max_ulp": worst,
+        "samples": n,
+    }
 
 
 DTYPES = [np.float32, np.float64]
@@ -361,7 +414,14 @@ DTYPES = [np.float32, np.float64]
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("method", sorted(UNARY))
-def test_unary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, method: str, dtype: Any) -> None:
+def test_unary_accuracy(
+    mod: Any,
+    mp: Any,
+    bounds: dict[str, tuple[int, int]],
+    rng: np.random.Generator,
+    method: str,
+    dtype: Any,
+) -> None:
     ref, c99, kind = UNARY[method]
     x = np.concatenate([_domain(kind, dtype, rng, N_RANDOM), _edges(dtype)])
     (got,) = _run(mod, f"math_{method}_{'f32' if dtype == np.float32 else 'f64'}", x)
@@ -371,7 +431,14 @@ def test_unary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], r
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("method", sorted(BINARY))
-def test_binary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, method: str, dtype: Any) -> None:
+def test_binary_accuracy(
+    mod: Any,
+    mp: Any,
+    bounds: dict[str, tuple[int, int]],
+    rng: np.random.Generator,
+    method: str,
+    dtype: Any,
+) -> None:
     ref, c99, kind = BINARY[method]
     x, y = _pairs(kind, dtype, rng, N_RANDOM)
     if kind != "powi":
@@ -384,7 +451,9 @@ def test_binary_accuracy(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-def test_sin_cos_and_mul_add(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int]], rng: np.random.Generator, dtype: Any) -> None:
+def test_sin_cos_and_mul_add(
+    mod: Any, mp: Any, bounds: dict[str, tuple[int, int]], rng: np.random.Generator, dtype: Any
+) -> None:
     t = "f32" if dtype == np.float32 else "f64"
     k = 0 if dtype == np.float32 else 1
     x = np.concatenate([_domain("trig", dtype, rng, N_RANDOM), _edges(dtype)])
@@ -394,14 +463,25 @@ def test_sin_cos_and_mul_add(mod: Any, mp: Any, bounds: Dict[str, Tuple[int, int
     wc = _check(mp, "cos", dtype, [x], c, UNARY["cos"][0], np.cos, b)
     _record("sin_cos", dtype, b, max(ws, wc), len(x))
     # mul_add: one rounding of the exact x·a + b.
-    x, a, bb = (rng.uniform(-1, 1, (3, N_RANDOM)) * np.exp2(rng.uniform(-20, 20, (3, N_RANDOM)))).astype(dtype)
+    x, a, bb = (
+        rng.uniform(-1, 1, (3, N_RANDOM)) * np.exp2(rng.uniform(-20, 20, (3, N_RANDOM)))
+    ).astype(dtype)
     (got,) = _run(mod, f"math_mul_add_{t}", x, a, bb)
     with np.errstate(all="ignore"):
-        w = _check(mp, "mul_add", dtype, [x, a, bb], got, lambda mp, p, q, r: p * q + r, lambda p, q, r: p * q + r, 0)
+        w = _check(
+            mp,
+            "mul_add",
+            dtype,
+            [x, a, bb],
+            got,
+            lambda mp, p, q, r: p * q + r,
+            lambda p, q, r: p * q + r,
+            0,
+        )
     _record("mul_add", dtype, 0, w, len(x))
 
 
-FAST: Dict[str, Tuple[str, Callable[[Any, Any], Any], Tuple[float, float], str]] = {
+FAST: dict[str, tuple[str, Callable[[Any, Any], Any], tuple[float, float], str]] = {
     # method: (bound kind, reference, domain, bound) — the CUDA Programming Guide's
     # "Intrinsic Functions" bounds on the domains it states them for.
     "sin": ("abs", lambda mp, x: mp.sin(x), (-math.pi, math.pi), "2^-21.41"),
@@ -413,12 +493,14 @@ FAST: Dict[str, Tuple[str, Callable[[Any, Any], Any], Tuple[float, float], str]]
 
 
 @pytest.mark.parametrize("method", sorted(FAST))
-def test_fast_forms_within_their_documented_error(mod: Any, mp: Any, rng: np.random.Generator, method: str) -> None:
+def test_fast_forms_within_their_documented_error(
+    mod: Any, mp: Any, rng: np.random.Generator, method: str
+) -> None:
     kind, ref, (lo, hi), text = FAST[method]
     x = rng.uniform(lo, hi, N_RANDOM).astype(np.float32)
     (got,) = _run(mod, f"fast_{method}_f32", x)
     worst = 0.0
-    for xi, g in zip(x, got):
+    for xi, g in zip(x, got, strict=True):
         r = ref(mp, mp.mpf(float(xi)))
         if kind == "abs":
             err = abs(float(g) - float(r))
@@ -428,15 +510,27 @@ def test_fast_forms_within_their_documented_error(mod: Any, mp: Any, rng: np.ran
             limit = 2 + math.floor(1.173 * abs(float(xi)))
         worst = max(worst, err / limit)
         assert err <= limit, f"{method}_fast({xi!r}) = {g!r}: error {err} > {text}"
-    RESULTS[f"{method}_fast_f32"] = {"bound": text, "max_error_over_bound": worst, "samples": len(x)}
+    RESULTS[f"{method}_fast_f32"] = {
+        "bound": text,
+        "max_error_over_bound": worst,
+        "samples": len(x),
+    }
     # div_fast: 2 ulp for |y| in [2^-126, 2^126] (and normal quotients).
     if method == "exp":
-        a = (rng.uniform(-1, 1, N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(np.float32)
-        b = (rng.choice([-1, 1], N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(np.float32)
+        a = (rng.uniform(-1, 1, N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(
+            np.float32
+        )
+        b = (rng.choice([-1, 1], N_RANDOM) * np.exp2(rng.uniform(-60, 60, N_RANDOM))).astype(
+            np.float32
+        )
         (q,) = _run(mod, "fast_div_f32", a, b)
         worst_div = max(
-            _ulps(float(qi), _round_to(mp, mp.mpf(float(ai)) / mp.mpf(float(bi)), np.float32), np.float32)
-            for ai, bi, qi in zip(a, b, q)
+            _ulps(
+                float(qi),
+                _round_to(mp, mp.mpf(float(ai)) / mp.mpf(float(bi)), np.float32),
+                np.float32,
+            )
+            for ai, bi, qi in zip(a, b, q, strict=True)
         )
         RESULTS["div_fast_f32"] = {"bound_ulp": 2, "max_ulp": worst_div, "samples": len(a)}
         assert worst_div <= 2
@@ -448,6 +542,10 @@ def test_zz_report() -> None:
         pytest.skip("no accuracy test ran")
     out = Path(os.environ.get("OUT", "/tmp")) / "device_math_accuracy.json"
     out.write_text(json.dumps(RESULTS, indent=1, sort_keys=True))
-    lines = [f"{k:28} bound {v.get('bound_ulp', v.get('bound'))!s:>20}  measured {v.get('max_ulp', v.get('max_error_over_bound'))}" for k, v in sorted(RESULTS.items())]
+    lines = [
+        f"{k:28} bound {v.get('bound_ulp', v.get('bound'))!s:>20}  "
+        f"measured {v.get('max_ulp', v.get('max_error_over_bound'))}"
+        for k, v in sorted(RESULTS.items())
+    ]
     print("\n".join(lines))
     print(f"written to {out}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Callable, List
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ def current_context() -> int:
 
 def in_new_thread(fn: Callable[[], Any]) -> Any:
     """Runs `fn` in a new thread (no current context yet) and returns its result."""
-    box: List[Any] = []
+    box: list[Any] = []
     t = threading.Thread(target=lambda: box.append(_capture(fn)))
     t.start()
     t.join(120)
@@ -182,9 +183,12 @@ def test_mixed_devices_are_refused_naming_arguments_and_devices(two_gpus: Any) -
         kernels.add(a0, b1, out1)
     assert str(info.value) == (
         "argument `b`: array is on device 1 but `a` is on device 0: all arrays of a launch "
-        "must be on one device"), str(info.value)
+        "must be on one device"
+    ), str(info.value)
     d0 = ferrocuda.DeviceArray.from_numpy(np.ones(64, np.float32))
-    with pytest.raises(ValueError, match="argument `out`: array is on device 1 but `a` is on device 0"):
+    with pytest.raises(
+        ValueError, match="argument `out`: array is on device 1 but `a` is on device 0"
+    ):
         kernels.add(d0, d0, out1)
     with cp.cuda.Device(1):
         cp.cuda.runtime.deviceSynchronize()

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, List
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,11 +30,22 @@ K = ferrocuda.kernels
 generic = ferrocuda._ferrocuda._describe_generic
 N = 1 << 20
 
-CUPY_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
-               "float64", "complex64", "complex128"]
+CUPY_DTYPES = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
-def cupy_views(cp: Any, rng: np.random.Generator) -> List[Any]:
+def cupy_views(cp: Any, rng: np.random.Generator) -> list[Any]:
     out = []
     for dt in CUPY_DTYPES:
         base = cp.asarray(rng.integers(0, 5, size=(4, 6, 8))).astype(dt)
@@ -68,8 +79,11 @@ def test_cupy_fast_path_matches_the_getter(cupy: Any, rng: np.random.Generator) 
     cp = cupy
     views = cupy_views(cp, rng)
     side = cp.cuda.Stream(non_blocking=True)
-    ext = cp.cuda.Stream.from_external(side) if hasattr(cp.cuda.Stream, "from_external") \
+    ext = (
+        cp.cuda.Stream.from_external(side)
+        if hasattr(cp.cuda.Stream, "from_external")
         else cp.cuda.ExternalStream(side.ptr)
+    )
     for ctx in [None, side, cp.cuda.Stream.null, cp.cuda.Stream.ptds, ext]:
         for v in views:
             if ctx is None:
@@ -103,7 +117,7 @@ def test_cupy_fast_path_export_version_2(cupy: Any) -> None:
 
 def test_cupy_fast_path_per_thread_current_streams(cupy: Any) -> None:
     cp = cupy
-    errors: List[BaseException] = []
+    errors: list[BaseException] = []
 
     def work() -> None:
         try:
@@ -128,8 +142,9 @@ def test_cupy_fast_path_per_thread_current_streams(cupy: Any) -> None:
 def _child(code: str, **env: str) -> str:
     e = dict(os.environ)
     e.update(env)
-    r = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -164,17 +179,35 @@ def test_fast_paths_can_be_switched_off(cupy: Any) -> None:
     assert out.strip() == "(False, False)", out
 
 
-TORCH_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-                "float64", "complex64", "complex128"]
+TORCH_DTYPES = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
-def torch_views(torch: Any) -> List[Any]:
+def torch_views(torch: Any) -> list[Any]:
     out = []
     for name in TORCH_DTYPES:
         dt = getattr(torch, name)
         base = torch.arange(4 * 6 * 8, device="cuda").reshape(4, 6, 8).to(dt)
-        out += [base, base.transpose(0, 2), base[::2, 1:, ::3], base[1], base[:0],
-                base[1, 2, 3], base[:1].expand(3, 6, 8)]
+        out += [
+            base,
+            base.transpose(0, 2),
+            base[::2, 1:, ::3],
+            base[1],
+            base[:0],
+            base[1, 2, 3],
+            base[:1].expand(3, 6, 8),
+        ]
     return out
 
 
@@ -215,17 +248,19 @@ def _torch_race(torch: Any, launch: Any) -> bool:
 
 def test_torch_launch_runs_on_the_current_stream(torch: Any) -> None:
     for _ in range(reps(20, 3)):
-        assert _torch_race(torch, lambda x, y, o, s: K.add(x, y, o)), \
+        assert _torch_race(torch, lambda x, y, o, s: K.add(x, y, o)), (
             "the launch did not follow torch's current stream"
+        )
 
 
 def test_torch_launch_race_control(torch: Any) -> None:
     # The same situation launched on another stream without ordering: the race is real, so
     # the test above can fail.
     other = torch.cuda.Stream()
-    wrong = sum(not _torch_race(torch, lambda x, y, o, s: K.add(x, y, o, stream=other,
-                                                                 sync="off"))
-                for _ in range(5))
+    wrong = sum(
+        not _torch_race(torch, lambda x, y, o, s: K.add(x, y, o, stream=other, sync="off"))
+        for _ in range(5)
+    )
     assert wrong >= 1, "no race observed: the control cannot tell ordering from luck"
 
 
@@ -255,33 +290,33 @@ def test_torch_negative_and_conjugate_bits_are_refused(torch: Any) -> None:
     assert torch.equal(out, 2 * neg)
 
 
-def odd_tensors(torch: Any) -> List[Any]:
+def odd_tensors(torch: Any) -> list[Any]:
     """Tensors a fast path must hand to the getter, refuse, or read like the getter."""
     z = torch.randn(8, dtype=torch.complex64, device="cuda")
     x = torch.arange(12, dtype=torch.float32, device="cuda")
     return [
-        torch.ones(4, device="cuda", requires_grad=True),   # getter refuses
-        z.conj().imag,                                     # negative bit
-        z.conj(),                                          # conjugate bit
-        torch._neg_view(x),                                # negative bit, real
-        x.to_sparse(),                                     # no strided storage
+        torch.ones(4, device="cuda", requires_grad=True),  # getter refuses
+        z.conj().imag,  # negative bit
+        z.conj(),  # conjugate bit
+        torch._neg_view(x),  # negative bit, real
+        x.to_sparse(),  # no strided storage
         torch.ones(4, device="cuda", dtype=torch.uint16),  # dtype the getter does not export
         torch.ones(4, device="cuda").to(torch.float8_e4m3fn),
         torch.ones(4, device="cuda", dtype=torch.bfloat16),
-        x[5:5],                                            # empty view with an address
-        x.view(3, 4)[:, 1:2],                              # extent-1 axis with a stride
+        x[5:5],  # empty view with an address
+        x.view(3, 4)[:, 1:2],  # extent-1 axis with a stride
         x.view(12, 1),
-        x.flip(0),                                         # a copy: contiguous
+        x.flip(0),  # a copy: contiguous
         torch.nn.Parameter(x.clone(), requires_grad=False),
         torch.ones(4, device="meta"),
-        torch.ones(4),                                     # CPU: a host array
+        torch.ones(4),  # CPU: a host array
     ]
 
 
 def outcome(f: Any, v: Any) -> str:
     try:
         d = f(v)
-    except Exception as e:  # the same error either way, type and message
+    except Exception as e:  # noqa: BLE001 - the same error either way, type and message
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return repr(sorted(d.items()))
 

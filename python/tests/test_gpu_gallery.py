@@ -10,14 +10,14 @@ sizes). Tolerances are stated next to each check with their reason.
 from __future__ import annotations
 
 import math
-from typing import Any, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import BACKENDS, Backend, make_backend
-from scale import libraries
 
 import ferrocuda
+from backends import BACKENDS, Backend, make_backend
+from scale import libraries
 
 pytestmark = pytest.mark.gpu
 
@@ -42,7 +42,15 @@ def cp(request: Any) -> Any:
     return request.getfixturevalue("cupy")
 
 
-def run(b_in: Backend, b_out: Backend, f: Any, ins: Tuple[np.ndarray, ...], outs: Tuple[np.ndarray, ...], *scalars: Any, **kw: Any) -> Tuple[np.ndarray, ...]:
+def run(
+    b_in: Backend,
+    b_out: Backend,
+    f: Any,
+    ins: tuple[np.ndarray, ...],
+    outs: tuple[np.ndarray, ...],
+    *scalars: Any,
+    **kw: Any,
+) -> tuple[np.ndarray, ...]:
     """Launches ``f(*ins, *outs, *scalars)`` with inputs from ``b_in`` and poisoned outputs
     from ``b_out``; returns the outputs as NumPy arrays."""
     din = [b_in.asarray(x) for x in ins]
@@ -65,7 +73,9 @@ def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
     """Bitwise-equal values (NaN equal to NaN)."""
     assert got.shape == want.shape, what
     ok = (got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else got == want
-    assert ok.all(), f"{what}: {int((~ok).sum())} of {ok.size} differ, first {np.argwhere(~ok)[:5].tolist()}"
+    assert ok.all(), (
+        f"{what}: {int((~ok).sum())} of {ok.size} differ, first {np.argwhere(~ok)[:5].tolist()}"
+    )
 
 
 def close(got: np.ndarray, want: np.ndarray, tol: Any, what: str) -> None:
@@ -94,14 +104,21 @@ def close(got: np.ndarray, want: np.ndarray, tol: Any, what: str) -> None:
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
-def test_sum_min_max(backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str) -> None:
+def test_sum_min_max(
+    backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str
+) -> None:
     x = random(rng, n, dtype)
     acc = np.int64 if dtype == "int32" else np.dtype(dtype)
     (s,) = run(backend, out_backend, K.sum, (x,), (np.zeros(1, acc),))
     if np.dtype(dtype).kind == "f":
         # Each result is a tree of sums over ≤ 64 levels (per-thread chains of a few
         # elements, block trees, the partials' tree): |error| ≤ 64·ε·Σ|x|.
-        close(s, np.array([math.fsum(x.astype(np.float64))]), 64 * EPS[dtype] * np.abs(x.astype(np.float64)).sum() + 1e-300, "sum")
+        close(
+            s,
+            np.array([math.fsum(x.astype(np.float64))]),
+            64 * EPS[dtype] * np.abs(x.astype(np.float64)).sum() + 1e-300,
+            "sum",
+        )
         # Deterministic for a given size on one device.
         (s2,) = run(backend, out_backend, K.sum, (x,), (np.zeros(1, acc),))
         same(s2, s, "sum run twice")
@@ -212,7 +229,12 @@ def test_reductions_special_values(cp: Any, dtype: str) -> None:
             (got,) = run(b, b, fam, (x,), (np.zeros(1, dtype),))
             with np.errstate(invalid="ignore"):
                 want = np.array([ref(x.astype(np.float64))], dtype)
-            close(got, want, 1e-6 * max(1.0, float(np.abs(x[np.isfinite(x)]).sum())), f"{fam.name} of {name}")
+            close(
+                got,
+                want,
+                1e-6 * max(1.0, float(np.abs(x[np.isfinite(x)]).sum())),
+                f"{fam.name} of {name}",
+            )
 
 
 def make_backend_cupy(cp: Any) -> Backend:
@@ -228,7 +250,9 @@ def test_reduction_requirements(cp: Any) -> None:
 
 
 @pytest.mark.parametrize("shape", [(0, 5), (3, 0), (1, 1), (7, 13), (100, 4097), (3, 9000)])
-def test_sum_rows(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int]) -> None:
+def test_sum_rows(
+    backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: tuple[int, int]
+) -> None:
     x = random(rng, shape, "float32")
     (got,) = run(backend, out_backend, K.sum_rows, (x,), (np.zeros(shape[0], np.float32),))
     # Four accumulators per thread, then a shuffle or block tree: ≤ (cols/32 + 16)·ε·Σ|x|.
@@ -266,7 +290,16 @@ HIST_CASES = [
 
 @pytest.mark.parametrize("n", [0, 1, 1000, (1 << 20) + 5])
 @pytest.mark.parametrize("dtype,nbins,lo,hi", HIST_CASES)
-def test_histogram(backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str, nbins: int, lo: float, hi: float) -> None:
+def test_histogram(
+    backend: Backend,
+    out_backend: Backend,
+    rng: np.random.Generator,
+    n: int,
+    dtype: str,
+    nbins: int,
+    lo: float,
+    hi: float,
+) -> None:
     x = random(rng, n, dtype)
     if dtype == "int32":
         x = (x // 2**19).astype(np.int32)  # mostly inside the range
@@ -282,14 +315,28 @@ def test_histogram_edges_and_special_values(cp: Any, rng: np.random.Generator) -
         (np.full(100003, 255, np.uint8), 255, 0.0, 255.0),  # hi itself: the last bin
         (np.arange(256, dtype=np.uint8), 256, 0.0, 255.0),
         (np.linspace(-1, 1, 10001).astype(np.float32), 20, -1.0, 1.0),  # many exact edges
-        (np.array([0.1, 0.2, 0.3, 0.7, 0.70000005, np.nextafter(np.float32(0.7), 0)] * 999, np.float32), 6, 0.1, 0.7),
-        (np.array([np.nan, np.inf, -np.inf, 0.0, 1.0, -1.0, 2.0, -2.0] * 1111, np.float32), 4, -1.0, 1.0),
+        (
+            np.array(
+                [0.1, 0.2, 0.3, 0.7, 0.70000005, np.nextafter(np.float32(0.7), 0)] * 999, np.float32
+            ),
+            6,
+            0.1,
+            0.7,
+        ),
+        (
+            np.array([np.nan, np.inf, -np.inf, 0.0, 1.0, -1.0, 2.0, -2.0] * 1111, np.float32),
+            4,
+            -1.0,
+            1.0,
+        ),
         (np.array([np.nan, 1e308, -1e308, 0.5], np.float64), 3, 0.0, 1.0),
         (np.array([-5, 5, 0, 4, -4, 7], np.int32), 5, -5.0, 5.0),
     ]:
         nbins = nb
         (got,) = run(b, b, K.histogram, (x,), (np.zeros(nbins, np.int64),), lo, hi)
-        same(got, np_hist(x, nbins, lo, hi), f"histogram of {x[:6]} ({nbins} bins over [{lo}, {hi}])")
+        same(
+            got, np_hist(x, nbins, lo, hi), f"histogram of {x[:6]} ({nbins} bins over [{lo}, {hi}])"
+        )
     # Random float32 values near many non-representable edges.
     x = (rng.random(1 << 20) * 0.6 + 0.1).astype(np.float32)
     (got,) = run(b, b, K.histogram, (x,), (np.zeros(997, np.int64),), 0.1, 0.7)
@@ -311,7 +358,11 @@ def test_histogram_u8_schedules(cp: Any, rng: np.random.Generator, block: Any, g
         for nbins, lo, hi in ((256, 0.0, 256.0), (10, 3.5, 200.25)):
             bins = cp.full(nbins, -1, cp.int64)  # poisoned: the launcher zero-fills
             K.histogram(x, bins, lo, hi, **kw)
-            same(cp.asnumpy(bins), np_hist(cp.asnumpy(x), nbins, lo, hi), f"uint8 {x.size} values {kw} {nbins} bins")
+            same(
+                cp.asnumpy(bins),
+                np_hist(cp.asnumpy(x), nbins, lo, hi),
+                f"uint8 {x.size} values {kw} {nbins} bins",
+            )
 
 
 def test_histogram_bad_arguments(cp: Any) -> None:
@@ -340,13 +391,30 @@ def np_softmax(x: np.ndarray, log: bool) -> np.ndarray:
         return (x - m - np.log(s)) if log else e / s
 
 
-SOFTMAX_SHAPES = [(0, 4), (3, 0), (1, 1), (5, 7), (33, 1024), (7, 4096), (9, 100), (3, 5000), (2, 70001)]
+SOFTMAX_SHAPES = [
+    (0, 4),
+    (3, 0),
+    (1, 1),
+    (5, 7),
+    (33, 1024),
+    (7, 4096),
+    (9, 100),
+    (3, 5000),
+    (2, 70001),
+]
 
 
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("shape", SOFTMAX_SHAPES)
-def test_softmax(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int], dtype: str, log: bool) -> None:
+def test_softmax(
+    backend: Backend,
+    out_backend: Backend,
+    rng: np.random.Generator,
+    shape: tuple[int, int],
+    dtype: str,
+    log: bool,
+) -> None:
     if dtype == "float16" and backend.name not in ("cupy", "torch"):
         pytest.skip("float16 arrays from CuPy and torch only")
     x = (random(rng, shape, "float64") * 4).astype(dtype)
@@ -398,7 +466,12 @@ def test_softmax_special_values_and_views(cp: Any, log: bool) -> None:
         xs = np.ascontiguousarray(x[:, :cols])
         out = cp.full(xs.shape, cp.nan, cp.float32)
         f(cp.asarray(xs), out)
-        close(cp.asnumpy(out), np_softmax(xs, log).astype(np.float32), 1e-5, f"special rows, {cols} columns")
+        close(
+            cp.asnumpy(out),
+            np_softmax(xs, log).astype(np.float32),
+            1e-5,
+            f"special rows, {cols} columns",
+        )
     # Transposed and stepped views, and in place.
     base = cp.asarray(np.random.default_rng(1).standard_normal((300, 70)).astype(np.float32))
     for v in (base.T, base[::2, ::3]):
@@ -424,7 +497,9 @@ def test_softmax_special_values_and_views(cp: Any, log: bool) -> None:
         ((1, 5), None, 1),
     ],
 )
-def test_softmax_grid_follows_rows(cp: Any, rng: np.random.Generator, shape: Tuple[int, int], block: Any, grid: int) -> None:
+def test_softmax_grid_follows_rows(
+    cp: Any, rng: np.random.Generator, shape: tuple[int, int], block: Any, grid: int
+) -> None:
     """The automatic grid (``grid = "rows"``) gives every row its warp or block, whatever the
     block; the results hold for each schedule it lands on."""
     x = cp.asarray((random(rng, shape, "float64") * 4).astype(np.float32))
@@ -434,16 +509,32 @@ def test_softmax_grid_follows_rows(cp: Any, rng: np.random.Generator, shape: Tup
     assert bound.grid == (grid, 1, 1)
     bound()
     want = np_softmax(cp.asnumpy(x), False)
-    close(cp.asnumpy(out), want, softmax_tol(cp.asnumpy(x), want, False, "float32"), f"softmax {shape} block {block}")
+    close(
+        cp.asnumpy(out),
+        want,
+        softmax_tol(cp.asnumpy(x), want, False, "float32"),
+        f"softmax {shape} block {block}",
+    )
 
 
 # ---- matmul -------------------------------------------------------------------------------
 
 
-MATMUL_SHAPES = [(1, 1, 1), (127, 1, 129), (129, 7, 130), (128, 128, 128), (256, 300, 200), (3, 0, 5), (0, 4, 3), (513, 33, 257)]
+MATMUL_SHAPES = [
+    (1, 1, 1),
+    (127, 1, 129),
+    (129, 7, 130),
+    (128, 128, 128),
+    (256, 300, 200),
+    (3, 0, 5),
+    (0, 4, 3),
+    (513, 33, 257),
+]
 
 
-def matmul_tol(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+def matmul_tol(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float
+) -> np.ndarray:
     """K + 2 roundings of f32 fused multiply-adds: |error| ≤ (K + 2)·ε·(|α|·|A||B| + |β||C|)."""
     k = a.shape[1]
     mag = abs(alpha) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
@@ -454,15 +545,30 @@ def matmul_tol(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: 
 
 @pytest.mark.parametrize("shape", MATMUL_SHAPES)
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 2.0)])
-def test_matmul(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int, int], alpha: float, beta: float) -> None:
+def test_matmul(
+    backend: Backend,
+    out_backend: Backend,
+    rng: np.random.Generator,
+    shape: tuple[int, int, int],
+    alpha: float,
+    beta: float,
+) -> None:
     m, k, n = shape
     a, b = random(rng, (m, k), "float32"), random(rng, (k, n), "float32")
     c0 = random(rng, (m, n), "float32")
     dc = out_backend.asarray(c0 if beta != 0 else np.full((m, n), np.nan, np.float32))
-    K.matmul(backend.arg(backend.asarray(a)), backend.arg(backend.asarray(b)), out_backend.arg(dc), alpha, beta)
+    K.matmul(
+        backend.arg(backend.asarray(a)),
+        backend.arg(backend.asarray(b)),
+        out_backend.arg(dc),
+        alpha,
+        beta,
+    )
     out_backend.synchronize()
     got = out_backend.to_numpy(dc)
-    want = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + (beta * c0.astype(np.float64) if beta != 0 else 0)
+    want = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + (
+        beta * c0.astype(np.float64) if beta != 0 else 0
+    )
     close(got, want, matmul_tol(a, b, c0, alpha, beta), f"matmul {shape} α={alpha} β={beta}")
 
 
@@ -480,7 +586,12 @@ def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
         a, b = A, B
         c = cp.full((300, 190), cp.nan, cp.float32)
         K.matmul(da, db, c, 1.0, 0.0)
-        close(cp.asnumpy(c), a.astype(np.float64) @ b.astype(np.float64), matmul_tol(a, b, a[:, :1], 1.0, 0.0), name)
+        close(
+            cp.asnumpy(c),
+            a.astype(np.float64) @ b.astype(np.float64),
+            matmul_tol(a, b, a[:, :1], 1.0, 0.0),
+            name,
+        )
     # Stepped views (element loads), an offset (misaligned) view, a strided output.
     big_a = cp.asarray(random(rng, (601, 521), "float32"))
     big_b = cp.asarray(random(rng, (521, 380), "float32"))
@@ -489,12 +600,24 @@ def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
     c = c_base[:, 1:191]
     K.matmul(a, b, c, 2.0, 0.0)
     an, bn = cp.asnumpy(a), cp.asnumpy(b)
-    close(cp.asnumpy(c), 2.0 * (an.astype(np.float64) @ bn.astype(np.float64)), matmul_tol(an, bn, an[:, :1], 2.0, 0.0), "views")
-    assert np.isnan(cp.asnumpy(c_base[:, 0])).all() and np.isnan(cp.asnumpy(c_base[:, 191:])).all(), "wrote outside the view"
+    close(
+        cp.asnumpy(c),
+        2.0 * (an.astype(np.float64) @ bn.astype(np.float64)),
+        matmul_tol(an, bn, an[:, :1], 2.0, 0.0),
+        "views",
+    )
+    assert (
+        np.isnan(cp.asnumpy(c_base[:, 0])).all() and np.isnan(cp.asnumpy(c_base[:, 191:])).all()
+    ), "wrote outside the view"
     # Smaller blocks: the simple schedule; larger ones are refused (max_threads = 256).
     c = cp.full((300, 190), cp.nan, cp.float32)
     K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=128)
-    close(cp.asnumpy(c), A.astype(np.float64) @ B.astype(np.float64), matmul_tol(A, B, A[:, :1], 1.0, 0.0), "block 128")
+    close(
+        cp.asnumpy(c),
+        A.astype(np.float64) @ B.astype(np.float64),
+        matmul_tol(A, B, A[:, :1], 1.0, 0.0),
+        "block 128",
+    )
     with pytest.raises(ValueError, match=r"compiled for at most 256"):
         K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=512)
 
@@ -519,9 +642,17 @@ def np_stencil(x: np.ndarray) -> np.ndarray:
     return p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - x.dtype.type(4) * x
 
 
-@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (1, 8), (5, 1), (3, 3), (67, 131), (130, 256), (257, 1024), (65, 136)])
+@pytest.mark.parametrize(
+    "shape", [(0, 0), (1, 1), (1, 8), (5, 1), (3, 3), (67, 131), (130, 256), (257, 1024), (65, 136)]
+)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_stencil5(backend: Backend, out_backend: Backend, rng: np.random.Generator, shape: Tuple[int, int], dtype: str) -> None:
+def test_stencil5(
+    backend: Backend,
+    out_backend: Backend,
+    rng: np.random.Generator,
+    shape: tuple[int, int],
+    dtype: str,
+) -> None:
     x = random(rng, shape, dtype)
     (got,) = run(backend, out_backend, K.stencil5, (x,), (np.zeros(shape, dtype),))
     same(got, np_stencil(x), f"stencil5 {shape}")
@@ -544,9 +675,26 @@ SCAN_SIZES = [0, 1, 7, 2047, 2048, 4095, 4096, 4097, 100000, (1 << 20) + 3, (1 <
 
 
 @pytest.mark.parametrize("exclusive", [False, True])
-@pytest.mark.parametrize("dtype,out_dtype", [("float32", "float32"), ("float64", "float64"), ("int32", "int32"), ("int32", "int64"), ("int64", "int64")])
+@pytest.mark.parametrize(
+    "dtype,out_dtype",
+    [
+        ("float32", "float32"),
+        ("float64", "float64"),
+        ("int32", "int32"),
+        ("int32", "int64"),
+        ("int64", "int64"),
+    ],
+)
 @pytest.mark.parametrize("n", SCAN_SIZES)
-def test_cumsum(backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str, out_dtype: str, exclusive: bool) -> None:
+def test_cumsum(
+    backend: Backend,
+    out_backend: Backend,
+    rng: np.random.Generator,
+    n: int,
+    dtype: str,
+    out_dtype: str,
+    exclusive: bool,
+) -> None:
     x = random(rng, n, dtype)
     f = K.cumsum_exclusive if exclusive else K.cumsum
     (got,) = run(backend, out_backend, f, (x,), (np.zeros(n, out_dtype),))
@@ -589,7 +737,11 @@ def test_cumsum_block_grid_and_in_place(cp: Any, rng: np.random.Generator) -> No
     # Any grid: fewer blocks than tiles take several tiles each.
     out = cp.full(5000, -7, cp.int64)
     K.cumsum_exclusive(cp.asarray(x), out, grid=1)
-    same(cp.asnumpy(out), np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]), "exclusive, 1 block")
+    same(
+        cp.asnumpy(out),
+        np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]),
+        "exclusive, 1 block",
+    )
     y = cp.asarray(random(rng, 300001, "int64"))
     want = np.cumsum(cp.asnumpy(y))
     K.cumsum(y, y, grid=7)
@@ -656,7 +808,11 @@ def test_activations_any_block(cp: Any, rng: np.random.Generator) -> None:
 
 def test_activations_on_torch(torch: Any) -> None:
     x = torch.randn(10007, device="cuda") * 3
-    for name, ref in (("gelu", lambda t: torch.nn.functional.gelu(t)), ("gelu_tanh", lambda t: torch.nn.functional.gelu(t, approximate="tanh")), ("silu", torch.nn.functional.silu)):
+    for name, ref in (
+        ("gelu", lambda t: torch.nn.functional.gelu(t)),
+        ("gelu_tanh", lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
+        ("silu", torch.nn.functional.silu),
+    ):
         out = torch.full_like(x, float("nan"))
         getattr(K, name)(x, out)
         torch.testing.assert_close(out, ref(x), rtol=2e-6, atol=2e-7)
@@ -693,8 +849,12 @@ def softmax_bf16_tol(x: np.ndarray, want: np.ndarray, log: bool) -> np.ndarray:
 
 
 @pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("shape", [(0, 4), (1, 1), (5, 7), (33, 1024), (7, 4096), (3, 5000), (2, 70001)])
-def test_softmax_bf16_torch(torch: Any, rng: np.random.Generator, shape: Tuple[int, int], log: bool) -> None:
+@pytest.mark.parametrize(
+    "shape", [(0, 4), (1, 1), (5, 7), (33, 1024), (7, 4096), (3, 5000), (2, 70001)]
+)
+def test_softmax_bf16_torch(
+    torch: Any, rng: np.random.Generator, shape: tuple[int, int], log: bool
+) -> None:
     f = K.log_softmax if log else K.softmax
     xh = bf16_host(rng, shape, 4.0)
     x = torch_bf16(torch, xh)
@@ -709,7 +869,12 @@ def test_softmax_bf16_torch(torch: Any, rng: np.random.Generator, shape: Tuple[i
         out = torch.full(v.shape, float("nan"), dtype=torch.bfloat16, device="cuda")
         f(v, out)
         want_t = np_softmax(xh.T.astype(np.float64), log)
-        close(torch_bf16_to_host(torch, out), want_t, softmax_bf16_tol(xh.T, want_t, log), "transposed")
+        close(
+            torch_bf16_to_host(torch, out),
+            want_t,
+            softmax_bf16_tol(xh.T, want_t, log),
+            "transposed",
+        )
         f(x, x)
         close(torch_bf16_to_host(torch, x), want, softmax_bf16_tol(xh, want, log), "in place")
 
@@ -745,7 +910,9 @@ def test_activations_bf16_torch(torch: Any, rng: np.random.Generator, name: str)
     }
     for n in (0, 1, 7, 1000, 4099, (1 << 20) + 3):
         xh = bf16_host(rng, n, 4.0)
-        xh[: min(n, 4)] = np.array([0.0, -30.0, 30.0, np.nan][: min(n, 4)], np.float32).astype(xh.dtype)
+        xh[: min(n, 4)] = np.array([0.0, -30.0, 30.0, np.nan][: min(n, 4)], np.float32).astype(
+            xh.dtype
+        )
         x = torch_bf16(torch, xh)
         out = torch.full((n,), float("nan"), dtype=torch.bfloat16, device="cuda")
         getattr(K, name)(x, out)
@@ -754,7 +921,9 @@ def test_activations_bf16_torch(torch: Any, rng: np.random.Generator, name: str)
         close(got, want, act_bf16_tol(xh, want), f"{name} bfloat16 n={n}")
         # PyTorch computes in f32 too and rounds once: equal, or one bf16 ulp apart where the
         # two f32 results straddle a rounding boundary.
-        torch.testing.assert_close(out.float(), refs[name](x).float(), rtol=2.0**-7, atol=2.0**-126, equal_nan=True)
+        torch.testing.assert_close(
+            out.float(), refs[name](x).float(), rtol=2.0**-7, atol=2.0**-126, equal_nan=True
+        )
 
 
 def test_activations_bf16_jax(jax: Any, rng: np.random.Generator) -> None:
@@ -778,7 +947,9 @@ def test_axpy_bf16(torch: Any, jax: Any, rng: np.random.Generator) -> None:
         want = (0.75 * xh.astype(np.float32) + yh.astype(np.float32)).astype(ml_dtypes.bfloat16)
         y = torch_bf16(torch, yh)
         K.axpy(0.75, torch_bf16(torch, xh), y)
-        assert np.array_equal(torch_bf16_to_host(torch, y).view(np.uint16), want.view(np.uint16)), f"torch n={n}"
+        assert np.array_equal(torch_bf16_to_host(torch, y).view(np.uint16), want.view(np.uint16)), (
+            f"torch n={n}"
+        )
         # A read-only JAX x, a ferrocuda y.
         x = jax.numpy.asarray(xh)
         x.block_until_ready()

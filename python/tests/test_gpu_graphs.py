@@ -17,13 +17,13 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, List
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import DLPackOnly, WithStream
 
 import ferrocuda
+from backends import DLPackOnly, WithStream
 from scale import UNDER_SANITIZER, reps
 
 pytestmark = pytest.mark.gpu
@@ -57,7 +57,7 @@ def cupy_view_of(cp: Any, ptr: int) -> Any:
     return cp.cuda.ExternalStream(ptr)
 
 
-def chain(a: Any, b: Any, bufs: List[Any], **kw: Any) -> None:
+def chain(a: Any, b: Any, bufs: list[Any], **kw: Any) -> None:
     """``bufs[i] = a + (i + 1) * b``, one launch per step: the order of the captured launches
     matters, so a wrong graph shows."""
     K.add(a, b, bufs[0], **kw)
@@ -65,7 +65,7 @@ def chain(a: Any, b: Any, bufs: List[Any], **kw: Any) -> None:
         K.add(bufs[i - 1], b, bufs[i], **kw)
 
 
-def check_chain(na: np.ndarray, nb: np.ndarray, got: List[np.ndarray]) -> None:
+def check_chain(na: np.ndarray, nb: np.ndarray, got: list[np.ndarray]) -> None:
     for i in (0, len(got) // 2, len(got) - 1):
         np.testing.assert_array_equal(got[i], na + np.float32(i + 1) * nb, err_msg=f"step {i}")
 
@@ -99,8 +99,9 @@ def test_torch_graph_of_a_launch_loop(torch: Any, rng: np.random.Generator, mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_cupy_arrays_in_a_torch_graph(torch: Any, cupy: Any, rng: np.random.Generator,
-                                      mode: str) -> None:
+def test_cupy_arrays_in_a_torch_graph(
+    torch: Any, cupy: Any, rng: np.random.Generator, mode: str
+) -> None:
     """CuPy arrays inside ``torch.cuda.graph``, with CuPy's current stream set to torch's capture
     stream (so that CuPy's interface names it)."""
     t, cp = torch, cupy
@@ -132,8 +133,9 @@ def test_cupy_arrays_in_a_torch_graph(torch: Any, cupy: Any, rng: np.random.Gene
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_producer_outside_the_capture(torch: Any, cupy: Any, rng: np.random.Generator,
-                                      mode: str) -> None:
+def test_producer_outside_the_capture(
+    torch: Any, cupy: Any, rng: np.random.Generator, mode: str
+) -> None:
     """CuPy arrays on CuPy's own default stream, launched on torch's capture stream: that stream
     cannot be ordered inside the graph — refused in the ``default`` and ``event`` modes (the
     capture stays valid), captured unordered in ``off``."""
@@ -155,7 +157,9 @@ def test_producer_outside_the_capture(torch: Any, cupy: Any, rng: np.random.Gene
         if mode == "off":
             K.add(x, y, out, stream=cap, sync=mode)
         else:
-            with pytest.raises(NotImplementedError, match=r"argument `a`.*not part of that capture"):
+            with pytest.raises(
+                NotImplementedError, match=r"argument `a`.*not part of that capture"
+            ):
                 K.add(x, y, out, stream=cap, sync=mode)
             assert t.cuda.is_current_stream_capturing()
     g.replay()
@@ -169,12 +173,13 @@ def test_producer_outside_the_capture(torch: Any, cupy: Any, rng: np.random.Gene
 
 
 @pytest.mark.parametrize("mode", ["default", "event"])
-def test_side_stream_producer_respected_at_replay(torch: Any, rng: np.random.Generator,
-                                                 mode: str) -> None:
+def test_side_stream_producer_respected_at_replay(
+    torch: Any, rng: np.random.Generator, mode: str
+) -> None:
     """A slow producer on a side stream joined to the capture writes the input; the captured
     event edge makes every replay's kernel wait for it."""
     got, want = _side_stream_replays(torch, rng, mode, reps(5, 2))
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
 
 
@@ -183,11 +188,10 @@ def test_side_stream_control_off_mode_races(torch: Any, rng: np.random.Generator
     """Control: the same graph in the ``off`` mode has no edge, so the kernel reads the input
     while the side branch still sleeps (the test above is not vacuous)."""
     got, want = _side_stream_replays(torch, rng, "off", 5)
-    assert any(not np.array_equal(g, w) for g, w in zip(got, want)), "no race observed"
+    assert any(not np.array_equal(g, w) for g, w in zip(got, want, strict=True)), "no race observed"
 
 
-def _side_stream_replays(torch: Any, rng: np.random.Generator, mode: str,
-                         replays: int) -> Any:
+def _side_stream_replays(torch: Any, rng: np.random.Generator, mode: str, replays: int) -> Any:
     t = torch
     side = t.cuda.Stream()
     src, x, y = (t.zeros(N, device="cuda") for _ in range(3))
@@ -232,8 +236,10 @@ def test_host_array_refused_during_a_torch_capture(torch: Any, rng: np.random.Ge
     g = t.cuda.CUDAGraph()
     with t.cuda.graph(g):
         K.add(a, b, o1)
-        with pytest.warns(ferrocuda.PerformanceWarning), pytest.raises(
-                NotImplementedError, match="cannot be arguments of a launch captured"):
+        with (
+            pytest.warns(ferrocuda.PerformanceWarning),
+            pytest.raises(NotImplementedError, match="cannot be arguments of a launch captured"),
+        ):
             K.add(host, b, o2)
         assert t.cuda.is_current_stream_capturing()
         K.add(o1, b, o3)
@@ -256,8 +262,9 @@ def test_host_array_refused_during_a_torch_capture(torch: Any, rng: np.random.Ge
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_sum_and_histogram_in_a_torch_graph(torch: Any, rng: np.random.Generator,
-                                            mode: str) -> None:
+def test_sum_and_histogram_in_a_torch_graph(
+    torch: Any, rng: np.random.Generator, mode: str
+) -> None:
     """Kernels with a scratch workspace (``sum``: allocation, zero-fill and free become memory
     nodes) and a zeroed output (``histogram``: a memset node), replayed on new data: each
     replay starts from zeroed bins and a fresh workspace."""
@@ -290,8 +297,9 @@ def test_sum_and_histogram_in_a_torch_graph(torch: Any, rng: np.random.Generator
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("blocking", [False, True], ids=["non_blocking", "blocking"])
-def test_cupy_stream_capture(cupy: Any, rng: np.random.Generator, mode: str,
-                             blocking: bool) -> None:
+def test_cupy_stream_capture(
+    cupy: Any, rng: np.random.Generator, mode: str, blocking: bool
+) -> None:
     """CuPy's own capture (relaxed mode), on a non-blocking stream and on a blocking one —
     during which the legacy default stream is unusable: a launch on it, and a synchronization
     of it, are refused and the capture goes on."""
@@ -340,8 +348,12 @@ def test_host_array_refused_during_a_cupy_capture(cupy: Any, rng: np.random.Gene
         s.begin_capture()
         try:
             K.add(a, b, o1)
-            with pytest.warns(ferrocuda.PerformanceWarning), pytest.raises(
-                    NotImplementedError, match="cannot be arguments of a launch captured"):
+            with (
+                pytest.warns(ferrocuda.PerformanceWarning),
+                pytest.raises(
+                    NotImplementedError, match="cannot be arguments of a launch captured"
+                ),
+            ):
                 K.add(np.ones(N, np.float32), b, o2)
         finally:
             graph = s.end_capture()  # the capture is still valid: this does not raise
@@ -352,8 +364,9 @@ def test_host_array_refused_during_a_cupy_capture(cupy: Any, rng: np.random.Gene
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_sum_and_histogram_in_a_cupy_capture(cupy: Any, rng: np.random.Generator,
-                                             mode: str) -> None:
+def test_sum_and_histogram_in_a_cupy_capture(
+    cupy: Any, rng: np.random.Generator, mode: str
+) -> None:
     cp = cupy
     nbins = 64
     s = cp.cuda.Stream(non_blocking=True)
@@ -377,8 +390,7 @@ def test_sum_and_histogram_in_a_cupy_capture(cupy: Any, rng: np.random.Generator
             bins.fill(-1)
             graph.launch(stream=s)
             s.synchronize()
-            np.testing.assert_allclose(cp.asnumpy(total)[0], nx.sum(dtype=np.float64),
-                                       rtol=1e-4)
+            np.testing.assert_allclose(cp.asnumpy(total)[0], nx.sum(dtype=np.float64), rtol=1e-4)
             want = np.histogram(nx, bins=nbins, range=(0.0, 1.0))[0]
             np.testing.assert_array_equal(cp.asnumpy(bins), want)
 
@@ -420,8 +432,9 @@ def test_device_arrays_and_dlpack_under_capture(torch: Any) -> None:
 # ---- host-blocking calls next to a global-mode capture ---------------------------------------
 
 
-def test_host_syncs_elsewhere_leave_a_global_capture_valid(torch: Any, cupy: Any,
-                                                           rng: np.random.Generator) -> None:
+def test_host_syncs_elsewhere_leave_a_global_capture_valid(
+    torch: Any, cupy: Any, rng: np.random.Generator
+) -> None:
     """While this thread captures in torch's default ``global`` mode, ferrocuda work on
     streams outside the capture — a ``default``-mode host synchronization of a producer stream,
     ``ferrocuda.synchronize``, DLPack capsules polled for release — runs on this thread and on
@@ -439,10 +452,20 @@ def test_host_syncs_elsewhere_leave_a_global_capture_valid(torch: Any, cupy: Any
 
     def unrelated_work(out: Any) -> None:
         for _ in range(3):
-            K.add(WithStream(x, s1.ptr), WithStream(y, s1.ptr), WithStream(out, s2.ptr),
-                  stream=s2.ptr, sync="default")  # host-synchronizes s1
-            K.add(DLPackOnly(dev), WithStream(y, s2.ptr), WithStream(out, s2.ptr),
-                  stream=s2.ptr, sync="default")  # a capsule held with a fence
+            K.add(
+                WithStream(x, s1.ptr),
+                WithStream(y, s1.ptr),
+                WithStream(out, s2.ptr),
+                stream=s2.ptr,
+                sync="default",
+            )  # host-synchronizes s1
+            K.add(
+                DLPackOnly(dev),
+                WithStream(y, s2.ptr),
+                WithStream(out, s2.ptr),
+                stream=s2.ptr,
+                sync="default",
+            )  # a capsule held with a fence
             ferrocuda.synchronize(s2.ptr)  # polls the fence, synchronizes s2
         ferrocuda._ferrocuda._pending_releases()
 
@@ -513,8 +536,9 @@ print("ok")
 
 @pytest.mark.parametrize("env_mode", ["1", "event", "0"])
 @pytest.mark.parametrize("script", ["torch", "cupy_blocking"])
-def test_first_launch_of_a_process_inside_a_capture(request: Any, script: str,
-                                                    env_mode: str) -> None:
+def test_first_launch_of_a_process_inside_a_capture(
+    request: Any, script: str, env_mode: str
+) -> None:
     """A fresh process whose first ferrocuda launch is inside a capture: the primary context,
     the module, its trap record and (for ``sum``) the workspace pool are set up in the relaxed
     capture mode, the trap record's address written through a private non-blocking stream —
@@ -522,6 +546,7 @@ def test_first_launch_of_a_process_inside_a_capture(request: Any, script: str,
     request.getfixturevalue("torch" if script == "torch" else "cupy")  # skips without it
     code = _TORCH_FIRST if script == "torch" else _CUPY_BLOCKING_FIRST
     env = dict(os.environ, FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC=env_mode)
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -8,19 +8,32 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backends import DLPackOnly
 
 import ferrocuda
+from backends import DLPackOnly
 
 pytestmark = pytest.mark.gpu
 
 K = ferrocuda.kernels
-DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
+DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)])
-def test_device_array_numpy_round_trip(gpu: None, rng: np.random.Generator, dtype: str, shape: Any) -> None:
+def test_device_array_numpy_round_trip(
+    gpu: None, rng: np.random.Generator, dtype: str, shape: Any
+) -> None:
     x = (rng.standard_normal(shape) * 50).astype(dtype)
     d = ferrocuda.DeviceArray.from_numpy(x)
     assert d.shape == x.shape and d.dtype == x.dtype and d.size == x.size and d.ndim == x.ndim
@@ -40,7 +53,9 @@ def test_device_array_numpy_round_trip(gpu: None, rng: np.random.Generator, dtyp
 def test_device_array_from_non_contiguous_and_lists(gpu: None) -> None:
     x = np.arange(24, dtype=np.float64).reshape(4, 6)
     assert np.array_equal(ferrocuda.DeviceArray.from_numpy(x.T[::2]).to_numpy(), x.T[::2])
-    assert np.array_equal(ferrocuda.DeviceArray.from_numpy([[1, 2], [3, 4]]).to_numpy(), [[1, 2], [3, 4]])
+    assert np.array_equal(
+        ferrocuda.DeviceArray.from_numpy([[1, 2], [3, 4]]).to_numpy(), [[1, 2], [3, 4]]
+    )
     e = ferrocuda.DeviceArray.empty((2, 3), np.int16)
     assert e.shape == (2, 3) and e.dtype == np.int16 and len(e) == 2
     assert "DeviceArray(shape=[2, 3], dtype=int16" in repr(e)
@@ -50,7 +65,9 @@ def test_device_array_from_non_contiguous_and_lists(gpu: None) -> None:
         ferrocuda.DeviceArray.from_numpy(np.zeros(3, np.complex128))
     # The 16-bit floats are supported.
     h = ferrocuda.DeviceArray.from_numpy(np.arange(5, dtype=np.float16) / 4)
-    assert h.dtype == np.float16 and np.array_equal(h.to_numpy(), np.arange(5, dtype=np.float16) / 4)
+    assert h.dtype == np.float16 and np.array_equal(
+        h.to_numpy(), np.arange(5, dtype=np.float16) / 4
+    )
     assert ferrocuda.DeviceArray.empty(3, "bfloat16").shape == (3,)
 
 
@@ -133,7 +150,7 @@ def test_jax_round_trip(jax: Any) -> None:
     assert fa.readonly in (True, False) and fa.shape == (16,)
 
 
-# ---- ownership ---------------------------------------------------------------------------------------
+# ---- ownership -----------------------------------------------------------------------------------
 
 
 def test_as_cuda_array_keeps_the_producer_alive_cupy(cupy: Any) -> None:
@@ -195,7 +212,11 @@ def test_unknown_pointer_refused(cupy: Any) -> None:
         __cuda_array_interface__ = bogus
 
     out = cupy.empty(4, cupy.float32)
-    with pytest.raises(ValueError, match=r"argument `a`: __cuda_array_interface__\['data'\]: pointer .* is not CUDA device memory"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument `a`: __cuda_array_interface__\['data'\]: "
+        r"pointer .* is not CUDA device memory",
+    ):
         K.add(P(), P(), out)
 
 

@@ -7,14 +7,14 @@ Skipped without a CUDA driver, and per library when it is missing.
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
-from backends import BACKENDS, Backend, DLPackOnly, make_backend, poison_value, require
-from scale import libraries
 
 import ferrocuda
+from backends import BACKENDS, Backend, DLPackOnly, make_backend, poison_value, require
+from scale import libraries
 
 pytestmark = pytest.mark.gpu
 
@@ -47,8 +47,13 @@ def random(rng: np.random.Generator, shape: Any, dtype: str) -> np.ndarray:
 
 def check_equal(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert got.shape == want.shape, what
-    bad = ~((got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else (got == want))
-    assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.size} elements differ; first at {np.argwhere(bad)[:5].tolist()}"
+    bad = ~(
+        (got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else (got == want)
+    )
+    assert not bad.any(), (
+        f"{what}: {int(bad.sum())} of {bad.size} elements differ; "
+        f"first at {np.argwhere(bad)[:5].tolist()}"
+    )
 
 
 # ---- add -----------------------------------------------------------------------------------
@@ -56,7 +61,9 @@ def check_equal(got: np.ndarray, want: np.ndarray, what: str) -> None:
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("dtype", ELEMENTWISE_DTYPES)
-def test_add(backend: Backend, out_backend: Backend, rng: np.random.Generator, dtype: str, n: int) -> None:
+def test_add(
+    backend: Backend, out_backend: Backend, rng: np.random.Generator, dtype: str, n: int
+) -> None:
     a, b = random(rng, n, dtype), random(rng, n, dtype)
     da, db = backend.asarray(a), backend.asarray(b)
     out = out_backend.poisoned(n, dtype)
@@ -79,10 +86,14 @@ def test_add_2d_and_offset_views(backend: Backend, rng: np.random.Generator, dty
     K.add(backend.arg(dx[1:500]), backend.arg(dy[3:502]), backend.arg(base[2:501]))
     got = backend.to_numpy(base)
     check_equal(got[2:501], x[1:500] + y[3:502], "offset add")
-    assert np.isnan(got[:2]).all() if got.dtype.kind == "f" else (got[:2] == poison_value(dtype)).all()
+    assert (
+        np.isnan(got[:2]).all() if got.dtype.kind == "f" else (got[:2] == poison_value(dtype)).all()
+    )
 
 
-def test_add_non_contiguous(backend: Backend, out_backend: Backend, rng: np.random.Generator) -> None:
+def test_add_non_contiguous(
+    backend: Backend, out_backend: Backend, rng: np.random.Generator
+) -> None:
     """Non-contiguous arrays run add's strided variant (test_gpu_layouts.py covers every
     family and layout); a stepped output leaves the elements between its own untouched."""
     require(backend.views, f"{backend.name}: no views")
@@ -106,7 +117,9 @@ def test_readonly_output_raises(request: Any, rng: np.random.Generator) -> None:
     b = make_backend(request, "jax")
     x = b.asarray(random(rng, 16, "float32"))
     out = b.asarray(np.zeros(16, np.float32))
-    with pytest.raises(ValueError, match=r"argument `out`: __cuda_array_interface__\['data'\]: .*read-only"):
+    with pytest.raises(
+        ValueError, match=r"argument `out`: __cuda_array_interface__\['data'\]: .*read-only"
+    ):
         K.add(x, x, out)
     assert np.array_equal(np.asarray(out), np.zeros(16, np.float32))
     if "dltensor_versioned" in repr(out.__dlpack__(max_version=(1, 0))):
@@ -115,7 +128,7 @@ def test_readonly_output_raises(request: Any, rng: np.random.Generator) -> None:
 
 
 def test_mixed_libraries(request: Any, rng: np.random.Generator) -> None:
-    libs: List[Backend] = []
+    libs: list[Backend] = []
     for name in BACKENDS:
         try:
             libs.append(make_backend(request, name))
@@ -137,7 +150,7 @@ def test_mixed_libraries(request: Any, rng: np.random.Generator) -> None:
 # ---- initialize_array, saxpy ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n", SIZES + [1 << 20])
+@pytest.mark.parametrize("n", [*SIZES, 1 << 20])
 def test_initialize_array(out_backend: Backend, n: int) -> None:
     x = out_backend.poisoned(n, "int32")
     K.initialize_array(out_backend.arg(x))
@@ -146,7 +159,9 @@ def test_initialize_array(out_backend: Backend, n: int) -> None:
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_saxpy(backend: Backend, out_backend: Backend, rng: np.random.Generator, dtype: str, n: int) -> None:
+def test_saxpy(
+    backend: Backend, out_backend: Backend, rng: np.random.Generator, dtype: str, n: int
+) -> None:
     alpha = float(rng.standard_normal())
     x, y = random(rng, n, dtype), random(rng, n, dtype)
     dy = out_backend.asarray(y)
@@ -159,14 +174,14 @@ def test_saxpy(backend: Backend, out_backend: Backend, rng: np.random.Generator,
 # ---- add_index: N-D views with any strides ------------------------------------------------------
 
 
-def index_sum(shape: Tuple[int, ...]) -> np.ndarray:
+def index_sum(shape: tuple[int, ...]) -> np.ndarray:
     return sum(np.indices(shape)) if shape else np.zeros((), np.int64)  # type: ignore[return-value]
 
 
 LAYOUTS = ["contiguous", "transposed", "step", "negative", "zero-size"]
 
 
-def make_view(b: Backend, base: Any, layout: str, ndim: int) -> Tuple[Any, Any]:
+def make_view(b: Backend, base: Any, layout: str, ndim: int) -> tuple[Any, Any]:
     """(device view, the same selection as a function on a NumPy array)."""
     if layout == "contiguous":
         return base, lambda a: a
@@ -190,11 +205,13 @@ def make_view(b: Backend, base: Any, layout: str, ndim: int) -> Tuple[Any, Any]:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 @pytest.mark.parametrize("dtype", ELEMENTWISE_DTYPES)
-def test_add_index(backend: Backend, rng: np.random.Generator, dtype: str, ndim: int, layout: str) -> None:
+def test_add_index(
+    backend: Backend, rng: np.random.Generator, dtype: str, ndim: int, layout: str
+) -> None:
     require(backend.writable, f"{backend.name} arrays are read-only")
     shape = tuple(int(s) for s in rng.integers(2, 9, size=ndim))
     if layout == "zero-size":
-        shape = shape[:-1] + (0,)
+        shape = (*shape[:-1], 0)
         layout = "contiguous"
     elif layout != "contiguous":
         require(backend.views, f"{backend.name}: no views")
@@ -205,7 +222,9 @@ def test_add_index(backend: Backend, rng: np.random.Generator, dtype: str, ndim:
     want = host.copy()
     sel = select(want)
     sel += index_sum(sel.shape).astype(dtype)  # writes through the NumPy view into `want`
-    check_equal(backend.to_numpy(base), want, f"add_index {dtype} {ndim}-D {layout} on {backend.name}")
+    check_equal(
+        backend.to_numpy(base), want, f"add_index {dtype} {ndim}-D {layout} on {backend.name}"
+    )
 
 
 def test_add_index_rank_dispatch(backend: Backend) -> None:
@@ -215,7 +234,7 @@ def test_add_index_rank_dispatch(backend: Backend) -> None:
         K.add_index(backend.arg(x))
 
 
-# ---- host (NumPy) arrays, as Numba takes them ------------------------------------------------------
+# ---- host (NumPy) arrays, as Numba takes them ----------------------------------------------------
 
 
 def test_host_arrays_copy_in_and_out(gpu: None, rng: np.random.Generator) -> None:
@@ -238,7 +257,7 @@ def test_host_arrays_copy_in_and_out(gpu: None, rng: np.random.Generator) -> Non
     check_equal(x, np.arange(77, dtype=np.int32), "host initialize_array")
 
 
-# ---- launch configuration, user modules ---------------------------------------------------------------
+# ---- launch configuration, user modules ----------------------------------------------------------
 
 
 def test_explicit_configuration(cupy: Any, rng: np.random.Generator) -> None:

@@ -131,7 +131,9 @@ def test_dynamic_shared_memory(cupy: Any, rng: np.random.Generator, kib: int) ->
 # ---- N-D automatic grids ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (7, 33), (333, 1000), (1025, 3), (3, 5, 7), (2, 65, 33), (70, 1, 1)])
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (7, 33), (333, 1000), (1025, 3), (3, 5, 7), (2, 65, 33), (70, 1, 1)]
+)
 def test_nd_grid_covers_every_element(cupy: Any, shape: Any) -> None:
     cp = cupy
     x = cp.full(shape, -5, dtype=cp.int32)
@@ -244,7 +246,9 @@ def test_bfloat16_from_jax(jax: Any, rng: np.random.Generator) -> None:
         assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
         # And back into JAX through DLPack.
         back = np.asarray(jax.dlpack.from_dlpack(out))
-        assert back.dtype == jnp.bfloat16 and np.array_equal(back.view(np.uint16), want.view(np.uint16))
+        assert back.dtype == jnp.bfloat16 and np.array_equal(
+            back.view(np.uint16), want.view(np.uint16)
+        )
 
 
 def test_half_device_arrays_round_trip(gpu: None, rng: np.random.Generator) -> None:

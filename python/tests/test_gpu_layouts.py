@@ -23,16 +23,17 @@ launches (the output is an input) on strided views are checked on CuPy.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
+
+import ferrocuda
 from backends import Backend, CupyBackend, DLPackOnly, make_backend, poison_value, require
 from scale import libraries
 from test_gpu_gallery import act_tol, np_act  # the activations' reference and bound
-
-import ferrocuda
 
 pytestmark = pytest.mark.gpu
 
@@ -41,18 +42,18 @@ K = ferrocuda.kernels
 # ---- layouts ---------------------------------------------------------------------------------
 
 #: ("slice", slices) | ("T",) | ("broadcast", shape): how a view is made from its base.
-Op = Tuple[Any, ...]
+Op = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Placement:
     """An array of some shape as a view: the base allocation's shape, then the operations."""
 
-    base: Tuple[int, ...]
-    ops: Tuple[Op, ...]
+    base: tuple[int, ...]
+    ops: tuple[Op, ...]
 
 
-def placement(kind: str, shape: Tuple[int, ...]) -> Placement:
+def placement(kind: str, shape: tuple[int, ...]) -> Placement:
     nd = len(shape)
 
     def every(s: slice) -> Op:
@@ -64,20 +65,22 @@ def placement(kind: str, shape: Tuple[int, ...]) -> Placement:
         return Placement(tuple(2 * n for n in shape), (every(slice(None, None, 2)),))
     if kind == "step3_last":
         last = (slice(None),) * (nd - 1) + (slice(None, None, 3),)
-        return Placement(shape[:-1] + (3 * shape[-1],), (("slice", last),))
+        return Placement((*shape[:-1], 3 * shape[-1]), (("slice", last),))
     if kind == "negative":
         return Placement(shape, (every(slice(None, None, -1)),))
     if kind == "odd_reversed":  # b[1::2][::-1]
-        return Placement(tuple(2 * n for n in shape), (every(slice(1, None, 2)), every(slice(None, None, -1))))
+        return Placement(
+            tuple(2 * n for n in shape), (every(slice(1, None, 2)), every(slice(None, None, -1)))
+        )
     if kind == "transposed":
         return Placement(tuple(reversed(shape)), (("T",),))
     if kind == "broadcast":
-        return Placement((1,) + tuple(shape[1:]), (("broadcast", tuple(shape)),))
+        return Placement((1, *shape[1:]), (("broadcast", tuple(shape)),))
     raise AssertionError(kind)
 
 
 #: layout -> (placements of the read-only inputs, in order; placement of the written array)
-LAYOUTS: Dict[str, Tuple[Tuple[str, ...], str]] = {
+LAYOUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "contiguous": (("contiguous", "contiguous"), "contiguous"),
     "step2": (("step2", "step2"), "step2"),
     "negative": (("negative", "negative"), "negative"),
@@ -131,15 +134,15 @@ ALPHA = 0.75  # exact in every float type: products with it round once
 class Family:
     name: str
     #: The first is tested on every library, rank and layout; the others on CuPy, 2-D.
-    dtypes: Tuple[str, ...]
+    dtypes: tuple[str, ...]
     #: Read-only array inputs before the written one.
     inputs: int
     #: The written array is read too (``y = α·x + y``).
     in_place: bool = False
     #: The scalar first argument, if any.
-    scalar: Optional[float] = None
+    scalar: float | None = None
     #: Exact result from the inputs (and the written array's values), else None.
-    exact: Optional[Callable[..., np.ndarray]] = None
+    exact: Callable[..., np.ndarray] | None = None
 
 
 def _saxpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -151,9 +154,13 @@ def _axpy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (np.float32(ALPHA) * x.astype(np.float32) + y.astype(np.float32)).astype(x.dtype)
 
 
-FAMILIES: Dict[str, Family] = {
-    "add": Family("add", ("float32", "float16", "float64", "int32", "int64"), 2, exact=lambda a, b: a + b),
-    "saxpy": Family("saxpy", ("float32", "float16", "float64"), 1, in_place=True, scalar=ALPHA, exact=_saxpy),
+FAMILIES: dict[str, Family] = {
+    "add": Family(
+        "add", ("float32", "float16", "float64", "int32", "int64"), 2, exact=lambda a, b: a + b
+    ),
+    "saxpy": Family(
+        "saxpy", ("float32", "float16", "float64"), 1, in_place=True, scalar=ALPHA, exact=_saxpy
+    ),
     "gelu": Family("gelu", ("float32", "float16"), 1),
     "gelu_tanh": Family("gelu_tanh", ("float32", "float16"), 1),
     "silu": Family("silu", ("float32", "float16"), 1),
@@ -163,7 +170,7 @@ FAMILIES: Dict[str, Family] = {
 LIBS = ["cupy", "torch", "torch-dlpack", "numba", "jax"]
 
 
-def random(rng: np.random.Generator, shape: Tuple[int, ...], dtype: str) -> np.ndarray:
+def random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     dt = np.dtype(dtype)
     if dt.kind == "f":
         return (2.0 * rng.standard_normal(shape)).astype(dt)
@@ -186,27 +193,37 @@ class Case:
 
     family: Family
     dtype: str
-    hosts: List[np.ndarray]
+    hosts: list[np.ndarray]
     out_base: np.ndarray
     out_place: Placement
-    args: List[Any]
+    args: list[Any]
     out_device: Any
     out_backend: Backend
 
 
-def build(request: Any, rng: np.random.Generator, lib: str, fam: Family, dtype: str, layout: str, shape: Tuple[int, ...]) -> Case:
+def build(
+    request: Any,
+    rng: np.random.Generator,
+    lib: str,
+    fam: Family,
+    dtype: str,
+    layout: str,
+    shape: tuple[int, ...],
+) -> Case:
     b = make_backend(request, lib)
     ob = b if b.writable else make_backend(request, "ferrocuda")
     in_kinds, out_kind = LAYOUTS[layout]
-    hosts: List[np.ndarray] = []
-    args: List[Any] = [] if fam.scalar is None else [fam.scalar]
+    hosts: list[np.ndarray] = []
+    args: list[Any] = [] if fam.scalar is None else [fam.scalar]
     for kind in in_kinds[: fam.inputs]:
         p = placement(kind, shape)
         base = random(rng, p.base, dtype)
         hosts.append(np_view(base, p.ops))
         args.append(exported(b, device_view(b, b.asarray(base), p.ops)))
     p = placement(out_kind, shape)
-    out_base = random(rng, p.base, dtype) if fam.in_place else np.full(p.base, poison_value(dtype), dtype)
+    out_base = (
+        random(rng, p.base, dtype) if fam.in_place else np.full(p.base, poison_value(dtype), dtype)
+    )
     out_device = ob.asarray(out_base)
     args.append(exported(ob, device_view(ob, out_device, p.ops)))
     return Case(fam, dtype, hosts, out_base, p, args, out_device, ob)
@@ -227,7 +244,7 @@ def exported(b: Backend, view: Any) -> Any:
 def contiguous_result(request: Any, case: Case, lib: str) -> np.ndarray:
     """The family on contiguous copies of the same values: its contiguous kernel's result."""
     b = make_backend(request, lib)
-    args: List[Any] = [] if case.family.scalar is None else [case.family.scalar]
+    args: list[Any] = [] if case.family.scalar is None else [case.family.scalar]
     for h in case.hosts:
         args.append(b.arg(b.asarray(np.ascontiguousarray(h))))
     view = np_view(case.out_base, case.out_place.ops)
@@ -247,15 +264,22 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
     if fam.exact is not None:
         want = fam.exact(*ins)
         bad = bits(got) != bits(want)
-        assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; first at {np.argwhere(bad)[:5].tolist()}"
+        assert not bad.any(), (
+            f"{what}: {int(bad.sum())} of {bad.size} differ from NumPy; "
+            f"first at {np.argwhere(bad)[:5].tolist()}"
+        )
     else:
         want = np_act(fam.name, ins[0])
         err = np.abs(got.astype(np.float64) - want)
         tol = act_tol(ins[0], want, dtype)
-        assert (err <= tol).all(), f"{what}: {int((err > tol).sum())} beyond tolerance; worst {float((err - tol).max())}"
+        assert (err <= tol).all(), (
+            f"{what}: {int((err > tol).sum())} beyond tolerance; worst {float((err - tol).max())}"
+        )
     # Bit for bit the contiguous kernel's result.
     same = bits(got) == bits(contiguous_result(request, case, lib))
-    assert same.all(), f"{what}: differs from the contiguous kernel at {np.argwhere(~same)[:5].tolist()}"
+    assert same.all(), (
+        f"{what}: differs from the contiguous kernel at {np.argwhere(~same)[:5].tolist()}"
+    )
     # Nothing outside the output view was written.
     outside = np.ones(case.out_place.base, bool)
     np_view(outside, case.out_place.ops)[...] = False
@@ -270,7 +294,9 @@ def check(request: Any, case: Case, lib: str, what: str) -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("family", list(FAMILIES))
 @pytest.mark.parametrize("lib", libraries(LIBS))
-def test_layouts(request: Any, rng: np.random.Generator, lib: str, family: str, layout: str, ndim: int) -> None:
+def test_layouts(
+    request: Any, rng: np.random.Generator, lib: str, family: str, layout: str, ndim: int
+) -> None:
     fam = FAMILIES[family]
     dtype = fam.dtypes[0]
     case = build(request, rng, lib, fam, dtype, layout, SHAPES[ndim])
@@ -278,8 +304,12 @@ def test_layouts(request: Any, rng: np.random.Generator, lib: str, family: str, 
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-@pytest.mark.parametrize("family_dtype", [(f, d) for f, fam in FAMILIES.items() for d in fam.dtypes[1:]])
-def test_layouts_of_every_dtype(request: Any, rng: np.random.Generator, family_dtype: Tuple[str, str], layout: str) -> None:
+@pytest.mark.parametrize(
+    "family_dtype", [(f, d) for f, fam in FAMILIES.items() for d in fam.dtypes[1:]]
+)
+def test_layouts_of_every_dtype(
+    request: Any, rng: np.random.Generator, family_dtype: tuple[str, str], layout: str
+) -> None:
     family, dtype = family_dtype
     case = build(request, rng, "cupy", FAMILIES[family], dtype, layout, SHAPES[2])
     check(request, case, "cupy", f"{family} {dtype} 2-D {layout} on cupy")
@@ -294,7 +324,9 @@ def test_large_strided_launches(request: Any, rng: np.random.Generator, layout: 
 
 @pytest.mark.parametrize("family", ["add", "gelu", "silu"])
 @pytest.mark.parametrize("layout", ["step2", "negative", "transposed"])
-def test_in_place_on_strided_views(cupy: Any, rng: np.random.Generator, family: str, layout: str) -> None:
+def test_in_place_on_strided_views(
+    cupy: Any, rng: np.random.Generator, family: str, layout: str
+) -> None:
     """The output is exactly an input: each element is read and written by one thread."""
     shape = SHAPES[3]
     p = placement(layout, shape)
@@ -335,13 +367,18 @@ def test_strided_outputs_that_overlap_are_refused(cupy: Any) -> None:
         K.saxpy(ALPHA, buf[:32], buf[1:33][::-1])
 
 
-def test_bfloat16_layouts_match_the_contiguous_kernels(torch: Any, rng: np.random.Generator) -> None:
+def test_bfloat16_layouts_match_the_contiguous_kernels(
+    torch: Any, rng: np.random.Generator
+) -> None:
     """bfloat16 (PyTorch only: NumPy has no bfloat16): every family's strided variants give
     bit for bit what its contiguous kernel gives (test_gpu_gallery.py checks those)."""
     for family in ("add", "saxpy", "gelu", "gelu_tanh", "silu", "axpy"):
         fam = FAMILIES[family]
         for make in (lambda t: t[::2, 1::3], lambda t: t.t(), lambda t: t[:1, :12].expand(8, 12)):
-            srcs = [make(torch.randn(16, 36, device="cuda").to(torch.bfloat16)) for _ in range(fam.inputs)]
+            srcs = [
+                make(torch.randn(16, 36, device="cuda").to(torch.bfloat16))
+                for _ in range(fam.inputs)
+            ]
             srcs = [s if s.shape == (8, 12) else s[:8, :12] for s in srcs]
             base = torch.randn(24, 36, device="cuda").to(torch.bfloat16)
             out = base[::3, ::3]  # (8, 12), stepped

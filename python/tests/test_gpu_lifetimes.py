@@ -13,7 +13,8 @@ memory — the control that shows the test can fail.
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -121,8 +122,9 @@ def _holders(x: Any) -> list:
     for o in gc.get_referrers(x):
         if type(o).__name__ == "frame":
             held = [type(h).__name__ for h in gc.get_referrers(o)]
-            out.append(f"frame {o.f_code.co_qualname} {o.f_code.co_filename}:{o.f_lineno} "
-                       f"held by {held}")
+            out.append(
+                f"frame {o.f_code.co_qualname} {o.f_code.co_filename}:{o.f_lineno} held by {held}"
+            )
         elif not isinstance(o, list):  # the caller's own list
             out.append(type(o).__name__)
     return out
@@ -215,7 +217,9 @@ def test_soak_threads_streams_no_leaks(cupy: Any, torch: Any) -> None:
             # under the sanitizer; runs without it assert this.
             import warnings
 
-            warnings.warn(f"soak: thread arrays kept alive under the sanitizer by {holders}")
+            warnings.warn(
+                f"soak: thread arrays kept alive under the sanitizer by {holders}", stacklevel=1
+            )
         else:
             raise AssertionError(f"thread arrays kept alive by {holders}")
     cp.get_default_memory_pool().free_all_blocks()

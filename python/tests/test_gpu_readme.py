@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import List
 
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def quickstart_blocks() -> List[str]:
+def quickstart_blocks() -> list[str]:
     text = README.read_text()
     section = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -57,8 +58,11 @@ def cuda_cluster(ex: Any, gpus: int) -> Iterator[Any]:
     pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
     count = ferrocuda.device_count()
     if count < gpus:
-        pytest.skip(f"one GPU only: the {gpus}-GPU case (one worker per GPU) skipped"
-                    if count == 1 else f"{count} GPUs: the {gpus}-GPU case skipped")
+        pytest.skip(
+            f"one GPU only: the {gpus}-GPU case (one worker per GPU) skipped"
+            if count == 1
+            else f"{count} GPUs: the {gpus}-GPU case skipped"
+        )
     visible = ",".join(str(i) for i in range(gpus))
     yield from distributed_client(ex.cuda_cluster(visible, TIMEOUT_S))
 
@@ -112,9 +116,11 @@ def test_tree_reduction(ex: Any, compute: Any, dtype: str) -> None:
         pytest.skip(str(e))
     rng = np.random.default_rng(11)
     n = 3 * (1 << 16) + 5  # chunks of unequal length, the last one short
-    host = (rng.standard_normal(n) * 100).astype(dtype) if dtype[0] == "f" else \
-        rng.integers(-(1 << 30), 1 << 30, n).astype(dtype)
+    host = (
+        (rng.standard_normal(n) * 100).astype(dtype)
+        if dtype[0] == "f"
+        else rng.integers(-(1 << 30), 1 << 30, n).astype(dtype)
+    )
     # int32 sums into int64 (as numpy.sum does), so 2^30-sized values cannot overflow.
     assert ex.accumulator_dtype(fam, dtype) == np.sum(host[:1]).dtype
     ex.check_sum(run, host, chunk=1 << 13, log=print)
-

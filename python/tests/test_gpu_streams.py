@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backends import WithStream
 
 import ferrocuda
+from backends import WithStream
 from scale import UNDER_SANITIZER
 
 pytestmark = pytest.mark.gpu
@@ -45,7 +45,7 @@ def test_produce_stream(cupy: Any) -> None:
     assert d2.__cuda_array_interface__["stream"] == 2
 
 
-# ---- consuming (as_cuda_array) -----------------------------------------------------------------------
+# ---- consuming (as_cuda_array) -------------------------------------------------------------------
 
 
 def test_consume_no_stream(cupy: Any) -> None:
@@ -92,7 +92,7 @@ def test_consume_no_sync(cupy: Any) -> None:
     s.synchronize()
 
 
-# ---- launching -----------------------------------------------------------------------------------------
+# ---- launching -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("stream_kind", ["cupy", "int", "cuda_stream_protocol"])
@@ -246,7 +246,7 @@ def test_event_mode_does_not_block_the_host(cupy: Any) -> None:
     assert bool((out == 14.0).all())
 
 
-# ---- threads ----------------------------------------------------------------------------------------------
+# ---- threads -------------------------------------------------------------------------------------
 
 
 def test_concurrent_launches_from_threads(cupy: Any) -> None:
@@ -260,7 +260,7 @@ def test_concurrent_launches_from_threads(cupy: Any) -> None:
             with s:
                 a = cp.full(10_000, seed, cp.int64)
                 out = cp.empty_like(a)
-                for i in range(100):
+                for _ in range(100):
                     K.add(a, a, out)  # CuPy exports `s`: the launch goes there
                     K.add_index(out.reshape(100, 100))
                 s.synchronize()

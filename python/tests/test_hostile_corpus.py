@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from typing import Any, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
+
+import ferrocuda
 from conftest import CAIProducer, cai
+from ferrocuda import validate_interface
 from hostile_corpus import (
     CORPUS,
     FAKE_BASE,
@@ -33,9 +36,6 @@ from hostile_corpus import (
     REGION,
     Case,
 )
-
-import ferrocuda
-from ferrocuda import validate_interface
 
 POISON = 0xA5
 MIB = 1 << 20
@@ -58,7 +58,9 @@ LAUNCHED = [c for c in CORPUS if c.launch is not None]
 
 def _check(e: BaseException, case: Case, arg: str, named: bool = True) -> None:
     """``e`` is exactly what ``case`` promises for argument ``arg``."""
-    assert type(e) is case.exc, f"{case.id}: expected {case.exc.__name__}, got {type(e).__name__}: {e}"
+    assert type(e) is case.exc, (
+        f"{case.id}: expected {case.exc.__name__}, got {type(e).__name__}: {e}"
+    )
     msg = str(e)
     assert case.match in msg, f"{case.id}: {case.match!r} not in {msg!r}"
     if case.producer:
@@ -102,7 +104,17 @@ def test_corpus_covers_every_kind() -> None:
     kinds = {c.exc for c in CORPUS if not c.producer}
     assert kinds == {TypeError, ValueError, NotImplementedError, OverflowError}
     keys = {c.key for c in CORPUS}
-    assert {"version", "shape", "typestr", "data", "strides", "descr", "mask", "stream", "offset"} <= keys
+    assert {
+        "version",
+        "shape",
+        "typestr",
+        "data",
+        "strides",
+        "descr",
+        "mask",
+        "stream",
+        "offset",
+    } <= keys
     assert any(c.protocol == "__sycl_usm_array_interface__" for c in CORPUS)
 
 
@@ -140,7 +152,7 @@ def test_argument_errors_come_before_no_driver() -> None:
 # ---- on a GPU: the corpus over a real, poisoned allocation ----------------------------------
 
 
-def _raw(cp: Any, nbytes: int) -> Tuple[int, Any]:
+def _raw(cp: Any, nbytes: int) -> tuple[int, Any]:
     """A ``cudaMalloc`` allocation outside CuPy's pool, and a uint8 CuPy view of it.
 
     A 2 MiB spacer allocation follows it (freed with it by :func:`_free`): the driver tends to
@@ -201,7 +213,7 @@ def test_launch_real_memory(case: Case, cupy: Any, region: Any) -> None:
 # ---- on a GPU: descriptions of real allocations -------------------------------------------
 
 
-def _driver_range(ptr: int) -> Optional[Tuple[int, int]]:
+def _driver_range(ptr: int) -> tuple[int, int] | None:
     """``(start, size)`` of the allocation holding ``ptr``, as the driver reports it."""
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
@@ -237,12 +249,24 @@ def test_one_element_past_the_allocation(cupy: Any) -> None:
     ptr, view = _raw(cp, 2 * MIB)
     try:
         out = CAIProducer(cai(shape=(n,), ptr=ptr))
-        _refused(cp, view, lambda: ferrocuda.kernels.add(a, b, out), ValueError,
-                 "argument `out`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(a, b, out),
+            ValueError,
+            "argument `out`: ",
+            "outside the allocation",
+        )
         # The same extent as an input: the kernel would read past the end.
         inp = CAIProducer(cai(shape=(n,), ptr=ptr))
-        _refused(cp, view, lambda: ferrocuda.kernels.add(a, inp, out_ok), ValueError,
-                 "argument `b`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(a, inp, out_ok),
+            ValueError,
+            "argument `b`: ",
+            "outside the allocation",
+        )
         assert not bool(out_ok.any()), "the refused launch wrote its output"
     finally:
         _free(cp, ptr)
@@ -261,11 +285,19 @@ def test_one_byte_past_the_allocation(cupy: Any) -> None:
         if rng is None:
             pytest.skip("cannot query the driver's allocation range through ctypes")
         if rng != (ptr, size):
-            pytest.skip(f"the driver reports the allocation as {rng}, not ({ptr}, {size}): a "
-                        "one-byte overrun is not visible at its granularity")
+            pytest.skip(
+                f"the driver reports the allocation as {rng}, not ({ptr}, {size}): a "
+                "one-byte overrun is not visible at its granularity"
+            )
         out = CAIProducer(cai(shape=(n,), ptr=ptr))
-        _refused(cp, view, lambda: ferrocuda.kernels.add(a, b, out), ValueError,
-                 "argument `out`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(a, b, out),
+            ValueError,
+            "argument `out`: ",
+            "outside the allocation",
+        )
         # One element fewer fits, and the kernel computes it.
         fits = CAIProducer(cai(shape=(n - 1,), ptr=ptr))
         view.fill(POISON)
@@ -294,8 +326,14 @@ def test_pointer_into_the_middle(cupy: Any, rng: np.random.Generator) -> None:
         assert bool((view[:mid] == POISON).all()) and bool((view[mid + 4 * n :] == POISON).all())
         # Ends 2 KiB past the allocation.
         late = 2 * MIB - 2048
-        _refused(cp, view, lambda: ferrocuda.kernels.add(a, b, CAIProducer(cai(shape=(n,), ptr=ptr + late))),
-                 ValueError, "argument `out`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(a, b, CAIProducer(cai(shape=(n,), ptr=ptr + late))),
+            ValueError,
+            "argument `out`: ",
+            "outside the allocation",
+        )
         # A reversed view from the middle that fits, and one reaching below the start.
         view.fill(POISON)
         x = CAIProducer(cai(shape=(n,), ptr=ptr + mid, strides=(-4,)))
@@ -305,8 +343,14 @@ def test_pointer_into_the_middle(cupy: Any, rng: np.random.Generator) -> None:
         got = cp.asnumpy(_f32_at(cp, view, mid - 4 * (n - 1), n))[::-1]
         assert np.array_equal(got, (poison_f32 + np.arange(n, dtype=np.float32)).astype(np.float32))
         low = CAIProducer(cai(shape=(n,), ptr=ptr + 4 * (n - 2), strides=(-4,)))
-        _refused(cp, view, lambda: ferrocuda.kernels.add_index(low), ValueError,
-                 "argument `x`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add_index(low),
+            ValueError,
+            "argument `x`: ",
+            "outside the allocation",
+        )
     finally:
         _free(cp, ptr)
 
@@ -333,23 +377,40 @@ def test_views_of_one_allocation(cupy: Any, rng: np.random.Generator) -> None:
         assert np.array_equal(cp.asnumpy(out), ha + hb)
         assert bool((view[:mid] == POISON).all()) and bool((view[mid + 12 * n :] == POISON).all())
 
-        def inputs() -> Tuple[Any, Any]:
+        def inputs() -> tuple[Any, Any]:
             # _refused re-poisons the allocation: the inputs are views of it, re-read each time.
             return _f32_at(cp, view, mid, n), _f32_at(cp, view, mid + 4 * n, n)
 
         # `out` starts in the allocation `a` and `b` were found in and ends 4 bytes past it.
         late = CAIProducer(cai(shape=(n,), ptr=ptr + 2 * MIB - 4 * n + 4))
-        _refused(cp, view, lambda: ferrocuda.kernels.add(*inputs(), late), ValueError,
-                 "argument `out`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(*inputs(), late),
+            ValueError,
+            "argument `out`: ",
+            "outside the allocation",
+        )
         # Reversed from inside the allocation to 4 bytes below its start.
         low = CAIProducer(cai(shape=(n,), ptr=ptr + 4 * (n - 2), strides=(-4,)))
-        _refused(cp, view, lambda: ferrocuda.kernels.add(*inputs(), low), ValueError,
-                 "argument `out`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(*inputs(), low),
+            ValueError,
+            "argument `out`: ",
+            "outside the allocation",
+        )
         # An input after `a`: inside the allocation at its start, past it at its end.
         over = CAIProducer(cai(shape=(n,), ptr=ptr + 2 * MIB - 4 * n + 4))
-        _refused(cp, view, lambda: ferrocuda.kernels.add(
-            inputs()[0], over, _f32_at(cp, view, 0, n)), ValueError,
-            "argument `b`: ", "outside the allocation")
+        _refused(
+            cp,
+            view,
+            lambda: ferrocuda.kernels.add(inputs()[0], over, _f32_at(cp, view, 0, n)),
+            ValueError,
+            "argument `b`: ",
+            "outside the allocation",
+        )
     finally:
         _free(cp, ptr)
 
@@ -364,13 +425,16 @@ def test_host_pointer_disguised_as_device_memory(cupy: Any) -> None:
     with pytest.raises(ValueError) as info:
         ferrocuda.kernels.add(a, b, disguised)
     msg = str(info.value)
-    assert msg.startswith("argument `out`: __cuda_array_interface__['data']: ") and "not CUDA device memory" in msg, msg
+    assert (
+        msg.startswith("argument `out`: __cuda_array_interface__['data']: ")
+        and "not CUDA device memory" in msg
+    ), msg
     assert (host == 7.0).all()
     # Page-locked host memory is known to the driver, and still not device memory.
     pinned = cp.cuda.alloc_pinned_memory(4 * n)
     arr = np.frombuffer(pinned, np.float32, n)
     arr[:] = 7.0
-    with pytest.raises(ValueError, match="not CUDA device memory .memory type 1: page-locked"):
+    with pytest.raises(ValueError, match=r"not CUDA device memory .memory type 1: page-locked"):
         ferrocuda.kernels.add(a, b, CAIProducer(cai(shape=(n,), ptr=pinned.ptr)))
     assert (arr == 7.0).all()
 

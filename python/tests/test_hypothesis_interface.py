@@ -23,8 +23,7 @@ Hypothesis' default ``.hypothesis/`` (git-ignored).
 from __future__ import annotations
 
 import os
-import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,16 +55,26 @@ MAX_NDIM = 32
 
 ITEMSIZE = {
     ("b", 1): "bool",
-    ("i", 1): "int8", ("i", 2): "int16", ("i", 4): "int32", ("i", 8): "int64",
-    ("u", 1): "uint8", ("u", 2): "uint16", ("u", 4): "uint32", ("u", 8): "uint64",
-    ("f", 2): "float16", ("f", 4): "float32", ("f", 8): "float64",
-    ("c", 8): "complex64", ("c", 16): "complex128",
+    ("i", 1): "int8",
+    ("i", 2): "int16",
+    ("i", 4): "int32",
+    ("i", 8): "int64",
+    ("u", 1): "uint8",
+    ("u", 2): "uint16",
+    ("u", 4): "uint32",
+    ("u", 8): "uint64",
+    ("f", 2): "float16",
+    ("f", 4): "float32",
+    ("f", 8): "float64",
+    ("c", 8): "complex64",
+    ("c", 16): "complex128",
 }
 
 
 #: The typestr ``validate_interface`` reports for each dtype (NumPy's spelling).
 CANONICAL = {
-    name: (("|" if size == 1 else "<") + kind + str(size)) for (kind, size), name in ITEMSIZE.items()
+    name: (("|" if size == 1 else "<") + kind + str(size))
+    for (kind, size), name in ITEMSIZE.items()
 }
 
 
@@ -202,16 +211,20 @@ def _raw_str(s: Any) -> str:
     return str.__str__(s)
 
 
-def _seq(v: Any) -> List[Any]:
+def _seq(v: Any) -> list[Any]:
     if isinstance(v, (tuple, list)):
         # The C-level items (a subclass' Python-level accessors are not used).
         return list(tuple.__iter__(v)) if isinstance(v, tuple) else list(list.__iter__(v))
     raise Refused("not a sequence")
 
 
-def _parse_typestr(s: str, sycl: bool) -> Tuple[str, int]:
+def _parse_typestr(s: str, sycl: bool) -> tuple[str, int]:
     b = s.encode("utf-8")
-    if len(b) < 3 or b[0:1] not in (b"<", b">", b"=", b"|") or not (chr(b[1]).isascii() and chr(b[1]).isalpha()):
+    if (
+        len(b) < 3
+        or b[0:1] not in (b"<", b">", b"=", b"|")
+        or not (chr(b[1]).isascii() and chr(b[1]).isalpha())
+    ):
         raise Refused("malformed")
     digits = b[2:]
     if not all(48 <= c <= 57 for c in digits):
@@ -231,7 +244,7 @@ def _parse_typestr(s: str, sycl: bool) -> Tuple[str, int]:
 MISSING = object()
 
 
-def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
+def model(d: dict[Any, Any], sycl: bool) -> dict[str, Any]:
     """The description ``validate_interface`` must return for the real items ``d``, or
     :class:`Refused` / :class:`Raises`."""
     g = lambda k: d.get(k, MISSING)  # noqa: E731
@@ -286,7 +299,7 @@ def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
     for v in (version, typestr, shape, data):
         if v is MISSING or v is None:
             raise Refused("required")
-    if sycl and version != 1 or not sycl and version not in (0, 1, 2, 3):
+    if (sycl and version != 1) or (not sycl and version not in (0, 1, 2, 3)):
         raise Refused("version")
     if mask is not MISSING and mask is not None:
         raise Refused("mask")
@@ -360,8 +373,8 @@ def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
             raise Refused("null")
         if ptr % item:
             raise Refused("aligned")
-        lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-        hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
         if lo < ISIZE_MIN or hi > ISIZE_MAX - item:
             raise Refused("extent")
         start, end = ptr + lo, ptr + hi + item
@@ -372,7 +385,7 @@ def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
         contiguous = True
     else:
         contiguous, expect = True, item
-        for n, s in reversed(list(zip(shape, strides))):
+        for n, s in reversed(list(zip(shape, strides, strict=True))):
             if n != 1:
                 if s != expect:
                     contiguous = False
@@ -398,14 +411,75 @@ def model(d: Dict[Any, Any], sycl: bool) -> Dict[str, Any]:
 # ---- strategies ------------------------------------------------------------------------------
 
 BOUNDARY_INTS = [
-    0, 1, -1, 2, 3, 4, 7, 8, 16, 255, 256, 2**31 - 1, 2**31, 2**32, 2**32 + 1, 2**62, 2**63 - 1,
-    2**63, 2**64 - 8, 2**64 - 1, 2**64, 2**127 - 2, 2**127 - 1, 2**127, -(2**63), -(2**63) - 1,
-    -(2**127), -(2**127) + 1, 2**200, -(2**200),
+    0,
+    1,
+    -1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    16,
+    255,
+    256,
+    2**31 - 1,
+    2**31,
+    2**32,
+    2**32 + 1,
+    2**62,
+    2**63 - 1,
+    2**63,
+    2**64 - 8,
+    2**64 - 1,
+    2**64,
+    2**127 - 2,
+    2**127 - 1,
+    2**127,
+    -(2**63),
+    -(2**63) - 1,
+    -(2**127),
+    -(2**127) + 1,
+    2**200,
+    -(2**200),
 ]
 TYPESTRS = [
-    "<f4", "<f8", "<f2", "<i4", "<i8", "<i2", "|i1", "|u1", "<u2", "<u4", "<u8", "|b1", "<c8",
-    "<c16", "=f4", "=i8", ">i1", ">u1", "<b1", "|f4", "|f8", ">f4", ">f8", "<f16", "|V8", "|O8",
-    "<M8", "<U4", "<i3", "", "float32", "<f", "?f4", "<f4x", "<f\u00e94", "<f04", "x" * 40,
+    "<f4",
+    "<f8",
+    "<f2",
+    "<i4",
+    "<i8",
+    "<i2",
+    "|i1",
+    "|u1",
+    "<u2",
+    "<u4",
+    "<u8",
+    "|b1",
+    "<c8",
+    "<c16",
+    "=f4",
+    "=i8",
+    ">i1",
+    ">u1",
+    "<b1",
+    "|f4",
+    "|f8",
+    ">f4",
+    ">f8",
+    "<f16",
+    "|V8",
+    "|O8",
+    "<M8",
+    "<U4",
+    "<i3",
+    "",
+    "float32",
+    "<f",
+    "?f4",
+    "<f4x",
+    "<f\u00e94",
+    "<f04",
+    "x" * 40,
 ]
 TYPESTR_SIZES = {"<f4": 4, "<f8": 8, "<i4": 4, "|u1": 1, "<c16": 16, "<f2": 2, "|b1": 1}
 
@@ -461,14 +535,20 @@ STRIDES = st.one_of(
     seq_of(small_stride.map(lambda s: s * 4), 4),
     seq_of(small_stride, 4),
     seq_of(INT_LIKE, 4),
-    st.lists(st.sampled_from([2**30, 2**40, 2**62, -(2**62), 2**63 - 1, -(2**63)]), min_size=1, max_size=4).map(tuple),
+    st.lists(
+        st.sampled_from([2**30, 2**40, 2**62, -(2**62), 2**63 - 1, -(2**63)]),
+        min_size=1,
+        max_size=4,
+    ).map(tuple),
     st.sampled_from(["4", 4, {0: 4}]),
 )
 
 _aligned = st.integers(1, 2**44).map(lambda p: p * 16)
 POINTERS = st.one_of(_aligned, _aligned, INT_LIKE, st.integers(0, 2**64 - 1), st.just(2**64 - 16))
 
-_readonly = st.one_of(st.booleans(), st.booleans(), st.sampled_from([0, 1, None, "False", np.True_]))
+_readonly = st.one_of(
+    st.booleans(), st.booleans(), st.sampled_from([0, 1, None, "False", np.True_])
+)
 _pair = st.tuples(POINTERS, _readonly)
 DATA = st.one_of(
     _pair,
@@ -487,11 +567,22 @@ TYPESTR_VALUES = st.one_of(
     st.sampled_from([4, b"<f4", ["<f4"], None, np.dtype("f4")]),
 )
 
-_DESCR_OTHERS = st.sampled_from([
-    [], [("x", "<f4")], [("", "<i4")], [("", "=f4")], [("", "<f4", (2,))], [("",)],
-    [(1, "<f4")], [("", [("a", "<f4")])], [("a", "<f4"), ("b", "<f4")], "<f4", [None],
-    [("", b"<f4")],
-])
+_DESCR_OTHERS = st.sampled_from(
+    [
+        [],
+        [("x", "<f4")],
+        [("", "<i4")],
+        [("", "=f4")],
+        [("", "<f4", (2,))],
+        [("",)],
+        [(1, "<f4")],
+        [("", [("a", "<f4")])],
+        [("a", "<f4"), ("b", "<f4")],
+        "<f4",
+        [None],
+        [("", b"<f4")],
+    ]
+)
 MASKS = st.sampled_from([None, False, object()])
 STREAMS = st.one_of(st.none(), INT_LIKE, st.integers(1, 2**64 - 1))
 VERSIONS = {
@@ -508,16 +599,22 @@ def descrs(typestr: Any) -> st.SearchStrategy[Any]:
 
 #: A hostile value for each key (the "one mutation" of a mostly valid interface).
 MUTATIONS = {
-    "version": INT_LIKE, "shape": SHAPES, "strides": STRIDES, "data": DATA,
-    "typestr": TYPESTR_VALUES, "stream": INT_LIKE, "offset": INT_LIKE, "mask": MASKS,
+    "version": INT_LIKE,
+    "shape": SHAPES,
+    "strides": STRIDES,
+    "data": DATA,
+    "typestr": TYPESTR_VALUES,
+    "stream": INT_LIKE,
+    "offset": INT_LIKE,
+    "mask": MASKS,
 }
 
 
 @st.composite
-def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> Dict[Any, Any]:
+def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> dict[Any, Any]:
     """A dict of the protocol's keys, each present, absent, None, or hostile."""
     typestr = draw(st.sampled_from(list(TYPESTR_SIZES)) if valid_bias else TYPESTR_VALUES)
-    d: Dict[Any, Any] = {}
+    d: dict[Any, Any] = {}
 
     def maybe(key: str, strat: st.SearchStrategy[Any]) -> None:
         choice = draw(st.integers(0, 19))
@@ -537,18 +634,43 @@ def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> Dict[
         d["shape"] = shape
         if draw(st.booleans()):
             unit = 1 if sycl else item
-            d["strides"] = tuple(draw(st.lists(st.integers(-6, 6).map(lambda s: s * unit), min_size=ndim, max_size=ndim)))
-        d["data"] = (draw(st.integers(1, 2**40)) * 16 + draw(st.sampled_from([0, 0, 0, 1, 8])), draw(st.booleans()))
+            d["strides"] = tuple(
+                draw(
+                    st.lists(
+                        st.integers(-6, 6).map(lambda s: s * unit), min_size=ndim, max_size=ndim
+                    )
+                )
+            )
+        d["data"] = (
+            draw(st.integers(1, 2**40)) * 16 + draw(st.sampled_from([0, 0, 0, 1, 8])),
+            draw(st.booleans()),
+        )
         if draw(st.booleans()):
             d["descr"] = [("", typestr)]
         if sycl:
             if draw(st.booleans()):
                 d["offset"] = draw(st.integers(0, 100))
         elif draw(st.booleans()):
-            d["stream"] = draw(st.one_of(st.none(), st.integers(1, 2**64 - 1), st.sampled_from([0, 1, 2])))
+            d["stream"] = draw(
+                st.one_of(st.none(), st.integers(1, 2**64 - 1), st.sampled_from([0, 1, 2]))
+            )
         # one hostile mutation, sometimes
         if draw(st.integers(0, 2)) == 0:
-            key = draw(st.sampled_from(["version", "shape", "strides", "data", "typestr", "descr", "stream", "offset", "mask"]))
+            key = draw(
+                st.sampled_from(
+                    [
+                        "version",
+                        "shape",
+                        "strides",
+                        "data",
+                        "typestr",
+                        "descr",
+                        "stream",
+                        "offset",
+                        "mask",
+                    ]
+                )
+            )
             d[key] = draw(descrs(typestr) if key == "descr" else MUTATIONS[key])
         return d
 
@@ -567,14 +689,14 @@ def interfaces(draw: Any, sycl: bool = False, valid_bias: bool = False) -> Dict[
     return d
 
 
-def wrap(draw: Any, d: Dict[Any, Any], sycl: bool) -> Tuple[Any, Dict[Any, Any]]:
+def wrap(draw: Any, d: dict[Any, Any], sycl: bool) -> tuple[Any, dict[Any, Any]]:
     """A producer around ``d`` (maybe as a dict subclass that lies)."""
     container = draw(st.sampled_from(["dict", "dict", "lying", "ordered"]))
     real = dict(d)
     if container == "lying":
         iface: Any = LyingDict(real)
     elif container == "ordered":
-        import collections  # noqa: PLC0415
+        import collections
 
         iface = collections.OrderedDict(real)
     else:
@@ -586,7 +708,7 @@ def wrap(draw: Any, d: Dict[Any, Any], sycl: bool) -> Tuple[Any, Dict[Any, Any]]
 # ---- the oracle check ------------------------------------------------------------------------
 
 
-def check(producer: Any, real: Dict[Any, Any], sycl: bool) -> None:
+def check(producer: Any, real: dict[Any, Any], sycl: bool) -> None:
     try:
         want: Any = model(real, sycl)
     except Refused:
@@ -651,20 +773,40 @@ def test_sycl_dicts(data: Any) -> None:
 def test_producer_objects(data: Any) -> None:
     """Objects around interfaces: class attributes, raising properties, non-dicts, no
     interface at all."""
-    kind = data.draw(st.sampled_from(["raises", "not_a_dict", "no_interface", "class_attr", "valid"]))
+    kind = data.draw(
+        st.sampled_from(["raises", "not_a_dict", "no_interface", "class_attr", "valid"])
+    )
     if kind == "raises":
         with pytest.raises(Boom) as info:
             validate_interface(RaisingProducer(), "arg")
-        if sys.version_info >= (3, 11):
-            assert any("argument `arg`" in n for n in getattr(info.value, "__notes__", []))
+        assert any("argument `arg`" in n for n in getattr(info.value, "__notes__", []))
         return
     if kind == "not_a_dict":
-        value = data.draw(st.one_of(st.none(), st.integers(), st.text(max_size=4), st.lists(st.integers(), max_size=3), st.tuples(st.integers())))
-        with pytest.raises(TypeError, match=r"^argument `arg`: __cuda_array_interface__ must be a dict"):
+        value = data.draw(
+            st.one_of(
+                st.none(),
+                st.integers(),
+                st.text(max_size=4),
+                st.lists(st.integers(), max_size=3),
+                st.tuples(st.integers()),
+            )
+        )
+        with pytest.raises(
+            TypeError, match=r"^argument `arg`: __cuda_array_interface__ must be a dict"
+        ):
             validate_interface(PlainProducer(value, CAI), "arg")
         return
     if kind == "no_interface":
-        value = data.draw(st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=4), st.binary(max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=3)))
+        value = data.draw(
+            st.one_of(
+                st.none(),
+                st.integers(),
+                st.floats(),
+                st.text(max_size=4),
+                st.binary(max_size=4),
+                st.dictionaries(st.text(max_size=3), st.integers(), max_size=3),
+            )
+        )
         with pytest.raises(TypeError, match=r"^argument `arg`: not an array"):
             validate_interface(value, "arg")
         return
@@ -689,6 +831,24 @@ def test_model_agrees_on_known_examples() -> None:
     ]:
         with pytest.raises(Refused):
             model(bad, False)
-    s = model({"version": 1, "typestr": "|f8", "shape": (3,), "strides": (2,), "data": (4096, False), "offset": 1}, True)
+    s = model(
+        {
+            "version": 1,
+            "typestr": "|f8",
+            "shape": (3,),
+            "strides": (2,),
+            "data": (4096, False),
+            "offset": 1,
+        },
+        True,
+    )
     assert s["strides"] == (16,) and s["ptr"] == 4096 + 8
-    assert ferrocuda.validate_interface(PlainProducer({"version": 3, "typestr": "<f4", "shape": (2, 3), "data": (4096, True)}, CAI), "arg") == ok
+    assert (
+        ferrocuda.validate_interface(
+            PlainProducer(
+                {"version": 3, "typestr": "<f4", "shape": (2, 3), "data": (4096, True)}, CAI
+            ),
+            "arg",
+        )
+        == ok
+    )

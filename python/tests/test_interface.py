@@ -7,20 +7,20 @@ Each case checks the exception type and that the message names the argument and 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import PTR, CAIProducer, SyclProducer, cai
 
 import ferrocuda
+from conftest import PTR, CAIProducer, SyclProducer, cai
 from ferrocuda import validate_interface
 
 
 def _expect(
     obj: Any,
-    exc: Type[BaseException],
-    key: Optional[str],
+    exc: type[BaseException],
+    key: str | None,
     *fragments: str,
     name: str = "arr",
     protocol: str = "__cuda_array_interface__",
@@ -36,7 +36,7 @@ def _expect(
     return msg
 
 
-def _without(d: Dict[str, Any], key: str) -> Dict[str, Any]:
+def _without(d: dict[str, Any], key: str) -> dict[str, Any]:
     d = dict(d)
     del d[key]
     return d
@@ -132,7 +132,9 @@ def test_dict_subclass_and_extra_keys() -> None:
 
 def test_strides_negative_zero_and_views() -> None:
     # a reversed float64 axis: data points at the last element, the lowest address is PTR
-    got = validate_interface(CAIProducer(cai(shape=(4,), typestr="<f8", ptr=PTR + 24, strides=(-8,))))
+    got = validate_interface(
+        CAIProducer(cai(shape=(4,), typestr="<f8", ptr=PTR + 24, strides=(-8,)))
+    )
     assert got["strides"] == (-8,)
     assert got["byte_range"] == (PTR, PTR + 32)
     assert not got["c_contiguous"]
@@ -140,7 +142,10 @@ def test_strides_negative_zero_and_views() -> None:
     got = validate_interface(CAIProducer(cai(shape=(3, 2), strides=(4, 12))))
     assert not got["c_contiguous"]
     # broadcast axis
-    assert validate_interface(CAIProducer(cai(shape=(5, 4), strides=(0, 4))))["byte_range"] == (PTR, PTR + 16)
+    assert validate_interface(CAIProducer(cai(shape=(5, 4), strides=(0, 4))))["byte_range"] == (
+        PTR,
+        PTR + 16,
+    )
 
 
 def test_zero_size_arrays_take_null_pointers_and_any_strides() -> None:
@@ -195,9 +200,21 @@ BASE = cai()
 CASES = [
     # required keys
     ("shape missing", _without(BASE, "shape"), ValueError, "shape", ["required key is missing"]),
-    ("typestr missing", _without(BASE, "typestr"), ValueError, "typestr", ["required key is missing"]),
+    (
+        "typestr missing",
+        _without(BASE, "typestr"),
+        ValueError,
+        "typestr",
+        ["required key is missing"],
+    ),
     ("data missing", _without(BASE, "data"), ValueError, "data", ["required key is missing"]),
-    ("version missing", _without(BASE, "version"), ValueError, "version", ["required key is missing"]),
+    (
+        "version missing",
+        _without(BASE, "version"),
+        ValueError,
+        "version",
+        ["required key is missing"],
+    ),
     ("version None", cai(version=None), ValueError, "version", ["required key is None"]),
     ("shape None", cai(shape=None), ValueError, "shape", ["required key is None"]),
     ("data None", cai(data=None), ValueError, "data", ["required key is None"]),
@@ -216,7 +233,13 @@ CASES = [
     ("shape float item", cai(shape=(2, 4.0)), ValueError, "shape", ["got float at index 1"]),
     ("shape negative", cai(shape=(-1,)), ValueError, "shape", ["shape[0] = -1 is negative"]),
     ("shape huge", cai(shape=(2**70,)), ValueError, "shape", ["does not fit usize"]),
-    ("shape beyond i128", cai(shape=(2**200,)), ValueError, "shape", ["shape[0] = 16069380442589902755", "out of range"]),
+    (
+        "shape beyond i128",
+        cai(shape=(2**200,)),
+        ValueError,
+        "shape",
+        ["shape[0] = 16069380442589902755", "out of range"],
+    ),
     ("shape 33 axes", cai(shape=(1,) * 33), ValueError, "shape", ["33 axes", "at most 32"]),
     ("element count overflow", cai(shape=(2**40, 2**40)), ValueError, "shape", ["overflow"]),
     ("byte size overflow", cai(shape=(2**62,)), ValueError, None, ["overflow"]),
@@ -240,7 +263,13 @@ CASES = [
         ["overflow"],
     ),
     # data
-    ("data int", cai(data=PTR), ValueError, "data", ["expected a (pointer: int, readonly: bool) tuple, got int"]),
+    (
+        "data int",
+        cai(data=PTR),
+        ValueError,
+        "data",
+        ["expected a (pointer: int, readonly: bool) tuple, got int"],
+    ),
     ("data 1 item", cai(data=(PTR,)), ValueError, "data", ["sequence of 1 items"]),
     ("data 3 items", cai(data=(PTR, False, 0)), ValueError, "data", ["sequence of 3 items"]),
     ("data bool pointer", cai(data=(True, False)), ValueError, "data", ["bool as the pointer"]),
@@ -253,7 +282,13 @@ CASES = [
     # typestr
     ("typestr int", cai(typestr=4), ValueError, "typestr", ["expected a str, got int"]),
     ("typestr bytes", cai(typestr=b"<f4"), ValueError, "typestr", ["expected a str, got bytes"]),
-    ("typestr long double", cai(typestr="<f16"), TypeError, "typestr", ["unsupported element type"]),
+    (
+        "typestr long double",
+        cai(typestr="<f16"),
+        TypeError,
+        "typestr",
+        ["unsupported element type"],
+    ),
     ("typestr object", cai(typestr="|O8"), TypeError, "typestr", ["unsupported element type"]),
     ("typestr datetime", cai(typestr="<M8"), TypeError, "typestr", ["unsupported element type"]),
     ("typestr unicode", cai(typestr="<U4"), TypeError, "typestr", ["unsupported element type"]),
@@ -267,13 +302,43 @@ CASES = [
     ("descr empty", cai(descr=[]), ValueError, "descr", ["empty list"]),
     ("descr item not a tuple", cai(descr=["<f4"]), ValueError, "descr", ["str at index 0"]),
     ("descr named field", cai(descr=[("x", "<f4")]), NotImplementedError, "descr", ["structured"]),
-    ("descr two fields", cai(descr=[("", "<f4"), ("", "<f4")]), NotImplementedError, "descr", ["2 fields"]),
-    ("descr sub-array", cai(descr=[("", "<f4", (2,))]), NotImplementedError, "descr", ["sub-array"]),
-    ("descr differs", cai(descr=[("", "<i4")]), NotImplementedError, "descr", ["differs from typestr"]),
-    ("descr nested", cai(descr=[("", [("a", "<f4")])]), NotImplementedError, "descr", ["structured"]),
+    (
+        "descr two fields",
+        cai(descr=[("", "<f4"), ("", "<f4")]),
+        NotImplementedError,
+        "descr",
+        ["2 fields"],
+    ),
+    (
+        "descr sub-array",
+        cai(descr=[("", "<f4", (2,))]),
+        NotImplementedError,
+        "descr",
+        ["sub-array"],
+    ),
+    (
+        "descr differs",
+        cai(descr=[("", "<i4")]),
+        NotImplementedError,
+        "descr",
+        ["differs from typestr"],
+    ),
+    (
+        "descr nested",
+        cai(descr=[("", [("a", "<f4")])]),
+        NotImplementedError,
+        "descr",
+        ["structured"],
+    ),
     ("descr non-str name", cai(descr=[(1, "<f4")]), ValueError, "descr", ["non-str field name"]),
     # mask
-    ("mask present", cai(mask=CAIProducer(cai(typestr="|b1"))), NotImplementedError, "mask", ["masked arrays"]),
+    (
+        "mask present",
+        cai(mask=CAIProducer(cai(typestr="|b1"))),
+        NotImplementedError,
+        "mask",
+        ["masked arrays"],
+    ),
     # stream
     ("stream 0", cai(stream=0), ValueError, "stream", ["stream 0 is disallowed"]),
     ("stream True", cai(stream=True), ValueError, "stream", ["expected an int, got bool"]),
@@ -289,7 +354,9 @@ CASES = [
 @pytest.mark.parametrize(
     "iface,exc,key,fragments", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_refused(iface: Dict[str, Any], exc: Type[BaseException], key: Optional[str], fragments: Any) -> None:
+def test_refused(
+    iface: dict[str, Any], exc: type[BaseException], key: str | None, fragments: Any
+) -> None:
     _expect(CAIProducer(iface), exc, key, *fragments)
 
 
@@ -299,9 +366,17 @@ def test_case_table_is_broad() -> None:
 
 def test_sycl_refusals_name_their_protocol() -> None:
     d = {"shape": (2,), "typestr": "|f4", "data": (PTR, False), "version": 1, "offset": -1}
-    _expect(SyclProducer(d), ValueError, "offset", "negative", protocol="__sycl_usm_array_interface__")
+    _expect(
+        SyclProducer(d), ValueError, "offset", "negative", protocol="__sycl_usm_array_interface__"
+    )
     d = {"shape": (2,), "typestr": "|f4", "data": (PTR, False), "version": 3}
-    _expect(SyclProducer(d), ValueError, "version", "supported version is 1", protocol="__sycl_usm_array_interface__")
+    _expect(
+        SyclProducer(d),
+        ValueError,
+        "version",
+        "supported version is 1",
+        protocol="__sycl_usm_array_interface__",
+    )
     d = {"shape": (2,), "typestr": "|f4", "data": (PTR, False), "version": True}
     _expect(SyclProducer(d), ValueError, "version", "bool", protocol="__sycl_usm_array_interface__")
 
@@ -390,7 +465,9 @@ def test_launch_refuses_readonly_output() -> None:
 
 def test_launch_refuses_mask() -> None:
     a = CAIProducer(cai(mask=object()))
-    with pytest.raises(NotImplementedError, match=r"argument `a`: __cuda_array_interface__\['mask'\]"):
+    with pytest.raises(
+        NotImplementedError, match=r"argument `a`: __cuda_array_interface__\['mask'\]"
+    ):
         ferrocuda.kernels.add(a, _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192))
 
 
@@ -411,7 +488,9 @@ def test_launch_refuses_non_contiguous_for_slices() -> None:
 
 def test_launch_refuses_shape_mismatch() -> None:
     with pytest.raises(ValueError, match="must have the same shape"):
-        ferrocuda.kernels.add(_arr(shape=(4,)), _arr(shape=(5,), ptr=PTR + 4096), _arr(ptr=PTR + 8192))
+        ferrocuda.kernels.add(
+            _arr(shape=(4,)), _arr(shape=(5,), ptr=PTR + 4096), _arr(ptr=PTR + 8192)
+        )
 
 
 def test_launch_refuses_wrong_dtype_for_a_kernel() -> None:
@@ -421,7 +500,11 @@ def test_launch_refuses_wrong_dtype_for_a_kernel() -> None:
 
 def test_family_without_matching_variant() -> None:
     with pytest.raises(TypeError) as info:
-        ferrocuda.kernels.add(_arr(typestr="<u2"), _arr(typestr="<u2", ptr=PTR + 4096), _arr(typestr="<u2", ptr=PTR + 8192))
+        ferrocuda.kernels.add(
+            _arr(typestr="<u2"),
+            _arr(typestr="<u2", ptr=PTR + 4096),
+            _arr(typestr="<u2", ptr=PTR + 8192),
+        )
     msg = str(info.value)
     assert "family `add` has no variant" in msg and "uint16 1-D array" in msg and "add_f32(" in msg
 

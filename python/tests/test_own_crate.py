@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 
@@ -34,7 +34,7 @@ BODY = "unsafe { y.write_unchecked(i, alpha * x.get_unchecked(i)) };"
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: Any) -> Dict[str, str]:
+def env(tmp_path_factory: Any) -> dict[str, str]:
     """The environment of the command: a shared FERROCUDA_HOME and child target directory."""
     base = REPO / "target" / "python-own-crate"
     base.mkdir(parents=True, exist_ok=True)
@@ -45,7 +45,7 @@ def target_dir() -> str:
     return str(REPO / "target" / "python-own-crate" / "cargo-target")
 
 
-def run(args: List[str], cwd: Path, env: Dict[str, str]) -> "subprocess.CompletedProcess[str]":
+def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``python -m ferrocuda ARGS``."""
     return subprocess.run(
         [sys.executable, "-m", "ferrocuda", *args],
@@ -57,18 +57,18 @@ def run(args: List[str], cwd: Path, env: Dict[str, str]) -> "subprocess.Complete
     )
 
 
-def new(tmp: Path, name: str, env: Dict[str, str]) -> Path:
+def new(tmp: Path, name: str, env: dict[str, str]) -> Path:
     r = run(["new", name], tmp, env)
     assert r.returncode == 0, r.stderr
     return tmp / name
 
 
-def build(crate: Path, env: Dict[str, str]) -> "subprocess.CompletedProcess[str]":
+def build(crate: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return run(["build", str(crate), "--target-dir", target_dir()], crate.parent, env)
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: Any, env: Dict[str, str]) -> Path:
+def built(tmp_path_factory: Any, env: dict[str, str]) -> Path:
     """A scaffolded crate, built once."""
     if shutil.which("cargo") is None:
         pytest.skip("no cargo")
@@ -84,7 +84,9 @@ def test_command_usage() -> None:
         [sys.executable, "-m", "ferrocuda", "--help"], capture_output=True, text=True, check=True
     )
     assert "ferrocuda new NAME" in r.stdout and "ferrocuda build [PATH]" in r.stdout
-    bad = subprocess.run([sys.executable, "-m", "ferrocuda", "frob"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "ferrocuda", "frob"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "unknown command `frob`" in bad.stderr
     # The console script of pyproject.toml, where the package is installed with it.
     script = Path(sys.executable).with_name("ferrocuda")
@@ -93,7 +95,7 @@ def test_command_usage() -> None:
         assert out.stdout.strip() == f"ferrocuda {ferrocuda.__version__}"
 
 
-def test_new_writes_a_crate(tmp_path: Path, env: Dict[str, str]) -> None:
+def test_new_writes_a_crate(tmp_path: Path, env: dict[str, str]) -> None:
     crate = new(tmp_path, "fresh", env)
     toml = (crate / "Cargo.toml").read_text()
     assert "[workspace]" in toml and 'ferrocuda-device = "0.1.0"' in toml
@@ -111,7 +113,7 @@ def test_new_writes_a_crate(tmp_path: Path, env: Dict[str, str]) -> None:
 
 
 @NEEDS_CARGO
-def test_load_a_crate(built: Path, env: Dict[str, str], monkeypatch: Any) -> None:
+def test_load_a_crate(built: Path, env: dict[str, str], monkeypatch: Any) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     mod = ferrocuda.load(built)
     assert mod is ferrocuda.load(built / "Cargo.toml") is ferrocuda.Module.load(str(built))
@@ -136,7 +138,9 @@ def test_load_a_crate(built: Path, env: Dict[str, str], monkeypatch: Any) -> Non
 
 
 @NEEDS_CARGO
-def test_unchanged_crate_loads_from_the_cache_without_cargo(built: Path, env: Dict[str, str]) -> None:
+def test_unchanged_crate_loads_from_the_cache_without_cargo(
+    built: Path, env: dict[str, str]
+) -> None:
     code = (
         "import sys, time, ferrocuda; t = time.perf_counter(); "
         "m = ferrocuda.load(sys.argv[1]); print(sorted(m.kernels), time.perf_counter() - t)"
@@ -154,7 +158,7 @@ def test_unchanged_crate_loads_from_the_cache_without_cargo(built: Path, env: Di
 
 
 @NEEDS_CARGO
-def test_an_edit_rebuilds(tmp_path: Path, env: Dict[str, str], monkeypatch: Any) -> None:
+def test_an_edit_rebuilds(tmp_path: Path, env: dict[str, str], monkeypatch: Any) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     crate = new(tmp_path, "edited", env)
     first = ferrocuda.build(crate, target_dir=target_dir())
@@ -175,13 +179,15 @@ def test_an_edit_rebuilds(tmp_path: Path, env: Dict[str, str], monkeypatch: Any)
 
 
 @NEEDS_CARGO
-def test_compile_errors_name_the_users_file(tmp_path: Path, env: Dict[str, str], monkeypatch: Any) -> None:
+def test_compile_errors_name_the_users_file(
+    tmp_path: Path, env: dict[str, str], monkeypatch: Any
+) -> None:
     monkeypatch.setenv("FERROCUDA_HOME", env["FERROCUDA_HOME"])
     crate = new(tmp_path, "broken", env)
     lib = crate / "src" / "lib.rs"
     wrong = "let v: u32 = alpha;"
     lib.write_text(lib.read_text().replace(BODY, wrong))
-    line = next(i for i, l in enumerate(lib.read_text().splitlines(), 1) if wrong in l)
+    line = next(i for i, text in enumerate(lib.read_text().splitlines(), 1) if wrong in text)
     with pytest.raises(ferrocuda.BuildError) as info:
         ferrocuda.load(crate)
     msg = str(info.value)
@@ -212,7 +218,7 @@ def test_not_a_crate(tmp_path: Path) -> None:
         ferrocuda.load(tmp_path / "nothing.json")
 
 
-def write_module(directory: Path, name: str, edit: Optional[Any] = None) -> Path:
+def write_module(directory: Path, name: str, edit: Any | None = None) -> Path:
     """The bundled manifest and PTX as ferrocuda-builder writes them, the manifest edited."""
     man = json.loads(ferrocuda.bundled().manifest)
     man["ptx"] = f"{name}.ptx"
@@ -235,10 +241,10 @@ def test_manifest_of_another_format(tmp_path: Path) -> None:
 def test_missing_or_damaged_files(tmp_path: Path) -> None:
     path = write_module(tmp_path, "mine")
     (tmp_path / "mine.ptx").unlink()
-    with pytest.raises(ValueError, match="cannot read .*mine.ptx"):
+    with pytest.raises(ValueError, match=r"cannot read .*mine.ptx"):
         ferrocuda.load(path)
     (tmp_path / "mine.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx()[:2000])
-    with pytest.raises(ValueError, match="does not define kernel .* the PTX is damaged"):
+    with pytest.raises(ValueError, match=r"does not define kernel .* the PTX is damaged"):
         ferrocuda.load(path)
     path.write_text('{"format": 1, "arch": "sm_80", "kernels": [')
     with pytest.raises(ValueError, match="invalid kernel manifest"):

@@ -5,23 +5,24 @@ by ctypes), host arrays, the errors of a machine without a driver, and the type 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import PTR, CAIProducer, cai
 
 import ferrocuda
+from conftest import PTR, CAIProducer, cai
 from ferrocuda import validate_interface
 
 NO_DRIVER = pytest.mark.skipif(
-    ferrocuda.driver_available(), reason="a CUDA driver is present: no-driver behaviour not testable"
+    ferrocuda.driver_available(),
+    reason="a CUDA driver is present: no-driver behaviour not testable",
 )
 
 
@@ -33,7 +34,10 @@ def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> 
 
 
 def test_import_without_driver_in_a_fresh_process() -> None:
-    code = "import ferrocuda, ferrocuda.kernels as k; print(ferrocuda.driver_available(), sorted(k.families))"
+    code = (
+        "import ferrocuda, ferrocuda.kernels as k; "
+        "print(ferrocuda.driver_available(), sorted(k.families))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "add" in out.stdout
 
@@ -46,10 +50,20 @@ def test_public_api() -> None:
     assert ferrocuda.MAX_NDIM == 32
     assert ferrocuda.SYNC_ENV_VAR == "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"
     assert [m.value for m in ferrocuda.SyncMode] == ["default", "event", "off"]
-    for obj in [ferrocuda, ferrocuda.DeviceArray, ferrocuda.ForeignArray, ferrocuda.Module,
-                ferrocuda.Kernel, ferrocuda.Family, ferrocuda.as_cuda_array, ferrocuda.load,
-                ferrocuda.from_cuda_array_interface, ferrocuda.validate_interface,
-                ferrocuda.DeviceArray.empty, ferrocuda.DeviceArray.__dlpack__]:
+    for obj in [
+        ferrocuda,
+        ferrocuda.DeviceArray,
+        ferrocuda.ForeignArray,
+        ferrocuda.Module,
+        ferrocuda.Kernel,
+        ferrocuda.Family,
+        ferrocuda.as_cuda_array,
+        ferrocuda.load,
+        ferrocuda.from_cuda_array_interface,
+        ferrocuda.validate_interface,
+        ferrocuda.DeviceArray.empty,
+        ferrocuda.DeviceArray.__dlpack__,
+    ]:
         assert obj.__doc__, obj
 
 
@@ -89,7 +103,7 @@ def test_module_attributes_and_repr() -> None:
     assert isinstance(m.add, ferrocuda.Family)
     assert isinstance(m.add_f32, ferrocuda.Kernel)
     assert "add" in dir(m) and "add_f32" in dir(m)
-    with pytest.raises(AttributeError, match="no kernel or family named .nope."):
+    with pytest.raises(AttributeError, match=r"no kernel or family named .nope."):
         m.nope  # noqa: B018
     assert "ferrocuda.Module" in repr(m) and "add_f32" in repr(m.add)
     p = m.add_f32.params
@@ -129,7 +143,7 @@ class CupyLikeStream:
 
 
 class NumbaLikeStream:
-    def __init__(self, h: Optional[int]) -> None:
+    def __init__(self, h: int | None) -> None:
         self.handle = ctypes.c_void_p(h)
 
 
@@ -159,7 +173,7 @@ class CudaStreamProtocol:
         (CudaStreamProtocol(2), 2),
     ],
 )
-def test_normalize_stream(stream: Any, expected: Optional[int]) -> None:
+def test_normalize_stream(stream: Any, expected: int | None) -> None:
     assert ferrocuda.normalize_stream(stream) == expected
 
 
@@ -208,13 +222,17 @@ def test_normalize_sync_refuses() -> None:
         ferrocuda.normalize_sync(1)
 
 
-@pytest.mark.parametrize("value,expected", [(None, "default"), ("1", "default"), ("0", "off"), ("event", "event")])
-def test_sync_environment_variable(value: Optional[str], expected: str) -> None:
+@pytest.mark.parametrize(
+    "value,expected", [(None, "default"), ("1", "default"), ("0", "off"), ("event", "event")]
+)
+def test_sync_environment_variable(value: str | None, expected: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"}
     if value is not None:
         env["FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"] = value
     code = "import ferrocuda; print(ferrocuda.normalize_sync())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.strip() == expected
 
 
@@ -229,7 +247,7 @@ def test_sync_environment_variable_typo_is_an_error() -> None:
 # ---- scalars ---------------------------------------------------------------------------------
 
 
-def _saxpy_args(alpha: Any) -> List[Any]:
+def _saxpy_args(alpha: Any) -> list[Any]:
     return [alpha, _arr(), _arr(ptr=PTR + 4096)]
 
 
@@ -270,7 +288,9 @@ def test_scalars_accepted_reach_the_driver(alpha: Any) -> None:
     with pytest.raises(ferrocuda.CudaError, match="no CUDA driver"):
         ferrocuda.kernels.saxpy(*_saxpy_args(alpha))
     with pytest.raises(ferrocuda.CudaError):
-        ferrocuda.kernels.fill_slow(_arr(), alpha if not isinstance(alpha, float) or alpha == alpha else 0.0, np.uint32(7))
+        ferrocuda.kernels.fill_slow(
+            _arr(), alpha if not isinstance(alpha, float) or alpha == alpha else 0.0, np.uint32(7)
+        )
 
 
 def test_array_where_scalar_expected_and_vice_versa() -> None:
@@ -281,7 +301,9 @@ def test_array_where_scalar_expected_and_vice_versa() -> None:
 
 
 def test_arity() -> None:
-    with pytest.raises(TypeError, match=r"kernel family `add` takes 3 argument\(s\) \(a, b, out\), got 2"):
+    with pytest.raises(
+        TypeError, match=r"kernel family `add` takes 3 argument\(s\) \(a, b, out\), got 2"
+    ):
         ferrocuda.kernels.add(_arr(), _arr())
     with pytest.raises(TypeError, match=r"kernel `add_f32` takes 3"):
         ferrocuda.kernels.add_f32(_arr(), _arr(), _arr(), _arr())
@@ -291,7 +313,9 @@ def test_arity() -> None:
 
 
 @NO_DRIVER
-@pytest.mark.parametrize("cfg", [(1, 256), ((2, 1), (128, 2)), (1, 64, 1), (1, 64, 2, 0), [1, (32, 2, 2)]])
+@pytest.mark.parametrize(
+    "cfg", [(1, 256), ((2, 1), (128, 2)), (1, 64, 1), (1, 64, 2, 0), [1, (32, 2, 2)]]
+)
 def test_numba_style_configuration(cfg: Any) -> None:
     launcher = ferrocuda.kernels.add[tuple(cfg)]
     assert isinstance(launcher, ferrocuda.ConfiguredLauncher)
@@ -325,7 +349,7 @@ def test_bad_configuration_single_item() -> None:
         ferrocuda.kernels.add_f32[1]
 
 
-# ---- no driver: the first GPU use raises CudaError ------------------------------------------------
+# ---- no driver: the first GPU use raises CudaError -----------------------------------------------
 
 
 @NO_DRIVER
@@ -334,7 +358,9 @@ def test_first_gpu_use_raises_cuda_error() -> None:
         lambda: ferrocuda.DeviceArray.empty((4,), "float32"),
         lambda: ferrocuda.DeviceArray.from_numpy(np.zeros(3)),
         lambda: ferrocuda.kernels.add(_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192)),
-        lambda: ferrocuda.kernels.add(_arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192), check_pointers=False),
+        lambda: ferrocuda.kernels.add(
+            _arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192), check_pointers=False
+        ),
         lambda: ferrocuda.kernels.initialize_array(_arr(typestr="<i4"), sync="event", stream=2),
         lambda: ferrocuda.device_count(),
         lambda: ferrocuda.synchronize(),
@@ -359,7 +385,9 @@ def test_import_without_sync_needs_no_driver() -> None:
 
 def test_from_cuda_array_interface_keeps_owner_and_reexports_strides() -> None:
     owner = object()
-    fa = ferrocuda.from_cuda_array_interface(cai(shape=(3, 2), strides=(4, 12)), owner=owner, sync=False)
+    fa = ferrocuda.from_cuda_array_interface(
+        cai(shape=(3, 2), strides=(4, 12)), owner=owner, sync=False
+    )
     assert fa.owner is owner
     assert fa.__cuda_array_interface__["strides"] == (4, 12)
     assert fa.strides == (4, 12) and fa.size == 6 and fa.ndim == 2 and fa.ptr == PTR
@@ -397,7 +425,9 @@ def test_host_output_must_be_writable() -> None:
     a = np.ones(8, np.float32)
     out = np.zeros(8, np.float32)
     out.flags.writeable = False
-    with pytest.raises(ValueError, match=r"argument `out`: __array_interface__\['data'\]: array is read-only"):
+    with pytest.raises(
+        ValueError, match=r"argument `out`: __array_interface__\['data'\]: array is read-only"
+    ):
         ferrocuda.kernels.add(a, a, out)
     with pytest.raises(TypeError, match="argument `out`: not an array: list"):
         ferrocuda.kernels.add(a, a, [0.0] * 8)
@@ -428,7 +458,7 @@ def test_host_arrays_dispatch_by_dtype() -> None:
         ferrocuda.kernels.add(np.ones(3, np.uint16), np.ones(3, np.uint16), np.ones(3, np.uint16))
 
 
-# ---- DLPack consumer, with capsules made by ctypes ---------------------------------------------------
+# ---- DLPack consumer, with capsules made by ctypes -----------------------------------------------
 
 
 class DLDevice(ctypes.Structure):
@@ -456,7 +486,11 @@ class DLManagedTensor(ctypes.Structure):
 
 
 DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", DELETER),
+]
 
 
 class DLPackVersion(ctypes.Structure):
@@ -491,7 +525,7 @@ class FakeDLPack:
     def __init__(
         self,
         shape: Any = (2, 3),
-        strides: Optional[Any] = None,
+        strides: Any | None = None,
         code: int = 2,
         bits: int = 32,
         lanes: int = 1,
@@ -503,7 +537,7 @@ class FakeDLPack:
         flags: int = 0,
         old_producer: bool = False,
     ) -> None:
-        self.calls: List[Dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
         self.deleted = 0
         self.versioned = versioned
         self.old_producer = old_producer
@@ -515,12 +549,16 @@ class FakeDLPack:
             ndim=len(shape),
             dtype=DLDataType(code, bits, lanes),
             shape=ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
-            strides=ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)) if self._strides is not None else None,
+            strides=ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+            if self._strides is not None
+            else None,
             byte_offset=byte_offset,
         )
         if versioned:
             self._deleter = DELETER_V(self._delete)
-            self.managed: Any = DLManagedTensorVersioned(DLPackVersion(major, 0), None, self._deleter, flags, t)
+            self.managed: Any = DLManagedTensorVersioned(
+                DLPackVersion(major, 0), None, self._deleter, flags, t
+            )
         else:
             self._deleter = DELETER(self._delete)
             self.managed = DLManagedTensor(t, None, self._deleter)
@@ -580,7 +618,12 @@ def test_dlpack_old_producer_fallback() -> None:
         ({"device_type": 3}, ValueError, "device", "device type 3 (CUDA host), not a CUDA device"),
         ({"device_type": 10}, ValueError, "device", "device type 10, not a CUDA device"),
         ({"lanes": 4}, TypeError, "dtype", "lanes = 4"),
-        ({"code": 4, "bits": 32}, TypeError, "dtype", "unsupported DLPack element type (code 4, 32 bits)"),
+        (
+            {"code": 4, "bits": 32},
+            TypeError,
+            "dtype",
+            "unsupported DLPack element type (code 4, 32 bits)",
+        ),
         ({"code": 2, "bits": 128}, TypeError, "dtype", "unsupported DLPack element type"),
         ({"shape": (2, -3)}, ValueError, "shape", "shape[1] = -3 is negative"),
         ({"data": PTR + 2}, ValueError, "data", "not aligned"),
@@ -589,7 +632,9 @@ def test_dlpack_old_producer_fallback() -> None:
         ({"versioned": True, "major": 2}, ValueError, "version", "DLPack version 2.0"),
     ],
 )
-def test_dlpack_refusals_release_the_tensor(kw: Dict[str, Any], exc: Any, key: str, fragment: str) -> None:
+def test_dlpack_refusals_release_the_tensor(
+    kw: dict[str, Any], exc: Any, key: str, fragment: str
+) -> None:
     p = FakeDLPack(**kw)
     with pytest.raises(exc) as info:
         validate_interface(p, "j")
@@ -667,7 +712,7 @@ def test_dlpack_readonly_output_refused() -> None:
     assert out.deleted == 1
 
 
-# ---- the stubs ---------------------------------------------------------------------------------------
+# ---- the stubs -----------------------------------------------------------------------------------
 
 
 def test_stubtest() -> None:

@@ -156,7 +156,7 @@ def test_unpickling_a_missing_manifest_says_so(tmp_path: Path) -> None:
         f.unlink()
     # In this process the module stays cached only while its files are unchanged: a
     # deleted manifest cannot be found again.
-    with pytest.raises(ValueError, match="cannot read .*gone.json"):
+    with pytest.raises(ValueError, match=r"cannot read .*gone.json"):
         pickle.loads(data)
 
 
