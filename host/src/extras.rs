@@ -21,9 +21,9 @@
 //! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed
 //! output; for a launch's workspaces, a stream-id query and one memset (allocate, memset and
 //! free under capture) — whether the launch is captured is the plan's, asked once per launch
-//! (every plan is made for its launch: a bound launch replans each time). The query takes
-//! ≈ 0.02–0.1 µs where a stream-ordered allocation and free took ≈ 2 µs together on an H100
-//! host.
+//! (every plan is made for its launch: a bound launch replans each time). The query costs a
+//! small fraction of the stream-ordered allocation and free it replaces (the kept workspaces
+//! were measured against them: BENCHMARKS.md, "Measured, without a goal").
 
 use ferrocuda_abi::extras::{Cmp, Operand, ScratchLen, Value, NONE};
 use ferrocuda_abi::manifest::KernelSig;

@@ -3,8 +3,8 @@
 //!
 //! A launch calls [`start`] once and [`mark`] after each stage; each mark adds the cycles
 //! since the previous one (time-stamp counter, per thread) to its stage's total. [`take`]
-//! returns the totals in nanoseconds and resets them. Each mark costs ≈30 ns (measured on
-//! the H100 machine), which the totals include.
+//! returns the totals in nanoseconds and resets them. Each mark has a cost of its own (clock
+//! reads), which the totals include; the stage profiles in BENCHMARKS.md's launch runs state it.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};

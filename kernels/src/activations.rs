@@ -66,9 +66,10 @@ macro_rules! activations {
 // Work per thread (the automatic grid): one vector (4 elements) for `f32`, which is
 // memory-bound; four vectors (32 elements, one after the other) for `f16`/`bf16`, where the
 // instructions bound the speed and a thread's setup — lengths, alignment heads, the 64-bit
-// grid-stride loop, about 90 instructions per warp — cost as much as one vector of 8 `erff`s
-// (H100, 2^28 `gelu`: 0.92× / 0.88× torch with one vector, 1.02× / 1.01× with four; `f32`
-// with two or four measured 0.99×, with one 1.01×).
+// grid-stride loop, about 90 instructions per warp — cost as much as one vector of 8 `erff`s.
+// Four vectors per thread brought `f16`/`bf16` `gelu` to torch's speed where one fell short;
+// for `f32` more than one vector did not help (BENCHMARKS.md, the `gelu` goals and the gallery
+// runs they link).
 activations! {
     "gelu", gelu_f32: f32, 4, 4, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";
     "gelu", gelu_f16: f16, 8, 32, gelu, "GELU, exact form: `out = x/2 · (1 + erf(x/√2))`.";

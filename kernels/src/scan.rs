@@ -21,11 +21,12 @@
 //! The status of a 32-bit sum is one 64-bit word (flag and value together, relaxed atomics):
 //! publishing is one store and polling one load, with no fence. 64-bit sums keep the flag
 //! apart from the value, ordered by release and acquire. The shape of the 32-bit scans was
-//! measured on the H100 (2^28 `f32`): the single-word status took the scan from 1328 µs to
-//! 1134 µs, and 128-thread blocks of 32 elements per thread (72 registers, seven blocks per
-//! SM) to 1028 µs; 256 threads of 16 or 24 elements, 128 threads of 16, 24 or 48, 64 or 96
+//! chosen by measurement: the single-word status (no fence on the publishing path), then
+//! 128-thread blocks of 32 elements per thread (72 registers, seven blocks per SM), each made
+//! the scan faster; 256 threads of 16 or 24 elements, 128 threads of 16, 24 or 48, 64 or 96
 //! threads of 32, and a resident grid that draws its next tile ahead (whose successors then wait
-//! for the block's current tile) were slower.
+//! for the block's current tile) were slower (BENCHMARKS.md, the `cumsum` goal, and the
+//! gallery's second pass it links).
 //!
 //! Integers wrap (`int32` input can accumulate into `int64` output, as NumPy's default). Float
 //! results depend on which predecessors had published their prefixes when a tile looked back,

@@ -20,11 +20,11 @@
 //! the bands above and below, which run at about the same time, mostly come from L2). Any
 //! other layout runs one thread per element, each reading its five inputs (cached).
 //!
-//! Measured on the H100 (8192² `f32`, against a D2D copy of the same bytes, 180 µs): one row
-//! in flight per lane with vertically adjacent strips consecutive, 220–224 µs (0.80–0.82×
-//! copy); eight rows in flight, 210 µs (0.86×); eight rows with strips ordered along the rows,
-//! 200 µs (0.90×; two or four rows: 0.87–0.88×). The order matters because concurrent warps
-//! reading 512-byte pieces of rows far apart scatter the DRAM accesses.
+//! Why this schedule (measured against a copy of the same bytes): eight rows in flight per lane
+//! beat one, and ordering the strips along the rows gained more than the rows in flight did
+//! (BENCHMARKS.md, the `stencil5` goal, and the gallery's second pass it links). The order
+//! matters because concurrent warps reading 512-byte pieces of rows far apart scatter the DRAM
+//! accesses.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;

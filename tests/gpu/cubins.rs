@@ -1,7 +1,7 @@
 //! GPU tests of the cubins (a module of `tests/gpu.rs`).
 //!
 //! * `first_launch_loads_the_cubin`: the bundled module loads, on device 0, the cubin that
-//!   `choose_cubin` names for its compute capability (an H100: the sm_90 one; the PTX where
+//!   `choose_cubin` names for its compute capability (9.0: the sm_90 one; the PTX where
 //!   there is none), and a child process started with `CUDA_CACHE_DISABLE=1` times its first
 //!   launch (the module load included) to its completion: under 1 s with a cubin; the time is
 //!   printed.
@@ -26,7 +26,7 @@ fn expected_image() -> Result<String, Failed> {
     )
 }
 
-/// The bundled module loads the cubin of the device's compute capability (an H100: the sm_90
+/// The bundled module loads the cubin of the device's compute capability (9.0: the sm_90
 /// one), and the first launch in a fresh process with the JIT cache disabled takes under a
 /// second (loading a cubin compiles nothing; the PTX took seconds).
 fn test_first_launch_loads_the_cubin() -> TestResult {

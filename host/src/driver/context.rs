@@ -17,7 +17,8 @@ pub struct DeviceLimits {
     /// Most threads in a block (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
     pub max_threads: u32,
     /// Shared memory (static plus dynamic) a block may use after the kernel opts in, in bytes
-    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`; 227 KiB on an H100).
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`; 227 KiB on compute capability
+    /// 9.0).
     pub shared_optin: u32,
 }
 
@@ -270,8 +271,9 @@ impl Context {
 /// keeps the caller's device as the thread's current context. A launch on arrays of another
 /// device, an allocation or copy there, or freeing an array there, binds that device's
 /// context; this guard puts the caller's back, so that the caller's next operation runs on
-/// the device it chose. Costs one `cuCtxGetCurrent` (≈8 ns) at creation and one at the drop,
-/// plus one `cuCtxSetCurrent` each way when the devices differ.
+/// the device it chose. Costs one `cuCtxGetCurrent` at creation and one at the drop — cheap
+/// next to a launch (BENCHMARKS.md, "Launch overhead") — plus one `cuCtxSetCurrent` each way
+/// when the devices differ.
 #[derive(Debug)]
 #[must_use = "the caller's context is restored when the guard is dropped"]
 pub struct CallerContext {

@@ -59,7 +59,7 @@ pub fn device_count() -> Result<usize> {
 }
 
 /// Queries memory type, device and allocation range of `ptr` in one driver call
-/// (`cuPointerGetAttributes`, ≈0.14 µs on an H100).
+/// (`cuPointerGetAttributes`; what it adds to a launch: BENCHMARKS.md, "Launch overhead").
 pub fn pointer_info(ptr: u64) -> Result<PointerInfo> {
     init()?;
     result::pointer_attributes(ptr)

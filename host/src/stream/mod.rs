@@ -28,8 +28,9 @@
 //! turns the sync off. For the second half it leans on the legacy default stream's implicit
 //! ordering, which does not hold for streams created non-blocking (`CU_STREAM_NON_BLOCKING`,
 //! as PyTorch's side streams are). Users measure its launches on foreign arrays at 2.5–7×
-//! slower than on its own, and name the sync as the cause (on an H100: `cuStreamSynchronize` + launch 9.3 µs; event record +
-//! `cuStreamWaitEvent` + launch 3.9 µs; a bare launch 3.0 µs).
+//! slower than on its own, and name the sync as the cause: a `cuStreamSynchronize` before a
+//! launch costs about two more launches, an event record and `cuStreamWaitEvent` a fraction of
+//! one (the C floor's rows of BENCHMARKS.md's launch runs; "Method", floor).
 //!
 //! # ferrocuda's policy
 //!
@@ -54,9 +55,9 @@
 //!
 //! The *after* column is the second half of both strategies: one event recorded on the
 //! launch stream right after the kernel, and a `cuStreamWaitEvent` of each foreign stream on
-//! it (≈0.7 µs, no host block). Even in Default mode, where the foreign stream was idle when
-//! the host sync returned, the producer may enqueue more work on it while the kernel is still
-//! running on the launch stream; the wait keeps that work behind the kernel.
+//! it (a fraction of a launch, no host block). Even in Default mode, where the foreign stream
+//! was idle when the host sync returned, the producer may enqueue more work on it while the
+//! kernel is still running on the launch stream; the wait keeps that work behind the kernel.
 //!
 //! [`SyncMode::Default`] is Numba's semantics (minus the pointless same-stream sync, plus the
 //! second half); [`SyncMode::Event`] never blocks the host, as NVIDIA's `cuda.core` does;

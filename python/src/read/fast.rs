@@ -1,10 +1,10 @@
 //! Fast paths for the two most common producers: exact `cupy.ndarray` and `torch.Tensor`.
 //!
 //! Both producers build their `__cuda_array_interface__` dict in Python-level code on every
-//! access (≈1.1 µs for CuPy and ≈4 µs for torch on an H100, measured by
-//! `bench/field_costs.py`), more than a whole kernel launch's budget. For instances of exactly
-//! these two types the same fields are read directly — a few attribute reads of ≈50–250 ns
-//! each — and the descriptor is built with the getter's meaning kept:
+//! access, which costs more than a whole kernel launch's budget (`bench/field_costs.py`
+//! measures it; BENCHMARKS.md, "Launch overhead"). For instances of exactly these two types the
+//! same fields are read directly — a few attribute reads, each a small fraction of the dict's
+//! cost — and the descriptor is built with the getter's meaning kept:
 //!
 //! * **CuPy** (`cupy/_core/core.pyx`, `ndarray.__cuda_array_interface__`): `shape` (for 1-D
 //!   arrays `(size,)`, as `size` is a stored int and `shape` a tuple built per access); strides
@@ -787,8 +787,9 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     if let Some(s) = state.torch {
         return Ok(s);
     }
-    // `Some(f)`: torch's private `_cuda_getCurrentRawStream(device) -> int` (≈0.1 µs);
-    // `None`: a torch without it, where the public (much slower) API is used.
+    // `Some(f)`: torch's private `_cuda_getCurrentRawStream(device) -> int` (one cheap call);
+    // `None`: a torch without it, where the public API — many times slower, as
+    // `bench/field_costs.py` shows — is used.
     static RAW: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
     let py = tensor.py();
     if let Some(api) = torch_api(py) {
