@@ -34,6 +34,8 @@
 //! * [`math`] — [`GpuFloat`] (`x.exp()`, `x.sin_cos()`, `x.powf(y)`, … over NVIDIA's
 //!   libdevice, with its accuracy table) and [`math::FastMath`] (the `*.approx` forms);
 //! * [`half`] — `f16`, `bf16` and their packed pairs, with hardware conversions;
+//! * [`wgmma`] — Hopper's warpgroup MMA (sm_90a): matrix descriptors and swizzles, the
+//!   accumulator fragment, fence / commit / wait, `setmaxnreg`;
 //! * [`diag`] — [`gpu_printf!`] (device `printf`) and [`device_assert!`]; every failed check
 //!   (bounds checks included) tells the host its file, line and thread;
 //! * [`GridStride`] / [`thread::grid_stride`] — the grid-stride loop;
@@ -71,6 +73,13 @@ pub use ferrocuda_abi::{
 };
 pub use ferrocuda_macros::kernel;
 
+/// `unroll!(I in 0..N { … })`: the body written out `N` times with `I` a literal each time
+/// (the `seq!` macro of the `seq-macro` crate) — CUDA's `#pragma unroll`. Loops over register
+/// arrays (MMA accumulators, fragments) need it: indexed by a loop variable, LLVM keeps the
+/// array in local memory unless it unrolls the loop, which it does not for long bodies; indexed
+/// by literals, every element is a register. `N` is a literal (or a range of literals).
+pub use seq_macro::seq as unroll;
+
 mod grid;
 #[cfg(target_arch = "nvptx64")]
 mod nvvm;
@@ -86,6 +95,7 @@ pub mod diag;
 pub mod half;
 pub mod math;
 pub mod shared;
+pub mod wgmma;
 
 pub use math::GpuFloat;
 

@@ -35,6 +35,7 @@ mod half;
 mod memory;
 mod shared;
 mod warp;
+mod wgmma;
 
 use ferrocuda::abi::{DType, Element};
 use ferrocuda::host::driver;
@@ -188,6 +189,7 @@ fn main() {
     tests.extend(examples::TESTS);
     tests.extend(memory::TESTS);
     tests.extend(diag::TESTS);
+    tests.extend(wgmma::TESTS);
     let trials = tests
         .into_iter()
         .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu))

@@ -194,6 +194,16 @@ struct Block {
 /// The basic blocks of a body; a block that executes an unguarded `trap`, or calls one of
 /// the `aborting` functions unguarded, aborts (no successors).
 fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block> {
+    // The target lists of `brx.idx` (`$L_brx_0: .branchtargets $L__BB0_3, …;`): a jump table's
+    // successors are its list, not every label of the function.
+    let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();
+    for pair in st.windows(2) {
+        if let [Statement::Label(l), Statement::Instr(i)] = pair {
+            if i.opcode == ".branchtargets" {
+                tables.insert(l.as_str(), i.operands.iter().map(String::as_str).collect());
+            }
+        }
+    }
     let mut raw: Vec<(Vec<Instr>, Option<String>)> = vec![(Vec::new(), None)];
     for s in st {
         match s {
@@ -241,7 +251,19 @@ fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block> {
                         succs.extend(next);
                     }
                 }
-                Some(i) if i.base() == "brx" => succs.extend(labels.values()),
+                Some(i) if i.base() == "brx" => {
+                    // `brx.idx %r, $L_brx_0;`: its table's targets; an unknown table (or a
+                    // table register) may go anywhere.
+                    let table = i.operands.get(1).and_then(|t| tables.get(t.as_str()));
+                    match table {
+                        Some(targets) => succs.extend(
+                            targets
+                                .iter()
+                                .filter_map(|t| labels.get(t.trim_end_matches(','))),
+                        ),
+                        None => succs.extend(labels.values()),
+                    }
+                }
                 Some(i) if matches!(i.base(), "ret" | "exit") => {
                     exits = true;
                     if i.guard.is_some() {
@@ -409,6 +431,16 @@ fn propagate(instrs: &[&Instr], taints: &mut Taints, uniform_params: &HashSet<&s
 /// reason, and the instruction.
 fn divergent_branch<'b>(b: &'b Block, taints: &Taints) -> Option<(Taint, String, &'b Instr)> {
     let last = b.instrs.last()?;
+    // A jump table (`brx.idx %r, table`) diverges when its index does.
+    if last.base() == "brx" && !last.opcode.ends_with(".uni") {
+        let index = last.operands.first()?;
+        let (t, why) = source_taint(index, taints)?;
+        return Some((
+            t,
+            format!("the jump table's index {index} derives from {why}"),
+            last,
+        ));
+    }
     let conditional =
         matches!(last.base(), "bra" | "ret" | "exit") && !last.opcode.ends_with(".uni");
     let guard = last.guard.as_deref().filter(|_| conditional)?;

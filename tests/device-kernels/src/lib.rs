@@ -23,3 +23,4 @@ mod memory;
 mod misc;
 mod shared;
 mod warp;
+mod wgmma;

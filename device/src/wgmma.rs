@@ -1,0 +1,698 @@
+//! Hopper warpgroup matrix multiply-accumulate (`wgmma.mma_async`, sm_90a): shared-memory
+//! matrix descriptors with their swizzle modes, the accumulator fragment's element-to-thread
+//! mapping, and the fence / commit / wait protocol.
+//!
+//! | CUDA C++ / CUTLASS | here |
+//! | --- | --- |
+//! | `GmmaDescriptor` (`cute::GMMA::make_gmma_desc`) | [`MatrixDesc::new`] (checked), [`MatrixDesc::advance`] |
+//! | `cute::GMMA::Layout_K_SW128_Atom<T>` … | [`Swizzle`], [`Swizzle::offset`] (where element (row, byte) of a tile lives) |
+//! | `warpgroup_arrive()` (`wgmma.fence`) | [`fence`] |
+//! | `wgmma.mma_async…m64n128k16.f32.bf16.bf16` | [`mma_bf16::<128>`](mma_bf16) (`N` = 8 … 256 in steps of 8) |
+//! | `warpgroup_commit_batch()` / `warpgroup_wait<N>()` | [`commit_group`] / [`wait_group`] |
+//! | `warpgroup_fence_operand(acc)` | [`fence_operand`] |
+//! | `cutlass::arch::warpgroup_reg_alloc<N>()` / `_dealloc` | [`setmaxnreg_inc`] / [`setmaxnreg_dec`] |
+//! | `fence.proxy.async.shared::cta` | [`fence_proxy_async_shared`] |
+//!
+//! Build kernels that use this module for `sm_90a`: `#[kernel(arch = "sm_90a")]` (the
+//! builder refuses `wgmma` in a module of any other target, naming the kernel).
+//!
+//! # Thread model
+//!
+//! A **warpgroup** is four consecutive warps of a block whose first warp's index is a multiple
+//! of four (threads `128 g .. 128 g + 127`). Every `wgmma` instruction here is `.sync.aligned`:
+//! **all 128 threads of the warpgroup execute it**, with the same operands where the operand
+//! is uniform (descriptors, `scale_d`), in convergent control flow — never in a branch that
+//! only some of them take. The safe-looking wrappers are `unsafe` for this reason (and for
+//! the shared-memory contents a descriptor points at, which nothing here can check).
+//!
+//! `mma_async` is **asynchronous**: it reads the shared-memory operands and reads/writes the
+//! accumulator registers after the instruction issues. The protocol, as in CUTLASS:
+//!
+//! 1. Shared memory written by ordinary stores (`st.shared`, the *generic proxy*) must be made
+//!    visible to the *async proxy* that wgmma reads with: [`fence_proxy_async_shared`] after
+//!    the stores (and a block barrier, so other threads' stores are included). Data a TMA
+//!    copy wrote (the async proxy itself) needs no proxy fence: its mbarrier wait suffices.
+//! 2. [`fence`] before the first `mma_async` of a batch (and whenever the accumulator
+//!    registers were touched by other instructions since the last wait): it orders prior
+//!    register accesses before the asynchronous ones.
+//! 3. Any number of `mma_async` into the same accumulator (each `scale_d = true` accumulates;
+//!    `false` overwrites — the first k-step of a tile).
+//! 4. [`commit_group`] closes the batch; [`wait_group::<N>`](wait_group) blocks until at most
+//!    `N` batches are pending. Only after a wait that covers a batch may the accumulators be
+//!    read, or the shared memory it reads be overwritten.
+//!
+//! Between (3) and (4) the accumulator registers belong to the hardware: the code generator
+//! must not move or copy them. [`fence_operand`] (an empty `asm!` that claims to read and write
+//! every accumulator) pins them before the fence and after the wait, which is how CUTLASS
+//! keeps the compiler from scheduling accumulator accesses into the asynchronous window.
+//!
+//! # The accumulator fragment (m64nNk16, f32)
+//!
+//! Thread `t` of the warpgroup (warp `w = t / 32`, lane `l = t % 32`) holds `N / 2` floats.
+//! Register `4 i + j` (`i` in `0 .. N / 8`, `j` in `0 .. 4`) holds element
+//! `(row, col)` = `(16 w + l / 4 + 8 (j / 2), 8 i + 2 (l % 4) + j % 2)` of the 64 × N tile
+//! ([`acc_coords`]): each warp owns 16 rows, each quad of lanes one row pair, each lane two
+//! adjacent columns of every 8-column block.
+//!
+//! # Shared-memory operands
+//!
+//! Both operands here are **K-major**: A is an M × K tile stored row by row (K contiguous), B
+//! an N × K tile stored row by row (K contiguous) — the `T N` layout of BLAS (`x @ w.T` for a
+//! PyTorch `Linear` weight `w` of shape (N, K)). A tile is a stack of *rows* of
+//! `row_bytes` bytes; [`Swizzle`] names how the 16-byte chunks of each row are permuted:
+//!
+//! | mode | row bytes | atom (rows × bytes) | base alignment | SBO (bytes between 8-row groups) |
+//! | --- | --- | --- | --- | --- |
+//! | [`Swizzle::B128`] | 128 | 8 × 128 | 1024 | 1024 |
+//! | [`Swizzle::B64`] | 64 | 8 × 64 | 512 | 512 |
+//! | [`Swizzle::B32`] | 32 | 8 × 32 | 256 | 256 |
+//! | [`Swizzle::None`] | 16 (one *core matrix* row: 8 × 16 B, contiguous) | 8 × 16 | 16 | set by the layout |
+//!
+//! With a swizzle, chunk `c` (bytes `16 c .. 16 c + 15`) of row `r` is stored at chunk
+//! `c ^ (r % 8)` (masked to the row's chunk count) — [`Swizzle::offset`] gives the byte offset
+//! of any (row, byte) — which is the layout TMA writes with the same swizzle. One `k16` step
+//! of bf16 reads 32 bytes of each row: the descriptor of step `s` within a 128-byte row is the
+//! tile's descriptor [`advanced`](MatrixDesc::advance) by `32 s` bytes.
+
+/// How the 16-byte chunks of a shared-memory tile's rows are permuted (the descriptor's
+/// layout type; TMA's `CU_TENSOR_MAP_SWIZZLE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swizzle {
+    /// No swizzle ("interleave"): rows of one 16-byte core-matrix row, 8 rows per core matrix.
+    None,
+    /// 32-byte rows (see [`offset`](Self::offset)).
+    B32,
+    /// 64-byte rows.
+    B64,
+    /// 128-byte rows: the layout of 64 bf16 (or 32 f32) per row, GEMM's usual choice.
+    B128,
+}
+
+impl Swizzle {
+    /// Bytes per row of the swizzle atom (16 for [`Swizzle::None`]).
+    pub const fn row_bytes(self) -> u32 {
+        match self {
+            Swizzle::None => 16,
+            Swizzle::B32 => 32,
+            Swizzle::B64 => 64,
+            Swizzle::B128 => 128,
+        }
+    }
+
+    /// The alignment a tile's base address needs: the atom's size (8 rows).
+    pub const fn base_alignment(self) -> u32 {
+        8 * self.row_bytes()
+    }
+
+    /// The descriptor's 2-bit layout code (bits 62–63).
+    pub const fn code(self) -> u64 {
+        match self {
+            Swizzle::None => 0,
+            Swizzle::B128 => 1,
+            Swizzle::B64 => 2,
+            Swizzle::B32 => 3,
+        }
+    }
+
+    /// The byte offset, from a tile's (aligned) base, of byte `byte` of row `row` of a
+    /// K-major tile whose rows are [`row_bytes`](Self::row_bytes) long: row `r` starts at
+    /// `r * row_bytes`, and its 16-byte chunk `c` is stored at chunk `c ^ (r % 8)` masked to
+    /// the chunks of a row (for [`Swizzle::None`], rows are 16 bytes and unpermuted).
+    ///
+    /// This is the address function of TMA's swizzled writes (bits 4.. of the address XOR
+    /// bits 7..), so a tile written with it is read correctly by `wgmma` through a descriptor
+    /// of the same swizzle.
+    pub const fn offset(self, row: u32, byte: u32) -> u32 {
+        let rb = self.row_bytes();
+        let plain = row * rb + byte;
+        match self {
+            Swizzle::None => plain,
+            _ => {
+                let chunks = rb / 16;
+                let chunk = (byte / 16) ^ (row % 8 % chunks);
+                row * rb + chunk * 16 + byte % 16
+            }
+        }
+    }
+}
+
+/// A 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start
+/// address, leading- and stride-dimension byte offsets (each in 16-byte units), base offset
+/// and layout type.
+///
+/// | bits | field |
+/// | --- | --- |
+/// | 0–13 | start address >> 4 |
+/// | 16–29 | leading dimension byte offset (LBO) >> 4 |
+/// | 32–45 | stride dimension byte offset (SBO) >> 4 |
+/// | 49–51 | matrix base offset (0: tiles aligned to their swizzle atom, as here) |
+/// | 62–63 | layout type ([`Swizzle::code`]) |
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct MatrixDesc(pub u64);
+
+/// Why [`MatrixDesc::new`] refused its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DescError {
+    /// The tile's address is not aligned to its swizzle atom ([`Swizzle::base_alignment`]).
+    Misaligned,
+    /// An offset is not a multiple of 16 bytes, or does not fit the field (< 2^18 bytes).
+    BadOffset,
+    /// The address is beyond the 256 KiB a descriptor can reach.
+    OutOfRange,
+}
+
+impl MatrixDesc {
+    /// The descriptor of a K-major tile at shared address `addr` (32-bit, as from
+    /// `shared_addr`), with leading- and stride-dimension byte offsets `lbo`, `sbo` and
+    /// `swizzle`. For the swizzled layouts, `sbo` is the distance between groups of 8 rows
+    /// (`8 * row_bytes` for a dense tile) and `lbo` is unused by K-major operands whose k16
+    /// step fits in a row (every case here; pass 16); for [`Swizzle::None`], `lbo` is the
+    /// distance between core matrices adjacent along K and `sbo` along M (or N).
+    ///
+    /// Checked: `addr` aligned to the swizzle atom, offsets multiples of 16 that fit.
+    pub const fn new(addr: u32, lbo: u32, sbo: u32, swizzle: Swizzle) -> Result<Self, DescError> {
+        if addr % swizzle.base_alignment() != 0 {
+            return Err(DescError::Misaligned);
+        }
+        if lbo % 16 != 0 || sbo % 16 != 0 || lbo >= 1 << 18 || sbo >= 1 << 18 {
+            return Err(DescError::BadOffset);
+        }
+        if addr >= 1 << 18 {
+            return Err(DescError::OutOfRange);
+        }
+        Ok(MatrixDesc(
+            ((addr as u64 >> 4) & 0x3FFF)
+                | (((lbo as u64 >> 4) & 0x3FFF) << 16)
+                | (((sbo as u64 >> 4) & 0x3FFF) << 32)
+                | (swizzle.code() << 62),
+        ))
+    }
+
+    /// The descriptor of a dense K-major tile at `addr` with `swizzle` (rows of
+    /// [`Swizzle::row_bytes`], 8-row groups one after another): `sbo` = the atom's size.
+    /// For [`Swizzle::None`], the tile is stored as core matrices (8 rows × 16 bytes each),
+    /// K-adjacent ones `lbo` apart and M/N-adjacent ones `sbo` apart: use [`new`](Self::new).
+    pub const fn k_major(addr: u32, swizzle: Swizzle) -> Result<Self, DescError> {
+        MatrixDesc::new(addr, 16, swizzle.base_alignment(), swizzle)
+    }
+
+    /// The same descriptor with its start address `bytes` further (a multiple of 16): the next
+    /// k16 step within a swizzled row is 32 bytes on (bf16, f16, tf32 k8).
+    pub const fn advance(self, bytes: u32) -> Self {
+        MatrixDesc(self.0 + (bytes as u64 >> 4))
+    }
+
+    /// The start address (shared, 32-bit) the descriptor holds.
+    pub const fn addr(self) -> u32 {
+        ((self.0 & 0x3FFF) << 4) as u32
+    }
+}
+
+/// The (row, column) of the 64 × N f32 accumulator tile held in register `reg` (`0 .. N / 2`)
+/// of thread `t` (`0 .. 128`) of the warpgroup (see the module documentation). Usable on the
+/// host, to check and document the mapping.
+pub const fn acc_coords(t: u32, reg: u32) -> (u32, u32) {
+    let (w, l) = (t / 32, t % 32);
+    let (i, j) = (reg / 4, reg % 4);
+    (16 * w + l / 4 + 8 * (j / 2), 8 * i + 2 * (l % 4) + j % 2)
+}
+
+/// The (row, k) of the 64 × 16 A tile (bf16/f16) held in half `h` (`0 .. 8`) of thread `t`'s
+/// four A registers, for [`mma_bf16_rs`] (A from registers): register `h / 2`, low half for
+/// even `h`. The layout of the accumulator's rows, with k in the place of the columns:
+/// `(16 w + l / 4 + 8 (h / 2 % 2), 2 (l % 4) + h % 2 + 8 (h / 4))`.
+pub const fn a_coords(t: u32, h: u32) -> (u32, u32) {
+    let (w, l) = (t / 32, t % 32);
+    (
+        16 * w + l / 4 + 8 * (h / 2 % 2),
+        2 * (l % 4) + h % 2 + 8 * (h / 4),
+    )
+}
+
+/// An accumulator array of one wgmma shape (`[f32; N / 2]` for N = 16 … 256), walked without
+/// runtime indexing: [`each_pair`](Accumulator::each_pair) calls `f` once per register pair,
+/// written out at compile time, so the array stays in registers.
+pub trait Accumulator {
+    /// Calls `f(reg, acc[reg], acc[reg + 1])` for every even `reg`: the two values of one row
+    /// at adjacent columns ([`acc_coords`] of `reg` and `reg + 1`).
+    fn each_pair(&self, f: impl FnMut(u32, f32, f32));
+
+    /// Replaces every value `v` by `f(reg, v)`, unrolled.
+    fn map_each(&mut self, f: impl FnMut(u32, f32) -> f32);
+}
+
+macro_rules! accumulators {
+    ($($r:literal)*) => {$(
+        impl Accumulator for [f32; $r] {
+            #[inline(always)]
+            fn each_pair(&self, mut f: impl FnMut(u32, f32, f32)) {
+                seq_macro::seq!(P in 0..$r {
+                    if P % 2 == 0 {
+                        f(P, self[P], self[(P + 1) % $r]);
+                    }
+                });
+            }
+
+            #[inline(always)]
+            fn map_each(&mut self, mut f: impl FnMut(u32, f32) -> f32) {
+                seq_macro::seq!(P in 0..$r {
+                    self[P] = f(P, self[P]);
+                });
+            }
+        }
+    )*};
+}
+accumulators!(8 16 32 64 128);
+
+#[cfg(target_arch = "nvptx64")]
+pub use device::*;
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::MatrixDesc;
+    use core::arch::asm;
+
+    /// `wgmma.fence.sync.aligned`: orders this warpgroup's earlier register accesses (the
+    /// accumulators' included) before the `mma_async`s that follow.
+    ///
+    /// # Safety
+    ///
+    /// 1. Executed by all 128 threads of the warpgroup, in convergent control flow.
+    #[inline(always)]
+    pub unsafe fn fence() {
+        // SAFETY: the caller's contract.
+        unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+    }
+
+    /// `wgmma.commit_group.sync.aligned`: closes the batch of `mma_async`s issued since the
+    /// last commit.
+    ///
+    /// # Safety
+    ///
+    /// 1. Executed by all 128 threads of the warpgroup, in convergent control flow.
+    #[inline(always)]
+    pub unsafe fn commit_group() {
+        // SAFETY: the caller's contract.
+        unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+    }
+
+    /// `wgmma.wait_group.sync.aligned N`: waits until at most `N` committed batches are
+    /// pending. After `wait_group::<0>()` every accumulator is final and the shared memory the
+    /// batches read may be overwritten.
+    ///
+    /// # Safety
+    ///
+    /// 1. Executed by all 128 threads of the warpgroup, in convergent control flow.
+    #[inline(always)]
+    pub unsafe fn wait_group<const N: u32>() {
+        // SAFETY: the caller's contract.
+        unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) };
+    }
+
+    /// Pins the accumulator registers: an empty `asm!` that reads and writes each, so the code
+    /// generator keeps every other access to them on its side (before [`fence`], after
+    /// [`wait_group`]) — CUTLASS's `warpgroup_fence_operand`.
+    #[inline(always)]
+    pub fn fence_operand<A: super::Accumulator>(acc: &mut A) {
+        acc.map_each(|_, mut v| {
+            // SAFETY: an empty instruction string; the operand is only claimed.
+            unsafe { asm!("/* {0} */", inout(reg32) v, options(nomem, nostack, preserves_flags)) };
+            v
+        });
+    }
+
+    /// `fence.proxy.async.shared::cta`: makes this thread's earlier ordinary shared-memory
+    /// stores visible to the async proxy (`wgmma` operands, TMA stores). Follow it with a
+    /// block barrier before another thread's `mma_async` reads the data.
+    #[inline(always)]
+    pub fn fence_proxy_async_shared() {
+        // SAFETY: a fence; no operands.
+        unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+    }
+
+    /// `setmaxnreg.inc.sync.aligned.u32 N`: raises the registers per thread of this warp to
+    /// `N` (a multiple of 8 in 24..=256), waiting until the block's pool has them — the
+    /// consumer warpgroups of a warp-specialised kernel.
+    ///
+    /// # Safety
+    ///
+    /// 1. Executed by all threads of the warpgroup (`.sync.aligned`), convergently.
+    /// 2. The kernel declares its launch bound (`max_threads`/`block`), and the registers the
+    ///    producer warps release ([`setmaxnreg_dec`]) cover the increase for every resident
+    ///    block: otherwise the warps wait for registers forever.
+    #[inline(always)]
+    pub unsafe fn setmaxnreg_inc<const N: u32>() {
+        const {
+            assert!(
+                N % 8 == 0 && N >= 24 && N <= 256,
+                "setmaxnreg: 24..=256, multiple of 8"
+            )
+        };
+        // SAFETY: the caller's contract.
+        unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+    }
+
+    /// `setmaxnreg.dec.sync.aligned.u32 N`: lowers the registers per thread of this warp to
+    /// `N` (a multiple of 8 in 24..=256), returning the rest to the block's pool — the
+    /// producer warpgroup of a warp-specialised kernel.
+    ///
+    /// # Safety
+    ///
+    /// 1. Executed by all threads of the warpgroup (`.sync.aligned`), convergently.
+    /// 2. The warp's live values fit in `N` registers from here on (ptxas is told nothing of
+    ///    the decrease; a kernel that keeps more live spills or misbehaves).
+    #[inline(always)]
+    pub unsafe fn setmaxnreg_dec<const N: u32>() {
+        const {
+            assert!(
+                N % 8 == 0 && N >= 24 && N <= 256,
+                "setmaxnreg: 24..=256, multiple of 8"
+            )
+        };
+        // SAFETY: the caller's contract.
+        unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack)) };
+    }
+
+    /// The `mma_async` of one shape and type: `$n` columns, `$regs` accumulators, the
+    /// instruction's type suffix (`bf16.bf16`), its k, and the accumulator indices written out
+    /// (all but the last, then the last: the template's register list has no trailing comma).
+    macro_rules! mma_ss {
+        ($n:literal, $regs:literal, [$($i:literal)*], $last:literal) => {
+            impl Shape<$n> {
+                #[inline(always)]
+                unsafe fn ss(acc: &mut [f32; $regs], a: MatrixDesc, b: MatrixDesc, scale_d: bool, ty: Ty) {
+                    // tf32 has no transpose operands (K-major only).
+                    match ty {
+                        Ty::Bf16 => mma_ss!(@asm $n, "bf16.bf16", "k16", ", 0, 0", acc, a, b, scale_d, [$($i)*], $last),
+                        Ty::F16 => mma_ss!(@asm $n, "f16.f16", "k16", ", 0, 0", acc, a, b, scale_d, [$($i)*], $last),
+                        Ty::Tf32 => mma_ss!(@asm $n, "tf32.tf32", "k8", "", acc, a, b, scale_d, [$($i)*], $last),
+                    }
+                }
+
+                #[inline(always)]
+                unsafe fn rs(acc: &mut [f32; $regs], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: Ty) {
+                    match ty {
+                        Ty::Bf16 => mma_ss!(@asm_rs $n, "bf16.bf16", acc, a, b, scale_d, [$($i)*], $last),
+                        _ => mma_ss!(@asm_rs $n, "f16.f16", acc, a, b, scale_d, [$($i)*], $last),
+                    }
+                }
+            }
+        };
+        (@asm $n:literal, $ty:literal, $k:literal, $trans:literal, $acc:ident, $a:ident, $b:ident, $sd:ident, [$($i:literal)*], $last:literal) => {
+            // SAFETY: the public function's contract (whole warpgroup, descriptors of
+            // initialised shared memory, the fence/commit/wait protocol).
+            unsafe {
+                asm!(
+                    concat!(
+                        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
+                        "wgmma.mma_async.sync.aligned.m64n", $n, $k, ".f32.", $ty, " {{",
+                        $("{", $i, "}, ",)* "{", $last, "}",
+                        "}}, {a}, {b}, p, 1, 1", $trans, "; }}"
+                    ),
+                    $(inout(reg32) $acc[$i],)*
+                    inout(reg32) $acc[$last],
+                    a = in(reg64) $a.0,
+                    b = in(reg64) $b.0,
+                    sd = in(reg32) $sd as u32,
+                    options(nostack),
+                )
+            }
+        };
+        (@asm_rs $n:literal, $ty:literal, $acc:ident, $a:ident, $b:ident, $sd:ident, [$($i:literal)*], $last:literal) => {
+            // SAFETY: as above.
+            unsafe {
+                asm!(
+                    concat!(
+                        "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
+                        "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, " {{",
+                        $("{", $i, "}, ",)* "{", $last, "}",
+                        "}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 0; }}"
+                    ),
+                    $(inout(reg32) $acc[$i],)*
+                    inout(reg32) $acc[$last],
+                    a0 = in(reg32) $a[0],
+                    a1 = in(reg32) $a[1],
+                    a2 = in(reg32) $a[2],
+                    a3 = in(reg32) $a[3],
+                    b = in(reg64) $b.0,
+                    sd = in(reg32) $sd as u32,
+                    options(nostack),
+                )
+            }
+        };
+    }
+
+    /// The input types of [`Shape`]'s instructions.
+    #[derive(Clone, Copy)]
+    enum Ty {
+        Bf16,
+        F16,
+        Tf32,
+    }
+
+    /// The instructions of N (columns) = `N`.
+    struct Shape<const N: usize>;
+
+    mma_ss!(16, 8, [0 1 2 3 4 5 6], 7);
+    mma_ss!(32, 16, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14], 15);
+    mma_ss!(64, 32, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25
+        26 27 28 29 30], 31);
+    mma_ss!(128, 64, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25
+        26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54
+        55 56 57 58 59 60 61 62], 63);
+    mma_ss!(256, 128, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25
+        26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54
+        55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
+        84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109
+        110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126], 127);
+
+    /// The shapes this module provides: `N` ∈ {16, 32, 64, 128, 256}; `R` = `N / 2`
+    /// accumulator registers per thread.
+    pub trait WgmmaN<const R: usize> {
+        #[doc(hidden)]
+        unsafe fn ss(acc: &mut [f32; R], a: MatrixDesc, b: MatrixDesc, scale_d: bool, ty: u8);
+        #[doc(hidden)]
+        unsafe fn rs(acc: &mut [f32; R], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: u8);
+    }
+
+    /// `N` columns as a type (`Cols<128>`), for [`WgmmaN`].
+    pub struct Cols<const N: usize>;
+
+    macro_rules! shapes {
+        ($($n:literal => $r:literal),*) => {$(
+            impl WgmmaN<$r> for Cols<$n> {
+                #[inline(always)]
+                unsafe fn ss(acc: &mut [f32; $r], a: MatrixDesc, b: MatrixDesc, scale_d: bool, ty: u8) {
+                    // SAFETY: the caller's contract.
+                    unsafe { Shape::<$n>::ss(acc, a, b, scale_d, ty_of(ty)) }
+                }
+                #[inline(always)]
+                unsafe fn rs(acc: &mut [f32; $r], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: u8) {
+                    // SAFETY: the caller's contract.
+                    unsafe { Shape::<$n>::rs(acc, a, b, scale_d, ty_of(ty)) }
+                }
+            }
+        )*};
+    }
+    shapes!(16 => 8, 32 => 16, 64 => 32, 128 => 64, 256 => 128);
+
+    #[inline(always)]
+    const fn ty_of(t: u8) -> Ty {
+        match t {
+            0 => Ty::Bf16,
+            1 => Ty::F16,
+            _ => Ty::Tf32,
+        }
+    }
+
+    /// `acc (+)= A · Bᵀ` for a 64 × 16 bf16 A tile and an N × 16 bf16 B tile, both K-major in
+    /// shared memory (`wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16`); `scale_d =
+    /// false` overwrites `acc` with the product (a tile's first k-step). `R` = `N / 2`
+    /// accumulators per thread, laid out as [`acc_coords`](super::acc_coords) says.
+    ///
+    /// # Safety
+    ///
+    /// 1. Executed by all 128 threads of the warpgroup, convergently, with the same `a`, `b`
+    ///    and `scale_d`.
+    /// 2. `a` and `b` describe shared memory of this block holding the tiles in the
+    ///    descriptors' layouts, written before a [`fence_proxy_async_shared`] (+ barrier) or
+    ///    by TMA (its mbarrier waited on), and not written again until a [`wait_group`] that
+    ///    covers this instruction.
+    /// 3. The fence / commit / wait protocol of the module documentation: [`fence`] before
+    ///    the batch, `acc` not touched until a [`wait_group`] covers it.
+    #[inline(always)]
+    pub unsafe fn mma_bf16<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: MatrixDesc,
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::ss(acc, a, b, scale_d, 0) }
+    }
+
+    /// [`mma_bf16`] for f16 inputs (`.f32.f16.f16`).
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_bf16`].
+    #[inline(always)]
+    pub unsafe fn mma_f16<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: MatrixDesc,
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::ss(acc, a, b, scale_d, 1) }
+    }
+
+    /// [`mma_bf16`] for tf32 inputs: 64 × 8 A and N × 8 B tiles of f32 (read as tf32: the low
+    /// 13 mantissa bits ignored), `m64nNk8.f32.tf32.tf32`; one k8 step is 32 bytes of a row.
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_bf16`].
+    #[inline(always)]
+    pub unsafe fn mma_tf32<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: MatrixDesc,
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::ss(acc, a, b, scale_d, 2) }
+    }
+
+    /// [`mma_bf16`] with A from registers: thread `t` holds the 64 × 16 bf16 A tile's
+    /// elements [`a_coords`](super::a_coords) says, two per register (low half first) — the
+    /// layout of an f32 accumulator converted to bf16 pairs, so a product `P` computed by one
+    /// wgmma feeds the next (attention's `P · V`).
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_bf16`] (for `b` only).
+    #[inline(always)]
+    pub unsafe fn mma_bf16_rs<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: [u32; 4],
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::rs(acc, a, b, scale_d, 0) }
+    }
+
+    /// [`mma_bf16_rs`] for f16 inputs.
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_bf16_rs`].
+    #[inline(always)]
+    pub unsafe fn mma_f16_rs<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: [u32; 4],
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::rs(acc, a, b, scale_d, 1) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_accumulator_element_has_one_owner() {
+        for n in [16u32, 64, 128, 256] {
+            let mut seen = [[0u8; 256]; 64];
+            for t in 0..128 {
+                for r in 0..n / 2 {
+                    let (row, col) = acc_coords(t, r);
+                    assert!(row < 64 && col < n);
+                    seen[row as usize][col as usize] += 1;
+                }
+            }
+            for row in &seen {
+                assert!(row[..n as usize].iter().all(|&c| c == 1), "n = {n}");
+            }
+        }
+        let mut seen = [[0u8; 16]; 64];
+        for t in 0..128 {
+            for h in 0..8 {
+                let (row, k) = a_coords(t, h);
+                seen[row as usize][k as usize] += 1;
+            }
+        }
+        assert!(seen.iter().flatten().all(|&c| c == 1));
+        // Register pairs (2 j, 2 j + 1) of the accumulator are the A register j's halves: the
+        // same row, adjacent columns (k) — an accumulator converted pairwise to bf16 is an A.
+        for t in 0..128 {
+            for h in 0..8 {
+                assert_eq!(acc_coords(t, h), a_coords(t, h));
+            }
+        }
+    }
+
+    #[test]
+    fn swizzles_permute_chunks_within_each_row() {
+        for s in [Swizzle::B32, Swizzle::B64, Swizzle::B128] {
+            let rb = s.row_bytes();
+            for row in 0..16 {
+                let mut chunks: [bool; 8] = [false; 8];
+                for byte in (0..rb).step_by(16) {
+                    let off = s.offset(row, byte);
+                    assert_eq!(off / rb, row, "stays in its row");
+                    chunks[((off % rb) / 16) as usize] = true;
+                    // Bytes within a chunk keep their order.
+                    assert_eq!(s.offset(row, byte + 5), off + 5);
+                }
+                assert!(chunks[..(rb / 16) as usize].iter().all(|&c| c));
+            }
+        }
+        // 128B: chunk c of row r at c ^ (r % 8); row 0 unpermuted.
+        assert_eq!(Swizzle::B128.offset(0, 48), 48);
+        assert_eq!(Swizzle::B128.offset(3, 0), 3 * 128 + 3 * 16);
+        assert_eq!(Swizzle::B128.offset(9, 16), 9 * 128 + (1 ^ 1) * 16);
+        assert_eq!(Swizzle::None.offset(5, 4), 84);
+    }
+
+    #[test]
+    fn descriptors_encode_and_check() {
+        let d = MatrixDesc::k_major(0x400, Swizzle::B128).unwrap();
+        assert_eq!(d.0 & 0x3FFF, 0x40);
+        assert_eq!((d.0 >> 16) & 0x3FFF, 1);
+        assert_eq!((d.0 >> 32) & 0x3FFF, 1024 >> 4);
+        assert_eq!(d.0 >> 62, 1);
+        assert_eq!(d.addr(), 0x400);
+        assert_eq!(d.advance(32).addr(), 0x420);
+        assert_eq!(
+            MatrixDesc::k_major(0x200, Swizzle::B128),
+            Err(DescError::Misaligned)
+        );
+        assert!(MatrixDesc::k_major(0x200, Swizzle::B64).is_ok());
+        assert_eq!(
+            MatrixDesc::new(0, 8, 16, Swizzle::None),
+            Err(DescError::BadOffset)
+        );
+        assert_eq!(
+            MatrixDesc::new(1 << 18, 16, 16, Swizzle::None),
+            Err(DescError::OutOfRange)
+        );
+        assert_eq!(MatrixDesc::k_major(0, Swizzle::B32).unwrap().0 >> 62, 3);
+        assert_eq!(MatrixDesc::k_major(0, Swizzle::B64).unwrap().0 >> 62, 2);
+    }
+}
