@@ -172,10 +172,10 @@ impl MatrixDesc {
     ///
     /// Checked: `addr` aligned to the swizzle atom, offsets multiples of 16 that fit.
     pub const fn new(addr: u32, lbo: u32, sbo: u32, swizzle: Swizzle) -> Result<Self, DescError> {
-        if addr % swizzle.base_alignment() != 0 {
+        if !addr.is_multiple_of(swizzle.base_alignment()) {
             return Err(DescError::Misaligned);
         }
-        if lbo % 16 != 0 || sbo % 16 != 0 || lbo >= 1 << 18 || sbo >= 1 << 18 {
+        if !lbo.is_multiple_of(16) || !sbo.is_multiple_of(16) || lbo >= 1 << 18 || sbo >= 1 << 18 {
             return Err(DescError::BadOffset);
         }
         if addr >= 1 << 18 {
