@@ -666,7 +666,9 @@ mod tests {
         // 128B: chunk c of row r at c ^ (r % 8); row 0 unpermuted.
         assert_eq!(Swizzle::B128.offset(0, 48), 48);
         assert_eq!(Swizzle::B128.offset(3, 0), 3 * 128 + 3 * 16);
-        assert_eq!(Swizzle::B128.offset(9, 16), 9 * 128 + (1 ^ 1) * 16);
+        // Row 9 is row 1 of its group: chunk 1 swaps with chunk 0.
+        assert_eq!(Swizzle::B128.offset(9, 16), 9 * 128);
+        assert_eq!(Swizzle::B128.offset(9, 0), 9 * 128 + 16);
         assert_eq!(Swizzle::None.offset(5, 4), 84);
     }
 
