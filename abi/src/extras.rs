@@ -23,6 +23,10 @@ pub const NONE: u8 = u8::MAX;
 pub(crate) const TAG_ZERO: u8 = 1;
 pub(crate) const TAG_SCRATCH: u8 = 2;
 pub(crate) const TAG_REQUIRE: u8 = 3;
+pub(crate) const TAG_TILE: u8 = 4;
+
+/// Bytes of one [`TileDecl`] in a record: param, rank, swizzle, five u16 extents.
+pub(crate) const TILE_BYTES: usize = 3 + 2 * crate::tensormap::TENSOR_MAP_MAX_RANK;
 
 /// Bytes of one [`ScratchLen`] in a record.
 pub(crate) const SCRATCH_BYTES: usize = 18;
@@ -242,6 +246,16 @@ pub struct Require<'a> {
     pub message: &'a str,
 }
 
+/// A parameter's tensor-map declaration ([`TileDesc`](crate::TileDesc)); `#[kernel]` lists one
+/// per parameter, and only those that describe a tensor map reach the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileDecl {
+    /// The parameter (index in the full parameter list).
+    pub param: u8,
+    /// Its declaration ([`TileDesc::NONE`](crate::TileDesc::NONE) for other kinds).
+    pub tile: crate::TileDesc,
+}
+
 /// Everything a kernel declares beyond its parameters (see the [module](self) documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Extras<'a> {
@@ -251,6 +265,8 @@ pub struct Extras<'a> {
     pub scratch: &'a [ScratchLen],
     /// Conditions checked before the launch.
     pub require: &'a [Require<'a>],
+    /// Tensor-map declarations (box and swizzle of each `TensorMap` parameter).
+    pub tiles: &'a [TileDecl],
 }
 
 impl Extras<'_> {
@@ -259,7 +275,21 @@ impl Extras<'_> {
         zero: &[],
         scratch: &[],
         require: &[],
+        tiles: &[],
     };
+}
+
+/// The number of `tiles` that describe a tensor map.
+const fn tile_count(tiles: &[TileDecl]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < tiles.len() {
+        if tiles[i].tile.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
 }
 
 /// Bytes the extras take in a manifest record: nothing when there are none.
@@ -278,6 +308,10 @@ pub const fn encoded_len(e: &Extras<'_>) -> usize {
             n += 2 * OPERAND_BYTES + 1 + 1 + e.require[i].message.len();
             i += 1;
         }
+    }
+    let tiles = tile_count(e.tiles);
+    if tiles > 0 {
+        n += 3 + 1 + tiles * TILE_BYTES;
     }
     n
 }
@@ -338,6 +372,29 @@ pub const fn encode_into<const L: usize>(
                 out[at] = m[j];
                 at += 1;
                 j += 1;
+            }
+            i += 1;
+        }
+    }
+    let tiles = tile_count(e.tiles);
+    if tiles > 0 {
+        at = header(out, at, TAG_TILE, 1 + tiles * TILE_BYTES, tiles);
+        let mut i = 0;
+        while i < e.tiles.len() {
+            let t = e.tiles[i];
+            if t.tile.is_some() {
+                out[at] = t.param;
+                out[at + 1] = t.tile.rank;
+                out[at + 2] = t.tile.swizzle;
+                at += 3;
+                let mut d = 0;
+                while d < t.tile.box_dims.len() {
+                    let b = t.tile.box_dims[d].to_le_bytes();
+                    out[at] = b[0];
+                    out[at + 1] = b[1];
+                    at += 2;
+                    d += 1;
+                }
             }
             i += 1;
         }

@@ -30,6 +30,7 @@ use crate::dtype::{DType, Element};
 use crate::indexer::Indexer;
 use crate::layout::{self, MAX_NDIM};
 use crate::params::{Scratch, Slice, SliceMut, View, ViewMut};
+use crate::tensormap::{TensorMap, TensorMapMut, TileDesc, TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES};
 use core::mem::{align_of, size_of};
 
 /// What kind of kernel parameter a type is.
@@ -45,6 +46,9 @@ pub enum ParamKind {
     /// A launcher-managed workspace, [`Scratch`]: not passed by the caller; the launcher
     /// allocates it per launch (zero-filled) with the length the kernel declares.
     Scratch = 4,
+    /// An array the launcher passes as a TMA descriptor encoded from it ([`TensorMap`],
+    /// [`TensorMapMut`]; see [`tensormap`](crate::tensormap)): 128 bytes, 64-byte aligned.
+    TensorMap = 5,
 }
 
 /// The memory layouts an array parameter kind takes ([`ParamKind::array_layout`]).
@@ -58,6 +62,11 @@ pub enum ArrayLayout {
     /// negative (a reversed axis) and zero (a broadcast axis, which only an input may have:
     /// a written array must not reach one element twice).
     Strided,
+    /// What the Tensor Memory Accelerator reads: unit stride on the innermost axis, every
+    /// other stride a positive multiple of 16 bytes below 2⁴⁰, extents below 2³² (and, checked
+    /// with the pointer, a 16-byte aligned address). Row-major matrices whose rows span a
+    /// multiple of 16 bytes, and row slices of them.
+    Tiled,
 }
 
 impl ArrayLayout {
@@ -67,6 +76,7 @@ impl ArrayLayout {
         match self {
             ArrayLayout::Contiguous => layout::is_c_contiguous(shape, byte_strides, itemsize),
             ArrayLayout::Strided => layout::element_aligned(shape, byte_strides, itemsize),
+            ArrayLayout::Tiled => tiled(shape, byte_strides, itemsize),
         }
     }
 
@@ -76,7 +86,7 @@ impl ArrayLayout {
     /// kernel that may assume more about its arrays is the faster one.
     pub const fn rank(self) -> u32 {
         match self {
-            ArrayLayout::Contiguous => 1,
+            ArrayLayout::Contiguous | ArrayLayout::Tiled => 1,
             ArrayLayout::Strided => 0,
         }
     }
@@ -86,8 +96,23 @@ impl ArrayLayout {
         match self {
             ArrayLayout::Contiguous => "C-contiguous",
             ArrayLayout::Strided => "strided",
+            ArrayLayout::Tiled => "TMA-tiled (unit inner stride, 16-byte multiple strides)",
         }
     }
+}
+
+/// [`ArrayLayout::Tiled`]'s rule on shape and byte strides.
+fn tiled(shape: &[usize], byte_strides: &[isize], itemsize: usize) -> bool {
+    let Some((&inner, outer)) = byte_strides.split_last() else {
+        return false;
+    };
+    let inner_ok = inner == itemsize as isize || shape.last() == Some(&1);
+    inner_ok
+        && shape.iter().all(|&n| (n as u64) < 1 << 32)
+        && outer
+            .iter()
+            .zip(shape)
+            .all(|(&s, &n)| n == 1 || (s > 0 && s % 16 == 0 && (s as u64) < 1 << 40))
 }
 
 /// Description of one kernel parameter type, as recorded in the manifest.
@@ -144,6 +169,9 @@ impl ParamDesc {
 pub unsafe trait KernelParam: Copy {
     /// The manifest description of this parameter type.
     const DESC: ParamDesc;
+
+    /// What a tensor-map parameter declares (box, swizzle); [`TileDesc::NONE`] for the others.
+    const TILE: TileDesc = TileDesc::NONE;
 }
 
 // SAFETY: a `#[repr(C)]` pointer-plus-POD layout; the description is computed from the type.
@@ -166,6 +194,28 @@ unsafe impl<T: Element, const N: usize> KernelParam for View<T, N> {
 unsafe impl<T: Element, const N: usize> KernelParam for ViewMut<T, N> {
     const DESC: ParamDesc = array_desc::<Self, T>(ParamKind::View, N, true);
 }
+
+macro_rules! tensor_map_params {
+    ($($ty:ident => $mutable:literal),*) => {$(
+        // SAFETY: 128 opaque bytes (the `CUtensorMap` the host encodes) whose launch-buffer
+        // alignment is 64, as the description says; no data pointer comes first, which the
+        // kind records (`ParamKind::has_data_pointer`).
+        unsafe impl<T: Element, const SW: u32, const B0: u32, const B1: u32, const B2: u32,
+                    const B3: u32, const B4: u32> KernelParam for $ty<T, SW, B0, B1, B2, B3, B4>
+        {
+            const DESC: ParamDesc = ParamDesc {
+                kind: ParamKind::TensorMap,
+                dtype: T::DTYPE,
+                rank: Self::TILE.rank,
+                mutable: $mutable,
+                size: TENSOR_MAP_BYTES as u16,
+                align: TENSOR_MAP_ALIGN as u16,
+            };
+            const TILE: TileDesc = $ty::<T, SW, B0, B1, B2, B3, B4>::TILE;
+        }
+    )*};
+}
+tensor_map_params!(TensorMap => false, TensorMapMut => true);
 
 const fn array_desc<P, T: Element>(kind: ParamKind, rank: usize, mutable: bool) -> ParamDesc {
     assert!(
@@ -244,11 +294,12 @@ pub struct ArrayArg<'a> {
 
 impl ParamKind {
     /// Every kind, in code order.
-    pub const ALL: [ParamKind; 4] = [
+    pub const ALL: [ParamKind; 5] = [
         ParamKind::Scalar,
         ParamKind::Slice,
         ParamKind::View,
         ParamKind::Scratch,
+        ParamKind::TensorMap,
     ];
 
     /// The kind with manifest code `code`.
@@ -258,17 +309,20 @@ impl ParamKind {
             2 => Some(ParamKind::Slice),
             3 => Some(ParamKind::View),
             4 => Some(ParamKind::Scratch),
+            5 => Some(ParamKind::TensorMap),
             _ => None,
         }
     }
 
-    /// `"scalar"`, `"slice"`, `"view"` or `"scratch"` (the manifest's spelling).
+    /// `"scalar"`, `"slice"`, `"view"`, `"scratch"` or `"tensormap"` (the manifest's
+    /// spelling).
     pub const fn name(self) -> &'static str {
         match self {
             ParamKind::Scalar => "scalar",
             ParamKind::Slice => "slice",
             ParamKind::View => "view",
             ParamKind::Scratch => "scratch",
+            ParamKind::TensorMap => "tensormap",
         }
     }
 
@@ -281,8 +335,18 @@ impl ParamKind {
     pub const fn is_array(self) -> bool {
         match self {
             ParamKind::Scalar => false,
-            ParamKind::Slice | ParamKind::View | ParamKind::Scratch => true,
+            ParamKind::Slice | ParamKind::View | ParamKind::Scratch | ParamKind::TensorMap => true,
         }
+    }
+
+    /// `true` when the parameter type begins with the array's data pointer (which `#[kernel]`
+    /// marks as global memory): every array kind but [`TensorMap`](ParamKind::TensorMap),
+    /// whose 128 bytes are the descriptor.
+    pub const fn has_data_pointer(self) -> bool {
+        matches!(
+            self,
+            ParamKind::Slice | ParamKind::View | ParamKind::Scratch
+        )
     }
 
     /// `true` when the caller passes an argument for a parameter of this kind; `false` for
@@ -298,6 +362,7 @@ impl ParamKind {
             ParamKind::Scalar => rank == 0,
             ParamKind::Slice | ParamKind::Scratch => rank == 1,
             ParamKind::View => rank <= MAX_NDIM,
+            ParamKind::TensorMap => rank >= 1 && rank <= crate::tensormap::TENSOR_MAP_MAX_RANK,
         }
     }
 
@@ -309,6 +374,7 @@ impl ParamKind {
             ParamKind::Scalar => None,
             ParamKind::Slice | ParamKind::Scratch => Some(ArrayLayout::Contiguous),
             ParamKind::View => Some(ArrayLayout::Strided),
+            ParamKind::TensorMap => Some(ArrayLayout::Tiled),
         }
     }
 
@@ -321,7 +387,7 @@ impl ParamKind {
     /// `true` when the argument's rank must equal the parameter's (views; a slice takes an
     /// array of any rank as its elements in C order).
     pub const fn fixes_rank(self) -> bool {
-        matches!(self, ParamKind::View)
+        matches!(self, ParamKind::View | ParamKind::TensorMap)
     }
 
     /// Size and alignment in the launch buffer of a parameter of this kind, element type and
@@ -339,6 +405,7 @@ impl ParamKind {
             ParamKind::View => with_rank!(rank, N => {
                 Some((size_of::<View<u8, N>>(), align_of::<View<u8, N>>()))
             }, else None),
+            ParamKind::TensorMap => Some((TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)),
         }
     }
 
@@ -348,9 +415,11 @@ impl ParamKind {
     ///
     /// `None` when the kind takes no array, the rank is not one it allows, shape and strides
     /// differ in length, or `out` is too short.
+    /// A [`TensorMap`](ParamKind::TensorMap)'s image is a descriptor only the driver can
+    /// encode: `None` here (the host's launcher encodes it).
     pub fn write_array(self, arr: &ArrayArg<'_>, out: &mut [u8]) -> Option<usize> {
         match self {
-            ParamKind::Scalar => None,
+            ParamKind::Scalar | ParamKind::TensorMap => None,
             ParamKind::Slice => {
                 // SAFETY: the value is only copied, as bytes, into a launch buffer; the host's
                 // launch checks (extent inside the allocation, element type) stand for the
@@ -387,6 +456,7 @@ impl ParamKind {
             ParamKind::Slice => std::format!("Slice{m}<{elem}>"),
             ParamKind::View => std::format!("View{m}<{elem}, {rank}>"),
             ParamKind::Scratch => std::format!("Scratch<{elem}>"),
+            ParamKind::TensorMap => std::format!("TensorMap{m}<{elem}, …>"),
         }
     }
 }

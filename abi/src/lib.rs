@@ -13,6 +13,7 @@
 //!   loads and stores;
 //! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters, and
 //!   [`Scratch`], a workspace the launcher allocates;
+//! * [`tensormap`] — [`TensorMap`], an array passed as a TMA descriptor encoded on the host;
 //! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
 //!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
 //!   layout of each kind, taken from the parameter types themselves;
@@ -30,7 +31,7 @@
 //!   each: the rule the builder, the manifest and the launchers share;
 //!
 //! Module order (each uses only those above it): `arch`, `space`, `dtype`, `layout`, `indexer`,
-//! `params`, `vectors`, `kinds`, `launch`, `extras`, `manifest`, `diag`.
+//! `params`, `tensormap`, `vectors`, `kinds`, `launch`, `extras`, `manifest`, `diag`.
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.
@@ -57,6 +58,7 @@ pub mod layout;
 pub mod manifest;
 pub mod params;
 pub mod space;
+pub mod tensormap;
 pub mod vectors;
 
 pub use dtype::{DType, Element};
@@ -64,6 +66,7 @@ pub use indexer::{Indexer, Walk};
 pub use kinds::{ArrayArg, ArrayLayout, KernelParam, ParamDesc, ParamKind};
 pub use layout::MAX_NDIM;
 pub use params::{Scratch, Slice, SliceMut, View, ViewMut};
+pub use tensormap::{TensorMap, TensorMapMut, TileDesc};
 pub use vectors::{Vectors, VectorsMut};
 
 /// Expands to the link section that makes a `static` block-shared memory: `".ferrocuda.shared"`.

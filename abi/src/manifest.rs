@@ -199,7 +199,7 @@ mod host {
     use crate::dtype::DType;
     pub use crate::extras::json::{OperandSig, RequireSig, ScratchSig};
     use crate::extras::{Cmp, Operand, ScratchLen, OPERAND_BYTES, SCRATCH_BYTES};
-    use crate::extras::{TAG_REQUIRE, TAG_SCRATCH, TAG_ZERO};
+    use crate::extras::{TAG_REQUIRE, TAG_SCRATCH, TAG_TILE, TAG_ZERO, TILE_BYTES};
     use crate::kinds::ParamKind;
     pub use crate::launch::LaunchSpec;
     use serde::{Deserialize, Serialize};
@@ -344,6 +344,19 @@ mod host {
         pub size: u16,
         /// Alignment in the launch parameter buffer.
         pub align: u16,
+        /// A tensor map's box and swizzle (kind `"tensormap"` only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tile: Option<TileSig>,
+    }
+
+    /// What a tensor-map parameter declares: the box (outermost first) and the swizzle width.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct TileSig {
+        /// Box extents, outermost first (one per axis of the array).
+        #[serde(rename = "box")]
+        pub box_dims: Vec<u32>,
+        /// Swizzle width in bytes: 0, 32, 64 or 128.
+        pub swizzle: u32,
     }
 
     impl ParamSig {
@@ -539,6 +552,7 @@ mod host {
                 mutable: mutable == 1,
                 size,
                 align,
+                tile: None,
             });
         }
         let ngroups = r.u8()? as usize;
@@ -603,6 +617,23 @@ mod host {
                             op: cmp.symbol().into(),
                             rhs: rhs.into(),
                             message,
+                        });
+                    }
+                }
+                TAG_TILE => {
+                    for _ in 0..count {
+                        let e = s.take(TILE_BYTES)?;
+                        let (param, rank, swizzle) = (e[0] as usize, e[1] as usize, e[2]);
+                        let dims: Vec<u32> = (0..rank.min(5))
+                            .map(|d| u32::from(u16::from_le_bytes([e[3 + 2 * d], e[4 + 2 * d]])))
+                            .collect();
+                        let p = sig
+                            .params
+                            .get_mut(param)
+                            .ok_or("a tensor-map declaration names no parameter")?;
+                        p.tile = Some(TileSig {
+                            box_dims: dims,
+                            swizzle: u32::from(swizzle),
                         });
                     }
                 }
@@ -825,6 +856,7 @@ mod host {
                 zero: &[1],
                 scratch: &scratch,
                 require: &require,
+                tiles: &[],
             };
             const L: usize = 66 + 5 + 22 + 87;
             assert_eq!(encoded_len_ext("k", "k", &params, &[], 0, &extras), L);
@@ -875,5 +907,47 @@ mod host {
             unknown[66] = 9;
             assert!(decode(&unknown).unwrap_err().contains("section 9"));
         }
+    }
+
+    #[test]
+    fn tensor_map_declarations_round_trip() {
+        use crate::extras::{Extras, TileDecl};
+        use crate::manifest::{decode, encode_ext, encoded_len_ext};
+        use crate::{KernelParam, ParamDesc, Slice, TensorMap, TileDesc};
+        type A = TensorMap<f32, 128, 64, 32>;
+        let params: [(&str, ParamDesc); 2] = [
+            ("a", <A as KernelParam>::DESC),
+            ("x", <Slice<f32> as KernelParam>::DESC),
+        ];
+        assert_eq!(
+            (params[0].1.size, params[0].1.align, params[0].1.rank),
+            (128, 64, 2)
+        );
+        let tiles = [
+            TileDecl {
+                param: 0,
+                tile: <A as KernelParam>::TILE,
+            },
+            TileDecl {
+                param: 1,
+                tile: TileDesc::NONE,
+            },
+        ];
+        let extras = Extras {
+            tiles: &tiles,
+            ..Extras::NONE
+        };
+        const L: usize = 4 + 2 + 2 + 1 + (2 + 8) * 2 + 1 + 2 + (4 + 13);
+        assert_eq!(encoded_len_ext("k", "k", &params, &[], 0, &extras), L);
+        let bytes: [u8; L] = encode_ext("k", "k", &params, &[], 0, &extras);
+        let sig = decode(&bytes).unwrap();
+        let tile = sig.params[0].tile.as_ref().unwrap();
+        assert_eq!(
+            (tile.box_dims.as_slice(), tile.swizzle),
+            (&[64, 32][..], 128)
+        );
+        assert_eq!(sig.params[0].kind, "tensormap");
+        assert!(sig.params[1].tile.is_none());
+        assert_eq!(A::BOX_BYTES, 64 * 32 * 4);
     }
 }

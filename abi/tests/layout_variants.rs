@@ -16,6 +16,7 @@ fn layout_variants_differ_only_in_array_kinds_and_ranks() {
         mutable,
         size: 16,
         align: 8,
+        tile: None,
     };
     let kernel = |name: &str, family: &str, kind: &str, rank: u8, dtype: &str| KernelSig {
         name: name.into(),

@@ -189,6 +189,15 @@ pub fn process_ptx(ptx: &str) -> Result<Processed, String> {
             ));
         }
     }
+    // Tensor maps: 64-byte aligned in the parameter space, as TMA requires (the Rust type
+    // can only say 16).
+    for sig in records.values() {
+        for (i, p) in sig.params.iter().enumerate() {
+            if p.param_kind() == Some(ferrocuda_abi::ParamKind::TensorMap) {
+                cleaned = align_tensor_map_param(&cleaned, &sig.name, i)?;
+            }
+        }
+    }
     for (name, d) in launches {
         let sig = records
             .get_mut(&name)
@@ -206,6 +215,30 @@ pub fn process_ptx(ptx: &str) -> Result<Processed, String> {
         kernels: records.into_values().collect(),
         requests,
     })
+}
+
+/// Declares parameter `index` of entry `name` — a tensor map, 128 bytes — 64-byte aligned:
+/// `.param .align 16 .b8 name_param_3[128]` becomes `.param .align 64 .b8 …`.
+pub fn align_tensor_map_param(ptx: &str, name: &str, index: usize) -> Result<String, String> {
+    let symbol = format!("{name}_param_{index}[128]");
+    let at = ptx.find(&symbol).ok_or_else(|| {
+        format!("tensor-map parameter {index} of `{name}` is not a 128-byte parameter in the PTX")
+    })?;
+    let line_start = ptx[..at].rfind('\n').map_or(0, |i| i + 1);
+    let decl = &ptx[line_start..at];
+    let Some(align) = decl.find(".align ") else {
+        return Err(format!(
+            "tensor-map parameter {index} of `{name}` has no alignment in the PTX"
+        ));
+    };
+    let digits_end = decl[align + 7..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(decl.len(), |e| align + 7 + e);
+    let mut out = String::with_capacity(ptx.len() + 1);
+    out.push_str(&ptx[..line_start + align]);
+    out.push_str(".align 64");
+    out.push_str(&ptx[line_start + digits_end..]);
+    Ok(out)
 }
 
 /// Writes the launch bounds `d` declares into entry `name` of `ptx`: `.maxntid n, 1, 1` or

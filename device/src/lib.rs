@@ -34,6 +34,8 @@
 //! * [`math`] — [`GpuFloat`] (`x.exp()`, `x.sin_cos()`, `x.powf(y)`, … over NVIDIA's
 //!   libdevice, with its accuracy table) and [`math::FastMath`] (the `*.approx` forms);
 //! * [`half`] — `f16`, `bf16` and their packed pairs, with hardware conversions;
+//! * [`tma`] — the Tensor Memory Accelerator (sm_90): tile loads (multicast too) and stores
+//!   through `TensorMap` parameters;
 //! * [`wgmma`] — Hopper's warpgroup MMA (sm_90a): matrix descriptors and swizzles, the
 //!   accumulator fragment, fence / commit / wait, `setmaxnreg`;
 //! * [`diag`] — [`gpu_printf!`] (device `printf`) and [`device_assert!`]; every failed check
@@ -68,8 +70,8 @@
 pub use ferrocuda_abi::shared_section;
 pub use ferrocuda_abi::space;
 pub use ferrocuda_abi::{
-    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Scratch, Slice, SliceMut, Vectors,
-    VectorsMut, View, ViewMut,
+    DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Scratch, Slice, SliceMut,
+    TensorMap, TensorMapMut, Vectors, VectorsMut, View, ViewMut,
 };
 pub use ferrocuda_macros::kernel;
 
@@ -95,6 +97,7 @@ pub mod diag;
 pub mod half;
 pub mod math;
 pub mod shared;
+pub mod tma;
 pub mod wgmma;
 
 pub use math::GpuFloat;
@@ -118,9 +121,10 @@ pub mod warp;
 /// Items used by the code `#[kernel]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use ferrocuda_abi::extras::{Cmp, Extras, Operand, Require, ScratchLen};
+    pub use ferrocuda_abi::extras::{Cmp, Extras, Operand, Require, ScratchLen, TileDecl};
     pub use ferrocuda_abi::launch::{LaunchDecl, LEN as LAUNCH_RECORD_LEN};
     pub use ferrocuda_abi::manifest::{encode, encode_ext, encoded_len, encoded_len_ext};
+    pub use ferrocuda_abi::TileDesc;
     pub use ferrocuda_abi::{Element, KernelParam, ParamDesc};
 
     /// A kernel parameter's type, checked by `#[kernel]` under the parameter's name `P` (a
@@ -135,9 +139,12 @@ pub mod __private {
     pub trait ParamCheck<P> {
         /// `Self`'s [`KernelParam::DESC`].
         const DESC: ParamDesc;
+        /// `Self`'s [`KernelParam::TILE`].
+        const TILE: TileDesc;
     }
     impl<T: KernelParam, P> ParamCheck<P> for T {
         const DESC: ParamDesc = T::DESC;
+        const TILE: TileDesc = T::TILE;
     }
 
     /// `#[kernel(items_per_thread = <expression>)]`, checked at compile time.
@@ -149,30 +156,48 @@ pub mod __private {
         n as u16
     }
 
-    /// The kernel entry's view of parameter `p`: for an array kind (`ARRAY`, from its
-    /// [`KernelParam::DESC`]), the same value with its data pointer marked as global memory
+    /// The kernel entry's view of parameter `p` of kind code `KIND`: for an array kind that
+    /// begins with its data pointer, the same value with that pointer marked as global memory
     /// ([`ferrocuda_abi::space::global`]), so that accesses through it compile to
-    /// `ld.global`/`st.global`; a scalar unchanged.
+    /// `ld.global`/`st.global`; for a tensor map, the value with its first word replaced by
+    /// the parameter's own generic address (`param_addr`: `mov` of the PTX parameter symbol and
+    /// `cvta.param`), which TMA instructions take; a scalar unchanged.
     #[inline(always)]
-    pub fn in_global<P: Copy, const ARRAY: bool>(p: P) -> P {
+    pub fn route<P: Copy, const KIND: u8>(p: P, param_addr: impl FnOnce() -> u64) -> P {
         const {
             assert!(
-                !ARRAY
-                    || (core::mem::size_of::<P>() >= core::mem::size_of::<*mut u8>()
-                        && core::mem::align_of::<P>() >= core::mem::align_of::<*mut u8>()),
-                "an array parameter type must begin with its data pointer"
+                core::mem::size_of::<P>() >= core::mem::size_of::<*mut u8>()
+                    || KIND == ferrocuda_abi::ParamKind::Scalar as u8,
+                "an array parameter type must begin with its data pointer or descriptor"
             )
         };
-        if !ARRAY {
+        let mut p = p;
+        if KIND == ferrocuda_abi::ParamKind::TensorMap as u8 {
+            // SAFETY: a tensor map's first 8 bytes are its word 0 (`Opaque::words[0]`),
+            // which the body reads as the parameter's address.
+            unsafe { (&raw mut p).cast::<u64>().write_unaligned(param_addr()) };
             return p;
         }
-        let mut p = p;
+        let has_pointer = match ferrocuda_abi::ParamKind::from_code(KIND) {
+            Some(k) => k.has_data_pointer(),
+            None => false,
+        };
+        if !has_pointer {
+            return p;
+        }
         let data = (&raw mut p).cast::<*mut u8>();
-        // SAFETY: an array kind begins with its data pointer (`KernelParam`'s contract; the
-        // assertion above checks room and alignment for it), which the host has checked to be
-        // device memory (or null for an empty array, never dereferenced).
+        // SAFETY: an array kind with a data pointer begins with it (`KernelParam`'s contract;
+        // the assertion above checks room for it; alignment: every such type is at least
+        // pointer-aligned), and the host has checked it to be device memory (or null for an
+        // empty array, never dereferenced).
         unsafe { data.write(ferrocuda_abi::space::global(data.read())) };
         p
+    }
+
+    /// `#[kernel]`'s check that a kernel with a tensor-map parameter is built for sm_90 or
+    /// newer (`arch`): TMA does not exist before.
+    pub const fn tensor_map_needs_sm90(kind: ferrocuda_abi::ParamKind, sm90: bool) -> bool {
+        !matches!(kind, ferrocuda_abi::ParamKind::TensorMap) || sm90
     }
 }
 

@@ -182,6 +182,7 @@ pub fn resolve(opts: &ExtrasOpts, names: &[Ident], types: &[Type]) -> syn::Resul
             zero: &[#(#zero),*],
             scratch: &[#(#scratch),*],
             require: &[#(#require),*],
+            tiles: &[],
         }
     };
     Ok(Resolved {

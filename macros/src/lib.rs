@@ -328,8 +328,11 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
             quote! { #k }
         }
     };
+    let sm90 = opts.arch.as_ref().is_some_and(|a| {
+        ferrocuda_abi::arch::Arch::parse(&a.value()).is_some_and(|a| a.number() >= 90)
+    });
     let kernel = expand_final(
-        &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras,
+        &func, &arg_names, &arg_pats, &arg_types, &groups, &family, ipt, &extras, sm90,
     );
     let launch_record = opts.launch.record(name)?;
     Ok(in_part(
@@ -424,6 +427,7 @@ fn expand_final(
     family: &str,
     items_per_thread: TokenStream2,
     extras: &extras::Resolved,
+    sm90: bool,
 ) -> TokenStream2 {
     let sig = &func.sig;
     let name = &sig.ident;
@@ -460,8 +464,51 @@ fn expand_final(
         });
     // Array parameters reach the body with their data pointer marked as global memory (see
     // `ferrocuda_abi::space`), so that their accesses compile to `ld.global`/`st.global`.
-    let routed = arg_names.iter().zip(arg_types).zip(&descs).map(|((name, ty), desc)| {
-        quote! { ::ferrocuda_device::__private::in_global::<#ty, { #desc.kind.is_array() }>(#name) }
+    // A tensor map's body value carries the parameter's own address (`mov` of the PTX
+    // parameter symbol, which LLVM names `<kernel>_param_<index>`).
+    let routed =
+        arg_names
+            .iter()
+            .zip(arg_types)
+            .zip(&descs)
+            .enumerate()
+            .map(|(i, ((name, ty), desc))| {
+                let symbol = format!("{name_str}_param_{i}");
+                quote! {
+                    ::ferrocuda_device::__private::route::<#ty, { #desc.kind as u8 }>(#name, || {
+                        let a: u64;
+                        // SAFETY: takes the address of this entry's own parameter; no access.
+                        unsafe {
+                            ::core::arch::asm!(
+                                concat!("mov.b64 {a}, ", #symbol, "; cvta.param.u64 {a}, {a};"),
+                                a = out(reg64) a,
+                                options(pure, nomem, nostack),
+                            )
+                        };
+                        a
+                    })
+                }
+            });
+    let tiles = (0..arg_names.len()).map(|i| {
+        let ty = &arg_types[i];
+        let param = &arg_names[i];
+        let marker = quote_spanned! {ty.span()=> #name::#param };
+        let i = i as u8;
+        quote! {
+            ::ferrocuda_device::__private::TileDecl {
+                param: #i,
+                tile: <#ty as ::ferrocuda_device::__private::ParamCheck<#marker>>::TILE,
+            }
+        }
+    });
+    let tma_checks = descs.iter().map(|desc| {
+        quote! {
+            const _: () = assert!(
+                ::ferrocuda_device::__private::tensor_map_needs_sm90(#desc.kind, #sm90),
+                concat!("kernel `", #name_str, "`: a TensorMap parameter needs \
+                         #[kernel(arch = \"sm_90\")] or newer (TMA does not exist before sm_90)")
+            );
+        }
     });
     let call = if unsafety.is_some() {
         quote! { unsafe { #inner(#(#routed),*) } }
@@ -482,7 +529,13 @@ fn expand_final(
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
-        const #extras_const: ::ferrocuda_device::__private::Extras<'static> = #extras_value;
+        const #extras_const: ::ferrocuda_device::__private::Extras<'static> =
+            ::ferrocuda_device::__private::Extras {
+                tiles: &[#(#tiles),*],
+                ..#extras_value
+            };
+
+        #(#tma_checks)*
 
         #[doc(hidden)]
         #[allow(non_camel_case_types, dead_code)]

@@ -21,6 +21,13 @@ fn param_text(p: &Param) -> String {
             p.rank,
             if p.mutable { ", written" } else { "" }
         ),
+        ParamKind::TensorMap => format!(
+            "{}: {dt} {}-D array (read by the Tensor Memory Accelerator: unit inner stride, \
+             16-byte multiple strides{})",
+            p.name,
+            p.rank,
+            if p.mutable { ", written" } else { "" }
+        ),
         // Never an argument: signatures list the caller's parameters only.
         ParamKind::Scratch => format!("{}: {dt} workspace (provided by the launcher)", p.name),
     }

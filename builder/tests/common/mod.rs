@@ -100,5 +100,6 @@ pub fn param(
         mutable,
         size,
         align,
+        tile: None,
     }
 }

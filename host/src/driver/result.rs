@@ -806,3 +806,47 @@ fn check(res: sys::CUresult, call: &'static str) -> Result<()> {
         Err(cuda_error(res, call))
     }
 }
+
+/// `cuTensorMapEncodeTiled`: the 128-byte TMA descriptor of a tiled tensor into `out` (a
+/// `CUtensorMap`). Dimensions, strides and box are innermost first, as the driver takes them;
+/// `strides` has `dims.len() - 1` entries (bytes, for dimensions 1..).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tensor_map_encode_tiled(
+    out: &mut sys::CUtensorMap,
+    dtype: sys::CUtensorMapDataType,
+    address: u64,
+    dims: &[u64],
+    strides: &[u64],
+    box_dims: &[u32],
+    swizzle: sys::CUtensorMapSwizzle,
+) -> Result<()> {
+    let rank = dims.len();
+    if rank == 0 || strides.len() + 1 != rank || box_dims.len() != rank {
+        return Err(Error::value(
+            "a tensor map needs matching dimensions, strides and box",
+        ));
+    }
+    let element_strides = [1u32; 5];
+    // SAFETY: every pointer points at `rank` (strides: `rank - 1`) readable values, `out` at a
+    // writable `CUtensorMap`; the driver only encodes (no memory access at `address`).
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            out,
+            dtype,
+            rank as u32,
+            address as usize as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            box_dims.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        e => Err(cuda_error(e, "cuTensorMapEncodeTiled")),
+    }
+}

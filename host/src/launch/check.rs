@@ -83,6 +83,20 @@ fn check_param(sig: &Signature, p: &Param, a: &Arg<'_>) -> Result<()> {
             d.shape()
         )));
     }
+    if layout == Some(ArrayLayout::Tiled) && !has_layout(d, ArrayLayout::Tiled) {
+        return Err(Error::value(format!(
+            "kernel `{}` reads this array with the Tensor Memory Accelerator (a TensorMap \
+             parameter), which needs a non-empty array with unit stride on the innermost axis, \
+             every other stride a positive multiple of 16 bytes, and a 16-byte aligned \
+             address; got shape {:?}, \
+             strides {:?} bytes, address {:#x} (pass a contiguous copy whose rows span a \
+             multiple of 16 bytes)",
+            sig.name,
+            d.shape(),
+            d.byte_strides(),
+            d.ptr()
+        )));
+    }
     if layout == Some(ArrayLayout::Strided) && !has_layout(d, ArrayLayout::Strided) {
         // Names the axis whose stride splits elements.
         d.element_strides(&mut [0; MAX_NDIM])?;

@@ -363,6 +363,10 @@ fn pack(sig: &Signature, args: &[Arg<'_>], buf: &mut ParamBuffer) -> Result<()> 
                 s.write(slot);
                 Some(p.size)
             }
+            Arg::Array(d) if p.kind == ParamKind::TensorMap => {
+                super::tensormap::encode(p, d, slot)?;
+                Some(p.size)
+            }
             Arg::Array(d) => {
                 let mut strides = [0isize; MAX_NDIM];
                 let strides = if p.kind.fixes_rank() {

@@ -43,6 +43,7 @@ mod execute;
 mod prepare;
 pub mod select;
 pub mod shape;
+pub mod tensormap;
 
 pub use bind::BoundLaunch;
 pub use check::check_args;

@@ -48,11 +48,17 @@ impl<'a> From<&Arg<'a>> for Operand<'a> {
 }
 
 /// `true` when array `d` has `layout`: for [`ArrayLayout::Contiguous`] the descriptor's
-/// C-contiguity, for [`ArrayLayout::Strided`] element-aligned strides.
+/// C-contiguity, for [`ArrayLayout::Strided`] element-aligned strides, for
+/// [`ArrayLayout::Tiled`] the Tensor Memory Accelerator's rule and a 16-byte aligned address.
 pub fn has_layout(d: &ArrayDesc, layout: ArrayLayout) -> bool {
     match layout {
         ArrayLayout::Contiguous => d.is_c_contiguous(),
         ArrayLayout::Strided => layout::element_aligned(d.shape(), d.byte_strides(), d.itemsize()),
+        ArrayLayout::Tiled => {
+            d.size() > 0
+                && d.ptr() % 16 == 0
+                && layout.admits(d.shape(), d.byte_strides(), d.itemsize())
+        }
     }
 }
 
@@ -189,8 +195,7 @@ pub fn launch_capability(operands: &[Operand<'_>], device: Option<usize>) -> Res
 }
 
 /// Everything [`select`] looks at in a launch's operands, in a few bytes: per operand, scalar
-/// or an array's element type, rank, C-contiguity and element alignment (the two layouts of
-/// [`has_layout`]). Two launches with equal keys select the same kernel from the same
+/// or an array's element type, rank, and whether it has each layout of [`has_layout`]. Two launches with equal keys select the same kernel from the same
 /// candidates, so a launcher may remember its choice by key ([`SelectionMemo`]). Launches of
 /// more than [`SelectionKey::MAX_OPERANDS`] operands have no key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -198,7 +203,7 @@ pub struct SelectionKey {
     n: u8,
     /// The device's compute capability as `major * 16 + minor` (0: not weighed).
     cc: u8,
-    ops: [u16; SelectionKey::MAX_OPERANDS],
+    ops: [u32; SelectionKey::MAX_OPERANDS],
 }
 
 impl SelectionKey {
@@ -210,7 +215,7 @@ impl SelectionKey {
         if operands.len() > Self::MAX_OPERANDS {
             return None;
         }
-        let mut ops = [0u16; Self::MAX_OPERANDS];
+        let mut ops = [0u32; Self::MAX_OPERANDS];
         for (slot, op) in ops.iter_mut().zip(operands) {
             *slot = match op {
                 Operand::Scalar => 0,
@@ -220,11 +225,14 @@ impl SelectionKey {
                         .position(|x| *x == d.dtype())?;
                     let contiguous = has_layout(d, ArrayLayout::Contiguous);
                     let aligned = has_layout(d, ArrayLayout::Strided);
-                    // 1 (array) | contiguous << 1 | aligned << 2 | rank << 3 | dtype << 8.
-                    1 | u16::from(contiguous) << 1
-                        | u16::from(aligned) << 2
-                        | (d.ndim() as u16) << 3
-                        | (dtype as u16) << 8
+                    let tiled = has_layout(d, ArrayLayout::Tiled);
+                    // 1 (array) | contiguous << 1 | aligned << 2 | tiled << 3 | rank << 4
+                    // (6 bits: 0..=32) | dtype << 10.
+                    1 | u32::from(contiguous) << 1
+                        | u32::from(aligned) << 2
+                        | u32::from(tiled) << 3
+                        | (d.ndim() as u32) << 4
+                        | (dtype as u32) << 10
                 }
             };
         }

@@ -33,6 +33,8 @@ pub struct Param {
     pub offset: usize,
     /// Byte size in the launch parameter buffer.
     pub size: usize,
+    /// A tensor map's box and swizzle ([`ParamKind::TensorMap`] only).
+    pub tile: Option<ferrocuda_abi::manifest::TileSig>,
 }
 
 /// A kernel's signature in the form launches use.
@@ -168,6 +170,7 @@ impl Signature {
                     entry,
                     offset,
                     size,
+                    tile: p.tile.clone(),
                 });
             } else {
                 map.push(None);
