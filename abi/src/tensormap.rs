@@ -83,7 +83,7 @@ impl TileDesc {
         }
         let inner = dims[rank - 1] as usize * itemsize;
         assert!(
-            inner % 16 == 0,
+            inner.is_multiple_of(16),
             "TensorMap: the innermost box extent must span a multiple of 16 bytes"
         );
         assert!(
