@@ -126,7 +126,8 @@
 //! these calls (compute masked values with `if`-expressions LLVM turns into selects, or
 //! predicate around a block barrier: a loop containing [`sync_threads`](crate::thread::sync_threads)
 //! is never unswitched); check the PTX of a new kernel (`mma.sync` and `ldmatrix` outside
-//! thread-dependent branches). The test kernels' PTX is checked that way.
+//! thread-dependent branches, as many as in the source). The PTX tests count each test
+//! kernel's `mma.sync` and `ldmatrix` against its source.
 
 mod frag;
 #[cfg(target_arch = "nvptx64")]
