@@ -281,6 +281,32 @@ const fn group(lane: u32) -> (usize, usize) {
     (lane / 4, lane % 4)
 }
 
+/// The tile row and column (in elements of `size` bytes) that lane `lane` addresses for an
+/// `ldmatrix`/`stmatrix` `.x4` of operand A (16 rows of 32 bytes): lane `l` gives row
+/// `l % 16` at byte `16 (l / 16)`, so 8×8 matrix `j` (lanes `8j..8j+8`) is the quadrant
+/// (rows `8 (j % 2)..`, bytes `16 (j / 2)..`).
+#[inline(always)]
+pub(crate) const fn ldmatrix_a_offsets(lane: u32, size: usize) -> (usize, usize) {
+    let l = (lane % 32) as usize;
+    (l % 16, 16 / size * (l / 16))
+}
+
+/// The same for a `.x2` of operand B from an N×K tile (8 rows of 32 bytes): lane `l` gives row
+/// `l % 8` at byte `16 ((l / 8) % 2)` (lanes `16..32`, whose addresses `.x2` ignores, repeat
+/// lanes `0..16`).
+#[inline(always)]
+pub(crate) const fn ldmatrix_b_offsets(lane: u32, size: usize) -> (usize, usize) {
+    let l = (lane % 32) as usize;
+    (l % 8, 16 / size * ((l / 8) % 2))
+}
+
+/// The same for a `.x2.trans` of operand B (or a `.x2` of a 16×8 accumulator) from a K×N
+/// tile of 16-bit elements (16 rows of 16 bytes): lane `l` gives row `l % 16`.
+#[inline(always)]
+pub(crate) const fn ldmatrix_rows16_offsets(lane: u32) -> (usize, usize) {
+    ((lane % 16) as usize, 0)
+}
+
 /// Element `i` (16-bit) of packed registers: the low half holds the lower index.
 #[inline(always)]
 fn half_of(regs: &[u32], i: usize) -> u16 {
@@ -774,6 +800,8 @@ impl Fragment for Acc8x8F64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    extern crate std;
+    use std::vec::Vec;
 
     /// Every element of the `ROWS`×`COLS` matrix is held by exactly one `(lane, i)`.
     fn bijective<F: Fragment>() {
@@ -889,6 +917,153 @@ mod tests {
                     assert_eq!(FragA16x16::<bf16>::coords(lane, 2 * j + h), (r, c));
                 }
             }
+        }
+    }
+
+    /// `ldmatrix.sync.aligned.m8n8.x{n}[.trans].shared.b16` as the PTX ISA defines it, over
+    /// the bytes `mem`: lane `8j + r` gives (through `addr`) the byte address of row `r` of
+    /// matrix `j`; lane `l` receives in register `j` the 16-bit elements at row `l / 4`,
+    /// columns `2 (l % 4)` (low half) and `2 (l % 4) + 1` (high half) — with `.trans`, at
+    /// column `l / 4`, rows `2 (l % 4)` and `2 (l % 4) + 1`.
+    fn ldmatrix(mem: &[u8], addr: impl Fn(usize) -> usize, n: usize, trans: bool) -> Vec<[u32; 4]> {
+        let half = |a: usize| u16::from_le_bytes([mem[a], mem[a + 1]]) as u32;
+        (0..32)
+            .map(|l| {
+                let mut regs = [0u32; 4];
+                for (j, reg) in regs.iter_mut().enumerate().take(n) {
+                    *reg = if trans {
+                        let r = 2 * (l % 4);
+                        half(addr(8 * j + r) + 2 * (l / 4))
+                            | half(addr(8 * j + r + 1) + 2 * (l / 4)) << 16
+                    } else {
+                        let a = addr(8 * j + l / 4) + 4 * (l % 4);
+                        half(a) | half(a + 2) << 16
+                    };
+                }
+                regs
+            })
+            .collect()
+    }
+
+    /// A row-major tile of `rows`×`cols` elements of `size` bytes, element `(r, c)` holding
+    /// distinct bytes; `at(r, c)` its byte address.
+    struct Tile {
+        mem: Vec<u8>,
+        cols: usize,
+        size: usize,
+    }
+    impl Tile {
+        fn new(rows: usize, cols: usize, size: usize) -> Tile {
+            let mem = (0..rows * cols * size)
+                .map(|b| (b as u32).wrapping_mul(0x9E37_79B1).rotate_left(7) as u8)
+                .collect();
+            Tile { mem, cols, size }
+        }
+        fn at(&self, r: usize, c: usize) -> usize {
+            (r * self.cols + c) * self.size
+        }
+        fn u8(&self, r: usize, c: usize) -> u8 {
+            self.mem[self.at(r, c)]
+        }
+        fn u16(&self, r: usize, c: usize) -> u16 {
+            let a = self.at(r, c);
+            u16::from_le_bytes([self.mem[a], self.mem[a + 1]])
+        }
+        fn u32(&self, r: usize, c: usize) -> u32 {
+            let a = self.at(r, c);
+            u32::from_le_bytes(self.mem[a..a + 4].try_into().unwrap())
+        }
+    }
+
+    /// Each fragment-level `ldmatrix` (its lane addresses, instruction and `.trans`) loads
+    /// exactly the fragment that `from_fn` builds through `coords` from the tile's matrix —
+    /// the composition the device loaders rely on. (`stmatrix` is its inverse.)
+    #[test]
+    fn ldmatrix_loads_the_mma_fragments() {
+        let (r0, c0) = (3, 8);
+        // A, 16-bit: .x4, the tile holding A itself.
+        let t = Tile::new(24, 40, 2);
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_a_offsets(l as u32, 2);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 4, false);
+        for lane in 0..32 {
+            let want =
+                FragA16x16::<bf16>::from_fn(lane, |r, c| bf16::from_bits(t.u16(r0 + r, c0 + c)));
+            assert_eq!(regs[lane as usize], want.regs, "A16 lane {lane}");
+        }
+        // B, 16-bit: .x2.trans of a K×N tile.
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_rows16_offsets(l as u32);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 2, true);
+        for lane in 0..32 {
+            let want =
+                FragB16x8::<f16>::from_fn(lane, |k, n| f16::from_bits(t.u16(r0 + k, c0 + n)));
+            assert_eq!(regs[lane as usize][..2], want.regs, "B16 trans lane {lane}");
+            // The f16 accumulator: .x2 (no .trans) of a 16×8 tile with the same addresses.
+            let acc = Acc16x8F16::from_fn(lane, |r, c| f16::from_bits(t.u16(r0 + r, c0 + c)));
+            let plain = ldmatrix(&t.mem, addr, 2, false);
+            assert_eq!(
+                plain[lane as usize][..2],
+                acc.regs,
+                "Acc16x8F16 lane {lane}"
+            );
+        }
+        // B, 16-bit: .x2 of an N×K tile (B transposed).
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_b_offsets(l as u32, 2);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 2, false);
+        for lane in 0..32 {
+            let want =
+                FragB16x8::<bf16>::from_fn(lane, |k, n| bf16::from_bits(t.u16(r0 + n, c0 + k)));
+            assert_eq!(regs[lane as usize][..2], want.regs, "B16 N×K lane {lane}");
+        }
+        // 8-bit A (.x4) and B (.x2 of N×K).
+        let t = Tile::new(24, 64, 1);
+        let (r0, c0) = (5, 16);
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_a_offsets(l as u32, 1);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 4, false);
+        for lane in 0..32 {
+            let want = FragA16x32::<u8>::from_fn(lane, |r, c| t.u8(r0 + r, c0 + c));
+            assert_eq!(regs[lane as usize], want.regs, "A8 lane {lane}");
+        }
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_b_offsets(l as u32, 1);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 2, false);
+        for lane in 0..32 {
+            let want = FragB32x8::<i8>::from_fn(lane, |k, n| t.u8(r0 + n, c0 + k) as i8);
+            assert_eq!(regs[lane as usize][..2], want.regs, "B8 lane {lane}");
+        }
+        // TF32 A (.x4) and B (.x2 of N×K), 32-bit elements moved as halves.
+        let t = Tile::new(24, 20, 4);
+        let (r0, c0) = (2, 4);
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_a_offsets(l as u32, 4);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 4, false);
+        for lane in 0..32 {
+            let want = FragA16x8Tf32::from_fn(lane, |r, c| f32::from_bits(t.u32(r0 + r, c0 + c)));
+            assert_eq!(regs[lane as usize], want.regs, "A tf32 lane {lane}");
+        }
+        let addr = |l: usize| {
+            let (r, c) = ldmatrix_b_offsets(l as u32, 4);
+            t.at(r0 + r, c0 + c)
+        };
+        let regs = ldmatrix(&t.mem, addr, 2, false);
+        for lane in 0..32 {
+            let want = FragB8x8Tf32::from_fn(lane, |k, n| f32::from_bits(t.u32(r0 + n, c0 + k)));
+            assert_eq!(regs[lane as usize][..2], want.regs, "B tf32 lane {lane}");
         }
     }
 

@@ -139,25 +139,25 @@ fn row_addr<T: SharedElement, const R: usize, const C: usize>(
     addr
 }
 
-/// Elements of `T` in 16 bytes (one row of an 8×8 matrix of 16-bit elements).
-const fn per16<T>() -> usize {
-    16 / core::mem::size_of::<T>()
-}
-
-/// `(row, col)` offsets of lane `l` for a `.x4` load of a 16-row × 32-byte A tile: matrix
-/// `j = l / 8` is the quadrant (rows `8 (j % 2)..`, bytes `16 (j / 2)..`).
+/// This lane's `(row, col)` offsets for a `.x4` load of an A tile of `T`
+/// ([`ldmatrix_a_offsets`](super::frag::ldmatrix_a_offsets)).
 #[inline(always)]
 fn a_lane<T>() -> (usize, usize) {
-    let l = crate::warp::lane_id() as usize;
-    (l % 16, per16::<T>() * (l / 16))
+    super::frag::ldmatrix_a_offsets(crate::warp::lane_id(), core::mem::size_of::<T>())
 }
 
-/// `(row, col)` offsets of lane `l` for a `.x2` load of an 8-row × 32-byte N×K tile: matrix
-/// `j = (l / 8) % 2` is bytes `16 j..` (lanes `16..32` repeat lanes `0..16`, unused).
+/// This lane's `(row, col)` offsets for a `.x2` load of an N×K B tile of `T`
+/// ([`ldmatrix_b_offsets`](super::frag::ldmatrix_b_offsets)).
 #[inline(always)]
 fn b_lane<T>() -> (usize, usize) {
-    let l = crate::warp::lane_id() as usize;
-    (l % 8, per16::<T>() * ((l / 8) % 2))
+    super::frag::ldmatrix_b_offsets(crate::warp::lane_id(), core::mem::size_of::<T>())
+}
+
+/// This lane's `(row, col)` offsets for a 16-row load of 16-bit elements
+/// ([`ldmatrix_rows16_offsets`](super::frag::ldmatrix_rows16_offsets)).
+#[inline(always)]
+fn rows16_lane() -> (usize, usize) {
+    super::frag::ldmatrix_rows16_offsets(crate::warp::lane_id())
 }
 
 impl<T: Half16 + SharedElement> FragA16x16<T> {
@@ -221,8 +221,7 @@ impl<T: Half16 + SharedElement> FragB16x8<T> {
         k0: usize,
         n0: usize,
     ) -> Self {
-        let l = crate::warp::lane_id() as usize;
-        let addr = row_addr(tile, (k0, n0), (16, 8), (l % 16, 0));
+        let addr = row_addr(tile, (k0, n0), (16, 8), rows16_lane());
         // SAFETY: as in `FragA16x16::ldmatrix`.
         Self::from_regs(unsafe { ldmatrix_x2_trans(addr) })
     }
@@ -261,8 +260,7 @@ impl<T: Half16 + SharedElement> FragB16x8<T> {
         k0: usize,
         n0: usize,
     ) {
-        let l = crate::warp::lane_id() as usize;
-        let addr = row_addr(tile, (k0, n0), (16, 8), (l % 16, 0));
+        let addr = row_addr(tile, (k0, n0), (16, 8), rows16_lane());
         // SAFETY: 16 aligned bytes of the array (checked); the rest is the caller's contract.
         unsafe { stmatrix_x2_trans(addr, self.regs) }
     }
@@ -371,8 +369,7 @@ impl super::frag::Acc16x8F16 {
         row0: usize,
         col0: usize,
     ) {
-        let l = crate::warp::lane_id() as usize;
-        let addr = row_addr(tile, (row0, col0), (16, 8), (l % 16, 0));
+        let addr = row_addr(tile, (row0, col0), (16, 8), rows16_lane());
         // SAFETY: 16 aligned bytes of the array (checked); the rest is the caller's contract.
         unsafe { stmatrix_x2(addr, self.regs) }
     }
