@@ -9,6 +9,8 @@
 //!   (±0, the largest finite value against small factors) and subnormal inputs, outputs
 //!   poisoned, every element against an `f64` reference.
 //! * The tiled GEMM of the guide, on ragged shapes.
+//! * `stmatrix` (sm_90), when the module under test was built for sm_90 (it is skipped, saying
+//!   so, in an sm_80 module).
 //!
 //! Error bounds, derived from the arithmetic: bf16, f16 and tf32 products are exact in `f32`
 //! (at most 22 significant bits) and in the `f64` reference; the tensor core adds them into an
@@ -44,6 +46,7 @@ pub const TESTS: &[crate::Test] = &[
     ("mma_u8s8", || tile_case::<Int<u8, i8>>(77)),
     ("mma_f64", || tile_case::<F64>(78)),
     ("mma_gemm_bf16", test_gemm),
+    ("mma_stmatrix", test_stmatrix),
 ];
 
 /// `mma_layouts`' record shape (`LAYOUT_SLOTS`, `LAYOUT_SECTIONS` in the kernel crate).
@@ -809,5 +812,71 @@ fn test_gemm() -> TestResult {
             }
         }
     }
+    Ok(())
+}
+
+/// `mma_stmatrix` (built for sm_90 only; see its docs for the records): every element against
+/// the layout the kernel's docs give, from a 16×16 tile of distinct bf16 bit patterns.
+fn test_stmatrix() -> TestResult {
+    if crate::module()?.kernel("mma_stmatrix").is_err() {
+        eprintln!("  mma_stmatrix SKIPPED: the module was not built for sm_90");
+        return Ok(());
+    }
+    let x: Vec<u16> = (0..256u16).map(|i| i.wrapping_mul(0x9E37) | 1).collect();
+    let src = |r: usize, c: usize| x[16 * r + c];
+    let xb: Vec<bf16> = x.iter().map(|&b| bf16::from_bits(b)).collect();
+    let (dx, dout) = (up(&xb)?, up(&vec![0u16; 1152])?);
+    launch(
+        "mma_stmatrix",
+        &[dx.arg(), dout.arg()],
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+    )?;
+    let out = down(&dout)?;
+    let check =
+        |base: usize, rows: usize, cols: usize, what: &str, want: &dyn Fn(usize, usize) -> u16| {
+            for r in 0..rows {
+                for c in 0..cols {
+                    let (got, w) = (out[base + cols * r + c], want(r, c));
+                    ensure(got == w, || {
+                        format!("{what}: [{r}][{c}] = {got:#06x}, want {w:#06x}")
+                    })?;
+                }
+            }
+            Ok::<(), libtest_mimic::Failed>(())
+        };
+    check(0, 16, 16, "FragA16x16::stmatrix (.x4)", &|r, c| src(r, c))?;
+    check(
+        256,
+        16,
+        16,
+        "stmatrix_x4_trans (quadrants transposed)",
+        &|r, c| src(8 * (r / 8) + c % 8, 8 * (c / 8) + r % 8),
+    )?;
+    check(
+        512,
+        16,
+        8,
+        "FragB16x8::stmatrix_trans (.x2.trans)",
+        &|r, c| src(r, c),
+    )?;
+    check(640, 8, 16, "stmatrix_x1 / stmatrix_x1_trans", &|r, c| {
+        if c < 8 {
+            src(r, c)
+        } else {
+            src(c - 8, r)
+        }
+    })?;
+    check(768, 16, 16, "stmatrix_x2 / stmatrix_x2_trans", &|r, c| {
+        if c < 8 {
+            src(r, c)
+        } else {
+            src(8 * (r / 8) + c - 8, r % 8)
+        }
+    })?;
+    check(1024, 16, 8, "Acc16x8F16::stmatrix (.x2)", &|r, c| {
+        (8 * r + c) as u16
+    })?;
     Ok(())
 }

@@ -285,6 +285,7 @@ const fn group(lane: u32) -> (usize, usize) {
 /// `ldmatrix`/`stmatrix` `.x4` of operand A (16 rows of 32 bytes): lane `l` gives row
 /// `l % 16` at byte `16 (l / 16)`, so 8×8 matrix `j` (lanes `8j..8j+8`) is the quadrant
 /// (rows `8 (j % 2)..`, bytes `16 (j / 2)..`).
+#[cfg(any(target_arch = "nvptx64", test))]
 #[inline(always)]
 pub(crate) const fn ldmatrix_a_offsets(lane: u32, size: usize) -> (usize, usize) {
     let l = (lane % 32) as usize;
@@ -294,6 +295,7 @@ pub(crate) const fn ldmatrix_a_offsets(lane: u32, size: usize) -> (usize, usize)
 /// The same for a `.x2` of operand B from an N×K tile (8 rows of 32 bytes): lane `l` gives row
 /// `l % 8` at byte `16 ((l / 8) % 2)` (lanes `16..32`, whose addresses `.x2` ignores, repeat
 /// lanes `0..16`).
+#[cfg(any(target_arch = "nvptx64", test))]
 #[inline(always)]
 pub(crate) const fn ldmatrix_b_offsets(lane: u32, size: usize) -> (usize, usize) {
     let l = (lane % 32) as usize;
@@ -302,6 +304,7 @@ pub(crate) const fn ldmatrix_b_offsets(lane: u32, size: usize) -> (usize, usize)
 
 /// The same for a `.x2.trans` of operand B (or a `.x2` of a 16×8 accumulator) from a K×N
 /// tile of 16-bit elements (16 rows of 16 bytes): lane `l` gives row `l % 16`.
+#[cfg(any(target_arch = "nvptx64", test))]
 #[inline(always)]
 pub(crate) const fn ldmatrix_rows16_offsets(lane: u32) -> (usize, usize) {
     ((lane % 16) as usize, 0)
