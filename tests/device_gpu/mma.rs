@@ -186,7 +186,14 @@ fn exact(r: &mut StdRng, p: u32, exps: std::ops::RangeInclusive<i32>) -> f64 {
     let m = (1u64 << (p - 1)) | r.random_range(0..1u64 << (p - 1));
     let e = r.random_range(exps);
     let s = if r.random::<bool>() { -1.0 } else { 1.0 };
-    s * m as f64 * 2f64.powi(e - p as i32 + 1)
+    s * m as f64 * pow2(e - p as i32 + 1)
+}
+
+/// `2^e` exactly, for `e` in `-1074..=1023` (`powi` of a large negative `e` computes
+/// `1 / 2^-e`, which overflows to zero).
+fn pow2(e: i32) -> f64 {
+    let normal = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
+    normal(e / 2) * normal(e - e / 2)
 }
 
 /// A precision's kernel, shapes, host types, generators and error bound.
