@@ -386,7 +386,9 @@ fn tensor_cores_are_mma_sync_fed_by_ldmatrix() {
         if !ld.is_empty() {
             has(k, &["cvta.to.shared.u64", "cvt.u32.u64"]);
         }
-        assert!(!entry(&sm80().0, k).contains("stmatrix"), "{k}");
+        let body = entry(&sm80().0, k);
+        assert!(!body.contains("stmatrix"), "{k}");
+        assert!(!body.contains(".local"), "{k}: local memory");
     }
     // TF32 inputs are rounded on the device.
     has("mma_tile_tf32", &["cvt.rna.tf32.f32"]);
@@ -412,6 +414,9 @@ fn tensor_cores_are_mma_sync_fed_by_ldmatrix() {
     // The tiled GEMM: per K stage 2 A fragments (.x4), 4 B fragments (.x2.trans), 8 mma
     // between the two barriers.
     has("mma_gemm_bf16", &[MMA_BF16]);
+    for k in ["mma_layouts", "mma_gemm_bf16"] {
+        assert!(!entry(&sm80().0, k).contains(".local"), "{k}: local memory");
+    }
     for (instr, n) in [
         ("mma.sync", 8),
         (LDM_X4, 2),

@@ -95,9 +95,9 @@ unsafe extern "C" {
 
     // Warp-level matrix multiply-accumulate (`mma.sync.aligned`, sm_80): (A regs, B regs, C
     // regs) -> D regs. Unlike the collectives above, LLVM declares these `memory(none)`
-    // without `convergent` (and without `willreturn`, so it never deletes, hoists or sinks
-    // them): see `mma`'s module docs. The 16-bit inputs of the `bf16`, `tf32` and 8-bit forms
-    // are `i32` registers; the `f16` forms take LLVM's `<2 x half>`, `f16x2` here.
+    // without `convergent` (nor `willreturn` or `speculatable`): see `mma`'s module docs. The
+    // inputs of the `bf16`, `tf32` and 8-bit forms are `i32` registers; the `f16` forms take
+    // LLVM's `<2 x half>`, `f16x2` here.
     #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"]
     pub fn mma_m16n8k16_bf16(
         a0: u32,

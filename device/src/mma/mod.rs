@@ -114,18 +114,20 @@
 //! tile from another thread's `ldmatrix` of it, and the `ldmatrix` from the next overwrite.
 //!
 //! **What the compiler knows.** The mma functions are LLVM's NVVM intrinsics
-//! (`llvm.nvvm.mma.*`): LLVM declares them `memory(none)` without `willreturn`, so it never
-//! deletes, speculates, hoists or sinks them, but — unlike the shuffles — not `convergent`.
+//! (`llvm.nvvm.mma.*`): LLVM declares them `memory(none)`, neither `willreturn` (an unused
+//! one is kept) nor `speculatable` (none is executed on a path that would not execute it),
+//! and — unlike the shuffles — not `convergent`.
 //! `ldmatrix`/`stmatrix` are `asm!` (their intrinsics take address-space-3 pointers, which
-//! Rust cannot name), volatile (not `pure`: kept in place and in number), and not convergent
+//! Rust cannot name), volatile (not `pure`: never removed, merged or reordered with other
+//! side effects), and not convergent
 //! either: rustc marks GPU functions convergent but not calls of `asm!` or of non-convergent
 //! intrinsics. What LLVM may still do to a non-convergent instruction is *duplicate* it into
 //! the arms of a branch (jump threading, tail duplication, loop unswitching on a condition),
 //! which is harmless when the condition is the same for the whole warp and wrong when it is
 //! lane-dependent. Keep lane-dependent branches out of the loops and blocks that contain
-//! these calls (compute masked values with `if`-expressions LLVM turns into selects, or
-//! predicate around a block barrier: a loop containing [`sync_threads`](crate::thread::sync_threads)
-//! is never unswitched); check the PTX of a new kernel (`mma.sync` and `ldmatrix` outside
+//! these calls (compute masked values with `if`-expressions that LLVM turns into selects; a
+//! loop that contains a [`sync_threads`](crate::thread::sync_threads), a convergent call, is
+//! never unswitched); check the PTX of a new kernel (`mma.sync` and `ldmatrix` outside
 //! thread-dependent branches, as many as in the source). The PTX tests count each test
 //! kernel's `mma.sync` and `ldmatrix` against its source.
 
