@@ -9,8 +9,8 @@
 //!   (±0, the largest finite value against small factors) and subnormal inputs, outputs
 //!   poisoned, every element against an `f64` reference.
 //! * The tiled GEMM of the guide, on ragged shapes.
-//! * `stmatrix` (sm_90), when the module under test was built for sm_90 (it is skipped, saying
-//!   so, in an sm_80 module).
+//! * `stmatrix` on an sm_90 device, from an sm_90 build of the test kernels (the bundle's, or
+//!   a fresh one; skipped, saying so, without either or on an older device).
 //!
 //! Error bounds, derived from the arithmetic: bf16, f16 and tf32 products are exact in `f32`
 //! (at most 22 significant bits) and in the `f64` reference; the tensor core adds them into an
@@ -822,24 +822,62 @@ fn test_gemm() -> TestResult {
     Ok(())
 }
 
-/// `mma_stmatrix` (built for sm_90 only; see its docs for the records): every element against
-/// the layout the kernel's docs give, from a 16×16 tile of distinct bf16 bit patterns.
-fn test_stmatrix() -> TestResult {
-    if crate::module()?.kernel("mma_stmatrix").is_err() {
-        eprintln!("  mma_stmatrix SKIPPED: the module was not built for sm_90");
-        return Ok(());
+/// The module that holds `mma_stmatrix`: `$FERROCUDA_DEVICE_KERNELS_SM90`, else the bundle's
+/// sm_90 build (`.gpu/device-kernels/sm_90/`), else a fresh sm_90 build; `None` (saying why)
+/// on a device older than sm_90 or when none can be had.
+fn sm90_module() -> Result<Option<ferrocuda::Module>, libtest_mimic::Failed> {
+    let (major, minor) = ferrocuda::host::driver::Context::get(crate::DEV)
+        .map_err(crate::err)?
+        .compute_capability();
+    if major < 9 {
+        eprintln!("  mma_stmatrix SKIPPED: stmatrix needs sm_90, the device is sm_{major}{minor}");
+        return Ok(None);
     }
+    let path = match std::env::var_os("FERROCUDA_DEVICE_KERNELS_SM90") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => {
+            let bundled =
+                std::path::PathBuf::from(".gpu/device-kernels/sm_90/ferrocuda_device_kernels.json");
+            if bundled.exists() {
+                bundled
+            } else {
+                match crate::device_kernels::build("sm_90") {
+                    Ok(out) => out.manifest_path,
+                    Err(e) => {
+                        eprintln!(
+                            "  mma_stmatrix SKIPPED: no sm_90 build of the test kernels ({e})"
+                        );
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    };
+    ferrocuda::Module::from_manifest_file(&path)
+        .map(Some)
+        .map_err(|e| crate::err(format!("{}: {e}", path.display())))
+}
+
+/// `mma_stmatrix` (built for sm_90 only; see its docs for the records), on an sm_90 device:
+/// every element against the layout the kernel's docs give, from a 16×16 tile of distinct
+/// bf16 bit patterns.
+fn test_stmatrix() -> TestResult {
+    let Some(module) = sm90_module()? else {
+        return Ok(());
+    };
     let x: Vec<u16> = (0..256u16).map(|i| i.wrapping_mul(0x9E37) | 1).collect();
     let src = |r: usize, c: usize| x[16 * r + c];
     let xb: Vec<bf16> = x.iter().map(|&b| bf16::from_bits(b)).collect();
     let (dx, dout) = (up(&xb)?, up(&vec![0u16; 1152])?);
-    launch(
-        "mma_stmatrix",
-        &[dx.arg(), dout.arg()],
-        [1, 1, 1],
-        [32, 1, 1],
-        0,
-    )?;
+    let opts = ferrocuda::LaunchOptions {
+        grid: Some([1, 1, 1]),
+        block: Some([32, 1, 1]),
+        ..ferrocuda::LaunchOptions::default()
+    };
+    let kernel = module.kernel("mma_stmatrix").map_err(crate::err)?;
+    // SAFETY: the kernel reads the 256 elements of x and writes the 1152 of out (checked
+    // accesses).
+    unsafe { kernel.launch(&[dx.arg(), dout.arg()], &opts) }.map_err(crate::err)?;
     let out = down(&dout)?;
     let check =
         |base: usize, rows: usize, cols: usize, what: &str, want: &dyn Fn(usize, usize) -> u16| {
