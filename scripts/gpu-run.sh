@@ -86,7 +86,7 @@ for w in $what; do
         rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { status=1; echo "=== rust: $t exit $rc"; }
       done ;;
     device)
-      echo "=== device primitives (atomics, warp, block, half, shared memory, examples, diagnostics)"
+      echo "=== device primitives (atomics, warp, block, half, tensor cores, shared memory, examples, diagnostics)"
       timeout "${FERROCUDA_BIN_TIMEOUT_S:-300}" .gpu/bin/device_gpu --test-threads=1 2>&1 | tee "$OUT/device.log"
       [ "${PIPESTATUS[0]}" = 0 ] || status=1
       echo "=== device math accuracy (mpmath references; table in \$OUT/device_math_accuracy.json)"

@@ -7,7 +7,8 @@
 //! (`scripts/ensure_nvdisasm.sh`), the SASS for sm_90 of these kernels and of the bundled ones
 //! must access memory in its state space (`LDG`/`STG`, `LDS`/`STS`, never generic `LD`/`ST`
 //! but where listed), with 16-byte vectors and the read-only cache where the source asks for
-//! them. No GPU needed.
+//! them, and the tensor-core kernels must run on the tensor cores (`HMMA`, `IMMA`, `DMMA`,
+//! `LDSM`, `STSM`). No GPU needed.
 
 #[path = "common/device_kernels.rs"]
 mod device_kernels;
@@ -42,15 +43,30 @@ fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {
     &ptx[start..end]
 }
 
+/// The sm_90 build: (PTX text, build output).
+fn sm90() -> &'static (String, BuildOutput) {
+    static BUILT: OnceLock<(String, BuildOutput)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = device_kernels::build("sm_90").unwrap_or_else(|e| panic!("{e}"));
+        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+        (ptx, out)
+    })
+}
+
+/// Whether `body` contains instruction `w` as a whole token (followed by a blank, `;` or the
+/// end of the line: `mma.sync` puts its operands on the next lines).
+fn has_token(body: &str, w: &str) -> bool {
+    body.match_indices(w).any(|(i, _)| {
+        let after = body[i + w.len()..].chars().next();
+        matches!(after, Some(' ' | '\t' | ';' | '\n'))
+    })
+}
+
 /// Asserts that kernel `name` contains each instruction (as a whole token) of `wanted`.
 fn has(name: &str, wanted: &[&str]) {
     let body = entry(&sm80().0, name);
     for w in wanted {
-        let found = body.match_indices(w).any(|(i, _)| {
-            let after = body[i + w.len()..].chars().next();
-            matches!(after, Some(' ' | '\t' | ';'))
-        });
-        assert!(found, "kernel `{name}`: no `{w}` in its PTX");
+        assert!(has_token(body, w), "kernel `{name}`: no `{w}` in its PTX");
     }
 }
 
@@ -151,9 +167,8 @@ fn half_atomics_use_the_hardware_where_sm80_has_it() {
 
 #[test]
 fn bf16_atomics_are_native_when_built_for_sm90() {
-    let out = device_kernels::build("sm_90").unwrap_or_else(|e| panic!("{e}"));
-    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-    let body = entry(&ptx, "half_atomics");
+    let (ptx, out) = sm90();
+    let body = entry(ptx, "half_atomics");
     for w in [
         "atom.relaxed.gpu.global.add.noftz.bf16x2",
         "red.relaxed.gpu.global.add.noftz.bf16x2",
@@ -162,7 +177,7 @@ fn bf16_atomics_are_native_when_built_for_sm90() {
     ] {
         assert!(body.contains(w), "sm_90 half_atomics: no `{w}`");
     }
-    assert_clean(&out);
+    assert_clean(out);
 }
 
 #[test]
@@ -327,6 +342,134 @@ fn half_arithmetic_is_hardware() {
     has("packed_ops_bf16x2", &["fma.rn.bf16x2", "cvt.rn.bf16x2.f32"]);
 }
 
+/// `mma.sync` forms of the tensor-core test kernels (`tests/device-kernels/src/mma.rs`).
+const MMA_BF16: &str = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+const MMA_F16: &str = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+const MMA_F16_F16: &str = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16";
+const MMA_TF32: &str = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+const MMA_S8: &str = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32";
+const MMA_U8: &str = "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32";
+const MMA_S8_U8: &str = "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32";
+const MMA_U8_S8: &str = "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32";
+const MMA_F64: &str = "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64";
+const LDM_X1: &str = "ldmatrix.sync.aligned.m8n8.x1.shared.b16";
+const LDM_X2: &str = "ldmatrix.sync.aligned.m8n8.x2.shared.b16";
+const LDM_X4: &str = "ldmatrix.sync.aligned.m8n8.x4.shared.b16";
+const LDM_X1_T: &str = "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16";
+const LDM_X2_T: &str = "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16";
+const LDM_X4_T: &str = "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16";
+
+/// Each precision reaches its exact `mma.sync` form, fed by the `ldmatrix` forms its loaders
+/// use, with 32-bit shared addresses. The kernels hold exactly the `mma.sync` and `ldmatrix`
+/// of their source: LLVM knows neither as convergent, and a duplicate would be a copy in a
+/// branch (see the `mma` module's thread model).
+#[test]
+fn tensor_cores_are_mma_sync_fed_by_ldmatrix() {
+    for (k, mma, ld) in [
+        ("mma_tile_bf16", MMA_BF16, &[LDM_X4, LDM_X2_T, LDM_X2][..]),
+        ("mma_tile_f16", MMA_F16, &[LDM_X4, LDM_X2_T, LDM_X2]),
+        (
+            "mma_tile_f16_f16acc",
+            MMA_F16_F16,
+            &[LDM_X4, LDM_X2_T, LDM_X2],
+        ),
+        ("mma_tile_tf32", MMA_TF32, &[LDM_X4, LDM_X2]),
+        ("mma_tile_s8", MMA_S8, &[LDM_X4, LDM_X2]),
+        ("mma_tile_u8", MMA_U8, &[LDM_X4, LDM_X2]),
+        ("mma_tile_s8u8", MMA_S8_U8, &[LDM_X4, LDM_X2]),
+        ("mma_tile_u8s8", MMA_U8_S8, &[LDM_X4, LDM_X2]),
+        ("mma_tile_f64", MMA_F64, &[]),
+    ] {
+        has(k, &[mma]);
+        has(k, ld);
+        assert_eq!(count(k, "mma.sync"), 1, "{k}: one mma.sync in the source");
+        if !ld.is_empty() {
+            has(k, &["cvta.to.shared.u64", "cvt.u32.u64"]);
+        }
+        let body = entry(&sm80().0, k);
+        assert!(!body.contains("stmatrix"), "{k}");
+        assert!(!body.contains(".local"), "{k}: local memory");
+    }
+    // TF32 inputs are rounded on the device.
+    has("mma_tile_tf32", &["cvt.rna.tf32.f32"]);
+    has(
+        "mma_layouts",
+        &[
+            MMA_BF16,
+            MMA_F16,
+            MMA_F16_F16,
+            MMA_TF32,
+            MMA_S8,
+            MMA_U8_S8,
+            MMA_F64,
+            LDM_X1,
+            LDM_X2,
+            LDM_X4,
+            LDM_X1_T,
+            LDM_X2_T,
+            LDM_X4_T,
+        ],
+    );
+    assert_eq!(count("mma_layouts", "mma.sync"), 8);
+    // The tiled GEMM: per K stage 2 A fragments (.x4), 4 B fragments (.x2.trans), 8 mma
+    // between the two barriers.
+    has("mma_gemm_bf16", &[MMA_BF16]);
+    for k in ["mma_layouts", "mma_gemm_bf16"] {
+        assert!(!entry(&sm80().0, k).contains(".local"), "{k}: local memory");
+    }
+    for (instr, n) in [
+        ("mma.sync", 8),
+        (LDM_X4, 2),
+        (LDM_X2_T, 4),
+        ("bar.sync", 2),
+        ("ldmatrix", 6),
+    ] {
+        assert_eq!(count("mma_gemm_bf16", instr), n, "mma_gemm_bf16: {instr}");
+    }
+    // `stmatrix` is sm_90's: the kernel that uses it is not in the sm_80 build.
+    assert!(!sm80().0.contains(".entry mma_stmatrix("));
+    let mut regs: Vec<String> = sm80()
+        .3
+        .resources
+        .iter()
+        .filter(|r| r.entry && r.name.starts_with("mma_"))
+        .map(|r| format!("{} {} regs", r.name, r.registers.unwrap_or(0)))
+        .collect();
+    regs.sort();
+    eprintln!("tensor-core kernels on sm_80:\n  {}", regs.join("\n  "));
+}
+
+/// Built for sm_90, `mma_stmatrix` holds every `stmatrix` form, and ptxas accepts it.
+#[test]
+fn stmatrix_is_built_for_sm90() {
+    let (ptx, out) = sm90();
+    let body = entry(ptx, "mma_stmatrix");
+    for w in [
+        "stmatrix.sync.aligned.m8n8.x1.shared.b16",
+        "stmatrix.sync.aligned.m8n8.x2.shared.b16",
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16",
+        "stmatrix.sync.aligned.m8n8.x1.trans.shared.b16",
+        "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+        LDM_X1,
+        LDM_X2,
+        LDM_X4,
+        LDM_X2_T,
+    ] {
+        assert!(has_token(body, w), "sm_90 mma_stmatrix: no `{w}`");
+    }
+    assert!(!body.contains(".local"), "mma_stmatrix uses local memory");
+    assert!(out
+        .manifest
+        .kernels
+        .iter()
+        .any(|k| k.name == "mma_stmatrix"));
+    assert_clean(out);
+    if let Some(r) = out.resources.iter().find(|r| r.name == "mma_stmatrix") {
+        eprintln!("mma_stmatrix on sm_90: {} regs", r.registers.unwrap_or(0));
+    }
+}
+
 #[test]
 fn no_local_memory_and_atomic_slices_are_written_slices() {
     let (ptx, _, manifest, out) = sm80();
@@ -465,6 +608,17 @@ fn host_reads_the_module() {
         "math_sin_cos_f64",
         "math_mul_add_f32",
         "fast_div_f32",
+        "mma_layouts",
+        "mma_tile_bf16",
+        "mma_tile_f16",
+        "mma_tile_f16_f16acc",
+        "mma_tile_tf32",
+        "mma_tile_s8",
+        "mma_tile_u8",
+        "mma_tile_s8u8",
+        "mma_tile_u8s8",
+        "mma_tile_f64",
+        "mma_gemm_bf16",
     ] {
         m.kernel(k).unwrap_or_else(|e| panic!("{k}: {e}"));
     }

@@ -31,6 +31,9 @@
 //! * [`warp`] — lane id, shuffles, votes, match, `redux.sync`, the warp barrier;
 //! * [`block`] — CUB-style warp and block reductions and scans over any block size, with a
 //!   shared-array scratch;
+//! * [`mma`] — the tensor cores, warp by warp: `mma.sync` for bf16, f16, tf32, i8/u8 and f64,
+//!   fragments whose element-to-lane mapping is explicit (and usable on the host),
+//!   `ldmatrix`/`stmatrix` between shared memory and fragments;
 //! * [`math`] — [`GpuFloat`] (`x.exp()`, `x.sin_cos()`, `x.powf(y)`, … over NVIDIA's
 //!   libdevice, with its accuracy table) and [`math::FastMath`] (the `*.approx` forms);
 //! * [`half`] — `f16`, `bf16` and their packed pairs, with hardware conversions;
@@ -54,10 +57,18 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics, f16)
+    feature(
+        stdarch_nvptx,
+        asm_experimental_arch,
+        link_llvm_intrinsics,
+        f16,
+        simd_ffi
+    )
 )]
-// `link_llvm_intrinsics` is how the convergent NVVM intrinsics (shuffles, votes, barriers) are
-// reached; rustc calls it internal.
+// `link_llvm_intrinsics` is how the convergent NVVM intrinsics (shuffles, votes, barriers) and
+// the tensor cores' `mma` are reached; rustc calls it internal. `simd_ffi` admits the vector
+// type `core::arch::nvptx::f16x2` (LLVM's `<2 x half>`) in the declarations of the f16 `mma`
+// intrinsics.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 // The host build of these docs lacks the device-only modules (`thread`, `block`, `warp`) and
@@ -96,6 +107,7 @@ pub mod block;
 pub mod diag;
 pub mod half;
 pub mod math;
+pub mod mma;
 pub mod shared;
 pub mod tma;
 pub mod wgmma;

@@ -1,13 +1,18 @@
-//! The NVVM intrinsics behind the warp and block collectives, the counting barriers and the
-//! special registers (device only).
+//! The NVVM intrinsics behind the warp and block collectives, the counting barriers, the
+//! special registers and the tensor cores' `mma.sync` (device only).
 //!
 //! Collectives go through these LLVM intrinsics rather than `asm!`: LLVM knows them as
 //! *convergent* (it never moves them into or out of a branch, so the set of threads that
 //! reaches them is the one the source says), and it can schedule around them. Every name is
-//! checked by compiling: an unknown `llvm.*` name fails the kernel build.
+//! checked by compiling: an unknown `llvm.*` name, or a signature that is not LLVM's, fails
+//! the kernel build.
 
-// The `match.all` intrinsics return the LLVM aggregate `{i32, i1}`, which rustc maps to a
-// tuple for `link_llvm_intrinsics` declarations; it never crosses a C ABI.
+use core::arch::nvptx::f16x2;
+
+// The `match.all` and `mma` intrinsics return LLVM aggregates (`{i32, i1}`, `{float, float,
+// float, float}`, …), which rustc maps to tuples for `link_llvm_intrinsics` declarations, and
+// the `f16` `mma` forms take the vector `<2 x half>` (`simd_ffi`); none crosses a C ABI.
+// rustc checks every declaration against LLVM's signature of the intrinsic.
 #[allow(improper_ctypes)]
 unsafe extern "C" {
     // Shuffles: (mask, value, lane/delta, clamp) -> value.
@@ -87,4 +92,118 @@ unsafe extern "C" {
     pub fn globaltimer() -> u64;
     #[link_name = "llvm.nvvm.nanosleep"]
     pub fn nanosleep(ns: u32);
+
+    // Warp-level matrix multiply-accumulate (`mma.sync.aligned`, sm_80): (A regs, B regs, C
+    // regs) -> D regs. Unlike the collectives above, LLVM declares these `memory(none)`
+    // without `convergent` (nor `willreturn` or `speculatable`): see `mma`'s module docs. The
+    // inputs of the `bf16`, `tf32` and 8-bit forms are `i32` registers; the `f16` forms take
+    // LLVM's `<2 x half>`, `f16x2` here.
+    #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"]
+    pub fn mma_m16n8k16_bf16(
+        a0: u32,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        b0: u32,
+        b1: u32,
+        c0: f32,
+        c1: f32,
+        c2: f32,
+        c3: f32,
+    ) -> (f32, f32, f32, f32);
+    #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"]
+    pub fn mma_m16n8k16_f16_f32(
+        a0: f16x2,
+        a1: f16x2,
+        a2: f16x2,
+        a3: f16x2,
+        b0: f16x2,
+        b1: f16x2,
+        c0: f32,
+        c1: f32,
+        c2: f32,
+        c3: f32,
+    ) -> (f32, f32, f32, f32);
+    #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.f16.f16"]
+    pub fn mma_m16n8k16_f16_f16(
+        a0: f16x2,
+        a1: f16x2,
+        a2: f16x2,
+        a3: f16x2,
+        b0: f16x2,
+        b1: f16x2,
+        c0: f16x2,
+        c1: f16x2,
+    ) -> (f16x2, f16x2);
+    #[link_name = "llvm.nvvm.mma.m16n8k8.row.col.tf32"]
+    pub fn mma_m16n8k8_tf32(
+        a0: u32,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        b0: u32,
+        b1: u32,
+        c0: f32,
+        c1: f32,
+        c2: f32,
+        c3: f32,
+    ) -> (f32, f32, f32, f32);
+    #[link_name = "llvm.nvvm.mma.m16n8k32.row.col.s8"]
+    pub fn mma_m16n8k32_s8(
+        a0: u32,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        b0: u32,
+        b1: u32,
+        c0: i32,
+        c1: i32,
+        c2: i32,
+        c3: i32,
+    ) -> (i32, i32, i32, i32);
+    #[link_name = "llvm.nvvm.mma.m16n8k32.row.col.u8"]
+    pub fn mma_m16n8k32_u8(
+        a0: u32,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        b0: u32,
+        b1: u32,
+        c0: i32,
+        c1: i32,
+        c2: i32,
+        c3: i32,
+    ) -> (i32, i32, i32, i32);
+    #[link_name = "llvm.nvvm.mma.m16n8k32.row.col.s8.u8"]
+    pub fn mma_m16n8k32_s8_u8(
+        a0: u32,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        b0: u32,
+        b1: u32,
+        c0: i32,
+        c1: i32,
+        c2: i32,
+        c3: i32,
+    ) -> (i32, i32, i32, i32);
+    #[link_name = "llvm.nvvm.mma.m16n8k32.row.col.u8.s8"]
+    pub fn mma_m16n8k32_u8_s8(
+        a0: u32,
+        a1: u32,
+        a2: u32,
+        a3: u32,
+        b0: u32,
+        b1: u32,
+        c0: i32,
+        c1: i32,
+        c2: i32,
+        c3: i32,
+    ) -> (i32, i32, i32, i32);
+    #[link_name = "llvm.nvvm.mma.m8n8k4.row.col.f64"]
+    pub fn mma_m8n8k4_f64(a: f64, b: f64, c0: f64, c1: f64) -> (f64, f64);
+
+    // `cvt.rna.tf32.f32` (sm_80): the TF32 bit pattern in an `i32`.
+    #[link_name = "llvm.nvvm.f2tf32.rna"]
+    pub fn f2tf32_rna(x: f32) -> u32;
 }

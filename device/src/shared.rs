@@ -6,6 +6,8 @@
 //! | `__shared__ float tile[256];` | `let tile = shared_array!(f32, 256);` → [`SharedArray<f32, 256>`] |
 //! | `__shared__ float tile[16][17];` | `let tile = shared_array!(f32, [16, 17]);` → [`SharedArray2<f32, 16, 17>`] |
 //! | `__shared__ __align__(16) float4 v[64];` | `shared_array!(f32, 256, align = 16)` |
+//! | `__shared__ __align__(16) bf16 t[64][72];` | `shared_array!(bf16, [64, 72], align = 16)` |
+//! | `__cvta_generic_to_shared(&tile[i])` | `tile.shared_addr(i)` (a `u32`; [`shared_addr_of`] for a pointer) |
 //! | `extern __shared__ float smem[];` | `let smem = dynamic_shared::<f32>();` → [`DynamicSharedArray<f32>`] |
 //! | `atomicAdd(&tile[i], v)` | `tile.atomic(i).fetch_add(v, Order::Relaxed, Scope::Block)` |
 //!
@@ -229,6 +231,75 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     accessors!(|_: &Self| N);
 }
 
+/// The 32-bit address in the shared state space of `ptr`, a generic address of shared memory
+/// (`cvta.to.shared.u64`, then the low 32 bits: shared addresses fit in 32 bits). It is the
+/// operand form of the instructions that name `.shared` with a 32-bit address in `asm!`
+/// (`ldmatrix`, `stmatrix`, `cp.async`, `mbarrier`, …), whose LLVM intrinsics take
+/// address-space-3 pointers that a Rust pointer type cannot name. Computing it is safe; for a
+/// `ptr` that is not shared memory the result is meaningless.
+///
+/// ```ignore
+/// let addr = shared::shared_addr_of(tile.as_ptr());   // == tile.shared_addr(0)
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn shared_addr_of<T>(ptr: *const T) -> u32 {
+    let addr: u32;
+    // SAFETY: two register-only conversions; no memory is accessed.
+    unsafe {
+        core::arch::asm!(
+            "cvta.to.shared.u64 {t}, {p};",
+            "cvt.u32.u64 {a}, {t};",
+            p = in(reg64) ptr,
+            t = out(reg64) _,
+            a = out(reg32) addr,
+            options(pure, nomem, nostack),
+        )
+    };
+    addr
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement, const N: usize> SharedArray<T, N> {
+    /// The 32-bit shared-state-space address of element `i` ([`shared_addr_of`]), for
+    /// `asm!` operands such as `ldmatrix`'s; an out-of-bounds `i` aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn shared_addr(&self, i: usize) -> u32 {
+        if i >= N {
+            fail();
+        }
+        // `add` stays within the array (checked above).
+        shared_addr_of(self.ptr.wrapping_add(i))
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
+    /// The 32-bit shared-state-space address of element `[r][c]` ([`shared_addr_of`]); an
+    /// index out of its bound aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn shared_addr(&self, r: usize, c: usize) -> u32 {
+        let i = Self::index(r, c);
+        shared_addr_of(self.ptr.wrapping_add(i))
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement> DynamicSharedArray<T> {
+    /// The 32-bit shared-state-space address of element `i` ([`shared_addr_of`]); an
+    /// out-of-bounds `i` aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn shared_addr(&self, i: usize) -> u32 {
+        if i >= self.len {
+            fail();
+        }
+        shared_addr_of(self.ptr.wrapping_add(i))
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement + crate::atomic::Atomic, const N: usize> SharedArray<T, N> {
     /// Element `i` as an atomic reference in shared memory (`atom.shared`, `red.shared`);
@@ -388,6 +459,9 @@ pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
 /// * `shared_array!(T, N, align = A)` — the same, aligned to `A` bytes (a literal power of
 ///   two, e.g. 16 for vector loads);
 /// * `shared_array!(T, [R, C])` — an `R`×`C` tile: a [`SharedArray2<T, R, C>`];
+/// * `shared_array!(T, [R, C], align = A)` — the same, aligned to `A` bytes (16 for
+///   `ldmatrix` and vector loads: also make the row length `C * size_of::<T>()` a multiple
+///   of 16);
 /// * `shared_array![T; N]` — cuda_std's spelling of the first form.
 ///
 /// `T` must be a [`SharedElement`] and not a generic parameter; `N`, `R`, `C` are constants.
@@ -410,6 +484,18 @@ macro_rules! shared_array {
             ::core::mem::MaybeUninit::uninit();
         // SAFETY: a static of this expansion only, in the shared section: R*C elements of
         // block-shared memory for the kernel's lifetime, reached only through handles.
+        unsafe {
+            $crate::shared::SharedArray2::<$t, { $r }, { $c }>::from_raw(
+                (&raw mut STORAGE).cast::<$t>(),
+            )
+        }
+    }};
+    ($t:ty, [$r:expr, $c:expr], align = $a:literal $(,)?) => {{
+        #[repr(C, align($a))]
+        struct Aligned(::core::mem::MaybeUninit<[[$t; $c]; $r]>);
+        #[link_section = $crate::shared_section!()]
+        static mut STORAGE: Aligned = Aligned(::core::mem::MaybeUninit::uninit());
+        // SAFETY: as in the plain 2-D form.
         unsafe {
             $crate::shared::SharedArray2::<$t, { $r }, { $c }>::from_raw(
                 (&raw mut STORAGE).cast::<$t>(),

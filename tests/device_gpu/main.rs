@@ -1,5 +1,6 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
-//! reductions and scans, half precision, counting barriers and clocks, shared memory,
+//! reductions and scans, half precision, the tensor cores (`mma`, `ldmatrix`, their fragment
+//! layouts), counting barriers and clocks, shared memory,
 //! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
 //! device printf and failed-check locations (in child processes).
 //! The math functions' accuracy is tested from Python against mpmath
@@ -33,6 +34,7 @@ mod diag;
 mod examples;
 mod half;
 mod memory;
+mod mma;
 mod shared;
 mod warp;
 mod wgmma;
@@ -188,6 +190,7 @@ fn main() {
     tests.extend(shared::TESTS);
     tests.extend(examples::TESTS);
     tests.extend(memory::TESTS);
+    tests.extend(mma::TESTS);
     tests.extend(diag::TESTS);
     tests.extend(wgmma::TESTS);
     let trials = tests

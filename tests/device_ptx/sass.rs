@@ -292,3 +292,133 @@ fn bundled_kernels_access_memory_in_its_state_space() {
     let rev = function(&sass, "shared_reverse_f32");
     assert!(rev.has("LDS") && rev.has("STS") && rev.has("LDG"));
 }
+
+/// The tensor-core opcodes of `f`.
+fn tensor_ops(f: &SassFunction) -> Vec<&str> {
+    f.opcodes
+        .iter()
+        .map(String::as_str)
+        .filter(|o| {
+            ["HMMA", "IMMA", "DMMA", "LDSM", "STSM"].contains(&o.split('.').next().unwrap())
+        })
+        .collect()
+}
+
+/// The tensor-core test kernels run on the tensor cores (sm_90 SASS): `HMMA` for bf16, f16
+/// and tf32 (with the shape and types in its modifiers), `IMMA` for 8-bit integers, `DMMA`
+/// for f64, `LDSM` for `ldmatrix` (`.MT88` transposed), `STSM` for `stmatrix`.
+#[test]
+fn tensor_core_kernels_use_the_tensor_cores() {
+    let (_, ptx_path, _, _) = sm80();
+    let Some(sass) = sass_sm90(ptx_path) else {
+        return;
+    };
+    for (k, mma, ldsm) in [
+        (
+            "mma_tile_bf16",
+            "HMMA.16816.F32.BF16",
+            &["LDSM.16.M88.4", "LDSM.16.MT88.2", "LDSM.16.M88.2"][..],
+        ),
+        (
+            "mma_tile_f16",
+            "HMMA.16816.F32",
+            &["LDSM.16.M88.4", "LDSM.16.MT88.2", "LDSM.16.M88.2"],
+        ),
+        (
+            "mma_tile_f16_f16acc",
+            "HMMA.16816.F16",
+            &["LDSM.16.M88.4", "LDSM.16.MT88.2", "LDSM.16.M88.2"],
+        ),
+        (
+            "mma_tile_tf32",
+            "HMMA.1688.F32.TF32",
+            &["LDSM.16.M88.4", "LDSM.16.M88.2"],
+        ),
+        (
+            "mma_tile_s8",
+            "IMMA.16832.S8.S8",
+            &["LDSM.16.M88.4", "LDSM.16.M88.2"],
+        ),
+        (
+            "mma_tile_u8",
+            "IMMA.16832.U8.U8",
+            &["LDSM.16.M88.4", "LDSM.16.M88.2"],
+        ),
+        (
+            "mma_tile_s8u8",
+            "IMMA.16832.S8.U8",
+            &["LDSM.16.M88.4", "LDSM.16.M88.2"],
+        ),
+        (
+            "mma_tile_u8s8",
+            "IMMA.16832.U8.S8",
+            &["LDSM.16.M88.4", "LDSM.16.M88.2"],
+        ),
+        ("mma_tile_f64", "DMMA", &[]),
+        (
+            "mma_gemm_bf16",
+            "HMMA.16816.F32.BF16",
+            &["LDSM.16.M88.4", "LDSM.16.MT88.2"],
+        ),
+    ] {
+        let f = function(&sass, k);
+        let ops = tensor_ops(f);
+        assert!(f.has(mma), "{k}: no {mma}: {ops:?}");
+        for l in ldsm {
+            assert!(f.has(l), "{k}: no {l}: {ops:?}");
+        }
+        // Exactly the source's matrix multiplies, none emulated elsewhere.
+        let n = if k == "mma_gemm_bf16" { 8 } else { 1 };
+        let mmas = ops
+            .iter()
+            .filter(|o| o.ends_with("MMA") || o.contains("MMA."))
+            .count();
+        assert_eq!(mmas, n, "{k}: {ops:?}");
+    }
+    let layouts = function(&sass, "mma_layouts");
+    for op in [
+        "HMMA.16816.F32.BF16",
+        "HMMA.16816.F32",
+        "HMMA.16816.F16",
+        "HMMA.1688.F32.TF32",
+        "IMMA.16832.S8.S8",
+        "IMMA.16832.U8.S8",
+        "DMMA",
+        "LDSM.16.M88",
+        "LDSM.16.MT88",
+        "LDSM.16.M88.4",
+        "LDSM.16.MT88.4",
+    ] {
+        assert!(
+            layouts.has(op),
+            "mma_layouts: no {op}: {:?}",
+            tensor_ops(layouts)
+        );
+    }
+    eprintln!(
+        "tensor-core instructions (sm_90):\n{}",
+        [
+            "mma_layouts",
+            "mma_tile_bf16",
+            "mma_tile_tf32",
+            "mma_tile_s8",
+            "mma_tile_f64",
+            "mma_gemm_bf16"
+        ]
+        .iter()
+        .map(|k| format!("  {k}: {:?}", tensor_ops(function(&sass, k))))
+        .collect::<Vec<_>>()
+        .join("\n")
+    );
+    // stmatrix: the sm_90 build.
+    let Some(sass90) = sass_sm90(&sm90().1.ptx) else {
+        return;
+    };
+    let st = function(&sass90, "mma_stmatrix");
+    let ops = tensor_ops(st);
+    assert!(st.has("STSM") && st.has("LDSM"), "mma_stmatrix: {ops:?}");
+    assert!(
+        st.accesses(sass::Space::Generic).is_empty(),
+        "mma_stmatrix: {ops:?}"
+    );
+}
