@@ -56,7 +56,7 @@ pub fn has_layout(d: &ArrayDesc, layout: ArrayLayout) -> bool {
         ArrayLayout::Strided => layout::element_aligned(d.shape(), d.byte_strides(), d.itemsize()),
         ArrayLayout::Tiled => {
             d.size() > 0
-                && d.ptr() % 16 == 0
+                && d.ptr().is_multiple_of(16)
                 && layout.admits(d.shape(), d.byte_strides(), d.itemsize())
         }
     }
