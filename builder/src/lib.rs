@@ -69,8 +69,9 @@
 //!    libdevice, the `-O3` pipeline: it resolves libdevice's `__nvvm_reflect` queries — IEEE:
 //!    no flush to zero, correctly rounded `sqrt` — and inlines libdevice.
 //! 6. **`llc`** generates the PTX with rustc's own code-generation settings (`-O3`,
-//!    `-mcpu=<arch>` and so the PTX ISA version LLVM picks for it, traps for `unreachable`),
-//!    and the [`FpContract`] setting.
+//!    `-mcpu=<arch>` and so the PTX ISA version LLVM picks for it — raised to 7.1 for sm_80 and
+//!    8.0 for sm_90, which `ferrocuda-device`'s mbarrier instructions need — traps for
+//!    `unreachable`), and the [`FpContract`] setting.
 //! 7. The PTX is post-processed: the manifest records that `#[kernel]` embeds (see
 //!    `ferrocuda_abi::manifest`) are decoded, removed from the PTX, cross-checked against the
 //!    `.entry` parameter lists, and written as JSON next to the PTX; the launch records (see
