@@ -40,6 +40,14 @@
 //! ([`atomic`](SharedArray::atomic)) may be used concurrently by any threads of the block.
 //! Out-of-bounds indices abort the kernel with their location recorded
 //! ([`diag`](crate::diag)); the `_unchecked` forms leave the check to the caller.
+//!
+//! # Shared-window addresses
+//!
+//! The instructions that name `.shared` memory through a 32-bit register — `cp.async`
+//! ([`cp_async`](crate::cp_async)), `mbarrier` ([`mbarrier`](crate::mbarrier)), `ldmatrix` —
+//! take an element's offset in the block's shared window, not its generic address:
+//! `shared_addr(i)` on every handle (`cvta.to.shared.u64` then `cvt.u32.u64`), or
+//! [`shared_addr_of`] for any pointer into shared memory.
 
 use crate::diag::fail;
 use core::marker::PhantomData;
@@ -213,6 +221,30 @@ fn atomic_at<T: crate::atomic::Atomic>(
     unsafe { crate::atomic::AtomicRef::from_shared_ptr(ptr.add(i)) }
 }
 
+/// The 32-bit shared-window address of `ptr` (`cvta.to.shared.u64`, `cvt.u32.u64`), the
+/// operand form of the instructions that address `.shared` memory through a 32-bit register
+/// (`cp.async`, `mbarrier.*`, `ldmatrix`, `st.shared` in hand-written `asm!`).
+///
+/// Only meaningful for a pointer into this block's shared memory (a handle's element, or
+/// [`dynamic_shared`]'s memory); for any other pointer the value is unspecified (no memory is
+/// accessed, so it is not unsafe). The handles' `shared_addr` methods check the index.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn shared_addr_of<T>(ptr: *const T) -> u32 {
+    let a: u32;
+    // SAFETY: address arithmetic on registers; no memory access.
+    unsafe {
+        core::arch::asm!(
+            "cvta.to.shared.u64 {p}, {p};",
+            "cvt.u32.u64 {a}, {p};",
+            p = inout(reg64) ptr as u64 => _,
+            a = out(reg32) a,
+            options(pure, nomem, nostack, preserves_flags),
+        )
+    };
+    a
+}
+
 impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     /// The handle of a shared static (what [`shared_array!`](crate::shared_array) calls).
     ///
@@ -238,6 +270,21 @@ impl<T: SharedElement + crate::atomic::Atomic, const N: usize> SharedArray<T, N>
     #[track_caller]
     pub fn atomic(&self, i: usize) -> crate::atomic::AtomicRef<'static, T> {
         atomic_at(self.ptr, N, i)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement, const N: usize> SharedArray<T, N> {
+    /// The 32-bit shared-window address of element `i` (see [`shared_addr_of`]); an
+    /// out-of-bounds `i` aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn shared_addr(&self, i: usize) -> u32 {
+        if i >= N {
+            fail();
+        }
+        // The element's address, in bounds: `wrapping_add` only keeps the arithmetic safe.
+        shared_addr_of(self.ptr.wrapping_add(i))
     }
 }
 
@@ -317,6 +364,18 @@ impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
     pointers!();
 }
 
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
+    /// The 32-bit shared-window address of element `[r][c]` (see [`shared_addr_of`]); an index
+    /// out of its bound aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn shared_addr(&self, r: usize, c: usize) -> u32 {
+        let i = Self::index(r, c);
+        shared_addr_of(self.ptr.wrapping_add(i))
+    }
+}
+
 impl<T: SharedElement> DynamicSharedArray<T> {
     accessors!(|s: &Self| s.len);
 
@@ -339,6 +398,20 @@ impl<T: SharedElement + crate::atomic::Atomic> DynamicSharedArray<T> {
     #[track_caller]
     pub fn atomic(&self, i: usize) -> crate::atomic::AtomicRef<'static, T> {
         atomic_at(self.ptr, self.len, i)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<T: SharedElement> DynamicSharedArray<T> {
+    /// The 32-bit shared-window address of element `i` (see [`shared_addr_of`]); an
+    /// out-of-bounds `i` aborts the kernel.
+    #[inline(always)]
+    #[track_caller]
+    pub fn shared_addr(&self, i: usize) -> u32 {
+        if i >= self.len {
+            fail();
+        }
+        shared_addr_of(self.ptr.wrapping_add(i))
     }
 }
 
