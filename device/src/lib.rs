@@ -28,6 +28,9 @@
 //! * [`cp_async`] — asynchronous copies from global to shared memory (`cp.async`, zero-filling
 //!   partial tiles), commit groups and waits, and [`cp_async::Pipeline`], a multi-stage
 //!   copy pipeline for main loops;
+//! * [`mbarrier`] — split arrive/wait barriers in shared memory with typed phase tracking
+//!   ([`mbarrier::Phase`]), `cp.async` completion tracking, transaction counts and `try_wait`
+//!   (sm_90), declared with [`shared_mbarrier!`];
 //! * [`atomic`] — atomics with an explicit memory [`atomic::Order`] and [`atomic::Scope`] on
 //!   device and shared memory, fences, and [`atomic::AtomicSlice`], an array parameter that
 //!   many threads update;
@@ -90,6 +93,8 @@ pub mod cp_async;
 pub mod diag;
 pub mod half;
 pub mod math;
+#[cfg(target_arch = "nvptx64")]
+pub mod mbarrier;
 pub mod shared;
 
 pub use math::GpuFloat;
@@ -103,7 +108,7 @@ pub mod prelude {
     pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
     #[cfg(target_arch = "nvptx64")]
-    pub use crate::{cp_async, thread};
+    pub use crate::{cp_async, mbarrier, shared_mbarrier, thread};
     pub use crate::{device_assert, gpu_printf, kernel, shared_array};
     pub use crate::{Element, GridStride, Slice, SliceMut, View, ViewMut};
 }
