@@ -1,8 +1,10 @@
 //! Kernels that exercise every primitive of `ferrocuda-device`: atomics, fences, warp
 //! operations, block reductions and scans, half-precision arithmetic, counting barriers and
-//! clocks, shared memory, math functions, diagnostics, global-memory access forms (vectors,
-//! the read-only cache), the porting guide's examples, and a family with a contiguous kernel
-//! and a strided variant (`layouts`).
+//! clocks, shared memory, asynchronous copies and pipelines (`async_copy`), mbarriers,
+//! math functions, diagnostics, global-memory access forms (vectors, the read-only cache), the
+//! porting guide's examples, and a family with a contiguous kernel and a strided variant
+//! (`layouts`). Kernels behind `#[cfg(target_feature = "sm_90")]` exist only in an sm_90
+//! build of the crate.
 //! Built by `tests/device_ptx.rs` (PTX text and ptxas checks) and run on a GPU by
 //! `tests/device_gpu/` and `python/tests/test_device_math.py`, which check every output
 //! against a host reference.
@@ -12,6 +14,7 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch, f16))]
 
+mod async_copy;
 mod atomics;
 mod block;
 mod diag;
@@ -19,6 +22,7 @@ mod examples;
 mod half;
 mod layouts;
 mod math;
+mod mbarrier;
 mod memory;
 mod misc;
 mod shared;
