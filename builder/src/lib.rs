@@ -78,8 +78,10 @@
 //!    `ferrocuda_abi::launch`) are removed too, their bounds written into the entries
 //!    (`.maxntid` / `.reqntid`) and recorded in the manifest.
 //! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
-//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, and block barriers
-//!    under thread-dependent branches fail the build; then **ptxas**, when one is found
+//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, block barriers
+//!    under thread-dependent branches, and waits nothing in their kernel can complete (an
+//!    mbarrier wait with no arrive, a `cp.async` group wait with no commit) fail the build;
+//!    then **ptxas**, when one is found
 //!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, python3's
 //!    nvcc wheel, [`PtxBuilder::cuda_fallback`]), assembles the PTX for the crate's arch: its
 //!    per-kernel report (registers, stack frame, spills, shared memory) is
