@@ -770,6 +770,34 @@ fn async_copies_reach_the_ptx_as_written() {
         assert!(copies(k, "cg", "16").1 >= 1, "{k}: no zero-filling copy");
     }
     has("cp_async_pipeline_3", &["cp.async.wait_group 1"]);
+    // The 16-byte copies land in 16-byte aligned shared arrays (`align = 16`, 1-D and 2-D).
+    let aligns: Vec<(String, usize)> = sm80()
+        .0
+        .lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix(".shared .align ")?;
+            let (align, decl) = rest.split_once(' ')?;
+            let name = decl.split_whitespace().last()?.split('[').next()?;
+            Some((name.to_string(), align.parse().ok()?))
+        })
+        .collect();
+    for k in [
+        "cp_async_chunks_16",
+        "cp_async_pipeline_2",
+        "cp_async_pipeline_3",
+        "cp_async_pipeline_4",
+        "mbarrier_cp_async_noinc",
+    ] {
+        let body = entry(&sm80().0, k);
+        let used: Vec<&(String, usize)> = aligns
+            .iter()
+            .filter(|(n, _)| n.contains("STORAGE") && body.contains(n.as_str()))
+            .collect();
+        assert!(
+            used.iter().any(|(_, a)| *a >= 16),
+            "{k}: no 16-byte aligned shared array: {used:?}"
+        );
+    }
 }
 
 #[test]

@@ -54,8 +54,10 @@
 //! that is not global memory aborts the kernel with its location ([`diag`](crate::diag)). They
 //! are `unsafe` for the one contract no check can see, the same as
 //! [`SharedArray::write`]'s: no other thread accesses those elements until the copy is
-//! complete and visible (see above). [`ca`], [`ca_zfill`], [`cg`] and [`cg_zfill`] are the
-//! raw instructions.
+//! complete and visible (see above). The destination must be aligned to the copy size:
+//! declare the array with `align = 16` (`shared_array!(f32, 1024, align = 16)`,
+//! `shared_array!(f32, [64, 68], align = 16)`) or use dynamic shared memory (16-byte
+//! aligned). [`ca`], [`ca_zfill`], [`cg`] and [`cg_zfill`] are the raw instructions.
 //!
 //! # Example: a block-wide tile load
 //!
@@ -258,6 +260,11 @@ fn is_global<T>(p: *const T) -> bool {
     r != 0
 }
 
+/// 16 aligned bytes of global memory: the source operand of a checked copy that reads nothing.
+#[repr(C, align(16))]
+struct Zeros([u8; 16]);
+static ZEROS: Zeros = Zeros([0; 16]);
+
 /// The checked copy behind the handles' `copy_async` methods: `K = BYTES / size_of::<T>()`
 /// elements of `src` from `from` to the `K` elements of shared memory at `dst` (whose
 /// `K` elements the caller has bounds-checked), zero-filling past `src.len()`. `cg`: the `.cg`
@@ -291,12 +298,13 @@ unsafe fn copy_checked<T, const BYTES: usize>(dst: *mut T, src: Slice<T>, from: 
         }
     } else {
         // Nothing past the slice is read: `valid * size_of::<T>()` bytes only. When none is
-        // (`from >= len`), the instruction reads nothing; its source operand is then the
-        // slice's base rounded down to the copy size, an aligned address it never reads.
+        // (`from >= len`, an empty slice included), the instruction reads nothing; its source
+        // operand is then `ZEROS`, 16 aligned bytes of global memory, so that even the
+        // address it is given is a valid one.
         let (p, n) = if valid > 0 {
             (p, (valid * size_of::<T>()) as u32)
         } else {
-            ((src.as_ptr() as usize & !(BYTES - 1)) as *const T, 0)
+            ((&raw const ZEROS).cast::<T>(), 0)
         };
         // SAFETY: as above, with `n < BYTES` bytes read.
         unsafe {

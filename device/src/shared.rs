@@ -6,6 +6,7 @@
 //! | `__shared__ float tile[256];` | `let tile = shared_array!(f32, 256);` → [`SharedArray<f32, 256>`] |
 //! | `__shared__ float tile[16][17];` | `let tile = shared_array!(f32, [16, 17]);` → [`SharedArray2<f32, 16, 17>`] |
 //! | `__shared__ __align__(16) float4 v[64];` | `shared_array!(f32, 256, align = 16)` |
+//! | `__shared__ __align__(16) float t[4][512];` | `shared_array!(f32, [4, 512], align = 16)` |
 //! | `extern __shared__ float smem[];` | `let smem = dynamic_shared::<f32>();` → [`DynamicSharedArray<f32>`] |
 //! | `atomicAdd(&tile[i], v)` | `tile.atomic(i).fetch_add(v, Order::Relaxed, Scope::Block)` |
 //!
@@ -461,6 +462,8 @@ pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
 /// * `shared_array!(T, N, align = A)` — the same, aligned to `A` bytes (a literal power of
 ///   two, e.g. 16 for vector loads);
 /// * `shared_array!(T, [R, C])` — an `R`×`C` tile: a [`SharedArray2<T, R, C>`];
+/// * `shared_array!(T, [R, C], align = A)` — the same, aligned to `A` bytes (16 for the
+///   16-byte `cp.async` copies of [`SharedArray2::copy_async`]);
 /// * `shared_array![T; N]` — cuda_std's spelling of the first form.
 ///
 /// `T` must be a [`SharedElement`] and not a generic parameter; `N`, `R`, `C` are constants.
@@ -477,6 +480,18 @@ macro_rules! shared_array {
     ($t:ty; $n:expr) => {
         $crate::shared_array!($t, $n)
     };
+    ($t:ty, [$r:expr, $c:expr], align = $a:literal $(,)?) => {{
+        #[repr(C, align($a))]
+        struct Aligned(::core::mem::MaybeUninit<[[$t; $c]; $r]>);
+        #[link_section = $crate::shared_section!()]
+        static mut STORAGE: Aligned = Aligned(::core::mem::MaybeUninit::uninit());
+        // SAFETY: as in the plain 2-D form.
+        unsafe {
+            $crate::shared::SharedArray2::<$t, { $r }, { $c }>::from_raw(
+                (&raw mut STORAGE).cast::<$t>(),
+            )
+        }
+    }};
     ($t:ty, [$r:expr, $c:expr] $(,)?) => {{
         #[link_section = $crate::shared_section!()]
         static mut STORAGE: ::core::mem::MaybeUninit<[[$t; $c]; $r]> =

@@ -137,7 +137,8 @@ pub const PIPE_POISON: u32 = 0xDEAD_BEEF;
 /// `out[k·128 + t] = Σ_m (m + 1)·stage[t + m·128]` (wrapping). `acquire_first`: the loop is
 /// "acquire, copy, commit, wait, compute, release" (a second barrier per tile, inserted by
 /// the pipeline) instead of CUTLASS's "wait, acquire, copy, commit, compute, release".
-/// The stages are a 2-D shared array (`[4][TILE]`), poisoned first.
+/// The stages are a 2-D shared array (`[4][TILE]`, 16-byte aligned for the copies), poisoned
+/// first.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn pipeline<const STAGES: usize>(
@@ -148,7 +149,7 @@ unsafe fn pipeline<const STAGES: usize>(
 ) {
     const { assert!(STAGES <= 4) };
     device_assert!(thread::block_dim().x as usize == PIPE_THREADS);
-    let buf = shared_array!(u32, [4, PIPE_TILE]);
+    let buf = shared_array!(u32, [4, PIPE_TILE], align = 16);
     let t = thread::thread_idx().x as usize;
     let (b, grid) = (
         thread::block_idx().x as usize,
