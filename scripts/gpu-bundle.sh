@@ -51,9 +51,14 @@ cargo test --release --quiet --test device_ptx >/dev/null
 mkdir -p .gpu/device-kernels
 cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.ptx \
    target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.json .gpu/device-kernels/
+# The sm_90 build (its sm_90-only kernels: mbarrier transaction counts, try_wait), made by the
+# same test run; .gpu/bin/device_gpu finds it in .gpu/device-kernels-sm90.
+mkdir -p .gpu/device-kernels-sm90
+cp target/tmp/device-kernels/sm_90/ferrocuda_device_kernels.ptx \
+   target/tmp/device-kernels/sm_90/ferrocuda_device_kernels.json .gpu/device-kernels-sm90/
 # The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py.
 cp device/src/math.rs .gpu/device-kernels/math.rs
-echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json}, math.rs)"
+echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json}, math.rs) and .gpu/device-kernels-sm90"
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart

@@ -38,3 +38,18 @@ pub fn manifest_path() -> Result<PathBuf, String> {
     }
     build("sm_80").map(|out| out.manifest_path)
 }
+
+/// The manifest of the sm_90 build (its sm_90-only kernels included):
+/// `$FERROCUDA_DEVICE_KERNELS_SM90`, else the bundled
+/// `.gpu/device-kernels-sm90/ferrocuda_device_kernels.json`, else a fresh sm_90 build.
+#[allow(dead_code)] // used by the GPU tests only
+pub fn manifest_path_sm90() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("FERROCUDA_DEVICE_KERNELS_SM90") {
+        return Ok(PathBuf::from(p));
+    }
+    let bundled = PathBuf::from(".gpu/device-kernels-sm90/ferrocuda_device_kernels.json");
+    if bundled.exists() {
+        return Ok(bundled);
+    }
+    build("sm_90").map(|out| out.manifest_path)
+}

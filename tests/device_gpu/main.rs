@@ -1,5 +1,6 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
 //! reductions and scans, half precision, counting barriers and clocks, shared memory,
+//! asynchronous copies and pipelines, mbarriers,
 //! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
 //! device printf and failed-check locations (in child processes).
 //! The math functions' accuracy is tested from Python against mpmath
@@ -26,11 +27,13 @@ mod failed;
 #[path = "../common/half_ref.rs"]
 mod half_ref;
 
+mod async_copy;
 mod atomics;
 mod collectives;
 mod diag;
 mod examples;
 mod half;
+mod mbarrier;
 mod memory;
 mod shared;
 mod warp;
@@ -183,6 +186,8 @@ fn main() {
     tests.extend(collectives::TESTS);
     tests.extend(half::TESTS);
     tests.extend(shared::TESTS);
+    tests.extend(async_copy::TESTS);
+    tests.extend(mbarrier::TESTS);
     tests.extend(examples::TESTS);
     tests.extend(memory::TESTS);
     tests.extend(diag::TESTS);
