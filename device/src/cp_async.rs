@@ -275,7 +275,7 @@ unsafe fn copy_checked<T, const BYTES: usize>(dst: *mut T, src: Slice<T>, from: 
     const {
         assert!(valid_size(BYTES), "cp.async copies 4, 8 or 16 bytes");
         assert!(
-            size_of::<T>() > 0 && size_of::<T>() <= BYTES && BYTES % size_of::<T>() == 0,
+            size_of::<T>() > 0 && size_of::<T>() <= BYTES && BYTES.is_multiple_of(size_of::<T>()),
             "the copy size must be a multiple of the element size"
         );
     };
@@ -283,7 +283,9 @@ unsafe fn copy_checked<T, const BYTES: usize>(dst: *mut T, src: Slice<T>, from: 
     let d = shared_addr_of(dst);
     let valid = src.len().saturating_sub(from).min(k);
     let p = src.as_ptr().wrapping_add(from);
-    if d % BYTES as u32 != 0 || (valid > 0 && (p as usize % BYTES != 0 || !is_global(p))) {
+    if !d.is_multiple_of(BYTES as u32)
+        || (valid > 0 && (!(p as usize).is_multiple_of(BYTES) || !is_global(p)))
+    {
         fail();
     }
     if valid == k {
