@@ -7,7 +7,8 @@ Usage:
 
 The rules live in one place: the Rust crate ferrocuda-builder (builder/src/check/). The
 builder runs them on every kernel crate it builds (failing the build on unresolved externs,
-panic machinery and barriers under thread-dependent branches; warning about local memory,
+panic machinery, barriers under thread-dependent branches and waits nothing in the kernel can
+complete; warning about local memory,
 stack frames and spills); its command `ferrocuda-ptx-check` runs all of them strictly on a
 file, every finding a failure -- the policy for the repository's own kernels. This script
 builds that command (cargo, once) and runs it:
@@ -19,6 +20,8 @@ builds that command (cargo, once) and runs it:
     function that executes one) that only some threads of a block may reach: under a branch
     whose predicate derives from %tid/%laneid/... or from a loaded value (branches on
     %ctaid, %ntid, kernel parameters, and `bra.uni` are uniform);
+  * no mbarrier wait (`mbarrier.test_wait`/`try_wait`) in a kernel that never arrives on an
+    mbarrier, no `cp.async.wait_group` in a kernel that never commits a group;
   * with --manifest: its kernels are the `.entry` set and its arch the `.target`;
   * for each --arch (default sm_80 and sm_90): ptxas succeeds, reports every entry, and no
     function has a stack frame or spills.

@@ -46,18 +46,15 @@ for line in sys.stdin:
 strip .gpu/bin/* 2>/dev/null || true
 
 # The device-primitive test kernels: built (and their PTX checked) by tests/device_ptx.rs into
-# target/tmp/device-kernels/sm_80; .gpu/bin/device_gpu finds them in .gpu/device-kernels. The
-# sm_90 build (the same test builds it) holds the sm_90-only kernels (`mma_stmatrix`), which
-# device_gpu runs from .gpu/device-kernels/sm_90 on an sm_90 device.
+# target/tmp/device-kernels/sm_80; .gpu/bin/device_gpu finds them in .gpu/device-kernels —
+# every file of the build: the base PTX, the manifest, the parts built for sm_90 and sm_90a
+# (`#[kernel(arch = …)]`) and the cubins.
 cargo test --release --quiet --test device_ptx >/dev/null
-mkdir -p .gpu/device-kernels/sm_90
-cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.ptx \
-   target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.json .gpu/device-kernels/
-cp target/tmp/device-kernels/sm_90/ferrocuda_device_kernels.ptx \
-   target/tmp/device-kernels/sm_90/ferrocuda_device_kernels.json .gpu/device-kernels/sm_90/
+mkdir -p .gpu/device-kernels
+cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.* .gpu/device-kernels/
 # The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py.
 cp device/src/math.rs .gpu/device-kernels/math.rs
-echo "bundled .gpu/device-kernels (ferrocuda_device_kernels.{ptx,json}, math.rs)"
+echo "bundled .gpu/device-kernels (the test kernels' PTX, parts, cubins and manifest; math.rs)"
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart

@@ -34,6 +34,12 @@ fn sm80() -> &'static (String, PathBuf, PathBuf, BuildOutput) {
     })
 }
 
+/// The sm_80 build's sm_90 part: the kernels declared `#[kernel(arch = "sm_90")]` (PTX text).
+fn sm90_part() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| std::fs::read_to_string(&sm80().3.parts["sm_90"].ptx).unwrap())
+}
+
 /// The body of `.entry name` (up to its closing brace).
 fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {
     let start = ptx
@@ -442,8 +448,8 @@ fn tensor_cores_are_mma_sync_fed_by_ldmatrix() {
 /// Built for sm_90, `mma_stmatrix` holds every `stmatrix` form, and ptxas accepts it.
 #[test]
 fn stmatrix_is_built_for_sm90() {
-    let (ptx, out) = sm90();
-    let body = entry(ptx, "mma_stmatrix");
+    let out = &sm80().3;
+    let body = entry(sm90_part(), "mma_stmatrix");
     for w in [
         "stmatrix.sync.aligned.m8n8.x1.shared.b16",
         "stmatrix.sync.aligned.m8n8.x2.shared.b16",
@@ -461,8 +467,7 @@ fn stmatrix_is_built_for_sm90() {
     assert!(!body.contains(".local"), "mma_stmatrix uses local memory");
     assert!(out
         .manifest
-        .kernels
-        .iter()
+        .kernels_of(Some("sm_90"))
         .any(|k| k.name == "mma_stmatrix"));
     assert_clean(out);
     if let Some(r) = out.resources.iter().find(|r| r.name == "mma_stmatrix") {
@@ -832,11 +837,18 @@ fn kernels_declared_for_newer_architectures_are_built_into_parts() {
             "{arch}: {text:.300}"
         );
         assert!(text.contains(&format!(".version {version}\n")), "{arch}");
-        let entries: Vec<&str> = text
+        let mut entries: Vec<&str> = text
             .match_indices(".entry ")
             .map(|(i, _)| text[i + 7..].split('(').next().unwrap())
             .collect();
-        assert_eq!(entries, [only], "{arch}");
+        entries.sort_unstable();
+        let mut declared: Vec<&str> = m.kernels_of(Some(arch)).map(|k| k.name.as_str()).collect();
+        declared.sort_unstable();
+        assert_eq!(
+            entries, declared,
+            "{arch}: the part holds exactly its kernels"
+        );
+        assert!(entries.contains(&only), "{arch}");
         assert_eq!(
             files.ptx.file_name().unwrap().to_str(),
             Some(part.ptx.as_str())
@@ -905,4 +917,319 @@ fn kernels_declared_for_newer_architectures_are_built_into_parts() {
         k("arch_probe_sm90a").variant_on(&ops, Some((8, 6))).name(),
         "arch_probe_base"
     );
+}
+
+/// The operand lists of every `opcode` instruction of `body` (exact opcode, `;` removed),
+/// inline-asm scopes (`{ .reg …; instr …; }`) included.
+fn operands(body: &str, opcode: &str) -> Vec<Vec<String>> {
+    body.split([';', '{', '}', '\n'])
+        .map(str::trim)
+        .filter_map(|s| {
+            let (op, rest) = s.split_once([' ', '\t']).unwrap_or((s, ""));
+            (op == opcode).then(|| {
+                rest.split(',')
+                    .map(|o| o.trim().to_string())
+                    .filter(|o| !o.is_empty())
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// Whether `o` is a register of the class `prefix` (`%r` 32-bit, `%rd` 64-bit), bracketed
+/// when `address`.
+fn is_reg(o: &str, prefix: &str, address: bool) -> bool {
+    let o = if address {
+        match o.strip_prefix('[').and_then(|o| o.strip_suffix(']')) {
+            Some(inner) => inner,
+            None => return false,
+        }
+    } else {
+        o
+    };
+    o.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// The `cp.async.<op>.shared.global` instructions of kernel `k` (sm_80): the whole copies
+/// (`[%r], [%rd], size`) and the zero-filling ones (`…, size, %r`), by count.
+fn copies(k: &str, op: &str, size: &str) -> (usize, usize) {
+    let body = entry(&sm80().0, k);
+    let (mut whole, mut zfill) = (0, 0);
+    for o in operands(body, &format!("cp.async.{op}.shared.global")) {
+        let addresses = is_reg(&o[0], "%r", true) && is_reg(&o[1], "%rd", true);
+        assert!(
+            addresses,
+            "{k}: cp.async operands {o:?} (dst [%r], src [%rd])"
+        );
+        assert_eq!(o[2], size, "{k}: {o:?}");
+        match o.len() {
+            3 => whole += 1,
+            4 if is_reg(&o[3], "%r", false) => zfill += 1,
+            _ => panic!("{k}: cp.async operands {o:?}"),
+        }
+    }
+    (whole, zfill)
+}
+
+#[test]
+fn async_copies_reach_the_ptx_as_written() {
+    for (k, op, size) in [
+        ("cp_async_chunks_4", "ca", "4"),
+        ("cp_async_chunks_8", "ca", "8"),
+        ("cp_async_chunks_16", "cg", "16"),
+        ("cp_async_chunks_16_ca_dyn", "ca", "16"),
+    ] {
+        // Two copies (slots A and B), each as a whole copy and a zero-filling one.
+        assert_eq!(copies(k, op, size), (2, 2), "{k}");
+        let other = if op == "ca" { "cg" } else { "ca" };
+        assert!(
+            !entry(&sm80().0, k).contains(&format!("cp.async.{other}.")),
+            "{k}"
+        );
+        // The source is a .global address, the destination a 32-bit shared one.
+        has(
+            k,
+            &["cvta.to.global.u64", "cvta.to.shared.u64", "cvt.u32.u64"],
+        );
+        has(k, &["isspacep.global"]);
+        assert_eq!(count(k, "cp.async.commit_group;"), 2, "{k}");
+        assert_eq!(count(k, "cp.async.wait_group 1;"), 1, "{k}");
+        assert_eq!(count(k, "cp.async.wait_group 0;"), 1, "{k}");
+    }
+    // The pipeline keeps its wait counts constant: STAGES - 2 (CUTLASS's order), STAGES - 1
+    // (acquire first) and 0 for the last tiles; one wait_all to drain.
+    for (k, stages) in [
+        ("cp_async_pipeline_2", 2u32),
+        ("cp_async_pipeline_3", 3),
+        ("cp_async_pipeline_4", 4),
+    ] {
+        let body = entry(&sm80().0, k);
+        let mut waits: Vec<u32> = operands(body, "cp.async.wait_group")
+            .iter()
+            .map(|o| o[0].parse().unwrap())
+            .collect();
+        waits.sort();
+        waits.dedup();
+        let mut want = vec![0, stages - 2, stages - 1];
+        want.dedup();
+        assert_eq!(waits, want, "{k}: wait_group counts");
+        assert_eq!(count(k, "cp.async.wait_all;"), 1, "{k}");
+        assert!(count(k, "cp.async.commit_group;") >= 2, "{k}");
+        assert!(copies(k, "cg", "16").1 >= 1, "{k}: no zero-filling copy");
+    }
+    has("cp_async_pipeline_3", &["cp.async.wait_group 1"]);
+    // The 16-byte copies land in 16-byte aligned shared arrays (`align = 16`, 1-D and 2-D).
+    let aligns: Vec<(String, usize)> = sm80()
+        .0
+        .lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix(".shared .align ")?;
+            let (align, decl) = rest.split_once(' ')?;
+            let name = decl.split_whitespace().last()?.split('[').next()?;
+            Some((name.to_string(), align.parse().ok()?))
+        })
+        .collect();
+    for k in [
+        "cp_async_chunks_16",
+        "cp_async_pipeline_2",
+        "cp_async_pipeline_3",
+        "cp_async_pipeline_4",
+        "mbarrier_cp_async_noinc",
+    ] {
+        let body = entry(&sm80().0, k);
+        let used: Vec<&(String, usize)> = aligns
+            .iter()
+            .filter(|(n, _)| n.contains("STORAGE") && body.contains(n.as_str()))
+            .collect();
+        assert!(
+            used.iter().any(|(_, a)| *a >= 16),
+            "{k}: no 16-byte aligned shared array: {used:?}"
+        );
+    }
+}
+
+#[test]
+fn mbarriers_reach_the_ptx_as_written() {
+    let ptx = &sm80().0;
+    // PTX 7.1 for the parity waits (the builder raises LLVM's 7.0 for sm_80).
+    assert!(ptx.contains("\n.version 7.1\n"), "sm_80 PTX is not ISA 7.1");
+    has(
+        "mbarrier_ping_pong",
+        &[
+            "mbarrier.init.shared.b64",
+            "mbarrier.arrive.shared.b64",
+            "mbarrier.test_wait.parity.shared.b64",
+        ],
+    );
+    // Two barriers initialised by thread 0 and published by one block barrier each.
+    assert_eq!(
+        operands(entry(ptx, "mbarrier_ping_pong"), "mbarrier.init.shared.b64").len(),
+        2
+    );
+    assert_eq!(count("mbarrier_ping_pong", "bar.sync"), 2);
+    has(
+        "mbarrier_tokens",
+        &[
+            "mbarrier.arrive.shared.b64",
+            "mbarrier.test_wait.shared.b64",
+            "mbarrier.test_wait.parity.shared.b64",
+            "mbarrier.arrive_drop.shared.b64",
+            "mbarrier.inval.shared.b64",
+        ],
+    );
+    has(
+        "mbarrier_cp_async_noinc",
+        &[
+            "cp.async.cg.shared.global",
+            "cp.async.mbarrier.arrive.noinc.shared.b64",
+            "mbarrier.arrive.shared.b64",
+            "mbarrier.test_wait.parity.shared.b64",
+        ],
+    );
+    has(
+        "mbarrier_cp_async",
+        &[
+            "cp.async.mbarrier.arrive.shared.b64",
+            "mbarrier.arrive.shared.b64",
+        ],
+    );
+    // Operands: the barrier's 32-bit shared address, the state in a 64-bit register, the
+    // parity in a 32-bit one.
+    let body = entry(ptx, "mbarrier_tokens");
+    for o in operands(body, "mbarrier.arrive.shared.b64") {
+        assert!(
+            is_reg(&o[0], "%rd", false) && is_reg(&o[1], "%r", true),
+            "{o:?}"
+        );
+    }
+    for o in operands(body, "mbarrier.test_wait.parity.shared.b64") {
+        assert!(
+            is_reg(&o[1], "%r", true) && is_reg(&o[2], "%r", false),
+            "{o:?}"
+        );
+    }
+    for o in operands(body, "mbarrier.test_wait.shared.b64") {
+        assert!(
+            is_reg(&o[1], "%r", true) && is_reg(&o[2], "%rd", false),
+            "{o:?}"
+        );
+    }
+    // No sm_90 instruction or qualifier in the sm_80 build.
+    for k in [
+        "mbarrier_ping_pong",
+        "mbarrier_tokens",
+        "mbarrier_cp_async_noinc",
+        "mbarrier_cp_async",
+    ] {
+        let body = entry(ptx, k);
+        for w in [
+            "try_wait",
+            "expect_tx",
+            ".release.",
+            ".acquire.",
+            "shared::cta",
+        ] {
+            assert!(!body.contains(w), "{k}: `{w}` in an sm_80 build");
+        }
+    }
+    assert!(
+        !ptx.contains(".entry mbarrier_expect_tx("),
+        "sm_90-only kernel in sm_80"
+    );
+}
+
+#[test]
+fn mbarriers_spell_order_and_scope_when_built_for_sm90() {
+    let (ptx, out) = sm90();
+    assert!(ptx.contains("\n.version 8.0\n"), "sm_90 PTX is not ISA 8.0");
+    assert!(
+        sm90_part().contains("\n.version 8.0\n"),
+        "sm_90 part is not ISA 8.0"
+    );
+    // The sm_90 build's own kernels, or the sm_90 part's (`arch = "sm_90"`).
+    let body90 = |k: &str| {
+        let text = if ptx.contains(&format!(".entry {k}(")) {
+            ptx.as_str()
+        } else {
+            sm90_part()
+        };
+        entry(text, k)
+    };
+    let has90 = |k: &str, wanted: &[&str]| {
+        let body = body90(k);
+        for w in wanted {
+            assert!(body.contains(w), "sm_90 {k}: no `{w}`");
+        }
+    };
+    has90(
+        "mbarrier_expect_tx",
+        &[
+            "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 ",
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 ",
+            "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 ",
+            "mbarrier.arrive.release.cta.shared::cta.b64 ",
+            "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 ",
+            "mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 ",
+            "mbarrier.test_wait.acquire.cta.shared::cta.b64 ",
+            "fence.proxy.async.shared::cta;",
+            "fence.mbarrier_init.release.cluster;",
+        ],
+    );
+    has90(
+        "mbarrier_ping_pong",
+        &[
+            "mbarrier.arrive.release.cta.shared::cta.b64 ",
+            // `wait` polls with try_wait on sm_90.
+            "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 ",
+        ],
+    );
+    has90(
+        "mbarrier_tokens",
+        &["mbarrier.arrive_drop.release.cta.shared::cta.b64 "],
+    );
+    // The plain forms are gone where the qualified ones exist.
+    for k in [
+        "mbarrier_ping_pong",
+        "mbarrier_tokens",
+        "mbarrier_expect_tx",
+    ] {
+        let body = body90(k);
+        for w in [
+            "mbarrier.arrive.shared.b64",
+            "mbarrier.test_wait.parity.shared.b64",
+        ] {
+            assert!(!body.contains(w), "sm_90 {k}: unqualified `{w}`");
+        }
+    }
+    assert_clean(out);
+}
+
+/// ptxas's registers for the asynchronous-copy and mbarrier kernels (printed; no spills and no
+/// stack are checked by `assert_clean`).
+#[test]
+fn async_and_mbarrier_kernels_registers() {
+    for (arch, out) in [("sm_80", &sm80().3), ("sm_90", &sm90().1)] {
+        if out.ptxas.is_none() {
+            eprintln!("ptxas report SKIPPED: no ptxas found");
+            return;
+        }
+        let mut lines: Vec<String> = out
+            .resources
+            .iter()
+            .filter(|r| {
+                r.entry && (r.name.starts_with("cp_async_") || r.name.starts_with("mbarrier_"))
+            })
+            .map(|r| {
+                assert_eq!(r.stack.unwrap_or(0), 0, "{arch} {}: stack", r.name);
+                format!("{} {} regs", r.name, r.registers.unwrap_or(0))
+            })
+            .collect();
+        lines.sort();
+        assert!(lines.len() >= 11, "{arch}: {lines:?}");
+        eprintln!(
+            "async-copy and mbarrier kernels on {arch}:\n  {}",
+            lines.join("\n  ")
+        );
+    }
 }

@@ -114,13 +114,10 @@ impl ChildBuild<'_> {
     }
 
     /// The flags of every crate of the build (`core` included): the target CPU (rustc refuses
-    /// mixed ones), the PTX ISA version the features of sm_90 kernels need (8.0: TMA,
-    /// clusters' `mapa`, `setmaxnreg`), the panic strategy, and the part's cfg.
+    /// mixed ones; the PTX ISA version is `llc`'s choice, see `llvm::ptx_isa`), the panic
+    /// strategy, and the part's cfg.
     pub(crate) fn rustflags(&self) -> Vec<String> {
         let mut flags = vec![format!("-Ctarget-cpu={}", self.arch)];
-        if let Some(f) = ptx_feature(self.arch) {
-            flags.push(format!("-Ctarget-feature=+{f}"));
-        }
         flags.push("-Zunstable-options".into());
         flags.push("-Cpanic=immediate-abort".into());
         // Declared in every build, so that a crate's own `cfg(ferrocuda_arch …)` is checked.
@@ -216,14 +213,6 @@ pub(crate) fn package_name(toml: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// The target feature that raises the PTX ISA version of a build for `arch` above LLVM's
-/// default for it, when sm_90 features need more: PTX 8.0 (TMA, `mapa`, `setmaxnreg`,
-/// `cp.async.bulk`) where LLVM would write 7.8 for `sm_90`. `None` when LLVM's default serves.
-pub(crate) fn ptx_feature(arch: &str) -> Option<&'static str> {
-    let a = ferrocuda_abi::arch::Arch::parse(arch)?;
-    (a.number() >= 90 && a.min_ptx() < (8, 0)).then_some("ptx80")
 }
 
 /// Source files listed in a make-style dep-info file, excluding the toolchain's own sources.

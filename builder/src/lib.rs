@@ -69,16 +69,19 @@
 //!    libdevice, the `-O3` pipeline: it resolves libdevice's `__nvvm_reflect` queries — IEEE:
 //!    no flush to zero, correctly rounded `sqrt` — and inlines libdevice.
 //! 6. **`llc`** generates the PTX with rustc's own code-generation settings (`-O3`,
-//!    `-mcpu=<arch>` and so the PTX ISA version LLVM picks for it, traps for `unreachable`),
-//!    and the [`FpContract`] setting.
+//!    `-mcpu=<arch>` and so the PTX ISA version LLVM picks for it — raised to 7.1 for sm_80 and
+//!    8.0 for sm_90, which `ferrocuda-device`'s mbarrier instructions need — traps for
+//!    `unreachable`), and the [`FpContract`] setting.
 //! 7. The PTX is post-processed: the manifest records that `#[kernel]` embeds (see
 //!    `ferrocuda_abi::manifest`) are decoded, removed from the PTX, cross-checked against the
 //!    `.entry` parameter lists, and written as JSON next to the PTX; the launch records (see
 //!    `ferrocuda_abi::launch`) are removed too, their bounds written into the entries
 //!    (`.maxntid` / `.reqntid`) and recorded in the manifest.
 //! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
-//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, and block barriers
-//!    under thread-dependent branches fail the build; then **ptxas**, when one is found
+//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, block barriers
+//!    under thread-dependent branches, and waits nothing in their kernel can complete (an
+//!    mbarrier wait with no arrive, a `cp.async` group wait with no commit) fail the build;
+//!    then **ptxas**, when one is found
 //!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, python3's
 //!    nvcc wheel, [`PtxBuilder::cuda_fallback`]), assembles the PTX for the crate's arch: its
 //!    per-kernel report (registers, stack frame, spills, shared memory) is

@@ -4,7 +4,8 @@
 //!
 //! The flags are rustc's own for the NVPTX target, so a module that needs neither a rewrite
 //! nor libdevice gives the PTX rustc's `--emit=asm` would: `-O3`, `-mcpu=<arch>` (and with it
-//! LLVM's PTX ISA version for that CPU), no debug info (none is in the bitcode), traps for
+//! LLVM's PTX ISA version for that CPU, raised for sm_80 and sm_90 by [`ptx_isa`]), no debug
+//! info (none is in the bitcode), traps for
 //! `unreachable` except right after a `noreturn` call (rustc's `TrapUnreachable` /
 //! `NoTrapAfterNoreturn`), and use-list orders carried through every file. `opt` runs only
 //! when the module was changed after rustc had optimised it: address-space inference always,
@@ -28,6 +29,28 @@ use std::process::Command;
 /// `-nvvm-reflect-add` — which would make `__nv_sqrtf` approximate. So every value is set
 /// explicitly. (`__CUDA_PREC_DIV` is not queried by `libdevice.10.bc`; set for completeness.)
 pub(crate) const REFLECT: [&str; 3] = ["__CUDA_FTZ=0", "__CUDA_PREC_SQRT=1", "__CUDA_PREC_DIV=1"];
+
+/// The PTX ISA version `llc` is asked for (`-mattr=+ptxNN`) where LLVM's own choice for the
+/// arch — the oldest ISA that has the arch — lacks instructions `ferrocuda-device` emits
+/// through `asm!`, which LLVM cannot see:
+///
+/// * `sm_80`: LLVM picks 7.0; the phase-parity waits of `ferrocuda_device::mbarrier`
+///   (`mbarrier.test_wait.parity`) need **7.1** (CUDA 11.1 drivers and newer load it).
+/// * `sm_90`: LLVM picks 7.8; the memory order and scope spelled in the mbarrier instructions
+///   (`mbarrier.arrive.release.cta…`, `…test_wait.parity.acquire.cta…`),
+///   `mbarrier.expect_tx`, `fence.proxy.async` and `fence.mbarrier_init` need **8.0** (CUDA 12.0
+///   drivers and newer), as `wgmma` does.
+///
+/// Every other arch keeps LLVM's version: it is already at least these (sm_86: 7.1, sm_89: 7.8,
+/// sm_90a: 8.0, sm_100: 8.6), or the arch predates these instructions. A newer ISA only widens
+/// what ptxas accepts; the code LLVM generates does not change.
+pub(crate) fn ptx_isa(arch: &str) -> Option<&'static str> {
+    match arch {
+        "sm_80" => Some("+ptx71"),
+        "sm_90" => Some("+ptx80"),
+        _ => None,
+    }
+}
 
 /// One run of the pipeline.
 pub(crate) struct Pipeline<'a> {
@@ -179,25 +202,20 @@ impl Pipeline<'_> {
             FpContract::Off => "on",
             FpContract::Fast => "fast",
         };
-        self.tool(
-            "llc",
-            &[
-                "-O3".into(),
-                format!("-mcpu={}", self.arch).into(),
-                format!(
-                    "-mattr={}",
-                    crate::child::ptx_feature(self.arch).map_or(String::new(), |f| format!("+{f}"))
-                )
-                .into(),
-                format!("-fp-contract={contract}").into(),
-                "-trap-unreachable".into(),
-                "-no-trap-after-noreturn".into(),
-                "-asm-verbose=false".into(),
-                input.into(),
-                "-o".into(),
-                out.clone().into(),
-            ],
-        )?;
+        let mut args: Vec<OsString> = vec!["-O3".into(), format!("-mcpu={}", self.arch).into()];
+        if let Some(isa) = ptx_isa(self.arch) {
+            args.push(format!("-mattr={isa}").into());
+        }
+        args.extend([
+            format!("-fp-contract={contract}").into(),
+            "-trap-unreachable".into(),
+            "-no-trap-after-noreturn".into(),
+            "-asm-verbose=false".into(),
+            input.into(),
+            "-o".into(),
+            out.clone().into(),
+        ]);
+        self.tool("llc", &args)?;
         read(&out)
     }
 
@@ -305,5 +323,17 @@ mod tests {
         );
         assert!(explain_llvm_error("LLVM ERROR: Cannot select: 0x1: i32 = NVPTXISD::X").is_none());
         assert!(explain_llvm_error("error[E0308]: mismatched types").is_none());
+    }
+
+    #[test]
+    fn ptx_isa_is_raised_only_where_llvm_picks_an_older_one() {
+        assert_eq!(ptx_isa("sm_80"), Some("+ptx71"));
+        assert_eq!(ptx_isa("sm_90"), Some("+ptx80"));
+        // LLVM refuses a version older than an arch's minimum (sm_89 needs 7.8, sm_100 8.6).
+        for arch in [
+            "sm_70", "sm_75", "sm_86", "sm_89", "sm_90a", "sm_100", "sm_120",
+        ] {
+            assert_eq!(ptx_isa(arch), None, "{arch}");
+        }
     }
 }

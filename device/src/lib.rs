@@ -25,6 +25,12 @@
 //! * [`shared`] — block-shared memory: [`shared_array!`] (static arrays, 1-D and 2-D tiles)
 //!   and `shared::dynamic_shared` (the launch's dynamic shared memory), with bounds-checked
 //!   handles and shared-memory atomics;
+//! * [`cp_async`] — asynchronous copies from global to shared memory (`cp.async`, zero-filling
+//!   partial tiles), commit groups and waits, and [`cp_async::Pipeline`], a multi-stage
+//!   copy pipeline for main loops;
+//! * [`mbarrier`] — split arrive/wait barriers in shared memory with typed phase tracking
+//!   ([`mbarrier::Phase`]), `cp.async` completion tracking, transaction counts and `try_wait`
+//!   (sm_90), declared with [`shared_mbarrier!`];
 //! * [`atomic`] — atomics with an explicit memory [`atomic::Order`] and [`atomic::Scope`] on
 //!   device and shared memory, fences, and [`atomic::AtomicSlice`], an array parameter that
 //!   many threads update;
@@ -104,9 +110,13 @@ pub mod thread;
 pub mod atomic;
 #[cfg(target_arch = "nvptx64")]
 pub mod block;
+#[cfg(target_arch = "nvptx64")]
+pub mod cp_async;
 pub mod diag;
 pub mod half;
 pub mod math;
+#[cfg(target_arch = "nvptx64")]
+pub mod mbarrier;
 pub mod mma;
 pub mod shared;
 pub mod tma;
@@ -123,7 +133,7 @@ pub mod prelude {
     pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
     #[cfg(target_arch = "nvptx64")]
-    pub use crate::thread;
+    pub use crate::{cp_async, mbarrier, shared_mbarrier, thread};
     pub use crate::{device_assert, gpu_printf, kernel, shared_array};
     pub use crate::{Element, GridStride, Slice, SliceMut, View, ViewMut};
 }

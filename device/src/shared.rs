@@ -42,6 +42,14 @@
 //! ([`atomic`](SharedArray::atomic)) may be used concurrently by any threads of the block.
 //! Out-of-bounds indices abort the kernel with their location recorded
 //! ([`diag`](crate::diag)); the `_unchecked` forms leave the check to the caller.
+//!
+//! # Shared-window addresses
+//!
+//! The instructions that name `.shared` memory through a 32-bit register — `cp.async`
+//! ([`cp_async`](crate::cp_async)), `mbarrier` ([`mbarrier`](crate::mbarrier)), `ldmatrix` —
+//! take an element's offset in the block's shared window, not its generic address:
+//! `shared_addr(i)` on every handle (`cvta.to.shared.u64` then `cvt.u32.u64`), or
+//! [`shared_addr_of`] for any pointer into shared memory.
 
 use crate::diag::fail;
 use core::marker::PhantomData;
@@ -478,6 +486,18 @@ macro_rules! shared_array {
     ($t:ty; $n:expr) => {
         $crate::shared_array!($t, $n)
     };
+    ($t:ty, [$r:expr, $c:expr], align = $a:literal $(,)?) => {{
+        #[repr(C, align($a))]
+        struct Aligned(::core::mem::MaybeUninit<[[$t; $c]; $r]>);
+        #[link_section = $crate::shared_section!()]
+        static mut STORAGE: Aligned = Aligned(::core::mem::MaybeUninit::uninit());
+        // SAFETY: as in the plain 2-D form.
+        unsafe {
+            $crate::shared::SharedArray2::<$t, { $r }, { $c }>::from_raw(
+                (&raw mut STORAGE).cast::<$t>(),
+            )
+        }
+    }};
     ($t:ty, [$r:expr, $c:expr] $(,)?) => {{
         #[link_section = $crate::shared_section!()]
         static mut STORAGE: ::core::mem::MaybeUninit<[[$t; $c]; $r]> =

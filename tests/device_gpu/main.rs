@@ -1,6 +1,7 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
-//! reductions and scans, half precision, the tensor cores (`mma`, `ldmatrix`, their fragment
-//! layouts), counting barriers and clocks, shared memory,
+//! reductions and scans, half precision, the tensor cores (`mma`, `ldmatrix`, `wgmma`, their
+//! fragment layouts), counting barriers and clocks, shared memory, asynchronous copies and
+//! pipelines, mbarriers,
 //! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
 //! device printf and failed-check locations (in child processes).
 //! The math functions' accuracy is tested from Python against mpmath
@@ -28,11 +29,13 @@ mod failed;
 mod half_ref;
 
 mod arch;
+mod async_copy;
 mod atomics;
 mod collectives;
 mod diag;
 mod examples;
 mod half;
+mod mbarrier;
 mod memory;
 mod mma;
 mod shared;
@@ -188,6 +191,8 @@ fn main() {
     tests.extend(collectives::TESTS);
     tests.extend(half::TESTS);
     tests.extend(shared::TESTS);
+    tests.extend(async_copy::TESTS);
+    tests.extend(mbarrier::TESTS);
     tests.extend(examples::TESTS);
     tests.extend(memory::TESTS);
     tests.extend(mma::TESTS);

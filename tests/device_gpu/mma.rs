@@ -822,10 +822,9 @@ fn test_gemm() -> TestResult {
     Ok(())
 }
 
-/// The module that holds `mma_stmatrix`: `$FERROCUDA_DEVICE_KERNELS_SM90`, else the bundle's
-/// sm_90 build (`.gpu/device-kernels/sm_90/`), else a fresh sm_90 build; `None` (saying why)
-/// on a device older than sm_90 or when none can be had.
-fn sm90_module() -> Result<Option<ferrocuda::Module>, libtest_mimic::Failed> {
+/// The module that holds `mma_stmatrix` (the test kernels' sm_90 part) on an sm_90 or newer
+/// device; `None` (saying why) on an older one, where the kernel is refused.
+fn sm90_module() -> Result<Option<&'static ferrocuda::Module>, libtest_mimic::Failed> {
     let (major, minor) = ferrocuda::host::driver::Context::get(crate::DEV)
         .map_err(crate::err)?
         .compute_capability();
@@ -833,29 +832,7 @@ fn sm90_module() -> Result<Option<ferrocuda::Module>, libtest_mimic::Failed> {
         eprintln!("  mma_stmatrix SKIPPED: stmatrix needs sm_90, the device is sm_{major}{minor}");
         return Ok(None);
     }
-    let path = match std::env::var_os("FERROCUDA_DEVICE_KERNELS_SM90") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => {
-            let bundled =
-                std::path::PathBuf::from(".gpu/device-kernels/sm_90/ferrocuda_device_kernels.json");
-            if bundled.exists() {
-                bundled
-            } else {
-                match crate::device_kernels::build("sm_90") {
-                    Ok(out) => out.manifest_path,
-                    Err(e) => {
-                        eprintln!(
-                            "  mma_stmatrix SKIPPED: no sm_90 build of the test kernels ({e})"
-                        );
-                        return Ok(None);
-                    }
-                }
-            }
-        }
-    };
-    ferrocuda::Module::from_manifest_file(&path)
-        .map(Some)
-        .map_err(|e| crate::err(format!("{}: {e}", path.display())))
+    crate::module().map(Some)
 }
 
 /// `mma_stmatrix` (built for sm_90 only; see its docs for the records), on an sm_90 device:

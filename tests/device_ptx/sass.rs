@@ -410,8 +410,8 @@ fn tensor_core_kernels_use_the_tensor_cores() {
         .collect::<Vec<_>>()
         .join("\n")
     );
-    // stmatrix: the sm_90 build.
-    let Some(sass90) = sass_sm90(&sm90().1.ptx) else {
+    // stmatrix: the sm_90 part (`arch = "sm_90"`).
+    let Some(sass90) = sass_sm90(&sm80().3.parts["sm_90"].ptx) else {
         return;
     };
     let st = function(&sass90, "mma_stmatrix");
@@ -420,5 +420,140 @@ fn tensor_core_kernels_use_the_tensor_cores() {
     assert!(
         st.accesses(sass::Space::Generic).is_empty(),
         "mma_stmatrix: {ops:?}"
+    );
+}
+
+/// Whether `f` has exactly the opcode `op` (no further modifier).
+fn has_exact(f: &SassFunction, op: &str) -> bool {
+    f.opcodes.iter().any(|o| o == op)
+}
+
+/// `cp.async` is `LDGSTS` — `.BYPASS` for `.cg` (L2 only), `.ZFILL` for the zero-filling form,
+/// the width for 8 and 16 bytes — `commit_group` is `LDGDEPBAR` and `wait_group` `DEPBAR.LE`;
+/// the mbarrier instructions are `SYNCS` operations (init `SYNCS.EXCH.64`, arrive
+/// `SYNCS.ARRIVE.TRANS64.A1T0`, arrive_drop `….OPTOUT.A1T0`, test_wait `SYNCS.PHASECHK.TRANS64`,
+/// try_wait `….TRYWAIT`, inval `SYNCS.CCTL.IV`) and `cp.async.mbarrier.arrive` is
+/// `ARRIVES.LDGSTSBAR.64` (`.ARVCNT` with `.noinc`; `.TRANSCNT` after a pending-count raise
+/// otherwise). The sm_80 PTX assembled for sm_90, and the sm_90 build for the sm_90 forms.
+#[test]
+fn async_copies_and_mbarriers_in_sass() {
+    let (_, ptx_path, _, _) = sm80();
+    let Some(sass) = sass_sm90(ptx_path) else {
+        return;
+    };
+    for (k, ldgsts) in [
+        ("cp_async_chunks_4", "LDGSTS.E"),
+        ("cp_async_chunks_8", "LDGSTS.E.64"),
+        ("cp_async_chunks_16", "LDGSTS.E.BYPASS.128"),
+        ("cp_async_chunks_16_ca_dyn", "LDGSTS.E.128"),
+    ] {
+        let f = function(&sass, k);
+        let copies: Vec<&str> = f
+            .opcodes
+            .iter()
+            .map(String::as_str)
+            .filter(|o| o.starts_with("LDGSTS"))
+            .collect();
+        let zfill = format!("{ldgsts}.ZFILL");
+        assert!(
+            copies.contains(&ldgsts)
+                && copies.contains(&zfill.as_str())
+                && copies.iter().all(|o| *o == ldgsts || *o == zfill),
+            "{k}: {copies:?}"
+        );
+        assert!(
+            f.has("LDGDEPBAR") && f.has("DEPBAR.LE"),
+            "{k}: {:?}",
+            f.opcodes
+        );
+    }
+    for k in [
+        "cp_async_pipeline_2",
+        "cp_async_pipeline_3",
+        "cp_async_pipeline_4",
+    ] {
+        let f = function(&sass, k);
+        assert!(
+            has_exact(f, "LDGSTS.E.BYPASS.128")
+                && has_exact(f, "LDGSTS.E.BYPASS.128.ZFILL")
+                && f.has("LDGDEPBAR")
+                && f.has("DEPBAR.LE"),
+            "{k}: {:?}",
+            f.opcodes
+        );
+    }
+    let mbarrier_ops = |f: &SassFunction| -> Vec<String> {
+        f.opcodes
+            .iter()
+            .filter(|o| o.starts_with("SYNCS") || o.starts_with("ARRIVES"))
+            .cloned()
+            .collect()
+    };
+    for (k, wanted) in [
+        (
+            "mbarrier_ping_pong",
+            &[
+                "SYNCS.EXCH.64",
+                "SYNCS.ARRIVE.TRANS64.A1T0",
+                "SYNCS.PHASECHK.TRANS64",
+            ][..],
+        ),
+        (
+            "mbarrier_tokens",
+            &[
+                "SYNCS.EXCH.64",
+                "SYNCS.ARRIVE.TRANS64.A1T0",
+                "SYNCS.ARRIVE.TRANS64.OPTOUT.A1T0",
+                "SYNCS.PHASECHK.TRANS64",
+                "SYNCS.CCTL.IV",
+            ][..],
+        ),
+        (
+            "mbarrier_cp_async_noinc",
+            &["ARRIVES.LDGSTSBAR.64.ARVCNT", "SYNCS.ARRIVE.TRANS64.A1T0"][..],
+        ),
+        (
+            "mbarrier_cp_async",
+            &[
+                "ARRIVES.LDGSTSBAR.64.TRANSCNT",
+                "SYNCS.ARRIVE.TRANS64.RED.A0T1",
+                "SYNCS.ARRIVE.TRANS64.A1T0",
+            ][..],
+        ),
+    ] {
+        let f = function(&sass, k);
+        for w in wanted {
+            assert!(has_exact(f, w), "{k}: no {w} in {:?}", mbarrier_ops(f));
+        }
+    }
+    // The sm_90 part (`arch = "sm_90"`): try_wait, the transaction counts, the proxy fence.
+    let ptx90 = &sm80().3.parts["sm_90"].ptx;
+    let Some(sass90) = sass_sm90(ptx90) else {
+        return;
+    };
+    let f = function(&sass90, "mbarrier_expect_tx");
+    for w in [
+        "SYNCS.PHASECHK.TRANS64.TRYWAIT",
+        // arrive.expect_tx, expect_tx, complete_tx
+        "SYNCS.ARRIVE.TRANS64",
+        "SYNCS.ARRIVE.TRANS64.RED.A0TR",
+        "SYNCS.ARRIVE.TRANS64.RED.A0TX",
+        "FENCE.VIEW.ASYNC.S",
+    ] {
+        assert!(
+            has_exact(f, w),
+            "mbarrier_expect_tx: no {w} in {:?}",
+            mbarrier_ops(f)
+        );
+    }
+    // The sm_90 build's own kernels: try_wait where the sm_80 build has test_wait.
+    let Some(sass90) = sass_sm90(&sm90().1.ptx) else {
+        return;
+    };
+    let f = function(&sass90, "mbarrier_ping_pong");
+    assert!(
+        has_exact(f, "SYNCS.PHASECHK.TRANS64.TRYWAIT"),
+        "{:?}",
+        mbarrier_ops(f)
     );
 }

@@ -8,7 +8,8 @@
 //! Every finding fails (the builder only warns about local memory, stacks and spills; the
 //! repository's own kernels must have none). Text rules: no `.extern` but `.extern .shared`,
 //! no panic machinery, no `.local` memory, no barrier under a thread- or data-dependent
-//! branch; with `--manifest`, its kernels are the `.entry` set and its arch the `.target`.
+//! branch, no mbarrier wait without an arrive and no `cp.async` group wait without a commit in
+//! its kernel; with `--manifest`, its kernels are the `.entry` set and its arch the `.target`.
 //! ptxas rules, for each `--arch` (default sm_80 and sm_90): ptxas succeeds, reports every
 //! entry, and every function has a 0-byte stack frame and no spills.
 //!

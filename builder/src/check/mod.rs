@@ -10,6 +10,8 @@
 //! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: functions, calls, message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
 //! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
+//! | [`Rule::MBarrier`] | an mbarrier wait in a kernel that never arrives on an mbarrier ([`waits`]) | error | error |
+//! | [`Rule::CpAsync`] | a `cp.async` group wait in a kernel that never commits a group ([`waits`]) | error | error |
 //! | [`Rule::Local`], [`Rule::Stack`], [`Rule::Spill`] | local memory, stack frames, register spills (ptxas) | warning | error |
 //! | [`Rule::Ptxas`] | ptxas rejects the module or does not report an entry | error | error |
 //! | [`Rule::Manifest`], [`Rule::Entry`] | manifest and `.entry` list disagree; no entry | (checked while building) | error |
@@ -21,6 +23,7 @@ pub mod barrier;
 pub mod parse;
 pub mod ptxas;
 pub mod sass;
+pub mod waits;
 
 use barrier::{divergent_barriers, functions_that_abort, functions_with_barriers, Taint};
 use ferrocuda_abi::manifest::Manifest;
@@ -40,6 +43,10 @@ pub enum Rule {
     Local,
     /// A barrier that not every thread of a block may reach.
     Barrier,
+    /// An mbarrier wait in a kernel with no arrive on any mbarrier.
+    MBarrier,
+    /// A `cp.async` group wait in a kernel that commits no group.
+    CpAsync,
     /// A non-zero (or unknown) stack frame, from ptxas.
     Stack,
     /// Register spills, from ptxas.
@@ -63,6 +70,8 @@ impl Rule {
             Rule::PanicText => "panic-text",
             Rule::Local => "local",
             Rule::Barrier => "barrier",
+            Rule::MBarrier => "mbarrier",
+            Rule::CpAsync => "cp-async",
             Rule::Stack => "stack",
             Rule::Spill => "spill",
             Rule::Ptxas => "ptxas",
@@ -141,7 +150,8 @@ impl TextCheck {
     }
 }
 
-/// Runs the text rules (externs, panic machinery, local memory, divergent barriers).
+/// Runs the text rules (externs, panic machinery, local memory, divergent barriers, waits
+/// nothing can complete).
 pub fn check_text(ptx: &str) -> TextCheck {
     let src = strip_comments(ptx);
     let functions = parse_functions(&src);
@@ -174,6 +184,19 @@ pub fn check_text(ptx: &str) -> TextCheck {
                     Finding::new(Some(&f.name), Rule::Barrier, severity, barrier_message(&d))
                 }),
         );
+    }
+    for (kernel, w) in waits::unmatched_waits(&functions) {
+        let rule = if w.mbarrier {
+            Rule::MBarrier
+        } else {
+            Rule::CpAsync
+        };
+        findings.push(Finding::new(
+            Some(&kernel),
+            rule,
+            Severity::Error,
+            wait_message(&w),
+        ));
     }
     // Source paths are expected where ferrocuda's checks record their location for the host
     // (`ferrocuda_abi::diag`): the module then defines the trap record.
@@ -266,6 +289,35 @@ fn barrier_message(d: &barrier::DivergentBarrier) -> String {
         m.push_str(". (The branch depends on loaded data: fine only if every thread of the block sees the same value.)");
     }
     m
+}
+
+fn wait_message(w: &waits::UnmatchedWait) -> String {
+    let place = match &w.callee {
+        Some(f) => format!("line {}, in the called function `{f}`", w.line),
+        None => format!("line {}", w.line),
+    };
+    if w.mbarrier {
+        format!(
+            "`{}` ({place}) waits for an mbarrier phase, but nothing in this kernel performs \
+             {}: the phase can never complete and the block hangs. An arrive is missing \
+             (`MBarrier::arrive` in ferrocuda_device::mbarrier), or it is in a function this \
+             kernel does not call",
+            w.wait, w.missing
+        )
+    } else {
+        let fix = if w.missing.contains("bulk") {
+            "Commit the bulk copies with `cp.async.bulk.commit_group`"
+        } else {
+            "Commit after the copies (`cp_async::commit_group` in ferrocuda_device), or wait \
+             with `cp.async.wait_all`, which commits them"
+        };
+        format!(
+            "`{}` ({place}) waits for committed asynchronous-copy groups, but this kernel never \
+             performs {}: its copies belong to no group, so the wait does not wait for them \
+             and the memory they write is read while they may still be landing. {fix}",
+            w.wait, w.missing
+        )
+    }
 }
 
 /// Functions of the C math library that kernels may call by mistake (`f` suffixes too).

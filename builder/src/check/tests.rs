@@ -470,3 +470,152 @@ fn instructions_newer_than_the_target_are_refused_naming_the_arch_to_declare() {
                 mbarrier.test_wait.parity.shared.b64 %p1, [%r1], %r2;\n\tret;";
     assert!(arch_findings("sm_80", sm80).is_empty());
 }
+
+/// The findings of `rule` in `ptx`: (function, severity, message).
+fn rule_findings(ptx: &str, rule: Rule) -> Vec<(String, Severity, String)> {
+    check_text(ptx)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == rule)
+        .map(|f| (f.function.unwrap_or_default(), f.severity, f.message))
+        .collect()
+}
+
+/// The mbarrier wait of `ferrocuda_device::mbarrier` (an inline-asm scope) on `%r1`.
+const PARITY_WAIT: &str = "\t{ .reg .pred p; mbarrier.test_wait.parity.shared.b64 p, [%r1], %r2; \
+                           selp.u32 %r3, 1, 0, p; }\n\tsetp.eq.s32 %p1, %r3, 0;\n\t@%p1 bra $L_wait;";
+
+#[test]
+fn an_mbarrier_wait_with_no_arrive_in_the_kernel_is_refused() {
+    let init = "\tmov.u32 %r1, 0;\n\tmbarrier.init.shared.b64 [%r1], 32;\n\tbar.sync 0;\n";
+    // Waits, never arrives: the phase cannot complete.
+    let bad = entry("k", &format!("{init}$L_wait:\n{PARITY_WAIT}\n\tret;"));
+    let found = rule_findings(&bad, Rule::MBarrier);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let (f, severity, message) = &found[0];
+    assert_eq!((f.as_str(), *severity), ("k", Severity::Error));
+    assert!(
+        message.contains("mbarrier.test_wait.parity.shared.b64 p, [%r1], %r2")
+            && message.contains("hangs"),
+        "{message}"
+    );
+    // try_wait with the sm_90 qualifiers, and the token form: the same.
+    for wait in [
+        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p2, [%r1], %r2;",
+        "mbarrier.test_wait.shared.b64 %p2, [%r1], %rd1;",
+    ] {
+        let bad = entry("k", &format!("{init}\t{wait}\n\tret;"));
+        assert_eq!(rule_findings(&bad, Rule::MBarrier).len(), 1, "{wait}");
+    }
+    // Every arrive form completes phases: the kernel passes.
+    for arrive in [
+        "mbarrier.arrive.shared.b64 %rd1, [%r1];",
+        "mbarrier.arrive.release.cta.shared::cta.b64 %rd1, [%r1];",
+        "mbarrier.arrive_drop.shared.b64 %rd1, [%r1];",
+        "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd1, [%r1], %r4;",
+        "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
+        "cp.async.mbarrier.arrive.shared.b64 [%r1];",
+    ] {
+        // The arrive after the wait in the text (a loop's blocks need not be in order).
+        let good = entry(
+            "k",
+            &format!("{init}$L_wait:\n{PARITY_WAIT}\n\t{arrive}\n\tret;"),
+        );
+        assert_eq!(rule_findings(&good, Rule::MBarrier), [], "{arrive}");
+    }
+}
+
+#[test]
+fn mbarrier_arrives_and_waits_in_called_functions_count() {
+    let arrive_fn =
+        ".func arrive_it()\n{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\tmov.u32 %r1, 0;\n\t\
+                     mbarrier.arrive.shared.b64 %rd1, [%r1];\n\tret;\n}\n";
+    let wait_fn = format!(
+        ".func wait_it()\n{{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\tmov.u32 %r1, 0;\n\t\
+         mov.u32 %r2, 0;\n$L_wait:\n{PARITY_WAIT}\n\tret;\n}}\n"
+    );
+    let kernel = |body: &str| {
+        format!(
+            "{HEADER}\n{arrive_fn}{wait_fn}.visible .entry k(\n\t.param .align 8 .b8 k_param_0[16]\n)\n\
+             {{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<9>;\n\t.reg .b64 %rd<9>;\n{body}\n\tret;\n}}\n"
+        )
+    };
+    let call = |f: &str| format!("\t{{ // callseq\n\tcall.uni {f}, ();\n\t}}\n");
+    // The wait in a called function, no arrive anywhere: refused, naming the function.
+    let found = rule_findings(&kernel(&call("wait_it")), Rule::MBarrier);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].2.contains("`wait_it`"), "{}", found[0].2);
+    // The arrive in another called function: passes.
+    let both = format!("{}{}", call("wait_it"), call("arrive_it"));
+    assert_eq!(rule_findings(&kernel(&both), Rule::MBarrier), []);
+    // An indirect call could arrive: not judged.
+    let indirect = format!(
+        "{}\tmov.u64 %rd2, arrive_it;\n\t{{\n\tprototype_0 : .callprototype ()_ ();\n\t\
+         call %rd2, (), prototype_0;\n\t}}\n",
+        call("wait_it")
+    );
+    assert_eq!(rule_findings(&kernel(&indirect), Rule::MBarrier), []);
+    // A device function that is never called is not a kernel: nothing to report.
+    assert_eq!(rule_findings(&kernel(""), Rule::MBarrier), []);
+}
+
+#[test]
+fn a_group_wait_with_no_commit_in_the_kernel_is_refused() {
+    let copy = "\tmov.u32 %r1, 0;\n\tld.param.b64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd1, %rd1;\n\t\
+                cp.async.cg.shared.global [%r1], [%rd1], 16, %r2;\n";
+    // Copies, waits, never commits: the wait does not cover the copies.
+    let bad = entry(
+        "k",
+        &format!("{copy}\tcp.async.wait_group 0;\n\tbar.sync 0;\n\tret;"),
+    );
+    let found = rule_findings(&bad, Rule::CpAsync);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].1, Severity::Error);
+    assert!(
+        found[0].2.contains("`cp.async.wait_group 0`") && found[0].2.contains("commit_group"),
+        "{}",
+        found[0].2
+    );
+    // Committed: passes, also when the commit comes after the wait in the text (a
+    // pipeline's loop: wait for stage k, then copy and commit stage k + 1).
+    let good = entry(
+        "k",
+        &format!("{copy}\tcp.async.commit_group;\n\tcp.async.wait_group 1;\n\tret;"),
+    );
+    assert_eq!(rule_findings(&good, Rule::CpAsync), []);
+    let looped = entry(
+        "k",
+        &format!(
+            "$L_loop:\n\tcp.async.wait_group 1;\n\tbar.sync 0;\n{copy}\tcp.async.commit_group;\n\t\
+             @%p1 bra $L_loop;\n\tret;"
+        ),
+    );
+    assert_eq!(rule_findings(&looped, Rule::CpAsync), []);
+    // wait_all commits the outstanding copies itself: passes.
+    let all = entry("k", &format!("{copy}\tcp.async.wait_all;\n\tret;"));
+    assert_eq!(rule_findings(&all, Rule::CpAsync), []);
+    // The bulk (TMA) groups: their own commit.
+    let bulk = entry(
+        "k",
+        "\tcp.async.commit_group;\n\tcp.async.bulk.wait_group.read 0;\n\tret;",
+    );
+    let found = rule_findings(&bulk, Rule::CpAsync);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].2.contains("cp.async.bulk.commit_group"),
+        "{}",
+        found[0].2
+    );
+    let bulk_ok = entry(
+        "k",
+        "\tcp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group 0;\n\tret;",
+    );
+    assert_eq!(rule_findings(&bulk_ok, Rule::CpAsync), []);
+    // A cp.async.wait_group is not satisfied by a bulk commit, nor an mbarrier arrive.
+    let mixed = entry(
+        "k",
+        "\tcp.async.bulk.commit_group;\n\tcp.async.mbarrier.arrive.shared.b64 [%r1];\n\t\
+         cp.async.wait_group 0;\n\tret;",
+    );
+    assert_eq!(rule_findings(&mixed, Rule::CpAsync).len(), 1);
+}

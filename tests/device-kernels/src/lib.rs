@@ -1,8 +1,10 @@
 //! Kernels that exercise every primitive of `ferrocuda-device`: atomics, fences, warp
 //! operations, block reductions and scans, half-precision arithmetic, counting barriers and
-//! clocks, shared memory, math functions, diagnostics, global-memory access forms (vectors,
-//! the read-only cache), the porting guide's examples, a family with a contiguous kernel
-//! and a strided variant (`layouts`), and the tensor cores (`mma`).
+//! clocks, shared memory, asynchronous copies and pipelines (`async_copy`), mbarriers, math
+//! functions, diagnostics, global-memory access forms (vectors, the read-only cache), the
+//! porting guide's examples, a family with a contiguous kernel and a strided variant
+//! (`layouts`), the tensor cores (`mma`, `wgmma`) and kernels built for newer architectures
+//! (`arch_probe`, `wgmma`: `#[kernel(arch = …)]`).
 //! Built by `tests/device_ptx.rs` (PTX text and ptxas checks) and run on a GPU by
 //! `tests/device_gpu/` and `python/tests/test_device_math.py`, which check every output
 //! against a host reference.
@@ -12,6 +14,7 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch, f16))]
 
+mod async_copy;
 mod atomics;
 mod block;
 mod diag;
@@ -19,6 +22,7 @@ mod examples;
 mod half;
 mod layouts;
 mod math;
+mod mbarrier;
 mod memory;
 mod misc;
 mod mma;

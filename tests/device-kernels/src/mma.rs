@@ -470,11 +470,8 @@ pub unsafe fn mma_gemm_bf16(
 /// * `out[1024..1152]`: the f16 accumulator `from_fn(|r, c| bits 8r + c)` stored with
 ///   `Acc16x8F16::stmatrix` (`.x2`), a 16×8 tile.
 ///
-/// Built only for sm_90 and newer (`stmatrix` is an sm_90 instruction): checked by the PTX
-/// tests on an sm_90 build. This `cfg` should become the per-kernel option
-/// `#[kernel(arch = "sm_90")]` once `#[kernel]` has it.
-#[cfg(target_feature = "sm_90")]
-#[kernel]
+/// Built for sm_90 (`stmatrix` is an sm_90 instruction), into the crate's sm_90 part.
+#[kernel(arch = "sm_90")]
 pub unsafe fn mma_stmatrix(x: Slice<bf16>, out: SliceMut<u16>) {
     #[cfg(target_arch = "nvptx64")]
     {
