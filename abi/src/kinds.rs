@@ -30,7 +30,9 @@ use crate::dtype::{DType, Element};
 use crate::indexer::Indexer;
 use crate::layout::{self, MAX_NDIM};
 use crate::params::{Scratch, Slice, SliceMut, View, ViewMut};
-use crate::tensormap::{TensorMap, TensorMapMut, TileDesc, TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES};
+use crate::tensormap::{
+    TensorMap, TensorMapMut, TileDesc, TENSOR_MAP_ALIGN, TENSOR_MAP_PARAM_BYTES,
+};
 use core::mem::{align_of, size_of};
 
 /// What kind of kernel parameter a type is.
@@ -46,8 +48,8 @@ pub enum ParamKind {
     /// A launcher-managed workspace, [`Scratch`]: not passed by the caller; the launcher
     /// allocates it per launch (zero-filled) with the length the kernel declares.
     Scratch = 4,
-    /// An array the launcher passes as a TMA descriptor encoded from it ([`TensorMap`],
-    /// [`TensorMapMut`]; see [`tensormap`](crate::tensormap)): 128 bytes, 64-byte aligned.
+    /// An array the launcher passes as a TMA descriptor encoded from it, with its extents
+    /// ([`TensorMap`], [`TensorMapMut`]; see [`tensormap`](crate::tensormap)), 64-byte aligned.
     TensorMap = 5,
 }
 
@@ -208,7 +210,7 @@ macro_rules! tensor_map_params {
                 dtype: T::DTYPE,
                 rank: Self::TILE.rank,
                 mutable: $mutable,
-                size: TENSOR_MAP_BYTES as u16,
+                size: TENSOR_MAP_PARAM_BYTES as u16,
                 align: TENSOR_MAP_ALIGN as u16,
             };
             const TILE: TileDesc = $ty::<T, SW, B0, B1, B2, B3, B4>::TILE;
@@ -405,7 +407,7 @@ impl ParamKind {
             ParamKind::View => with_rank!(rank, N => {
                 Some((size_of::<View<u8, N>>(), align_of::<View<u8, N>>()))
             }, else None),
-            ParamKind::TensorMap => Some((TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)),
+            ParamKind::TensorMap => Some((TENSOR_MAP_PARAM_BYTES, TENSOR_MAP_ALIGN)),
         }
     }
 

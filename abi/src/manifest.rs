@@ -921,7 +921,7 @@ mod host {
         ];
         assert_eq!(
             (params[0].1.size, params[0].1.align, params[0].1.rank),
-            (128, 64, 2)
+            (176, 64, 2)
         );
         let tiles = [
             TileDecl {

@@ -24,8 +24,9 @@
 //! # How the descriptor reaches the instructions
 //!
 //! TMA reads its descriptor from the kernel's parameter space (CUDA's `__grid_constant__`),
-//! 64-byte aligned. The parameter is 128 bytes in the launch buffer at a 64-byte aligned
-//! offset; the builder declares it `.align 64` in the PTX; and `#[kernel]` hands the body a
+//! 64-byte aligned. The parameter is the 128-byte descriptor followed by the array's extents
+//! ([`TensorMap::dim`]: the kernel sees the array's shape), at a 64-byte aligned offset of the
+//! launch buffer; the builder declares it `.align 64` in the PTX; and `#[kernel]` hands the body a
 //! value whose first word is the parameter's generic address (`mov` of the parameter symbol,
 //! `cvta.param`) — the body never copies the 128 bytes. [`TensorMap::addr`] is that address.
 
@@ -34,6 +35,10 @@ use core::marker::PhantomData;
 
 /// Bytes of a `CUtensorMap`.
 pub const TENSOR_MAP_BYTES: usize = 128;
+
+/// Bytes of a tensor-map parameter: the `CUtensorMap`, then the array's extents (outermost
+/// first, [`TENSOR_MAP_MAX_RANK`] `u64`s, unused ones 0), padded to 16.
+pub const TENSOR_MAP_PARAM_BYTES: usize = TENSOR_MAP_BYTES + 8 * TENSOR_MAP_MAX_RANK + 8;
 
 /// Alignment of a tensor map in the launch buffer (and so in the kernel's parameter space).
 pub const TENSOR_MAP_ALIGN: usize = 64;
@@ -120,15 +125,22 @@ impl TileDesc {
     }
 }
 
-/// The parameter-space image of a tensor map: 128 opaque bytes (16-byte aligned as a Rust
-/// type; the builder and the launcher give it 64 in the parameter space). The first word,
-/// as the kernel body sees it, is the parameter's generic address (see the module docs).
+/// The parameter-space image of a tensor map: the 128 opaque bytes of the descriptor, then
+/// the array's extents (16-byte aligned as a Rust type; the builder and the launcher give it
+/// 64 in the parameter space). The first word, as the kernel body sees it, is the parameter's
+/// generic address (see the module docs); the rest of the descriptor is never read by device
+/// code.
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
 pub struct Opaque {
-    /// Word 0: the address the entry wrote; the rest: never read by device code.
+    /// Word 0: the address the entry wrote; the rest: the descriptor.
     pub words: [u64; TENSOR_MAP_BYTES / 8],
+    /// The array's extents, outermost first (the launcher writes them; unused axes 0).
+    pub dims: [u64; TENSOR_MAP_MAX_RANK],
+    _pad: u64,
 }
+
+const _: () = assert!(core::mem::size_of::<Opaque>() == TENSOR_MAP_PARAM_BYTES);
 
 /// A read-only tensor-map parameter over elements `T` (see the [module docs](self)).
 #[repr(transparent)]
@@ -195,6 +207,12 @@ macro_rules! tensor_map_common {
             #[inline(always)]
             pub fn addr(&self) -> u64 {
                 self.map.words[0]
+            }
+
+            /// The array's extent along axis `i` (outermost first; 0 past the rank).
+            #[inline(always)]
+            pub fn dim(&self, i: usize) -> usize {
+                self.map.dims[i] as usize
             }
 
             /// The value an entry passes on: its first word replaced by `addr`.

@@ -217,12 +217,15 @@ pub fn process_ptx(ptx: &str) -> Result<Processed, String> {
     })
 }
 
-/// Declares parameter `index` of entry `name` — a tensor map, 128 bytes — 64-byte aligned:
-/// `.param .align 16 .b8 name_param_3[128]` becomes `.param .align 64 .b8 …`.
+/// Declares parameter `index` of entry `name` — a tensor map — 64-byte aligned:
+/// `.param .align 16 .b8 name_param_3[176]` becomes `.param .align 64 .b8 …`.
 pub fn align_tensor_map_param(ptx: &str, name: &str, index: usize) -> Result<String, String> {
-    let symbol = format!("{name}_param_{index}[128]");
+    let bytes = ferrocuda_abi::tensormap::TENSOR_MAP_PARAM_BYTES;
+    let symbol = format!("{name}_param_{index}[{bytes}]");
     let at = ptx.find(&symbol).ok_or_else(|| {
-        format!("tensor-map parameter {index} of `{name}` is not a 128-byte parameter in the PTX")
+        format!(
+            "tensor-map parameter {index} of `{name}` is not a {bytes}-byte parameter in the PTX"
+        )
     })?;
     let line_start = ptx[..at].rfind('\n').map_or(0, |i| i + 1);
     let decl = &ptx[line_start..at];

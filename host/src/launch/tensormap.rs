@@ -14,7 +14,7 @@ use crate::driver::result as cu;
 use crate::error::{Error, Result};
 use crate::module::Param;
 use cudarc::driver::sys;
-use ferrocuda_abi::tensormap::{TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK};
+use ferrocuda_abi::tensormap::{TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK, TENSOR_MAP_PARAM_BYTES};
 use ferrocuda_abi::DType;
 
 /// The driver's element type for `dtype`: integers by their width (the bits are copied, the
@@ -80,8 +80,8 @@ pub fn dimensions(d: &ArrayDesc, box_dims: &[u32]) -> Result<(Vec<u64>, Vec<u64>
     Ok((dims, strides, boxes))
 }
 
-/// Encodes the descriptor of array `d` for tensor-map parameter `p` into `slot` (its 128 bytes
-/// in the launch buffer). The array passed the launch's checks (layout
+/// Encodes the descriptor of array `d` for tensor-map parameter `p` into `slot` (its bytes in
+/// the launch buffer: the descriptor, then the extents, outermost first). The array passed the launch's checks (layout
 /// [`Tiled`](ferrocuda_abi::ArrayLayout::Tiled), device memory, element type, rank).
 pub fn encode(p: &Param, d: &ArrayDesc, slot: &mut [u8]) -> Result<()> {
     let bad = |m: String| Error::value(m).with_arg(p.name.clone());
@@ -100,8 +100,13 @@ pub fn encode(p: &Param, d: &ArrayDesc, slot: &mut [u8]) -> Result<()> {
     cu::tensor_map_encode_tiled(&mut map, dtype, d.ptr(), &dims, &strides, &boxes, sw)
         .map_err(|e| e.with_arg(p.name.clone()))?;
     let bytes = std::mem::size_of_val(&map).min(TENSOR_MAP_BYTES);
-    if slot.len() < TENSOR_MAP_BYTES {
+    if slot.len() < TENSOR_MAP_PARAM_BYTES {
         return Err(bad("the tensor map does not fit its parameter".into()));
+    }
+    slot[TENSOR_MAP_BYTES..TENSOR_MAP_PARAM_BYTES].fill(0);
+    for (i, &n) in d.shape().iter().enumerate() {
+        let at = TENSOR_MAP_BYTES + 8 * i;
+        slot[at..at + 8].copy_from_slice(&(n as u64).to_ne_bytes());
     }
     // SAFETY: `bytes` bytes of a plain-data value, copied into a slot that holds them.
     unsafe {
