@@ -494,11 +494,10 @@ impl MBarrier {
 
 /// The sm_90 operations: transaction counts (for TMA copies) and the potentially blocking
 /// wait.
-#[cfg(any(doc, target_feature = "sm_90"))]
 impl MBarrier {
     /// Tests whether `phase` has completed, suspending the thread for a while if it has not
     /// (`mbarrier.try_wait.parity.acquire.cta`, sm_90): `Ok(next phase)` or `Err(phase)` after
-    /// a system-dependent time limit. Built for sm_90 only.
+    /// a system-dependent time limit. An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
     #[inline(always)]
     pub fn try_wait(&self, phase: Phase) -> Result<Phase, Phase> {
         let done = test_asm!(
@@ -517,7 +516,7 @@ impl MBarrier {
     /// arrives (`mbarrier.arrive.expect_tx.release.cta`, sm_90): the phase completes once its
     /// arrivals are done **and** that many bytes have completed (a TMA copy signalling this
     /// barrier, or [`complete_tx`](Self::complete_tx)). The usual producer call before a TMA
-    /// load. Built for sm_90 only.
+    /// load. An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
     ///
     /// # Safety
     ///
@@ -541,7 +540,7 @@ impl MBarrier {
 
     /// Expects `bytes` more bytes of asynchronous transactions in the current phase, without
     /// arriving (`mbarrier.expect_tx.relaxed.cta`, sm_90; relaxed: it orders no memory). Built
-    /// for sm_90 only.
+    /// for sm_90 or newer.
     ///
     /// # Safety
     ///
@@ -563,7 +562,7 @@ impl MBarrier {
     /// Marks `bytes` bytes of the current phase's expected transactions complete, as a TMA
     /// copy does when it lands (`mbarrier.complete_tx.relaxed.cta`, sm_90; relaxed: it
     /// publishes no memory — data written by threads is published by their arrive). Built for
-    /// sm_90 only.
+    /// sm_90 or newer.
     ///
     /// # Safety
     ///
@@ -579,6 +578,81 @@ impl MBarrier {
                 t = in(reg32) bytes,
                 options(nostack),
             )
+        }
+    }
+}
+
+/// A position in a ring of `STAGES` buffers, each guarded by an mbarrier (CUTLASS's
+/// `PipelineState`): the stage index and the parity of the phase to wait for there. A ring's
+/// consumers start at [`RingState::consumer`] (wait for each stage's first phase), its
+/// producers at [`RingState::producer`] (the "empty" barriers have not completed a phase yet,
+/// and a producer's first pass must not wait: parity 1 names the phase before the first,
+/// which counts as complete). [`advance`](Self::advance) moves to the next stage, flipping the
+/// parity when it wraps — so a thread that advances once per use can never wait on the wrong
+/// phase, which is the same guarantee [`Phase`] gives for a single barrier.
+#[derive(Debug)]
+pub struct RingState<const STAGES: usize> {
+    index: u32,
+    parity: u32,
+}
+
+impl<const STAGES: usize> RingState<STAGES> {
+    /// The first use of a ring whose barriers signal "full" (consumers wait for producers).
+    pub const fn consumer() -> Self {
+        const { assert!(STAGES >= 1 && STAGES <= 64, "a ring of 1 to 64 stages") };
+        RingState {
+            index: 0,
+            parity: 0,
+        }
+    }
+
+    /// The first use of a ring whose barriers signal "empty" (producers wait for consumers):
+    /// the first pass over the stages does not wait.
+    pub const fn producer() -> Self {
+        const { assert!(STAGES >= 1 && STAGES <= 64, "a ring of 1 to 64 stages") };
+        RingState {
+            index: 0,
+            parity: 1,
+        }
+    }
+
+    /// The stage this use is at.
+    #[inline(always)]
+    pub const fn index(&self) -> usize {
+        self.index as usize
+    }
+
+    /// The parity of the phase to wait for at this stage.
+    #[inline(always)]
+    pub const fn parity(&self) -> u32 {
+        self.parity
+    }
+
+    /// The next stage (the parity flips after the last).
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        self.index += 1;
+        if self.index as usize == STAGES {
+            self.index = 0;
+            self.parity ^= 1;
+        }
+    }
+}
+
+impl MBarrier {
+    /// Waits (with `try_wait`, sm_90) until the phase `state` names at this barrier has
+    /// completed: the wait of a ring of barriers ([`RingState`]). An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
+    #[inline(always)]
+    pub fn wait_ring<const STAGES: usize>(&self, state: &RingState<STAGES>) {
+        loop {
+            let done = test_asm!(
+                "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64",
+                self.addr,
+                par = reg32 state.parity
+            );
+            if done {
+                return;
+            }
         }
     }
 }
@@ -614,8 +688,7 @@ pub unsafe fn init(ptr: *mut u64, count: u32) {
 /// `fence.proxy.async.shared::cta` (sm_90): orders this thread's generic-proxy accesses to
 /// shared memory (ordinary loads and stores) with later async-proxy ones (TMA copies,
 /// `cp.async.bulk`) — e.g. before a TMA store reads a tile threads wrote, or before threads
-/// reuse a buffer a TMA load wrote. Built for sm_90 only.
-#[cfg(any(doc, target_feature = "sm_90"))]
+/// reuse a buffer a TMA load wrote. An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
 #[inline(always)]
 pub fn fence_proxy_async_shared() {
     // SAFETY: a fence has no operands and no preconditions.
@@ -624,8 +697,7 @@ pub fn fence_proxy_async_shared() {
 
 /// `fence.mbarrier_init.release.cluster` (sm_90): makes this thread's prior `mbarrier.init`s
 /// visible to the other blocks of the cluster (which arrive on them remotely), together with a
-/// cluster barrier. Within one block a block barrier suffices. Built for sm_90 only.
-#[cfg(any(doc, target_feature = "sm_90"))]
+/// cluster barrier. Within one block a block barrier suffices. An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
 #[inline(always)]
 pub fn fence_mbarrier_init() {
     // SAFETY: a fence has no operands and no preconditions.

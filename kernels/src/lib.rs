@@ -65,6 +65,7 @@ mod prelude {
 mod activations;
 mod histogram;
 mod kernels;
+mod linear;
 mod matmul;
 mod reduce;
 mod scan;

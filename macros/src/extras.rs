@@ -233,7 +233,7 @@ fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr) -> syn::Result<TokenStream
         cx.assert(
             i,
             array.span(),
-            quote! { d.kind as u8 == 2 || d.kind as u8 == 3 },
+            quote! { d.kind as u8 == 2 || d.kind as u8 == 3 || d.kind as u8 == 5 },
             format!("scratch length: `{array}` must be an array argument"),
         );
         of = Some(i);
@@ -422,7 +422,7 @@ fn array_check(cx: &mut Ctx<'_>, i: u8, id: &Ident) {
     cx.assert(
         i,
         id.span(),
-        quote! { d.kind as u8 == 2 || d.kind as u8 == 3 },
+        quote! { d.kind as u8 == 2 || d.kind as u8 == 3 || d.kind as u8 == 5 },
         format!("require(…): `{id}` must be an array argument here"),
     );
 }

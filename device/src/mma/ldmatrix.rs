@@ -65,13 +65,12 @@ ldmatrix_fns! {
     ldmatrix_x4_trans, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", 4, [r0, r1, r2, r3];
 }
 
-#[cfg(any(target_feature = "sm_90", doc))]
 macro_rules! stmatrix_fns {
     ($($(#[$doc:meta])* $name:ident, $instr:literal, $n:literal, [$($r:ident),+];)*) => {$(
         $(#[$doc])*
         ///
         /// **sm_90 and newer** (PTX ISA 7.8): present when the kernel crate is built for
-        /// `sm_90` or newer (`#[cfg(target_feature = "sm_90")]`).
+        /// `sm_90` or newer (`#[kernel(arch = "sm_90")]`; the builder refuses `stmatrix` in an older module).
         ///
         /// # Safety
         ///
@@ -96,7 +95,6 @@ macro_rules! stmatrix_fns {
     )*};
 }
 
-#[cfg(any(target_feature = "sm_90", doc))]
 stmatrix_fns! {
     /// `stmatrix.sync.aligned.m8n8.x1.shared.b16`: the inverse of [`ldmatrix_x1`] — lane `l`
     /// gives row `l / 4`, columns `2 (l % 4)..+2` of one 8×8 matrix whose row `j` is stored at
@@ -191,7 +189,6 @@ impl<T: Half16 + SharedElement> FragA16x16<T> {
     ///
     /// Every lane of the warp calls it together with the same arguments, and no other thread
     /// of the block accesses the tile concurrently.
-    #[cfg(any(target_feature = "sm_90", doc))]
     #[inline(always)]
     #[track_caller]
     pub unsafe fn stmatrix<const R: usize, const C: usize>(
@@ -251,7 +248,6 @@ impl<T: Half16 + SharedElement> FragB16x8<T> {
     /// # Safety
     ///
     /// As [`FragA16x16::stmatrix`].
-    #[cfg(any(target_feature = "sm_90", doc))]
     #[inline(always)]
     #[track_caller]
     pub unsafe fn stmatrix_trans<const R: usize, const C: usize>(
@@ -351,7 +347,6 @@ impl FragB8x8Tf32 {
     }
 }
 
-#[cfg(any(target_feature = "sm_90", doc))]
 impl super::frag::Acc16x8F16 {
     /// Stores the accumulator to the 16×8 tile at `tile[row0][col0]` of a row-major shared
     /// `f16` array (`stmatrix.sync.aligned.m8n8.x2.shared.b16`; **sm_90**): lanes `0..16`

@@ -145,7 +145,7 @@ pub use frag::{
 pub use ldmatrix::{
     ldmatrix_x1, ldmatrix_x1_trans, ldmatrix_x2, ldmatrix_x2_trans, ldmatrix_x4, ldmatrix_x4_trans,
 };
-#[cfg(all(target_arch = "nvptx64", any(target_feature = "sm_90", doc)))]
+#[cfg(target_arch = "nvptx64")]
 pub use ldmatrix::{
     stmatrix_x1, stmatrix_x1_trans, stmatrix_x2, stmatrix_x2_trans, stmatrix_x4, stmatrix_x4_trans,
 };

@@ -1,0 +1,236 @@
+//! `linear`: `out = x · wᵀ` on Hopper's tensor cores (bf16 inputs, f32 accumulation) — the
+//! product of PyTorch's `F.linear(x, w)` with `x` of shape (M, K) and a weight `w` of shape
+//! (N, K), both row-major (K contiguous: the "TN" layout of BLAS, which `wgmma` reads
+//! without transposing).
+//!
+//! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM)
+//!
+//! * **Tiles**: each block computes 128 × 256 tiles of `out`, persistent over the tiles (block
+//!   `b` takes tiles `b`, `b + grid`, …; the automatic grid is one block per SM), walking K
+//!   in steps of 64.
+//! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
+//!   of each step's 128 × 64 tile of `x` and 256 × 64 tile of `w` into a ring of 4 shared
+//!   stages (48 KiB each, 128-byte swizzle, the layout `wgmma`'s descriptors read), counting
+//!   their bytes on the stage's "full" mbarrier — and gives most of its registers away
+//!   (`setmaxnreg.dec` to 40); warpgroups 1 and 2 are the *consumers* (`setmaxnreg.inc` to
+//!   232): each owns 64 rows of the tile, waits for a stage to be full, issues four
+//!   `wgmma.mma_async.m64n256k16` (one per 16 of the 64 k), keeps one batch in flight
+//!   (`wgmma.wait_group 1`) and releases the previous stage to the producer on its "empty"
+//!   mbarrier.
+//! * **Edges**: TMA fills the parts of a box outside `x` or `w` with zeros, so partial tiles
+//!   in M, N and K need no code in the main loop; the epilogue stores only the elements
+//!   inside `out`.
+//! * **Epilogue**: each consumer thread holds 128 f32 accumulators (rows and column pairs as
+//!   `wgmma::acc_coords` says) and writes them straight to `out`.
+//!
+//! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; 197 696 bytes of dynamic shared
+//! memory ([`LINEAR_SMEM`]).
+
+#[cfg(target_arch = "nvptx64")]
+use crate::prelude::*;
+use ferrocuda_device::half::bf16;
+use ferrocuda_device::{kernel, TensorMap, ViewMut};
+
+/// Tile rows (M), columns (N) and depth (K) of one step.
+#[cfg(target_arch = "nvptx64")]
+const BM: u32 = 128;
+#[cfg(target_arch = "nvptx64")]
+const BN: u32 = 256;
+#[cfg(target_arch = "nvptx64")]
+const BK: u32 = 64;
+/// Shared stages of the ring.
+#[cfg(target_arch = "nvptx64")]
+const STAGES: usize = 4;
+/// Bytes of one stage's `x` tile (128 × 64 bf16) and `w` tile (256 × 64 bf16).
+#[cfg(target_arch = "nvptx64")]
+const A_BYTES: u32 = BM * BK * 2;
+#[cfg(target_arch = "nvptx64")]
+const B_BYTES: u32 = BN * BK * 2;
+#[cfg(target_arch = "nvptx64")]
+const STAGE_BYTES: u32 = A_BYTES + B_BYTES;
+
+/// Dynamic shared memory a launch of the `linear` sm_90a kernels needs: 4 stages of 48 KiB,
+/// 8 mbarriers, and 1 KiB to align the stages to the 128-byte swizzle's 1024-byte atom.
+pub const LINEAR_SMEM: u32 = 4 * (128 * 64 * 2 + 256 * 64 * 2) + 2 * 4 * 8 + 1024;
+
+/// The x and w tensor maps: boxes of 128 × 64 and 256 × 64 elements, 128-byte swizzle.
+pub type XMap = TensorMap<bf16, 128, 128, 64>;
+/// See [`XMap`].
+pub type WMap = TensorMap<bf16, 128, 256, 64>;
+
+/// `out = x · wᵀ` (f32): `x` (M, K) and `w` (N, K) row-major bf16 with rows of a multiple of 8
+/// elements (TMA: 16-byte strides), `out` (M, N) any strides. Accumulates in f32 on the
+/// tensor cores: each element is the sum of K exact bf16 products, added in an order the
+/// hardware chooses (error ≲ K·2⁻²³·Σ|xw|). K = 0 gives zeros. Built for sm_90a (H100/H200):
+/// the family launcher runs it there, `linear_bf16_f32` elsewhere.
+#[kernel(family = "linear", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"))]
+pub unsafe fn linear_bf16_f32_sm90(x: XMap, w: WMap, out: ViewMut<f32, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as a kernel with the block and shared memory it declares, over
+    // host-validated arguments whose shapes agree.
+    unsafe {
+        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
+    }
+}
+
+/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
+/// it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
+    let [m, n] = out.shape();
+    let (row, col) = (row as usize, col as usize);
+    if row >= m || col >= n {
+        return;
+    }
+    let at = out.indexer().offset([row, col]);
+    // SAFETY: inside `out` (checked); each element has one owner thread.
+    unsafe { out.write_at(at, v0) };
+    if col + 1 < n {
+        let at1 = out.indexer().offset([row, col + 1]);
+        // SAFETY: as above.
+        unsafe { out.write_at(at1, v1) };
+    }
+}
+
+/// The warp-specialised main loop; `store(row, col, v0, v1)` receives each consumer thread's
+/// accumulator pairs with their coordinates in `out`.
+///
+/// # Safety
+///
+/// Launched with 384 threads per block and at least [`LINEAR_SMEM`] bytes of dynamic shared
+/// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
+    use ferrocuda_device::mbarrier::{self, MBarrier, RingState};
+    use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
+    use ferrocuda_device::tma::Tma;
+    use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
+
+    let smem = dynamic_shared::<u8>();
+    // Launched with too little shared memory: abort, location recorded.
+    ferrocuda_device::device_assert!(smem.len() >= LINEAR_SMEM as usize);
+    // The stages start at the first 1024-byte boundary (the 128-byte swizzle's atom).
+    let raw = smem.as_mut_ptr();
+    let skew = (1024 - (shared_addr_of(raw) & 1023)) & 1023;
+    let stages = raw.wrapping_add(skew as usize);
+    let base = shared_addr_of(stages);
+    let bars = stages.wrapping_add(STAGES * STAGE_BYTES as usize).cast::<u64>();
+    let tid = thread::rank_in_block();
+    if tid == 0 {
+        for i in 0..STAGES {
+            // SAFETY: 8-byte aligned shared memory of this block, not yet initialised, that
+            // only mbarrier operations touch.
+            unsafe {
+                mbarrier::init(bars.add(i), 1);
+                mbarrier::init(bars.add(STAGES + i), 2);
+            }
+        }
+    }
+    thread::sync_threads();
+    // SAFETY: initialised above, published by the barrier.
+    let full = |i: usize| unsafe { MBarrier::from_shared_ptr(bars.add(i)) };
+    // SAFETY: as above.
+    let empty = |i: usize| unsafe { MBarrier::from_shared_ptr(bars.add(STAGES + i)) };
+
+    let (m, k, n) = (x.dim(0) as u32, x.dim(1) as u32, w.dim(0) as u32);
+    let tiles_m = m.div_ceil(BM);
+    let tiles = tiles_m * n.div_ceil(BN);
+    let k_steps = k.div_ceil(BK);
+    let (first, step) = (thread::block_idx().x, thread::grid_dim().x);
+    let wg = tid / 128;
+    if wg == 0 {
+        // SAFETY: every thread of the producer warpgroup, convergently; the consumers'
+        // increase (2 × 128 × 232) and this (128 × 40) fit the SM's 65 536 registers.
+        unsafe { wgmma::setmaxnreg_dec::<40>() };
+        if tid == 0 {
+            x.prefetch();
+            w.prefetch();
+            let mut st = RingState::<STAGES>::producer();
+            let mut tile = first;
+            while tile < tiles {
+                let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+                for ks in 0..k_steps {
+                    let s = st.index();
+                    empty(s).wait_ring(&st);
+                    let a = base + s as u32 * STAGE_BYTES;
+                    // SAFETY: the stage is free (its consumers released it); the full barrier
+                    // expects exactly the two boxes' bytes, which the two loads deliver.
+                    unsafe {
+                        full(s).arrive_expect_tx(STAGE_BYTES);
+                        let bar = full(s).shared_addr();
+                        x.load(a, bar, &[(tm * BM) as i32, (ks * BK) as i32]);
+                        w.load(a + A_BYTES, bar, &[(tn * BN) as i32, (ks * BK) as i32]);
+                    }
+                    st.advance();
+                }
+                tile += step;
+            }
+        }
+    } else {
+        // SAFETY: every thread of each consumer warpgroup, convergently (see above).
+        unsafe { wgmma::setmaxnreg_inc::<232>() };
+        let cw = wg - 1;
+        let t = tid % 128;
+        let mut st = RingState::<STAGES>::consumer();
+        let mut tile = first;
+        while tile < tiles {
+            let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+            let mut acc = [0f32; 128];
+            wgmma::fence_operand(&mut acc);
+            // The stage whose batch is still in flight (released after the next wait).
+            let mut pending: Option<usize> = None;
+            for ks in 0..k_steps {
+                let s = st.index();
+                full(s).wait_ring(&st);
+                let a = base + s as u32 * STAGE_BYTES + cw * 64 * 128;
+                let b = base + s as u32 * STAGE_BYTES + A_BYTES;
+                let da = MatrixDesc::k_major(a, Swizzle::B128).unwrap_or(MatrixDesc(0));
+                let db = MatrixDesc::k_major(b, Swizzle::B128).unwrap_or(MatrixDesc(0));
+                // SAFETY: the whole warpgroup runs this; the stage was filled by TMA (its
+                // full barrier waited on) and is not refilled before this batch's wait; the
+                // accumulators are pinned around the asynchronous window.
+                unsafe {
+                    wgmma::fence();
+                    ferrocuda_device::unroll!(K in 0..4 {
+                        wgmma::mma_bf16::<256, 128>(
+                            &mut acc,
+                            da.advance(32 * K),
+                            db.advance(32 * K),
+                            ks > 0 || K > 0,
+                        );
+                    });
+                    wgmma::commit_group();
+                    wgmma::wait_group::<1>();
+                }
+                wgmma::fence_operand(&mut acc);
+                if let Some(p) = pending {
+                    if t == 0 {
+                        empty(p).arrive();
+                    }
+                }
+                pending = Some(s);
+                st.advance();
+            }
+            // SAFETY: as above.
+            unsafe { wgmma::wait_group::<0>() };
+            wgmma::fence_operand(&mut acc);
+            if let Some(p) = pending {
+                if t == 0 {
+                    empty(p).arrive();
+                }
+            }
+            let row0 = tm * BM + cw * 64;
+            let col0 = tn * BN;
+            acc.each_pair(|r, v0, v1| {
+                let (row, col) = wgmma::acc_coords(t, r);
+                store(row0 + row, col0 + col, v0, v1);
+            });
+            tile += step;
+        }
+    }
+}
