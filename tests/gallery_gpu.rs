@@ -347,6 +347,66 @@ fn argument_checks() -> TestResult {
     Ok(())
 }
 
+/// Dynamic shared memory of the sm_90a `linear` kernels (kernels/src/linear.rs).
+const LINEAR_SMEM: u32 = 4 * (128 * 64 * 2 + 256 * 64 * 2) + 2 * 4 * 8 + 1024;
+
+/// `linear` (`out = x · wᵀ`, bf16 in, f32 out) on the tensor cores, against f64: shapes that
+/// fill tiles and shapes that leave partial tiles in M, N and K (K a multiple of 8: TMA needs
+/// 16-byte row strides), K = 8 and one row; every element within `(K + 2)·2⁻²³·Σ|xw|` (the
+/// products are exact in f32; the tensor cores add in f32). On a GPU that does not run sm_90a
+/// code the kernel is refused, naming it (checked here too).
+fn linear() -> TestResult {
+    let module = bundled::module().map_err(err)?;
+    let k = module.kernel("linear_bf16_f32_sm90").map_err(err)?;
+    let cc = driver::Context::get(0).map_err(err)?.compute_capability();
+    let mut r = StdRng::seed_from_u64(seed() ^ 0x11ea);
+    for (m, n, kk) in [
+        (128usize, 256usize, 64usize),
+        (256, 512, 256),
+        (200, 300, 72),
+        (1, 1, 8),
+        (129, 257, 136),
+        (512, 384, 1024),
+        (1000, 1000, 520),
+    ] {
+        let x: Vec<bf16> = (0..m * kk).map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0))).collect();
+        let w: Vec<bf16> = (0..n * kk).map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0))).collect();
+        let dx = upload(x.clone(), &[m, kk])?;
+        let dw = upload(w.clone(), &[n, kk])?;
+        let out = upload(vec![f32::NAN; m * n], &[m, n])?;
+        let args = [Arg::Array(dx.desc()), Arg::Array(dw.desc()), Arg::Array(out.desc())];
+        let o = LaunchOptions {
+            shared_mem_bytes: LINEAR_SMEM,
+            ..opts()
+        };
+        // SAFETY: the bundled kernels are memory-safe for any arguments that pass the checks.
+        let launched = unsafe { k.launch(&args, &o) };
+        if !k.runs_on(cc) {
+            let e = launched.err().ok_or_else(|| err("linear_bf16_f32_sm90 ran on a non-sm_90a GPU"))?;
+            ensure(e.kind() == ErrorKind::Unsupported, || format!("refusal: {e}"))?;
+            return Ok(());
+        }
+        launched.map_err(err)?;
+        let got = download(&out)?;
+        for i in 0..m {
+            for j in 0..n {
+                let (mut s, mut abs) = (0f64, 0f64);
+                for l in 0..kk {
+                    let p = x[i * kk + l].to_f64() * w[j * kk + l].to_f64();
+                    s += p;
+                    abs += p.abs();
+                }
+                let g = got[i * n + j] as f64;
+                let bound = (kk as f64 + 2.0) * 2f64.powi(-23) * abs + 1e-30;
+                ensure((g - s).abs() <= bound, || {
+                    format!("linear {m}x{n}x{kk}: out[{i}, {j}] = {g}, expected {s}")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let devices = match driver::device_count() {
@@ -365,6 +425,7 @@ fn main() {
         gpu("histogram", histogram),
         gpu("softmax", softmax),
         gpu("matmul", matmul),
+        gpu("linear", linear),
         gpu("stencil_and_scan", stencil_and_scan),
         gpu("activations", activations),
     ];

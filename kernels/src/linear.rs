@@ -51,6 +51,7 @@ const STAGE_BYTES: u32 = A_BYTES + B_BYTES;
 
 /// Dynamic shared memory a launch of the `linear` sm_90a kernels needs: 4 stages of 48 KiB,
 /// 8 mbarriers, and 1 KiB to align the stages to the 128-byte swizzle's 1024-byte atom.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 pub const LINEAR_SMEM: u32 = 4 * (128 * 64 * 2 + 256 * 64 * 2) + 2 * 4 * 8 + 1024;
 
 /// The x and w tensor maps: boxes of 128 × 64 and 256 × 64 elements, 128-byte swizzle.
