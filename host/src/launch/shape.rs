@@ -259,8 +259,7 @@ mod tests {
             block,
             dynamic_shared: dynamic_shared.map_or(0, |t| t as u8),
             grid_dims,
-            min_blocks: 0,
-            grid_rows: false,
+            ..LaunchDecl::default()
         }
     }
 
