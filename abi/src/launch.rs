@@ -826,9 +826,6 @@ mod tests {
         );
         let mut unknown = old;
         unknown[3] = b'9';
-        assert_eq!(
-            LaunchDecl::decode(&unknown),
-            Err("bad launch record magic")
-        );
+        assert_eq!(LaunchDecl::decode(&unknown), Err("bad launch record magic"));
     }
 }

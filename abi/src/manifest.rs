@@ -799,13 +799,12 @@ mod host {
                 cluster: Some([2, 1, 1]),
                 ..LaunchSpec::default()
             });
-            assert_eq!(format_for(&[coop.clone()], false), FORMAT);
+            assert_eq!(format_for(core::slice::from_ref(&coop), false), FORMAT);
             assert_eq!(format_for(&[cluster], true), FORMAT);
             // Every format up to this version's reads; a newer one is refused.
             for f in 1..=3 {
-                let text = format!(
-                    r#"{{"format": {f}, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}}"#
-                );
+                let text =
+                    format!(r#"{{"format": {f}, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}}"#);
                 assert_eq!(Manifest::from_json(&text).unwrap().format, f);
             }
             let newer = r#"{"format": 4, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}"#;

@@ -211,8 +211,7 @@ pub fn num_blocks() -> usize {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn thread_rank() -> usize {
-    block_rank() * crate::thread::block_threads() as usize
-        + crate::thread::rank_in_block() as usize
+    block_rank() * crate::thread::block_threads() as usize + crate::thread::rank_in_block() as usize
 }
 
 /// Threads in the grid, for any grid and block shape.

@@ -103,11 +103,11 @@ pub use math::GpuFloat;
 /// free of gating: the device-only modules (`thread`) are in it on `nvptx64` only, where the
 /// kernel bodies that use them are compiled.
 pub mod prelude {
+    pub use crate::grid::GridBarrier;
     pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
     #[cfg(target_arch = "nvptx64")]
     pub use crate::thread;
-    pub use crate::grid::GridBarrier;
     pub use crate::{device_assert, gpu_printf, kernel, shared_array};
     pub use crate::{Element, GridStride, Slice, SliceMut, View, ViewMut};
 }

@@ -769,11 +769,9 @@ pub(crate) unsafe fn blocks_per_multiprocessor(
 ) -> Result<u32> {
     let block = i32::try_from(block).unwrap_or(i32::MAX);
     // SAFETY: the caller's contract.
-    unsafe {
-        cu::occupancy::max_active_block_per_multiprocessor(f, block, dynamic_shared as usize)
-    }
-    .named("cuOccupancyMaxActiveBlocksPerMultiprocessor")
-    .map(|n| n.max(0) as u32)
+    unsafe { cu::occupancy::max_active_block_per_multiprocessor(f, block, dynamic_shared as usize) }
+        .named("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        .map(|n| n.max(0) as u32)
 }
 
 /// What a launch asks of the driver beyond grid, block and shared memory: the launch
@@ -972,9 +970,7 @@ pub(crate) unsafe fn launch_kernel_with(
     let config = launch_config(grid, block, shared_mem_bytes, s, Some(&mut attr));
     // SAFETY: the caller's contract; `config` and its one attribute outlive the call; one
     // pointer per kernel parameter, no `extra` options.
-    let r = unsafe {
-        sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut())
-    };
+    let r = unsafe { sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut()) };
     check(r, "cuLaunchKernelEx")
 }
 

@@ -319,7 +319,7 @@ pub fn check_cluster(
             show(cluster)
         )));
     }
-    if let Some(i) = (0..3).find(|&i| grid[i] % cluster[i] != 0) {
+    if let Some(i) = (0..3).find(|&i| !grid[i].is_multiple_of(cluster[i])) {
         return Err(Error::value(format!(
             "kernel `{name}` runs in clusters of {} blocks (#[kernel(cluster = …)]): its grid \
              must be a whole number of clusters along every axis, but grid {} has {} blocks \
@@ -574,7 +574,14 @@ mod tests {
         let e = message(check_cooperative("k", [2, 2, 2], block, 0, 1, 7));
         assert!(e.contains("8 blocks") && e.contains("at most 7"), "{e}");
         // No block fits: refused, whatever the grid.
-        let e = message(check_cooperative("k", [1, 1, 1], [1024, 1, 1], 200_000, 0, 132));
+        let e = message(check_cooperative(
+            "k",
+            [1, 1, 1],
+            [1024, 1, 1],
+            200_000,
+            0,
+            132,
+        ));
         assert!(
             e.contains("0 blocks per SM") && e.contains("200000 bytes"),
             "{e}"
@@ -589,7 +596,10 @@ mod tests {
         assert_eq!(cluster_grid([1, 1, 1], [4, 2, 1], max), [4, 2, 1]);
         assert_eq!(cluster_grid([7, 3, 5], [2, 2, 2], max), [8, 4, 6]);
         // At the device's limit: rounded down instead.
-        assert_eq!(cluster_grid([65535, 65535, 1], [1, 2, 1], max), [65535, 65534, 1]);
+        assert_eq!(
+            cluster_grid([65535, 65535, 1], [1, 2, 1], max),
+            [65535, 65534, 1]
+        );
         let decl = |cluster: [u8; 3], non_portable: bool| LaunchDecl {
             cluster,
             non_portable_cluster: non_portable,
@@ -620,11 +630,22 @@ mod tests {
         let e = message(check_cluster("k", &two, [16, 1, 1], [16, 1, 1]));
         assert!(e.contains("at most 8") && e.contains("16 blocks"), "{e}");
         check_cluster("k", &decl([16, 1, 1], true), [16, 1, 1], [16, 1, 1]).unwrap();
-        let e = message(check_cluster("k", &decl([16, 1, 1], true), [32, 1, 1], [32, 1, 1]));
+        let e = message(check_cluster(
+            "k",
+            &decl([16, 1, 1], true),
+            [32, 1, 1],
+            [32, 1, 1],
+        ));
         assert!(e.contains("at most 16"), "{e}");
         // The driver's answer: no cluster can be scheduled.
         check_cluster_occupancy("k", [2, 1, 1], [256, 1, 1], 0, 66).unwrap();
-        let e = message(check_cluster_occupancy("big", [8, 1, 1], [1024, 1, 1], 200_000, 0));
+        let e = message(check_cluster_occupancy(
+            "big",
+            [8, 1, 1],
+            [1024, 1, 1],
+            200_000,
+            0,
+        ));
         assert!(
             e.contains("kernel `big`")
                 && e.contains("clusters of (8, 1, 1)")

@@ -1,8 +1,10 @@
 //! Kernels that exercise every primitive of `ferrocuda-device`: atomics, fences, warp
 //! operations, block reductions and scans, half-precision arithmetic, counting barriers and
 //! clocks, shared memory, math functions, diagnostics, global-memory access forms (vectors,
-//! the read-only cache), the porting guide's examples, and a family with a contiguous kernel
-//! and a strided variant (`layouts`).
+//! the read-only cache), the porting guide's examples, a family with a contiguous kernel
+//! and a strided variant (`layouts`), cooperative kernels with grid-wide barriers (`coop`) and
+//! thread-block clusters with distributed shared memory (`cluster`, built into the sm_90
+//! part).
 //! Built by `tests/device_ptx.rs` (PTX text and ptxas checks) and run on a GPU by
 //! `tests/device_gpu/` and `python/tests/test_device_math.py`, which check every output
 //! against a host reference.
@@ -14,6 +16,8 @@
 
 mod atomics;
 mod block;
+mod cluster;
+mod coop;
 mod diag;
 mod examples;
 mod half;
