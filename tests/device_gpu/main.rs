@@ -1,5 +1,6 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
-//! reductions and scans, half precision, counting barriers and clocks, shared memory,
+//! reductions and scans, half precision, counting barriers and clocks, shared memory, grid-wide
+//! barriers of cooperative launches, thread-block clusters and distributed shared memory,
 //! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
 //! device printf and failed-check locations (in child processes).
 //! The math functions' accuracy is tested from Python against mpmath
@@ -28,7 +29,9 @@ mod half_ref;
 
 mod arch;
 mod atomics;
+mod cluster;
 mod collectives;
+mod coop;
 mod diag;
 mod examples;
 mod half;
@@ -180,6 +183,8 @@ fn main() {
     };
     let mut tests: Vec<Test> = Vec::new();
     tests.extend(arch::TESTS);
+    tests.extend(coop::TESTS);
+    tests.extend(cluster::TESTS);
     tests.extend(atomics::TESTS);
     tests.extend(warp::TESTS);
     tests.extend(collectives::TESTS);
