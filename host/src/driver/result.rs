@@ -775,7 +775,8 @@ pub(crate) unsafe fn blocks_per_multiprocessor(
 }
 
 /// What a launch asks of the driver beyond grid, block and shared memory: the launch
-/// attributes of `cuLaunchKernelEx` (see [`launch_kernel_with`]).
+/// attributes of `cuLaunchKernelEx`, which [`Kernel::prepare`](crate::Kernel::prepare) decides
+/// from the kernel's declarations ([`Prepared::attributes`](crate::Prepared::attributes)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum LaunchAttrs {
     /// A plain launch (`cuLaunchKernel`).
