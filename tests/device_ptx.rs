@@ -880,10 +880,17 @@ fn cluster_kernels_are_built_into_the_sm90_part_with_cluster_instructions() {
         ("cluster_neighbour", [2, 1, 1]),
         ("cluster_sum", [4, 1, 1]),
         ("cluster_registers", [2, 2, 1]),
+        ("cluster_wide", [16, 1, 1]),
     ] {
         let k = m.kernel(name).unwrap();
         assert_eq!(k.arch.as_deref(), Some("sm_90"), "{name}");
         assert_eq!(k.launch.cluster, Some(shape), "{name}");
         assert_eq!(k.launch.cooperative, None, "{name}");
+        let wide = name == "cluster_wide";
+        assert_eq!(
+            k.launch.non_portable_cluster,
+            wide.then_some(true),
+            "{name}"
+        );
     }
 }

@@ -2,8 +2,9 @@
 //! refused, naming it, and returns): neighbours exchanging values through distributed shared
 //! memory (loads, stores, the split barrier), a cluster-wide sum through distributed
 //! shared-memory atomics (also bound, and captured in a CUDA graph), the cluster registers
-//! under a 2-D grid of clusters, the automatic grid rounded up to whole clusters, and the
-//! launcher's refusal of a grid that is not whole clusters (nothing launched).
+//! under a 2-D grid of clusters, the automatic grid rounded up to whole clusters, the
+//! launcher's refusal of a grid that is not whole clusters (nothing launched), and a
+//! non-portable cluster of 16 blocks (run on compute capability 9.0, the H100's).
 
 use crate::coop::replayed;
 use crate::{down, ensure, err, module, up, TestResult, DEV};
@@ -16,6 +17,7 @@ pub const TESTS: &[crate::Test] = &[
     ("cluster_sum_through_dsmem_atomics", sums),
     ("cluster_registers_of_a_2d_grid", registers),
     ("cluster_grid_not_whole_clusters_is_refused", refused),
+    ("cluster_of_16_non_portable", wide),
 ];
 
 const POISON: u32 = 0xDEAD_BEEF;
@@ -260,4 +262,49 @@ fn refused() -> TestResult {
     ensure(down(&out)?.iter().all(|&v| v == POISON), || {
         "a refused launch wrote".into()
     })
+}
+
+/// Clusters of 16 blocks (`non_portable_cluster`): compute capability 9.0 (H100) runs them,
+/// and each block reads its mirror's rank through distributed shared memory; elsewhere the
+/// launch may be refused — then with an error naming the kernel, nothing written.
+fn wide() -> TestResult {
+    let Some(k) = cluster_kernel("cluster_wide")? else {
+        return Ok(());
+    };
+    let cc = Context::get(DEV).map_err(err)?.compute_capability();
+    for block in [32u32, 256] {
+        let out = up(&vec![POISON; 3 * 32])?;
+        let opts = LaunchOptions {
+            grid: Some([32, 1, 1]),
+            block: Some([block, 1, 1]),
+            ..LaunchOptions::default()
+        };
+        // SAFETY: the kernel writes three elements per block, 32 blocks.
+        match unsafe { k.launch(&[Arg::Array(out.desc())], &opts) } {
+            Ok(_) => {
+                let got = down(&out)?;
+                for b in 0..32usize {
+                    let r = (b % 16) as u32;
+                    let want = [r, 16, 15 - r];
+                    ensure(got[3 * b..3 * b + 3] == want, || {
+                        format!(
+                            "block {b} wrote {:?}, want {want:?}",
+                            &got[3 * b..3 * b + 3]
+                        )
+                    })?;
+                }
+            }
+            Err(e) if cc != (9, 0) => {
+                ensure(e.to_string().contains("`cluster_wide`"), || {
+                    format!("compute capability {cc:?}: {e}")
+                })?;
+                ensure(down(&out)?.iter().all(|&v| v == POISON), || {
+                    "a refused launch wrote".into()
+                })?;
+                eprintln!("cluster_wide on {cc:?}: refused ({e})");
+            }
+            Err(e) => return Err(err(format!("cluster of 16 on compute capability 9.0: {e}"))),
+        }
+    }
+    Ok(())
 }

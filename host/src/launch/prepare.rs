@@ -293,11 +293,14 @@ impl<'m> Kernel<'m> {
                     ctx.ordinal()
                 )));
             }
-            let active = loaded.occupancy(key, || {
-                // SAFETY: as above. The grid does not change the answer (the driver counts
-                // clusters that fit on the device at once), so the key leaves it out.
-                unsafe { cu::max_active_clusters(f.raw, grid, block, shared, c) }
-            })?;
+            let active = loaded
+                .occupancy(key, || {
+                    // SAFETY: as above. The grid does not change the answer (the driver
+                    // counts clusters that fit on the device at once), so the key leaves it
+                    // out.
+                    unsafe { cu::max_active_clusters(f.raw, grid, block, shared, c) }
+                })
+                .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)))?;
             shape::check_cluster_occupancy(&sig.name, c, block, shared, active)?;
             LaunchAttrs::Cluster(c)
         } else {

@@ -126,3 +126,34 @@ pub unsafe fn cluster_registers(out: SliceMut<u32>) {
         }
     }
 }
+
+/// A non-portable cluster of 16 blocks (`non_portable_cluster`; H100 runs them): block `b`
+/// writes `out[3b ..]` = cluster rank, cluster size, and the rank read back through
+/// distributed shared memory from the block of rank `15 - rank`. Expected: `(b mod 16, 16,
+/// 15 - b mod 16)`.
+#[kernel(arch = "sm_90", cluster = (16, 1, 1), non_portable_cluster)]
+pub unsafe fn cluster_wide(out: SliceMut<u32>) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mine = shared_array!(u32, 1);
+        let (r, size) = (cluster::rank(), cluster::size());
+        if thread::rank_in_block() == 0 {
+            // SAFETY: one writer; read by the peer after the barrier below.
+            unsafe { mine.write(0, r) };
+        }
+        cluster::sync();
+        if thread::rank_in_block() == 0 {
+            // SAFETY: every block has started and written (the barrier above) and none exits
+            // before the last barrier below.
+            let theirs = unsafe { cluster::map_shared_rank(mine.as_ptr(), size - 1 - r).read() };
+            let b = grid::block_rank();
+            // SAFETY: one thread per record.
+            unsafe {
+                out.write(3 * b, r);
+                out.write(3 * b + 1, size);
+                out.write(3 * b + 2, theirs);
+            }
+        }
+        cluster::sync();
+    }
+}
