@@ -761,7 +761,7 @@ pub(crate) unsafe fn potential_block_size(f: sys::CUfunction, limit: u32) -> Res
 ///
 /// # Safety
 ///
-/// `f` comes from [`module_function`].
+/// 1. `f` comes from [`module_function`].
 pub(crate) unsafe fn blocks_per_multiprocessor(
     f: sys::CUfunction,
     block: u32,
@@ -855,7 +855,7 @@ fn launch_kernel_ex_present() -> bool {
 ///
 /// # Safety
 ///
-/// `f` comes from [`module_function`] in the current context.
+/// 1. `f` comes from [`module_function`] in the current context.
 pub(crate) unsafe fn max_active_clusters(
     f: sys::CUfunction,
     grid: [u32; 3],
@@ -928,7 +928,10 @@ pub(crate) unsafe fn launch_kernel(
 ///
 /// # Safety
 ///
-/// As [`launch_kernel`].
+/// 1. `f` is a function of a module loaded in the current context;
+/// 2. `params` holds one pointer per kernel parameter, each at a value of that parameter's
+///    size and layout, valid for the call;
+/// 3. the memory the parameters describe stays valid until the kernel has completed.
 #[inline]
 pub(crate) unsafe fn launch_kernel_with(
     f: sys::CUfunction,
