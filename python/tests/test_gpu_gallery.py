@@ -260,7 +260,10 @@ def test_normalize_special_values_and_grids(cp: Any, rng: np.random.Generator) -
     for grid, block in [(1, 256), ((3, 2), 96), (8, 1024)]:
         out = cp.full(x.size, cp.nan, cp.float32)
         K.normalize_f32[grid, block](dx, out)
-        close(cp.asnumpy(out), want, 66 * EPS["float32"] * want, f"grid {grid}")
+        # A small grid: each thread adds a longer chain (four accumulators over its share).
+        threads = math.prod(grid if isinstance(grid, tuple) else (grid,)) * block
+        depth = 66 + -(-x.size // (4 * threads))
+        close(cp.asnumpy(out), want, depth * EPS["float32"] * want, f"grid {grid}")
     out = cp.full(x.size, cp.nan, cp.float32)
     with pytest.raises(ValueError, match=r"normalize_f32.*cooperative.*at most \d+"):
         K.normalize_f32[1 << 20, 256](dx, out)
