@@ -143,6 +143,62 @@ def bench_sum(cx, n):
     cx.row("sum", shape, "D2D copy (read+write)", d2d(cx, cp.empty_like(x), x), nbytes=8 * n)
 
 
+def bench_normalize(cx, n):
+    """``out = x / x.sum()``: ferrocuda's one cooperative launch (partial sums, a grid-wide
+    barrier, the division) against its own two launches (``sum`` then ``div_by``) and the
+    peers' (a sum, then a division). Bytes: ``x`` read twice, ``out`` written once."""
+    cp, np, torch, K = cx.cp, cx.np, cx.torch, cx.fc.kernels
+    x = cp.random.random(n, dtype=cp.float32) + cp.float32(0.5)
+    out, s = cp.empty_like(x), cp.empty(1, cp.float32)
+    sample = cp.asnumpy(x[:4096]).astype(np.float64)
+    want = sample / float(cp.sum(x, dtype=cp.float64))
+
+    def check_with(launch):
+        def check():
+            launch()
+            return _sample_check(np, cp.asnumpy(out[:4096]), want, 1e-5, 0)
+
+        return check
+
+    def one(i):
+        K.normalize(x, out)
+
+    def two(i):
+        K.sum(x, s)
+        K.div_by(x, s, out)
+
+    shape = "2^%d" % int(math.log2(n))
+    nb = 12 * n
+    cx.row(
+        "normalize",
+        shape,
+        "ferrocuda normalize (one cooperative launch)",
+        one,
+        nbytes=nb,
+        check=check_with(lambda: one(0)),
+    )
+    cx.row(
+        "normalize",
+        shape,
+        "two launches: ferrocuda sum + div_by",
+        two,
+        nbytes=nb,
+        check=check_with(lambda: two(0)),
+    )
+    cx.row(
+        "normalize", shape, "cupy x / x.sum()", lambda i: cp.divide(x, x.sum(), out=out), nbytes=nb
+    )
+    if torch is not None:
+        tx, to = torch.as_tensor(x, device="cuda"), torch.as_tensor(out, device="cuda")
+        cx.row(
+            "normalize",
+            shape,
+            "torch x / x.sum()",
+            lambda i: torch.div(tx, tx.sum(), out=to),
+            nbytes=nb,
+        )
+
+
 def bench_histogram(cx, n):
     cp, np, torch, K = cx.cp, cx.np, cx.torch, cx.fc.kernels
     x = cp.random.randint(0, 256, n, dtype=cp.uint8)
@@ -400,6 +456,12 @@ def small_sizes(cx):
         o2 = cp.empty_like(x2)
         paths = [
             ("sum", "ferrocuda", lambda: K.sum(x, out1)),
+            ("normalize", "ferrocuda (one cooperative launch)", lambda: K.normalize(x, outn)),
+            (
+                "normalize",
+                "ferrocuda sum + div_by (two launches)",
+                lambda: (K.sum(x, out1), K.div_by(x, out1, outn)),
+            ),
             ("sum", "cupy", lambda: cp.sum(x, out=out1[0])),
             ("cumsum", "ferrocuda", lambda: K.cumsum(x, outn)),
             ("cumsum", "cupy", lambda: cp.cumsum(x, out=outn)),
@@ -459,6 +521,8 @@ def section_gallery(res, reps, mods, budget, clock, l2_bytes, quick):
     big = 24 if quick else 28
     ops = [
         ("sum", lambda: bench_sum(cx, 1 << big)),
+        ("normalize", lambda: bench_normalize(cx, 1 << big)),
+        ("normalize 2^20", lambda: bench_normalize(cx, 1 << 20)),
         ("histogram", lambda: bench_histogram(cx, 1 << big)),
         ("softmax 4096²", lambda: bench_softmax(cx, 4096, 4096)),
         ("softmax 32768×1024", lambda: bench_softmax(cx, 32768 if not quick else 4096, 1024)),
@@ -508,6 +572,12 @@ def section_gallery(res, reps, mods, budget, clock, l2_bytes, quick):
 GOALS = {
     # op: (peer impls to beat, ratio goal, what is compared)
     "sum": (["cupy.sum (CUB)", "torch.sum"], 1.0, "time"),
+    # The one cooperative launch against ferrocuda's own two (and the peers' sum + divide).
+    "normalize": (
+        ["two launches: ferrocuda sum + div_by", "cupy x / x.sum()", "torch x / x.sum()"],
+        1.0,
+        "time",
+    ),
     "histogram": (
         [
             "cupy.histogram (CUB HistogramEven)",

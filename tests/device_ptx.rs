@@ -1233,3 +1233,136 @@ fn async_and_mbarrier_kernels_registers() {
         );
     }
 }
+
+/// The PTX of the build's `arch` part (kernels declared `#[kernel(arch = "…")]`).
+fn part_ptx(arch: &str) -> String {
+    std::fs::read_to_string(&sm80().3.parts[arch].ptx).unwrap()
+}
+
+/// Asserts that each of `wanted` (an instruction, as a whole token) is in `body`.
+fn has_in(body: &str, what: &str, wanted: &[&str]) {
+    for w in wanted {
+        let found = body.match_indices(w).any(|(i, _)| {
+            let after = body[i + w.len()..].chars().next();
+            matches!(after, Some(' ' | '\t' | ';' | ','))
+        });
+        assert!(found, "{what}: no `{w}` in its PTX");
+    }
+}
+
+#[test]
+fn grid_barriers_arrive_with_release_and_wait_with_acquire_at_gpu_scope() {
+    for k in ["grid_sync_rounds", "grid_sync_sum"] {
+        // Block barrier, one thread's release arrival on the launcher's counter and its
+        // acquire spin, block barrier.
+        has(
+            k,
+            &[
+                "bar.sync",
+                "atom.release.gpu.global.add.u32",
+                "ld.acquire.gpu.global.b32",
+            ],
+        );
+        assert!(
+            count(k, "bar.sync") >= 2,
+            "{k}: a grid barrier is two block barriers"
+        );
+    }
+    // The kernels are cooperative; the barrier is a workspace the launcher provides: one
+    // uint32, not an argument.
+    let m = &sm80().3.manifest;
+    for name in ["grid_sync_rounds", "grid_sync_sum"] {
+        let k = m.kernel(name).unwrap();
+        assert_eq!(k.launch.cooperative, Some(true), "{name}");
+        let bar = k.params.iter().position(|p| p.name == "bar").unwrap();
+        assert_eq!(k.params[bar].kind, "scratch", "{name}");
+        assert_eq!(k.params[bar].dtype, "uint32", "{name}");
+        let len = k.scratch.iter().find(|s| s.param as usize == bar).unwrap();
+        assert_eq!(
+            (len.constant, len.per_block, len.of),
+            (1, 0, None),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        m.kernel("grid_sync_sum").unwrap().launch.max_threads,
+        Some(256)
+    );
+    // A manifest with cooperative (or cluster) kernels is format 3.
+    assert_eq!(m.format, ferrocuda::abi::manifest::FORMAT);
+    // The host reads them with the barrier left out of the arguments.
+    let module = ferrocuda::Module::from_manifest_file(&sm80().2).unwrap();
+    let k = module.kernel("grid_sync_rounds").unwrap();
+    let args: Vec<&str> = k
+        .signature()
+        .params
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(args, ["buf", "errors", "rounds"]);
+    assert!(k.signature().launch.cooperative);
+}
+
+#[test]
+fn cluster_kernels_are_built_into_the_sm90_part_with_cluster_instructions() {
+    let text = part_ptx("sm_90");
+    has_in(
+        entry(&text, "cluster_neighbour"),
+        "cluster_neighbour",
+        &[
+            "barrier.cluster.arrive",
+            "barrier.cluster.wait",
+            "mapa.shared::cluster.u64",
+            "cvta.to.shared.u64",
+            "ld.shared::cluster.b32",
+            "st.shared::cluster.b32",
+            "%cluster_ctarank",
+            "%cluster_nctarank",
+            "%clusterid.x",
+        ],
+    );
+    has_in(
+        entry(&text, "cluster_sum"),
+        "cluster_sum",
+        &[
+            "red.relaxed.cluster.shared::cluster.add.u32",
+            "ld.shared::cluster.b32",
+            "barrier.cluster.arrive",
+            "barrier.cluster.wait",
+        ],
+    );
+    has_in(
+        entry(&text, "cluster_registers"),
+        "cluster_registers",
+        &[
+            "%cluster_ctaid.x",
+            "%cluster_ctaid.y",
+            "%cluster_nctaid.x",
+            "%cluster_nctaid.y",
+            "%clusterid.y",
+            "%nclusterid.x",
+            "%nclusterid.y",
+        ],
+    );
+    // Nothing of them in the base (sm_80) PTX, which has no cluster instruction at all.
+    let base = &sm80().0;
+    assert!(!base.contains("cluster_neighbour") && !base.contains("barrier.cluster"));
+    let m = &sm80().3.manifest;
+    for (name, shape) in [
+        ("cluster_neighbour", [2, 1, 1]),
+        ("cluster_sum", [4, 1, 1]),
+        ("cluster_registers", [2, 2, 1]),
+        ("cluster_wide", [16, 1, 1]),
+    ] {
+        let k = m.kernel(name).unwrap();
+        assert_eq!(k.arch.as_deref(), Some("sm_90"), "{name}");
+        assert_eq!(k.launch.cluster, Some(shape), "{name}");
+        assert_eq!(k.launch.cooperative, None, "{name}");
+        let wide = name == "cluster_wide";
+        assert_eq!(
+            k.launch.non_portable_cluster,
+            wide.then_some(true),
+            "{name}"
+        );
+    }
+}

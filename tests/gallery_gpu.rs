@@ -1,7 +1,8 @@
 //! GPU tests of the gallery's typed launchers (`ferrocuda::kernels::*`): one or more kernels of
 //! every family on `DeviceArray`s, against host references, outputs poisoned, every element
-//! checked; and, on any machine, the bundled manifest's argument checks (refused before the
-//! driver, naming the argument).
+//! checked — `normalize` (one cooperative launch) against its two-launch version too; and, on
+//! any machine, the bundled manifest's argument checks (refused before the driver, naming the
+//! argument).
 //!
 //! Without a GPU the GPU tests are reported as ignored, with the reason printed once. Seed:
 //! `FERROCUDA_TEST_SEED` (printed).
@@ -282,6 +283,136 @@ fn activations() -> TestResult {
     Ok(())
 }
 
+/// `normalize` (one cooperative launch: partial sums, a grid-wide barrier, the division)
+/// against its two-launch version (`sum`, then `div_by`) and NumPy's `x / x.sum()` computed
+/// here: every element within the sum's error bound of the exact quotient, both versions;
+/// the one-launch result bitwise reproducible; zero and NaN sums as NumPy's (inf, NaN).
+fn normalize() -> TestResult {
+    let mut r = StdRng::seed_from_u64(seed() ^ 0x6e6f);
+    for n in [0usize, 1, 7, 1000, 4099, (1 << 20) + 3] {
+        // Positive values: Σ|x| = Σx, so the quotient's relative error is the sum's.
+        let x: Vec<f32> = (0..n).map(|_| r.random_range(0.0f32..1.0)).collect();
+        let exact: f64 = x.iter().map(|&v| v as f64).sum();
+        let dx = upload(x.clone(), &[n])?;
+        let one = upload(vec![f32::NAN; n], &[n])?;
+        kernels::normalize_f32(&dx, &one, &opts()).map_err(err)?;
+        let sum = upload(vec![f32::NAN], &[1])?;
+        let two = upload(vec![f32::NAN; n], &[n])?;
+        kernels::sum_f32(&dx, &sum, &opts()).map_err(err)?;
+        kernels::div_by_f32(&dx, &sum, &two, &opts()).map_err(err)?;
+        // The sum: a tree at most 64 deep, |error| <= 64·ε·Σx; the division rounds once more.
+        let eps = f32::EPSILON as f64 / 2.0;
+        for (what, got) in [
+            ("normalize", download(&one)?),
+            ("sum + div_by", download(&two)?),
+        ] {
+            for i in 0..n {
+                let want = x[i] as f64 / exact;
+                let tol = (66.0 * eps) * want.abs() + 1e-45;
+                ensure((got[i] as f64 - want).abs() <= tol, || {
+                    format!("{what} of {n}: [{i}] = {} vs {want}", got[i])
+                })?;
+            }
+        }
+        // Bitwise reproducible run to run (one device, the automatic configuration).
+        let again = upload(vec![f32::NAN; n], &[n])?;
+        kernels::normalize_f32(&dx, &again, &opts()).map_err(err)?;
+        ensure(
+            download(&again)?
+                .iter()
+                .zip(download(&one)?)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            || format!("normalize of {n} differs run to run"),
+        )?;
+        // f64, mixed signs: the error bound scales with Σ|x| / |Σx|.
+        let y: Vec<f64> = (0..n).map(|_| r.random_range(-1.0f64..2.0)).collect();
+        let exact: f64 = y.iter().sum();
+        let mag: f64 = y.iter().map(|v| v.abs()).sum();
+        let dy = upload(y.clone(), &[n])?;
+        let out = upload(vec![f64::NAN; n], &[n])?;
+        kernels::normalize_f64(&dy, &out, &opts()).map_err(err)?;
+        let got = download(&out)?;
+        for i in 0..n {
+            let want = y[i] / exact;
+            let tol = 66.0 * (f64::EPSILON / 2.0) * (y[i].abs() * mag / exact.abs() / exact.abs())
+                + f64::EPSILON * want.abs();
+            ensure((got[i] - want).abs() <= tol, || {
+                format!("normalize_f64 of {n}: [{i}] = {} vs {want}", got[i])
+            })?;
+        }
+    }
+    // A zero sum gives ±inf and NaN (0/0), a NaN anywhere NaN everywhere — NumPy's.
+    let dz = upload(vec![1.0f32, -1.0, 0.0, 2.0, -2.0], &[5])?;
+    let out = upload(vec![0.5f32; 5], &[5])?;
+    kernels::normalize_f32(&dz, &out, &opts()).map_err(err)?;
+    let got = download(&out)?;
+    ensure(
+        got[0] == f32::INFINITY && got[1] == f32::NEG_INFINITY && got[2].is_nan(),
+        || format!("zero sum: {got:?}"),
+    )?;
+    let dn = upload(vec![1.0f32, f32::NAN, 3.0], &[3])?;
+    let out = upload(vec![0.5f32; 3], &[3])?;
+    kernels::normalize_f32(&dn, &out, &opts()).map_err(err)?;
+    ensure(download(&out)?.iter().all(|v| v.is_nan()), || {
+        "NaN sum".into()
+    })?;
+    // A caller's grid: any grid up to one resident wave gives the same quotients (within the
+    // bound); one beyond is refused before anything runs, with the numbers.
+    let n = 100_000;
+    let x: Vec<f32> = (0..n).map(|_| r.random_range(0.0f32..1.0)).collect();
+    let exact: f64 = x.iter().map(|&v| v as f64).sum();
+    let dx = upload(x.clone(), &[n])?;
+    let m = bundled::module().map_err(err)?;
+    let k = m.kernel("normalize_f32").map_err(err)?;
+    let out = upload(vec![f32::NAN; n], &[n])?;
+    let args = [Arg::Array(dx.desc()), Arg::Array(out.desc())];
+    let wave = k
+        .prepare(&args, &opts())
+        .map_err(err)?
+        .config()
+        .ok_or_else(|| err("normalize: no configuration"))?
+        .0;
+    ensure(wave[1] == 1 && wave[2] == 1 && wave[0] >= 1, || {
+        format!("normalize's automatic grid {wave:?} is not one 1-D wave")
+    })?;
+    for grid in [[1, 1, 1], [3, 2, 1], [wave[0], 1, 1]] {
+        let o = LaunchOptions {
+            grid: Some(grid),
+            ..opts()
+        };
+        // SAFETY: the bundled kernels are memory-safe for any arguments that pass the checks.
+        let launched = unsafe { k.launch(&args, &o) }.map_err(err)?;
+        let got = download(&out)?;
+        // A small grid gives each thread a longer chain of additions (four accumulators over
+        // its grid-stride share): the bound grows by its length.
+        let threads = launched.config.map_or(1, |(g, b)| {
+            g.iter().chain(&b).map(|&v| v as usize).product::<usize>()
+        });
+        let depth = 66.0 + n.div_ceil(4 * threads) as f64;
+        let eps = f32::EPSILON as f64 / 2.0;
+        for i in 0..n {
+            let want = x[i] as f64 / exact;
+            ensure(
+                (got[i] as f64 - want).abs() <= depth * eps * want + 1e-45,
+                || format!("normalize with grid {grid:?}: [{i}] = {} vs {want}", got[i]),
+            )?;
+        }
+    }
+    let o = LaunchOptions {
+        grid: Some([wave[0] + 1, 1, 1]),
+        ..opts()
+    };
+    // SAFETY: as above (refused before the launch).
+    let e = unsafe { k.launch(&args, &o) }.unwrap_err();
+    ensure(
+        e.kind() == ErrorKind::Value
+            && e.to_string().contains("normalize_f32")
+            && e.to_string().contains(&format!("at most {}", wave[0])),
+        || format!("a grid beyond the wave: {e}"),
+    )?;
+    Ok(())
+}
+
 /// The bundled manifest's requirements, through the launch's first phase: refused before any
 /// driver call, naming the argument (no GPU needed).
 fn argument_checks() -> TestResult {
@@ -344,6 +475,32 @@ fn argument_checks() -> TestResult {
         sum.signature().params.len() == 2 && sum.signature().scratch.len() == 2,
         || "sum_f32 signature".into(),
     )?;
+    // normalize is cooperative, and its grid barrier is a workspace, not an argument.
+    let norm = m.kernel("normalize_f32").map_err(err)?;
+    let names: Vec<&str> = norm
+        .signature()
+        .scratch
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    ensure(
+        norm.signature().params.len() == 2
+            && names == ["partials", "bar"]
+            && norm.signature().launch.cooperative,
+        || format!("normalize_f32 signature: scratch {names:?}"),
+    )?;
+    // div_by takes one divisor.
+    let (x, two) = (d(DType::F32, &[10], 0x1000)?, d(DType::F32, &[2], 0x2000)?);
+    let out = d(DType::F32, &[10], 0x3000)?;
+    let e = m
+        .kernel("div_by_f32")
+        .map_err(err)?
+        .prepare(
+            &[Arg::Array(&x), Arg::Array(&two), Arg::Array(&out)],
+            &opts(),
+        )
+        .unwrap_err();
+    ensure(e.arg() == Some("d"), || format!("div_by: {e}"))?;
     Ok(())
 }
 
@@ -369,12 +526,20 @@ fn linear() -> TestResult {
         (512, 384, 1024),
         (1000, 1000, 520),
     ] {
-        let x: Vec<bf16> = (0..m * kk).map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0))).collect();
-        let w: Vec<bf16> = (0..n * kk).map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0))).collect();
+        let x: Vec<bf16> = (0..m * kk)
+            .map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0)))
+            .collect();
+        let w: Vec<bf16> = (0..n * kk)
+            .map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0)))
+            .collect();
         let dx = upload(x.clone(), &[m, kk])?;
         let dw = upload(w.clone(), &[n, kk])?;
         let out = upload(vec![f32::NAN; m * n], &[m, n])?;
-        let args = [Arg::Array(dx.desc()), Arg::Array(dw.desc()), Arg::Array(out.desc())];
+        let args = [
+            Arg::Array(dx.desc()),
+            Arg::Array(dw.desc()),
+            Arg::Array(out.desc()),
+        ];
         let o = LaunchOptions {
             shared_mem_bytes: LINEAR_SMEM,
             ..opts()
@@ -382,8 +547,12 @@ fn linear() -> TestResult {
         // SAFETY: the bundled kernels are memory-safe for any arguments that pass the checks.
         let launched = unsafe { k.launch(&args, &o) };
         if !k.runs_on(cc) {
-            let e = launched.err().ok_or_else(|| err("linear_bf16_f32_sm90 ran on a non-sm_90a GPU"))?;
-            ensure(e.kind() == ErrorKind::Unsupported, || format!("refusal: {e}"))?;
+            let e = launched
+                .err()
+                .ok_or_else(|| err("linear_bf16_f32_sm90 ran on a non-sm_90a GPU"))?;
+            ensure(e.kind() == ErrorKind::Unsupported, || {
+                format!("refusal: {e}")
+            })?;
             return Ok(());
         }
         launched.map_err(err)?;
@@ -422,6 +591,7 @@ fn main() {
     let trials = vec![
         Trial::test("argument_checks", argument_checks),
         gpu("reductions", reductions),
+        gpu("normalize", normalize),
         gpu("histogram", histogram),
         gpu("softmax", softmax),
         gpu("matmul", matmul),

@@ -1,6 +1,7 @@
-//! What a kernel declares about its launch shape — `#[kernel(max_threads = …)]`,
+//! What a kernel declares about its launch — `#[kernel(max_threads = …)]`,
 //! `#[kernel(block = (…))]`, `#[kernel(min_blocks = …)]`, `#[kernel(dynamic_shared = T)]`,
-//! `#[kernel(grid = "2d")]`, `#[kernel(grid = "rows")]` — and how the declaration travels from the kernel source to the
+//! `#[kernel(grid = "2d")]`, `#[kernel(grid = "rows")]`, `#[kernel(cooperative)]`,
+//! `#[kernel(cluster = (…))]` — and how the declaration travels from the kernel source to the
 //! host.
 //!
 //! `#[kernel]` stores a [`LaunchDecl`] of a kernel that declares any of these as a second
@@ -10,26 +11,40 @@
 //! that ptxas allocates registers for them) and records them in the manifest's `launch` field
 //! ([`LaunchSpec`]). A kernel without declarations has no record.
 //!
-//! Record layout (16 bytes, integers little-endian):
+//! Record layout (20 bytes, integers little-endian):
 //!
 //! ```text
-//! magic "FCL3"
+//! magic "FCL4"
 //! u16 max_threads               upper bound of threads per block (0: none)
 //! u16 block[3]                  the block shape the kernel requires (all 0: none)
 //! u8  dynamic_shared            dtype code of the dynamic shared memory's elements (0: none)
 //! u8  grid_dims                 dimensions of the automatic grid (0 or 1: one; 2; 3)
 //! u8  min_blocks                blocks per SM the registers must allow (0: none)
 //! u8  grid_rows                 1: the automatic grid follows the rows (0: it does not)
+//! u8  flags                     bit 0: cooperative launch; bit 1: non-portable cluster size
+//!                               (the other bits 0)
+//! u8  cluster[3]                the cluster shape in blocks (all 0: no cluster)
 //! ```
+//!
+//! The earlier record, magic `"FCL3"`, is the first 16 bytes of this one (no flags, no
+//! cluster); [`LaunchDecl::decode`] reads both, so PTX built before the cooperative and
+//! cluster options still loads into a builder of this version.
 
 /// Prefix of the PTX global that holds a kernel's launch record.
 pub const SYMBOL_PREFIX: &str = "__ferrocuda_launch__";
 
-/// First four bytes of every launch record.
-pub const MAGIC: [u8; 4] = *b"FCL3";
+/// First four bytes of every launch record this version writes.
+pub const MAGIC: [u8; 4] = *b"FCL4";
 
-/// Length of a launch record.
-pub const LEN: usize = 16;
+/// Length of a launch record this version writes.
+pub const LEN: usize = 20;
+
+/// First four bytes of the earlier launch record (16 bytes, without flags and cluster),
+/// which [`LaunchDecl::decode`] still reads.
+pub const MAGIC_V3: [u8; 4] = *b"FCL3";
+
+/// Length of the earlier launch record (magic [`MAGIC_V3`]).
+pub const LEN_V3: usize = 16;
 
 /// Most threads in a block on every GPU ferrocuda supports (sm_80 and newer).
 pub const MAX_BLOCK_THREADS: u32 = 1024;
@@ -42,6 +57,20 @@ pub const MAX_SM_THREADS: u32 = 2048;
 
 /// Most resident blocks of one SM on the GPUs ferrocuda supports (sm_80, sm_90: 32).
 pub const MAX_SM_BLOCKS: u8 = 32;
+
+/// Most blocks in a cluster that every GPU with clusters (sm_90 and newer) runs: the portable
+/// cluster size.
+pub const MAX_CLUSTER_PORTABLE: u32 = 8;
+
+/// Most blocks in a cluster on any GPU (H100: 16), for kernels that allow a non-portable
+/// cluster size (`#[kernel(non_portable_cluster)]`: the launcher sets
+/// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`).
+pub const MAX_CLUSTER_NON_PORTABLE: u32 = 16;
+
+/// Bit of [`LaunchDecl::cooperative`] in the record's flags byte.
+const FLAG_COOPERATIVE: u8 = 1;
+/// Bit of [`LaunchDecl::non_portable_cluster`] in the record's flags byte.
+const FLAG_NON_PORTABLE: u8 = 2;
 
 /// A kernel's launch-shape declarations (the record's contents).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -71,6 +100,21 @@ pub struct LaunchDecl {
     /// or a block and walk the rows grid-stride: every row has its worker from the start,
     /// however few elements the array holds.
     pub grid_rows: bool,
+    /// `#[kernel(cooperative)]`: the kernel is launched cooperatively
+    /// (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`): every block of the grid is resident at once, so
+    /// that the blocks may wait for each other (a grid-wide barrier, `GridBarrier`). The host
+    /// refuses a grid larger than one resident wave, and its automatic grid is exactly one
+    /// wave.
+    pub cooperative: bool,
+    /// `#[kernel(cluster = (x, y, z))]`: the kernel is launched in thread-block clusters of
+    /// this shape (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`; sm_90 and newer): the blocks of a
+    /// cluster run at once on one GPU processing cluster and may access each other's shared
+    /// memory. All 0 when not declared.
+    pub cluster: [u8; 3],
+    /// `#[kernel(non_portable_cluster)]`: the cluster may hold more than
+    /// [`MAX_CLUSTER_PORTABLE`] blocks (up to [`MAX_CLUSTER_NON_PORTABLE`]; the launcher sets
+    /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`). Needs `cluster`.
+    pub non_portable_cluster: bool,
 }
 
 impl LaunchDecl {
@@ -84,6 +128,11 @@ impl LaunchDecl {
             && self.grid_dims <= 1
             && self.min_blocks == 0
             && !self.grid_rows
+            && !self.cooperative
+            && self.cluster[0] == 0
+            && self.cluster[1] == 0
+            && self.cluster[2] == 0
+            && !self.non_portable_cluster
     }
 
     /// The record's bytes. Fails to compile (const evaluation panics) when the declaration
@@ -114,16 +163,27 @@ impl LaunchDecl {
         out[13] = self.grid_dims;
         out[14] = self.min_blocks;
         out[15] = self.grid_rows as u8;
+        out[16] = (self.cooperative as u8 * FLAG_COOPERATIVE)
+            | (self.non_portable_cluster as u8 * FLAG_NON_PORTABLE);
+        out[17] = self.cluster[0];
+        out[18] = self.cluster[1];
+        out[19] = self.cluster[2];
         out
     }
 
-    /// Reads a record written by [`encode`](Self::encode), and checks it.
+    /// Reads a record written by [`encode`](Self::encode) — or the earlier 16-byte record
+    /// (magic [`MAGIC_V3`]: no cooperative flag, no cluster) — and checks it.
     pub fn decode(bytes: &[u8]) -> Result<LaunchDecl, &'static str> {
-        let b: &[u8; LEN] = bytes
-            .try_into()
-            .map_err(|_| "launch record has the wrong length")?;
-        if b[..4] != MAGIC {
-            return Err("bad launch record magic");
+        let (b, current) = match bytes.get(..4) {
+            Some(m) if m == MAGIC => (bytes, true),
+            Some(m) if m == MAGIC_V3 => (bytes, false),
+            Some(_) if bytes.len() == LEN || bytes.len() == LEN_V3 => {
+                return Err("bad launch record magic")
+            }
+            _ => return Err("launch record has the wrong length"),
+        };
+        if b.len() != if current { LEN } else { LEN_V3 } {
+            return Err("launch record has the wrong length");
         }
         let word = |i: usize| u16::from_le_bytes([b[4 + 2 * i], b[5 + 2 * i]]);
         let d = LaunchDecl {
@@ -137,6 +197,21 @@ impl LaunchDecl {
                 1 => true,
                 _ => return Err("bad grid_rows byte in the launch record"),
             },
+            ..LaunchDecl::default()
+        };
+        let d = if current {
+            let flags = b[16];
+            if flags & !(FLAG_COOPERATIVE | FLAG_NON_PORTABLE) != 0 {
+                return Err("unknown flags in the launch record");
+            }
+            LaunchDecl {
+                cooperative: flags & FLAG_COOPERATIVE != 0,
+                non_portable_cluster: flags & FLAG_NON_PORTABLE != 0,
+                cluster: [b[17], b[18], b[19]],
+                ..d
+            }
+        } else {
+            d
         };
         d.check()?;
         Ok(d)
@@ -155,11 +230,42 @@ impl LaunchDecl {
         }
     }
 
+    /// The cluster shape, if declared.
+    pub const fn cluster_dims(&self) -> Option<[u32; 3]> {
+        if self.cluster[0] == 0 {
+            None
+        } else {
+            Some([
+                self.cluster[0] as u32,
+                self.cluster[1] as u32,
+                self.cluster[2] as u32,
+            ])
+        }
+    }
+
+    /// Blocks per cluster (0 without a cluster).
+    pub const fn cluster_size(&self) -> u32 {
+        self.cluster[0] as u32 * self.cluster[1] as u32 * self.cluster[2] as u32
+    }
+
+    /// Most blocks a cluster of this kernel may hold: [`MAX_CLUSTER_PORTABLE`], or
+    /// [`MAX_CLUSTER_NON_PORTABLE`] with `non_portable_cluster`.
+    pub const fn max_cluster_size(&self) -> u32 {
+        if self.non_portable_cluster {
+            MAX_CLUSTER_NON_PORTABLE
+        } else {
+            MAX_CLUSTER_PORTABLE
+        }
+    }
+
     /// Checks the declaration: `max_threads` in 1..=1024; a block of 1..=1024 × 1..=1024 ×
     /// 1..=64 extents and at most 1024 threads; not both (`.reqntid` and `.maxntid` exclude
     /// each other in PTX: a fixed block already bounds the threads); a known dtype code; 1 to 3
-    /// grid dimensions or a grid that follows the rows, not both; `min_blocks` only with a bound, at most 32 blocks and 2048 threads of
-    /// the bound per SM.
+    /// grid dimensions or a grid that follows the rows, not both; `min_blocks` only with a
+    /// bound, at most 32 blocks and 2048 threads of the bound per SM; a cluster of extents at
+    /// least 1 and at most 8 blocks (16 with `non_portable_cluster`, which needs a cluster); a
+    /// cooperative kernel with neither a cluster nor an N-D or per-row automatic grid (its
+    /// automatic grid is one resident wave, 1-D).
     pub const fn check(&self) -> Result<(), &'static str> {
         if self.max_threads as u32 > MAX_BLOCK_THREADS {
             return Err("max_threads must be in 1..=1024");
@@ -210,6 +316,33 @@ impl LaunchDecl {
                 );
             }
         }
+        let c = self.cluster;
+        if c[0] != 0 || c[1] != 0 || c[2] != 0 {
+            if c[0] == 0 || c[1] == 0 || c[2] == 0 {
+                return Err("every cluster extent must be at least 1");
+            }
+            if self.cluster_size() > self.max_cluster_size() {
+                return Err(if self.non_portable_cluster {
+                    "a cluster holds at most 16 blocks"
+                } else {
+                    "a portable cluster holds at most 8 blocks (up to 16 with \
+                     non_portable_cluster)"
+                });
+            }
+        } else if self.non_portable_cluster {
+            return Err("non_portable_cluster needs a cluster");
+        }
+        if self.cooperative {
+            if c[0] != 0 {
+                return Err("a kernel is either cooperative or launched in clusters, not both");
+            }
+            if self.grid_dims > 1 || self.grid_rows {
+                return Err(
+                    "a cooperative kernel's automatic grid is one resident wave of blocks \
+                     (1-D): no grid = \"2d\", \"3d\" or \"rows\"",
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -237,6 +370,15 @@ pub struct LaunchSpec {
     /// `true`: the automatic grid follows the rows (`#[kernel(grid = "rows")]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid_rows: Option<bool>,
+    /// `true`: the kernel is launched cooperatively (`#[kernel(cooperative)]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooperative: Option<bool>,
+    /// The cluster shape in blocks (`#[kernel(cluster = (x, y, z))]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<[u32; 3]>,
+    /// `true`: the cluster may hold more than 8 blocks (`#[kernel(non_portable_cluster)]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub non_portable_cluster: Option<bool>,
 }
 
 #[cfg(feature = "std")]
@@ -244,6 +386,13 @@ impl LaunchSpec {
     /// `true` when nothing is declared (the manifest leaves the field out).
     pub fn is_empty(&self) -> bool {
         *self == LaunchSpec::default()
+    }
+
+    /// `true` when the kernel needs a launcher that knows cooperative or cluster launches
+    /// (a manifest with such a kernel is written in format 3, which older readers refuse
+    /// rather than launch it the plain way).
+    pub fn needs_launch_attributes(&self) -> bool {
+        self.cooperative == Some(true) || self.cluster.is_some()
     }
 
     /// The declaration, checked (see [`LaunchDecl::check`]).
@@ -266,6 +415,16 @@ impl LaunchSpec {
                 as u8,
             None => 0,
         };
+        let tiny = |v: u32| {
+            u8::try_from(v).map_err(|_| std::format!("cluster extent {v} is out of range"))
+        };
+        let cluster = match self.cluster {
+            Some(c) => [tiny(c[0])?, tiny(c[1])?, tiny(c[2])?],
+            None => [0; 3],
+        };
+        if self.cluster.is_some_and(|c| c.contains(&0)) {
+            return Err("every cluster extent must be at least 1".into());
+        }
         let d = LaunchDecl {
             max_threads: small(self.max_threads.unwrap_or(0), "max_threads")?,
             block,
@@ -273,6 +432,9 @@ impl LaunchSpec {
             grid_dims: self.grid_dims.unwrap_or(0),
             min_blocks: self.min_blocks.unwrap_or(0),
             grid_rows: self.grid_rows.unwrap_or(false),
+            cooperative: self.cooperative.unwrap_or(false),
+            cluster,
+            non_portable_cluster: self.non_portable_cluster.unwrap_or(false),
         };
         if self.max_threads == Some(0) || self.grid_dims == Some(0) || self.min_blocks == Some(0) {
             return Err(
@@ -294,6 +456,9 @@ impl From<LaunchDecl> for LaunchSpec {
             grid_dims: (d.grid_dims > 1).then_some(d.grid_dims),
             min_blocks: (d.min_blocks != 0).then_some(d.min_blocks),
             grid_rows: d.grid_rows.then_some(true),
+            cooperative: d.cooperative.then_some(true),
+            cluster: d.cluster_dims(),
+            non_portable_cluster: d.non_portable_cluster.then_some(true),
         }
     }
 }
@@ -349,6 +514,32 @@ mod tests {
                 .decl(),
             Ok(LaunchDecl::default())
         );
+        let coop = LaunchDecl {
+            cooperative: true,
+            ..LaunchDecl::default()
+        };
+        let spec = LaunchSpec::from(coop);
+        assert!(spec.needs_launch_attributes());
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(json, r#"{"cooperative":true}"#);
+        assert_eq!(
+            serde_json::from_str::<LaunchSpec>(&json).unwrap().decl(),
+            Ok(coop)
+        );
+        let cl = LaunchDecl {
+            cluster: [16, 1, 1],
+            non_portable_cluster: true,
+            ..LaunchDecl::default()
+        };
+        let spec = LaunchSpec::from(cl);
+        assert!(spec.needs_launch_attributes());
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(json, r#"{"cluster":[16,1,1],"non_portable_cluster":true}"#);
+        assert_eq!(
+            serde_json::from_str::<LaunchSpec>(&json).unwrap().decl(),
+            Ok(cl)
+        );
+        assert!(!LaunchSpec::from(occupancy).needs_launch_attributes());
         for bad in [
             r#"{"max_threads":0}"#,
             r#"{"max_threads":70000}"#,
@@ -360,6 +551,12 @@ mod tests {
             r#"{"max_threads":256,"min_blocks":0}"#,
             r#"{"max_threads":1024,"min_blocks":3}"#,
             r#"{"grid_dims":2,"grid_rows":true}"#,
+            r#"{"cluster":[2,0,1]}"#,
+            r#"{"cluster":[256,1,1]}"#,
+            r#"{"cluster":[4,4,1]}"#,
+            r#"{"non_portable_cluster":true}"#,
+            r#"{"cooperative":true,"cluster":[2,1,1]}"#,
+            r#"{"cooperative":true,"grid_dims":3}"#,
         ] {
             let spec: LaunchSpec = serde_json::from_str(bad).unwrap();
             assert!(spec.decl().is_err(), "{bad}");
@@ -415,7 +612,7 @@ mod tests {
         // The layout, byte by byte.
         assert_eq!(
             cases[2].encode(),
-            [b'F', b'C', b'L', b'3', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0, 0]
+            [b'F', b'C', b'L', b'4', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0, 0, 0, 0, 0, 0]
         );
         assert_eq!(cases[4].encode()[14], 2);
         assert_eq!(cases[5].encode()[15], 1);
@@ -487,6 +684,41 @@ mod tests {
                 min_blocks: 3,
                 ..LaunchDecl::default()
             },
+            // A cluster with a zero extent, beyond 8 blocks (portable), beyond 16; the
+            // non-portable flag without a cluster.
+            LaunchDecl {
+                cluster: [2, 0, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cluster: [3, 3, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cluster: [17, 1, 1],
+                non_portable_cluster: true,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                non_portable_cluster: true,
+                ..LaunchDecl::default()
+            },
+            // Cooperative with a cluster, with an N-D or per-row automatic grid.
+            LaunchDecl {
+                cooperative: true,
+                cluster: [2, 1, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cooperative: true,
+                grid_dims: 2,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cooperative: true,
+                grid_rows: true,
+                ..LaunchDecl::default()
+            },
         ];
         for d in bad {
             assert!(d.check().is_err(), "{d:?}");
@@ -500,10 +732,100 @@ mod tests {
             bytes[13] = d.grid_dims;
             bytes[14] = d.min_blocks;
             bytes[15] = d.grid_rows as u8;
+            bytes[16] = d.cooperative as u8 | (d.non_portable_cluster as u8) << 1;
+            bytes[17..20].copy_from_slice(&d.cluster);
             assert!(LaunchDecl::decode(&bytes).is_err(), "{d:?}");
         }
         let mut bytes = LaunchDecl::default().encode();
         bytes[0] = b'X';
         assert_eq!(LaunchDecl::decode(&bytes), Err("bad launch record magic"));
+        // Unknown flag bits are refused (a newer writer's option this reader would ignore).
+        let mut bytes = LaunchDecl::default().encode();
+        bytes[16] = 4;
+        assert!(LaunchDecl::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn cooperative_and_cluster_records() {
+        let cases = [
+            LaunchDecl {
+                cooperative: true,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cooperative: true,
+                max_threads: 256,
+                min_blocks: 2,
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cluster: [2, 1, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cluster: [2, 2, 2],
+                block: [128, 1, 1],
+                ..LaunchDecl::default()
+            },
+            LaunchDecl {
+                cluster: [16, 1, 1],
+                non_portable_cluster: true,
+                ..LaunchDecl::default()
+            },
+        ];
+        for d in cases {
+            assert!(!d.is_empty(), "{d:?}");
+            let bytes = d.encode();
+            assert_eq!(bytes.len(), LEN);
+            assert_eq!(LaunchDecl::decode(&bytes), Ok(d));
+        }
+        assert_eq!(cases[0].encode()[16], 1);
+        assert_eq!(cases[4].encode()[16], 2);
+        assert_eq!(&cases[3].encode()[17..], &[2, 2, 2]);
+        assert_eq!(cases[2].cluster_dims(), Some([2, 1, 1]));
+        assert_eq!(cases[3].cluster_size(), 8);
+        assert_eq!(cases[0].cluster_dims(), None);
+        assert_eq!(cases[0].cluster_size(), 0);
+        assert_eq!(cases[2].max_cluster_size(), MAX_CLUSTER_PORTABLE);
+        assert_eq!(cases[4].max_cluster_size(), MAX_CLUSTER_NON_PORTABLE);
+    }
+
+    #[test]
+    fn the_earlier_record_still_decodes() {
+        // A record as the previous version wrote it ("FCL3", 16 bytes): block (16, 16, 1),
+        // float32 dynamic shared memory, a 2-D automatic grid.
+        let old: [u8; LEN_V3] = [
+            b'F', b'C', b'L', b'3', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0, 0,
+        ];
+        let d = LaunchDecl::decode(&old).unwrap();
+        assert_eq!(
+            d,
+            LaunchDecl {
+                block: [16, 16, 1],
+                dynamic_shared: DType::F32 as u8,
+                grid_dims: 2,
+                ..LaunchDecl::default()
+            }
+        );
+        assert!(!d.cooperative && d.cluster_dims().is_none());
+        // Its own rules still apply, and each magic needs its own length.
+        let mut bad = old;
+        bad[15] = 3;
+        assert!(LaunchDecl::decode(&bad).is_err());
+        let mut v3_long = [0u8; LEN];
+        v3_long[..LEN_V3].copy_from_slice(&old);
+        assert_eq!(
+            LaunchDecl::decode(&v3_long),
+            Err("launch record has the wrong length")
+        );
+        let mut v4_short = old;
+        v4_short[3] = b'4';
+        assert_eq!(
+            LaunchDecl::decode(&v4_short),
+            Err("launch record has the wrong length")
+        );
+        let mut unknown = old;
+        unknown[3] = b'9';
+        assert_eq!(LaunchDecl::decode(&unknown), Err("bad launch record magic"));
     }
 }

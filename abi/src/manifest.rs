@@ -221,10 +221,32 @@ mod host {
     /// another architecture than the module's, in PTX files of their own. The builder writes
     /// it only for a module that has parts (a reader of format 1 would look for those kernels
     /// in the base PTX), and format 1 otherwise; readers take both.
-    pub const FORMAT: u32 = 2;
+    ///
+    /// Format 3 is format 2 with kernels that must be launched with launch attributes:
+    /// `launch.cooperative` (`#[kernel(cooperative)]`) and `launch.cluster`
+    /// (`#[kernel(cluster = …)]`). A reader that does not know them would launch such a kernel
+    /// the plain way — a grid barrier that may never complete, distributed shared memory
+    /// without a cluster — so the builder writes format 3 only when a kernel declares one
+    /// ([`format_for`]), and older readers refuse it. Readers take formats 1 to 3.
+    pub const FORMAT: u32 = 3;
+
+    /// The format of a manifest with parts and without kernels that need launch attributes.
+    pub const FORMAT_PARTS: u32 = 2;
 
     /// The format of a manifest without parts (readable by every reader since format 1).
     pub const FORMAT_NO_PARTS: u32 = 1;
+
+    /// The oldest format that describes a module with `kernels` (parts when `has_parts`): the
+    /// one the builder writes, so that every reader able to launch the module reads it.
+    pub fn format_for(kernels: &[KernelSig], has_parts: bool) -> u32 {
+        if kernels.iter().any(|k| k.launch.needs_launch_attributes()) {
+            FORMAT
+        } else if has_parts {
+            FORMAT_PARTS
+        } else {
+            FORMAT_NO_PARTS
+        }
+    }
 
     /// Whether the code generator may contract a floating-point multiply and add into one
     /// fused multiply-add (`fma.rn`, rounded once).
@@ -444,7 +466,7 @@ mod host {
         pub fn from_json(text: &str) -> Result<Manifest, String> {
             let m: Manifest =
                 serde_json::from_str(text).map_err(|e| format!("invalid kernel manifest: {e}"))?;
-            if m.format != FORMAT && m.format != FORMAT_NO_PARTS {
+            if !(FORMAT_NO_PARTS..=FORMAT).contains(&m.format) {
                 return Err(format!(
                     "kernel manifest format {} is not supported: ferrocuda {} reads format \
                      {FORMAT}; the manifest was written by another version of ferrocuda — \
@@ -778,6 +800,59 @@ mod host {
             );
             let e = Manifest::from_json(&bad).unwrap_err();
             assert!(e.contains("launch declaration of `k`"), "{e}");
+        }
+
+        #[test]
+        fn kernels_with_launch_attributes_need_format_3() {
+            let kernel = |launch: LaunchSpec| KernelSig {
+                name: "k".into(),
+                family: "k".into(),
+                params: Vec::new(),
+                same_shape: Vec::new(),
+                items_per_thread: None,
+                launch,
+                zero: Vec::new(),
+                scratch: Vec::new(),
+                require: Vec::new(),
+                arch: None,
+            };
+            let plain = [kernel(LaunchSpec {
+                max_threads: Some(128),
+                ..LaunchSpec::default()
+            })];
+            assert_eq!(format_for(&plain, false), FORMAT_NO_PARTS);
+            assert_eq!(format_for(&plain, true), FORMAT_PARTS);
+            let coop = kernel(LaunchSpec {
+                cooperative: Some(true),
+                ..LaunchSpec::default()
+            });
+            let cluster = kernel(LaunchSpec {
+                cluster: Some([2, 1, 1]),
+                ..LaunchSpec::default()
+            });
+            assert_eq!(format_for(core::slice::from_ref(&coop), false), FORMAT);
+            assert_eq!(format_for(&[cluster], true), FORMAT);
+            // Every format up to this version's reads; a newer one is refused.
+            for f in 1..=3 {
+                let text =
+                    format!(r#"{{"format": {f}, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}}"#);
+                assert_eq!(Manifest::from_json(&text).unwrap().format, f);
+            }
+            let newer = r#"{"format": 4, "arch": "sm_80", "ptx": "k.ptx", "kernels": []}"#;
+            assert!(Manifest::from_json(newer).unwrap_err().contains("format 4"));
+            // The declaration survives the JSON form.
+            let m = Manifest {
+                format: FORMAT,
+                arch: "sm_80".into(),
+                ptx: "k.ptx".into(),
+                fp_contract: FpContract::Off,
+                kernels: std::vec![coop],
+                cubins: BTreeMap::new(),
+                parts: BTreeMap::new(),
+            };
+            let json = m.to_json();
+            assert!(json.contains("\"cooperative\": true"), "{json}");
+            assert_eq!(Manifest::from_json(&json).unwrap(), m);
         }
 
         #[test]

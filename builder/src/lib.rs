@@ -599,11 +599,7 @@ impl PtxBuilder {
         }
         kernels.sort_by(|a, b| a.name.cmp(&b.name));
         let manifest = Manifest {
-            format: if parts.is_empty() {
-                manifest::FORMAT_NO_PARTS
-            } else {
-                manifest::FORMAT
-            },
+            format: manifest::format_for(&kernels, !parts.is_empty()),
             arch: self.arch.clone(),
             ptx: file_name(&base.ptx),
             fp_contract: self.fp_contract,

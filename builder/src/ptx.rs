@@ -361,7 +361,8 @@ mod tests {
                 "\n.visible .entry k(",
                 &format!(
                     "\t// .globl\t__ferrocuda_launch__k\n.visible .global .align 1 .b8 \
-                     __ferrocuda_launch__k[16] = {{{}}};\n\n.visible .entry k(",
+                     __ferrocuda_launch__k[{}] = {{{}}};\n\n.visible .entry k(",
+                    launch::LEN,
                     list(trimmed)
                 ),
             );
@@ -408,12 +409,44 @@ mod tests {
         let orphan = ptx.replace("__ferrocuda_launch__k[", "__ferrocuda_launch__q[");
         assert!(process_ptx(&orphan).unwrap_err().contains("`q`"));
         let corrupt = ptx.replace(
-            "__ferrocuda_launch__k[16] = {70,",
-            "__ferrocuda_launch__k[16] = {71,",
+            &format!("__ferrocuda_launch__k[{}] = {{70,", launch::LEN),
+            &format!("__ferrocuda_launch__k[{}] = {{71,", launch::LEN),
         );
         assert!(process_ptx(&corrupt)
             .unwrap_err()
             .contains("launch record of `k`"));
+        // PTX built before the cooperative and cluster options: its 16-byte record ("FCL3")
+        // still reads.
+        let old = ptx.replace(
+            &format!("__ferrocuda_launch__k[{}] = {{70, 67, 76, 52,", launch::LEN),
+            &format!(
+                "__ferrocuda_launch__k[{}] = {{70, 67, 76, 51,",
+                launch::LEN_V3
+            ),
+        );
+        assert_ne!(old, ptx);
+        let Processed { kernels, .. } = process_ptx(&old).unwrap();
+        assert_eq!(kernels[0].launch.block, Some([16, 8, 1]));
+        assert_eq!(kernels[0].launch.cooperative, None);
+        // A cooperative kernel's record: no directive, the flag in the manifest.
+        let coop = LaunchDecl {
+            cooperative: true,
+            ..LaunchDecl::default()
+        };
+        let coop_rec = coop.encode();
+        let coop_trimmed = &coop_rec[..coop_rec.iter().rposition(|&b| b != 0).unwrap() + 1];
+        let with_coop = ptx.replace(
+            &format!("[{}] = {{{}}}", launch::LEN, list(trimmed)),
+            &format!("[{}] = {{{}}}", launch::LEN, list(coop_trimmed)),
+        );
+        let Processed {
+            ptx: clean,
+            kernels,
+            ..
+        } = process_ptx(&with_coop).unwrap();
+        assert!(!clean.contains(".reqntid"), "{clean}");
+        assert_eq!(kernels[0].launch.cooperative, Some(true));
+        assert!(kernels[0].launch.needs_launch_attributes());
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //!   an unknown option, a bad family, `same_shape` naming a missing parameter, one
 //!   parameter, or a parameter twice, and launch declarations out of range (`max_threads`, `min_blocks`,
 //!   `block` extents and threads, both at once, `grid`, a `dynamic_shared` type that is not
-//!   an element type);
+//!   an element type), a `GridBarrier` without `cooperative` (or with a scratch length, or of
+//!   another crate), `cooperative` with a value, an N-D grid or a cluster, and clusters
+//!   without an sm_90 `arch`, beyond 8 blocks without `non_portable_cluster`, beyond 16, with
+//!   a zero extent, and `non_portable_cluster` alone;
 //! * `accepts_a_minimal_kernel`: a minimal valid crate builds (the harness can succeed) and its
 //!   manifest is right — including a `mut` parameter binding, a parameterless kernel and a view;
 //! * `panics_become_trap`: kernels with panic paths (a bounds-checked `SliceMut::write`, array
@@ -286,6 +289,70 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "dynamic_shared_not_an_element",
         "#[kernel(dynamic_shared = usize)] pub unsafe fn k(x: SliceMut<f32>) {}",
         "`usize` is not an array element type",
+    ),
+    (
+        "grid_barrier_without_cooperative",
+        "#[kernel] pub unsafe fn k(x: SliceMut<f32>, bar: ferrocuda_device::grid::GridBarrier) {}",
+        "which only a cooperative launch keeps resident at once",
+    ),
+    (
+        "grid_barrier_with_a_scratch_length",
+        "use ferrocuda_device::grid::GridBarrier;\n\
+         #[kernel(cooperative, scratch(bar = 4))] \
+         pub unsafe fn k(x: SliceMut<f32>, bar: GridBarrier) {}",
+        "a GridBarrier's workspace is sized by the launcher",
+    ),
+    (
+        "grid_barrier_of_another_crate",
+        "#[derive(Clone, Copy)] #[repr(transparent)] pub struct GridBarrier(SliceMut<u32>);\n\
+         #[kernel(cooperative)] pub unsafe fn k(x: SliceMut<f32>, bar: GridBarrier) {}",
+        "is not ferrocuda's grid barrier",
+    ),
+    (
+        "cooperative_with_a_value",
+        "#[kernel(cooperative = true)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "takes no value",
+    ),
+    (
+        "cooperative_with_a_2d_grid",
+        "#[kernel(cooperative, grid = \"2d\")] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "is one resident wave of blocks (1-D)",
+    ),
+    (
+        "cooperative_and_cluster",
+        "#[kernel(arch = \"sm_90\", cooperative, cluster = 2)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "either `cooperative` or launched in clusters",
+    ),
+    (
+        "cluster_without_arch",
+        "#[kernel(cluster = (2, 1, 1))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "thread-block clusters need an sm_90 GPU or newer",
+    ),
+    (
+        "cluster_on_an_older_arch",
+        "#[kernel(arch = \"sm_86\", cluster = (2, 1, 1))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "thread-block clusters need an sm_90 GPU or newer",
+    ),
+    (
+        "cluster_not_portable",
+        "#[kernel(arch = \"sm_90\", cluster = (3, 3))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "a cluster of 9 blocks is not portable",
+    ),
+    (
+        "cluster_beyond_16",
+        "#[kernel(arch = \"sm_90\", cluster = (4, 4, 2), non_portable_cluster)] \
+         pub unsafe fn k(x: SliceMut<f32>) {}",
+        "a cluster of 32 blocks: a cluster holds at most 16 blocks",
+    ),
+    (
+        "cluster_zero_extent",
+        "#[kernel(arch = \"sm_90\", cluster = (2, 0, 1))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "cluster extents must be at least 1",
+    ),
+    (
+        "non_portable_without_cluster",
+        "#[kernel(non_portable_cluster)] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "needs `cluster = (x, y, z)`",
     ),
 ];
 

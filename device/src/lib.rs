@@ -49,7 +49,12 @@
 //!   accumulator fragment, fence / commit / wait, `setmaxnreg`;
 //! * [`diag`] — [`gpu_printf!`] (device `printf`) and [`device_assert!`]; every failed check
 //!   (bounds checks included) tells the host its file, line and thread;
-//! * [`GridStride`] / [`thread::grid_stride`] — the grid-stride loop;
+//! * [`grid`] — the grid as a whole: [`GridStride`] / [`thread::grid_stride`] (the
+//!   grid-stride loop), linear block and thread ranks, and [`grid::GridBarrier`], the
+//!   grid-wide barrier of `#[kernel(cooperative)]` kernels;
+//! * [`cluster`] — thread-block clusters (sm_90): cluster ranks and shapes, the cluster
+//!   barrier, and distributed shared memory (a peer block's shared memory, through
+//!   [`cluster::map_shared_rank`]);
 //! * the parameter types (with 16-byte vector access, [`Vectors`], and read-only-cache loads)
 //!   and the indexer, re-exported from `ferrocuda-abi`; [`space`], the global-memory markers;
 //! * [`kernel`] — the attribute that makes a PTX entry point and its manifest record;
@@ -99,10 +104,13 @@ pub use ferrocuda_macros::kernel;
 /// by literals, every element is a register. `N` is a literal (or a range of literals).
 pub use seq_macro::seq as unroll;
 
-mod grid;
+pub mod grid;
 #[cfg(target_arch = "nvptx64")]
 mod nvvm;
 pub use grid::GridStride;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod cluster;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod thread;
@@ -130,6 +138,7 @@ pub use math::GpuFloat;
 /// free of gating: the device-only modules (`thread`) are in it on `nvptx64` only, where the
 /// kernel bodies that use them are compiled.
 pub mod prelude {
+    pub use crate::grid::GridBarrier;
     pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
     #[cfg(target_arch = "nvptx64")]
@@ -148,6 +157,19 @@ pub mod __private {
     pub use ferrocuda_abi::manifest::{encode, encode_ext, encoded_len, encoded_len_ext};
     pub use ferrocuda_abi::TileDesc;
     pub use ferrocuda_abi::{Element, KernelParam, ParamDesc};
+
+    pub use crate::grid::GRID_BARRIER_WORDS;
+
+    /// The parameter type `#[kernel]` recognizes by the name `GridBarrier`: implemented for
+    /// [`grid::GridBarrier`](crate::grid::GridBarrier) only, so that another type of that
+    /// name is refused at compile time.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not ferrocuda's grid barrier",
+        note = "a kernel parameter named by the type `GridBarrier` must be \
+                `ferrocuda_device::grid::GridBarrier` (the launcher provides it)"
+    )]
+    pub trait GridBarrierParam {}
+    impl GridBarrierParam for crate::grid::GridBarrier {}
 
     /// A kernel parameter's type, checked by `#[kernel]` under the parameter's name `P` (a
     /// type `kernel::parameter`, which the error message prints): its [`KernelParam::DESC`].

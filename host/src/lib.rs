@@ -20,7 +20,8 @@
 //! 6. [`module`] — PTX modules with their manifests, loaded once per device.
 //! 7. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
 //!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
-//!    types, the plan around `cuLaunchKernel`); [`Kernel::bind`] prepares once for a
+//!    types, the plan around `cuLaunchKernel`, or `cuLaunchKernelEx` for cooperative and
+//!    cluster kernels); [`Kernel::bind`] prepares once for a
 //!    [`BoundLaunch`] executed many times.
 //! 8. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`], [`ForeignArray`](array::ForeignArray)
 //!    with the import-sync rule, and the staging of host arrays.

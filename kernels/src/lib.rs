@@ -17,6 +17,8 @@
 //! | family | kernels | what |
 //! | --- | --- | --- |
 //! | `sum`, `min`, `max` | `{sum,min,max}_{f32,f64,i32,i64}` | whole-array reduction in one launch (last block finishes; `sum_i32` returns `int64`) |
+//! | `normalize` | `normalize_{f32,f64}` | `out = x / Σx` in one **cooperative** launch: partial sums, a grid-wide barrier, the division |
+//! | `div_by` | `div_by_{f32,f64}` | `out = x / d[0]` (with `sum`: the two-launch `normalize`) |
 //! | `sum_rows` | `sum_rows_{f32,f64}` | sum along the last axis of a 2-D view |
 //! | `histogram` | `histogram_{u8,i32,f32,f64}` | `numpy.histogram` with equal-width bins, exactly; privatized shared-memory counts |
 //! | `softmax`, `log_softmax` | `…_{f32,f64,f16,bf16}` | along rows of a 2-D view; warp- or block-per-row in registers, streamed for long rows |
@@ -33,8 +35,9 @@
 //!
 //! Launch declarations: `cumsum` needs blocks of exactly 128 threads for 32-bit sums and 256
 //! for 64-bit ones (`block = …`: see `scan`), `matmul`
-//! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); the others
-//! take any block.
+//! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); `normalize`
+//! is cooperative (`cooperative`: its grid is at most one resident wave, see `normalize`);
+//! the others take any block.
 //!
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
@@ -67,6 +70,7 @@ mod histogram;
 mod kernels;
 mod linear;
 mod matmul;
+mod normalize;
 mod reduce;
 mod scan;
 mod shape;

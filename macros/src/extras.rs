@@ -78,12 +78,15 @@ pub struct Resolved {
     pub value: TokenStream2,
     /// `const` assertions on the parameter types (host build).
     pub checks: Vec<TokenStream2>,
+    /// Checks compiled in every build (host and device).
+    pub always: Vec<TokenStream2>,
 }
 
 struct Ctx<'a> {
     names: &'a [Ident],
     types: &'a [Type],
     checks: Vec<TokenStream2>,
+    always: Vec<TokenStream2>,
 }
 
 impl Ctx<'_> {
@@ -113,12 +116,20 @@ impl Ctx<'_> {
 const SCALAR: u8 = 1;
 const SCRATCH: u8 = 4;
 
-/// Resolves the options against the parameters `names` of types `types`.
-pub fn resolve(opts: &ExtrasOpts, names: &[Ident], types: &[Type]) -> syn::Result<Resolved> {
+/// Resolves the options against the parameters `names` of types `types`, of which those at
+/// `grid_barriers` are `GridBarrier`s: scratch workspaces whose length the device crate
+/// fixes (`GRID_BARRIER_WORDS`), declared here rather than by the kernel.
+pub fn resolve(
+    opts: &ExtrasOpts,
+    names: &[Ident],
+    types: &[Type],
+    grid_barriers: &[u8],
+) -> syn::Result<Resolved> {
     let mut cx = Ctx {
         names,
         types,
         checks: Vec::new(),
+        always: Vec::new(),
     };
     let mut zero = Vec::new();
     for id in &opts.zero {
@@ -139,8 +150,32 @@ pub fn resolve(opts: &ExtrasOpts, names: &[Ident], types: &[Type]) -> syn::Resul
     }
     let mut scratch = Vec::new();
     let mut declared = Vec::new();
+    for &i in grid_barriers {
+        let ty = &types[i as usize];
+        // The type named `GridBarrier` must be the device crate's (host and device builds).
+        cx.always.push(quote_spanned! {ty.span()=>
+            const _: () = {
+                const fn grid_barrier<T: ::ferrocuda_device::__private::GridBarrierParam>() {}
+                grid_barrier::<#ty>();
+            };
+        });
+        declared.push(i);
+        scratch.push(quote! {
+            ::ferrocuda_device::__private::ScratchLen {
+                param: #i, per_block: 0,
+                constant: ::ferrocuda_device::__private::GRID_BARRIER_WORDS,
+                of: u8::MAX, mult: 0, div: 1,
+            }
+        });
+    }
     for (id, e) in &opts.scratch {
         let i = cx.index(id, "scratch(…)")?;
+        if grid_barriers.contains(&i) {
+            return Err(syn::Error::new(
+                id.span(),
+                "a GridBarrier's workspace is sized by the launcher: no scratch(…) length",
+            ));
+        }
         if declared.contains(&i) {
             return Err(syn::Error::new(id.span(), "scratch length declared twice"));
         }
@@ -188,6 +223,7 @@ pub fn resolve(opts: &ExtrasOpts, names: &[Ident], types: &[Type]) -> syn::Resul
     Ok(Resolved {
         value,
         checks: cx.checks,
+        always: cx.always,
     })
 }
 

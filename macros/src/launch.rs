@@ -1,6 +1,7 @@
-//! The launch-shape options of `#[kernel]` — `max_threads = n`, `block = (x, y, z)`,
-//! `min_blocks = n`, `dynamic_shared = T`, `grid = "2d"` / `"rows"` — and the launch record they become
-//! (see `ferrocuda_abi::launch`).
+//! The launch options of `#[kernel]` — `max_threads = n`, `block = (x, y, z)`,
+//! `min_blocks = n`, `dynamic_shared = T`, `grid = "2d"` / `"rows"`, `cooperative`,
+//! `cluster = (x, y, z)`, `non_portable_cluster` — and the launch record they become (see
+//! `ferrocuda_abi::launch`).
 
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote};
@@ -9,13 +10,24 @@ use syn::punctuated::Punctuated;
 use syn::{Ident, LitInt, LitStr, Token, Type};
 
 /// The option names this module parses.
-pub const OPTIONS: [&str; 5] = [
+pub const OPTIONS: [&str; 8] = [
     "max_threads",
     "block",
     "min_blocks",
     "dynamic_shared",
     "grid",
+    "cooperative",
+    "cluster",
+    "non_portable_cluster",
 ];
+
+/// The options among [`OPTIONS`] that are flags (no `= value`).
+const FLAGS: [&str; 2] = ["cooperative", "non_portable_cluster"];
+
+/// Most blocks of a portable cluster, and of any cluster (sm_90: 16 with the non-portable
+/// attribute).
+const MAX_CLUSTER_PORTABLE: u32 = 8;
+const MAX_CLUSTER: u32 = 16;
 
 /// Most threads per block, and the largest block extents, of every supported GPU.
 const MAX_THREADS: u32 = 1024;
@@ -33,13 +45,45 @@ pub struct LaunchOptions {
     grid_dims: u8,
     grid_rows: bool,
     min_blocks: Option<(u8, Span)>,
+    cooperative: Option<Span>,
+    cluster: Option<([u8; 3], Span)>,
+    non_portable_cluster: Option<Span>,
+    /// Span of the `grid = "…"` value, for errors about it.
+    grid_span: Option<Span>,
 }
 
 impl LaunchOptions {
     /// Parses the value of option `key` (one of [`OPTIONS`]), after the key.
     pub fn parse(&mut self, key: &Ident, input: ParseStream<'_>) -> syn::Result<()> {
         let err = |span: Span, msg: &str| Err(syn::Error::new(span, msg));
+        if FLAGS.contains(&key.to_string().as_str()) {
+            if input.peek(Token![=]) {
+                return err(
+                    input.span(),
+                    &format!("`{key}` takes no value: write `#[kernel({key})]`"),
+                );
+            }
+            if key == "cooperative" {
+                self.cooperative = Some(key.span());
+            } else {
+                self.non_portable_cluster = Some(key.span());
+            }
+            return Ok(());
+        }
         input.parse::<Token![=]>()?;
+        if key == "cluster" {
+            let span = input.span();
+            let dims = block_dims(input)?;
+            if dims.iter().any(|&d| d == 0 || d > MAX_CLUSTER) {
+                return err(
+                    span,
+                    "cluster extents must be at least 1, with at most 16 blocks in all (8 for \
+                     a portable cluster)",
+                );
+            }
+            self.cluster = Some((dims.map(|d| d as u8), span));
+            return Ok(());
+        }
         if key == "max_threads" {
             let lit: LitInt = input.parse()?;
             match lit.base10_parse::<u32>() {
@@ -72,6 +116,7 @@ impl LaunchOptions {
             self.dynamic_shared = Some(input.parse()?);
         } else {
             let lit: LitStr = input.parse()?;
+            self.grid_span = Some(lit.span());
             (self.grid_dims, self.grid_rows) = match lit.value().as_str() {
                 "1d" => (1, false),
                 "2d" => (2, false),
@@ -91,6 +136,73 @@ impl LaunchOptions {
                 "declare either `block` or `max_threads`: a fixed block already bounds the \
                  threads per block",
             );
+        }
+        Ok(())
+    }
+
+    /// Whether `cooperative` was given.
+    pub fn cooperative(&self) -> bool {
+        self.cooperative.is_some()
+    }
+
+    /// Checks the cooperative and cluster options against each other, the automatic grid
+    /// and the kernel's `arch` (a cluster needs `arch = "sm_90"` or newer: thread-block
+    /// clusters and distributed shared memory are sm_90 features).
+    pub fn check_attributes(&self, arch: Option<&LitStr>) -> syn::Result<()> {
+        let err = |span: Span, msg: String| Err(syn::Error::new(span, msg));
+        if let Some((dims, span)) = self.cluster {
+            let blocks: u32 = dims.iter().map(|&d| u32::from(d)).product();
+            if blocks > MAX_CLUSTER {
+                return err(
+                    span,
+                    format!("a cluster of {blocks} blocks: a cluster holds at most 16 blocks"),
+                );
+            }
+            if blocks > MAX_CLUSTER_PORTABLE && self.non_portable_cluster.is_none() {
+                return err(
+                    span,
+                    format!(
+                        "a cluster of {blocks} blocks is not portable (at most 8 are): add \
+                         `non_portable_cluster` to allow up to 16 on GPUs that run them (H100)"
+                    ),
+                );
+            }
+            use ferrocuda_abi::arch::Arch;
+            let needs = "thread-block clusters need an sm_90 GPU or newer: give the kernel \
+                         `arch = \"sm_90\"` (or a newer arch) beside `cluster`, so that it is \
+                         built into the crate's sm_90 part";
+            match arch {
+                None => return err(span, needs.to_string()),
+                Some(lit) => {
+                    let sm90 = Arch::new(9, 0, ferrocuda_abi::arch::Variant::Portable);
+                    let ok = Arch::parse(&lit.value()).is_some_and(|a| a.number() >= sm90.number());
+                    if !ok {
+                        return err(lit.span(), needs.to_string());
+                    }
+                }
+            }
+        } else if let Some(span) = self.non_portable_cluster {
+            return err(
+                span,
+                "`non_portable_cluster` needs `cluster = (x, y, z)`".to_string(),
+            );
+        }
+        if let Some(span) = self.cooperative {
+            if let Some((_, c)) = self.cluster {
+                return err(
+                    c,
+                    "a kernel is either `cooperative` or launched in clusters, not both"
+                        .to_string(),
+                );
+            }
+            if self.grid_dims > 1 || self.grid_rows {
+                return err(
+                    self.grid_span.unwrap_or(span),
+                    "the automatic grid of a `cooperative` kernel is one resident wave of \
+                     blocks (1-D): leave out `grid = \"2d\"`, `\"3d\"` and `\"rows\"`"
+                        .to_string(),
+                );
+            }
         }
         Ok(())
     }
@@ -127,6 +239,9 @@ impl LaunchOptions {
             && self.grid_dims <= 1
             && !self.grid_rows
             && self.min_blocks.is_none()
+            && self.cooperative.is_none()
+            && self.cluster.is_none()
+            && self.non_portable_cluster.is_none()
         {
             return Ok(TokenStream2::new());
         }
@@ -135,6 +250,9 @@ impl LaunchOptions {
         let grid_dims = self.grid_dims;
         let grid_rows = self.grid_rows;
         let min_blocks = self.min_blocks.map_or(0, |(n, _)| n);
+        let cooperative = self.cooperative.is_some();
+        let [cx, cy, cz] = self.cluster.map_or([0; 3], |(c, _)| c);
+        let non_portable = self.non_portable_cluster.is_some();
         let shared = match &self.dynamic_shared {
             Some(ty) => quote! {
                 <#ty as ::ferrocuda_device::__private::Element>::DTYPE as u8
@@ -149,6 +267,9 @@ impl LaunchOptions {
                 grid_dims: #grid_dims,
                 min_blocks: #min_blocks,
                 grid_rows: #grid_rows,
+                cooperative: #cooperative,
+                cluster: [#cx, #cy, #cz],
+                non_portable_cluster: #non_portable,
             }
         };
         let sym = format_ident!("__ferrocuda_launch__{}", name);

@@ -76,7 +76,22 @@ mod launch;
 ///   (softmax, layer norms, row reductions): the automatic 1-D grid has a warp per row when a
 ///   row holds at most `32 × items_per_thread` elements, else a block per row (a block per
 ///   row without `items_per_thread`), so that every row has its worker however few elements
-///   the array holds.
+///   the array holds;
+/// * `cooperative` — the kernel is launched cooperatively (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`):
+///   every block of its grid is resident at once, so blocks may wait for one another. Needed
+///   by a `GridBarrier` parameter (`ferrocuda_device::grid`: a grid-wide barrier; the launcher
+///   provides it, callers never pass it — a kernel with one and without `cooperative` is a
+///   compile-time error). The launcher refuses a grid of more blocks than one resident wave
+///   (`cuOccupancyMaxActiveBlocksPerMultiprocessor` for the block and dynamic shared memory,
+///   times the SMs), and the automatic grid is exactly one wave. Excludes `cluster` and
+///   `grid = "2d"` / `"3d"` / `"rows"`;
+/// * `cluster = (x, y, z)` (or `cluster = n`, `(x, y)`) — the kernel is launched in
+///   thread-block clusters of this shape (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`), whose
+///   blocks share their shared memory (`ferrocuda_device::cluster`). Needs `arch = "sm_90"` or
+///   newer on the same kernel. At most 8 blocks (portable); `non_portable_cluster` allows up
+///   to 16 where the GPU runs them. The launcher rounds the automatic grid up to whole
+///   clusters and refuses a grid that is not a multiple of the cluster, or a cluster the
+///   kernel cannot run with (`cuOccupancyMaxActiveClusters`).
 ///
 /// Generic kernels:
 /// * `instances(t, …)` — on a function with one type parameter (`fn scale<T: …>(alpha: T,
@@ -186,6 +201,7 @@ impl Parse for Options {
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
                      `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
                      `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"` / `\"rows\"`, \
+                     `cooperative`, `cluster = (x, y, z)`, `non_portable_cluster`, \
                      `arch = \"sm_90a\"`, `instances(…)`, `zero(…)`, `scratch(…)` or \
                      `require(…)`",
                 ));
@@ -216,6 +232,24 @@ fn check_arch(lit: &LitStr) -> syn::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether `ty` names `GridBarrier` (by its last path segment: `GridBarrier`,
+/// `grid::GridBarrier`, `ferrocuda_device::grid::GridBarrier`). A type of that name that is not
+/// the device crate's is refused at compile time (`GridBarrierParam`), and the device crate's
+/// under another name (an alias) is a scratch parameter without a declared length, refused
+/// too: the macro can only provide what it recognizes.
+fn is_grid_barrier(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "GridBarrier" && s.arguments.is_empty()),
+        Type::Group(g) => is_grid_barrier(&g.elem),
+        Type::Paren(p) => is_grid_barrier(&p.elem),
+        _ => false,
+    }
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -320,7 +354,28 @@ fn expand(opts: Options, func: ItemFn) -> syn::Result<TokenStream2> {
         .map(|l| l.value())
         .unwrap_or_else(|| name_str.clone());
 
-    let extras = extras::resolve(&opts.extras, &arg_names, &arg_types)?;
+    opts.launch.check_attributes(opts.arch.as_ref())?;
+    // `GridBarrier` parameters: the launcher provides each (a scratch workspace of the
+    // barrier's length), and only a cooperative launch keeps every block resident, without
+    // which a grid-wide barrier may never complete.
+    let grid_barriers: Vec<u8> = arg_types
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| is_grid_barrier(t))
+        .map(|(i, _)| i as u8)
+        .collect();
+    if let Some(&i) = grid_barriers.first() {
+        if !opts.launch.cooperative() {
+            return err(
+                arg_types[i as usize].span(),
+                "a `GridBarrier` parameter waits for every block of the grid, which only a \
+                 cooperative launch keeps resident at once: declare the kernel \
+                 `#[kernel(cooperative)]` (its launcher then refuses grids larger than one \
+                 resident wave)",
+            );
+        }
+    }
+    let extras = extras::resolve(&opts.extras, &arg_names, &arg_types, &grid_barriers)?;
     let ipt = match (&opts.items_per_thread_expr, opts.items_per_thread) {
         (Some(e), _) => quote! { ::ferrocuda_device::__private::items_per_thread(#e) },
         (None, k) => {
@@ -521,10 +576,12 @@ fn expand_final(
     let params_b = params_a.clone();
     let extras_value = &extras.value;
     let extras_checks = &extras.checks;
+    let extras_always = &extras.always;
     let extras_const = format_ident!("__FERROCUDA_EXTRAS_{}", name_str.to_uppercase());
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         const _: () = { #(#extras_checks)* };
+        #(#extras_always)*
 
         #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]

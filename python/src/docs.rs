@@ -94,6 +94,21 @@ fn launch_text(k: &Kernel<'_>) -> String {
             }
         );
     }
+    if d.cooperative {
+        let _ = writeln!(
+            s,
+            "Launched cooperatively: every block of the grid is resident at once (the blocks \
+             synchronize grid-wide), so the grid is at most one resident wave — the automatic \
+             grid is exactly one; a larger grid is a ValueError."
+        );
+    }
+    if let Some([x, y, z]) = d.cluster_dims() {
+        let _ = writeln!(
+            s,
+            "Launched in thread-block clusters of ({x}, {y}, {z}) blocks (sm_90 and newer): \
+             the grid must be a whole number of clusters (the automatic grid is rounded up)."
+        );
+    }
     if let Some(t) = ferrocuda_abi::DType::from_code(d.dynamic_shared) {
         let _ = writeln!(
             s,

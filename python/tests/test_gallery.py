@@ -71,6 +71,23 @@ def test_launch_declarations() -> None:
         assert by_name[f"{fam}_f32"]["items_per_thread"] == 4, fam
         assert by_name[f"{fam}_f16"]["items_per_thread"] == 32, fam
         assert by_name[f"{fam}_bf16"]["items_per_thread"] == 32, fam
+    # normalize is cooperative (one resident wave: its blocks wait for each other at a grid
+    # barrier); its partial sums and its barrier are workspaces, not arguments.
+    for name in ("normalize_f32", "normalize_f64"):
+        assert by_name[name]["launch"] == {"cooperative": True}, name
+        assert [p["kind"] for p in by_name[name]["params"]] == [
+            "slice",
+            "slice",
+            "scratch",
+            "scratch",
+        ], name
+    assert [p[0] for p in K.normalize_f32.params] == ["x", "out"]
+    assert "Launched cooperatively" in K.normalize_f32.__doc__
+    assert "workspace ``bar``" in K.normalize_f32.__doc__
+    assert [p[0] for p in K.div_by_f32.params] == ["x", "d", "out"]
+    assert "launch" not in by_name["div_by_f32"]
+    # A manifest with a cooperative kernel is format 3 (older readers refuse it).
+    assert json.loads(K.module.manifest)["format"] == 3
     # Kernels whose schedules work for any block declare nothing.
     for name in ("sum_f32", "histogram_u8", "stencil5_f32", "gelu_bf16"):
         assert "launch" not in by_name[name], name
@@ -93,6 +110,8 @@ def test_gallery_families() -> None:
         "gelu_tanh",
         "silu",
         "axpy",
+        "normalize",
+        "div_by",
     }
     assert want <= set(K.families)
 

@@ -214,6 +214,88 @@ def test_workspaces_captured_and_kept(cp: Any, rng: np.random.Generator) -> None
             same(cp.asnumpy(out_d), np.array([want]), f"direct {i}")
 
 
+# ---- normalize: one cooperative launch against sum + div_by --------------------------------
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_normalize(
+    backend: Backend, out_backend: Backend, rng: np.random.Generator, n: int, dtype: str
+) -> None:
+    """``normalize`` (one cooperative launch: partial sums, a grid-wide barrier, the
+    division) and its two-launch version ``sum`` + ``div_by``, against NumPy's ``x / x.sum()``
+    computed exactly."""
+    x = rng.random(n).astype(dtype) + np.asarray(0.5, dtype)  # positive: Σ|x| = Σx
+    (one,) = run(backend, out_backend, K.normalize, (x,), (np.zeros(n, dtype),))
+    (s,) = run(backend, out_backend, K.sum, (x,), (np.zeros(1, dtype),))
+    (two,) = run(backend, out_backend, K.div_by, (x, s), (np.zeros(n, dtype),))
+    if n == 0:
+        assert one.shape == two.shape == (0,)
+        return
+    want = x.astype(np.float64) / math.fsum(x.astype(np.float64))
+    # The sum is a tree of at most 64 levels (|error| ≤ 64·ε·Σx), the division rounds once.
+    tol = 66 * EPS[dtype] * np.abs(want)
+    close(one, want, tol, "normalize")
+    close(two, want, tol, "sum + div_by")
+    # Bitwise reproducible on one device.
+    (again,) = run(backend, out_backend, K.normalize, (x,), (np.zeros(n, dtype),))
+    same(again, one, "normalize run twice")
+
+
+def test_normalize_special_values_and_grids(cp: Any, rng: np.random.Generator) -> None:
+    """A zero sum gives ±inf and NaN, a NaN gives NaN everywhere (NumPy's ``x / x.sum()``);
+    a caller's grid up to one resident wave works; a larger one is a ValueError naming the
+    kernel and the wave, raised before anything runs."""
+    b = make_backend_cupy(cp)
+    x = np.array([1.0, -1.0, 0.0, 2.0, -2.0], np.float32)
+    (got,) = run(b, b, K.normalize, (x,), (np.zeros(5, np.float32),))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        same(got, x / np.float32(0.0), "zero sum")
+    x = np.array([1.0, np.nan, 3.0], np.float64)
+    (got,) = run(b, b, K.normalize, (x,), (np.zeros(3),))
+    assert np.isnan(got).all()
+    x = rng.random(50_000).astype(np.float32) + np.float32(0.5)
+    want = x.astype(np.float64) / math.fsum(x.astype(np.float64))
+    dx = cp.asarray(x)
+    for grid, block in [(1, 256), ((3, 2), 96), (8, 1024)]:
+        out = cp.full(x.size, cp.nan, cp.float32)
+        K.normalize_f32[grid, block](dx, out)
+        # A small grid: each thread adds a longer chain (four accumulators over its share).
+        threads = math.prod(grid if isinstance(grid, tuple) else (grid,)) * block
+        depth = 66 + -(-x.size // (4 * threads))
+        close(cp.asnumpy(out), want, depth * EPS["float32"] * want, f"grid {grid}")
+    out = cp.full(x.size, cp.nan, cp.float32)
+    with pytest.raises(ValueError, match=r"normalize_f32.*cooperative.*at most \d+"):
+        K.normalize_f32[1 << 20, 256](dx, out)
+    cp.cuda.get_current_stream().synchronize()
+    assert bool(cp.isnan(out).all()), "a refused launch wrote"
+
+
+def test_normalize_bound_and_captured(cp: Any, rng: np.random.Generator) -> None:
+    """The cooperative launch bound once and launched again, and captured in a CUDA graph
+    (its grid barrier a graph-owned workspace, zero-filled per replay)."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    x = rng.random(100_000).astype(np.float32) + np.float32(0.5)
+    want = x.astype(np.float64) / math.fsum(x.astype(np.float64))
+    with stream:
+        dx = cp.asarray(x)
+        out = cp.full(x.size, cp.nan, cp.float32)
+        bound = K.normalize.bind(dx, out)
+        for i in range(2):
+            out.fill(cp.nan)
+            bound()
+            stream.synchronize()
+            close(cp.asnumpy(out), want, 66 * EPS["float32"] * want, f"bound launch {i}")
+        stream.begin_capture()
+        K.normalize(dx, out)
+        graph = stream.end_capture()
+        for i in range(3):
+            out.fill(cp.nan)
+            graph.launch()
+            stream.synchronize()
+            close(cp.asnumpy(out), want, 66 * EPS["float32"] * want, f"graph replay {i}")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_reductions_special_values(cp: Any, dtype: str) -> None:
     cases = {

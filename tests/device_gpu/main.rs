@@ -1,7 +1,8 @@
 //! GPU tests of `ferrocuda-device`'s primitives: atomics, fences, warp operations, block
 //! reductions and scans, half precision, the tensor cores (`mma`, `ldmatrix`, `wgmma`, their
 //! fragment layouts), counting barriers and clocks, shared memory, asynchronous copies and
-//! pipelines, mbarriers,
+//! pipelines, mbarriers, grid-wide barriers of cooperative launches, thread-block clusters and
+//! distributed shared memory,
 //! global-memory access forms (vectors, the read-only cache), the porting guide's kernels,
 //! device printf and failed-check locations (in child processes).
 //! The math functions' accuracy is tested from Python against mpmath
@@ -31,7 +32,9 @@ mod half_ref;
 mod arch;
 mod async_copy;
 mod atomics;
+mod cluster;
 mod collectives;
+mod coop;
 mod diag;
 mod examples;
 mod half;
@@ -186,6 +189,8 @@ fn main() {
     };
     let mut tests: Vec<Test> = Vec::new();
     tests.extend(arch::TESTS);
+    tests.extend(coop::TESTS);
+    tests.extend(cluster::TESTS);
     tests.extend(atomics::TESTS);
     tests.extend(warp::TESTS);
     tests.extend(collectives::TESTS);

@@ -223,7 +223,7 @@ pub fn check_text(ptx: &str) -> TextCheck {
 
 /// Instructions (by the start of their mnemonic, or a state space or register they name) and
 /// the architecture they need.
-const NEWER_INSTRUCTIONS: [(&str, &str); 16] = [
+const NEWER_INSTRUCTIONS: [(&str, &str); 22] = [
     ("wgmma.", "sm_90a"),
     ("setmaxnreg.", "sm_90a"),
     ("cp.async.bulk", "sm_90"),
@@ -239,7 +239,14 @@ const NEWER_INSTRUCTIONS: [(&str, &str); 16] = [
     ("stmatrix.", "sm_90"),
     ("griddepcontrol.", "sm_90"),
     ("%cluster_", "sm_90"),
+    ("%clusterid", "sm_90"),
+    ("%nclusterid", "sm_90"),
+    ("%is_explicit_cluster", "sm_90"),
     ("shared::cluster", "sm_90"),
+    // The cluster scope of atomics, loads and stores (`atom.relaxed.cluster.global…`).
+    (".cluster.", "sm_90"),
+    ("fence.acq_rel.cluster", "sm_90"),
+    ("fence.sc.cluster", "sm_90"),
 ];
 
 /// The first instruction of `f` that `target` lacks, as an error naming what the kernel needs.

@@ -112,6 +112,65 @@ fn uniform_branches_pass() {
     }
 }
 
+/// A grid-wide barrier as `GridBarrier::sync` compiles: a block barrier, thread 0 arrives on
+/// the counter (a release atomic) and spins on an acquire load until the generation bit flips,
+/// a block barrier.
+const GRID_SYNC: &str = "\
+\tbar.sync 0;
+\tmov.u32 %r1, %tid.x;
+\tsetp.ne.b32 %p2, %r1, 0;
+\t@%p2 bra $L__BB0_3;
+\tld.param.b64 %rd3, [k_param_1];
+\tmov.u32 %r2, %ctaid.x;
+\tsetp.eq.b32 %p3, %r2, 0;
+\tselp.b32 %r3, -2147483647, 1, %p3;
+\tcvta.to.global.u64 %rd4, %rd3; atom.release.gpu.global.add.u32 %r4, [%rd4], %r3;
+$L__BB0_2:
+\tcvta.to.global.u64 %rd5, %rd3; ld.acquire.gpu.global.b32 %r5, [%rd5];
+\txor.b32 %r6, %r5, %r4;
+\tsetp.gt.s32 %p3, %r6, -1;
+\t@%p3 bra $L__BB0_2;
+$L__BB0_3:
+\tbar.sync 0;";
+
+#[test]
+fn grid_barriers_pass_where_block_barriers_do() {
+    // In uniform control flow: the thread-0 branch and the data-dependent spin loop hold no
+    // barrier (both block barriers are outside them), so nothing is reported.
+    assert_eq!(barrier_findings(&format!("{GRID_SYNC}\n\tret;")), []);
+    // Twice in a row, and in a loop whose trip count is a kernel parameter (uniform).
+    let twice = format!("{GRID_SYNC}\n{}\n\tret;", GRID_SYNC.replace("BB0_", "BB1_"));
+    assert_eq!(barrier_findings(&twice), []);
+    let looped = format!(
+        "\tld.param.b64 %rd7, [k_param_0+8];\n\tmov.b64 %rd8, 0;\n$L__BB2_1:\n{GRID_SYNC}\n\t\
+         add.s64 %rd8, %rd8, 1;\n\tsetp.lt.u64 %p1, %rd8, %rd7;\n\t@%p1 bra $L__BB2_1;\n\tret;"
+    );
+    assert_eq!(barrier_findings(&looped), []);
+    // Under a thread-dependent branch: both of its block barriers are refused, as any barrier
+    // there is.
+    let divergent =
+        format!("{TID_PREDICATE}\n\t@%p1 bra $L__BB9_9;\n{GRID_SYNC}\n$L__BB9_9:\n\tret;");
+    let found = barrier_findings(&divergent);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found
+        .iter()
+        .all(|f| f.severity == Severity::Error && f.message.contains("%p1 derives from %tid.x")));
+}
+
+#[test]
+fn cluster_barriers_are_barriers_too() {
+    let sync = "\tbarrier.cluster.arrive;\n\tbarrier.cluster.wait;";
+    // Uniform: passes (a branch on the cluster's size is uniform).
+    let uniform = format!(
+        "\tmov.u32 %r1, %cluster_nctarank;\n\tsetp.eq.b32 %p1, %r1, 0;\n\t@%p1 bra \
+         $L__BB0_2;\n{sync}\n$L__BB0_2:\n\tret;"
+    );
+    assert_eq!(barrier_findings(&uniform), []);
+    // Under a thread-dependent branch: both halves refused.
+    let divergent = format!("{TID_PREDICATE}\n\t@%p1 bra $L__BB0_2;\n{sync}\n$L__BB0_2:\n\tret;");
+    assert_eq!(barrier_findings(&divergent).len(), 2);
+}
+
 #[test]
 fn every_shape_of_a_conditional_barrier_is_refused() {
     let cases = [
@@ -456,6 +515,10 @@ fn instructions_newer_than_the_target_are_refused_naming_the_arch_to_declare() {
         "\tmapa.shared::cluster.u32 %r1, %r2, %r3;",
         "\tbarrier.cluster.arrive;",
         "\tmov.u32 %r1, %cluster_ctarank;",
+        "\tmov.u32 %r1, %nclusterid.x;",
+        "\tmov.u32 %r1, %clusterid.y;",
+        "\tatom.relaxed.cluster.global.add.u32 %r1, [%rd1], %r2;",
+        "\tfence.acq_rel.cluster;",
         "\tmbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
     ] {
         let body = format!("{line}\n\tret;");

@@ -39,6 +39,7 @@ macro_rules! dispatch {
             $crate::atomic::Scope::Block => dispatch!(@space $sem, ".cta", $sp => $cb!($($a)*)),
             $crate::atomic::Scope::Device => dispatch!(@space $sem, ".gpu", $sp => $cb!($($a)*)),
             $crate::atomic::Scope::System => dispatch!(@space $sem, ".sys", $sp => $cb!($($a)*)),
+            $crate::atomic::Scope::Cluster => dispatch!(@space $sem, ".cluster", $sp => $cb!($($a)*)),
         }
     };
     (@space $sem:literal, $scl:literal, $sp:expr => $cb:ident!($($a:tt)*)) => {
@@ -49,6 +50,9 @@ macro_rules! dispatch {
             }
             $crate::atomic::Space::Shared => {
                 $cb!($sem, $scl, ".shared", "cvta.to.shared.u64 {p}, {p}; "; $($a)*)
+            }
+            $crate::atomic::Space::SharedCluster => {
+                $cb!($sem, $scl, ".shared::cluster", ""; $($a)*)
             }
         }
     };

@@ -25,6 +25,8 @@
 //!   hardware resolves it); [`AtomicRef::from_global_ptr`] and [`AtomicRef::from_shared_ptr`]
 //!   name the state space (`atom.global`, `atom.shared` after `cvta.to.shared`), which skips
 //!   the generic-address check. [`AtomicSlice`] (a kernel parameter) uses global memory.
+//!   On sm_90, [`AtomicRef::from_cluster_shared_addr`] reaches a peer block's shared memory
+//!   (`atom.shared::cluster`, with [`Scope::Cluster`]; see [`cluster`](crate::cluster)).
 //!
 //! # What each operation compiles to (sm_80)
 //!
@@ -99,6 +101,10 @@ pub enum Scope {
     Device,
     /// `.sys`: also the host and other GPUs (CUDA `thread_scope_system`).
     System,
+    /// `.cluster`: the threads of this block's thread-block cluster (CUDA
+    /// `thread_scope_cluster`; sm_90 and newer — a kernel built for `arch = "sm_90"`): the
+    /// scope of atomics on a peer block's shared memory ([`cluster`](crate::cluster)).
+    Cluster,
 }
 
 /// The PTX state space an address is used in.
@@ -111,6 +117,9 @@ pub enum Space {
     Global,
     /// `.shared`, after `cvta.to.shared`.
     Shared,
+    /// `.shared::cluster`: the address is already in the cluster's shared window (made by
+    /// `mapa.shared::cluster`; see [`cluster`](crate::cluster)).
+    SharedCluster,
 }
 
 impl Order {
@@ -198,6 +207,28 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
         AtomicRef {
             ptr,
             space: Space::Shared,
+            _life: PhantomData,
+        }
+    }
+
+    /// An atomic reference to the value at `addr` in the cluster's shared memory window (an
+    /// address made by `mapa.shared::cluster`: [`cluster::DsmemPtr`](crate::cluster::DsmemPtr)),
+    /// in this block's or a peer block's shared memory; the instructions name
+    /// `.shared::cluster` (sm_90). [`as_ptr`](Self::as_ptr) returns that address, which is not
+    /// a generic one.
+    ///
+    /// # Safety
+    ///
+    /// 1. `addr` is a `.shared::cluster` address of a `T`, aligned to `size_of::<T>()`, in
+    ///    the shared memory of a block of this thread's cluster that has started (a cluster
+    ///    barrier since its start) and does not exit during `'a`;
+    /// 2. every concurrent access to it during `'a` is atomic, with a scope that covers the
+    ///    threads involved ([`Scope::Cluster`] or wider).
+    #[inline(always)]
+    pub unsafe fn from_cluster_shared_addr(addr: u64) -> Self {
+        AtomicRef {
+            ptr: addr as *mut T,
+            space: Space::SharedCluster,
             _life: PhantomData,
         }
     }
@@ -440,6 +471,7 @@ pub fn fence(order: Order, scope: Scope) {
             Scope::Block => core::arch::asm!("fence.acq_rel.cta;", options(nostack)),
             Scope::Device => core::arch::asm!("fence.acq_rel.gpu;", options(nostack)),
             Scope::System => core::arch::asm!("fence.acq_rel.sys;", options(nostack)),
+            Scope::Cluster => core::arch::asm!("fence.acq_rel.cluster;", options(nostack)),
         }
     }
 }
@@ -455,6 +487,7 @@ pub fn fence_sc(scope: Scope) {
             Scope::Block => core::arch::asm!("fence.sc.cta;", options(nostack)),
             Scope::Device => core::arch::asm!("fence.sc.gpu;", options(nostack)),
             Scope::System => core::arch::asm!("fence.sc.sys;", options(nostack)),
+            Scope::Cluster => core::arch::asm!("fence.sc.cluster;", options(nostack)),
         }
     }
 }

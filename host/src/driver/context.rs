@@ -43,6 +43,10 @@ pub struct Context {
     sm_count: u32,
     compute_capability: (u32, u32),
     limits: DeviceLimits,
+    /// Whether the device runs cooperative launches (`CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`).
+    cooperative_launch: bool,
+    /// Whether the device runs thread-block clusters (`CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH`).
+    cluster_launch: bool,
     events: Mutex<Vec<sys::CUevent>>,
     /// Whether the device supports stream-ordered memory pools.
     pools_supported: bool,
@@ -116,7 +120,7 @@ impl Context {
         let dev = cu::device(ordinal)?;
         use sys::CUdevice_attribute::*;
         // SAFETY: `dev` comes from `cu::device`.
-        let (raw, sms, major, minor, pools) = unsafe {
+        let (raw, sms, major, minor, pools, cooperative, clusters) = unsafe {
             (
                 cu::primary_context_retain(dev)?,
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
@@ -124,6 +128,9 @@ impl Context {
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
                 // A driver too old to know the attribute has no pools either.
                 cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED).unwrap_or(0),
+                cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).unwrap_or(0),
+                // Likewise for clusters (CUDA 11.8 and newer drivers know the attribute).
+                cu::device_attribute(dev, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH).unwrap_or(0),
             )
         };
         // SAFETY: `dev` comes from `cu::device`.
@@ -134,6 +141,8 @@ impl Context {
             sm_count: sms.max(1) as u32,
             compute_capability: (major as u32, minor as u32),
             limits,
+            cooperative_launch: cooperative != 0,
+            cluster_launch: clusters != 0,
             events: Mutex::new(Vec::new()),
             pools_supported: pools != 0,
             scratch_pool: OnceLock::new(),
@@ -204,6 +213,18 @@ impl Context {
     /// Number of streaming multiprocessors.
     pub fn sm_count(&self) -> u32 {
         self.sm_count
+    }
+
+    /// Whether the device runs cooperative launches (every sm_80 and newer GPU does;
+    /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`).
+    pub fn cooperative_launch(&self) -> bool {
+        self.cooperative_launch
+    }
+
+    /// Whether the device runs thread-block clusters (sm_90 and newer;
+    /// `CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH`).
+    pub fn cluster_launch(&self) -> bool {
+        self.cluster_launch
     }
 
     /// Compute capability `(major, minor)`.

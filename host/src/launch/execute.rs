@@ -1,5 +1,6 @@
 //! Phase 2 of a launch: [`Prepared::execute`] packs the parameters, runs the stream plan
-//! around `cuLaunchKernel`, and reports what it did.
+//! around `cuLaunchKernel` (`cuLaunchKernelEx` with the cooperative or cluster attribute for
+//! the kernels that declare one: [`Prepared::attributes`]), and reports what it did.
 
 use std::ffi::c_void;
 
@@ -269,9 +270,18 @@ impl Prepared<'_> {
         // per kernel parameter (layouts checked against the manifest, which the builder
         // checked against the PTX; scratch images written above); the arrays were validated
         // by prepare and the caller upholds the rest (see # Safety).
-        let launched =
-            unsafe { cu::launch_kernel(f.raw, grid, block, self.shared_mem_bytes, stream, params) }
-                .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)));
+        let launched = unsafe {
+            cu::launch_kernel_with(
+                f.raw,
+                grid,
+                block,
+                self.shared_mem_bytes,
+                stream,
+                params,
+                self.attrs,
+            )
+        }
+        .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)));
         // SAFETY: the workspace was provided on `stream` for this launch; an owned one's free
         // is ordered after the kernel (or after nothing, if the launch failed), a kept one is
         // unlocked now that the launch is enqueued.

@@ -4,12 +4,19 @@
 //!    producers' streams, the device (from the pointers, which are checked against their
 //!    allocations), the stream [`Plan`], the context and the launch configuration;
 //! 2. [`Prepared::execute`] — the parameter buffer (packed from the abi parameter types
-//!    themselves), the plan's work before the launch, `cuLaunchKernel`, and the plan's work
-//!    after it.
+//!    themselves), the plan's work before the launch, `cuLaunchKernel` (`cuLaunchKernelEx`
+//!    with the cooperative or cluster attribute for kernels that declare one), and the plan's
+//!    work after it.
 //!
 //! Grid, block and dynamic shared memory — the caller's or the automatic ones — are checked
 //! against the kernel's limits (read once per device when its module loads) and the device's
-//! (read once per context) before anything happens on the device; see [`shape`].
+//! (read once per context) before anything happens on the device; see [`shape`]. So are the
+//! launch attributes, decided in one place for every launch path (`Kernel::prepare`'s
+//! configuration; [`Prepared::attributes`]): a cooperative kernel's grid must be resident at
+//! once, a cluster kernel's grid whole clusters the device can schedule. Both work in bound
+//! launches and under CUDA graph capture (the driver captures `cuLaunchKernelEx` with its
+//! attributes as a kernel node's; the co-residency check made at capture holds for every
+//! replay on that device, the same function, block and shared memory).
 //!
 //! Which kernel runs is decided before both, by [`select()`]: a family launcher picks the
 //! family's kernel for the arguments' element types, ranks and layouts (the contiguous,
@@ -147,7 +154,10 @@ pub struct LaunchOptions {
     /// array (one thread per `items_per_thread` elements), capped at one resident wave
     /// otherwise (kernels use grid-stride loops); for `#[kernel(grid = "2d")]`/`"3d"` kernels
     /// an N-D grid over the largest array, one thread per element (see
-    /// [`shape::nd_grid`]).
+    /// [`shape::nd_grid`]); for `#[kernel(cooperative)]` kernels exactly one resident wave
+    /// (a caller's grid may not be larger: [`shape::check_cooperative`]); for
+    /// `#[kernel(cluster = …)]` kernels rounded up to whole clusters (a caller's grid must be
+    /// whole clusters: [`shape::check_cluster`]).
     pub grid: Option<[u32; 3]>,
     /// Block size (x, y, z); `None` = the kernel's declared block, else 256 threads (or the
     /// kernel's maximum if lower) for 1-D kernels and the occupancy-maximizing size, 32 wide,

@@ -3,7 +3,7 @@
 
 use super::{check_args, default_sync_mode, shape, Arg, LaunchOptions};
 use crate::cai::ArrayDesc;
-use crate::driver::{self, result as cu, Context, PointerInfo};
+use crate::driver::{self, result as cu, Context, LaunchAttrs, PointerInfo};
 use crate::error::{Error, Key, Result};
 use crate::extras::ScratchPlan;
 use crate::module::{Function, Kernel, Param, MAX_PARAMS};
@@ -21,6 +21,8 @@ pub struct Prepared<'m> {
     /// The function, grid and block; `None` when there is nothing to launch (every array is
     /// empty and no grid was given).
     pub(super) launch: Option<(Function, [u32; 3], [u32; 3])>,
+    /// The launch attributes: cooperative, clusters, or none (a plain launch).
+    pub(super) attrs: LaunchAttrs,
     pub(super) shared_mem_bytes: u32,
     /// The launch's scratch workspaces (none for most kernels).
     pub(super) scratch: ScratchPlan,
@@ -59,6 +61,13 @@ impl<'m> Prepared<'m> {
     /// is empty and no grid was given).
     pub fn config(&self) -> Option<([u32; 3], [u32; 3])> {
         self.launch.map(|(_, grid, block)| (grid, block))
+    }
+
+    /// The launch attributes: [`LaunchAttrs::Cooperative`] for a `#[kernel(cooperative)]`
+    /// kernel, [`LaunchAttrs::Cluster`] for a `#[kernel(cluster = …)]` one, else
+    /// [`LaunchAttrs::Plain`].
+    pub fn attributes(&self) -> LaunchAttrs {
+        self.attrs
     }
 
     /// Recomputes the stream plan for the producers' streams as they are *now* — for a launch
@@ -148,14 +157,15 @@ impl<'m> Kernel<'m> {
         let plan = driver::capture_plan(plan)
             .map_err(|r| refusal(self, &arrays.producers[..arrays.count], r))?;
         crate::mark!(8);
-        let launch = if arrays.work == 0 && opts.grid.is_none() {
-            None
+        let (launch, attrs) = if arrays.work == 0 && opts.grid.is_none() {
+            (None, LaunchAttrs::Plain)
         } else {
             let largest = match arrays.largest.map(|i| &args[i]) {
                 Some(Arg::Array(d) | Arg::Host(d)) => d.shape(),
                 _ => &[],
             };
-            Some(self.configure(ctx, opts, arrays.work, largest)?)
+            let (f, grid, block, attrs) = self.configure(ctx, opts, arrays.work, largest)?;
+            (Some((f, grid, block)), attrs)
         };
         let scratch = match launch {
             Some((_, grid, _)) if !sig.scratch.is_empty() => {
@@ -172,6 +182,7 @@ impl<'m> Kernel<'m> {
             caller: opts.stream,
             ctx,
             launch,
+            attrs,
             shared_mem_bytes: opts.shared_mem_bytes,
             scratch,
             staged: arrays.staged,
@@ -179,18 +190,27 @@ impl<'m> Kernel<'m> {
         })
     }
 
-    /// The loaded function, grid and block of a launch whose largest array (`work` elements)
-    /// has shape `largest`: the caller's grid and block, else the automatic ones (see
-    /// [`shape`]); every shape checked against the kernel's and the device's limits, and the
-    /// function's dynamic shared memory limit raised when the launch needs more (once per
-    /// function and size).
+    /// The loaded function, grid, block and launch attributes of a launch whose largest array
+    /// (`work` elements) has shape `largest`: the caller's grid and block, else the automatic
+    /// ones (see [`shape`]); every shape checked against the kernel's and the device's
+    /// limits, and the function's dynamic shared memory limit raised when the launch needs
+    /// more (once per function and size).
+    ///
+    /// The one place where a launch's attributes are decided, for every launch path (Rust,
+    /// Python, typed launchers, bound launches): a `#[kernel(cooperative)]` kernel launches
+    /// cooperatively, its grid at most one resident wave ([`shape::check_cooperative`]; the
+    /// automatic grid exactly one, [`shape::cooperative_grid`]); a `#[kernel(cluster = …)]`
+    /// kernel in clusters, its grid a whole number of them ([`shape::cluster_grid`],
+    /// [`shape::check_cluster`]) that the device can schedule
+    /// ([`shape::check_cluster_occupancy`]). The occupancy answers these need are asked of the
+    /// driver once per function and shape.
     fn configure(
         &self,
         ctx: &'static Context,
         opts: &LaunchOptions,
         work: usize,
         largest: &[usize],
-    ) -> Result<(Function, [u32; 3], [u32; 3])> {
+    ) -> Result<(Function, [u32; 3], [u32; 3], LaunchAttrs)> {
         let sig = self.signature();
         let decl = &sig.launch;
         let loaded = self.module.loaded(ctx)?;
@@ -205,8 +225,11 @@ impl<'m> Kernel<'m> {
             .block
             .unwrap_or_else(|| shape::auto_block(decl, f.block, f.potential_block));
         shape::check_block(&sig.name, decl, &f.limits, device, block)?;
-        let grid = match opts.grid {
+        let cluster = decl.cluster_dims();
+        let mut grid = match opts.grid {
             Some(g) => g,
+            // Set below, once the occupancy for the launch's shared memory is known.
+            None if decl.cooperative => [1, 1, 1],
             None if decl.grid_dims >= 2 => {
                 shape::nd_grid(largest, decl.grid_dims, block, device.max_grid)
             }
@@ -225,12 +248,65 @@ impl<'m> Kernel<'m> {
                 [x, 1, 1]
             }
         };
+        if let (Some(c), None) = (cluster, opts.grid) {
+            grid = shape::cluster_grid(grid, c, device.max_grid);
+        }
         shape::check_grid(&sig.name, device, grid)?;
         let shared = opts.shared_mem_bytes;
         if let Some(bytes) = shape::check_shared(&sig.name, decl, &f.limits, device, shared)? {
             loaded.allow_dynamic_shared(self.index, bytes)?;
         }
-        Ok((f, grid, block))
+        let key = crate::module::OccupancyKey {
+            index: self.index,
+            block,
+            shared,
+            cluster: cluster.unwrap_or([0; 3]),
+        };
+        let attrs = if decl.cooperative {
+            if !ctx.cooperative_launch() {
+                return Err(Error::unsupported(format!(
+                    "kernel `{}` is cooperative, but device {} does not run cooperative \
+                     launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)",
+                    sig.name,
+                    ctx.ordinal()
+                )));
+            }
+            let threads = block.iter().product::<u32>();
+            let per_sm = loaded.occupancy(key, || {
+                // SAFETY: the function belongs to the module loaded in `ctx`, which is bound
+                // (prepare binds it before configuring).
+                unsafe { cu::blocks_per_multiprocessor(f.raw, threads, shared) }
+            })?;
+            if opts.grid.is_none() {
+                grid = shape::cooperative_grid(per_sm, ctx.sm_count());
+                shape::check_grid(&sig.name, device, grid)?;
+            }
+            shape::check_cooperative(&sig.name, grid, block, shared, per_sm, ctx.sm_count())?;
+            LaunchAttrs::Cooperative
+        } else if let Some(c) = cluster {
+            shape::check_cluster(&sig.name, decl, grid, c)?;
+            if !ctx.cluster_launch() {
+                return Err(Error::unsupported(format!(
+                    "kernel `{}` runs in thread-block clusters, but device {} does not \
+                     (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH is 0; sm_90 and newer GPUs do)",
+                    sig.name,
+                    ctx.ordinal()
+                )));
+            }
+            let active = loaded
+                .occupancy(key, || {
+                    // SAFETY: as above. The grid does not change the answer (the driver
+                    // counts clusters that fit on the device at once), so the key leaves it
+                    // out.
+                    unsafe { cu::max_active_clusters(f.raw, grid, block, shared, c) }
+                })
+                .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)))?;
+            shape::check_cluster_occupancy(&sig.name, c, block, shared, active)?;
+            LaunchAttrs::Cluster(c)
+        } else {
+            LaunchAttrs::Plain
+        };
+        Ok((f, grid, block, attrs))
     }
 }
 

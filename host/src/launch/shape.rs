@@ -8,7 +8,11 @@
 //!   [`nd_grid`] (the N-D grid of `#[kernel(grid = "2d")]` kernels over their largest array);
 //! * the checks every shape passes before a launch — automatic or the caller's —
 //!   [`check_block`], [`check_grid`] and [`check_shared`]: each refusal names the kernel and
-//!   the limit, and nothing is launched.
+//!   the limit, and nothing is launched;
+//! * the launches with attributes: a cooperative kernel's grid is one resident wave at most
+//!   ([`cooperative_grid`], the automatic one; [`check_cooperative`], the numbers in the
+//!   refusal), a cluster kernel's a whole number of clusters ([`cluster_grid`],
+//!   [`check_cluster`]) that the device can schedule ([`check_cluster_occupancy`]).
 
 use crate::driver::DeviceLimits;
 use crate::error::{Error, Result};
@@ -233,6 +237,126 @@ pub fn check_shared(
     Ok(Some(bytes))
 }
 
+/// The automatic grid of a `#[kernel(cooperative)]` kernel: exactly one resident wave,
+/// `blocks_per_sm × sms` blocks along x (`blocks_per_sm` from
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor` for the launch's block and dynamic shared
+/// memory); one block when no block fits, which [`check_cooperative`] then refuses.
+pub fn cooperative_grid(blocks_per_sm: u32, sms: u32) -> [u32; 3] {
+    let wave = u64::from(blocks_per_sm) * u64::from(sms);
+    [wave.clamp(1, i32::MAX as u64) as u32, 1, 1]
+}
+
+/// Checks that a cooperative launch of kernel `name` — `grid` blocks of `block` threads with
+/// `shared` bytes of dynamic shared memory — can be resident at once: at most `blocks_per_sm`
+/// (the driver's occupancy for that block and shared memory) × `sms` blocks. A larger grid
+/// would never finish its grid-wide barriers; the refusal gives the numbers.
+pub fn check_cooperative(
+    name: &str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    blocks_per_sm: u32,
+    sms: u32,
+) -> Result<()> {
+    let blocks = grid.iter().map(|&g| u64::from(g)).product::<u64>();
+    let threads = block.iter().map(|&b| u64::from(b)).product::<u64>();
+    let resident = u64::from(blocks_per_sm) * u64::from(sms);
+    if blocks_per_sm == 0 {
+        return Err(Error::value(format!(
+            "kernel `{name}` is cooperative (#[kernel(cooperative)]), but no block of {threads} \
+             threads with {shared} bytes of dynamic shared memory fits on an SM of this device \
+             (0 blocks per SM): every block of a cooperative grid must be resident at once; use \
+             a smaller block or less shared memory"
+        )));
+    }
+    if blocks > resident {
+        return Err(Error::value(format!(
+            "kernel `{name}` is cooperative (#[kernel(cooperative)]): every block of its grid \
+             must be resident at once, but grid {} has {blocks} blocks and this device holds \
+             at most {resident} = {blocks_per_sm} blocks per SM (of {threads} threads with \
+             {shared} bytes of dynamic shared memory) × {sms} SMs; pass a grid of at most \
+             {resident} blocks, or leave the grid automatic (one resident wave)",
+            show(grid)
+        )));
+    }
+    Ok(())
+}
+
+/// The automatic grid of a cluster kernel: `grid` with each extent rounded up to a multiple
+/// of the cluster's, or down to one (at least the cluster's extent) where rounding up would
+/// pass the device's limit `max_grid` (the kernel's grid-stride loops cover the rest).
+pub fn cluster_grid(grid: [u32; 3], cluster: [u32; 3], max_grid: [u32; 3]) -> [u32; 3] {
+    let mut out = grid;
+    for i in 0..3 {
+        let c = u64::from(cluster[i].max(1));
+        let up = u64::from(grid[i].max(1)).div_ceil(c) * c;
+        let most = u64::from(max_grid[i]) / c * c;
+        out[i] = up.min(most).max(c) as u32;
+    }
+    out
+}
+
+/// Checks a cluster launch of kernel `name` (declaration `decl`, cluster `cluster`): at most
+/// 8 blocks per cluster (16 when the kernel allows a non-portable size), and a grid that is a
+/// whole number of clusters along every axis.
+pub fn check_cluster(
+    name: &str,
+    decl: &LaunchDecl,
+    grid: [u32; 3],
+    cluster: [u32; 3],
+) -> Result<()> {
+    let size = cluster.iter().map(|&c| u64::from(c)).product::<u64>();
+    let most = decl.max_cluster_size();
+    if cluster.contains(&0) || size > u64::from(most) {
+        let why = if decl.non_portable_cluster {
+            "a cluster holds at most 16 blocks"
+        } else {
+            "a portable cluster holds at most 8 blocks (#[kernel(non_portable_cluster)] allows \
+             16 where the GPU runs them)"
+        };
+        return Err(Error::value(format!(
+            "kernel `{name}`: cluster {} of {size} blocks: {why}",
+            show(cluster)
+        )));
+    }
+    if let Some(i) = (0..3).find(|&i| !grid[i].is_multiple_of(cluster[i])) {
+        return Err(Error::value(format!(
+            "kernel `{name}` runs in clusters of {} blocks (#[kernel(cluster = …)]): its grid \
+             must be a whole number of clusters along every axis, but grid {} has {} blocks \
+             along {}, not a multiple of {}",
+            show(cluster),
+            show(grid),
+            grid[i],
+            AXES[i],
+            cluster[i]
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the driver's answer for a cluster launch of kernel `name`: `active` clusters of
+/// `cluster` (blocks of `block` threads with `shared` bytes of dynamic shared memory) can run
+/// at once (`cuOccupancyMaxActiveClusters`); 0 means the kernel cannot be launched so.
+pub fn check_cluster_occupancy(
+    name: &str,
+    cluster: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    active: u32,
+) -> Result<()> {
+    if active == 0 {
+        let threads = block.iter().map(|&b| u64::from(b)).product::<u64>();
+        return Err(Error::value(format!(
+            "kernel `{name}` cannot be launched in clusters of {} blocks of {threads} threads \
+             with {shared} bytes of dynamic shared memory on this device: the driver schedules \
+             0 such clusters (cuOccupancyMaxActiveClusters); use a smaller block, less shared \
+             memory or a smaller cluster",
+            show(cluster)
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,8 +383,7 @@ mod tests {
             block,
             dynamic_shared: dynamic_shared.map_or(0, |t| t as u8),
             grid_dims,
-            min_blocks: 0,
-            grid_rows: false,
+            ..LaunchDecl::default()
         }
     }
 
@@ -422,6 +545,115 @@ mod tests {
         assert!(e.contains("MAX_GRID_DIM_X"), "{e}");
         let e = message(check_grid("k", &H100, [4, 0, 1]));
         assert!(e.contains("zero extent"), "{e}");
+    }
+
+    #[test]
+    fn cooperative_grids_are_one_resident_wave_at_most() {
+        // The automatic grid: exactly one wave.
+        assert_eq!(cooperative_grid(8, 132), [1056, 1, 1]);
+        assert_eq!(cooperative_grid(1, 1), [1, 1, 1]);
+        assert_eq!(cooperative_grid(0, 132), [1, 1, 1]);
+        let block = [256, 1, 1];
+        check_cooperative("k", cooperative_grid(8, 132), block, 0, 8, 132).unwrap();
+        // Any grid up to the wave, of any shape; one block beyond is refused with the numbers.
+        check_cooperative("k", [33, 32, 1], block, 0, 8, 132).unwrap();
+        check_cooperative("k", [1, 1, 1], block, 0, 8, 132).unwrap();
+        let e = message(check_cooperative("norm", [1057, 1, 1], block, 4096, 8, 132));
+        assert!(
+            e.contains("kernel `norm`")
+                && e.contains("cooperative")
+                && e.contains("grid (1057, 1, 1)")
+                && e.contains("1057 blocks")
+                && e.contains("at most 1056")
+                && e.contains("8 blocks per SM")
+                && e.contains("256 threads")
+                && e.contains("4096 bytes")
+                && e.contains("132 SMs"),
+            "{e}"
+        );
+        let e = message(check_cooperative("k", [2, 2, 2], block, 0, 1, 7));
+        assert!(e.contains("8 blocks") && e.contains("at most 7"), "{e}");
+        // No block fits: refused, whatever the grid.
+        let e = message(check_cooperative(
+            "k",
+            [1, 1, 1],
+            [1024, 1, 1],
+            200_000,
+            0,
+            132,
+        ));
+        assert!(
+            e.contains("0 blocks per SM") && e.contains("200000 bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn cluster_grids_are_whole_clusters() {
+        let max = H100.max_grid;
+        assert_eq!(cluster_grid([5, 1, 1], [2, 1, 1], max), [6, 1, 1]);
+        assert_eq!(cluster_grid([6, 1, 1], [2, 1, 1], max), [6, 1, 1]);
+        assert_eq!(cluster_grid([1, 1, 1], [4, 2, 1], max), [4, 2, 1]);
+        assert_eq!(cluster_grid([7, 3, 5], [2, 2, 2], max), [8, 4, 6]);
+        // At the device's limit: rounded down instead.
+        assert_eq!(
+            cluster_grid([65535, 65535, 1], [1, 2, 1], max),
+            [65535, 65534, 1]
+        );
+        let decl = |cluster: [u8; 3], non_portable: bool| LaunchDecl {
+            cluster,
+            non_portable_cluster: non_portable,
+            ..LaunchDecl::default()
+        };
+        let two = decl([2, 1, 1], false);
+        check_cluster("k", &two, [6, 1, 1], [2, 1, 1]).unwrap();
+        check_cluster("k", &two, [2, 5, 3], [2, 1, 1]).unwrap();
+        // Every automatic grid passes.
+        for g in [[1, 1, 1], [5, 7, 9], [65535, 65535, 65535]] {
+            let c = [2, 2, 2];
+            check_cluster("k", &decl([2, 2, 2], false), cluster_grid(g, c, max), c).unwrap();
+            check_grid("k", &H100, cluster_grid(g, c, max)).unwrap();
+        }
+        // A grid that is not a whole number of clusters: refused, naming the axis.
+        let e = message(check_cluster("pairs", &two, [7, 1, 1], [2, 1, 1]));
+        assert!(
+            e.contains("kernel `pairs`")
+                && e.contains("clusters of (2, 1, 1)")
+                && e.contains("grid (7, 1, 1)")
+                && e.contains("7 blocks along x, not a multiple of 2"),
+            "{e}"
+        );
+        let quad = decl([1, 2, 2], false);
+        let e = message(check_cluster("k", &quad, [4, 4, 3], [1, 2, 2]));
+        assert!(e.contains("along z, not a multiple of 2"), "{e}");
+        // More than 8 blocks without the non-portable declaration; more than 16 with it.
+        let e = message(check_cluster("k", &two, [16, 1, 1], [16, 1, 1]));
+        assert!(e.contains("at most 8") && e.contains("16 blocks"), "{e}");
+        check_cluster("k", &decl([16, 1, 1], true), [16, 1, 1], [16, 1, 1]).unwrap();
+        let e = message(check_cluster(
+            "k",
+            &decl([16, 1, 1], true),
+            [32, 1, 1],
+            [32, 1, 1],
+        ));
+        assert!(e.contains("at most 16"), "{e}");
+        // The driver's answer: no cluster can be scheduled.
+        check_cluster_occupancy("k", [2, 1, 1], [256, 1, 1], 0, 66).unwrap();
+        let e = message(check_cluster_occupancy(
+            "big",
+            [8, 1, 1],
+            [1024, 1, 1],
+            200_000,
+            0,
+        ));
+        assert!(
+            e.contains("kernel `big`")
+                && e.contains("clusters of (8, 1, 1)")
+                && e.contains("1024 threads")
+                && e.contains("200000 bytes")
+                && e.contains("cuOccupancyMaxActiveClusters"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use ferrocuda_abi::arch::{Arch, DeviceArch, Variant};
 use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 /// What the driver says about one loaded kernel: read once per device, when its module loads
 /// (`cuFuncGetAttribute`).
@@ -61,7 +62,23 @@ pub(crate) struct Loaded {
     /// Per function: the dynamic shared memory (bytes) launches may use now — the load-time
     /// limit, raised by each opt-in ([`Loaded::allow_dynamic_shared`]).
     dynamic_shared: Vec<AtomicU32>,
+    /// Occupancy answers of cooperative and cluster launches ([`Loaded::occupancy`]).
+    occupancy: Mutex<Vec<(OccupancyKey, u32)>>,
 }
+
+/// What an occupancy answer depends on: the function (its index), the block's threads (its
+/// shape for clusters), the dynamic shared memory and the cluster shape (zero: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OccupancyKey {
+    pub(crate) index: usize,
+    pub(crate) block: [u32; 3],
+    pub(crate) shared: u32,
+    pub(crate) cluster: [u32; 3],
+}
+
+/// Most occupancy answers a module keeps (launch shapes of its cooperative and cluster
+/// kernels); beyond, the driver is asked each time.
+const OCCUPANCY_KEPT: usize = 64;
 
 // SAFETY: CUmodule/CUfunction handles are usable from any thread; they are never mutated
 // after loading and the module is never unloaded while the `Module` lives.
@@ -70,6 +87,31 @@ unsafe impl Send for Loaded {}
 unsafe impl Sync for Loaded {}
 
 impl Loaded {
+    /// The driver's occupancy answer for `key` — `compute` asks it — kept, so that a kernel
+    /// launched again in the same shape costs no driver call (blocks per SM for a cooperative
+    /// launch, active clusters for a cluster launch: both depend only on the function, the
+    /// block, the dynamic shared memory and the cluster).
+    pub(crate) fn occupancy(
+        &self,
+        key: OccupancyKey,
+        compute: impl FnOnce() -> Result<u32>,
+    ) -> Result<u32> {
+        let lock = || {
+            self.occupancy
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(&(_, n)) = lock().iter().find(|(k, _)| *k == key) {
+            return Ok(n);
+        }
+        let n = compute()?;
+        let mut kept = lock();
+        if kept.len() < OCCUPANCY_KEPT && !kept.iter().any(|(k, _)| *k == key) {
+            kept.push((key, n));
+        }
+        Ok(n)
+    }
+
     /// Lets function `index` be launched with `bytes` of dynamic shared memory: when that is
     /// more than it may use now, sets its `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`
     /// to `bytes` (once per function and larger size; an atomic load otherwise). The caller
@@ -160,6 +202,7 @@ impl Module {
                 .map(|f| AtomicU32::new(f.map_or(0, |f| f.limits.dynamic_shared)))
                 .collect(),
             functions,
+            occupancy: Mutex::new(Vec::new()),
         })
     }
 
@@ -285,12 +328,22 @@ impl Function {
                 registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             };
             let block = limits.max_threads.min(256);
-            let per_sm = cu::blocks_per_multiprocessor(f, block)?;
+            let per_sm = cu::blocks_per_multiprocessor(f, block, 0)?;
             let potential_block = cu::potential_block_size(f, limits.max_threads)?;
+            if sig.launch.non_portable_cluster {
+                // Clusters of more than 8 blocks (`#[kernel(non_portable_cluster)]`), where
+                // the GPU runs them: set once, at load. A device or driver that refuses it
+                // keeps the kernel at the portable size, and a launch of a larger cluster is
+                // then refused naming the kernel (the driver schedules none of them,
+                // `cuOccupancyMaxActiveClusters`): not a reason to fail the module's other
+                // kernels here.
+                use CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED as NON_PORTABLE;
+                let _ = cu::set_function_attribute(f, NON_PORTABLE, 1);
+            }
             Ok(Function {
                 raw: f,
                 block,
-                blocks_per_sm: per_sm.max(1) as u32,
+                blocks_per_sm: per_sm.max(1),
                 potential_block: potential_block.min(limits.max_threads),
                 limits,
             })

@@ -21,7 +21,7 @@ mod load;
 mod signature;
 
 pub use load::{choose_cubin, FunctionLimits};
-pub(crate) use load::{Function, Loaded};
+pub(crate) use load::{Function, Loaded, OccupancyKey};
 pub use signature::{Param, Signature, MAX_PARAMS, PARAM_BUFFER_SIZE};
 
 use crate::driver::{init, Context, MAX_DEVICES};

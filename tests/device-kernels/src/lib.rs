@@ -3,8 +3,10 @@
 //! clocks, shared memory, asynchronous copies and pipelines (`async_copy`), mbarriers, math
 //! functions, diagnostics, global-memory access forms (vectors, the read-only cache), the
 //! porting guide's examples, a family with a contiguous kernel and a strided variant
-//! (`layouts`), the tensor cores (`mma`, `wgmma`) and kernels built for newer architectures
-//! (`arch_probe`, `wgmma`: `#[kernel(arch = …)]`).
+//! (`layouts`), the tensor cores (`mma`, `wgmma`), cooperative kernels with grid-wide
+//! barriers (`coop`), thread-block clusters with distributed shared memory (`cluster`) and
+//! kernels built for newer architectures (`arch_probe`, `wgmma`, `cluster`:
+//! `#[kernel(arch = …)]`).
 //! Built by `tests/device_ptx.rs` (PTX text and ptxas checks) and run on a GPU by
 //! `tests/device_gpu/` and `python/tests/test_device_math.py`, which check every output
 //! against a host reference.
@@ -17,6 +19,8 @@
 mod async_copy;
 mod atomics;
 mod block;
+mod cluster;
+mod coop;
 mod diag;
 mod examples;
 mod half;
