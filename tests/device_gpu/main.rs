@@ -42,6 +42,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod shared;
+mod tma;
 mod warp;
 mod wgmma;
 
@@ -203,6 +204,7 @@ fn main() {
     tests.extend(mma::TESTS);
     tests.extend(diag::TESTS);
     tests.extend(wgmma::TESTS);
+    tests.extend(tma::TESTS);
     let trials = tests
         .into_iter()
         .map(|(name, f)| Trial::test(name, f).with_ignored_flag(!gpu))

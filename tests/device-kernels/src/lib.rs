@@ -31,5 +31,6 @@ mod memory;
 mod misc;
 mod mma;
 mod shared;
+mod tma;
 mod warp;
 mod wgmma;
