@@ -11,10 +11,10 @@
 //! that ptxas allocates registers for them) and records them in the manifest's `launch` field
 //! ([`LaunchSpec`]). A kernel without declarations has no record.
 //!
-//! Record layout (20 bytes, integers little-endian):
+//! Record layout (24 bytes, integers little-endian):
 //!
 //! ```text
-//! magic "FCL4"
+//! magic "FCL5"
 //! u16 max_threads               upper bound of threads per block (0: none)
 //! u16 block[3]                  the block shape the kernel requires (all 0: none)
 //! u8  dynamic_shared            dtype code of the dynamic shared memory's elements (0: none)
@@ -24,20 +24,31 @@
 //! u8  flags                     bit 0: cooperative launch; bit 1: non-portable cluster size
 //!                               (the other bits 0)
 //! u8  cluster[3]                the cluster shape in blocks (all 0: no cluster)
+//! u32 shared_bytes              dynamic shared memory a launch gets by default (0: none)
 //! ```
 //!
-//! The earlier record, magic `"FCL3"`, is the first 16 bytes of this one (no flags, no
-//! cluster); [`LaunchDecl::decode`] reads both, so PTX built before the cooperative and
-//! cluster options still loads into a builder of this version.
+//! The earlier records, magic `"FCL4"` (the first 20 bytes of this one: no `shared_bytes`) and
+//! `"FCL3"` (the first 16: no flags, no cluster), decode too, so PTX built before those
+//! options still loads into a builder of this version.
 
 /// Prefix of the PTX global that holds a kernel's launch record.
 pub const SYMBOL_PREFIX: &str = "__ferrocuda_launch__";
 
 /// First four bytes of every launch record this version writes.
-pub const MAGIC: [u8; 4] = *b"FCL4";
+pub const MAGIC: [u8; 4] = *b"FCL5";
 
 /// Length of a launch record this version writes.
-pub const LEN: usize = 20;
+pub const LEN: usize = 24;
+
+/// Magic of the record before `shared_bytes`.
+pub const MAGIC_V4: [u8; 4] = *b"FCL4";
+
+/// Length of the record before `shared_bytes` (magic [`MAGIC_V4`]).
+pub const LEN_V4: usize = 20;
+
+/// Most dynamic shared memory a block may have on the GPUs ferrocuda supports (sm_90: 227
+/// KiB; an sm_80 device refuses more than its own 163 KiB at launch).
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
 /// First four bytes of the earlier launch record (16 bytes, without flags and cluster),
 /// which [`LaunchDecl::decode`] still reads.
@@ -115,6 +126,10 @@ pub struct LaunchDecl {
     /// [`MAX_CLUSTER_PORTABLE`] blocks (up to [`MAX_CLUSTER_NON_PORTABLE`]; the launcher sets
     /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`). Needs `cluster`.
     pub non_portable_cluster: bool,
+    /// `#[kernel(shared_bytes = n)]`: the dynamic shared memory (bytes) the kernel needs — a
+    /// launch that names none gets this much, one that names less is refused; 0 when not
+    /// declared.
+    pub shared_bytes: u32,
 }
 
 impl LaunchDecl {
@@ -133,6 +148,7 @@ impl LaunchDecl {
             && self.cluster[1] == 0
             && self.cluster[2] == 0
             && !self.non_portable_cluster
+            && self.shared_bytes == 0
     }
 
     /// The record's bytes. Fails to compile (const evaluation panics) when the declaration
@@ -168,21 +184,33 @@ impl LaunchDecl {
         out[17] = self.cluster[0];
         out[18] = self.cluster[1];
         out[19] = self.cluster[2];
+        let sb = self.shared_bytes.to_le_bytes();
+        out[20] = sb[0];
+        out[21] = sb[1];
+        out[22] = sb[2];
+        out[23] = sb[3];
         out
     }
 
     /// Reads a record written by [`encode`](Self::encode) — or the earlier 16-byte record
     /// (magic [`MAGIC_V3`]: no cooperative flag, no cluster) — and checks it.
     pub fn decode(bytes: &[u8]) -> Result<LaunchDecl, &'static str> {
-        let (b, current) = match bytes.get(..4) {
-            Some(m) if m == MAGIC => (bytes, true),
-            Some(m) if m == MAGIC_V3 => (bytes, false),
-            Some(_) if bytes.len() == LEN || bytes.len() == LEN_V3 => {
+        let (b, version) = match bytes.get(..4) {
+            Some(m) if m == MAGIC => (bytes, 5),
+            Some(m) if m == MAGIC_V4 => (bytes, 4),
+            Some(m) if m == MAGIC_V3 => (bytes, 3),
+            Some(_) if [LEN, LEN_V4, LEN_V3].contains(&bytes.len()) => {
                 return Err("bad launch record magic")
             }
             _ => return Err("launch record has the wrong length"),
         };
-        if b.len() != if current { LEN } else { LEN_V3 } {
+        let current = version >= 4;
+        let want = match version {
+            5 => LEN,
+            4 => LEN_V4,
+            _ => LEN_V3,
+        };
+        if b.len() != want {
             return Err("launch record has the wrong length");
         }
         let word = |i: usize| u16::from_le_bytes([b[4 + 2 * i], b[5 + 2 * i]]);
@@ -208,6 +236,11 @@ impl LaunchDecl {
                 cooperative: flags & FLAG_COOPERATIVE != 0,
                 non_portable_cluster: flags & FLAG_NON_PORTABLE != 0,
                 cluster: [b[17], b[18], b[19]],
+                shared_bytes: if version >= 5 {
+                    u32::from_le_bytes([b[20], b[21], b[22], b[23]])
+                } else {
+                    0
+                },
                 ..d
             }
         } else {
@@ -332,6 +365,9 @@ impl LaunchDecl {
         } else if self.non_portable_cluster {
             return Err("non_portable_cluster needs a cluster");
         }
+        if self.shared_bytes > MAX_SHARED_BYTES {
+            return Err("shared_bytes is at most 227 KiB (232448 bytes)");
+        }
         if self.cooperative {
             if c[0] != 0 {
                 return Err("a kernel is either cooperative or launched in clusters, not both");
@@ -379,6 +415,9 @@ pub struct LaunchSpec {
     /// `true`: the cluster may hold more than 8 blocks (`#[kernel(non_portable_cluster)]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub non_portable_cluster: Option<bool>,
+    /// The dynamic shared memory (bytes) the kernel needs (`#[kernel(shared_bytes = n)]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes: Option<u32>,
 }
 
 #[cfg(feature = "std")]
@@ -435,6 +474,7 @@ impl LaunchSpec {
             cooperative: self.cooperative.unwrap_or(false),
             cluster,
             non_portable_cluster: self.non_portable_cluster.unwrap_or(false),
+            shared_bytes: self.shared_bytes.unwrap_or(0),
         };
         if self.max_threads == Some(0) || self.grid_dims == Some(0) || self.min_blocks == Some(0) {
             return Err(
@@ -459,6 +499,7 @@ impl From<LaunchDecl> for LaunchSpec {
             cooperative: d.cooperative.then_some(true),
             cluster: d.cluster_dims(),
             non_portable_cluster: d.non_portable_cluster.then_some(true),
+            shared_bytes: (d.shared_bytes != 0).then_some(d.shared_bytes),
         }
     }
 }
@@ -612,7 +653,10 @@ mod tests {
         // The layout, byte by byte.
         assert_eq!(
             cases[2].encode(),
-            [b'F', b'C', b'L', b'4', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0, 0, 0, 0, 0, 0]
+            [
+                b'F', b'C', b'L', b'5', 0, 0, 16, 0, 16, 0, 1, 0, 11, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0
+            ]
         );
         assert_eq!(cases[4].encode()[14], 2);
         assert_eq!(cases[5].encode()[15], 1);
@@ -781,13 +825,46 @@ mod tests {
         }
         assert_eq!(cases[0].encode()[16], 1);
         assert_eq!(cases[4].encode()[16], 2);
-        assert_eq!(&cases[3].encode()[17..], &[2, 2, 2]);
+        assert_eq!(&cases[3].encode()[17..20], &[2, 2, 2]);
         assert_eq!(cases[2].cluster_dims(), Some([2, 1, 1]));
         assert_eq!(cases[3].cluster_size(), 8);
         assert_eq!(cases[0].cluster_dims(), None);
         assert_eq!(cases[0].cluster_size(), 0);
         assert_eq!(cases[2].max_cluster_size(), MAX_CLUSTER_PORTABLE);
         assert_eq!(cases[4].max_cluster_size(), MAX_CLUSTER_NON_PORTABLE);
+    }
+
+    #[test]
+    fn shared_bytes_travel_and_the_v4_record_decodes() {
+        let d = LaunchDecl {
+            block: [384, 1, 1],
+            min_blocks: 1,
+            shared_bytes: 197_696,
+            ..LaunchDecl::default()
+        };
+        let bytes = d.encode();
+        assert_eq!(
+            u32::from_le_bytes(bytes[20..24].try_into().unwrap()),
+            197_696
+        );
+        assert_eq!(LaunchDecl::decode(&bytes), Ok(d));
+        assert_eq!(LaunchSpec::from(d).decl(), Ok(d));
+        // The same declaration as the previous version wrote it ("FCL4", 20 bytes, no
+        // shared_bytes).
+        let mut v4: [u8; LEN_V4] = bytes[..LEN_V4].try_into().unwrap();
+        v4[..4].copy_from_slice(&MAGIC_V4);
+        assert_eq!(
+            LaunchDecl::decode(&v4),
+            Ok(LaunchDecl {
+                shared_bytes: 0,
+                ..d
+            })
+        );
+        let too_much = LaunchDecl {
+            shared_bytes: MAX_SHARED_BYTES + 1,
+            ..LaunchDecl::default()
+        };
+        assert!(too_much.check().is_err());
     }
 
     #[test]

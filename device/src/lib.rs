@@ -73,7 +73,8 @@
         asm_experimental_arch,
         link_llvm_intrinsics,
         f16,
-        simd_ffi
+        simd_ffi,
+        allow_internal_unstable
     )
 )]
 // `link_llvm_intrinsics` is how the convergent NVVM intrinsics (shuffles, votes, barriers) and
@@ -191,6 +192,15 @@ pub mod __private {
         const TILE: TileDesc = T::TILE;
     }
 
+    /// `#[kernel(shared_bytes = <expression>)]`, checked at compile time.
+    pub const fn shared_bytes(n: u32) -> u32 {
+        assert!(
+            n <= ferrocuda_abi::launch::MAX_SHARED_BYTES,
+            "shared_bytes is at most 227 KiB (232448 bytes)"
+        );
+        n
+    }
+
     /// `#[kernel(items_per_thread = <expression>)]`, checked at compile time.
     pub const fn items_per_thread(n: usize) -> u16 {
         assert!(
@@ -243,6 +253,31 @@ pub mod __private {
     pub const fn tensor_map_needs_sm90(kind: ferrocuda_abi::ParamKind, sm90: bool) -> bool {
         !matches!(kind, ferrocuda_abi::ParamKind::TensorMap) || sm90
     }
+}
+
+/// The generic address of the kernel parameter whose PTX symbol is `$sym` (`mov` of the
+/// symbol, `cvta.param`): what `#[kernel]`'s entry hands a tensor-map parameter's body. Not a
+/// public API; it lets the expansion use `asm!` without the kernel crate enabling the
+/// feature.
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch)
+)]
+macro_rules! __param_address {
+    ($sym:expr) => {{
+        let a: u64;
+        // SAFETY: takes the address of the entry's own parameter; no access.
+        unsafe {
+            ::core::arch::asm!(
+                concat!("mov.b64 {a}, ", $sym, "; cvta.param.u64 {a}, {a};"),
+                a = out(reg64) a,
+                options(pure, nomem, nostack),
+            )
+        };
+        a
+    }};
 }
 
 /// With `-Cpanic=abort`, a panic records its location in the trap record (see [`diag`]) and

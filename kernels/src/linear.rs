@@ -24,7 +24,7 @@
 //!   `wgmma::acc_coords` says) and writes them straight to `out`.
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; 197 696 bytes of dynamic shared
-//! memory ([`LINEAR_SMEM`]).
+//! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
@@ -51,7 +51,6 @@ const STAGE_BYTES: u32 = A_BYTES + B_BYTES;
 
 /// Dynamic shared memory a launch of the `linear` sm_90a kernels needs: 4 stages of 48 KiB,
 /// 8 mbarriers, and 1 KiB to align the stages to the 128-byte swizzle's 1024-byte atom.
-#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 pub const LINEAR_SMEM: u32 = 4 * (128 * 64 * 2 + 256 * 64 * 2) + 2 * 4 * 8 + 1024;
 
 /// The x and w tensor maps: boxes of 128 × 64 and 256 × 64 elements, 128-byte swizzle.
@@ -65,6 +64,7 @@ pub type WMap = TensorMap<bf16, 128, 256, 64>;
 /// hardware chooses (error ≲ K·2⁻²³·Σ|xw|). K = 0 gives zeros. Built for sm_90a (H100/H200):
 /// the family launcher runs it there, `linear_bf16_f32` elsewhere.
 #[kernel(family = "linear", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+         shared_bytes = LINEAR_SMEM,
          require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
          require(out.shape[0] == x.shape[0], "out must have x's row count"),
          require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"))]

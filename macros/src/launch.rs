@@ -10,7 +10,8 @@ use syn::punctuated::Punctuated;
 use syn::{Ident, LitInt, LitStr, Token, Type};
 
 /// The option names this module parses.
-pub const OPTIONS: [&str; 8] = [
+pub const OPTIONS: [&str; 9] = [
+    "shared_bytes",
     "max_threads",
     "block",
     "min_blocks",
@@ -50,6 +51,8 @@ pub struct LaunchOptions {
     non_portable_cluster: Option<Span>,
     /// Span of the `grid = "…"` value, for errors about it.
     grid_span: Option<Span>,
+    /// `shared_bytes = <const expression>`: the dynamic shared memory the kernel needs.
+    shared_bytes: Option<syn::Expr>,
 }
 
 impl LaunchOptions {
@@ -84,7 +87,9 @@ impl LaunchOptions {
             self.cluster = Some((dims.map(|d| d as u8), span));
             return Ok(());
         }
-        if key == "max_threads" {
+        if key == "shared_bytes" {
+            self.shared_bytes = Some(input.parse()?);
+        } else if key == "max_threads" {
             let lit: LitInt = input.parse()?;
             match lit.base10_parse::<u32>() {
                 Ok(n) if (1..=MAX_THREADS).contains(&n) => {
@@ -242,6 +247,7 @@ impl LaunchOptions {
             && self.cooperative.is_none()
             && self.cluster.is_none()
             && self.non_portable_cluster.is_none()
+            && self.shared_bytes.is_none()
         {
             return Ok(TokenStream2::new());
         }
@@ -259,6 +265,10 @@ impl LaunchOptions {
             },
             None => quote! { 0 },
         };
+        let shared_bytes = match &self.shared_bytes {
+            Some(e) => quote! { ::ferrocuda_device::__private::shared_bytes(#e) },
+            None => quote! { 0 },
+        };
         let decl = quote! {
             ::ferrocuda_device::__private::LaunchDecl {
                 max_threads: #max_threads,
@@ -270,6 +280,7 @@ impl LaunchOptions {
                 cooperative: #cooperative,
                 cluster: [#cx, #cy, #cz],
                 non_portable_cluster: #non_portable,
+                shared_bytes: #shared_bytes,
             }
         };
         let sym = format_ident!("__ferrocuda_launch__{}", name);

@@ -66,6 +66,9 @@ mod launch;
 ///   target that replaces its own heuristic, which can otherwise pick a tighter one and spill;
 /// * `dynamic_shared = T` — the kernel's dynamic shared memory holds `T`s: the host refuses a
 ///   dynamic shared size that is not a multiple of `size_of::<T>()`;
+/// * `shared_bytes = n` (a constant expression, at most 227 KiB) — the dynamic shared memory
+///   the kernel needs: a launch that names none gets `n` bytes (raising the kernel's limit
+///   above 48 KiB as needed), one that names fewer is refused;
 /// * `grid = "2d"` / `"3d"` — the automatic grid covers the largest array argument in 2 (3)
 ///   dimensions, one thread per element: x along its last axis, y along the one before (in
 ///   `"2d"`: all the others), z along the rest; blocks are 32 threads wide along x. The grid is
@@ -200,7 +203,8 @@ impl Parse for Options {
                     key.span(),
                     "unknown #[kernel] option: expected `family = \"…\"`, `same_shape(…)`, \
                      `items_per_thread = k`, `max_threads = n`, `block = (x, y, z)`, \
-                     `min_blocks = n`, `dynamic_shared = T`, `grid = \"2d\"` / `\"rows\"`, \
+                     `min_blocks = n`, `dynamic_shared = T`, `shared_bytes = n`, \
+                     `grid = \"2d\"` / `\"rows\"`, \
                      `cooperative`, `cluster = (x, y, z)`, `non_portable_cluster`, \
                      `arch = \"sm_90a\"`, `instances(…)`, `zero(…)`, `scratch(…)` or \
                      `require(…)`",
@@ -521,29 +525,16 @@ fn expand_final(
     // `ferrocuda_abi::space`), so that their accesses compile to `ld.global`/`st.global`.
     // A tensor map's body value carries the parameter's own address (`mov` of the PTX
     // parameter symbol, which LLVM names `<kernel>_param_<index>`).
-    let routed =
-        arg_names
-            .iter()
-            .zip(arg_types)
-            .zip(&descs)
-            .enumerate()
-            .map(|(i, ((name, ty), desc))| {
-                let symbol = format!("{name_str}_param_{i}");
-                quote! {
+    let routed = arg_names.iter().zip(arg_types).zip(&descs).enumerate().map(
+        |(i, ((name, ty), desc))| {
+            let symbol = format!("{name_str}_param_{i}");
+            quote! {
                     ::ferrocuda_device::__private::route::<#ty, { #desc.kind as u8 }>(#name, || {
-                        let a: u64;
-                        // SAFETY: takes the address of this entry's own parameter; no access.
-                        unsafe {
-                            ::core::arch::asm!(
-                                concat!("mov.b64 {a}, ", #symbol, "; cvta.param.u64 {a}, {a};"),
-                                a = out(reg64) a,
-                                options(pure, nomem, nostack),
-                            )
-                        };
-                        a
-                    })
-                }
-            });
+                    ::ferrocuda_device::__param_address!(#symbol)
+                })
+            }
+        },
+    );
     let tiles = (0..arg_names.len()).map(|i| {
         let ty = &arg_types[i];
         let param = &arg_names[i];

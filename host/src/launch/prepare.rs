@@ -183,7 +183,7 @@ impl<'m> Kernel<'m> {
             ctx,
             launch,
             attrs,
-            shared_mem_bytes: opts.shared_mem_bytes,
+            shared_mem_bytes: shape::dynamic_shared(sig, opts.shared_mem_bytes)?,
             scratch,
             staged: arrays.staged,
             nargs: args.len(),
@@ -252,7 +252,7 @@ impl<'m> Kernel<'m> {
             grid = shape::cluster_grid(grid, c, device.max_grid);
         }
         shape::check_grid(&sig.name, device, grid)?;
-        let shared = opts.shared_mem_bytes;
+        let shared = shape::dynamic_shared(sig, opts.shared_mem_bytes)?;
         if let Some(bytes) = shape::check_shared(&sig.name, decl, &f.limits, device, shared)? {
             loaded.allow_dynamic_shared(self.index, bytes)?;
         }

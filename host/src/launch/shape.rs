@@ -699,3 +699,21 @@ mod tests {
         assert!(check_shared("r", &halves, &f, &H100, 6).is_ok());
     }
 }
+
+/// The dynamic shared memory of a launch of `sig` whose caller asked for `asked` bytes: what
+/// the kernel declares it needs (`#[kernel(shared_bytes = n)]`) when the caller asked for none,
+/// else the caller's; a caller's amount below the declared need is refused, naming the kernel.
+pub fn dynamic_shared(sig: &crate::module::Signature, asked: u32) -> Result<u32> {
+    let need = sig.launch.shared_bytes;
+    if asked == 0 {
+        return Ok(need);
+    }
+    if asked < need {
+        return Err(Error::value(format!(
+            "kernel `{}` needs {need} bytes of dynamic shared memory (its shared_bytes); the \
+             launch asked for {asked}",
+            sig.name
+        )));
+    }
+    Ok(asked)
+}
