@@ -357,6 +357,24 @@ pub fn check_cluster_occupancy(
     Ok(())
 }
 
+/// The dynamic shared memory of a launch of `sig` whose caller asked for `asked` bytes: what
+/// the kernel declares it needs (`#[kernel(shared_bytes = n)]`) when the caller asked for none,
+/// else the caller's; a caller's amount below the declared need is refused, naming the kernel.
+pub fn dynamic_shared(sig: &crate::module::Signature, asked: u32) -> Result<u32> {
+    let need = sig.launch.shared_bytes;
+    if asked == 0 {
+        return Ok(need);
+    }
+    if asked < need {
+        return Err(Error::value(format!(
+            "kernel `{}` needs {need} bytes of dynamic shared memory (its shared_bytes); the \
+             launch asked for {asked}",
+            sig.name
+        )));
+    }
+    Ok(asked)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,20 +718,3 @@ mod tests {
     }
 }
 
-/// The dynamic shared memory of a launch of `sig` whose caller asked for `asked` bytes: what
-/// the kernel declares it needs (`#[kernel(shared_bytes = n)]`) when the caller asked for none,
-/// else the caller's; a caller's amount below the declared need is refused, naming the kernel.
-pub fn dynamic_shared(sig: &crate::module::Signature, asked: u32) -> Result<u32> {
-    let need = sig.launch.shared_bytes;
-    if asked == 0 {
-        return Ok(need);
-    }
-    if asked < need {
-        return Err(Error::value(format!(
-            "kernel `{}` needs {need} bytes of dynamic shared memory (its shared_bytes); the \
-             launch asked for {asked}",
-            sig.name
-        )));
-    }
-    Ok(asked)
-}
