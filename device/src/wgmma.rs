@@ -69,8 +69,10 @@
 //! | [`Swizzle::None`] | 16 (one *core matrix* row: 8 × 16 B, contiguous) | 8 × 16 | 16 | set by the layout |
 //!
 //! With a swizzle, chunk `c` (bytes `16 c .. 16 c + 15`) of row `r` is stored at chunk
-//! `c ^ (r % 8)` (masked to the row's chunk count) — [`Swizzle::offset`] gives the byte offset
-//! of any (row, byte) — which is the layout TMA writes with the same swizzle. One `k16` step
+//! `c ^ s`, with `s` the address bits 7.. of the row's start masked to the row's chunk count
+//! (`r % 8` for 128-byte rows, `(r / 2) % 4` for 64, `(r / 4) % 2` for 32) —
+//! [`Swizzle::offset`] gives the byte offset of any (row, byte) — which is the layout TMA
+//! writes with the same swizzle. One `k16` step
 //! of bf16 reads 32 bytes of each row: the descriptor of step `s` within a 128-byte row is the
 //! tile's descriptor [`advanced`](MatrixDesc::advance) by `32 s` bytes.
 
@@ -116,8 +118,10 @@ impl Swizzle {
 
     /// The byte offset, from a tile's (aligned) base, of byte `byte` of row `row` of a
     /// K-major tile whose rows are [`row_bytes`](Self::row_bytes) long: row `r` starts at
-    /// `r * row_bytes`, and its 16-byte chunk `c` is stored at chunk `c ^ (r % 8)` masked to
-    /// the chunks of a row (for [`Swizzle::None`], rows are 16 bytes and unpermuted).
+    /// `r * row_bytes`, and its 16-byte chunk `c` is stored at chunk `c ^ s`, where `s` is
+    /// address bits 7.. of the unswizzled offset masked to the chunks of a row — `r % 8` for
+    /// the 128-byte swizzle, `(r / 2) % 4` for 64 bytes, `(r / 4) % 2` for 32 bytes (for
+    /// [`Swizzle::None`], rows are 16 bytes and unpermuted).
     ///
     /// This is the address function of TMA's swizzled writes (bits 4.. of the address XOR
     /// bits 7..), so a tile written with it is read correctly by `wgmma` through a descriptor
@@ -128,8 +132,10 @@ impl Swizzle {
         match self {
             Swizzle::None => plain,
             _ => {
+                // CuTe's Swizzle<B, 4, 3>: the B bits of the 16-byte chunk index (address bits
+                // 4..4+B) XOR address bits 7..7+B.
                 let chunks = rb / 16;
-                let chunk = (byte / 16) ^ (row % 8 % chunks);
+                let chunk = (byte / 16) ^ ((plain >> 7) & (chunks - 1));
                 row * rb + chunk * 16 + byte % 16
             }
         }
@@ -669,6 +675,13 @@ mod tests {
         // Row 9 is row 1 of its group: chunk 1 swaps with chunk 0.
         assert_eq!(Swizzle::B128.offset(9, 16), 9 * 128);
         assert_eq!(Swizzle::B128.offset(9, 0), 9 * 128 + 16);
+        // 32-byte rows: the chunks swap in rows 4..8 of every 8 (address bit 7); 64-byte rows
+        // XOR (r / 2) % 4.
+        assert_eq!(Swizzle::B32.offset(1, 0), 32);
+        assert_eq!(Swizzle::B32.offset(4, 0), 4 * 32 + 16);
+        assert_eq!(Swizzle::B32.offset(12, 16), 12 * 32);
+        assert_eq!(Swizzle::B64.offset(3, 0), 3 * 64 + 16);
+        assert_eq!(Swizzle::B64.offset(6, 48), 6 * 64);
         assert_eq!(Swizzle::None.offset(5, 4), 84);
     }
 

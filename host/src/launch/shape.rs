@@ -717,4 +717,3 @@ mod tests {
         assert!(check_shared("r", &halves, &f, &H100, 6).is_ok());
     }
 }
-

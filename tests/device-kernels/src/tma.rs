@@ -17,7 +17,8 @@ pub const BOX: (usize, usize) = (16, 32);
 /// (either may lie partly or wholly outside `src`) into shared memory with one TMA copy
 /// completing on an mbarrier, writes what it sees to `seen[512 b ..]` (`b = by · gridDim.x +
 /// bx`, row-major), then stores the box to `dst` at the same coordinates with a TMA store.
-/// Blocks of 128 threads.
+/// `mode` bit 0: prefetch the source's descriptor first; bit 1: do the store. Blocks of 128
+/// threads.
 #[kernel(arch = "sm_90", block = 128)]
 pub unsafe fn tma_box_copy(
     src: TensorMap<f32, 0, 16, 32>,
@@ -25,6 +26,7 @@ pub unsafe fn tma_box_copy(
     seen: SliceMut<f32>,
     dr: i32,
     dc: i32,
+    mode: u32,
 ) {
     #[cfg(target_arch = "nvptx64")]
     {
@@ -35,7 +37,9 @@ pub unsafe fn tma_box_copy(
         let coords = [16 * by as i32 + dr, 32 * bx as i32 + dc];
         let tid = thread::rank_in_block();
         if tid == 0 {
-            src.prefetch();
+            if mode & 1 != 0 {
+                src.prefetch();
+            }
             // SAFETY: the tile is 2048 bytes of this block's shared memory, 128-byte aligned,
             // untouched until the barrier's first phase completes, which expects its bytes.
             unsafe {
@@ -55,7 +59,7 @@ pub unsafe fn tma_box_copy(
         // no thread wrote it since; every thread has read it (the barrier orders the reads
         // before the store's).
         thread::sync_threads();
-        if tid == 0 {
+        if tid == 0 && mode & 2 != 0 {
             // SAFETY: the tile holds the box, unchanged until the store's read completes
             // (waited below); the blocks' boxes do not overlap.
             unsafe { dst.store(tile.shared_addr(0), &coords) };
