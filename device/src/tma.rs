@@ -14,7 +14,10 @@
 //! Coordinates are in the array's axis order, **outermost first** (row, column for a
 //! matrix), as the box in the type; they are element indices and may be negative or past
 //! the end: the box's elements outside the array read as zero (and are not written by a
-//! store) — partial tiles need no special code.
+//! store) — partial tiles need no special code. The **innermost** coordinate must be a
+//! multiple of 16 bytes (`coord * size_of::<T>() % 16 == 0`, the rule of the copy engine,
+//! which faults with an illegal-instruction error otherwise): the loads and stores here check
+//! it and abort the kernel with the location recorded instead.
 //!
 //! # Thread model
 //!
@@ -47,6 +50,9 @@ pub trait Tma {
     /// Bytes one box copy moves: what the mbarrier of a load must expect per copy.
     const BOX_BYTES: u32;
 
+    /// Bytes of one element.
+    const ELEMENT_BYTES: u32;
+
     /// The descriptor's generic address (parameter space).
     fn map_addr(&self) -> u64;
 
@@ -76,7 +82,9 @@ pub trait Tma {
     /// 3. `coords` has [`RANK`](Self::RANK) entries.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
+    #[track_caller]
     unsafe fn load(&self, dst: u32, mbar: u32, coords: &[i32]) {
+        check_inner::<Self>(coords);
         // SAFETY: the caller's contract.
         unsafe { load_raw(self.map_addr(), dst, mbar, coords, None) }
     }
@@ -91,7 +99,9 @@ pub trait Tma {
     /// own barrier); the kernel is launched with clusters containing those ranks.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
+    #[track_caller]
     unsafe fn load_multicast(&self, dst: u32, mbar: u32, coords: &[i32], cta_mask: u16) {
+        check_inner::<Self>(coords);
         // SAFETY: the caller's contract.
         unsafe { load_raw(self.map_addr(), dst, mbar, coords, Some(cta_mask)) }
     }
@@ -114,7 +124,9 @@ pub trait TmaStore: Tma {
     /// 3. `coords` has [`RANK`](Tma::RANK) entries.
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
+    #[track_caller]
     unsafe fn store(&self, src: u32, coords: &[i32]) {
+        check_inner::<Self>(coords);
         let m = self.map_addr();
         let c = inner_first(coords);
         // SAFETY: the caller's contract.
@@ -152,6 +164,7 @@ macro_rules! impl_tma {
             const RANK: usize = $ty::<T, SW, B0, B1, B2, B3, B4>::TILE.rank as usize;
             const BOX_BYTES: u32 = ($ty::<T, SW, B0, B1, B2, B3, B4>::TILE.box_elements()
                 * core::mem::size_of::<T>()) as u32;
+            const ELEMENT_BYTES: u32 = core::mem::size_of::<T>() as u32;
 
             #[inline(always)]
             fn map_addr(&self) -> u64 {
@@ -172,6 +185,20 @@ impl<
         const B4: u32,
     > TmaStore for TensorMapMut<T, SW, B0, B1, B2, B3, B4>
 {
+}
+
+/// Aborts the kernel (location recorded) unless `coords` has the map's rank and its innermost
+/// coordinate is a multiple of 16 bytes.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[track_caller]
+fn check_inner<M: Tma + ?Sized>(coords: &[i32]) {
+    let Some(&inner) = coords.last() else {
+        crate::diag::fail();
+    };
+    if coords.len() != M::RANK || (inner as i64 * M::ELEMENT_BYTES as i64) % 16 != 0 {
+        crate::diag::fail();
+    }
 }
 
 /// `coords` (outermost first) in the instruction's order (innermost first), padded with 0.

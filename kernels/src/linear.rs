@@ -77,6 +77,50 @@ pub unsafe fn linear_bf16_f32_sm90(x: XMap, w: WMap, out: ViewMut<f32, 2>) {
     }
 }
 
+/// `out = x · wᵀ` rounded to bf16 (one rounding of the f32 sum): as
+/// [`linear_bf16_f32_sm90`], half the output bytes — the product cuBLAS's bf16 GEMM returns.
+#[kernel(family = "linear", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+         shared_bytes = LINEAR_SMEM,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"))]
+pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `linear_bf16_f32_sm90`.
+    unsafe {
+        gemm(x, w, |row, col, v0, v1| store_pair_bf16(out, row, col, v0, v1))
+    }
+}
+
+/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
+/// it, rounded to bf16: one 4-byte store when the row is contiguous and the pair aligned.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) {
+    let [m, n] = out.shape();
+    let (row, col) = (row as usize, col as usize);
+    if row >= m || col >= n {
+        return;
+    }
+    let (a, b) = (bf16::from_f32(v0), bf16::from_f32(v1));
+    let at = out.indexer().offset([row, col]);
+    let p = out.as_mut_ptr().wrapping_offset(at);
+    let unit = out.indexer().strides[1] == 1;
+    if unit && col + 1 < n && (p as usize).is_multiple_of(4) {
+        let pair = a.to_bits() as u32 | (b.to_bits() as u32) << 16;
+        // SAFETY: two elements inside `out` (checked), 4-byte aligned; one owner thread.
+        unsafe { p.cast::<u32>().write(pair) };
+        return;
+    }
+    // SAFETY: inside `out` (checked); each element has one owner thread.
+    unsafe { out.write_at(at, a) };
+    if col + 1 < n {
+        let at1 = out.indexer().offset([row, col + 1]);
+        // SAFETY: as above.
+        unsafe { out.write_at(at1, b) };
+    }
+}
+
 /// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
 /// it.
 #[cfg(target_arch = "nvptx64")]
@@ -95,6 +139,25 @@ fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
         // SAFETY: as above.
         unsafe { out.write_at(at1, v1) };
     }
+}
+
+/// Rows of tiles in a group of the grouped order (Triton's `GROUP_SIZE_M`).
+#[cfg(target_arch = "nvptx64")]
+const GROUP_M: u32 = 8;
+
+/// The (row, column) of tile `tile` in the grouped order: tiles are taken in groups of
+/// [`GROUP_M`] tile rows, column by column within a group, so that the blocks running at one
+/// time share a few bands of `x` and of `w` in L2 (row-major order would stream all of `x`
+/// while they share one band of `w`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
+    let per_group = GROUP_M * tiles_n;
+    let group = tile / per_group;
+    let first_m = group * GROUP_M;
+    let rows = (tiles_m - first_m).min(GROUP_M);
+    let within = tile % per_group;
+    (first_m + within % rows, within / rows)
 }
 
 /// The warp-specialised main loop; `store(row, col, v0, v1)` receives each consumer thread's
@@ -140,7 +203,8 @@ unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
 
     let (m, k, n) = (x.dim(0) as u32, x.dim(1) as u32, w.dim(0) as u32);
     let tiles_m = m.div_ceil(BM);
-    let tiles = tiles_m * n.div_ceil(BN);
+    let tiles_n = n.div_ceil(BN);
+    let tiles = tiles_m * tiles_n;
     let k_steps = k.div_ceil(BK);
     let (first, step) = (thread::block_idx().x, thread::grid_dim().x);
     let wg = tid / 128;
@@ -154,7 +218,7 @@ unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
             let mut st = RingState::<STAGES>::producer();
             let mut tile = first;
             while tile < tiles {
-                let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
                 for ks in 0..k_steps {
                     let s = st.index();
                     empty(s).wait_ring(&st);
@@ -180,7 +244,7 @@ unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
         let mut st = RingState::<STAGES>::consumer();
         let mut tile = first;
         while tile < tiles {
-            let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+            let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
             let mut acc = [0f32; 128];
             wgmma::fence_operand(&mut acc);
             // The stage whose batch is still in flight (released after the next wait).

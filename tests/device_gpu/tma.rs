@@ -1,6 +1,6 @@
 //! The Tensor Memory Accelerator (`tests/device-kernels/src/tma.rs`, sm_90): every box of a
-//! grid of 16 × 32 boxes over an f32 array, at offsets that put boxes partly and wholly
-//! outside it: the loaded tile is the array's elements with zeros outside, and the TMA store
+//! grid of 16 × 32 boxes over an f32 array, at offsets (negative ones too; the innermost one a
+//! multiple of 16 bytes, as TMA requires) that put boxes partly and wholly outside it: the loaded tile is the array's elements with zeros outside, and the TMA store
 //! writes exactly the boxes' elements inside the destination (the rest keeps its poison).
 
 use crate::{down, ensure, err, launch, module, rng, scalar, up, TestResult, DEV};
