@@ -271,7 +271,12 @@ static ZEROS: Zeros = Zeros([0; 16]);
 /// form when `BYTES` is 16 (a constant after inlining).
 #[inline(always)]
 #[track_caller]
-unsafe fn copy_checked<T, const BYTES: usize>(dst: *mut T, src: Slice<T>, from: usize, cg: bool) {
+unsafe fn copy_checked<T: crate::shared::SharedElement, const BYTES: usize>(
+    dst: *mut T,
+    src: Slice<T>,
+    from: usize,
+    cg: bool,
+) {
     const {
         assert!(valid_size(BYTES), "cp.async copies 4, 8 or 16 bytes");
         assert!(
@@ -299,21 +304,38 @@ unsafe fn copy_checked<T, const BYTES: usize>(dst: *mut T, src: Slice<T>, from: 
             }
         }
     } else {
-        // Nothing past the slice is read: `valid * size_of::<T>()` bytes only. When none is
-        // (`from >= len`, an empty slice included), the instruction reads nothing; its source
-        // operand is then `ZEROS`, 16 aligned bytes of global memory, so that even the
-        // address it is given is a valid one.
-        let (p, n) = if valid > 0 {
-            (p, (valid * size_of::<T>()) as u32)
-        } else {
-            ((&raw const ZEROS).cast::<T>(), 0)
-        };
-        // SAFETY: as above, with `n < BYTES` bytes read.
+        // Nothing past the slice is read. When none of it is (`from >= len`, an empty slice
+        // included), the instruction reads nothing (`src-size` 0) and zero-fills; its source
+        // operand is then `ZEROS`, 16 aligned bytes of global memory, so that even the address
+        // it is given is a valid one. A partial chunk (some elements valid) is not copied with
+        // a partial `src-size`: memory checkers take the instruction to read its whole size,
+        // past the slice's allocation — this thread loads the valid elements itself and
+        // stores them and the zeros into shared memory at once (the copy's group then orders
+        // nothing for them; the barrier every reader waits behind does).
+        if valid > 0 {
+            let mut e = 0;
+            while e < k {
+                let v = if e < valid {
+                    // SAFETY: element `from + e` of the slice (e < valid).
+                    unsafe { p.add(e).read() }
+                } else {
+                    // SAFETY: every bit pattern is a `T` (`SharedElement`).
+                    unsafe { core::mem::zeroed() }
+                };
+                // SAFETY: `dst[e]` is one of the caller's K in-bounds shared elements, which
+                // no other thread accesses until the group's consumers are released.
+                unsafe { dst.add(e).write(v) };
+                e += 1;
+            }
+            return;
+        }
+        let p = (&raw const ZEROS).cast::<T>();
+        // SAFETY: as above, with nothing read.
         unsafe {
             if cg && BYTES == 16 {
-                cg_zfill(d, p, n)
+                cg_zfill(d, p, 0)
             } else {
-                ca_zfill::<BYTES>(d, p, n)
+                ca_zfill::<BYTES>(d, p, 0)
             }
         }
     }

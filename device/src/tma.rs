@@ -17,7 +17,9 @@
 //! store) — partial tiles need no special code. The **innermost** coordinate must be a
 //! multiple of 16 bytes (`coord * size_of::<T>() % 16 == 0`, the rule of the copy engine,
 //! which faults with an illegal-instruction error otherwise): the loads and stores here check
-//! it and abort the kernel with the location recorded instead.
+//! it and abort the kernel with the location recorded instead. A **store**'s coordinates must
+//! also be non-negative (its box may run past the end, not start before the array; the copy
+//! engine faults otherwise): [`TmaStore::store`] checks that too.
 //!
 //! # Thread model
 //!
@@ -121,12 +123,19 @@ pub trait TmaStore: Tma {
     ///    until a [`store_wait_read`] covers the store.
     /// 2. No other thread of the launch writes the array elements the box covers, and nothing
     ///    reads them before the kernel ends (or a `store_wait` of the writes).
-    /// 3. `coords` has [`RANK`](Tma::RANK) entries.
+    /// 3. `coords` has [`RANK`](Tma::RANK) entries, none negative (checked: the kernel aborts).
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
     unsafe fn store(&self, src: u32, coords: &[i32]) {
         check_inner::<Self>(coords);
+        let mut i = 0;
+        while i < coords.len() {
+            if coords[i] < 0 {
+                crate::diag::fail();
+            }
+            i += 1;
+        }
         let m = self.map_addr();
         let c = inner_first(coords);
         // SAFETY: the caller's contract.

@@ -454,11 +454,11 @@ fn async_copies_and_mbarriers_in_sass() {
             .map(String::as_str)
             .filter(|o| o.starts_with("LDGSTS"))
             .collect();
+        // The chunks past the slice's end are read by nothing (`src-size` 0: `.ZFILL`, or
+        // an equivalent ptxas chooses); partial chunks are stored by the thread itself.
         let zfill = format!("{ldgsts}.ZFILL");
         assert!(
-            copies.contains(&ldgsts)
-                && copies.contains(&zfill.as_str())
-                && copies.iter().all(|o| *o == ldgsts || *o == zfill),
+            copies.contains(&ldgsts) && copies.iter().all(|o| *o == ldgsts || *o == zfill),
             "{k}: {copies:?}"
         );
         assert!(
@@ -474,10 +474,7 @@ fn async_copies_and_mbarriers_in_sass() {
     ] {
         let f = function(&sass, k);
         assert!(
-            has_exact(f, "LDGSTS.E.BYPASS.128")
-                && has_exact(f, "LDGSTS.E.BYPASS.128.ZFILL")
-                && f.has("LDGDEPBAR")
-                && f.has("DEPBAR.LE"),
+            has_exact(f, "LDGSTS.E.BYPASS.128") && f.has("LDGDEPBAR") && f.has("DEPBAR.LE"),
             "{k}: {:?}",
             f.opcodes
         );

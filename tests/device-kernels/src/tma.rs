@@ -16,7 +16,8 @@ pub const BOX: (usize, usize) = (16, 32);
 /// Block `(bx, by)` loads the 16 × 32 box of `src` at row `16 by + dr`, column `32 bx + dc`
 /// (either may lie partly or wholly outside `src`) into shared memory with one TMA copy
 /// completing on an mbarrier, writes what it sees to `seen[512 b ..]` (`b = by · gridDim.x +
-/// bx`, row-major), then stores the box to `dst` at the same coordinates with a TMA store.
+/// bx`, row-major), then, when both coordinates are non-negative, stores the box to `dst` at
+/// the same coordinates with a TMA store.
 /// `mode` bit 0: prefetch the source's descriptor first; bit 1: do the store. Blocks of 128
 /// threads.
 #[kernel(arch = "sm_90", block = 128)]
@@ -59,7 +60,8 @@ pub unsafe fn tma_box_copy(
         // no thread wrote it since; every thread has read it (the barrier orders the reads
         // before the store's).
         thread::sync_threads();
-        if tid == 0 && mode & 2 != 0 {
+        // A store's box may run past the array's end but not start before it.
+        if tid == 0 && mode & 2 != 0 && coords[0] >= 0 && coords[1] >= 0 {
             // SAFETY: the tile holds the box, unchanged until the store's read completes
             // (waited below); the blocks' boxes do not overlap.
             unsafe { dst.store(tile.shared_addr(0), &coords) };
