@@ -78,6 +78,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module::load, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_ptx, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_cubin, m)?)?;
+    m.add_function(wrap_pyfunction!(module::_bundled_part_file, m)?)?;
     m.add_function(wrap_pyfunction!(module::_module, m)?)?;
     m.add_function(wrap_pyfunction!(module::_launcher, m)?)?;
     m.add_function(wrap_pyfunction!(project::build, m)?)?;

@@ -321,3 +321,15 @@ pub fn _bundled_cubin(py: Python<'_>, arch: &str) -> Option<Py<pyo3::types::PyBy
         .find(|(a, _)| *a == arch)
         .map(|(_, bytes)| pyo3::types::PyBytes::new(py, bytes).unbind())
 }
+
+/// The bundled kernels' part file ``name`` (the PTX or a cubin of the kernels built for another
+/// architecture, as the manifest's ``parts`` names it), ``None`` when there is none (with
+/// :func:`_bundled_ptx`, the files ``ferrocuda-builder`` writes; tests use them with
+/// :func:`load`).
+#[pyfunction]
+pub fn _bundled_part_file(py: Python<'_>, name: &str) -> Option<Py<pyo3::types::PyBytes>> {
+    ferrocuda::bundled::PART_FILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, bytes)| pyo3::types::PyBytes::new(py, bytes).unbind())
+}

@@ -148,3 +148,16 @@ def cai(
     }
     d.update(extra)
     return d
+
+
+def write_bundled_parts(directory: Any, manifest: dict[str, Any]) -> None:
+    """Writes the files of the bundled module's parts (the kernels built for other
+    architectures: each part's PTX and cubins) that ``manifest`` names into ``directory``,
+    as ``ferrocuda-builder`` writes them beside the manifest."""
+    from pathlib import Path
+
+    for part in manifest.get("parts", {}).values():
+        for name in [part["ptx"], *part.get("cubins", {}).values()]:
+            data = ferrocuda._ferrocuda._bundled_part_file(name)
+            assert data is not None, name
+            (Path(directory) / name).write_bytes(data)

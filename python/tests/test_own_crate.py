@@ -219,9 +219,12 @@ def test_not_a_crate(tmp_path: Path) -> None:
 
 
 def write_module(directory: Path, name: str, edit: Any | None = None) -> Path:
-    """The bundled manifest and PTX as ferrocuda-builder writes them, the manifest edited."""
+    """The bundled manifest and PTX as ferrocuda-builder writes them, the manifest edited: the
+    base module only (its parts, the kernels built for other architectures, left out)."""
     man = json.loads(ferrocuda.bundled().manifest)
     man["ptx"] = f"{name}.ptx"
+    man["kernels"] = [k for k in man["kernels"] if "arch" not in k]
+    man.pop("parts", None)
     if edit:
         edit(man)
     (directory / f"{name}.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())

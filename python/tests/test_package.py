@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
-from conftest import PTR, CAIProducer, cai
+from conftest import PTR, CAIProducer, cai, write_bundled_parts
 from ferrocuda import validate_interface
 
 NO_DRIVER = pytest.mark.skipif(
@@ -120,6 +120,7 @@ def test_load_a_builder_manifest(tmp_path: Path) -> None:
     m = ferrocuda.bundled()
     man = json.loads(m.manifest)
     (tmp_path / "mine.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
+    write_bundled_parts(tmp_path, man)
     man["ptx"] = "mine.ptx"
     (tmp_path / "mine.json").write_text(json.dumps(man))
     mine = ferrocuda.load(str(tmp_path / "mine.json"))
@@ -749,6 +750,7 @@ def test_load_finds_the_cubins_the_manifest_names(tmp_path: Path) -> None:
     m = ferrocuda.bundled()
     man = json.loads(m.manifest)
     (tmp_path / "mine.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
+    write_bundled_parts(tmp_path, man)
     man["ptx"] = "mine.ptx"
     man["cubins"] = {"sm_90": "mine.sm_90.cubin", "sm_80": "mine.sm_80.cubin"}
     sm90 = ferrocuda._ferrocuda._bundled_cubin("sm_90")

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import ferrocuda
+from conftest import write_bundled_parts
 from ferrocuda import kernels
 
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
@@ -30,6 +31,7 @@ def write_module(directory: Path, name: str = "mine") -> Path:
     """A module as ferrocuda-builder writes it (a copy of the bundled manifest and PTX)."""
     man = json.loads(ferrocuda.bundled().manifest)
     (directory / f"{name}.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
+    write_bundled_parts(directory, man)
     man["ptx"] = f"{name}.ptx"
     path = directory / f"{name}.json"
     path.write_text(json.dumps(man))
