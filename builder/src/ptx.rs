@@ -418,7 +418,7 @@ mod tests {
         // PTX built before the cooperative and cluster options: its 16-byte record ("FCL3")
         // still reads.
         let old = ptx.replace(
-            &format!("__ferrocuda_launch__k[{}] = {{70, 67, 76, 52,", launch::LEN),
+            &format!("__ferrocuda_launch__k[{}] = {{70, 67, 76, 53,", launch::LEN),
             &format!(
                 "__ferrocuda_launch__k[{}] = {{70, 67, 76, 51,",
                 launch::LEN_V3
