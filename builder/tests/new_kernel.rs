@@ -38,7 +38,8 @@ use std::time::{Duration, SystemTime};
 
 mod common;
 use common::{
-    kernel_names, param, repo_root, shared_target_dir, write_kernel_crate, TempDir, BUILD_LOCK,
+    base_kernel_names, kernel_names, param, repo_root, shared_target_dir, write_kernel_crate,
+    TempDir, BUILD_LOCK,
 };
 
 /// Copies a directory tree, skipping any `target` directory.
@@ -101,7 +102,7 @@ fn check_outputs(out: &BuildOutput) -> String {
     let entries = ptx_entries(&ptx).unwrap();
     let mut entry_names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     entry_names.sort_unstable();
-    let kernel_names = kernel_names(&out.manifest);
+    let kernel_names = base_kernel_names(&out.manifest);
     assert_eq!(entry_names, kernel_names);
     for e in &entries {
         let k = out.manifest.kernel(&e.name).unwrap();

@@ -69,9 +69,10 @@ fn test_first_launch_loads_the_cubin() -> TestResult {
     eprintln!(
         "first launch in a fresh process (CUDA_CACHE_DISABLE=1): {seconds:.3} s, {child_image}"
     );
-    ensure(child_image.split("; ").next() == Some(expected.as_str()), || {
-        format!("the child loaded {child_image}, expected {expected} for the base image")
-    })?;
+    ensure(
+        child_image.split("; ").next() == Some(expected.as_str()),
+        || format!("the child loaded {child_image}, expected {expected} for the base image"),
+    )?;
     if expected != "PTX" {
         ensure(seconds < 1.0, || {
             format!("first launch took {seconds:.3} s with the {expected} (expected < 1 s)")

@@ -82,6 +82,13 @@ pub fn kernel_names(manifest: &Manifest) -> Vec<&str> {
     manifest.kernels.iter().map(|k| k.name.as_str()).collect()
 }
 
+/// The names of the kernels in the base PTX (those without an `arch` of their own), in
+/// manifest order.
+#[allow(dead_code)]
+pub fn base_kernel_names(manifest: &Manifest) -> Vec<&str> {
+    manifest.kernels_of(None).map(|k| k.name.as_str()).collect()
+}
+
 /// A manifest parameter, for comparisons.
 pub fn param(
     name: &str,
