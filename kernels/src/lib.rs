@@ -69,6 +69,7 @@ mod activations;
 mod histogram;
 mod kernels;
 mod linear;
+mod linear_sm80;
 mod matmul;
 mod normalize;
 mod reduce;
