@@ -442,7 +442,9 @@ mod gpu {
         let align = 2 * size_of::<T>();
         let pairs = s1 == 1 && s0 % 2 == 0 && (out.as_mut_ptr() as usize).is_multiple_of(align);
         let (x_rows, w_rows) = (x.along_rows(), w.along_rows());
-        let (tiles_m, tiles_n) = (m.div_ceil(BM32), n.div_ceil(BM32));
+        // No tile at all when M or N is 0 (the loaders need an element to clamp to).
+        let tiles_m = m.div_ceil(BM32);
+        let tiles_n = if m == 0 { 0 } else { n.div_ceil(BM32) };
         let ktiles = kk.div_ceil(BK32);
         // Stage `s` ← the K step `kt` of the tile at (m0, n0). Only called when there are K
         // steps (K ≥ 1) and tiles (M, N ≥ 1).
@@ -462,8 +464,7 @@ mod gpu {
             }
         };
         let mut pipe = Pipeline::<STAGES>::new();
-        // Tile `tm + tiles_m · tn`, stepped by the grid without a division per tile (none
-        // when M or N is 0).
+        // Tile `tm + tiles_m · tn`, stepped by the grid without a division per tile.
         let (first, step) = (thread::block_idx().x, thread::grid_dim().x);
         let tiles_m = tiles_m.max(1);
         let (step_m, step_n) = (step % tiles_m, step / tiles_m);
