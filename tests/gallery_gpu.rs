@@ -469,6 +469,36 @@ fn argument_checks() -> TestResult {
         e.arg() == Some("a") && e.to_string().contains("inner dimensions"),
         || format!("matmul: {e}"),
     )?;
+    // The portable linear kernels: K must agree; a bf16 out must not be an input.
+    let (x, w7, o32) = (
+        d(DType::BF16, &[4, 8], 0x1000)?,
+        d(DType::BF16, &[6, 7], 0x2000)?,
+        d(DType::F32, &[4, 6], 0x3000)?,
+    );
+    let e = m
+        .kernel("linear_bf16_f32")
+        .map_err(err)?
+        .prepare(
+            &[Arg::Array(&x), Arg::Array(&w7), Arg::Array(&o32)],
+            &opts(),
+        )
+        .unwrap_err();
+    ensure(e.to_string().contains("same number of columns"), || {
+        format!("linear_bf16_f32: {e}")
+    })?;
+    let sq = d(DType::BF16, &[4, 4], 0x1000)?;
+    let w4 = d(DType::BF16, &[4, 4], 0x2000)?;
+    let e = m
+        .kernel("linear_bf16")
+        .map_err(err)?
+        .prepare(
+            &[Arg::Array(&sq), Arg::Array(&w4), Arg::Array(&sq)],
+            &opts(),
+        )
+        .unwrap_err();
+    ensure(e.to_string().contains("out must not be x"), || {
+        format!("linear_bf16 in place: {e}")
+    })?;
     // Scratch parameters are not arguments: sum takes (x, out).
     let sum = m.kernel("sum_f32").map_err(err)?;
     ensure(
