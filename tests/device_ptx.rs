@@ -919,6 +919,140 @@ fn kernels_declared_for_newer_architectures_are_built_into_parts() {
     );
 }
 
+/// The bundled `linear` family by the one selection rule, for a device of compute capability
+/// 9.0 (H100) and 8.0 (A100), no GPU needed: the sm_90a kernel (TMA tensor maps) wherever
+/// its maps take `x` and `w`, the portable `mma.sync` kernel for what TMA cannot read (K not a
+/// multiple of 8, a column slice at an odd offset, a transposed operand, an empty array) and
+/// on every device that does not run sm_90a code; the same through each kernel's typed
+/// launcher (`Kernel::variant_on`), and by the element type of `out` for the bf16 output.
+#[test]
+fn bundled_linear_selects_by_architecture_and_layout() {
+    use ferrocuda::abi::DType;
+    use ferrocuda::host::launch::select::{select_for, Operand};
+    use ferrocuda::ArrayDesc;
+    let module = ferrocuda::bundled::module().unwrap();
+    let names: Vec<&str> = module.family("linear").map(|k| k.name()).collect();
+    for k in ["linear_bf16_f32", "linear_bf16_f32_sm90", "linear_bf16"] {
+        assert!(
+            names.contains(&k),
+            "{k} not in the linear family: {names:?}"
+        );
+    }
+    let portable = module.kernel("linear_bf16_f32").unwrap();
+    assert!(portable.runs_on((8, 0)) && portable.runs_on((9, 0)) && portable.runs_on((10, 0)));
+    // The sm_90a kernel is a layout variant of the portable one (tensor maps where it has
+    // views): its typed launcher and the portable one's choose among both.
+    let variants: Vec<&str> = portable.layout_variants().map(|k| k.name()).collect();
+    assert!(variants.contains(&"linear_bf16_f32_sm90"), "{variants:?}");
+    // An array of `dtype`: `shape`, element `strides` (None: C order), at `ptr`.
+    let desc = |dtype: DType, shape: &[usize], strides: Option<&[isize]>, ptr: u64| {
+        let size = dtype.itemsize() as isize;
+        let bytes: Option<Vec<isize>> = strides.map(|s| s.iter().map(|v| v * size).collect());
+        ArrayDesc::from_parts(dtype, shape, bytes.as_deref(), ptr, false, None).unwrap()
+    };
+    let (m, n) = (256usize, 192usize);
+    let w = |k: usize| desc(DType::BF16, &[n, k], None, 0x8000_0000);
+    let cases: Vec<(&str, ArrayDesc, ArrayDesc, bool)> = vec![
+        // (what, x, w, TMA takes both)
+        (
+            "K = 64",
+            desc(DType::BF16, &[m, 64], None, 0x7000_0000),
+            w(64),
+            true,
+        ),
+        (
+            "K = 520",
+            desc(DType::BF16, &[m, 520], None, 0x7000_0000),
+            w(520),
+            true,
+        ),
+        (
+            "K = 7",
+            desc(DType::BF16, &[m, 7], None, 0x7000_0000),
+            w(7),
+            false,
+        ),
+        (
+            "K = 3",
+            desc(DType::BF16, &[m, 3], None, 0x7000_0000),
+            w(3),
+            false,
+        ),
+        (
+            "x a column slice at an odd offset",
+            desc(DType::BF16, &[m, 64], Some(&[72, 1]), 0x7000_0002),
+            w(64),
+            false,
+        ),
+        (
+            "x a column slice at 8 columns",
+            desc(DType::BF16, &[m, 64], Some(&[72, 1]), 0x7000_0010),
+            w(64),
+            true,
+        ),
+        (
+            "x transposed",
+            desc(DType::BF16, &[m, 64], Some(&[1, m as isize]), 0x7000_0000),
+            w(64),
+            false,
+        ),
+        (
+            "x empty",
+            desc(DType::BF16, &[0, 64], None, 0),
+            w(64),
+            false,
+        ),
+    ];
+    for (what, x, w, tma) in &cases {
+        for (dtype, portable, hopper) in [
+            (DType::F32, "linear_bf16_f32", "linear_bf16_f32_sm90"),
+            (DType::BF16, "linear_bf16", "linear_bf16_sm90"),
+        ] {
+            let rows = x.shape()[0];
+            let out = desc(
+                dtype,
+                &[rows, n],
+                None,
+                if rows == 0 { 0 } else { 0x9000_0000 },
+            );
+            let ops = [Operand::Array(x), Operand::Array(w), Operand::Array(&out)];
+            let chosen = |cc| {
+                select_for(module.family("linear"), &ops, Some(cc))
+                    .unwrap()
+                    .name()
+                    .to_string()
+            };
+            // The bf16-output sm_90a kernel is another branch's: until it is bundled, the
+            // portable one is the only bf16-output member, on every device.
+            let on_hopper = if *tma && names.contains(&hopper) {
+                hopper
+            } else {
+                portable
+            };
+            assert_eq!(
+                chosen((9, 0)),
+                on_hopper,
+                "{what}, out {:?}, 9.0",
+                out.dtype()
+            );
+            for cc in [(8, 0), (8, 6), (8, 9), (10, 0), (12, 0)] {
+                assert_eq!(
+                    chosen(cc),
+                    portable,
+                    "{what}, out {:?}, {cc:?}",
+                    out.dtype()
+                );
+            }
+            // Each member's typed launcher makes the same choice.
+            for k in [portable, hopper] {
+                let Ok(k) = module.kernel(k) else { continue };
+                assert_eq!(k.variant_on(&ops, Some((9, 0))).name(), on_hopper, "{what}");
+                assert_eq!(k.variant_on(&ops, Some((8, 0))).name(), portable, "{what}");
+            }
+        }
+    }
+}
+
 /// The operand lists of every `opcode` instruction of `body` (exact opcode, `;` removed),
 /// inline-asm scopes (`{ .reg …; instr …; }`) included.
 fn operands(body: &str, opcode: &str) -> Vec<Vec<String>> {

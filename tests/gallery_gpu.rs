@@ -469,6 +469,36 @@ fn argument_checks() -> TestResult {
         e.arg() == Some("a") && e.to_string().contains("inner dimensions"),
         || format!("matmul: {e}"),
     )?;
+    // The portable linear kernels: K must agree; a bf16 out must not be an input.
+    let (x, w7, o32) = (
+        d(DType::BF16, &[4, 8], 0x1000)?,
+        d(DType::BF16, &[6, 7], 0x2000)?,
+        d(DType::F32, &[4, 6], 0x3000)?,
+    );
+    let e = m
+        .kernel("linear_bf16_f32")
+        .map_err(err)?
+        .prepare(
+            &[Arg::Array(&x), Arg::Array(&w7), Arg::Array(&o32)],
+            &opts(),
+        )
+        .unwrap_err();
+    ensure(e.to_string().contains("same number of columns"), || {
+        format!("linear_bf16_f32: {e}")
+    })?;
+    let sq = d(DType::BF16, &[4, 4], 0x1000)?;
+    let w4 = d(DType::BF16, &[4, 4], 0x2000)?;
+    let e = m
+        .kernel("linear_bf16")
+        .map_err(err)?
+        .prepare(
+            &[Arg::Array(&sq), Arg::Array(&w4), Arg::Array(&sq)],
+            &opts(),
+        )
+        .unwrap_err();
+    ensure(e.to_string().contains("out must not be x"), || {
+        format!("linear_bf16 in place: {e}")
+    })?;
     // Scratch parameters are not arguments: sum takes (x, out).
     let sum = m.kernel("sum_f32").map_err(err)?;
     ensure(
@@ -577,6 +607,276 @@ fn linear() -> TestResult {
     Ok(())
 }
 
+/// How a test operand of `linear_portable` lies in its buffer.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    /// C order.
+    C,
+    /// Transposed: the buffer holds the (cols, rows) matrix in C order.
+    T,
+    /// Columns `off..off + cols` of a C-order buffer with rows of `pitch` elements.
+    Slice(usize, usize),
+    /// The rows reversed (negative row stride).
+    Rev,
+    /// Every row the buffer's one row (zero row stride).
+    Bcast,
+}
+
+impl Layout {
+    /// The buffer length, the view's offset and its element strides for a (rows, cols) view.
+    fn place(self, rows: usize, cols: usize) -> (usize, usize, [isize; 2]) {
+        let (r, c) = (rows as isize, cols as isize);
+        match self {
+            Layout::C => (rows * cols, 0, [c, 1]),
+            Layout::T => (rows * cols, 0, [1, r]),
+            Layout::Slice(off, pitch) => (rows * pitch, off, [pitch as isize, 1]),
+            Layout::Rev => (rows * cols, rows.saturating_sub(1) * cols, [-c, 1]),
+            Layout::Bcast => (cols, 0, [0, 1]),
+        }
+    }
+}
+
+/// A `T` array of `shape` over `base`'s memory, `offset` elements in, with element `strides`.
+fn view_of<T: ferrocuda::abi::Element>(
+    base: &DeviceArray<T>,
+    offset: usize,
+    shape: &[usize],
+    strides: [isize; 2],
+) -> Result<ArrayDesc, Failed> {
+    let size = std::mem::size_of::<T>();
+    let bytes = strides.map(|s| s * size as isize);
+    let ptr = if shape.iter().product::<usize>() == 0 {
+        0
+    } else {
+        base.device_ptr() + (size * offset) as u64
+    };
+    ArrayDesc::from_parts(
+        T::DTYPE,
+        shape,
+        Some(&bytes),
+        ptr,
+        false,
+        Some(base.stream()),
+    )
+    .map_err(err)
+}
+
+/// A random bf16 operand of `rows` × `cols` laid out as `layout`: the device buffer, the
+/// view's description, and the logical matrix (C order) as f64.
+fn operand(
+    r: &mut StdRng,
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+) -> Result<(DeviceArray<bf16>, ArrayDesc, Vec<f64>), Failed> {
+    let (len, off, [s0, s1]) = layout.place(rows, cols);
+    let buf: Vec<bf16> = (0..len)
+        .map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0)))
+        .collect();
+    let mut logical = Vec::with_capacity(rows * cols);
+    for i in 0..rows {
+        for j in 0..cols {
+            let at = off as isize + i as isize * s0 + j as isize * s1;
+            logical.push(buf[at as usize].to_f64());
+        }
+    }
+    let d = upload(buf, &[len])?;
+    let desc = view_of(&d, off, &[rows, cols], [s0, s1])?;
+    Ok((d, desc, logical))
+}
+
+/// `x · wᵀ` in f64 and `Σ|x w|` per element (row-major m × n).
+fn linear_reference(x: &[f64], w: &[f64], m: usize, n: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut s, mut a) = (vec![0f64; m * n], vec![0f64; m * n]);
+    for i in 0..m {
+        for j in 0..n {
+            let (xi, wj) = (&x[i * k..(i + 1) * k], &w[j * k..(j + 1) * k]);
+            for l in 0..k {
+                let p = xi[l] * wj[l];
+                s[i * n + j] += p;
+                a[i * n + j] += p.abs();
+            }
+        }
+    }
+    (s, a)
+}
+
+/// One launch of a `linear` kernel (`k`, or the family's choice when `k` is `None`) into an
+/// `out` of element `T` laid out as `layout` (poisoned with NaN, one element more than the
+/// view), every element checked against the f64 reference: `|out − s| ≤ (K + slack)·2⁻²³·Σ|xw|`
+/// for f32 (the tensor cores' f32 sums, products exact; `slack` 0 for the portable kernels, 2
+/// where the sm_90a kernel may run, as its own test allows), plus the rounding to bf16 (`2⁻⁸`
+/// of the computed value) for bf16. Returns the kernel that ran.
+#[allow(clippy::too_many_arguments)]
+fn check_linear<T: ferrocuda::abi::Element + Into<f64>>(
+    k: Option<&ferrocuda::Kernel<'_>>,
+    (x, w): (&ArrayDesc, &ArrayDesc),
+    (m, n, kk): (usize, usize, usize),
+    layout: Layout,
+    (want, abs): (&[f64], &[f64]),
+    slack: usize,
+    nan: T,
+    rounding: f64,
+    o: &LaunchOptions,
+    what: &str,
+) -> Result<String, Failed> {
+    let (len, off, strides) = layout.place(m, n);
+    let dout = upload(vec![nan; len + 1], &[len + 1])?;
+    let out = view_of(&dout, off, &[m, n], strides)?;
+    let args = [Arg::Array(x), Arg::Array(w), Arg::Array(&out)];
+    let module = bundled::module().map_err(err)?;
+    let kernel = match k {
+        Some(k) => *k,
+        None => module.select("linear", &args).map_err(err)?,
+    };
+    // SAFETY: the bundled kernels are memory-safe for any arguments that pass the checks.
+    unsafe { kernel.launch(&args, o) }.map_err(err)?;
+    let got = download(&dout)?;
+    let name = kernel.name();
+    for i in 0..m {
+        for j in 0..n {
+            let at = off as isize + i as isize * strides[0] + j as isize * strides[1];
+            let g: f64 = got[at as usize].into();
+            let terms = (kk + slack) as f64;
+            let (s, e) = (want[i * n + j], terms * 2f64.powi(-23) * abs[i * n + j]);
+            let bound = e + rounding * (s.abs() + e) + 1e-30;
+            ensure((g - s).abs() <= bound, || {
+                format!("{name} {what}: out[{i}, {j}] = {g}, expected {s} ± {bound}")
+            })?;
+        }
+    }
+    let past: f64 = got[len].into();
+    ensure(past.is_nan(), || format!("{name} {what}: wrote past out"))?;
+    Ok(name.to_string())
+}
+
+/// The portable `linear` kernels (`linear_bf16_f32`, `linear_bf16`: sm_80, `mma.sync`), run
+/// by name on any GPU from sm_80 — the H100 included, where the family would choose its
+/// sm_90a kernel for TMA-able arrays: shapes of one element, K not a multiple of 8, whole and
+/// partial tiles in M, N and K, empty arrays and K = 0 (zeros), and views TMA cannot read or
+/// the copies must zero-fill (a column slice at an odd offset, one at 8 columns with K = 67, a
+/// transposed `x`, `w` and `out`, reversed rows, a broadcast row); small grids (the tile loop
+/// stepping over tiles); every element against f64. Then the family's choice on this device —
+/// `linear_bf16_f32_sm90` for TMA-able arrays on compute capability 9.0, the portable kernel
+/// otherwise and on every other device — through `Module::select` and the typed launcher.
+fn linear_portable() -> TestResult {
+    use Layout::{Bcast, Rev, Slice, C, T};
+    let module = bundled::module().map_err(err)?;
+    let k32 = module.kernel("linear_bf16_f32").map_err(err)?;
+    let k16 = module.kernel("linear_bf16").map_err(err)?;
+    let cc = driver::Context::get(0).map_err(err)?.compute_capability();
+    let mut r = StdRng::seed_from_u64(seed() ^ 0x5080);
+    let grid = |g: u32| LaunchOptions {
+        grid: Some([g, 1, 1]),
+        ..opts()
+    };
+    for (m, n, kk, xl, wl, ol, grids) in [
+        (1usize, 1usize, 1usize, C, C, C, &[0u32][..]),
+        (7, 5, 3, C, C, C, &[0]),
+        (128, 128, 32, C, C, C, &[0, 1]),
+        (200, 300, 72, C, C, C, &[0, 1, 3, 5]),
+        (1000, 1000, 520, C, C, C, &[0, 7]),
+        (1, 300, 520, C, C, C, &[0]),
+        (33, 1, 8, C, C, C, &[0]),
+        (64, 48, 1, C, C, C, &[0]),
+        (0, 5, 3, C, C, C, &[0]),
+        (4, 0, 3, C, C, C, &[0]),
+        (3, 4, 0, C, C, C, &[0]),
+        (200, 300, 72, Slice(1, 80), C, C, &[0]),
+        (200, 300, 67, Slice(8, 80), C, T, &[0]),
+        (130, 70, 40, T, T, T, &[0, 2]),
+        (129, 257, 136, Rev, Bcast, C, &[0]),
+        (77, 129, 37, Slice(3, 41), Slice(1, 40), T, &[0]),
+    ] {
+        let (_bx, x, xv) = operand(&mut r, m, kk, xl)?;
+        let (_bw, w, wv) = operand(&mut r, n, kk, wl)?;
+        let (want, abs) = linear_reference(&xv, &wv, m, n, kk);
+        for &g in grids {
+            let o = if g == 0 { opts() } else { grid(g) };
+            let what = format!("{m}x{n}x{kk} x {xl:?} w {wl:?} out {ol:?} grid {g}");
+            let refs = (&want[..], &abs[..]);
+            check_linear(
+                Some(&k32),
+                (&x, &w),
+                (m, n, kk),
+                ol,
+                refs,
+                0,
+                f32::NAN,
+                0.0,
+                &o,
+                &what,
+            )?;
+            let half = 2f64.powi(-8);
+            check_linear(
+                Some(&k16),
+                (&x, &w),
+                (m, n, kk),
+                ol,
+                refs,
+                0,
+                bf16::NAN,
+                half,
+                &o,
+                &what,
+            )?;
+        }
+        // The family's choice on this device, for the f32 output.
+        if grids[0] == 0 && m * n > 0 {
+            let tma = matches!((xl, wl), (C, C)) && kk % 8 == 0 && kk > 0;
+            let expect = if cc == (9, 0) && tma {
+                "linear_bf16_f32_sm90"
+            } else {
+                "linear_bf16_f32"
+            };
+            let what = format!("{m}x{n}x{kk} family");
+            let ran = check_linear::<f32>(
+                None,
+                (&x, &w),
+                (m, n, kk),
+                ol,
+                (&want, &abs),
+                2,
+                f32::NAN,
+                0.0,
+                &opts(),
+                &what,
+            )?;
+            ensure(ran == expect, || {
+                format!("{what}: the family chose {ran} on {cc:?}, not {expect}")
+            })?;
+        }
+    }
+    // The typed launcher of the portable kernel on C-order arrays: its layout variant (the
+    // sm_90a kernel) on compute capability 9.0 where TMA takes them, itself elsewhere — on an
+    // A100 never the sm_90a kernel, whatever the layouts.
+    for (m, n, kk) in [(96usize, 80usize, 64usize), (96, 80, 7)] {
+        let xs: Vec<bf16> = (0..m * kk)
+            .map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0)))
+            .collect();
+        let ws: Vec<bf16> = (0..n * kk)
+            .map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0)))
+            .collect();
+        let xv: Vec<f64> = xs.iter().map(|v| v.to_f64()).collect();
+        let wv: Vec<f64> = ws.iter().map(|v| v.to_f64()).collect();
+        let (want, abs) = linear_reference(&xv, &wv, m, n, kk);
+        let (dx, dw) = (upload(xs, &[m, kk])?, upload(ws, &[n, kk])?);
+        let out = upload(vec![f32::NAN; m * n], &[m, n])?;
+        kernels::linear_bf16_f32(&dx, &dw, &out, &opts()).map_err(err)?;
+        let got = download(&out)?;
+        for e in 0..m * n {
+            let bound = (kk + 2) as f64 * 2f64.powi(-23) * abs[e] + 1e-30;
+            ensure((got[e] as f64 - want[e]).abs() <= bound, || {
+                format!(
+                    "typed launcher {m}x{n}x{kk}: out[{e}] = {}, expected {}",
+                    got[e], want[e]
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let devices = match driver::device_count() {
@@ -597,6 +897,7 @@ fn main() {
         gpu("softmax", softmax),
         gpu("matmul", matmul),
         gpu("linear", linear),
+        gpu("linear_portable", linear_portable),
         gpu("stencil_and_scan", stencil_and_scan),
         gpu("activations", activations),
     ];

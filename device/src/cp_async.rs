@@ -141,11 +141,15 @@ pub unsafe fn ca<const BYTES: usize>(dst: u32, src: *const impl Sized) {
 
 /// `cp.async.ca.shared.global [dst], [src], BYTES, src_bytes;` — as [`ca`], but reads only the
 /// first `src_bytes` bytes at `src` and fills the remaining `BYTES - src_bytes` bytes of the
-/// destination with zeros (`src_bytes == 0`: all zeros, nothing is read).
+/// destination with zeros (`src_bytes == 0`: all zeros, nothing is read; `src_bytes ==
+/// BYTES`: the whole copy, as [`ca`]). One instruction for any `src_bytes`, so that a loader
+/// whose chunks are whole, partial or empty by lane needs no lane-dependent branch. (The PTX
+/// ISA's text asks for a `src-size` below the copy size and calls a larger one undefined;
+/// CUTLASS's `SM80_CP_ASYNC_*_ZFILL` copies pass the full size or 0 alike, and so may this.)
 ///
 /// # Safety
 ///
-/// 1. `src_bytes < BYTES` (use [`ca`] for a whole copy).
+/// 1. `src_bytes <= BYTES`.
 /// 2. `dst` is the shared-window address of `BYTES` bytes of this block's shared memory,
 ///    aligned to `BYTES`.
 /// 3. `src` is aligned to `BYTES` and its first `src_bytes` bytes are readable global memory
@@ -179,13 +183,14 @@ pub unsafe fn cg(dst: u32, src: *const impl Sized) {
 }
 
 /// `cp.async.cg.shared.global [dst], [src], 16, src_bytes;` — as [`cg`], reading only
-/// `src_bytes` bytes and zero-filling the rest of the 16.
+/// `src_bytes` bytes and zero-filling the rest of the 16 (`src_bytes == 16`: the whole copy;
+/// see [`ca_zfill`]).
 ///
 /// # Safety
 ///
 /// As [`ca_zfill`] with `BYTES = 16`:
 ///
-/// 1. `src_bytes < 16`.
+/// 1. `src_bytes <= 16`.
 /// 2. `dst` is the shared-window address of 16 bytes of this block's shared memory, aligned
 ///    to 16.
 /// 3. `src` is aligned to 16 and its first `src_bytes` bytes are readable global memory that no

@@ -23,6 +23,7 @@
 //! | `histogram` | `histogram_{u8,i32,f32,f64}` | `numpy.histogram` with equal-width bins, exactly; privatized shared-memory counts |
 //! | `softmax`, `log_softmax` | `…_{f32,f64,f16,bf16}` | along rows of a 2-D view; warp- or block-per-row in registers, streamed for long rows |
 //! | `matmul` | `matmul_f32` | `c = α·a@b + β·c` on strided views, 128×128 tiles, 8×8 per thread |
+//! | `linear` | `linear_bf16_f32_sm90`; `linear_bf16_f32`, `linear_bf16` | `out = x·wᵀ` (bf16 in, f32 accumulation) on the tensor cores: TMA + `wgmma` on sm_90a (`linear`); `mma.sync` with a `cp.async` pipeline on every GPU from sm_80, any strides, f32 or bf16 out (`linear_sm80`) |
 //! | `stencil5` | `stencil5_{f32,f64}` | zero-padded 5-point Laplacian of a 2-D view |
 //! | `cumsum`, `cumsum_exclusive` | `…_{f32,f64,i32,i64,i32_i64}` | single-pass prefix sums (decoupled look-back) |
 //! | `gelu`, `gelu_tanh`, `silu` | `…_{f32,f16,bf16}`, strided `…_<type>_{1..4}d` | activations, computed in `f32` |
@@ -37,6 +38,8 @@
 //! for 64-bit ones (`block = …`: see `scan`), `matmul`
 //! at most 256 (`max_threads = 256`; smaller blocks run a simple, correct loop); `normalize`
 //! is cooperative (`cooperative`: its grid is at most one resident wave, see `normalize`);
+//! `linear` needs blocks of exactly 384 threads (sm_90a) or 256 (portable) and declares its
+//! dynamic shared memory (`shared_bytes`: 193 KiB and 80 KiB);
 //! the others take any block.
 //!
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
@@ -69,6 +72,7 @@ mod activations;
 mod histogram;
 mod kernels;
 mod linear;
+mod linear_sm80;
 mod matmul;
 mod normalize;
 mod reduce;

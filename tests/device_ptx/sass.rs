@@ -554,3 +554,85 @@ fn async_copies_and_mbarriers_in_sass() {
         mbarrier_ops(f)
     );
 }
+
+/// The bundled portable `linear` kernels (`kernels/src/linear_sm80.rs`) as the schedule says:
+/// four instances of the tile loop (`cp.async` or element loads for each operand), each with
+/// 32 `HMMA.16816.F32.BF16` fed by 12 `LDSM.16.M88.4` per 32 of K — no other matrix
+/// instruction, none duplicated —, the copies as `LDGSTS.E.BYPASS.128.ZFILL` (one zero-filling
+/// form for whole, partial and empty chunks) with `LDGDEPBAR`/`DEPBAR.LE`, the element path's
+/// `LDG.E.U16` and `STS`, the epilogue's pair stores (`STG.E.64` for f32, `STG.E` for two
+/// bf16); no local memory. And ptxas's report for sm_80 and sm_90: at most 128 registers
+/// (`min_blocks = 2`), no spill, no stack.
+#[test]
+fn bundled_linear_runs_on_the_tensor_cores() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundled-linear-sm80.ptx");
+    std::fs::write(&path, ferrocuda::bundled::PTX).unwrap();
+    let kernels = ["linear_bf16_f32", "linear_bf16"];
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    match ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) {
+        Some(p) => {
+            for arch in ["sm_80", "sm_90"] {
+                let report = ptxas::run(&p, arch, &path).unwrap_or_else(|e| panic!("{e}"));
+                let props = ptxas::parse_report(&report, arch);
+                for k in kernels {
+                    let r = &props[k];
+                    eprintln!("{k} [{arch}]: {:?} registers", r.registers);
+                    assert!(
+                        r.registers.is_some_and(|n| n <= 128)
+                            && r.stack == Some(0)
+                            && r.spill_stores == Some(0)
+                            && r.spill_loads == Some(0),
+                        "{r:?}"
+                    );
+                }
+            }
+        }
+        None => eprintln!("ptxas check SKIPPED: no ptxas found"),
+    }
+    let Some(sass) = sass_sm90(&path) else {
+        return;
+    };
+    for k in kernels {
+        let f = function(&sass, k);
+        let ops = tensor_ops(f);
+        assert_eq!(f.count("HMMA", &[]), 128, "{k}: {ops:?}");
+        assert_eq!(
+            f.count("HMMA", &["16816", "F32", "BF16"]),
+            128,
+            "{k}: {ops:?}"
+        );
+        assert_eq!(f.count("LDSM", &[]), 48, "{k}: {ops:?}");
+        assert_eq!(f.count("LDSM", &["16", "M88", "4"]), 48, "{k}: {ops:?}");
+        let copies: Vec<&str> = f
+            .opcodes
+            .iter()
+            .map(String::as_str)
+            .filter(|o| o.starts_with("LDGSTS"))
+            .collect();
+        assert!(
+            !copies.is_empty() && copies.iter().all(|o| *o == "LDGSTS.E.BYPASS.128.ZFILL"),
+            "{k}: {copies:?}"
+        );
+        assert!(
+            f.has("LDGDEPBAR") && f.has("DEPBAR.LE"),
+            "{k}: {:?}",
+            memory_ops(f)
+        );
+        assert!(
+            has_exact(f, "LDG.E.U16") && f.has("STS"),
+            "{k}: element path {:?}",
+            memory_ops(f)
+        );
+        let pair = if k == "linear_bf16_f32" {
+            "STG.E.64"
+        } else {
+            "STG.E"
+        };
+        assert!(has_exact(f, pair), "{k}: no {pair} in {:?}", memory_ops(f));
+        assert!(
+            f.accesses(sass::Space::Local).is_empty() && f.generic_accesses().is_empty(),
+            "{k}: {:?}",
+            memory_ops(f)
+        );
+    }
+}

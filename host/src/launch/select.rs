@@ -355,20 +355,24 @@ impl<'m> Kernel<'m> {
     }
 
     /// [`variant_for`](Self::variant_for) on what selection sees of the arguments (for
-    /// launchers that have not converted their scalars yet). With architecture variants, the
-    /// device is found as a launch finds it ([`launch_capability`]); when that fails (no
-    /// driver), architectures are not weighed (the launch will say what failed).
+    /// launchers that have not converted their scalars yet). With architecture variants, or
+    /// layout variants built for another architecture (`linear_bf16_f32_sm90`, whose tensor
+    /// maps make it a layout variant of the portable `linear_bf16_f32`), the device is found
+    /// as a launch finds it ([`launch_capability`]); when that fails (no driver),
+    /// architectures are not weighed (the launch will say what failed).
     pub fn variant_for_operands(&self, operands: &[Operand<'_>]) -> Kernel<'m> {
         if !self.has_variants() {
             return *self;
         }
         let module = self.module;
-        let arch_variants = module.arch_variants_of(self.index);
+        let arch = self.arch();
+        let weigh_arch = !module.arch_variants_of(self.index).is_empty()
+            || self.layout_variants().any(|k| k.arch() != arch);
         // Without a driver no launch can happen: the architectures are not weighed then.
-        let cc = if arch_variants.is_empty() {
-            None
-        } else {
+        let cc = if weigh_arch {
             launch_capability(operands, None).ok()
+        } else {
+            None
         };
         self.variant_on(operands, cc)
     }
