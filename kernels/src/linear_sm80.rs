@@ -30,10 +30,11 @@
 //!   each `ldmatrix` phase reads start 20 words apart and cover the 32 banks once, so the
 //!   fragment loads are free of bank conflicts.
 //! * **Global loads**: where an operand's rows are contiguous and 16-byte aligned (unit stride
-//!   along K — or K = 1 —, a row stride of a multiple of 8 elements, a 16-byte aligned base),
-//!   each thread issues two 16-byte `cp.async.cg` per operand and stage; the bytes past K and
-//!   the rows past M or N are zero-filled by the copy itself (`src-size` below 16), so partial
-//!   tiles need no other code. Otherwise (K not a multiple of 8, a column slice at an odd
+//!   along K, K and the row stride multiples of 8 elements, a 16-byte aligned base), each
+//!   thread issues two 16-byte `cp.async.cg` per operand and stage; the chunks past K and the
+//!   rows past M or N are zero-filled by the copy itself (`src-size` 0: every chunk is wholly
+//!   inside or wholly outside, so no copy reads part of one), so partial tiles need no other
+//!   code. Otherwise (K not a multiple of 8, a column slice at an odd
 //!   offset, a transposed operand) each thread loads 16 elements per operand and stage with
 //!   plain loads — pairs along K, or along the rows when the rows are the closer axis in
 //!   memory, so that a warp's loads stay coalesced — and stores them to the stage (zeros
@@ -177,11 +178,15 @@ mod gpu {
         }
 
         /// Whether 8 consecutive elements along K, from any multiple of 8, are one aligned
-        /// 16-byte chunk of memory (the `cp.async` path).
+        /// 16-byte chunk of memory that lies wholly inside or wholly outside the operand (the
+        /// `cp.async` path: K a multiple of 8, so no copy reads part of a chunk — a copy that
+        /// reads `n < 16` bytes counts, for memory checkers, as reading all 16, past the
+        /// array's allocation).
         #[inline(always)]
         fn chunked(&self) -> bool {
             (self.ptr as usize).is_multiple_of(16)
-                && (self.s1 == 1 || self.k <= 1)
+                && self.s1 == 1
+                && self.k.is_multiple_of(8)
                 && (self.s0 % 8 == 0 || self.rows <= 1)
         }
 

@@ -82,6 +82,6 @@ def test_first_launch_in_a_fresh_process_is_fast(gpu: None) -> None:
     seconds = float(seconds_text)
     print(f"first launch in a fresh process (CUDA_CACHE_DISABLE=1): {seconds:.3f} s, {image}")
     expected = expected_image(ferrocuda.bundled().cubins, compute_capability())
-    assert image == expected
+    assert image.split("; ")[0] == expected, image
     if expected != "PTX":
         assert seconds < 1.0, f"{seconds:.3f} s with the {image}"
