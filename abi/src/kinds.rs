@@ -478,6 +478,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_tiled_rule_is_tmas() {
+        let t = |shape: &[usize], strides: &[isize]| ArrayLayout::Tiled.admits(shape, strides, 2);
+        // C-order bf16 rows of 8 elements (16 bytes) and more: every row stride a multiple of 16.
+        assert!(t(&[4, 8], &[16, 2]));
+        assert!(t(&[3, 5, 64], &[5 * 128, 128, 2]));
+        // A row stride not a multiple of 16 bytes (7 bf16 per row), an inner stride ≠ 1,
+        // a transposed view, a negative or zero row stride: not TMA's.
+        assert!(!t(&[4, 7], &[14, 2]));
+        assert!(!t(&[4, 8], &[32, 4]));
+        assert!(!t(&[8, 8], &[2, 16]));
+        assert!(!t(&[4, 8], &[-16, 2]));
+        assert!(!t(&[4, 8], &[0, 2]));
+        // Axes of extent 1 carry no stride to check, the inner one included.
+        assert!(t(&[1, 7], &[14, 2]));
+        assert!(t(&[4, 1], &[16, 6]));
+        assert!(t(&[4, 1, 8], &[16, 3, 2]));
+        // Strides of 2^40 bytes and extents of 2^32 are beyond the descriptor.
+        assert!(!t(&[2, 8], &[1 << 40, 2]));
+        assert!(!t(&[1 << 32], &[2]));
+        // A 0-D array has no axes for a tensor map.
+        assert!(!t(&[], &[]));
+    }
+
+    #[test]
     fn layouts_are_the_types_own() {
         let slice = <Slice<f64> as KernelParam>::DESC;
         assert_eq!(

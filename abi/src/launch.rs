@@ -848,6 +848,7 @@ mod tests {
             197_696
         );
         assert_eq!(LaunchDecl::decode(&bytes), Ok(d));
+        #[cfg(feature = "std")]
         assert_eq!(LaunchSpec::from(d).decl(), Ok(d));
         // The same declaration as the previous version wrote it ("FCL4", 20 bytes, no
         // shared_bytes).
