@@ -97,6 +97,7 @@ pub(crate) fn verify(
                         .partition(|f| f.severity == Severity::Error);
                 errors.extend(e);
                 warnings.extend(w);
+                warnings.extend(ptxas::wgmma_findings(&report, arch));
                 out.resources = props.into_values().collect();
                 made.push(arch);
             }

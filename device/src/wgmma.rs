@@ -46,6 +46,11 @@
 //! every accumulator) pins them before the fence and after the wait, which is how CUTLASS
 //! keeps the compiler from scheduling accumulator accesses into the asynchronous window.
 //!
+//! What the builder checks of this protocol in the PTX (rule `wgmma`): an `mma_async` that
+//! some path reaches with no [`fence`] before it, and a kernel that never commits or never
+//! waits, fail the build; ptxas's report that it serialized the MMAs (a fence missing, the
+//! accumulators touched inside the window) is a build warning.
+//!
 //! # The accumulator fragment (m64nNk16, f32)
 //!
 //! Thread `t` of the warpgroup (warp `w = t / 32`, lane `l = t % 32`) holds `N / 2` floats.

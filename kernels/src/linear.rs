@@ -88,7 +88,9 @@ pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| store_pair_bf16(out, row, col, v0, v1))
+        gemm(x, w, |row, col, v0, v1| {
+            store_pair_bf16(out, row, col, v0, v1)
+        })
     }
 }
 
@@ -183,7 +185,9 @@ unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
     let skew = (1024 - (shared_addr_of(raw) & 1023)) & 1023;
     let stages = raw.wrapping_add(skew as usize);
     let base = shared_addr_of(stages);
-    let bars = stages.wrapping_add(STAGES * STAGE_BYTES as usize).cast::<u64>();
+    let bars = stages
+        .wrapping_add(STAGES * STAGE_BYTES as usize)
+        .cast::<u64>();
     let tid = thread::rank_in_block();
     if tid == 0 {
         for i in 0..STAGES {

@@ -378,7 +378,11 @@ mod gpu {
             core::array::from_fn(|j| unsafe { ldmatrix_x4(b + j as u32 * 16 * ROW) });
         let fb: [FragB16x8<bf16>; 4] = core::array::from_fn(|j| {
             let r = pb[j / 2];
-            FragB16x8::from_regs(if j % 2 == 0 { [r[0], r[1]] } else { [r[2], r[3]] })
+            FragB16x8::from_regs(if j % 2 == 0 {
+                [r[0], r[1]]
+            } else {
+                [r[2], r[3]]
+            })
         });
         for i in 0..4 {
             for j in 0..4 {

@@ -9,9 +9,11 @@
 //! repository's own kernels must have none). Text rules: no `.extern` but `.extern .shared`,
 //! no panic machinery, no `.local` memory, no barrier under a thread- or data-dependent
 //! branch, no mbarrier wait without an arrive and no `cp.async` group wait without a commit in
-//! its kernel; with `--manifest`, its kernels are the `.entry` set and its arch the `.target`.
+//! its kernel, no `wgmma.mma_async` without a fence before it on every path or without a
+//! commit and a wait in its kernel; with `--manifest`, its kernels are the `.entry` set and its arch the `.target`.
 //! ptxas rules, for each `--arch` (default sm_80 and sm_90): ptxas succeeds, reports every
-//! entry, and every function has a 0-byte stack frame and no spills.
+//! entry, every function has a 0-byte stack frame and no spills, and ptxas serializes no
+//! function's `wgmma.mma_async`.
 //!
 //! ptxas: `--ptxas`, else `$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`,
 //! `/usr/local/cuda`, python3's nvcc wheel. Exit status: 0 passed, 1 a check failed, 2 usage
@@ -174,6 +176,7 @@ fn assemble(tool: &Path, args: &Args, entries: &[&str], findings: &mut Vec<Findi
                 }
                 let props = ptxas::parse_report(&report, arch);
                 findings.extend(ptxas::check_report(&props, entries, arch));
+                findings.extend(ptxas::wgmma_findings(&report, arch));
                 rows.extend(
                     entries
                         .iter()

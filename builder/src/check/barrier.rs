@@ -184,16 +184,16 @@ fn reaches_exit(blocks: &[Block]) -> bool {
 }
 
 /// A basic block.
-struct Block {
-    instrs: Vec<Instr>,
-    succs: Vec<usize>,
+pub(super) struct Block {
+    pub(super) instrs: Vec<Instr>,
+    pub(super) succs: Vec<usize>,
     /// Ends the function normally (`ret`/`exit`, or falls off the end).
-    exits: bool,
+    pub(super) exits: bool,
 }
 
 /// The basic blocks of a body; a block that executes an unguarded `trap`, or calls one of
 /// the `aborting` functions unguarded, aborts (no successors).
-fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block> {
+pub(super) fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block> {
     // The target lists of `brx.idx` (`$L_brx_0: .branchtargets $L__BB0_3, …;`): a jump table's
     // successors are its list, not every label of the function.
     let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();

@@ -12,6 +12,7 @@
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
 //! | [`Rule::MBarrier`] | an mbarrier wait in a kernel that never arrives on an mbarrier ([`waits`]) | error | error |
 //! | [`Rule::CpAsync`] | a `cp.async` group wait in a kernel that never commits a group ([`waits`]) | error | error |
+//! | [`Rule::Wgmma`] | a `wgmma.mma_async` reached on some path with no `wgmma.fence` before it, or in a kernel that never commits or never waits for a wgmma group ([`wgmma`]); ptxas serializing a function's MMAs (its advisory: a fence missing, the accumulators touched in between) | error; ptxas's: warning | error |
 //! | [`Rule::Local`], [`Rule::Stack`], [`Rule::Spill`] | local memory, stack frames, register spills (ptxas) | warning | error |
 //! | [`Rule::Ptxas`] | ptxas rejects the module or does not report an entry | error | error |
 //! | [`Rule::Manifest`], [`Rule::Entry`] | manifest and `.entry` list disagree; no entry | (checked while building) | error |
@@ -24,6 +25,7 @@ pub mod parse;
 pub mod ptxas;
 pub mod sass;
 pub mod waits;
+pub mod wgmma;
 
 use barrier::{divergent_barriers, functions_that_abort, functions_with_barriers, Taint};
 use ferrocuda_abi::manifest::Manifest;
@@ -59,6 +61,8 @@ pub enum Rule {
     Entry,
     /// An instruction the module's target architecture does not have.
     Arch,
+    /// A `wgmma.mma_async` without its fence, commit or wait (or serialized by ptxas).
+    Wgmma,
 }
 
 impl Rule {
@@ -78,6 +82,7 @@ impl Rule {
             Rule::Manifest => "manifest",
             Rule::Entry => "entry",
             Rule::Arch => "arch",
+            Rule::Wgmma => "wgmma",
         }
     }
 }
@@ -196,6 +201,14 @@ pub fn check_text(ptx: &str) -> TextCheck {
             rule,
             Severity::Error,
             wait_message(&w),
+        ));
+    }
+    for p in wgmma::problems(&functions, &aborting) {
+        findings.push(Finding::new(
+            Some(&p.function),
+            Rule::Wgmma,
+            Severity::Error,
+            p.message,
         ));
     }
     // Source paths are expected where ferrocuda's checks record their location for the host

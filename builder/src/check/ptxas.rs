@@ -163,6 +163,26 @@ pub fn check_report(
     out
 }
 
+/// ptxas's word that it serialized a function's `wgmma.mma_async` instructions (a missing
+/// fence, their registers touched in between, too few registers), as warnings of
+/// [`Rule::Wgmma`]: the code stays correct, the MMAs no longer overlap.
+pub fn wgmma_findings(report: &str, arch: &str) -> Vec<Finding> {
+    super::wgmma::serialized(report)
+        .into_iter()
+        .map(|(function, said)| Finding {
+            function: (!function.is_empty()).then_some(function),
+            rule: Rule::Wgmma,
+            severity: Severity::Warning,
+            message: format!(
+                "ptxas: {said} — the tensor cores wait for each MMA. Usually a missing \
+                 `wgmma::fence()`, or the accumulators touched between the fence and the MMAs \
+                 (ferrocuda_device::wgmma's thread model)"
+            ),
+            arch: Some(arch.to_string()),
+        })
+        .collect()
+}
+
 /// The ptxas to run: `$FERROCUDA_PTXAS` (when set, the answer), `$CUDA_HOME/bin/ptxas`,
 /// `$CUDA_PATH/bin/ptxas`, `PATH`, `/usr/local/cuda/bin/ptxas`, the `nvidia-cuda-nvcc-cu12`
 /// wheel of `python3`, then `<fallback_root>/bin/ptxas`.

@@ -682,3 +682,132 @@ fn a_group_wait_with_no_commit_in_the_kernel_is_refused() {
     );
     assert_eq!(rule_findings(&mixed, Rule::CpAsync).len(), 1);
 }
+
+/// One `wgmma.mma_async` as `ferrocuda_device::wgmma` writes it (an inline-asm scope).
+const MMA: &str = "\t{ .reg .pred p; setp.ne.b32 p, %r3, 0; \
+                   wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%r4, %r5, %r6, %r7}, \
+                   %rd1, %rd2, p, 1, 1, 0, 0; }\n";
+const FENCE: &str = "\twgmma.fence.sync.aligned;\n";
+const COMMIT_WAIT: &str =
+    "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n";
+
+#[test]
+fn a_wgmma_without_a_fence_on_some_path_is_refused() {
+    let k = |body: &str| entry("k", &format!("{body}\tret;"));
+    // Fenced, committed, waited: passes.
+    let good = k(&format!("{FENCE}{MMA}{MMA}{COMMIT_WAIT}"));
+    assert_eq!(rule_findings(&good, Rule::Wgmma), []);
+    // No fence at all: refused once (the second MMA follows the first on its path).
+    let found = rule_findings(&k(&format!("{MMA}{MMA}{COMMIT_WAIT}")), Rule::Wgmma);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let (f, severity, message) = &found[0];
+    assert_eq!((f.as_str(), *severity), ("k", Severity::Error));
+    assert!(
+        message.contains("wgmma.mma_async.sync.aligned.m64n8k16")
+            && message.contains("wgmma.fence"),
+        "{message}"
+    );
+    // The fence after the MMA in the text: refused (nothing fenced before it).
+    let late = k(&format!("{MMA}{FENCE}{COMMIT_WAIT}"));
+    assert_eq!(rule_findings(&late, Rule::Wgmma).len(), 1);
+    // The fence on one side of a branch only: the other path reaches the MMA unfenced.
+    let one_side = k(&format!(
+        "{TID_PREDICATE}\n\t@%p1 bra $L_join;\n{FENCE}$L_join:\n{MMA}{COMMIT_WAIT}"
+    ));
+    assert_eq!(rule_findings(&one_side, Rule::Wgmma).len(), 1);
+    // Fenced on both sides: passes.
+    let both = k(&format!(
+        "{TID_PREDICATE}\n\t@%p1 bra $L_other;\n{FENCE}\tbra.uni $L_join;\n$L_other:\n{FENCE}\
+         $L_join:\n{MMA}{COMMIT_WAIT}"
+    ));
+    assert_eq!(rule_findings(&both, Rule::Wgmma), []);
+    // A loop whose body fences before its MMAs, the fence's block laid out after the MMA's
+    // (the analysis follows the control flow, not the text): passes.
+    let looped = k(&format!(
+        "\tmov.u32 %r8, 0;\n\tbra.uni $L_top;\n$L_mma:\n{MMA}{COMMIT_WAIT}\tadd.s32 %r8, %r8, 1;\n\t\
+         setp.lt.u32 %p2, %r8, 4;\n\t@!%p2 bra $L_done;\n$L_top:\n{FENCE}\tbra.uni $L_mma;\n$L_done:\n"
+    ));
+    assert_eq!(rule_findings(&looped, Rule::Wgmma), []);
+    // The same loop fencing only before it is entered, not on the back edge: still passes —
+    // the accumulators of back-to-back MMAs need no fence, and the rule asks for a fence on
+    // every path from the start, which the entry's fence is.
+    let once = k(&format!(
+        "\tmov.u32 %r8, 0;\n{FENCE}$L_top:\n{MMA}{COMMIT_WAIT}\tadd.s32 %r8, %r8, 1;\n\t\
+         setp.lt.u32 %p2, %r8, 4;\n\t@%p2 bra $L_top;\n"
+    ));
+    assert_eq!(rule_findings(&once, Rule::Wgmma), []);
+}
+
+#[test]
+fn wgmma_groups_never_committed_or_never_waited_for_are_refused() {
+    let k = |body: &str| entry("k", &format!("{FENCE}{MMA}{body}\tret;"));
+    let found = rule_findings(&k("\twgmma.wait_group.sync.aligned 0;\n"), Rule::Wgmma);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].2.contains("never executes a `wgmma.commit_group`"),
+        "{}",
+        found[0].2
+    );
+    let found = rule_findings(&k("\twgmma.commit_group.sync.aligned;\n"), Rule::Wgmma);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].2.contains("never executes a `wgmma.wait_group`"),
+        "{}",
+        found[0].2
+    );
+    assert_eq!(rule_findings(&k(COMMIT_WAIT), Rule::Wgmma), []);
+}
+
+#[test]
+fn wgmma_across_function_calls_is_judged_only_where_the_text_proves_it() {
+    // A device function issuing the MMA: its caller may have fenced (not reported in the
+    // function); the commit and wait in the kernel count for the kernel.
+    let mma_fn =
+        format!(".func mma_it()\n{{\n\t.reg .b32 %r<9>;\n\t.reg .b64 %rd<3>;\n{MMA}\tret;\n}}\n");
+    let kernel = |body: &str| {
+        format!(
+            "{HEADER}\n{mma_fn}.visible .entry k(\n\t.param .align 8 .b8 k_param_0[16]\n)\n\
+             {{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<9>;\n\t.reg .b64 %rd<9>;\n{body}\n\tret;\n}}\n"
+        )
+    };
+    let call = "\t{ // callseq\n\tcall.uni mma_it, ();\n\t}\n";
+    assert_eq!(
+        rule_findings(&kernel(&format!("{FENCE}{call}{COMMIT_WAIT}")), Rule::Wgmma),
+        []
+    );
+    // No commit anywhere in the kernel or its callee: refused, for the kernel.
+    let found = rule_findings(&kernel(&format!("{FENCE}{call}")), Rule::Wgmma);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, "k");
+    // A kernel that only calls through a pointer is not judged.
+    let indirect = format!(
+        "{FENCE}\tmov.u64 %rd2, mma_it;\n\t{{\n\tprototype_0 : .callprototype ()_ ();\n\t\
+         call %rd2, (), prototype_0;\n\t}}\n"
+    );
+    assert_eq!(rule_findings(&kernel(&indirect), Rule::Wgmma), []);
+    // An MMA right after a call in the kernel: the callee may fence.
+    let after_call = format!(
+        "{}{MMA}{COMMIT_WAIT}",
+        "\t{ // callseq\n\tcall.uni mma_it, ();\n\t}\n"
+    );
+    assert_eq!(rule_findings(&kernel(&after_call), Rule::Wgmma), []);
+}
+
+#[test]
+fn ptxas_serializing_wgmma_is_a_warning_naming_the_function() {
+    let report = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n\
+        ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are \
+        serialized due to program dependence on compiler-inserted WG.AR in divergent path in \
+        the function 'k'\nptxas info    : Used 90 registers\n";
+    let found = super::ptxas::wgmma_findings(report, "sm_90a");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].function.as_deref(), Some("k"));
+    assert_eq!(
+        (found[0].rule, found[0].severity),
+        (Rule::Wgmma, Severity::Warning)
+    );
+    assert!(found[0].message.contains("(C7520)") || found[0].message.contains("serialized"));
+    assert!(
+        super::ptxas::wgmma_findings("ptxas info    : Used 90 registers\n", "sm_90a").is_empty()
+    );
+}

@@ -6,9 +6,9 @@
 use ferrocuda_device::mbarrier::Phase;
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::tma::{self, Tma, TmaStore};
+use ferrocuda_device::{kernel, SliceMut, TensorMap, TensorMapMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{shared_array, shared_mbarrier, thread};
-use ferrocuda_device::{kernel, SliceMut, TensorMap, TensorMapMut};
 
 /// Rows and columns of one box.
 pub const BOX: (usize, usize) = (16, 32);

@@ -12,9 +12,9 @@
 
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
+use ferrocuda_device::{kernel, Slice, SliceMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{shared_array, thread};
-use ferrocuda_device::{kernel, Slice, SliceMut};
 
 /// The 32-bit shared-memory address of a generic pointer into shared memory.
 #[cfg(target_arch = "nvptx64")]
@@ -133,7 +133,10 @@ macro_rules! wgmma_kernel {
                 }
                 wgmma::fence_proxy_async_shared();
                 thread::sync_threads();
-                let (da, db) = (desc(shared_addr(sa.as_ptr()), s), desc(shared_addr(sb.as_ptr()), s));
+                let (da, db) = (
+                    desc(shared_addr(sa.as_ptr()), s),
+                    desc(shared_addr(sb.as_ptr()), s),
+                );
                 let mut acc = [0f32; $regs];
                 wgmma::fence_operand(&mut acc);
                 // SAFETY: the whole warpgroup (block = 128 threads) runs every step; the tiles
@@ -159,10 +162,34 @@ macro_rules! wgmma_kernel {
     };
 }
 
-wgmma_kernel!(wgmma_bf16_n16, 16, 8, ferrocuda_device::half::bf16, mma_bf16);
-wgmma_kernel!(wgmma_bf16_n64, 64, 32, ferrocuda_device::half::bf16, mma_bf16);
-wgmma_kernel!(wgmma_bf16_n128, 128, 64, ferrocuda_device::half::bf16, mma_bf16);
-wgmma_kernel!(wgmma_bf16_n256, 256, 128, ferrocuda_device::half::bf16, mma_bf16);
+wgmma_kernel!(
+    wgmma_bf16_n16,
+    16,
+    8,
+    ferrocuda_device::half::bf16,
+    mma_bf16
+);
+wgmma_kernel!(
+    wgmma_bf16_n64,
+    64,
+    32,
+    ferrocuda_device::half::bf16,
+    mma_bf16
+);
+wgmma_kernel!(
+    wgmma_bf16_n128,
+    128,
+    64,
+    ferrocuda_device::half::bf16,
+    mma_bf16
+);
+wgmma_kernel!(
+    wgmma_bf16_n256,
+    256,
+    128,
+    ferrocuda_device::half::bf16,
+    mma_bf16
+);
 wgmma_kernel!(wgmma_f16_n64, 64, 32, ferrocuda_device::half::f16, mma_f16);
 
 /// `out = a · bᵀ` for f32 inputs read as tf32, `wgmma…m64n64k8.f32.tf32.tf32`: K = the
