@@ -4,7 +4,11 @@
 //!
 //! ```ignore
 //! #[kernel(arch = "sm_90a")]
-//! pub unsafe fn gemm(a: TensorMap<bf16, 128, 128, 64>, b: TensorMap<bf16, 128, 256, 64>, …)
+//! pub unsafe fn gemm(
+//!     a: TensorMap<bf16, 128, 128, 64>,
+//!     b: TensorMap<bf16, 128, 256, 64>,
+//!     out: ViewMut<f32, 2>,
+//! ) {}
 //! ```
 //!
 //! The type states what the descriptor needs beyond the array: the **swizzle** of the tiles
