@@ -22,6 +22,8 @@ builds that command (cargo, once) and runs it:
     %ctaid, %ntid, kernel parameters, and `bra.uni` are uniform);
   * no mbarrier wait (`mbarrier.test_wait`/`try_wait`) in a kernel that never arrives on an
     mbarrier, no `cp.async.wait_group` in a kernel that never commits a group;
+  * no `wgmma.mma_async` reached with no `wgmma.fence` on some path, or in a kernel that never
+    commits or waits for its groups; ptxas serializes no function's wgmma instructions;
   * with --manifest: its kernels are the `.entry` set and its arch the `.target`;
   * for each --arch (default sm_80 and sm_90): ptxas succeeds, reports every entry, and no
     function has a stack frame or spills.

@@ -55,6 +55,13 @@ for line in sys.stdin:
 ' | tail -1)"
 python3 scripts/check_ptx.py "$outdir/ferrocuda_kernels.ptx" --manifest "$outdir/ferrocuda_kernels.json" \
   --ptxas "$ptxas" --arch sm_80 --arch sm_90
+# The parts built for newer architectures (`ferrocuda_kernels.sm_90a.ptx`: the Hopper GEMM),
+# each for its own architecture.
+for part in "$outdir"/ferrocuda_kernels.sm_*.ptx; do
+  [ -f "$part" ] || continue
+  arch="${part##*/ferrocuda_kernels.}"; arch="${arch%.ptx}"
+  python3 scripts/check_ptx.py "$part" --ptxas "$ptxas" --arch "$arch"
+done
 python3 -m unittest -q scripts/test_check_ptx.py 2>&1 | tail -3
 
 step "Python package"
