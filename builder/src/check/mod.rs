@@ -12,7 +12,7 @@
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
 //! | [`Rule::MBarrier`] | an mbarrier wait in a kernel that never arrives on an mbarrier ([`waits`]) | error | error |
 //! | [`Rule::CpAsync`] | a `cp.async` group wait in a kernel that never commits a group ([`waits`]) | error | error |
-//! | [`Rule::Wgmma`] | a `wgmma.mma_async` reached on some path with no `wgmma.fence` before it, or in a kernel that never commits or never waits for a wgmma group ([`wgmma`]); ptxas serializing a function's MMAs (its advisory: a fence missing, the accumulators touched in between) | error; ptxas's: warning | error |
+//! | [`Rule::Wgmma`] | a `wgmma.mma_async` reached on some path with no `wgmma.fence` before it ([`wgmma`]), or in a kernel that never commits or never waits for a wgmma group ([`waits`]); ptxas serializing a function's MMAs (its advisory: a fence missing, the accumulators touched in between) | error; ptxas's: warning | error |
 //! | [`Rule::Local`], [`Rule::Stack`], [`Rule::Spill`] | local memory, stack frames, register spills (ptxas) | warning | error |
 //! | [`Rule::Ptxas`] | ptxas rejects the module or does not report an entry | error | error |
 //! | [`Rule::Manifest`], [`Rule::Entry`] | manifest and `.entry` list disagree; no entry | (checked while building) | error |
@@ -191,19 +191,14 @@ pub fn check_text(ptx: &str) -> TextCheck {
         );
     }
     for (kernel, w) in waits::unmatched_waits(&functions) {
-        let rule = if w.mbarrier {
-            Rule::MBarrier
-        } else {
-            Rule::CpAsync
-        };
         findings.push(Finding::new(
             Some(&kernel),
-            rule,
+            w.rule,
             Severity::Error,
             wait_message(&w),
         ));
     }
-    for p in wgmma::problems(&functions, &aborting) {
+    for p in wgmma::unfenced(&functions, &aborting) {
         findings.push(Finding::new(
             Some(&p.function),
             Rule::Wgmma,
@@ -316,7 +311,23 @@ fn wait_message(w: &waits::UnmatchedWait) -> String {
         Some(f) => format!("line {}, in the called function `{f}`", w.line),
         None => format!("line {}", w.line),
     };
-    if w.mbarrier {
+    if w.rule == Rule::Wgmma {
+        let why = if w.missing == "wgmma.commit_group" {
+            "its MMAs belong to no group, so no `wgmma.wait_group` waits for them and the \
+             accumulators are read while the tensor cores may still write them. Call \
+             `wgmma::commit_group()` after the MMAs"
+        } else {
+            "nothing waits for the committed MMAs, so the accumulators are read (or the \
+             kernel ends) while the tensor cores may still write them. Call \
+             `wgmma::wait_group::<0>()` before reading them"
+        };
+        // An MMA's text lists up to 128 accumulator registers: its opcode is what names it.
+        let mma: String = w.wait.chars().take(72).collect();
+        format!(
+            "`{mma}` ({place}): this kernel never executes a `{}`: {why}",
+            w.missing
+        )
+    } else if w.rule == Rule::MBarrier {
         format!(
             "`{}` ({place}) waits for an mbarrier phase, but nothing in this kernel performs \
              {}: the phase can never complete and the block hangs. An arrive is missing \

@@ -1,7 +1,7 @@
 //! Waits that nothing in the kernel can complete: an mbarrier wait in a kernel that never
 //! arrives on an mbarrier, and a `cp.async` group wait in a kernel that never commits a group.
 //!
-//! * **mbarrier** ([`Rule::MBarrier`](super::Rule::MBarrier)): `mbarrier.test_wait` /
+//! * **mbarrier** ([`Rule::MBarrier`]): `mbarrier.test_wait` /
 //!   `mbarrier.try_wait` (any form) waits for a phase to complete, and a phase completes only
 //!   after its expected arrivals (at least one: the count is 1 or more). An mbarrier lives in
 //!   the shared memory of one block (or of the blocks of one cluster, which run the same
@@ -10,12 +10,18 @@
 //!   `tcgen05.commit … .mbarrier::arrive::one`. A kernel that waits and contains none of them
 //!   waits forever — a hang on the GPU, typically a forgotten `arrive` or an arrive left in a
 //!   function that is not called.
-//! * **cp.async** ([`Rule::CpAsync`](super::Rule::CpAsync)): `cp.async.wait_group N` waits for
+//! * **cp.async** ([`Rule::CpAsync`]): `cp.async.wait_group N` waits for
 //!   the thread's *committed* groups; copies not committed with `cp.async.commit_group` are
 //!   not waited for, so a kernel that waits for groups and never commits one reads its shared
 //!   memory while the copies may still be landing. The same holds for the bulk (TMA) groups,
 //!   `cp.async.bulk.wait_group[.read]` and `cp.async.bulk.commit_group`. `cp.async.wait_all`
 //!   is not reported: it commits the outstanding copies itself.
+//!
+//! * **wgmma** ([`Rule::Wgmma`]): a `wgmma.mma_async` in a kernel that
+//!   never executes `wgmma.commit_group` belongs to no group, so no `wgmma.wait_group` waits
+//!   for it; a `wgmma.commit_group` in a kernel that never executes `wgmma.wait_group` is not
+//!   waited for. Either way the accumulators are read (or the kernel ends) while the tensor
+//!   cores may still write them. (Here the "wait" is what needs the other instruction.)
 //!
 //! **Sound by construction** (no false positives): the facts are per kernel, over its body
 //! and every function it calls directly, transitively; a kernel that makes an indirect call, or
@@ -26,14 +32,15 @@
 
 use super::barrier::call_target;
 use super::parse::{statements, Instr, PtxFunction, Statement};
-use super::DRIVER_FUNCTIONS;
+use super::{Rule, DRIVER_FUNCTIONS};
 use std::collections::HashMap;
 
 /// A wait that nothing in its kernel can complete.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnmatchedWait {
-    /// `true`: an mbarrier wait with no arrive; `false`: a group wait with no commit.
-    pub mbarrier: bool,
+    /// [`Rule::MBarrier`]: an mbarrier wait with no arrive; [`Rule::CpAsync`]: a group wait
+    /// with no commit; [`Rule::Wgmma`]: an MMA never committed, or a group never waited for.
+    pub rule: Rule,
     /// The wait's line (in the kernel, or in the called function that contains it).
     pub line: usize,
     /// The wait instruction.
@@ -50,9 +57,19 @@ enum Kind {
     MBarrier,
     CpAsync,
     Bulk,
+    /// `wgmma.mma_async`, completed by a `wgmma.commit_group`.
+    WgmmaCommit,
+    /// `wgmma.commit_group`, completed by a `wgmma.wait_group`.
+    WgmmaWait,
 }
 
-const KINDS: [Kind; 3] = [Kind::MBarrier, Kind::CpAsync, Kind::Bulk];
+const KINDS: [Kind; 5] = [
+    Kind::MBarrier,
+    Kind::CpAsync,
+    Kind::Bulk,
+    Kind::WgmmaCommit,
+    Kind::WgmmaWait,
+];
 
 impl Kind {
     fn is_wait(self, op: &str) -> bool {
@@ -62,6 +79,8 @@ impl Kind {
             }
             Kind::CpAsync => op == "cp.async.wait_group",
             Kind::Bulk => op == "cp.async.bulk.wait_group" || op == "cp.async.bulk.wait_group.read",
+            Kind::WgmmaCommit => op.starts_with("wgmma.mma_async"),
+            Kind::WgmmaWait => op.starts_with("wgmma.commit_group"),
         }
     }
 
@@ -74,6 +93,8 @@ impl Kind {
             }
             Kind::CpAsync => op == "cp.async.commit_group",
             Kind::Bulk => op == "cp.async.bulk.commit_group",
+            Kind::WgmmaCommit => op.starts_with("wgmma.commit_group"),
+            Kind::WgmmaWait => op.starts_with("wgmma.wait_group"),
         }
     }
 
@@ -84,6 +105,16 @@ impl Kind {
             }
             Kind::CpAsync => "a cp.async.commit_group",
             Kind::Bulk => "a cp.async.bulk.commit_group",
+            Kind::WgmmaCommit => "wgmma.commit_group",
+            Kind::WgmmaWait => "wgmma.wait_group",
+        }
+    }
+
+    fn rule(self) -> Rule {
+        match self {
+            Kind::MBarrier => Rule::MBarrier,
+            Kind::CpAsync | Kind::Bulk => Rule::CpAsync,
+            Kind::WgmmaCommit | Kind::WgmmaWait => Rule::Wgmma,
         }
     }
 }
@@ -92,9 +123,9 @@ impl Kind {
 #[derive(Clone, Debug, Default)]
 struct Facts {
     /// Per kind: whether something completes its waits.
-    completes: [bool; 3],
+    completes: [bool; KINDS.len()],
     /// Per kind: the first wait — (line, text, the function it is in).
-    waits: [Option<(usize, String, String)>; 3],
+    waits: [Option<(usize, String, String)>; KINDS.len()],
     /// An indirect call, or a call to a function without a body: anything may happen there.
     unknown: bool,
 }
@@ -180,7 +211,7 @@ pub fn unmatched_waits(funcs: &[PtxFunction]) -> Vec<(String, UnmatchedWait)> {
                 out.push((
                     e.name.clone(),
                     UnmatchedWait {
-                        mbarrier: *kind == Kind::MBarrier,
+                        rule: kind.rule(),
                         line: *line,
                         wait: wait.clone(),
                         callee: (within != &e.name).then(|| within.clone()),

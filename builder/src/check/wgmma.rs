@@ -19,8 +19,8 @@
 //!    callee may fence): only what the function's own text proves missing is reported.
 //! 2. **Never committed, never waited for** (an error): a kernel whose body (and the
 //!    functions it calls, transitively) issues `wgmma.mma_async` but no `wgmma.commit_group`,
-//!    or no `wgmma.wait_group`. A kernel that makes an indirect call, or calls a function
-//!    without a body, is not judged.
+//!    or commits but never executes `wgmma.wait_group` — judged with the other waits that
+//!    nothing in a kernel completes, in [`super::waits`].
 //!
 //! What the text cannot show soundly — another instruction writing the accumulators between
 //! the fence and the MMA, a read before the wait — ptxas sees: it then serializes the MMAs
@@ -28,16 +28,16 @@
 //! kin), which [`serialized`] turns into a warning of the same rule.
 
 use super::barrier::{blocks, call_target, Block};
-use super::parse::{statements, Instr, PtxFunction, Statement};
+use super::parse::{statements, Instr, PtxFunction};
 use super::DRIVER_FUNCTIONS;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-/// One finding of the rule, before it becomes a [`Finding`](super::Finding).
+/// One finding of rule 1, before it becomes a [`Finding`](super::Finding).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WgmmaProblem {
-    /// The function the problem is in (for a missing commit or wait: the kernel).
+    /// The function the problem is in.
     pub function: String,
-    /// The line of the MMA concerned.
+    /// The line of the MMA.
     pub line: usize,
     /// What is wrong and what to do.
     pub message: String,
@@ -59,7 +59,7 @@ fn clipped(text: &str) -> String {
 
 /// Rule 1: the `wgmma.mma_async` of `f` that some path reaches with no `wgmma.fence` since the
 /// start of the function (or since a call).
-fn unfenced(f: &PtxFunction, blocks: &[Block]) -> Vec<WgmmaProblem> {
+fn unfenced_in(f: &PtxFunction, blocks: &[Block]) -> Vec<WgmmaProblem> {
     let n = blocks.len();
     if n == 0 || !blocks.iter().any(|b| b.instrs.iter().any(is_mma)) {
         return Vec::new();
@@ -116,99 +116,13 @@ fn unfenced(f: &PtxFunction, blocks: &[Block]) -> Vec<WgmmaProblem> {
     out
 }
 
-/// What a function does with wgmma, directly or through the functions it calls.
-#[derive(Clone, Debug, Default)]
-struct Facts {
-    /// The first `wgmma.mma_async`: (line, text).
-    mma: Option<(usize, String)>,
-    commit: bool,
-    wait: bool,
-    /// An indirect call or a call to a function without a body.
-    unknown: bool,
-}
-
-/// Rules 1 and 2 over a module's functions.
-pub fn problems(funcs: &[PtxFunction], aborting: &HashSet<String>) -> Vec<WgmmaProblem> {
-    let bodies: HashMap<&str, Vec<Statement>> = funcs
+/// Rule 1 over a module's functions (rule 2 is [`super::waits`]'s).
+pub fn unfenced(funcs: &[PtxFunction], aborting: &HashSet<String>) -> Vec<WgmmaProblem> {
+    funcs
         .iter()
-        .filter_map(|f| Some((f.name.as_str(), statements(f.body.as_deref()?, f.body_line))))
-        .collect();
-    let mut out = Vec::new();
-    let mut facts: HashMap<&str, Facts> = HashMap::new();
-    let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
-    for f in funcs {
-        let Some(st) = bodies.get(f.name.as_str()) else {
-            continue;
-        };
-        let bl = blocks(st, aborting);
-        out.extend(unfenced(f, &bl));
-        let mut fx = Facts::default();
-        let mut targets = Vec::new();
-        for i in bl.iter().flat_map(|b| &b.instrs) {
-            if is_mma(i) && fx.mma.is_none() {
-                fx.mma = Some((i.line, clipped(&i.text)));
-            }
-            fx.commit |= i.opcode.starts_with("wgmma.commit_group");
-            fx.wait |= i.opcode.starts_with("wgmma.wait_group");
-            if i.base() == "call" {
-                match call_target(i).map(|t| (t, bodies.get_key_value(t))) {
-                    Some((_, Some((&name, _)))) => targets.push(name),
-                    Some((t, None)) if DRIVER_FUNCTIONS.contains(&t) => {}
-                    _ => fx.unknown = true,
-                }
-            }
-        }
-        facts.insert(f.name.as_str(), fx);
-        calls.insert(f.name.as_str(), targets);
-    }
-    for f in funcs.iter().filter(|f| f.is_entry() && f.body.is_some()) {
-        // The kernel's facts with its callees', transitively.
-        let mut all = Facts::default();
-        let mut seen = HashSet::new();
-        let mut stack = vec![f.name.as_str()];
-        while let Some(g) = stack.pop() {
-            if !seen.insert(g) {
-                continue;
-            }
-            let fx = &facts[g];
-            if all.mma.is_none() {
-                all.mma.clone_from(&fx.mma);
-            }
-            all.commit |= fx.commit;
-            all.wait |= fx.wait;
-            all.unknown |= fx.unknown;
-            stack.extend(calls[g].iter().copied());
-        }
-        let Some((line, mma)) = all.mma else { continue };
-        if all.unknown {
-            continue;
-        }
-        let missing = match (all.commit, all.wait) {
-            (false, _) => Some((
-                "wgmma.commit_group",
-                "its MMAs belong to no group, so no `wgmma.wait_group` waits for them and the \
-                 accumulators are read while the tensor cores may still write them. Call \
-                 `wgmma::commit_group()` after the MMAs",
-            )),
-            (true, false) => Some((
-                "wgmma.wait_group",
-                "nothing waits for the committed MMAs, so the accumulators are read (or the \
-                 kernel ends) while the tensor cores may still write them. Call \
-                 `wgmma::wait_group::<0>()` before reading them",
-            )),
-            _ => None,
-        };
-        if let Some((what, why)) = missing {
-            out.push(WgmmaProblem {
-                function: f.name.clone(),
-                line,
-                message: format!(
-                    "`{mma}` (line {line}): this kernel never executes a `{what}`: {why}"
-                ),
-            });
-        }
-    }
-    out
+        .filter_map(|f| Some((f, statements(f.body.as_deref()?, f.body_line))))
+        .flat_map(|(f, st)| unfenced_in(f, &blocks(&st, aborting)))
+        .collect()
 }
 
 /// ptxas's advisories that it serialized a function's `wgmma.mma_async` instructions, as
