@@ -185,7 +185,9 @@ class ForeignArray:
 class ConfiguredLauncher:
     """A kernel or family with a fixed ``[grid, block, stream, shared_mem]``."""
 
-    def __call__(self, *args: Any, sync: _SyncLike = None, check_pointers: bool = True) -> None: ...
+    def __call__(
+        self, *args: Any, sync: _SyncLike = None, check_pointers: bool = True, **kwargs: Any
+    ) -> None: ...
 
 @final
 class BoundLaunch:
@@ -218,6 +220,7 @@ class Launcher:
         block: _Dim3 | None = None,
         shared_mem: int | None = None,
         check_pointers: bool = True,
+        **kwargs: Any,
     ) -> None: ...
     def bind(
         self,
@@ -228,6 +231,7 @@ class Launcher:
         block: _Dim3 | None = None,
         shared_mem: int | None = None,
         check_pointers: bool = True,
+        **kwargs: Any,
     ) -> BoundLaunch: ...
     def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
     @property

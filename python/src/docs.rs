@@ -45,7 +45,11 @@ Arrays may be any objects exporting ``__cuda_array_interface__`` (v0-v3) or
 ``ferrocuda.DeviceArray`` / ``ForeignArray``, or NumPy host arrays (copied in, and back for
 written arguments, with a ``ferrocuda.PerformanceWarning``).
 
-Keyword arguments: ``stream`` (None, 1, 2, a handle, or a CuPy/PyTorch/Numba/``__cuda_stream__``
+Parameters may be given by keyword too, after the positional ones (``add(a, b, out=out)``):
+every parameter not given by position must be named. The launch options below keep their
+meaning: a kernel parameter named like one of them is passed by position.
+
+Launch options: ``stream`` (None, 1, 2, a handle, or a CuPy/PyTorch/Numba/``__cuda_stream__``
 stream object), ``sync`` (None = FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC, True/'default', 'event',
 False/'off'), ``grid`` and ``block`` (int or tuple of 1 to 3 ints; default: automatic),
 ``shared_mem`` (bytes of dynamic shared memory; default 0), ``check_pointers`` (ask the driver

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use ferrocuda_host::{Kernel, StreamRef};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyTuple};
 
 use crate::bind::{bind, PyBound};
-use crate::call::{call, parse_config, CallOpts, Target};
+use crate::call::{call, parse_config, with_keywords, CallOpts, Target};
 use crate::docs::signature_text;
 use crate::read::streams::parse_sync;
 
@@ -61,7 +61,7 @@ pub fn extension_function<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'p
 #[pymethods]
 impl PyLauncher {
     /// Launches; see the class documentation for the arguments.
-    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true))]
+    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true, **kwargs))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn __call__(
         &self,
@@ -73,17 +73,19 @@ impl PyLauncher {
         block: Option<&Bound<'_, PyAny>>,
         shared_mem: Option<&Bound<'_, PyAny>>,
         check_pointers: bool,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let shape = [grid, block, shared_mem];
         let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
-        call(py, &self.target, args, o)
+        let args = with_keywords(&self.target, args, kwargs)?;
+        call(py, &self.target, &args, o)
     }
 
     /// Binds the arguments and options for launches in a loop: reads, checks and converts
     /// them once (a family selects its variant once) and returns a :class:`BoundLaunch`,
     /// which launches when called with no arguments. Raises what a call with the same
     /// arguments would raise; host (NumPy) arrays are refused (``TypeError``).
-    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true))]
+    #[pyo3(signature = (*args, stream = None, sync = None, grid = None, block = None, shared_mem = None, check_pointers = true, **kwargs))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn bind(
         &self,
@@ -95,10 +97,12 @@ impl PyLauncher {
         block: Option<&Bound<'_, PyAny>>,
         shared_mem: Option<&Bound<'_, PyAny>>,
         check_pointers: bool,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyBound> {
         let shape = [grid, block, shared_mem];
         let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
-        bind(py, &self.target, args, o, stream)
+        let args = with_keywords(&self.target, args, kwargs)?;
+        bind(py, &self.target, &args, o, stream)
     }
 
     /// Numba-style configuration: ``launcher[grid, block]``, ``launcher[grid, block, stream]``
@@ -254,20 +258,22 @@ pub struct PyConfigured {
 #[pymethods]
 impl PyConfigured {
     /// Launches with the configured grid, block, stream and shared memory.
-    #[pyo3(signature = (*args, sync = None, check_pointers = true))]
+    #[pyo3(signature = (*args, sync = None, check_pointers = true, **kwargs))]
     fn __call__(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         sync: Option<&Bound<'_, PyAny>>,
         check_pointers: bool,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
+        let args = with_keywords(&self.target, args, kwargs)?;
         let o = CallOpts {
             sync: parse_sync(sync)?,
             check_pointers,
             ..self.opts
         };
-        call(py, &self.target, args, o)
+        call(py, &self.target, &args, o)
     }
 
     fn __repr__(&self) -> String {

@@ -310,6 +310,49 @@ def test_arity() -> None:
         ferrocuda.kernels.add_f32(_arr(), _arr(), _arr(), _arr())
 
 
+def test_keyword_arguments_fill_their_parameters() -> None:
+    # Each keyword lands in its parameter's slot: the read-only array is refused as `out`
+    # whichever way it is passed, and the float64 array as `b` when passed as b.
+    ro = _arr(ptr=PTR + 8192, readonly=True)
+    calls: list[Any] = [
+        lambda: ferrocuda.kernels.add(_arr(), _arr(ptr=PTR + 4096), out=ro),
+        lambda: ferrocuda.kernels.add(_arr(), out=ro, b=_arr(ptr=PTR + 4096)),
+        lambda: ferrocuda.kernels.add(out=ro, b=_arr(ptr=PTR + 4096), a=_arr()),
+        lambda: ferrocuda.kernels.add_f32.bind(_arr(), _arr(ptr=PTR + 4096), out=ro),
+        lambda: ferrocuda.kernels.add[1, 32](_arr(), b=_arr(ptr=PTR + 4096), out=ro),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"argument `out`: .*read-only"):
+            call()
+    f8 = _arr(ptr=PTR + 4096, typestr="<f8")
+    with pytest.raises(TypeError, match=r"argument `b`: expected a float32 array, got float64"):
+        ferrocuda.kernels.add_f32(_arr(), out=_arr(ptr=PTR + 8192), b=f8)
+    # Scalars by keyword are converted by their parameter's type.
+    with pytest.raises(TypeError, match=r"argument `alpha`"):
+        ferrocuda.kernels.saxpy_f32(alpha=True, x=_arr(), y=_arr(ptr=PTR + 4096))
+
+
+def test_keyword_argument_errors() -> None:
+    a, b, out = _arr(), _arr(ptr=PTR + 4096), _arr(ptr=PTR + 8192)
+    with pytest.raises(TypeError, match=r"kernel family `add` has no parameter `c` \(its "):
+        ferrocuda.kernels.add(a, b, c=out)
+    with pytest.raises(TypeError, match=r"kernel `add_f32`: argument `b` given by position"):
+        ferrocuda.kernels.add_f32(a, b, out, b=b)
+    with pytest.raises(TypeError, match=r"family `add` is missing argument\(s\) `b` \(a, b, "):
+        ferrocuda.kernels.add(a, out=out)
+    with pytest.raises(TypeError, match=r"family `add` is missing argument\(s\) `out`"):
+        ferrocuda.kernels.add(a, b=b)
+    # The launch options keep their meaning: a stream keyword is not a parameter.
+    with pytest.raises(TypeError, match=r"kernel family `add` takes 3 argument"):
+        ferrocuda.kernels.add(a, b, stream=2)
+
+
+@NO_DRIVER
+def test_keyword_call_reaches_the_driver() -> None:
+    with pytest.raises(ferrocuda.CudaError):
+        ferrocuda.kernels.add(_arr(), b=_arr(ptr=PTR + 4096), out=_arr(ptr=PTR + 8192))
+
+
 # ---- launch configuration ----------------------------------------------------------------------
 
 
@@ -725,6 +768,45 @@ def test_stubtest() -> None:
         cmd += ["--allowlist", str(allow)]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=pkg_dir)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_kernels_stub_is_generated_from_the_manifest() -> None:
+    # kernels.pyi is ferrocuda._stubs' rendering of the bundled manifest; regenerate it with
+    # `python -m ferrocuda._stubs > python/ferrocuda/kernels.pyi` after changing the kernels.
+    from ferrocuda import _stubs
+
+    shipped = (Path(ferrocuda.__file__).parent / "kernels.pyi").read_text()
+    assert shipped == _stubs.bundled_stub()
+    # Every family and kernel has its entry, with its parameters' names in order.
+    for name, fam in ferrocuda.kernels.families.items():
+        assert f"\n{name}: _Family" in shipped, name
+        for k in fam.kernels:
+            assert f"\n{k.name}: _Kernel" in shipped or f"\n{k.name}: _Family" in shipped
+    k = ferrocuda.kernels.saxpy_f32
+    names = [p[0] for p in k.params]
+    assert f"taking ({', '.join(names)})" in shipped
+
+
+def test_kernels_stub_types_calls(tmp_path: Path) -> None:
+    # A type checker sees each launcher's parameters: a wrong keyword or a missing argument is
+    # an error, a right call is not.
+    pytest.importorskip("mypy")
+    good = "import ferrocuda.kernels as k\nk.add(1, 2, out=3)\nk.saxpy_f32(x=1, y=2, alpha=2.0)\n"
+    bad = "import ferrocuda.kernels as k\nk.add(1, 2, c=3)\nk.saxpy_f32(1, 2)\n"
+    pkg_dir = Path(ferrocuda.__file__).resolve().parent.parent
+    for text, ok in [(good, True), (bad, False)]:
+        f = tmp_path / ("good.py" if ok else "bad.py")
+        f.write_text(text)
+        out = subprocess.run(
+            [sys.executable, "-m", "mypy", "--no-incremental", str(f)],
+            capture_output=True,
+            text=True,
+            cwd=pkg_dir,
+        )
+        assert (out.returncode == 0) == ok, out.stdout + out.stderr
+        if not ok:
+            assert 'Unexpected keyword argument "c"' in out.stdout, out.stdout
+            assert "Missing positional argument" in out.stdout, out.stdout
 
 
 # ---- cubins ---------------------------------------------------------------------------------
