@@ -26,6 +26,8 @@ Main entry points:
 * :class:`DeviceArray` -- device memory owned by ferrocuda (CAI v3 and DLPack export);
 * ``launcher.bind(*args, ...)`` -- a :class:`BoundLaunch` for loops: the arguments read,
   checked and converted once, then ``launch()`` per iteration (see its documentation);
+* :func:`autotune` -- a launcher that times several kernels and launch configurations on the
+  first call per key (shapes, dtypes, device) and launches the fastest (:mod:`ferrocuda.tuning`);
 * :func:`as_cuda_array`, :func:`from_cuda_array_interface`, :func:`is_cuda_array` -- Numba's
   consumer API;
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
@@ -77,6 +79,7 @@ from ._ferrocuda import (
     build,
     bundled,
     device_count,
+    device_properties,
     driver_available,
     from_cuda_array_interface,
     is_cuda_array,
@@ -87,10 +90,12 @@ from ._ferrocuda import (
     synchronize,
     validate_interface,
 )
+from .tuning import Autotuned, autotune
 
 __all__ = [
     "MAX_NDIM",
     "SYNC_ENV_VAR",
+    "Autotuned",
     "BoundLaunch",
     "BuildError",
     "ConfiguredLauncher",
@@ -105,9 +110,11 @@ __all__ = [
     "SyncMode",
     "__version__",
     "as_cuda_array",
+    "autotune",
     "build",
     "bundled",
     "device_count",
+    "device_properties",
     "driver_available",
     "from_cuda_array_interface",
     "is_cuda_array",

@@ -28,6 +28,7 @@ __all__ = [
     "_cupy_stream_source",
     "_describe_generic",
     "_fast_paths",
+    "_home_dir",
     "_launcher",
     "_module",
     "_pending_releases",
@@ -37,6 +38,7 @@ __all__ = [
     "build",
     "bundled",
     "device_count",
+    "device_properties",
     "driver_available",
     "from_cuda_array_interface",
     "is_cuda_array",
@@ -74,6 +76,8 @@ class BuildError(RuntimeError):
 
 def driver_available() -> bool: ...
 def device_count() -> int: ...
+def device_properties(device: int = 0) -> dict[str, Any]: ...
+def _home_dir() -> str | os.PathLike[str]: ...
 def validate_interface(obj: Any, name: str = "x") -> dict[str, Any]: ...
 def normalize_stream(stream: _StreamLike) -> int | None: ...
 def normalize_sync(sync: _SyncLike = None) -> str: ...
@@ -206,6 +210,8 @@ class BoundLaunch:
     def grid(self) -> tuple[int, int, int] | None: ...
     @property
     def block(self) -> tuple[int, int, int] | None: ...
+    @property
+    def stream(self) -> int: ...
 
 @disjoint_base
 class Launcher:

@@ -317,6 +317,14 @@ impl PyBound {
     }
 
     /// The device the kernel runs on.
+    /// The stream the launch goes on, as a CAI stream integer (1 is the legacy default
+    /// stream, 2 the per-thread default stream, else a handle) — as planned at bind; a
+    /// launch plans again from the producers' current streams.
+    #[getter]
+    fn stream(&self) -> u64 {
+        self.prepared.launch_stream().as_raw()
+    }
+
     #[getter]
     fn device(&self) -> usize {
         self.prepared.device()

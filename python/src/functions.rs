@@ -29,6 +29,41 @@ pub fn device_count(py: Python<'_>) -> PyResult<usize> {
     py.detach(ferrocuda_host::driver::device_count).py_err(py)
 }
 
+/// The properties of `device` that decide how fast a kernel runs on it, as a dict:
+/// ``compute_capability`` ``(major, minor)``, ``multiprocessors``, ``total_memory`` (bytes)
+/// and ``max_shared_per_block`` (the opt-in maximum of dynamic shared memory, bytes). What
+/// :func:`ferrocuda.autotune` keys its results on. Raises `CudaError` without a driver or
+/// for a device that does not exist.
+#[pyfunction]
+#[pyo3(signature = (device = 0))]
+pub fn device_properties(py: Python<'_>, device: usize) -> PyResult<Bound<'_, PyDict>> {
+    let (cc, sms, total, shared) = py
+        .detach(|| {
+            let c = ferrocuda_host::driver::Context::get(device)?;
+            let (_, total) = ferrocuda_host::driver::mem_get_info(device)?;
+            Ok::<_, ferrocuda_host::Error>((
+                c.compute_capability(),
+                c.sm_count(),
+                total,
+                c.limits().shared_optin,
+            ))
+        })
+        .py_err(py)?;
+    let d = PyDict::new(py);
+    d.set_item("compute_capability", cc)?;
+    d.set_item("multiprocessors", sms)?;
+    d.set_item("total_memory", total)?;
+    d.set_item("max_shared_per_block", shared)?;
+    Ok(d)
+}
+
+/// The directory ferrocuda keeps its files in (``$FERROCUDA_HOME``, else
+/// ``$XDG_CACHE_HOME/ferrocuda``, else ``~/.cache/ferrocuda``); not created here.
+#[pyfunction]
+pub fn _home_dir() -> std::path::PathBuf {
+    crate::project::home()
+}
+
 /// Number of CUDA events in ferrocuda's pool for `device` (for leak tests: the pool holds
 /// events for reuse, it should not grow with the number of launches).
 #[pyfunction]

@@ -87,6 +87,8 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     use functions as f;
     m.add_function(wrap_pyfunction!(f::driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(f::device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(f::device_properties, m)?)?;
+    m.add_function(wrap_pyfunction!(f::_home_dir, m)?)?;
     m.add_function(wrap_pyfunction!(f::_pooled_events, m)?)?;
     m.add_function(wrap_pyfunction!(f::_pending_releases, m)?)?;
     #[cfg(feature = "launch-timing")]

@@ -30,7 +30,7 @@ pyo3::create_exception!(
 );
 
 /// Where ferrocuda keeps what it writes for builds (the crate sources).
-fn home() -> PathBuf {
+pub(crate) fn home() -> PathBuf {
     if let Some(h) = std::env::var_os("FERROCUDA_HOME").filter(|h| !h.is_empty()) {
         return PathBuf::from(h);
     }

@@ -1,4 +1,5 @@
-"""The README's Python quickstart runs as written (GPU; each block skips without its library)."""
+"""The README's runnable examples run as written (GPU; each block skips without its library):
+the Python blocks of the sections named in ``SECTIONS``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,23 @@ import pytest
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def quickstart_blocks() -> list[str]:
+#: The sections whose Python blocks are complete programs.
+SECTIONS = ["Quickstart", "Autotuning"]
+
+
+def section_blocks(name: str) -> list[str]:
     text = README.read_text()
-    section = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    assert f"\n## {name}\n" in text, f"README.md has no section {name!r}"
+    section = text.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def quickstart_blocks() -> list[str]:
+    return section_blocks("Quickstart")
+
+
+def runnable_blocks() -> list[tuple[str, int]]:
+    return [(name, i) for name in SECTIONS for i in range(len(section_blocks(name)))]
 
 
 def test_quickstart_has_cupy_and_torch_examples() -> None:
@@ -23,12 +37,12 @@ def test_quickstart_has_cupy_and_torch_examples() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("index", range(len(quickstart_blocks())))
-def test_quickstart_block_runs(gpu: None, index: int) -> None:
-    code = quickstart_blocks()[index]
+@pytest.mark.parametrize("section,index", runnable_blocks())
+def test_readme_block_runs(gpu: None, section: str, index: int) -> None:
+    code = section_blocks(section)[index]
     lib = "cupy" if "import cupy" in code else "torch" if "import torch" in code else None
     if lib:
         mod = pytest.importorskip(lib)
         if lib == "torch" and not mod.cuda.is_available():
             pytest.skip("torch.cuda is not available")
-    exec(compile(code, f"README.md quickstart block {index}", "exec"), {})
+    exec(compile(code, f"README.md {section} block {index}", "exec"), {})
