@@ -174,7 +174,7 @@ mod device {
             _ => (0, 0),
         };
         let kept = &file[skip..];
-        // SAFETY (all stores): the caller's contract; every field is in bounds.
+        // SAFETY: the caller's contract (for all the stores below); every field is in bounds.
         unsafe {
             let r = &raw mut *rec;
             write_volatile(&raw mut (*r).line, location.line());
@@ -193,8 +193,8 @@ mod device {
                 ],
             );
             for k in 0..3 {
-                write_volatile(&raw mut (*r).block[k], b[k] as u32);
-                write_volatile(&raw mut (*r).thread[k], t[k] as u32);
+                write_volatile(&raw mut (*r).block[k], b[k]);
+                write_volatile(&raw mut (*r).thread[k], t[k]);
             }
             write_volatile(&raw mut (*r).flags, flags);
             let dst = (&raw mut (*r).file).cast::<u8>();

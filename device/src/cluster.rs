@@ -123,18 +123,21 @@ unsafe extern "C" {
 /// `cluster.block_rank()`): the rank [`map_shared_rank`] takes.
 #[inline(always)]
 pub fn rank() -> u32 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe { cluster_ctarank() }
 }
 
 /// Blocks in this cluster (`%cluster_nctarank`; 1 without a cluster launch).
 #[inline(always)]
 pub fn size() -> u32 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe { cluster_nctarank() }
 }
 
 /// This block's index within its cluster (`%cluster_ctaid`).
 #[inline(always)]
 pub fn block_idx() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: cluster_ctaid_x(),
@@ -147,6 +150,7 @@ pub fn block_idx() -> Dim3 {
 /// The cluster's shape in blocks (`%cluster_nctaid`: the kernel's `cluster = (x, y, z)`).
 #[inline(always)]
 pub fn dim() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: cluster_nctaid_x(),
@@ -159,6 +163,7 @@ pub fn dim() -> Dim3 {
 /// This cluster's index in the grid of clusters (`%clusterid`).
 #[inline(always)]
 pub fn cluster_idx() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: clusterid_x(),
@@ -172,6 +177,7 @@ pub fn cluster_idx() -> Dim3 {
 /// shape).
 #[inline(always)]
 pub fn grid_dim() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: nclusterid_x(),
@@ -264,6 +270,8 @@ impl<T> Copy for DsmemPtr<T> {}
 /// address of a pointer that is not into shared memory is meaningless.
 #[inline(always)]
 #[track_caller]
+// `ptr` is only converted to an address, never dereferenced here.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn map_shared_rank<T>(ptr: *const T, rank: u32) -> DsmemPtr<T> {
     if rank >= size() {
         fail();
@@ -280,6 +288,7 @@ pub fn map_shared_rank<T>(ptr: *const T, rank: u32) -> DsmemPtr<T> {
 #[inline(always)]
 pub unsafe fn map_shared_rank_unchecked<T>(ptr: *const T, rank: u32) -> DsmemPtr<T> {
     let addr: u64;
+    #[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is converted, not read
     // SAFETY: address arithmetic only (no memory access); the rank is in range by the
     // caller's contract.
     unsafe {
@@ -298,36 +307,32 @@ pub unsafe fn map_shared_rank_unchecked<T>(ptr: *const T, rank: u32) -> DsmemPtr
     }
 }
 
-/// `ld.shared::cluster.<ty>` of one register.
+/// `ld.shared::cluster.<ty>` of one register: an `asm!`, used inside the `unsafe` block of
+/// [`DsmemPtr::read`] (whose contract makes the address a mapped, aligned address of a live
+/// block's shared memory).
 macro_rules! ld_cluster {
     ($ty:literal, $reg:ident, $bits:ty, $addr:expr) => {{
         let v: $bits;
-        // SAFETY: the enclosing function's contract: a mapped, aligned address of a live
-        // block's shared memory.
-        unsafe {
-            asm!(
-                concat!("ld.shared::cluster.", $ty, " {v}, [{a}];"),
-                a = in(reg64) $addr,
-                v = out($reg) v,
-                options(nostack),
-            )
-        };
+        asm!(
+            concat!("ld.shared::cluster.", $ty, " {v}, [{a}];"),
+            a = in(reg64) $addr,
+            v = out($reg) v,
+            options(nostack),
+        );
         v
     }};
 }
 
-/// `st.shared::cluster.<ty>` of one register.
+/// `st.shared::cluster.<ty>` of one register: an `asm!`, used inside the `unsafe` block of
+/// [`DsmemPtr::write`] (as `ld_cluster!`).
 macro_rules! st_cluster {
     ($ty:literal, $reg:ident, $addr:expr, $v:expr) => {
-        // SAFETY: as in `ld_cluster!`.
-        unsafe {
-            asm!(
-                concat!("st.shared::cluster.", $ty, " [{a}], {v};"),
-                a = in(reg64) $addr,
-                v = in($reg) $v,
-                options(nostack),
-            )
-        }
+        asm!(
+            concat!("st.shared::cluster.", $ty, " [{a}], {v};"),
+            a = in(reg64) $addr,
+            v = in($reg) $v,
+            options(nostack),
+        )
     };
 }
 
@@ -341,6 +346,7 @@ impl<T> DsmemPtr<T> {
     /// The address `count` elements further (`add` on the window address: the same block's
     /// shared memory, as long as the result stays inside the array mapped from).
     #[inline(always)]
+    #[allow(clippy::should_implement_trait)] // named as `pointer::add`, which it mirrors
     pub fn add(self, count: usize) -> Self {
         DsmemPtr {
             addr: self
@@ -373,7 +379,7 @@ impl<T: SharedElement> DsmemPtr<T> {
             )
         };
         let a = self.addr;
-        // SAFETY (each arm): the caller's contract; the bits read have the size of `T`, of
+        // SAFETY: (each arm) the caller's contract; the bits read have the size of `T`, of
         // which every bit pattern is a value (`SharedElement`).
         unsafe {
             match core::mem::size_of::<T>() {
@@ -415,7 +421,7 @@ impl<T: SharedElement> DsmemPtr<T> {
             )
         };
         let a = self.addr;
-        // SAFETY (each arm): the caller's contract; the bits written are `value`'s.
+        // SAFETY: (each arm) the caller's contract; the bits written are `value`'s.
         unsafe {
             match core::mem::size_of::<T>() {
                 1 => {

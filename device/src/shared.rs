@@ -253,6 +253,7 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
 #[inline(always)]
 pub fn shared_addr_of<T>(ptr: *const T) -> u32 {
     let addr: u32;
+    #[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is converted, not read
     // SAFETY: two register-only conversions; no memory is accessed.
     unsafe {
         core::arch::asm!(

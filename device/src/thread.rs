@@ -30,6 +30,7 @@ pub struct Dim3 {
 /// `threadIdx`: this thread's index within its block.
 #[inline(always)]
 pub fn thread_idx() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: nvptx::_thread_idx_x() as u32,
@@ -42,6 +43,7 @@ pub fn thread_idx() -> Dim3 {
 /// `blockIdx`: this block's index within the grid.
 #[inline(always)]
 pub fn block_idx() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: nvptx::_block_idx_x() as u32,
@@ -54,6 +56,7 @@ pub fn block_idx() -> Dim3 {
 /// `blockDim`: threads per block.
 #[inline(always)]
 pub fn block_dim() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: nvptx::_block_dim_x() as u32,
@@ -66,6 +69,7 @@ pub fn block_dim() -> Dim3 {
 /// `gridDim`: blocks per grid.
 #[inline(always)]
 pub fn grid_dim() -> Dim3 {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         Dim3 {
             x: nvptx::_grid_dim_x() as u32,
@@ -78,6 +82,7 @@ pub fn grid_dim() -> Dim3 {
 /// Global x index: `blockIdx.x * blockDim.x + threadIdx.x`.
 #[inline(always)]
 pub fn index_1d() -> usize {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
         (nvptx::_block_idx_x() as u32 as usize) * (nvptx::_block_dim_x() as u32 as usize)
             + nvptx::_thread_idx_x() as u32 as usize
@@ -108,6 +113,7 @@ pub fn index_3d() -> (usize, usize, usize) {
 /// Threads in the grid along x: `gridDim.x * blockDim.x`.
 #[inline(always)]
 pub fn grid_size_1d() -> usize {
+    // SAFETY: reading a PTX special register has no preconditions.
     unsafe { (nvptx::_grid_dim_x() as u32 as usize) * (nvptx::_block_dim_x() as u32 as usize) }
 }
 

@@ -37,6 +37,7 @@ pub const FULL_MASK: u32 = u32::MAX;
 /// This thread's lane in its warp, `0..32` (`%laneid`).
 #[inline(always)]
 pub fn lane_id() -> u32 {
+    // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::laneid() }
 }
 
@@ -45,30 +46,35 @@ pub fn lane_id() -> u32 {
 /// next collective together: derive member masks from the program's logic where possible.
 #[inline(always)]
 pub fn active_mask() -> u32 {
+    // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::activemask() }
 }
 
 /// The lanes below this one (`%lanemask_lt`).
 #[inline(always)]
 pub fn lane_mask_lt() -> u32 {
+    // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_lt() }
 }
 
 /// The lanes up to and including this one (`%lanemask_le`).
 #[inline(always)]
 pub fn lane_mask_le() -> u32 {
+    // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_le() }
 }
 
 /// The lanes above this one (`%lanemask_gt`).
 #[inline(always)]
 pub fn lane_mask_gt() -> u32 {
+    // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_gt() }
 }
 
 /// The lanes from this one up (`%lanemask_ge`).
 #[inline(always)]
 pub fn lane_mask_ge() -> u32 {
+    // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_ge() }
 }
 

@@ -356,7 +356,7 @@ mod device {
     pub unsafe fn setmaxnreg_inc<const N: u32>() {
         const {
             assert!(
-                N % 8 == 0 && N >= 24 && N <= 256,
+                N.is_multiple_of(8) && N >= 24 && N <= 256,
                 "setmaxnreg: 24..=256, multiple of 8"
             )
         };
@@ -377,7 +377,7 @@ mod device {
     pub unsafe fn setmaxnreg_dec<const N: u32>() {
         const {
             assert!(
-                N % 8 == 0 && N >= 24 && N <= 256,
+                N.is_multiple_of(8) && N >= 24 && N <= 256,
                 "setmaxnreg: 24..=256, multiple of 8"
             )
         };

@@ -131,7 +131,7 @@ fn row_addr<T: SharedElement, const R: usize, const C: usize>(
     }
     // In bounds: r < rows and c < cols (the callers' lane formulas).
     let addr = shared_addr_of(tile.as_ptr().wrapping_add((row0 + r) * C + col0 + c));
-    if addr % 16 != 0 {
+    if !addr.is_multiple_of(16) {
         fail();
     }
     addr
@@ -318,8 +318,8 @@ impl FragA16x8Tf32 {
         col0: usize,
     ) -> Self {
         let addr = row_addr(tile, (row0, col0), (16, 8), a_lane::<f32>());
-        // SAFETY: as in `FragA16x16::ldmatrix`.
         FragA16x8Tf32 {
+            // SAFETY: as in `FragA16x16::ldmatrix`.
             regs: unsafe { ldmatrix_x4(addr) },
         }
     }
@@ -340,8 +340,8 @@ impl FragB8x8Tf32 {
         k0: usize,
     ) -> Self {
         let addr = row_addr(tile, (n0, k0), (8, 8), b_lane::<f32>());
-        // SAFETY: as in `FragA16x16::ldmatrix`.
         FragB8x8Tf32 {
+            // SAFETY: as in `FragA16x16::ldmatrix`.
             regs: unsafe { ldmatrix_x2(addr) },
         }
     }
