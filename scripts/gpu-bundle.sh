@@ -22,7 +22,7 @@
 # Parts that only some runs need can stay behind: FERROCUDA_BUNDLE_SCALE=0 (the Dask/MPI
 # wheels), FERROCUDA_BUNDLE_PROFILING=0 (the profiling build), FERROCUDA_BUNDLE_BEFORE=0 (the
 # earlier build for `run.sh compare`). One part is opt-in: FERROCUDA_BUNDLE_PERF=1 (Linux perf
-# and its libraries, for `run.sh perf`).
+# and its libraries, for `run.sh perf`). FERROCUDA_BUNDLE_ONLY=python: the Python part alone.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -31,6 +31,58 @@ rm -rf .gpu && mkdir -p .gpu/bin .gpu/bin-bench .gpu/wheels .gpu/python
 # costs every binary ~2.3 MB of the 64 MiB that travel). FERROCUDA_CUBIN_ARCHS=... overrides.
 export FERROCUDA_CUBIN_ARCHS="${FERROCUDA_CUBIN_ARCHS:-sm_90}"
 
+# The Python package's part: its wheel, tests and benchmarks (and a NumPy for Numba).
+python_part() {
+  # The Python wheel, if the Python environment is set up.
+  if [ -x .venv/bin/maturin ]; then
+    (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
+    echo "bundled $(ls .gpu/wheels)"
+    # A profiling build (stage timing of the launch path) for bench/launch_profile.py.
+    if [ "${FERROCUDA_BUNDLE_PROFILING:-1}" = 1 ]; then
+      (cd python && ../.venv/bin/maturin build --release --quiet --features launch-timing \
+         -o ../.gpu/wheels-timing >/dev/null)
+      echo "bundled profiling build $(ls .gpu/wheels-timing)"
+    fi
+  fi
+  [ -d python/tests ] && cp -r python/tests python/examples python/README.md python/pyproject.toml .gpu/python/
+  # Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.
+  if [ -d bench ]; then
+    mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/
+    # shellcheck disable=SC2012  # ls -t: the newest build's; cargo's paths have no odd characters
+    ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
+    if [ -n "$ptx" ]; then
+      cp "$ptx" "${ptx%.ptx}.json" .gpu/bench/ && echo "bundled .gpu/bench/ferrocuda_kernels.{ptx,json} from $ptx"
+    else
+      echo "warning: no built PTX under target/release/build/ferrocuda-*/out" >&2
+    fi
+  fi
+  if ls .whl/numpy-*.whl >/dev/null 2>&1; then
+    mkdir -p .gpu/whl-numba && cp .whl/numpy-*.whl .gpu/whl-numba/ && echo "bundled $(ls .gpu/whl-numba)"
+  fi
+}
+# What every bundle ends with: the run script, and the executables compressed.
+finish() {
+  cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
+  # The executables travel compressed (each embeds the bundled PTX and cubin); .gpu/run.sh and
+  # .gpu/bench/run.sh unpack them in place first.
+  for f in .gpu/bin/* .gpu/bin-bench/* .gpu/bin-examples/* .gpu/own/my_kernels-host; do
+    if [ -f "$f" ] && [ "${f%.gz}" = "$f" ]; then gzip -9 -f "$f"; fi
+  done
+  du -sh .gpu
+  # What travels to the GPU machine is limited (64 MiB there): say which parts can stay behind.
+  if [ "$(du -sm .gpu | cut -f1)" -gt 60 ]; then
+    echo "warning: .gpu is over 60 MiB; for a run that needs them not, leave out the Dask/MPI wheels" \
+      "(FERROCUDA_BUNDLE_SCALE=0, 16 MiB), the profiling build (FERROCUDA_BUNDLE_PROFILING=0) or" \
+      "the earlier build (FERROCUDA_BUNDLE_BEFORE=0)" >&2
+  fi
+}
+if [ "${FERROCUDA_BUNDLE_ONLY:-}" = python ]; then
+  # The Python part alone (no Rust test binaries, examples, benchmarks or crates): for runs of
+  # Python test files (`bash .gpu/run.sh pyfiles`), built in a fraction of the time.
+  FERROCUDA_BUNDLE_PROFILING=0 python_part
+  finish
+  exit 0
+fi
 # Rust test binaries that need a GPU (and the host lib tests, cheap to include).
 cargo test --release --no-run --message-format=json -p ferrocuda --test gpu --test device_gpu --test gallery_gpu 2>/dev/null \
   | python3 -c '
@@ -74,32 +126,7 @@ for line in sys.stdin:
 strip .gpu/bin-bench/* 2>/dev/null || true
 [ -x .gpu/bin-bench/launch ] || echo "warning: the launch benchmark did not build (cargo bench --no-run --bench launch)" >&2
 
-# The Python wheel, if the Python environment is set up.
-if [ -x .venv/bin/maturin ]; then
-  (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
-  echo "bundled $(ls .gpu/wheels)"
-  # A profiling build (stage timing of the launch path) for bench/launch_profile.py.
-  if [ "${FERROCUDA_BUNDLE_PROFILING:-1}" = 1 ]; then
-    (cd python && ../.venv/bin/maturin build --release --quiet --features launch-timing \
-       -o ../.gpu/wheels-timing >/dev/null)
-    echo "bundled profiling build $(ls .gpu/wheels-timing)"
-  fi
-fi
-[ -d python/tests ] && cp -r python/tests python/examples python/README.md python/pyproject.toml .gpu/python/
-# Benchmarks: bench/ plus the bundled PTX and manifest of this build (the newest) for floor.cu.
-if [ -d bench ]; then
-  mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/
-  # shellcheck disable=SC2012  # ls -t: the newest build's; cargo's paths have no odd characters
-  ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
-  if [ -n "$ptx" ]; then
-    cp "$ptx" "${ptx%.ptx}.json" .gpu/bench/ && echo "bundled .gpu/bench/ferrocuda_kernels.{ptx,json} from $ptx"
-  else
-    echo "warning: no built PTX under target/release/build/ferrocuda-*/out" >&2
-  fi
-fi
-if ls .whl/numpy-*.whl >/dev/null 2>&1; then
-  mkdir -p .gpu/whl-numba && cp .whl/numpy-*.whl .gpu/whl-numba/ && echo "bundled $(ls .gpu/whl-numba)"
-fi
+python_part
 # The device-language check (static/dynamic shared memory, libdevice, barriers).
 mkdir -p .gpu/pipeline
 cargo run --quiet -p ferrocuda-builder --example build_kernel_crate -- \
@@ -152,16 +179,4 @@ elif bash scripts/scale-wheels.sh; then
 else
   echo "warning: scripts/scale-wheels.sh failed: \`run.sh scale\` will skip the Dask and MPI cases" >&2
 fi
-cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
-# The executables travel compressed (each embeds the bundled PTX and cubin); .gpu/run.sh and
-# .gpu/bench/run.sh unpack them in place first.
-for f in .gpu/bin/* .gpu/bin-bench/* .gpu/bin-examples/* .gpu/own/my_kernels-host; do
-  if [ -f "$f" ] && [ "${f%.gz}" = "$f" ]; then gzip -9 -f "$f"; fi
-done
-du -sh .gpu
-# What travels to the GPU machine is limited (64 MiB there): say which parts can stay behind.
-if [ "$(du -sm .gpu | cut -f1)" -gt 60 ]; then
-  echo "warning: .gpu is over 60 MiB; for a run that needs them not, leave out the Dask/MPI wheels" \
-    "(FERROCUDA_BUNDLE_SCALE=0, 16 MiB), the profiling build (FERROCUDA_BUNDLE_PROFILING=0) or" \
-    "the earlier build (FERROCUDA_BUNDLE_BEFORE=0)" >&2
-fi
+finish

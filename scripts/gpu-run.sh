@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root: bash .gpu/run.sh [what...]
 # what: rust python sanitizer (= memcheck racecheck synccheck) pysanitizer (same, Python) pyquick examples bench
+#       pyfiles (the Python test files in $FERROCUDA_PYFILES, relative to .gpu/python/tests)
 #       device (the device-primitive GPU tests only, Rust and the Python math accuracy test;
 #       `rust` and `python` run them too)
 #       device-sanitizer (those under racecheck — shared-memory hazards of the block
@@ -217,6 +218,13 @@ for w in $what; do
       [ "$w" = scalebench ] && quick=(--budget 480) && limit="${FERROCUDA_SCALE_BENCH_S:-560}"
       env "${scale_env[@]}" timeout "$limit" python3 .gpu/bench/multi_gpu.py \
         "${quick[@]}" --json "$OUT/multi_gpu.json" 2>&1 | tee "$OUT/multi_gpu.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    pyfiles)
+      # The Python test files named in FERROCUDA_PYFILES (paths under .gpu/python/tests, or
+      # pytest node ids), e.g. after a bundle made with FERROCUDA_BUNDLE_ONLY=python.
+      read -r -a files <<<"${FERROCUDA_PYFILES:-}"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        "${files[@]/#/.gpu/python/tests/}" 2>&1 | tee "$OUT/pyfiles.log" | grep -v "^SKIPPED" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     pyquick)
       # The fast-path and lifetime tests only (a quick check after changing either).
