@@ -49,7 +49,7 @@ python_part() {
   if [ -d bench ]; then
     mkdir -p .gpu/bench && cp -r bench/. .gpu/bench/
     # shellcheck disable=SC2012  # ls -t: the newest build's; cargo's paths have no odd characters
-    ptx="$(ls -t target/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1)"
+    ptx="$(ls -t "${CARGO_TARGET_DIR:-target}"/release/build/ferrocuda-*/out/ferrocuda_kernels.ptx 2>/dev/null | head -1 || true)"
     if [ -n "$ptx" ]; then
       cp "$ptx" "${ptx%.ptx}.json" .gpu/bench/ && echo "bundled .gpu/bench/ferrocuda_kernels.{ptx,json} from $ptx"
     else
