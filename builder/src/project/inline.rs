@@ -254,6 +254,39 @@ pub fn map_message(message: &str, crate_dir: &Path) -> String {
         .replace("src/kernel.rs:", &format!("{INLINE_FILE}:"))
 }
 
+/// A failed build's message for the user of the string: its locations named [`INLINE_FILE`]
+/// (see [`map_message`]), and of cargo's output only the errors and the diagnostics that
+/// point into the string (not the warnings cargo replays for ferrocuda's own crates).
+pub fn user_message(message: &str, crate_dir: &Path) -> String {
+    let mapped = map_message(message, crate_dir);
+    // Diagnostics begin at column 0 with `error` or `warning`; everything up to the next one
+    // belongs to it.
+    let mut blocks: Vec<String> = Vec::new();
+    let mut intro = String::new();
+    for line in mapped.split_inclusive('\n') {
+        if line.starts_with("error") || line.starts_with("warning") {
+            blocks.push(String::new());
+        }
+        match blocks.last_mut() {
+            Some(b) => b.push_str(line),
+            None => intro.push_str(line),
+        }
+    }
+    if blocks.is_empty() {
+        return mapped;
+    }
+    let kept: String = blocks
+        .into_iter()
+        .filter(|b| b.starts_with("error") || b.contains(&format!("{INLINE_FILE}:")))
+        .collect();
+    let intro = if intro.contains("failed:") {
+        format!("the inline kernel did not compile ({INLINE_FILE} is its source string, line 1 its first line):\n")
+    } else {
+        intro
+    };
+    format!("{intro}{kept}")
+}
+
 /// The `(line, column)` of each compiler message location in the string (`--> <inline>:L:C`),
 /// in order, without repeats.
 pub fn locations(message: &str) -> Vec<(u32, u32)> {
@@ -325,7 +358,7 @@ pub fn build(req: &InlineRequest, sources: &CrateSources) -> Result<InlineBuild,
         .build()
         .map_err(|e| BuildError {
             kind: e.kind,
-            message: map_message(&e.message, &crate_dir),
+            message: user_message(&e.message, &crate_dir),
         })?;
     control.check()?;
     // Publish: one rename of the complete directory (a forced rebuild moves the old entry
@@ -372,6 +405,37 @@ mod tests {
         assert!(mapped.contains(" --> <inline>:3:18\n"), "{mapped}");
         assert!(!mapped.contains("kernel.rs"), "{mapped}");
         assert_eq!(locations(&mapped), [(3, 18), (7, 1)]);
+    }
+
+    #[test]
+    fn user_messages_keep_errors_and_the_strings_diagnostics() {
+        let dir = Path::new("/c/fc_inline_1");
+        let m = "building the kernel crate `fc_inline_1` for nvptx64-nvidia-cuda (sm_80) failed:\n\
+                 warning: patch `ferrocuda-device` was not used\nhelp: check\n\
+                 warning: unnecessary `unsafe` block\n   --> /h/device/src/cluster.rs:307:9\n\n\
+                 warning: `ferrocuda-device` (lib) generated 8 warnings\n\
+                 warning: unused variable: `y`\n --> /c/fc_inline_1/src/kernel.rs:2:9\n\n\
+                 error[E0425]: cannot find value `z`\n --> /c/fc_inline_1/src/kernel.rs:5:31\n\n\
+                 error: could not compile `fc_inline_1` (lib) due to 1 previous error\n";
+        let got = user_message(m, dir);
+        assert!(
+            got.starts_with("the inline kernel did not compile"),
+            "{got}"
+        );
+        assert!(
+            !got.contains("ferrocuda-device") && !got.contains("cluster.rs"),
+            "{got}"
+        );
+        assert!(
+            got.contains("warning: unused variable: `y`\n --> <inline>:2:9"),
+            "{got}"
+        );
+        assert!(
+            got.contains("error[E0425]: cannot find value `z`\n --> <inline>:5:31"),
+            "{got}"
+        );
+        assert!(got.contains("error: could not compile"), "{got}");
+        assert_eq!(locations(&got), [(2, 9), (5, 31)]);
     }
 
     #[test]
