@@ -59,7 +59,7 @@ pub fn run_with(
     };
     let failed = |e: BuildError| {
         if e.kind() == BuildErrorKind::Cancelled {
-            eprintln!("ferrocuda: interrupted");
+            // The caller that cancelled says so.
             return 130;
         }
         eprintln!("ferrocuda: error: {e}");

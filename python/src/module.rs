@@ -271,8 +271,8 @@ pub fn load(py: Python<'_>, path: PathBuf, arch: &str) -> PyResult<Py<PyKModule>
 /// ferrocuda_device::prelude::*;`` is in scope already (``kernel``, ``Slice``, ``SliceMut``,
 /// ``thread``, ``Element``, …); leading inner attributes (``#![feature(f16)]``) are allowed.
 ///
-/// The result is cached on disk under ``$FERROCUDA_HOME/inline`` (default
-/// ``~/.cache/ferrocuda/inline``), keyed by a hash of the source, the toolchain, this
+/// The result is cached on disk under ``$FERROCUDA_INLINE_CACHE``, else
+/// ``$FERROCUDA_HOME/inline`` (default ``~/.cache/ferrocuda/inline``), keyed by a hash of the source, the toolchain, this
 /// ferrocuda (its version and device crates) and the options: a later call with the same
 /// source — in this process or another, after a restart — loads the cached PTX without
 /// starting any process. Two processes compiling the same kernel at once build it once (a

@@ -224,10 +224,19 @@ fn fp_contract_arg(fp_contract: &str) -> PyResult<FpContract> {
     }
 }
 
-/// The directory of the inline kernel cache: ``$FERROCUDA_HOME/inline``.
+/// The directory of the inline kernel cache: ``$FERROCUDA_INLINE_CACHE``, else
+/// ``$FERROCUDA_HOME/inline``.
 #[pyfunction]
-pub fn _inline_cache_dir() -> PathBuf {
-    home().join("inline")
+pub fn _inline_cache_dir() -> String {
+    inline_dir().to_string_lossy().into_owned()
+}
+
+/// ``$FERROCUDA_INLINE_CACHE``, else ``$FERROCUDA_HOME/inline``.
+fn inline_dir() -> PathBuf {
+    match std::env::var_os("FERROCUDA_INLINE_CACHE").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => home().join("inline"),
+    }
 }
 
 /// The manifest of the inline kernel `source` with these options: from the cache (no
@@ -246,7 +255,7 @@ pub fn inline_manifest(
              function",
         ));
     }
-    let mut req = InlineRequest::new(source, _inline_cache_dir());
+    let mut req = InlineRequest::new(source, inline_dir());
     req.arch = arch.to_owned();
     req.fp_contract = fp_contract_arg(fp_contract)?;
     req.force = force;
