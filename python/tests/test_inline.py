@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inline_kernels import AXPBY, SCALE
 
 import ferrocuda
+from inline_kernels import AXPBY, SCALE
 
 REPO = Path(__file__).resolve().parents[2]
 HOME = REPO / "target" / "python-inline" / "home"
@@ -375,7 +375,7 @@ def test_two_processes_compiling_one_kernel_build_it_once(
         assert p.stdout.readline().strip() == "READY"
     go.touch()
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
     manifests = [re.findall(r"^MANIFEST (.*)$", out, re.M) for out, _ in outs]
     assert manifests[0] == manifests[1] and len(manifests[0]) == 1, outs
