@@ -5,6 +5,11 @@ travels to the GPU machine (``python inline_kernels.py``: there a cache hit need
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
 #: ``out = a * x`` (f32), bounds-checked reads and writes.
 SCALE = r"""
 #[kernel]
@@ -39,8 +44,17 @@ pub unsafe fn axpby<T: Element + core::ops::Mul<Output = T> + core::ops::Add<Out
 ALL = (SCALE, AXPBY)
 
 
+def readme_blocks() -> list[str]:
+    """The Python blocks of the README's "Inline kernels" section: the first compiles its
+    kernels (no GPU needed), the second runs them on CuPy arrays."""
+    section = README.read_text().split("## Inline kernels", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
 if __name__ == "__main__":
     import ferrocuda
 
     for src in ALL:
         print(ferrocuda.inline(src, progress=False))
+    # The README's kernels too (its first block compiles them).
+    exec(compile(readme_blocks()[0], "README.md inline block 0", "exec"), {})

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 import ferrocuda
-from inline_kernels import AXPBY, SCALE
+from inline_kernels import AXPBY, SCALE, readme_blocks
 
 REPO = Path(__file__).resolve().parents[2]
 HOME = REPO / "target" / "python-inline" / "home"
@@ -485,3 +485,13 @@ def test_ctrl_c_stops_the_build_command_promptly(tmp_path: Path) -> None:
     assert "ferrocuda: interrupted" in rest, rest
     assert dt < 5, dt
     assert list((tmp_path / "k" / "target" / "ferrocuda").glob("*/*.stamp.json")) == []
+
+
+def test_the_readme_example_compiles(first: tuple[Any, list[str], float]) -> None:
+    blocks = readme_blocks()
+    assert len(blocks) == 2 and "import cupy" in blocks[1]
+    ns: dict[str, Any] = {}
+    exec(compile(blocks[0], "README.md inline block 0", "exec"), ns)
+    assert sorted(ns["mod"].kernels) == ["scale"]
+    assert isinstance(ns["axpy"], ferrocuda.Family)
+    assert sorted(k.name for k in ns["axpy"].kernels) == ["axpy_f32", "axpy_f64"]
