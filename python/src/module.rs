@@ -251,7 +251,8 @@ pub fn bundled(py: Python<'_>) -> PyResult<Py<PyKModule>> {
 ///
 /// Families and kernels are the module's attributes: ``mod.scale(alpha, x, y)`` picks the
 /// kernel by the arrays' element types, ``mod.scale_f32[grid, block](...)`` launches one.
-/// Loading the same unchanged files again returns the same module. Raises
+/// Loading the same unchanged files again returns the same module. A build reports its
+/// stages on ``sys.stderr`` and stops on Ctrl-C (see :func:`build`). Raises
 /// ``ferrocuda.BuildError`` when the crate does not compile (nothing is loaded then), and
 /// ``ValueError`` for a missing, damaged or incompatible manifest or PTX.
 #[pyfunction]

@@ -304,6 +304,11 @@ fn inline_error(py: Python<'_>, e: RustBuildError) -> PyErr {
 /// the crate's source files, the toolchain, the target, this ferrocuda). A missing pinned
 /// toolchain is installed with rustup first. Compiler errors raise ``ferrocuda.BuildError``
 /// with the compiler's messages, which name the crate's files, lines and columns.
+///
+/// ``progress``: where the build's stages go, each with its time (``None``/``True``:
+/// ``sys.stderr``; ``False``: nowhere; a callable: each line as a ``str``). Ctrl-C stops the
+/// build promptly: the child cargo is killed with every process it started, no stamp is
+/// written, and ``KeyboardInterrupt`` is raised.
 #[pyfunction]
 #[pyo3(signature = (path, *, arch = "sm_80", force = false, target_dir = None, fp_contract = "off", progress = None))]
 pub fn build(
