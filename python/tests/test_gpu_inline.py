@@ -80,11 +80,11 @@ def test_generic_axpby_matches_numpy(axpby: Any, cupy: Any, dtype: Any) -> None:
     y = rng.standard_normal(n).astype(dtype)
     a, b = dtype(1.75), dtype(-0.3)
     out = cp.full(n, cp.nan, dtype=dtype)
-    axpby.axpby(a, cp.asarray(x), b, cp.asarray(y), out)
+    axpby.axpby(float(a), cp.asarray(x), float(b), cp.asarray(y), out)
     # Two products and a sum, each rounded (fp_contract off): NumPy's order of operations.
     np.testing.assert_array_equal(cp.asnumpy(out), a * x + b * y)
     with pytest.raises(ValueError, match="shape"):
-        axpby.axpby(a, cp.ones(4, dtype), b, cp.ones(5, dtype), cp.ones(4, dtype))
+        axpby.axpby(1.0, cp.ones(4, dtype), 1.0, cp.ones(5, dtype), cp.ones(4, dtype))
 
 
 def test_the_decorator_runs_the_same_kernel(axpby: Any, cupy: Any) -> None:
