@@ -202,8 +202,9 @@ impl Control {
             if self.is_cancelled() {
                 kill(&mut child, self.inner.as_ref().is_some_and(|i| i.own_group));
                 let _ = child.wait();
-                let _ = err_reader.join();
-                let _ = out_reader.join();
+                // The readers end when the pipes close (not waited for: a process outside the
+                // group could hold them open).
+                drop((err_reader, out_reader));
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::Interrupted,
                     CANCELLED,

@@ -16,7 +16,11 @@
 //!   `out.launchers().write_to_out_dir("my_kernels.rs")`);
 //! * [`project`] — kernel crates as projects: `ferrocuda new` (a scaffold that builds as it
 //!   is), `ferrocuda build` (toolchain installed when missing, the build cache, the crates'
-//!   sources); [`cli`] — the `ferrocuda` command, this crate's binary and the Python package's.
+//!   sources); [`cli`] — the `ferrocuda` command, this crate's binary and the Python package's;
+//!   [`project::inline`] — kernels held in a string (Python's `ferrocuda.inline`), in a
+//!   generated crate and an on-disk cache shared by processes;
+//! * [`Control`] ([`control`]) — a build's progress per stage, with times, and its
+//!   cancellation (the child cargo killed with every process it started).
 //!
 //! # How kernels are compiled
 //!

@@ -55,7 +55,7 @@ fn home() -> PathBuf {
     cache.join("ferrocuda")
 }
 
-/// The crate sources of this extension (hashed once per process and `FERROCUDA_HOME`).
+/// The crate sources of this extension (their fingerprint computed by `build.rs`).
 fn sources() -> Result<CrateSources, RustBuildError> {
     static SOURCES: OnceLock<(PathBuf, CrateSources)> = OnceLock::new();
     let home = home();
@@ -67,14 +67,19 @@ fn sources() -> Result<CrateSources, RustBuildError> {
             .map(Path::to_path_buf);
         (
             home.clone(),
-            CrateSources::embedded(embedded::FILES, &home, checkout),
+            CrateSources::embedded_with(embedded::FILES, embedded::FINGERPRINT, &home, checkout),
         )
     });
     if *h == home {
         Ok(s.clone())
     } else {
         let checkout = s.checkout_root();
-        Ok(CrateSources::embedded(embedded::FILES, home, checkout))
+        Ok(CrateSources::embedded_with(
+            embedded::FILES,
+            embedded::FINGERPRINT,
+            home,
+            checkout,
+        ))
     }
 }
 

@@ -350,7 +350,10 @@ pub fn build(req: &InlineRequest, sources: &CrateSources) -> Result<InlineBuild,
         }
         Ok(())
     })?;
-    crate::toolchain::ensure(&crate_dir, &mut |m| control.report(m))?;
+    control.stage(
+        "toolchain: checking (rustup installs it when missing)",
+        || crate::toolchain::ensure(&crate_dir, &mut |m| control.report(m)),
+    )?;
     let out_dir = crate_dir.join("out");
     // A cancelled or failed build may have left outputs: they are never an entry.
     let _ = std::fs::remove_dir_all(&out_dir);
