@@ -2,7 +2,7 @@
 //! `-macros`, with a workspace root made from the project's, its toolchain file and the
 //! bundled kernels' lock file) into the extension, as `crate_sources.rs`: a list of (path,
 //! contents) that `src/project.rs` writes out when a kernel crate is first built.
-use ferrocuda_builder::project::sources::{embed_list, Embedded};
+use ferrocuda_builder::project::sources::{embed_list, fingerprint_of, Embedded};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,7 @@ fn main() {
         "/// The ferrocuda crate sources a kernel crate builds against: (relative path, text).\n\
          pub static FILES: &[(&str, &str)] = &[\n",
     );
+    let mut texts: Vec<(String, String)> = Vec::new();
     for (rel, file) in &files {
         let path = match file {
             Embedded::File(p) => p.clone(),
@@ -32,8 +33,16 @@ fn main() {
             "    ({rel:?}, include_str!({:?})),",
             path.display().to_string()
         );
+        let text = std::fs::read_to_string(&path).expect("read an embedded file");
+        texts.push((rel.clone(), text));
     }
     code.push_str("];\n");
+    // Their fingerprint, computed here: the extension does not hash them at run time.
+    let fp = fingerprint_of(texts.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let _ = writeln!(
+        code,
+        "/// `fingerprint_of(FILES)`.\npub const FINGERPRINT: u64 = {fp:#018x};"
+    );
     std::fs::write(out.join("crate_sources.rs"), code).expect("write crate_sources.rs");
     for dir in ["abi", "device", "macros"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());

@@ -14,6 +14,8 @@
 #                   build` here, with the Python package's command (so that `ferrocuda.load`
 #                   finds it current in the build cache there, where there is no cargo), and
 #                   its Rust host example (`run.sh own`)
+#   .gpu/inline-cache/ the inline kernels of the GPU tests (python/tests/inline_kernels.py)
+#                   compiled by `ferrocuda.inline` here: there they are cache hits, no cargo
 #   .gpu/whl-scale/ Dask, distributed, dask-cuda, their missing dependencies and an MPI
 #                   runtime (scripts/scale-wheels.sh), for `run.sh scale`; .gpu/wheel_data.py
 #   .gpu/run.sh     the one command to run there: installs the wheel into a --target dir and
@@ -146,6 +148,15 @@ if [ -x .venv/bin/python ]; then
   # With the nvcc wheel's ptxas, as a user with a CUDA toolkit has it: the crate gets cubins.
   FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg" \
     .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
+  # The inline kernels of the GPU tests, compiled with the same wheel into a cache kept under
+  # target/ (its shared cargo target directory holds the GPU's core between bundles); only
+  # the finished entries travel. Cubins for the default architectures (sm_80, sm_90), as a
+  # user gets them: FERROCUDA_CUBIN_ARCHS is part of the cache key.
+  env -u FERROCUDA_CUBIN_ARCHS FERROCUDA_INLINE_CACHE="$root/target/gpu-inline-cache" \
+    FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg:python/tests" \
+    .venv/bin/python python/tests/inline_kernels.py >/dev/null
+  mkdir -p .gpu/inline-cache && cp -r target/gpu-inline-cache/entries .gpu/inline-cache/
+  echo "bundled .gpu/inline-cache ($(find .gpu/inline-cache/entries -mindepth 1 -maxdepth 1 | wc -l) kernels)"
   rm -rf "$pkg"
   (cd "$own/my_kernels/host" && cargo build --release --quiet)
   cp "$own/my_kernels/host/target/release/my_kernels-host" "$own/" && strip "$own/my_kernels-host"

@@ -56,6 +56,8 @@ if ls .gpu/whl-numba/*.whl >/dev/null 2>&1; then
 fi
 # The crate made by `ferrocuda new` on the build machine (scripts/gpu-bundle.sh).
 [ -d .gpu/own/my_kernels ] && export FERROCUDA_OWN_CRATE="$PWD/.gpu/own/my_kernels"
+# The inline kernels compiled there (test_gpu_inline.py finds them in this cache: no cargo).
+[ -d .gpu/inline-cache ] && export FERROCUDA_INLINE_CACHE="$PWD/.gpu/inline-cache"
 # The carried NumPy goes first on PYTHONPATH for the Python tests only.
 np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
 # One focused part: the Rust GPU tests whose names start with $3, the Python test file $4,

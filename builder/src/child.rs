@@ -26,6 +26,8 @@ pub(crate) struct ChildBuild<'a> {
     pub release: bool,
     /// Where rustc writes the bitcode.
     pub bitcode: &'a Path,
+    /// Progress and cancellation.
+    pub control: &'a crate::Control,
 }
 
 /// Cargo profile settings of every kernel build: one codegen unit with fat LTO (pulls `core`
@@ -64,7 +66,7 @@ impl ChildBuild<'_> {
             // Through RUSTFLAGS so that `core` gets the same target CPU (rustc refuses mixed
             // ones) and the same panic strategy.
             .env("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"))
-            .args(["rustc", "--quiet", "--lib", "--crate-type=staticlib"])
+            .args(["rustc", "--lib", "--crate-type=staticlib"])
             .arg("--manifest-path")
             .arg(self.cargo_toml)
             .args(["--target", TARGET, "-Zbuild-std=core"])
@@ -81,7 +83,26 @@ impl ChildBuild<'_> {
             .arg(format!("--emit=llvm-bc={}", self.bitcode.display()))
             .arg("-Cllvm-args=-preserve-bc-uselistorder");
 
-        let output = cmd.output().or_else(|e| {
+        // Cargo's status lines (`Compiling core …`, `Blocking waiting for file lock …`) are
+        // progress, never part of an error message.
+        let output = self.control.output(&mut cmd, &mut |c, line| {
+            let Some((verb, rest)) = cargo_status(line) else {
+                return false;
+            };
+            match verb {
+                "Compiling" => c.report(&format!(
+                    "cargo: compiling {}",
+                    rest.split(" (").next().unwrap_or(rest)
+                )),
+                "Blocking" => c.report(&format!("cargo: {}", line.trim())),
+                _ => {}
+            }
+            true
+        });
+        let output = output.or_else(|e| {
+            if crate::control::is_cancel(&e) {
+                return Err(crate::control::cancelled());
+            }
             fail(
                 BuildErrorKind::Toolchain,
                 format!(
@@ -150,6 +171,27 @@ impl ChildBuild<'_> {
         sources.dedup();
         sources
     }
+}
+
+/// A status line of cargo (`   Compiling core v0.0.0 (…)`): its verb and the rest.
+fn cargo_status(line: &str) -> Option<(&str, &str)> {
+    const VERBS: [&str; 9] = [
+        "Compiling",
+        "Finished",
+        "Blocking",
+        "Locking",
+        "Updating",
+        "Downloading",
+        "Downloaded",
+        "Fresh",
+        "Adding",
+    ];
+    let t = line.trim_start();
+    if line.len() - t.len() > 12 {
+        return None;
+    }
+    let (verb, rest) = t.split_once(' ')?;
+    VERBS.contains(&verb).then_some((verb, rest))
 }
 
 /// `stderr` with the source locations that cargo prints relative to the crate's directory

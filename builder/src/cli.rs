@@ -7,7 +7,7 @@
 //! (for scripts: `ferrocuda.load` takes it, or the crate directory itself).
 
 use crate::project::{build_crate, new_crate, BuildRequest, CrateSources};
-use crate::{BuildError, FpContract};
+use crate::{BuildError, BuildErrorKind, Control, FpContract};
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -40,11 +40,28 @@ pub fn run(
     sources: &dyn Fn() -> Result<CrateSources, BuildError>,
     cuda_fallback: Option<PathBuf>,
 ) -> i32 {
+    // The children stay in this process's group: a terminal's Ctrl-C ends them with it.
+    let control = Control::in_caller_group(|m| eprintln!("ferrocuda: {m}"));
+    run_with(args, sources, cuda_fallback, &control)
+}
+
+/// [`run`] with a build's progress reports and cancellation in `control` (a cancelled build
+/// exits with status 130, as a shell reports a command ended by SIGINT).
+pub fn run_with(
+    args: &[String],
+    sources: &dyn Fn() -> Result<CrateSources, BuildError>,
+    cuda_fallback: Option<PathBuf>,
+    control: &Control,
+) -> i32 {
     let usage = |msg: &str| {
         eprintln!("ferrocuda: {msg}\n\n{USAGE}");
         2
     };
     let failed = |e: BuildError| {
+        if e.kind() == BuildErrorKind::Cancelled {
+            // The caller that cancelled says so.
+            return 130;
+        }
         eprintln!("ferrocuda: error: {e}");
         1
     };
@@ -82,6 +99,7 @@ pub fn run(
         Some("build") => {
             let mut req = BuildRequest::new(".");
             req.cuda_fallback = cuda_fallback;
+            req.control = control.clone();
             let mut path_given = false;
             let mut it = args[1..].iter();
             while let Some(a) = it.next() {

@@ -16,7 +16,11 @@
 //!   `out.launchers().write_to_out_dir("my_kernels.rs")`);
 //! * [`project`] — kernel crates as projects: `ferrocuda new` (a scaffold that builds as it
 //!   is), `ferrocuda build` (toolchain installed when missing, the build cache, the crates'
-//!   sources); [`cli`] — the `ferrocuda` command, this crate's binary and the Python package's.
+//!   sources); [`cli`] — the `ferrocuda` command, this crate's binary and the Python package's;
+//!   [`project::inline`] — kernels held in a string (Python's `ferrocuda.inline`), in a
+//!   generated crate and an on-disk cache shared by processes;
+//! * [`Control`] ([`control`]) — a build's progress per stage, with times, and its
+//!   cancellation (the child cargo killed with every process it started).
 //!
 //! # How kernels are compiled
 //!
@@ -124,6 +128,7 @@
 pub mod check;
 mod child;
 pub mod cli;
+pub mod control;
 mod cuda;
 mod ir;
 pub mod launchers;
@@ -140,6 +145,7 @@ pub use launchers::Launchers;
 pub use ptx::{process_ptx, ptx_entries, Processed, PtxEntry};
 
 use child::ChildBuild;
+pub use control::Control;
 use ferrocuda_abi::manifest::{self, Manifest};
 use llvm::Pipeline;
 use std::fmt;
@@ -164,6 +170,7 @@ pub struct PtxBuilder {
     fp_contract: FpContract,
     ptxas_report: bool,
     cubin_archs: Option<Vec<String>>,
+    control: Control,
 }
 
 /// The architectures cubins are made for by default (those not older than the crate's arch,
@@ -229,6 +236,8 @@ pub enum BuildErrorKind {
     /// The generated PTX breaks a rule of [`check`] (an unresolved function, a barrier under
     /// a thread-dependent branch, …) or ptxas rejects it.
     Check,
+    /// The build was cancelled through its [`Control`].
+    Cancelled,
 }
 
 /// Why a build failed: a [`BuildErrorKind`], and a message whose `Display` form says what to
@@ -292,7 +301,14 @@ impl PtxBuilder {
             fp_contract: FpContract::Off,
             ptxas_report: true,
             cubin_archs: None,
+            control: Control::none(),
         }
+    }
+
+    /// Progress reports and cancellation (see [`Control`]; default: none).
+    pub fn control(mut self, control: Control) -> Self {
+        self.control = control;
+        self
     }
 
     /// The virtual GPU architecture (`sm_80` by default; PTX for `sm_XY` loads on `sm_XY`
@@ -621,6 +637,7 @@ impl PtxBuilder {
             target_dir: &target_dir,
             release: self.release,
             bitcode: Path::new(""),
+            control: &self.control,
         };
         Ok(BuildOutput {
             ptx: base.ptx,
@@ -666,7 +683,9 @@ impl PtxBuilder {
         let explicit = self.libdevice.as_deref().map(|p| self.resolve(p));
         let fallback = self.cuda_fallback.as_deref().map(|p| self.resolve(p));
         let find_libdevice = || cuda::find_libdevice(explicit.as_deref(), fallback.as_deref());
+        let control = &self.control;
         let pipeline = Pipeline {
+            control,
             toolchain: job.toolchain,
             arch,
             fp_contract: self.fp_contract,
@@ -682,8 +701,13 @@ impl PtxBuilder {
             target_dir: job.target_dir,
             release: self.release,
             bitcode: &bitcode,
+            control,
         };
-        child.run()?;
+        let what = part.map_or(String::new(), |p| format!(", its {p} kernels"));
+        control.stage(
+            &format!("cargo: compiling `{crate_name}` for {arch}{what}"),
+            || child.run(),
+        )?;
         let in_crate = |kind: BuildErrorKind, m: String| BuildError {
             kind,
             message: match part {
@@ -691,8 +715,8 @@ impl PtxBuilder {
                 Some(a) => format!("kernel crate `{crate_name}`, its {a} kernels: {m}"),
             },
         };
-        let generated = pipeline
-            .run(&bitcode)
+        let generated = control
+            .stage("LLVM: bitcode to PTX", || pipeline.run(&bitcode))
             .map_err(|e| in_crate(e.kind, e.message))?;
         let processed_ptx =
             process_ptx(&generated.ptx).map_err(|m| in_crate(BuildErrorKind::Manifest, m))?;
@@ -710,15 +734,19 @@ impl PtxBuilder {
             .iter()
             .map(|a| (a.clone(), pipeline.file(&format!("{a}.cubin"))))
             .collect();
-        let checked = verify::verify(
-            &ptx,
-            &processed,
-            arch,
-            fallback.as_deref(),
-            self.ptxas_report,
-            &cubin_files,
-        )
-        .map_err(|e| in_crate(e.kind, e.message))?;
+        let checked = control
+            .stage("checks: PTX rules, ptxas, cubins", || {
+                verify::verify(
+                    &ptx,
+                    &processed,
+                    arch,
+                    fallback.as_deref(),
+                    self.ptxas_report,
+                    &cubin_files,
+                )
+            })
+            .map_err(|e| in_crate(e.kind, e.message))?;
+        control.check()?;
         let prefix = match part {
             None => lib_name.to_string(),
             Some(a) => format!("{lib_name}.{a}"),

@@ -54,6 +54,8 @@ pub(crate) fn ptx_isa(arch: &str) -> Option<&'static str> {
 
 /// One run of the pipeline.
 pub(crate) struct Pipeline<'a> {
+    /// Progress and cancellation of the build.
+    pub control: &'a crate::Control,
     /// Where the LLVM tools are.
     pub toolchain: &'a Toolchain,
     /// `sm_XY`.
@@ -221,12 +223,18 @@ impl Pipeline<'_> {
 
     fn tool(&self, name: &str, args: &[OsString]) -> Result<(), BuildError> {
         let path = self.toolchain.tool(name);
-        let output = Command::new(&path).args(args).output().or_else(|e| {
-            fail(
-                BuildErrorKind::Toolchain,
-                format!("could not run {}: {e}", path.display()),
-            )
-        })?;
+        let output = self
+            .control
+            .output(Command::new(&path).args(args), &mut |_, _| false)
+            .or_else(|e| {
+                if crate::control::is_cancel(&e) {
+                    return Err(crate::control::cancelled());
+                }
+                fail(
+                    BuildErrorKind::Toolchain,
+                    format!("could not run {}: {e}", path.display()),
+                )
+            })?;
         if output.status.success() {
             return Ok(());
         }

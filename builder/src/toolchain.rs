@@ -188,6 +188,11 @@ fn ensure_with(
 pub(crate) fn pinned_channel(dir: &Path) -> Option<String> {
     let file = toolchain_file(dir)?;
     let text = std::fs::read_to_string(file).ok()?;
+    channel_of(&text)
+}
+
+/// The `channel = "…"` of a toolchain file's text.
+pub(crate) fn channel_of(text: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let rest = l
             .trim()

@@ -23,6 +23,9 @@ Main entry points:
 * :func:`load` -- a module of your own kernels: ``load("my_kernels")`` builds the kernel crate
   when a source changed (``ferrocuda new my_kernels`` makes one) and loads it; :func:`build`
   builds only, and the ``ferrocuda`` command (``python -m ferrocuda``) does both from a shell;
+* :func:`inline` -- a kernel written in a Python string, compiled once (cached on disk, also
+  across processes) and loaded as a :class:`Module`; :func:`inline_kernel`, the same as a
+  decorator of a function whose docstring holds the Rust source;
 * :class:`DeviceArray` -- device memory owned by ferrocuda (CAI v3 and DLPack export);
 * ``launcher.bind(*args, ...)`` -- a :class:`BoundLaunch` for loops: the arguments read,
   checked and converted once, then ``launch()`` per iteration (see its documentation);
@@ -54,8 +57,12 @@ Importing ferrocuda needs no GPU: the first operation that does raises :class:`C
 from __future__ import annotations
 
 import enum
+import inspect
 import sys
+import textwrap
 import types
+from collections.abc import Callable
+from typing import Any
 
 # The extension module stays reachable as ferrocuda._ferrocuda (its private helpers, used by
 # the tests): the redundant alias marks the re-export.
@@ -65,6 +72,7 @@ from ._ferrocuda import (
     SYNC_ENV_VAR,
     BoundLaunch,
     BuildError,
+    CompileError,
     ConfiguredLauncher,
     CudaError,
     DeviceArray,
@@ -82,6 +90,7 @@ from ._ferrocuda import (
     device_properties,
     driver_available,
     from_cuda_array_interface,
+    inline,
     is_cuda_array,
     load,
     new_crate,
@@ -98,6 +107,7 @@ __all__ = [
     "Autotuned",
     "BoundLaunch",
     "BuildError",
+    "CompileError",
     "ConfiguredLauncher",
     "CudaError",
     "DeviceArray",
@@ -117,6 +127,8 @@ __all__ = [
     "device_properties",
     "driver_available",
     "from_cuda_array_interface",
+    "inline",
+    "inline_kernel",
     "is_cuda_array",
     "kernels",
     "load",
@@ -146,6 +158,90 @@ class SyncMode(enum.Enum):
     EVENT = "event"
     #: No ordering at all; the caller guarantees the data is ready. ``sync=False`` too.
     OFF = "off"
+
+
+def inline_kernel(
+    func: Callable[..., object] | None = None,
+    *,
+    arch: str = "sm_80",
+    fp_contract: str = "off",
+    progress: bool | Callable[[str], object] | None = None,
+) -> Any:
+    """Decorator: a function whose docstring is Rust kernel source becomes that kernel's
+    launcher, compiled with :func:`inline` (same cache, options and errors).
+
+    ::
+
+        @ferrocuda.inline_kernel
+        def scale(x, out, a):
+            r\"\"\"
+            #[kernel]
+            pub unsafe fn scale(x: Slice<f32>, out: SliceMut<f32>, a: f32) {
+                for i in thread::grid_stride(out.len()) {
+                    if let Some(v) = x.get(i) {
+                        unsafe { out.write(i, a * v) };
+                    }
+                }
+            }
+            \"\"\"
+
+        scale(x, out, 2.0)        # the family (or kernel) named like the function
+
+    The function's body is never called. The docstring is dedented (its lines kept), so a
+    :class:`CompileError`'s ``<inline>`` line 1 is the docstring's first line; a note on the
+    exception gives the file and line it is. Usable bare (``@inline_kernel``) or with options
+    (``@inline_kernel(arch="sm_90")``).
+    """
+
+    def wrap(f: Callable[..., object]) -> Any:
+        name = getattr(f, "__name__", None)
+        doc = getattr(f, "__doc__", None)
+        if not isinstance(doc, str) or not doc.strip():
+            raise ValueError(
+                f"inline_kernel: {name!r} has no docstring; its docstring must hold the Rust "
+                "source of the kernel (a #[kernel] function of the same name)"
+            )
+        try:
+            module = inline(
+                textwrap.dedent(doc), arch=arch, fp_contract=fp_contract, progress=progress
+            )
+        except CompileError as e:
+            where = _docstring_line(f)
+            if where is not None:
+                e.add_note(f"<inline> line 1 is line {where[1]} of {where[0]} ({name}'s docstring)")
+            raise
+        families: dict[str, Family] = module.families
+        kernels_: dict[str, Kernel] = module.kernels
+        launcher = families.get(str(name)) or kernels_.get(str(name))
+        if launcher is None:
+            raise ValueError(
+                f"inline_kernel: the docstring of {name!r} defines no kernel or family named "
+                f"{name!r} (it has {sorted({*families, *kernels_})}); name the function like "
+                "its #[kernel]"
+            )
+        return launcher
+
+    if func is None:
+        return wrap
+    if not callable(func):
+        raise TypeError(
+            f"inline_kernel decorates a function, not {type(func).__name__} "
+            "(for a string, use ferrocuda.inline)"
+        )
+    return wrap(func)
+
+
+def _docstring_line(f: Callable[..., object]) -> tuple[str, int] | None:
+    """(file, line) of the first line of ``f``'s docstring, when its source can be read."""
+    try:
+        lines, start = inspect.getsourcelines(f)
+        path = inspect.getsourcefile(f)
+    except (OSError, TypeError):
+        return None
+    for i, line in enumerate(lines):
+        if '"""' in line or "'''" in line:
+            return (path or "?", start + i)
+    return None
 
 
 def _make_kernels(module: Module, name: str) -> types.ModuleType:

@@ -15,10 +15,15 @@ from . import _ferrocuda
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the command with ``argv`` (default: the process's arguments); returns its exit
-    status (0 done, 1 failed, 2 bad usage)."""
+    status (0 done, 1 failed, 2 bad usage, 130 interrupted: Ctrl-C stops a build, its child
+    cargo killed)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    return _ferrocuda._cli(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return _ferrocuda._cli(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        print("ferrocuda: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

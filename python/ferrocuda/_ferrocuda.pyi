@@ -1,6 +1,7 @@
 """Type stubs of the compiled extension ``ferrocuda._ferrocuda``."""
 
 import os
+from collections.abc import Callable
 from typing import Any, TypeAlias, final
 
 import numpy as np
@@ -11,6 +12,7 @@ __all__ = [
     "SYNC_ENV_VAR",
     "BoundLaunch",
     "BuildError",
+    "CompileError",
     "ConfiguredLauncher",
     "CudaError",
     "DeviceArray",
@@ -28,7 +30,11 @@ __all__ = [
     "_cupy_stream_source",
     "_describe_generic",
     "_fast_paths",
+<<<<<<< HEAD
     "_home_dir",
+=======
+    "_inline_cache_dir",
+>>>>>>> py-inline
     "_launcher",
     "_module",
     "_pending_releases",
@@ -41,6 +47,7 @@ __all__ = [
     "device_properties",
     "driver_available",
     "from_cuda_array_interface",
+    "inline",
     "is_cuda_array",
     "load",
     "new_crate",
@@ -74,6 +81,16 @@ class PerformanceWarning(UserWarning):
 class BuildError(RuntimeError):
     """A kernel crate could not be built (compiler messages, or what to install)."""
 
+class CompileError(BuildError):
+    """An inline kernel's source did not compile (messages name the string ``<inline>``)."""
+
+    #: ``(line, column)`` of each location in the messages (line 1 = the string's first line).
+    locations: list[tuple[int, int]]
+
+#: ``progress=``: ``None``/``True`` (to ``sys.stderr``), ``False`` (quiet), or a callable that
+#: takes each line.
+_Progress: TypeAlias = bool | Callable[[str], object] | None
+
 def driver_available() -> bool: ...
 def device_count() -> int: ...
 def device_properties(device: int = 0) -> dict[str, Any]: ...
@@ -96,7 +113,17 @@ def build(
     force: bool = False,
     target_dir: str | os.PathLike[str] | None = None,
     fp_contract: str = "off",
+    progress: _Progress = None,
 ) -> str: ...
+def inline(
+    source: str,
+    *,
+    arch: str = "sm_80",
+    fp_contract: str = "off",
+    force: bool = False,
+    progress: _Progress = None,
+) -> Module: ...
+def _inline_cache_dir() -> str: ...
 def new_crate(path: str | os.PathLike[str]) -> str: ...
 def _cli(argv: list[str]) -> int: ...
 def _pending_releases() -> int: ...

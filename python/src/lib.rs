@@ -63,6 +63,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CudaError", py.get_type::<CudaError>())?;
     m.add("PerformanceWarning", py.get_type::<PerformanceWarning>())?;
     m.add("BuildError", py.get_type::<project::BuildError>())?;
+    m.add("CompileError", py.get_type::<project::CompileError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_NDIM", ferrocuda_host::cai::MAX_NDIM)?;
     m.add("SYNC_ENV_VAR", ferrocuda_host::stream::SYNC_ENV_VAR)?;
@@ -76,6 +77,8 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bind::PyBound>()?;
     m.add_function(wrap_pyfunction!(module::bundled, m)?)?;
     m.add_function(wrap_pyfunction!(module::load, m)?)?;
+    m.add_function(wrap_pyfunction!(module::inline, m)?)?;
+    m.add_function(wrap_pyfunction!(project::_inline_cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_ptx, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_cubin, m)?)?;
     m.add_function(wrap_pyfunction!(module::_bundled_part_file, m)?)?;

@@ -251,7 +251,8 @@ pub fn bundled(py: Python<'_>) -> PyResult<Py<PyKModule>> {
 ///
 /// Families and kernels are the module's attributes: ``mod.scale(alpha, x, y)`` picks the
 /// kernel by the arrays' element types, ``mod.scale_f32[grid, block](...)`` launches one.
-/// Loading the same unchanged files again returns the same module. Raises
+/// Loading the same unchanged files again returns the same module. A build reports its
+/// stages on ``sys.stderr`` and stops on Ctrl-C (see :func:`build`). Raises
 /// ``ferrocuda.BuildError`` when the crate does not compile (nothing is loaded then), and
 /// ``ValueError`` for a missing, damaged or incompatible manifest or PTX.
 #[pyfunction]
@@ -260,10 +261,57 @@ pub fn load(py: Python<'_>, path: PathBuf, arch: &str) -> PyResult<Py<PyKModule>
     if crate::project::is_crate(&path) {
         let mut req = ferrocuda_builder::project::BuildRequest::new(&path);
         req.arch = arch.to_owned();
-        let manifest = crate::project::build_path(py, &req)?;
+        let manifest = crate::project::build_path(py, &req, &crate::project::Progress::Stderr)?;
         return load_module(py, &manifest);
     }
     load_module(py, &path)
+}
+
+/// Compiles a kernel written in a string — Rust source: ``#[kernel]`` functions, as in a kernel
+/// crate's ``src/lib.rs`` — and loads it as a :class:`Module`. ``use
+/// ferrocuda_device::prelude::*;`` is in scope already (``kernel``, ``Slice``, ``SliceMut``,
+/// ``thread``, ``Element``, …); leading inner attributes (``#![feature(f16)]``) are allowed.
+///
+/// The result is cached on disk under ``$FERROCUDA_INLINE_CACHE``, else
+/// ``$FERROCUDA_HOME/inline`` (default ``~/.cache/ferrocuda/inline``), keyed by a hash of the source, the toolchain, this
+/// ferrocuda (its version and device crates) and the options: a later call with the same
+/// source — in this process or another, after a restart — loads the cached PTX without
+/// starting any process. Two processes compiling the same kernel at once build it once (a
+/// file lock; the entry appears complete, by one rename). Every inline kernel shares one cargo
+/// target directory there, so the GPU's ``core`` is compiled once per ``arch``: the first
+/// inline kernel takes about a minute, later new ones a few seconds.
+///
+/// A build reports its stages with their times (``progress``: ``None``/``True`` writes them
+/// to ``sys.stderr``, ``False`` nothing, a callable gets each line as a ``str``); Ctrl-C stops
+/// it promptly (``KeyboardInterrupt``; the child cargo is killed, the lock released, no entry
+/// written). ``force=True`` builds again and replaces the entry.
+///
+/// Raises ``ferrocuda.CompileError`` (a ``BuildError``) when the source does not compile: the
+/// compiler's messages name the string ``<inline>``, with its line numbers (line 1 = the
+/// string's first line), also in the exception's ``locations`` (``(line, column)`` pairs);
+/// ``ValueError`` for an empty source, a source without kernels, or a bad ``arch`` /
+/// ``fp_contract``.
+#[pyfunction]
+#[pyo3(signature = (source, *, arch = "sm_80", fp_contract = "off", force = false, progress = None))]
+pub fn inline(
+    py: Python<'_>,
+    source: &str,
+    arch: &str,
+    fp_contract: &str,
+    force: bool,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyKModule>> {
+    let progress = crate::project::Progress::from_arg(progress)?;
+    let manifest =
+        crate::project::inline_manifest(py, source, arch, fp_contract, force, &progress)?;
+    let m = load_module(py, &manifest)?;
+    if m.get().kernels.bind(py).is_empty() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "the inline source defines no kernels: mark at least one function #[kernel] \
+             (e.g. `#[kernel] pub fn scale(x: Slice<f32>, out: SliceMut<f32>, a: f32) { … }`)",
+        ));
+    }
+    Ok(m)
 }
 
 /// Unpickles a module: the bundled kernels (`manifest` is ``None``) or the module of the

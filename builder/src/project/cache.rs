@@ -83,7 +83,7 @@ fn toolchain_id(crate_dir: &Path) -> String {
 
 /// Whether a rustup channel names one compiler: `1.99.0`, `nightly-2026-01-01`,
 /// `1.99.0-x86_64-unknown-linux-gnu`.
-fn is_pinned(channel: &str) -> bool {
+pub(crate) fn is_pinned(channel: &str) -> bool {
     let first = channel.split('-').next().unwrap_or("");
     let version =
         first.split('.').count() == 3 && first.split('.').all(|p| p.parse::<u32>().is_ok());

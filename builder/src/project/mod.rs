@@ -9,6 +9,7 @@
 //! the crate's `.cargo/config.toml` at ferrocuda's crate sources ([`CrateSources`]).
 
 pub mod cache;
+pub mod inline;
 pub mod scaffold;
 pub mod sources;
 
@@ -38,6 +39,8 @@ pub struct BuildRequest {
     pub cuda_fallback: Option<PathBuf>,
     /// Build even when the cache says the outputs are current.
     pub force: bool,
+    /// Progress reports and cancellation of the build (default: none).
+    pub control: crate::Control,
 }
 
 impl BuildRequest {
@@ -51,6 +54,7 @@ impl BuildRequest {
             target_dir: None,
             cuda_fallback: None,
             force: false,
+            control: crate::Control::none(),
         }
     }
 }
@@ -188,6 +192,7 @@ pub fn build_crate(
     update_patch(&dir, &toml, sources)?;
     report(&format!("building {name} for {} …", req.arch));
     let mut builder = PtxBuilder::new(&dir)
+        .control(req.control.clone())
         .arch(&req.arch)
         .release(req.release)
         .fp_contract(req.fp_contract)

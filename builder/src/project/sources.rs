@@ -82,10 +82,20 @@ impl CrateSources {
         cache: impl Into<PathBuf>,
         checkout: Option<PathBuf>,
     ) -> CrateSources {
-        let mut h = fnv_field(FNV_OFFSET, env!("CARGO_PKG_VERSION").as_bytes());
-        for (path, text) in files {
-            h = fnv_field(fnv_field(h, path.as_bytes()), text.as_bytes());
-        }
+        let h = fingerprint_of(files.iter().copied());
+        CrateSources::embedded_with(files, h, cache, checkout)
+    }
+
+    /// [`embedded`](Self::embedded) with the fingerprint computed already (by a build script,
+    /// with [`fingerprint_of`] over the same files): no hashing at run time, which keeps an
+    /// inline kernel's cache hit within a millisecond.
+    pub fn embedded_with(
+        files: &'static [(&'static str, &'static str)],
+        fingerprint: u64,
+        cache: impl Into<PathBuf>,
+        checkout: Option<PathBuf>,
+    ) -> CrateSources {
+        let h = fingerprint;
         CrateSources {
             kind: Kind::Embedded {
                 files,
@@ -205,6 +215,15 @@ impl CrateSources {
             ("ferrocuda-builder", root.join("builder")),
         ]))
     }
+}
+
+/// The fingerprint of embedded sources: this ferrocuda's version and every (path, text).
+pub fn fingerprint_of<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> u64 {
+    let mut h = fnv_field(FNV_OFFSET, env!("CARGO_PKG_VERSION").as_bytes());
+    for (path, text) in files {
+        h = fnv_field(fnv_field(h, path.as_bytes()), text.as_bytes());
+    }
+    h
 }
 
 fn patch_text(crates: &[(&str, PathBuf)]) -> String {
