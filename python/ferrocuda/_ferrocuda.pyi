@@ -30,11 +30,8 @@ __all__ = [
     "_cupy_stream_source",
     "_describe_generic",
     "_fast_paths",
-<<<<<<< HEAD
     "_home_dir",
-=======
     "_inline_cache_dir",
->>>>>>> py-inline
     "_launcher",
     "_module",
     "_pending_releases",
