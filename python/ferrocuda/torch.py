@@ -147,9 +147,7 @@ def _torch_dtype(torch: Any, name: str) -> Any:
 def _takes(torch: Any, p: _Param, t: Any) -> bool:
     """`True` when parameter `p` takes tensor `t` by element type and rank (the family
     launcher's rule, layout aside)."""
-    return bool(
-        t.dtype == _torch_dtype(torch, p.dtype) and (not p.fixes_rank or t.dim() == p.rank)
-    )
+    return bool(t.dtype == _torch_dtype(torch, p.dtype) and (not p.fixes_rank or t.dim() == p.rank))
 
 
 def _operand(op: dict[str, Any], v: _Variant, shapes: dict[int, Any], scalars: dict[int, Any]):
@@ -302,7 +300,9 @@ class _FamilySpec:
         return [
             v
             for v in self.variants
-            if all(not p.array or _takes(torch, p, t) for p, t in zip(params_of(v), args, strict=True))
+            if all(
+                not p.array or _takes(torch, p, t) for p, t in zip(params_of(v), args, strict=True)
+            )
         ]
 
     def check_out_form(self, torch: Any, args: Any) -> None:
@@ -336,7 +336,9 @@ class _FamilySpec:
             cands = keep
         result: list[tuple[str, tuple[int, ...], Any]] | None = None
         for v in cands:
-            shapes = {p.index: tuple(t.shape) for p, t in zip(v.inputs, args, strict=True) if p.array}
+            shapes = {
+                p.index: tuple(t.shape) for p, t in zip(v.inputs, args, strict=True) if p.array
+            }
             scalars = {p.index: t for p, t in zip(v.inputs, args, strict=True) if not p.array}
             named = {p.name: t for p, t in zip(v.inputs, args, strict=True)}
             outs = []
@@ -359,7 +361,13 @@ class _FamilySpec:
             if result is None:
                 result = outs
             elif [(n, d) for n, _, d in result] != [(n, d) for n, _, d in outs]:
-                choices = sorted({str(d) for c in cands for d in (_torch_dtype(torch, p.dtype) for p in c.outputs)})
+                choices = sorted(
+                    {
+                        str(d)
+                        for c in cands
+                        for d in (_torch_dtype(torch, p.dtype) for p in c.outputs)
+                    }
+                )
                 raise ValueError(
                     f"kernel family `{self.name}`: the element type of its output is ambiguous "
                     f"for these inputs (variants write {', '.join(choices)}): pass "
@@ -377,7 +385,9 @@ class _FamilySpec:
             for v in self.variants:
                 ov = next(p for p in v.outputs if p.name == o.name)
                 # Fake shapes: every input present, a concrete rank (a slice's shape is 1-D).
-                shapes = {p.index: (1,) * (p.rank if p.fixes_rank else 1) for p in v.inputs if p.array}
+                shapes = {
+                    p.index: (1,) * (p.rank if p.fixes_rank else 1) for p in v.inputs if p.array
+                }
                 scalars = {p.index: 1 for p in v.inputs if not p.array}
                 shape, why = _output_shape(v, ov, shapes, scalars)
                 if shape is None:
@@ -495,7 +505,9 @@ class TorchOps:
         args = ", ".join(f"{_schema_type(p)} {p.name}" for p in inputs)
         if spec.ambiguous:
             args += (", " if args else "") + "*, ScalarType? out_dtype=None"
-        rets = "Tensor" if len(spec.outputs) == 1 else f"({', '.join('Tensor' for _ in spec.outputs)})"
+        rets = (
+            "Tensor" if len(spec.outputs) == 1 else f"({', '.join('Tensor' for _ in spec.outputs)})"
+        )
         schema = f"({args}) -> {rets}"
         tensor_at = [i for i, p in enumerate(inputs) if p.array]
         names = [p.name for p in inputs]
@@ -506,7 +518,7 @@ class TorchOps:
         def allocate(args: Any, out_dtype: Any, real: bool) -> list[Any]:
             device = next((args[i].device for i in tensor_at), None)
             outs = []
-            for (oname, shape, dtype), p in zip(
+            for (_name, shape, dtype), p in zip(
                 spec.outputs_for(torch, args, out_dtype), spec.outputs, strict=True
             ):
                 if real and p.index not in zero_filled:
@@ -583,7 +595,10 @@ class TorchOps:
         return sorted(set(names) | set(super().__dir__()))
 
     def __repr__(self) -> str:
-        return f"<ferrocuda.torch.TorchOps {self.namespace!r}: {len(self._ops)} families of {self.module.source}>"
+        return (
+            f"<ferrocuda.torch.TorchOps {self.namespace!r}: {len(self._ops)} families of "
+            f"{self.module.source}>"
+        )
 
 
 def _device_args(args: tuple[Any, ...], tensor_at: list[int], names: list[str], qual: str):
@@ -606,7 +621,17 @@ def _device_args(args: tuple[Any, ...], tensor_at: list[int], names: list[str], 
 def _manifest_key(module: Module) -> str:
     m = json.loads(module.manifest)
     return json.dumps(
-        [[k["name"], k["family"], k["params"], k.get("same_shape"), k.get("require"), k.get("zero")] for k in m["kernels"]],
+        [
+            [
+                k["name"],
+                k["family"],
+                k["params"],
+                k.get("same_shape"),
+                k.get("require"),
+                k.get("zero"),
+            ]
+            for k in m["kernels"]
+        ],
         sort_keys=True,
     )
 

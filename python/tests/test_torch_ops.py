@@ -16,9 +16,9 @@ import pytest
 import ferrocuda
 
 torch = pytest.importorskip("torch")
-import ferrocuda.torch as ft  # noqa: E402
-
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+import ferrocuda.torch as ft  # noqa: E402
 
 MANIFEST = json.loads(ferrocuda.bundled().manifest)
 FAMILIES = sorted({k["family"] for k in MANIFEST["kernels"]})
@@ -106,9 +106,7 @@ def fake(*shape: int, dtype: Any = None) -> Any:
     return torch.empty(shape, dtype=dtype or torch.float32, device="cuda")
 
 
-@pytest.mark.parametrize(
-    "shape", [(0,), (1,), (1000,), (3, 5), (2, 0, 4), (2, 3, 4, 5)], ids=str
-)
+@pytest.mark.parametrize("shape", [(0,), (1,), (1000,), (3, 5), (2, 0, 4), (2, 3, 4, 5)], ids=str)
 @pytest.mark.parametrize("name", ["gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_fake_elementwise_shapes(name: str, shape: Any, dtype: str) -> None:
@@ -256,7 +254,7 @@ def test_export_traces_one_graph_of_the_operators() -> None:
         assert f"ferrocuda.{name}.default" in targets, targets
     # The out-form's mutation, functionalized.
     assert any("add_out" in t for t in targets), targets
-    outs = [n for n in ep.graph.nodes if n.op == "output"][0].args[0]
+    outs = next(n for n in ep.graph.nodes if n.op == "output").args[0]
     specs = [o.meta["val"] for o in outs]
     assert tuple(specs[0].shape) == (8, 4) and tuple(specs[1].shape) == (8,)
 
