@@ -447,6 +447,12 @@ class TorchOps:
             out_op = self._out_op(torch, spec, launcher)
             fn_op = self._functional_op(torch, spec, launcher)
             self._ops[name] = (fn_op, out_op)
+        # Plain attributes (torch.compile traces plain lookups); a family whose name is one
+        # of this class's own stays reachable through functional() and out().
+        for name, (fn_op, out_op) in self._ops.items():
+            for attr, value in ((name, fn_op), (f"{name}_out", out_op)):
+                if not hasattr(type(self), attr) and attr not in self.__dict__:
+                    self.__dict__[attr] = value
 
     # The operators.
 
@@ -727,9 +733,12 @@ def _populate() -> None:
     except ImportError:
         return
     ops = bundled_ops()
+    g = globals()
     for f in ops.families:
-        globals()[f] = ops.functional(f)
-        globals()[f"{f}_out"] = ops.out(f)
+        # A family named like one of this module's functions stays reachable through
+        # bundled_ops().
+        for attr, value in ((f, ops.functional(f)), (f"{f}_out", ops.out(f))):
+            g.setdefault(attr, value)
 
 
 _populate()
