@@ -439,9 +439,17 @@ class TorchOps:
                     f"module {module.source}: families `{name}` and `{name}_out` would share "
                     f"the operator name `{namespace}::{name}_out`"
                 )
+        unknown = set(output_shapes or {}) - set(fams)
+        if unknown:
+            raise ValueError(
+                f"output_shapes names {sorted(unknown)}, which are not kernel families of "
+                f"module {module.source}"
+            )
+        # Every family checked before any operator is registered (torch cannot drop one).
+        for name in fams:
+            self._families[name] = _FamilySpec(kernels, module.source, name, output_shapes)
         for name, fam in fams.items():
-            spec = _FamilySpec(kernels, module.source, name, output_shapes)
-            self._families[name] = spec
+            spec = self._families[name]
             launcher = [fam]  # rebound by register() when the module is reloaded unchanged
             self._launchers[name] = launcher
             out_op = self._out_op(torch, spec, launcher)
@@ -522,7 +530,7 @@ class TorchOps:
         single = len(spec.outputs) == 1
 
         def allocate(args: Any, out_dtype: Any, real: bool) -> list[Any]:
-            device = next((args[i].device for i in tensor_at), None)
+            device = next((args[i].device for i in tensor_at), None) or torch.device("cuda")
             outs = []
             for (_name, shape, dtype), p in zip(
                 spec.outputs_for(torch, args, out_dtype), spec.outputs, strict=True

@@ -229,6 +229,10 @@ def test_bad_namespaces_and_hooks(tmp_path: Path) -> None:
             ft.register(mod, reserved)
     with pytest.raises(ValueError, match=r"output_shapes\['add'\] names \['bins'\]"):
         ft.register(mod, "nsx_hooks", output_shapes={"add": {"bins": lambda i: (1,)}})
+    with pytest.raises(ValueError, match=r"output_shapes names \['gelu'\]"):
+        ft.register(mod, "nsx_hooks", output_shapes={"gelu": {"out": lambda i: (1,)}})
+    # Nothing was registered by the refused calls: the namespace is still free.
+    assert ft.register(mod, "nsx_hooks").namespace == "nsx_hooks"
 
 
 class Model(torch.nn.Module):
