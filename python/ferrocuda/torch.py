@@ -150,28 +150,31 @@ def _takes(torch: Any, p: _Param, t: Any) -> bool:
     return bool(t.dtype == _torch_dtype(torch, p.dtype) and (not p.fixes_rank or t.dim() == p.rank))
 
 
-def _operand(op: dict[str, Any], v: _Variant, shapes: dict[int, Any], scalars: dict[int, Any]):
-    """The value of one side of a requirement from the inputs, `None` when it needs an
-    output or a value not known (a float scalar)."""
+def _known(op: dict[str, Any], v: _Variant) -> bool:
+    """`True` when one side of a requirement is known from the inputs: a literal, an input
+    array's extent or length, an integer scalar."""
+    ((kind, arg),) = op.items()
+    if kind == "int":
+        return True
+    if kind in ("dim", "len"):
+        p = v.by_index.get(int(arg[0] if kind == "dim" else arg))
+        return p is not None and p.array and not p.mutable
+    if kind == "scalar":
+        p = v.by_index.get(int(arg))
+        return p is not None and not p.array and _schema_type(p) == "int"
+    return False  # "ptr": no shape information
+
+
+def _value(op: dict[str, Any], vals: dict[int, Any]) -> Any:
+    """The value of a side `_known` accepted, from the arguments by parameter index."""
     ((kind, arg),) = op.items()
     if kind == "int":
         return int(arg)
     if kind == "dim":
-        p, axis = int(arg[0]), int(arg[1])
-        s = shapes.get(p)
-        return None if s is None or axis >= len(s) else s[axis]
+        return vals[int(arg[0])].shape[int(arg[1])]
     if kind == "len":
-        s = shapes.get(int(arg))
-        if s is None:
-            return None
-        n = 1
-        for d in s:
-            n = n * d
-        return n
-    if kind == "scalar":
-        val = scalars.get(int(arg))
-        return val if isinstance(val, int) and not isinstance(val, bool) else None
-    return None  # "ptr": no shape information
+        return vals[int(arg)].numel()
+    return vals[int(arg)]  # an integer scalar
 
 
 def _axis_of(op: dict[str, Any], out: _Param) -> int | None:
@@ -184,16 +187,20 @@ def _axis_of(op: dict[str, Any], out: _Param) -> int | None:
     return None
 
 
-def _output_shape(
-    v: _Variant, out: _Param, shapes: dict[int, Any], scalars: dict[int, Any]
-) -> tuple[tuple[Any, ...] | None, str]:
-    """The shape of output `out` from the inputs' shapes and scalars by the manifest's rules,
-    or `None` and why not."""
+#: How an output's shape follows from the arguments: ("like", input index) or ("dims", one
+#: known operand per axis).
+_Recipe = tuple[str, Any]
+
+
+def _output_recipe(v: _Variant, out: _Param) -> tuple[_Recipe | None, str]:
+    """How output `out`'s shape follows from the inputs by the manifest's rules, or `None`
+    and why it does not."""
+    inputs = {p.index for p in v.inputs if p.array}
     for group in v.same_shape:
         if out.index in group:
             for i in group:
-                if i in shapes:
-                    return tuple(shapes[i]), ""
+                if i in inputs:
+                    return ("like", i), ""
     rank = out.rank if out.fixes_rank else 1
     dims: list[Any] = [None] * rank
     for r in v.require:
@@ -201,11 +208,8 @@ def _output_shape(
             continue
         for this, other in ((r["lhs"], r["rhs"]), (r["rhs"], r["lhs"])):
             axis = _axis_of(this, out)
-            if axis is None or axis >= rank or dims[axis] is not None:
-                continue
-            val = _operand(other, v, shapes, scalars)
-            if val is not None:
-                dims[axis] = val
+            if axis is not None and axis < rank and dims[axis] is None and _known(other, v):
+                dims[axis] = other
     missing = [i for i, d in enumerate(dims) if d is None]
     if missing:
         return None, (
@@ -213,7 +217,7 @@ def _output_shape(
             f"`require` rule that fixes axis {missing[0]} of `{out.name}` from the inputs "
             f"(its shape is the caller's choice)"
         )
-    return tuple(dims), ""
+    return ("dims", dims), ""
 
 
 def derive_outputs(
@@ -266,6 +270,7 @@ class _FamilySpec:
         self.inputs = first.inputs
         self.outputs = first.outputs
         self.hooks = dict((output_shapes or {}).get(family, {}))
+        self._plans: dict[Any, tuple[_Variant, list[Any]]] = {}
         unknown = set(self.hooks) - {p.name for p in self.outputs}
         if unknown:
             raise ValueError(
@@ -311,12 +316,45 @@ class _FamilySpec:
 
     def outputs_for(
         self, torch: Any, args: Any, out_dtype: Any
-    ) -> list[tuple[str, tuple[int, ...], Any]]:
+    ) -> list[tuple[str, tuple[Any, ...], Any]]:
+        """Per written parameter: name, shape and torch dtype of the functional form's output
+        for `args` (its read arguments)."""
         if len(args) != len(self.inputs):
             raise TypeError(
                 f"{self.name} takes {len(self.inputs)} argument(s) "
                 f"({', '.join(p.name for p in self.inputs)}), got {len(args)}"
             )
+        # The choice depends only on the element types and ranks (and out_dtype): planned
+        # once per key, then only the shapes are evaluated.
+        key = (
+            tuple(
+                (a.dtype, a.dim()) if p.array else None
+                for p, a in zip(self.inputs, args, strict=True)
+            ),
+            out_dtype,
+        )
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(torch, args, out_dtype)
+            self._plans[key] = plan
+        variant, outs = plan
+        vals = {p.index: a for p, a in zip(variant.inputs, args, strict=True)}
+        result = []
+        for name, recipe, dtype in outs:
+            how, what = recipe
+            if how == "like":
+                shape = tuple(vals[what].shape)
+            elif how == "dims":
+                shape = tuple(_value(op, vals) for op in what)
+            else:  # "hook"
+                named = {p.name: a for p, a in zip(variant.inputs, args, strict=True)}
+                shape = tuple(what(named))
+            result.append((name, shape, dtype))
+        return result
+
+    def _plan(self, torch: Any, args: Any, out_dtype: Any) -> tuple[_Variant, list[Any]]:
+        """The variant the functional form follows for inputs like `args`, and per output
+        its name, shape recipe and dtype; raises when there is none or it is ambiguous."""
         cands = self.select(torch, args, lambda v: v.inputs)
         if not cands:
             raise self.no_variant(torch, args, self.inputs)
@@ -334,64 +372,43 @@ class _FamilySpec:
                     f"{self.variants_text()}"
                 )
             cands = keep
-        result: list[tuple[str, tuple[int, ...], Any]] | None = None
-        for v in cands:
-            shapes = {
-                p.index: tuple(t.shape) for p, t in zip(v.inputs, args, strict=True) if p.array
-            }
-            scalars = {p.index: t for p, t in zip(v.inputs, args, strict=True) if not p.array}
-            named = {p.name: t for p, t in zip(v.inputs, args, strict=True)}
-            outs = []
-            for o in v.outputs:
-                hook = self.hooks.get(o.name)
-                if hook is not None:
-                    shape: tuple[Any, ...] | None = tuple(hook(dict(named)))
-                    why = ""
-                else:
-                    shape, why = _output_shape(v, o, shapes, scalars)
-                if shape is None:
-                    raise NotImplementedError(
-                        f"ferrocuda.torch: the functional form of `{self.name}` cannot allocate "
-                        f"`{o.name}`: {why}. Give its shape when registering — "
-                        f"register(module, output_shapes={{{self.name!r}: {{{o.name!r}: "
-                        f"lambda inputs: (...)}}}}), a function of the inputs by name — or "
-                        f"call the out-form `{self.name}_out` with a `{o.name}` of your own"
-                    )
-                outs.append((o.name, shape, _torch_dtype(torch, o.dtype)))
-            if result is None:
-                result = outs
-            elif [(n, d) for n, _, d in result] != [(n, d) for n, _, d in outs]:
-                choices = sorted(
-                    {
-                        str(d)
-                        for c in cands
-                        for d in (_torch_dtype(torch, p.dtype) for p in c.outputs)
-                    }
+        dtypes = {tuple(_torch_dtype(torch, p.dtype) for p in v.outputs) for v in cands}
+        if len(dtypes) > 1:
+            choices = sorted({str(d) for ds in dtypes for d in ds})
+            raise ValueError(
+                f"kernel family `{self.name}`: the element type of its output is ambiguous "
+                f"for these inputs (variants write {', '.join(choices)}): pass "
+                f"out_dtype=..., or call `{self.name}_out` with an output of your own"
+            )
+        v = cands[0]
+        outs = []
+        for o in v.outputs:
+            hook = self.hooks.get(o.name)
+            if hook is not None:
+                recipe: _Recipe | None = ("hook", hook)
+                why = ""
+            else:
+                recipe, why = _output_recipe(v, o)
+            if recipe is None:
+                raise NotImplementedError(
+                    f"ferrocuda.torch: the functional form of `{self.name}` cannot allocate "
+                    f"`{o.name}`: {why}. Give its shape when registering — "
+                    f"register(module, output_shapes={{{self.name!r}: {{{o.name!r}: "
+                    f"lambda inputs: (...)}}}}), a function of the inputs by name — or "
+                    f"call the out-form `{self.name}_out` with a `{o.name}` of your own"
                 )
-                raise ValueError(
-                    f"kernel family `{self.name}`: the element type of its output is ambiguous "
-                    f"for these inputs (variants write {', '.join(choices)}): pass "
-                    f"out_dtype=..., or call `{self.name}_out` with an output of your own"
-                )
-        assert result is not None
-        return result
+            outs.append((o.name, recipe, _torch_dtype(torch, o.dtype)))
+        return v, outs
 
     def derivable(self) -> str | None:
-        """Why the functional form can never allocate an output (`None` when it can for
-        some inputs: then the fake decides per call)."""
-        for o in self.outputs:
-            if o.name in self.hooks:
-                continue
-            for v in self.variants:
-                ov = next(p for p in v.outputs if p.name == o.name)
-                # Fake shapes: every input present, a concrete rank (a slice's shape is 1-D).
-                shapes = {
-                    p.index: (1,) * (p.rank if p.fixes_rank else 1) for p in v.inputs if p.array
-                }
-                scalars = {p.index: 1 for p in v.inputs if not p.array}
-                shape, why = _output_shape(v, ov, shapes, scalars)
-                if shape is None:
-                    return why
+        """Why the functional form can never allocate an output (`None` when every variant
+        sizes every output)."""
+        for v in self.variants:
+            for o in v.outputs:
+                if o.name not in self.hooks:
+                    recipe, why = _output_recipe(v, o)
+                    if recipe is None:
+                        return why
         return None
 
 
@@ -431,6 +448,8 @@ class TorchOps:
         self._families: dict[str, _FamilySpec] = {}
         self._launchers: dict[str, list[Family]] = {}
         torch = _torch()
+        # Kept alive with the operators (a dropped Library object deregisters them).
+        self._lib = torch.library.Library(namespace, "FRAGMENT")
         kernels = json.loads(module.manifest)["kernels"]
         fams = module.families
         for name in fams:
@@ -480,17 +499,40 @@ class TorchOps:
             args = _device_args(args, tensor_at, names, qual)
             launcher[0](*args, sync="off")
 
-        impl.__name__ = f"{spec.name}_out"
-        op = torch.library.custom_op(qual, mutates_args=mutated, schema=schema)(impl)
-
         def fake(*args: Any) -> None:
             spec.check_out_form(torch, args)
 
-        op.register_fake(fake)
-        op.__doc__ = (
+        doc = (
             f"``{qual}``: launches kernel family ``{spec.name}`` (writes "
             f"{', '.join(mutated) or 'nothing'}). Variants:{spec.variants_text()}"
         )
+        return self._define(torch, f"{spec.name}_out", schema, impl, fake, bool(mutated), doc)
+
+    def _define(
+        self, torch: Any, name: str, schema: str, impl: Any, fake: Any, mutable: bool, doc: str
+    ) -> Any:
+        """Defines operator ``<namespace>::name`` with `impl` for every device (CPU tensors
+        are refused by `impl` itself) and `fake` for tracing; returns its ``OpOverload``.
+
+        Defined with ``torch.library.Library`` rather than the ``custom_op`` decorator: the
+        same dispatcher entries (schema with the pt2-compliant tag, one kernel for every
+        backend, a fake implementation, and for mutating operators the C++ ADInplaceOrView
+        fallback that bumps the mutated tensors' versions), without ``custom_op``'s Python
+        Autograd and ADInplaceOrView kernels, which cost about 10 microseconds per eager
+        call. Without an autograd formula the operators are not differentiable (torch's
+        autograd fallback warns when a gradient is asked through them)."""
+        lib = self._lib
+        lib.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
+        impl.__name__ = name
+        lib.impl(name, impl, "CompositeExplicitAutograd")
+        if mutable:
+            lib.m.register_ad_inplace_or_view_fallback(name)
+        torch.library.register_fake(f"{self.namespace}::{name}", fake, lib=lib)
+        op = getattr(getattr(torch.ops, self.namespace), name).default
+        try:
+            op.__doc__ = doc
+        except (AttributeError, TypeError):  # pragma: no cover - depends on torch's version
+            pass
         return op
 
     def _functional_op(self, torch: Any, spec: _FamilySpec, launcher: list[Family]) -> Any:
@@ -556,15 +598,12 @@ class TorchOps:
             outs = allocate(args, out_dtype, False)
             return outs[0] if single else tuple(outs)
 
-        impl.__name__ = spec.name
-        op = torch.library.custom_op(qual, mutates_args=(), schema=schema)(impl)
-        op.register_fake(fake)
-        op.__doc__ = (
+        doc = (
             f"``{qual}``: kernel family ``{spec.name}`` on new outputs "
             f"({', '.join(p.name for p in spec.outputs)}), returned. Variants:"
             f"{spec.variants_text()}"
         )
-        return op
+        return self._define(torch, spec.name, schema, impl, fake, False, doc)
 
     # Access.
 
