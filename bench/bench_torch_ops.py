@@ -3,14 +3,16 @@
 1. Eager per-call cost, ``add`` of three float32 tensors of 1024 elements, against
    ``torch.add(a, b, out=out)`` (issue 30's goal: ≤ 1.5×), with the stage profile:
 
-   * ``torch.add(out=)``                       -- the peer;
-   * ``ft.add_out(a, b, out)``                 -- the custom op (CustomOpDef.__call__);
-   * ``torch.ops.ferrocuda.add_out.default``   -- the same op without the Python wrapper;
-   * ``ft.add(a, b)`` / ``torch.add(a, b)``    -- functional forms (allocating; ferrocuda's
+   * ``torch.add(out=)``                          -- the peer;
+   * ``ft.add_out(a, b, out)``                    -- ferrocuda's operator (an ``OpOverload``);
+   * ``torch.ops.ferrocuda.add_out(a, b, out)``   -- the same through the overload packet;
+   * ``ft.add(a, b)`` / ``torch.add(a, b)``       -- functional forms (allocating; ferrocuda's
      output starts as zeros);
-   * ``noop custom op``                        -- a custom op of the same schema whose body does
-     nothing: torch's dispatch of a Python custom op (Autograd and ADInplaceOrView kernels);
-   * ``kernels.add(..., sync="off")``          -- ferrocuda's launcher alone, no dispatcher.
+   * ``Library noop``                             -- an operator of the same schema defined the
+     way ferrocuda's are, whose body does nothing: torch's dispatch alone;
+   * ``custom_op noop``                           -- the same through the ``custom_op``
+     decorator (its Python Autograd and ADInplaceOrView kernels), for comparison;
+   * ``kernels.add(..., sync="off")``             -- ferrocuda's launcher alone, no dispatcher.
 
    Per-call cost = wall time of a burst of calls / calls (the GPU keeps up: 1024 elements).
    Rounds are interleaved and the median of per-round means is reported.
@@ -64,28 +66,32 @@ def eager_add(torch: Any, ft: Any, rounds: int, calls: int) -> dict[str, float]:
     a = torch.randn(n, device="cuda")
     b = torch.randn(n, device="cuda")
     out = torch.empty_like(a)
-    op = torch.ops.ferrocuda.add_out.default
+    packet = torch.ops.ferrocuda.add_out
     fam = ferrocuda.kernels.add
+    schema = "(Tensor a, Tensor b, Tensor(c!) out) -> ()"
 
-    @torch.library.custom_op(
-        "ferrocuda_bench::noop_add_out",
-        mutates_args=["out"],
-        schema="(Tensor a, Tensor b, Tensor(c!) out) -> ()",
-    )
-    def noop(a: Any, b: Any, out: Any) -> None:
+    def nothing(a: Any, b: Any, out: Any) -> None:
         return None
 
-    noop_op = torch.ops.ferrocuda_bench.noop_add_out.default
+    lib = torch.library.Library("ferrocuda_bench", "FRAGMENT")
+    lib.define("lib_noop_add_out" + schema)
+    lib.impl("lib_noop_add_out", nothing, "CompositeExplicitAutograd")
+    lib.m.register_ad_inplace_or_view_fallback("lib_noop_add_out")
+    lib_noop = torch.ops.ferrocuda_bench.lib_noop_add_out.default
+    deco_noop = torch.library.custom_op(
+        "ferrocuda_bench::deco_noop_add_out", mutates_args=["out"], schema=schema
+    )(nothing)
     ft.add_out(a, b, out)
     torch.cuda.synchronize()
     assert torch.equal(out, a + b), "ferrocuda add_out gave a wrong result"
     cands = {
         "torch.add(out=)": lambda: torch.add(a, b, out=out),
-        "ft.add_out (custom op)": lambda: ft.add_out(a, b, out),
-        "torch.ops.ferrocuda.add_out.default": lambda: op(a, b, out),
+        "ft.add_out (OpOverload)": lambda: ft.add_out(a, b, out),
+        "torch.ops.ferrocuda.add_out (packet)": lambda: packet(a, b, out),
         "torch.add (functional)": lambda: torch.add(a, b),
-        "ft.add (functional custom op)": lambda: ft.add(a, b),
-        "noop custom op (dispatch only)": lambda: noop_op(a, b, out),
+        "ft.add (functional)": lambda: ft.add(a, b),
+        "Library noop (dispatch only)": lambda: lib_noop(a, b, out),
+        "custom_op noop (decorator dispatch only)": lambda: deco_noop(a, b, out),
         'kernels.add(sync="off") (launcher only)': lambda: fam(a, b, out, sync="off"),
     }
     return interleaved(cands, rounds, calls, torch.cuda.synchronize)
