@@ -289,3 +289,17 @@ def test_cpu_tensors_are_refused_naming_the_argument() -> None:
         ft.gelu(torch.zeros(4))
     with pytest.raises(ValueError, match=r"argument `a` of ferrocuda::add_out"):
         ft.add_out(torch.zeros(4), torch.zeros(4), torch.zeros(4))
+
+
+def test_derive_outputs_names_shapes_and_dtypes() -> None:
+    with FakeTensorMode():
+        got = ft.derive_outputs(ferrocuda.bundled(), "sum_rows", fake(6, 7))
+        assert [(n, tuple(s), d) for n, s, d in got] == [("out", (6,), torch.float32)]
+        got = ft.derive_outputs(
+            ferrocuda.bundled(), "cumsum", fake(5, dtype=torch.int32), out_dtype=torch.int64
+        )
+        assert [(n, tuple(s), d) for n, s, d in got] == [("out", (5,), torch.int64)]
+        # Same element type and rank, other extents: the plan is reused, the shape is new.
+        for n in (3, 11, 0):
+            ((_, shape, _),) = ft.derive_outputs(ferrocuda.bundled(), "gelu", fake(n, 2))
+            assert tuple(shape) == (n, 2)
