@@ -303,3 +303,31 @@ def test_derive_outputs_names_shapes_and_dtypes() -> None:
         for n in (3, 11, 0):
             ((_, shape, _),) = ft.derive_outputs(ferrocuda.bundled(), "gelu", fake(n, 2))
             assert tuple(shape) == (n, 2)
+
+
+def test_a_rebuilt_module_with_the_same_kernels_takes_over_the_namespace(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = ferrocuda.load(write_module(tmp_path / "a", "rebuilt", {"add", "gelu"}))
+    ops = ft.register(first)
+    second = ferrocuda.load(write_module(tmp_path / "b", "rebuilt", {"add", "gelu"}))
+    assert second is not first
+    again = ft.register(second)
+    # The same operators, now launching the second module's kernels.
+    assert again is ops and ops.module is second
+    assert ops._launchers["add"][0] is second.families["add"]
+
+
+def test_a_family_whose_kernels_disagree_is_refused(tmp_path: Path) -> None:
+    man = json.loads(ferrocuda.bundled().manifest)
+    man["ptx"] = "odd.ptx"
+    man["kernels"] = [k for k in man["kernels"] if k["family"] == "add" and "arch" not in k]
+    man.pop("parts", None)
+    man["kernels"][1]["params"][2]["name"] = "result"  # one variant names its output otherwise
+    (tmp_path / "odd.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
+    (tmp_path / "odd.json").write_text(json.dumps(man))
+    mod = ferrocuda.load(tmp_path / "odd.json")
+    with pytest.raises(ValueError, match=r"family `add`: its kernels differ"):
+        ft.register(mod)
+    # Nothing registered: torch has no operator in that namespace.
+    assert not hasattr(torch.ops.odd, "add_out")
