@@ -165,18 +165,6 @@ def _known(op: dict[str, Any], v: _Variant) -> bool:
     return False  # "ptr": no shape information
 
 
-def _value(op: dict[str, Any], vals: dict[int, Any]) -> Any:
-    """The value of a side `_known` accepted, from the arguments by parameter index."""
-    ((kind, arg),) = op.items()
-    if kind == "int":
-        return int(arg)
-    if kind == "dim":
-        return vals[int(arg[0])].shape[int(arg[1])]
-    if kind == "len":
-        return vals[int(arg)].numel()
-    return vals[int(arg)]  # an integer scalar
-
-
 def _axis_of(op: dict[str, Any], out: _Param) -> int | None:
     """The axis of `out` that operand `op` names (`len` of a slice counts as axis 0)."""
     ((kind, arg),) = op.items()
@@ -218,6 +206,30 @@ def _output_recipe(v: _Variant, out: _Param) -> tuple[_Recipe | None, str]:
             f"(its shape is the caller's choice)"
         )
     return ("dims", dims), ""
+
+
+def _shape_function(v: _Variant, recipe: _Recipe) -> Callable[[Any], tuple[Any, ...]]:
+    """`recipe` as a function of the functional form's arguments (positions resolved once)."""
+    pos = {p.index: k for k, p in enumerate(v.inputs)}
+    how, what = recipe
+    if how == "like":
+        k = pos[what]
+        return lambda args: tuple(args[k].shape)
+    if how == "hook":
+        names = [p.name for p in v.inputs]
+        return lambda args: tuple(what(dict(zip(names, args, strict=True))))
+    getters: list[Callable[[Any], Any]] = []
+    for op in what:
+        ((kind, arg),) = op.items()
+        if kind == "int":
+            getters.append(lambda args, c=int(arg): c)
+        elif kind == "dim":
+            getters.append(lambda args, k=pos[int(arg[0])], a=int(arg[1]): args[k].shape[a])
+        elif kind == "len":
+            getters.append(lambda args, k=pos[int(arg)]: args[k].numel())
+        else:  # an integer scalar
+            getters.append(lambda args, k=pos[int(arg)]: args[k])
+    return lambda args: tuple([g(args) for g in getters])
 
 
 def derive_outputs(
@@ -269,8 +281,11 @@ class _FamilySpec:
                 )
         self.inputs = first.inputs
         self.outputs = first.outputs
+        #: Positions of the array arguments of the functional form (its plans' key).
+        self.array_pos = [i for i, p in enumerate(self.inputs) if p.array]
         self.hooks = dict((output_shapes or {}).get(family, {}))
         self._plans: dict[Any, tuple[_Variant, list[Any]]] = {}
+
         unknown = set(self.hooks) - {p.name for p in self.outputs}
         if unknown:
             raise ValueError(
@@ -326,31 +341,12 @@ class _FamilySpec:
             )
         # The choice depends only on the element types and ranks (and out_dtype): planned
         # once per key, then only the shapes are evaluated.
-        key = (
-            tuple(
-                (a.dtype, a.dim()) if p.array else None
-                for p, a in zip(self.inputs, args, strict=True)
-            ),
-            out_dtype,
-        )
+        key = (tuple([(args[i].dtype, args[i].dim()) for i in self.array_pos]), out_dtype)
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(torch, args, out_dtype)
             self._plans[key] = plan
-        variant, outs = plan
-        vals = {p.index: a for p, a in zip(variant.inputs, args, strict=True)}
-        result = []
-        for name, recipe, dtype in outs:
-            how, what = recipe
-            if how == "like":
-                shape = tuple(vals[what].shape)
-            elif how == "dims":
-                shape = tuple(_value(op, vals) for op in what)
-            else:  # "hook"
-                named = {p.name: a for p, a in zip(variant.inputs, args, strict=True)}
-                shape = tuple(what(named))
-            result.append((name, shape, dtype))
-        return result
+        return [(name, shape_of(args), dtype) for name, shape_of, dtype in plan[1]]
 
     def _plan(self, torch: Any, args: Any, out_dtype: Any) -> tuple[_Variant, list[Any]]:
         """The variant the functional form follows for inputs like `args`, and per output
@@ -397,7 +393,7 @@ class _FamilySpec:
                     f"lambda inputs: (...)}}}}), a function of the inputs by name — or "
                     f"call the out-form `{self.name}_out` with a `{o.name}` of your own"
                 )
-            outs.append((o.name, recipe, _torch_dtype(torch, o.dtype)))
+            outs.append((o.name, _shape_function(v, recipe), _torch_dtype(torch, o.dtype)))
         return v, outs
 
     def derivable(self) -> str | None:
@@ -571,31 +567,35 @@ class TorchOps:
         zero_filled = set.intersection(*(v.zero for v in spec.variants)) if spec.variants else set()
         single = len(spec.outputs) == 1
 
-        def allocate(args: Any, out_dtype: Any, real: bool) -> list[Any]:
-            device = next((args[i].device for i in tensor_at), None) or torch.device("cuda")
-            outs = []
-            for (_name, shape, dtype), p in zip(
-                spec.outputs_for(torch, args, out_dtype), spec.outputs, strict=True
-            ):
-                if real and p.index not in zero_filled:
-                    outs.append(torch.zeros(shape, dtype=dtype, device=device))
-                else:
-                    outs.append(torch.empty(shape, dtype=dtype, device=device))
-            return outs
+        in_pos = [order[p.index] for p in inputs]
+        out_pos = [order[p.index] for p in spec.outputs]
+        # Outputs the launcher zero-fills itself start uninitialized; the others as zeros.
+        fills = [torch.empty if p.index in zero_filled else torch.zeros for p in spec.outputs]
+        nparams = len(spec.params)
+        first_tensor = tensor_at[0] if tensor_at else None
 
         def impl(*args: Any, out_dtype: Any = None) -> Any:
             args = _device_args(args, tensor_at, names, qual)
-            outs = allocate(args, out_dtype, True)
-            full: list[Any] = [None] * len(spec.params)
-            for p, a in zip(inputs, args, strict=True):
-                full[order[p.index]] = a
-            for p, o in zip(spec.outputs, outs, strict=True):
-                full[order[p.index]] = o
+            device = args[first_tensor].device if first_tensor is not None else "cuda"
+            full: list[Any] = [None] * nparams
+            for i, a in zip(in_pos, args, strict=True):
+                full[i] = a
+            outs = []
+            for (_name, shape, dtype), i, fill in zip(
+                spec.outputs_for(torch, args, out_dtype), out_pos, fills, strict=True
+            ):
+                o = fill(shape, dtype=dtype, device=device)
+                full[i] = o
+                outs.append(o)
             launcher[0](*full, sync="off")
             return outs[0] if single else tuple(outs)
 
         def fake(*args: Any, out_dtype: Any = None) -> Any:
-            outs = allocate(args, out_dtype, False)
+            device = args[first_tensor].device if first_tensor is not None else "cuda"
+            outs = [
+                torch.empty(shape, dtype=dtype, device=device)
+                for _name, shape, dtype in spec.outputs_for(torch, args, out_dtype)
+            ]
             return outs[0] if single else tuple(outs)
 
         doc = (
