@@ -1,9 +1,11 @@
 """PyTorch operators for ferrocuda kernels: every family of a module as ``torch.library``
-custom ops that ``torch.compile`` traces without graph breaks and CUDA graphs replay.
+custom operators that ``torch.compile`` traces without graph breaks and CUDA graphs replay.
 
-Importing this module needs no torch (``import ferrocuda`` never imports torch); the first
-use of an operator does. With torch installed, the bundled kernels are operators of this
-module, in namespace ``ferrocuda``::
+``import ferrocuda`` never imports torch; importing this module (``ferrocuda.torch``) does
+when torch is installed, and registers the bundled kernels' operators, in namespace
+``ferrocuda``, as its attributes (each an ``OpOverload``: ``ft.gelu is
+torch.ops.ferrocuda.gelu.default``). Without torch it still imports, and its operators raise
+``ImportError`` saying what is missing::
 
     import torch
     import ferrocuda.torch as ft
@@ -23,8 +25,9 @@ Two operators per kernel family ``f``, both derived from the module's manifest:
 
 * ``f_out`` (``<namespace>::f_out``): every argument of the family's kernels in order — arrays
   as tensors, scalars as ``float``/``int`` — returning nothing; the written (mutable) array
-  parameters are declared as mutated (``mutates_args``), so ``torch.compile`` functionalizes
-  them. Scratch workspaces are the launcher's and take no argument.
+  parameters are declared as mutated in the schema (``Tensor(a!) out``, what
+  ``custom_op``'s ``mutates_args`` declares), so ``torch.compile`` functionalizes them.
+  Scratch workspaces are the launcher's and take no argument.
 * ``f`` (``<namespace>::f``): the read parameters only (arrays and scalars), returning the
   written arrays (one tensor, or a tuple in parameter order), allocated on the inputs'
   device. Each output's shape comes from the manifest: a ``same_shape`` group with an input,
@@ -293,11 +296,11 @@ class _FamilySpec:
                 f"parameters of `{family}` (those are {[p.name for p in self.outputs]})"
             )
         # The functional form takes out_dtype= when variants that read the same element types
-        # and ranks write different ones.
+        # write different ones (ranks aside: a slice variant takes every rank).
         seen: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.ambiguous = False
         for v in self.variants:
-            key = tuple((p.dtype, p.rank if p.fixes_rank else None) for p in v.inputs)
+            key = tuple(p.dtype for p in v.inputs)
             outs = tuple(p.dtype for p in v.outputs)
             if seen.setdefault(key, outs) != outs:
                 self.ambiguous = True
