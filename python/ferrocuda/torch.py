@@ -25,7 +25,7 @@ Two operators per kernel family ``f``, both derived from the module's manifest:
 
 * ``f_out`` (``<namespace>::f_out``): every argument of the family's kernels in order — arrays
   as tensors, scalars as ``float``/``int`` — returning nothing; the written (mutable) array
-  parameters are declared as mutated in the schema (``Tensor(a!) out``, what
+  parameters are declared as mutated in the schema (``Tensor(w2!) out``, what
   ``custom_op``'s ``mutates_args`` declares), so ``torch.compile`` functionalizes them.
   Scratch workspaces are the launcher's and take no argument.
 * ``f`` (``<namespace>::f``): the read parameters only (arrays and scalars), returning the
@@ -484,8 +484,9 @@ class TorchOps:
 
     def _out_op(self, torch: Any, spec: _FamilySpec, launcher: list[Family]) -> Any:
         params = spec.params
+        # Each written array its own alias set: Tensor(w0!) out.
         args = ", ".join(
-            f"{_schema_type(p)}{'(' + chr(97 + i) + '!)' if p.array and p.mutable else ''} {p.name}"
+            f"{_schema_type(p)}{f'(w{i}!)' if p.array and p.mutable else ''} {p.name}"
             for i, p in enumerate(params)
         )
         schema = f"({args}) -> ()"
