@@ -39,6 +39,10 @@ def test_ferrocuda_torch_is_the_submodule() -> None:
     assert ferrocuda.torch is ft
     assert ft.bundled_ops() is ft.register(ferrocuda.bundled())
     assert ft.bundled_ops().namespace == "ferrocuda"
+    # The module's operators are the OpOverloads torch.ops holds.
+    assert ft.gelu is torch.ops.ferrocuda.gelu.default
+    assert ft.add_out is torch.ops.ferrocuda.add_out.default
+    assert ft.bundled_ops().softmax is ft.softmax
 
 
 @pytest.mark.parametrize("family", FAMILIES)
