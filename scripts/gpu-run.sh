@@ -28,6 +28,9 @@
 #              wheels of .gpu/whl-scale in their own directory; then bench/multi_gpu.py --quick)
 #       scalebench (bench/multi_gpu.py in full: launch cost and bandwidth on 1 and 2 GPUs,
 #                   Dask's cost per task)
+#       torch (ferrocuda.torch: the operator tests — opcheck and torch references for every
+#              bundled family, torch.compile without graph breaks, CUDA-graph replay, a crate
+#              of one's own — the README's PyTorch example, then bench/bench_torch_ops.py)
 #       own (your own kernels: the crate of .gpu/own made by `ferrocuda new` — its Rust host
 #            example with typed launchers, then test_gpu_own_crate.py and the crate's own
 #            tests, loading it with ferrocuda.load from the build cache, on CuPy, torch and
@@ -176,6 +179,17 @@ for w in $what; do
     graphs)
       # CUDA graph capture only: torch.cuda.graph and CuPy's begin_capture, in each sync mode.
       focused graphs "graph capture" graph_ test_gpu_graphs.py memcheck ;;
+    torch)
+      echo "=== torch operators (ferrocuda.torch)"
+      PYTHONPATH="$np_site$PYTHONPATH" python3 -m pytest -q -rs -p no:cacheprovider \
+        .gpu/python/tests/test_torch_import.py .gpu/python/tests/test_torch_ops.py \
+        .gpu/python/tests/test_gpu_torch_ops.py .gpu/python/tests/test_gpu_readme.py 2>&1 \
+        | tee "$OUT/torch.log" | grep -v "^SKIPPED" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      echo "=== bench/bench_torch_ops.py"
+      timeout 420 python3 .gpu/bench/bench_torch_ops.py --json "$OUT/bench_torch_ops.json" 2>&1 \
+        | tee "$OUT/bench_torch_ops.txt"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     graphbench)
       # Host time per kernel of a CUDA graph replay against the same 100 launches issued
       # directly (torch and CuPy, each sync mode), interleaved rounds.

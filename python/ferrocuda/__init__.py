@@ -33,6 +33,9 @@ Main entry points:
   first call per key (shapes, dtypes, device) and launches the fastest (:mod:`ferrocuda.tuning`);
 * :func:`as_cuda_array`, :func:`from_cuda_array_interface`, :func:`is_cuda_array` -- Numba's
   consumer API;
+* ``ferrocuda.torch`` -- every family as ``torch.library`` custom operators (functional and
+  out-forms) for eager calls, ``torch.compile`` and CUDA graphs; imported on first access
+  (importing ferrocuda never imports torch);
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
   ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key.
 
@@ -268,6 +271,16 @@ def _make_kernels(module: Module, name: str) -> types.ModuleType:
     ns.families = fams  # type: ignore[attr-defined]
     ns.module = module  # type: ignore[attr-defined]
     return ns
+
+
+def __getattr__(name: str) -> types.ModuleType:
+    """``ferrocuda.torch`` (the PyTorch operators) is imported on first access: importing
+    ferrocuda never imports torch."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.torch")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: The bundled kernels: ``kernels.add(a, b, out)``, ``kernels.initialize_array(x)``,

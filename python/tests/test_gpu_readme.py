@@ -1,5 +1,7 @@
 """The README's runnable examples run as written (GPU; each block skips without its library):
-the Python blocks of the sections named in ``SECTIONS``."""
+the Python blocks of the sections named in ``SECTIONS`` (but those that load a crate of one's
+own by name, ``ferrocuda.load("my_kernels")``, which test_gpu_torch_ops.py and
+test_gpu_own_crate.py exercise with a crate they make)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 #: The sections whose Python blocks are complete programs.
-SECTIONS = ["Quickstart", "Autotuning"]
+SECTIONS = ["Quickstart", "PyTorch", "Autotuning"]
 
 
 def section_blocks(name: str) -> list[str]:
@@ -27,13 +29,23 @@ def quickstart_blocks() -> list[str]:
 
 
 def runnable_blocks() -> list[tuple[str, int]]:
-    return [(name, i) for name in SECTIONS for i in range(len(section_blocks(name)))]
+    return [
+        (name, i)
+        for name in SECTIONS
+        for i, code in enumerate(section_blocks(name))
+        if 'ferrocuda.load("my_kernels")' not in code
+    ]
 
 
 def test_quickstart_has_cupy_and_torch_examples() -> None:
     blocks = quickstart_blocks()
     assert any("import cupy" in b for b in blocks)
     assert any("import torch" in b for b in blocks)
+
+
+def test_pytorch_section_has_a_runnable_example() -> None:
+    runnable = [section_blocks(s)[i] for s, i in runnable_blocks() if s == "PyTorch"]
+    assert any("import ferrocuda.torch" in b and "torch.compile" in b for b in runnable)
 
 
 @pytest.mark.gpu
