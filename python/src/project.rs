@@ -29,17 +29,9 @@ pyo3::create_exception!(
      lines and columns), a missing toolchain and what to install, or a crate that is not one."
 );
 
-/// Where ferrocuda keeps what it writes for builds (the crate sources).
+/// Where ferrocuda keeps what it writes for builds (the crate sources, the nvcc wheel).
 fn home() -> PathBuf {
-    if let Some(h) = std::env::var_os("FERROCUDA_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|c| !c.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    cache.join("ferrocuda")
+    ferrocuda_builder::cuda::home()
 }
 
 /// The crate sources of this extension (hashed once per process and `FERROCUDA_HOME`).
@@ -145,5 +137,15 @@ pub fn new_crate(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// status.
 #[pyfunction]
 pub fn _cli(py: Python<'_>, argv: Vec<String>) -> i32 {
-    py.detach(|| cli::run(&argv, &sources, None))
+    let driver = || -> Result<String, String> {
+        match ferrocuda_host::driver::device_count() {
+            Ok(0) => Err("a CUDA driver loads, but reports no device".into()),
+            Ok(n) => Ok(format!(
+                "CUDA driver loaded, {n} device{}",
+                if n == 1 { "" } else { "s" }
+            )),
+            Err(e) => Err(format!("no CUDA driver: {e}")),
+        }
+    };
+    py.detach(|| cli::run(&argv, &sources, None, Some(&driver)))
 }
