@@ -144,7 +144,7 @@ pub fn _cli(py: Python<'_>, argv: Vec<String>) -> i32 {
                 "CUDA driver loaded, {n} device{}",
                 if n == 1 { "" } else { "s" }
             )),
-            Err(e) => Err(format!("no CUDA driver: {e}")),
+            Err(e) => Err(e.to_string()),
         }
     };
     py.detach(|| cli::run(&argv, &sources, None, Some(&driver)))
