@@ -161,7 +161,7 @@ impl Pipeline<'_> {
                 search.tried_list(),
                 match &search.download_error {
                     Some(e) => format!(
-                        "The builder's download of NVIDIA's nvcc wheel did not help: {e}\n\
+                        "The builder's copy of NVIDIA's nvcc wheel: {e}\n\
                          Or set FERROCUDA_LIBDEVICE to the file (every CUDA toolkit has it as \
                          nvvm/libdevice/libdevice.10.bc), or CUDA_HOME to a CUDA toolkit."
                     ),
