@@ -4,8 +4,10 @@
 //! parameter types come from the abi's element-type and parameter-kind tables).
 
 fn main() {
-    // The nvcc wheel that scripts/setup.sh installs into .tools/: libdevice (and ptxas) when
-    // nothing else provides them.
+    // The nvcc wheel that scripts/setup.sh installs into .tools/, when it ran: libdevice (and
+    // ptxas). Without it, and without a CUDA toolkit or the wheel in a Python environment, the
+    // builder downloads the wheel into its cache once and says so (see
+    // ferrocuda_builder::cuda): a plain `cargo build` of a fresh clone needs no script.
     let out = ferrocuda_builder::PtxBuilder::new("kernels")
         .arch("sm_80")
         .cuda_fallback(".tools/nvcc/nvidia/cuda_nvcc")

@@ -1,4 +1,4 @@
-//! The `ferrocuda` command: `ferrocuda new NAME`, `ferrocuda build [PATH]`.
+//! The `ferrocuda` command: `ferrocuda new NAME`, `ferrocuda build [PATH]`, `ferrocuda doctor`.
 //!
 //! The same code runs as this crate's binary (`cargo run -p ferrocuda-builder --bin ferrocuda
 //! -- build PATH`, with a ferrocuda checkout as the crate sources) and inside the Python
@@ -6,6 +6,7 @@
 //! extension). Progress and errors go to stderr; `build` prints the manifest's path on stdout
 //! (for scripts: `ferrocuda.load` takes it, or the crate directory itself).
 
+use crate::doctor::{self, DriverProbe, State};
 use crate::project::{build_crate, new_crate, BuildRequest, CrateSources};
 use crate::{BuildError, BuildErrorKind, Control, FpContract};
 use std::io::Write as _;
@@ -25,6 +26,12 @@ usage:
     --fp-contract fast|off        fuse a * b + c into fma (default off: Rust's rounding)
     --target-dir DIR              cargo's target directory (default PATH/target)
     --force                       build even when the cache says current
+  ferrocuda doctor [--install]    what building your own kernels needs here (rustup, the
+                                  pinned Rust toolchain, rust-src, llvm-tools, NVIDIA's
+                                  libdevice and ptxas) and a CUDA driver to run them; with
+                                  --install, installs what is missing (rustup's toolchain and
+                                  components; libdevice and ptxas from NVIDIA's
+                                  nvidia-cuda-nvcc-cu12 wheel, into ferrocuda's cache)
   ferrocuda --version | --help
 
 Load the result with ferrocuda.load(PATH) in Python (which builds when needed), or from a
@@ -33,16 +40,17 @@ Rust build.rs with ferrocuda_builder::PtxBuilder and typed launchers (see the cr
 
 /// Runs the command with `args` (without the program name); returns the exit status (0: done,
 /// 1: the build or scaffold failed, 2: bad usage). `sources` gives the ferrocuda crate sources
-/// (called only by commands that need them); `cuda_fallback` is a CUDA root searched last for
-/// libdevice and ptxas.
+/// (called only by commands that need them); `cuda_fallback` is a CUDA root searched for
+/// libdevice and ptxas; `driver` reports the CUDA driver for `doctor` (`None`: not checked).
 pub fn run(
     args: &[String],
     sources: &dyn Fn() -> Result<CrateSources, BuildError>,
     cuda_fallback: Option<PathBuf>,
+    driver: DriverProbe<'_>,
 ) -> i32 {
     // The children stay in this process's group: a terminal's Ctrl-C ends them with it.
     let control = Control::in_caller_group(|m| eprintln!("ferrocuda: {m}"));
-    run_with(args, sources, cuda_fallback, &control)
+    run_with(args, sources, cuda_fallback, driver, &control)
 }
 
 /// [`run`] with a build's progress reports and cancellation in `control` (a cancelled build
@@ -51,6 +59,7 @@ pub fn run_with(
     args: &[String],
     sources: &dyn Fn() -> Result<CrateSources, BuildError>,
     cuda_fallback: Option<PathBuf>,
+    driver: DriverProbe<'_>,
     control: &Control,
 ) -> i32 {
     let usage = |msg: &str| {
@@ -160,6 +169,38 @@ pub fn run_with(
                 }
                 Err(e) => failed(e),
             }
+        }
+        Some("doctor") => {
+            let install = match &args[1..] {
+                [] => false,
+                [flag] if flag == "--install" => true,
+                _ => return usage("`doctor` takes one option, --install"),
+            };
+            // The toolchain file of the crate sources kernel crates build against.
+            let dir = match sources().and_then(|s| s.materialize()) {
+                Ok(d) => d,
+                Err(e) => return failed(e),
+            };
+            let fallback = cuda_fallback.as_deref();
+            let mut errors = Vec::new();
+            if install {
+                errors = doctor::install(&dir, fallback, &mut report);
+            }
+            let checks = doctor::checks(&dir, fallback, driver);
+            println!(
+                "ferrocuda {} — building your own kernels needs:\n{}",
+                env!("CARGO_PKG_VERSION"),
+                doctor::render(&checks)
+            );
+            for e in &errors {
+                report(&format!("error: {e}"));
+            }
+            let missing = checks.iter().any(|c| c.state == State::Missing);
+            if missing && !install {
+                println!("`ferrocuda doctor --install` installs what is missing.");
+            }
+            let _ = std::io::stdout().flush();
+            i32::from(missing || !errors.is_empty())
         }
         Some(other) => usage(&format!("unknown command `{other}`")),
     }

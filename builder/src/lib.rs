@@ -86,8 +86,9 @@
 //!    under thread-dependent branches, and waits nothing in their kernel can complete (an
 //!    mbarrier wait with no arrive, a `cp.async` group wait with no commit) fail the build;
 //!    then **ptxas**, when one is found
-//!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, python3's
-//!    nvcc wheel, [`PtxBuilder::cuda_fallback`]), assembles the PTX for the crate's arch: its
+//!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, a Python's
+//!    nvcc wheel, [`PtxBuilder::cuda_fallback`], the builder's own copy of the wheel — which
+//!    it downloads when cubins are wanted and no ptxas is found, see [`cuda`]), assembles the PTX for the crate's arch: its
 //!    per-kernel report (registers, stack frame, spills, shared memory) is
 //!    [`BuildOutput::resources`], and stack frames, spills and local memory are warnings
 //!    (`cargo:warning=` from [`PtxBuilder::build_script`]).
@@ -120,8 +121,14 @@
 //! them). libdevice is searched only when a kernel calls one, in this order:
 //! [`PtxBuilder::libdevice`], `$FERROCUDA_LIBDEVICE` (either, when given, is final),
 //! `$CUDA_HOME` and `$CUDA_PATH` (`nvvm/libdevice/libdevice.10.bc`), `/usr/local/cuda`, the
-//! `nvidia-cuda-nvcc-cu12` wheel of the `python3` on `PATH` (`nvidia/cuda_nvcc/…`, one
-//! `python3 -c` query), then [`PtxBuilder::cuda_fallback`].
+//! `nvidia-cuda-nvcc-cu12` wheel of a Python environment (`nvidia/cuda_nvcc/…`: asked of the
+//! interpreter maturin builds for, `$PYO3_PYTHON`, the active virtual environment's, then
+//! `python3` — one `-c` query each, outside pip's isolated build environment, which hides the
+//! user's packages), [`PtxBuilder::cuda_fallback`], then the builder's own copy of that wheel
+//! ([`cuda::nvcc_cache_root`]). When none has it, the builder installs the wheel there
+//! (`pip install --target`, once; [`PtxBuilder::download_cuda`], `FERROCUDA_OFFLINE=1` to
+//! refuse) and says so in [`BuildOutput::note`] (a `cargo:warning` from a build script); when
+//! it cannot, the error names every place looked at and the one command that installs it.
 
 #![warn(missing_docs)]
 
@@ -129,7 +136,8 @@ pub mod check;
 mod child;
 pub mod cli;
 pub mod control;
-mod cuda;
+pub mod cuda;
+pub mod doctor;
 mod ir;
 pub mod launchers;
 mod llvm;
@@ -171,6 +179,7 @@ pub struct PtxBuilder {
     ptxas_report: bool,
     cubin_archs: Option<Vec<String>>,
     control: Control,
+    download: bool,
 }
 
 /// The architectures cubins are made for by default (those not older than the crate's arch,
@@ -276,8 +285,10 @@ fn fail<T>(kind: BuildErrorKind, message: impl Into<String>) -> Result<T, BuildE
 }
 
 /// Environment variables a build reads (for `cargo:rerun-if-env-changed`).
-const ENV_INPUTS: [&str; 6] = [
+const ENV_INPUTS: [&str; 8] = [
     "FERROCUDA_CARGO",
+    "FERROCUDA_HOME",
+    "FERROCUDA_OFFLINE",
     "FERROCUDA_CUBIN_ARCHS",
     "FERROCUDA_LIBDEVICE",
     "FERROCUDA_PTXAS",
@@ -302,6 +313,7 @@ impl PtxBuilder {
             ptxas_report: true,
             cubin_archs: None,
             control: Control::none(),
+            download: true,
         }
     }
 
@@ -375,6 +387,15 @@ impl PtxBuilder {
     /// [`BuildOutput::resources`] and the cubins (default `true`; `false`: PTX only).
     pub fn ptxas_report(mut self, run: bool) -> Self {
         self.ptxas_report = run;
+        self
+    }
+
+    /// Whether the builder may install NVIDIA's `nvidia-cuda-nvcc-cu12` wheel into its cache
+    /// ([`cuda::nvcc_cache_root`]) when libdevice is needed, or ptxas wanted for cubins, and
+    /// nothing on the machine provides it (default `true`; also off when `FERROCUDA_OFFLINE`
+    /// is set or `CARGO_NET_OFFLINE=true`). What it did is in [`BuildOutput::note`].
+    pub fn download_cuda(mut self, allow: bool) -> Self {
+        self.download = allow;
         self
     }
 
@@ -650,7 +671,7 @@ impl PtxBuilder {
             warnings,
             cubins: base.cubins,
             parts: part_files,
-            note: base.note,
+            note: note_with_download(base.note, start),
             seconds: start.elapsed().as_secs_f64(),
         })
     }
@@ -682,7 +703,12 @@ impl PtxBuilder {
         ));
         let explicit = self.libdevice.as_deref().map(|p| self.resolve(p));
         let fallback = self.cuda_fallback.as_deref().map(|p| self.resolve(p));
-        let find_libdevice = || cuda::find_libdevice(explicit.as_deref(), fallback.as_deref());
+        let find_libdevice = || {
+            cuda::or_download(
+                || cuda::find_libdevice(explicit.as_deref(), fallback.as_deref()),
+                self.download,
+            )
+        };
         let control = &self.control;
         let pipeline = Pipeline {
             control,
@@ -742,6 +768,7 @@ impl PtxBuilder {
                     arch,
                     fallback.as_deref(),
                     self.ptxas_report,
+                    self.download,
                     &cubin_files,
                 )
             })
@@ -776,6 +803,19 @@ impl PtxBuilder {
             note: checked.note,
             libdevice: generated.libdevice,
         })
+    }
+}
+
+/// `note`, after a line saying what the builder downloaded during the build that began at
+/// `start` (if it did).
+fn note_with_download(note: Option<String>, start: Instant) -> Option<String> {
+    let downloaded = cuda::last_download()
+        .filter(|d| d.at >= start)
+        .and_then(|d| d.result.ok())
+        .filter(|m| m.starts_with("downloaded"));
+    match (downloaded, note) {
+        (Some(d), Some(n)) => Some(format!("{d}; {n}")),
+        (d, n) => d.or(n),
     }
 }
 

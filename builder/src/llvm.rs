@@ -153,16 +153,27 @@ impl Pipeline<'_> {
             kind: BuildErrorKind::Toolchain,
             message: format!(
                 "the kernels call libdevice functions ({}), but NVIDIA's libdevice.10.bc was \
-                 not found. Looked at:\n{}\n\nInstall it with `pip install \
-                 nvidia-cuda-nvcc-cu12` (for the `python3` on PATH), or set FERROCUDA_LIBDEVICE \
-                 to the file (every CUDA toolkit has it as nvvm/libdevice/libdevice.10.bc).",
+                 not found. Looked at:\n{}\n\n{}",
                 needs
                     .libdevice
                     .iter()
                     .map(|f| format!("`{f}`"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                search.tried_list()
+                search.tried_list(),
+                match &search.download_error {
+                    Some(e) => format!(
+                        "The builder's copy of NVIDIA's nvcc wheel: {e}\n\
+                         Or set FERROCUDA_LIBDEVICE to the file (every CUDA toolkit has it as \
+                         nvvm/libdevice/libdevice.10.bc), or CUDA_HOME to a CUDA toolkit."
+                    ),
+                    None => format!(
+                        "Install it with:\n\n    {}\n\nor set FERROCUDA_LIBDEVICE to the file \
+                         (every CUDA toolkit has it as nvvm/libdevice/libdevice.10.bc), or \
+                         CUDA_HOME to a CUDA toolkit.",
+                        crate::cuda::install_command()
+                    ),
+                }
             ),
         })
     }

@@ -65,7 +65,7 @@ impl Toolchain {
 
 /// `rustc --print sysroot` in `crate_dir` (rustup told not to install anything on its own);
 /// the reason when it fails.
-fn sysroot(crate_dir: &Path, rustc: &OsStr) -> Result<PathBuf, String> {
+pub(crate) fn sysroot(crate_dir: &Path, rustc: &OsStr) -> Result<PathBuf, String> {
     let mut cmd = Command::new(rustc);
     scrub_env(&mut cmd);
     let out = cmd
@@ -211,7 +211,7 @@ pub(crate) fn toolchain_file(dir: &Path) -> Option<PathBuf> {
 }
 
 /// `<sysroot>/lib/rustlib/<host>/bin` if it holds every one of [`LLVM_TOOLS`].
-fn llvm_bin(sysroot: &Path) -> Option<PathBuf> {
+pub(crate) fn llvm_bin(sysroot: &Path) -> Option<PathBuf> {
     let rustlib = sysroot.join("lib/rustlib");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&rustlib)
         .ok()?
@@ -223,7 +223,7 @@ fn llvm_bin(sysroot: &Path) -> Option<PathBuf> {
 }
 
 /// The toolchain's name for rustup (`1.99.0`), from its sysroot directory's name.
-fn toolchain_name(sysroot: &Path) -> String {
+pub(crate) fn toolchain_name(sysroot: &Path) -> String {
     let name = sysroot
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -37,6 +37,7 @@ pub(crate) fn verify(
     arch: &str,
     ptxas_root: Option<&Path>,
     run_ptxas: bool,
+    download: bool,
     cubins: &[(String, PathBuf)],
 ) -> Result<Verified, BuildError> {
     let text = check_text(ptx);
@@ -47,7 +48,16 @@ pub(crate) fn verify(
         .cloned()
         .partition(|f| f.severity == Severity::Error);
     let mut out = Verified::default();
-    let tool = ptxas::find(ptxas_root).filter(|_| run_ptxas);
+    // ptxas is wanted for the cubins; without one, the builder may download NVIDIA's wheel.
+    let search = match (run_ptxas, cubins.is_empty()) {
+        (false, _) => None,
+        (true, true) => Some(crate::cuda::find_ptxas(ptxas_root)),
+        (true, false) => Some(crate::cuda::or_download(
+            || crate::cuda::find_ptxas(ptxas_root),
+            download,
+        )),
+    };
+    let tool = search.as_ref().and_then(|s| s.found.clone());
     if let Some(tool) = tool {
         // The crate arch's run writes its cubin when one is asked for, a temporary file else.
         let own = cubins.iter().find(|(a, _)| a == arch).map(|(_, f)| f);
@@ -119,11 +129,14 @@ pub(crate) fn verify(
             .collect();
         out.ptxas = Some(tool);
     } else if run_ptxas && !cubins.is_empty() {
-        out.note = Some(
+        let why = search
+            .and_then(|s| s.download_error)
+            .map(|e| format!(" — {}", e.replace('\n', " ").trim()))
+            .unwrap_or_default();
+        out.note = Some(format!(
             "no ptxas found: PTX only, no cubins (the driver compiles the PTX when the module \
-             first loads; set FERROCUDA_PTXAS or CUDA_HOME to build cubins)"
-                .into(),
-        );
+             first loads; set FERROCUDA_PTXAS or CUDA_HOME to build cubins){why}"
+        ));
     }
     if !errors.is_empty() {
         let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();

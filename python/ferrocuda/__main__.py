@@ -1,5 +1,6 @@
-"""The ``ferrocuda`` command: ``ferrocuda new NAME``, ``ferrocuda build [PATH]`` (also
-``python -m ferrocuda …``). ``ferrocuda --help`` lists the options.
+"""The ``ferrocuda`` command: ``ferrocuda new NAME``, ``ferrocuda build [PATH]``,
+``ferrocuda doctor [--install]`` (also ``python -m ferrocuda …``). ``ferrocuda --help`` lists
+the options.
 
 The command is ferrocuda's Rust builder, compiled into the extension: it runs the cargo and
 rustup of this machine, and builds kernel crates against the ferrocuda crates of this

@@ -42,17 +42,10 @@ pyo3::create_exception!(
      The attribute ``locations`` lists them as ``(line, column)`` pairs."
 );
 
-/// Where ferrocuda keeps what it writes for builds (the crate sources, the inline kernels).
+/// Where ferrocuda keeps what it writes for builds (the crate sources, the inline kernels, the
+/// nvcc wheel).
 pub(crate) fn home() -> PathBuf {
-    if let Some(h) = std::env::var_os("FERROCUDA_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|c| !c.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    cache.join("ferrocuda")
+    ferrocuda_builder::cuda::home()
 }
 
 /// The crate sources of this extension (their fingerprint computed by `build.rs`).
@@ -351,7 +344,17 @@ pub fn new_crate(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// raises ``KeyboardInterrupt``.
 #[pyfunction]
 pub fn _cli(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
+    let driver = || -> Result<String, String> {
+        match ferrocuda_host::driver::device_count() {
+            Ok(0) => Err("a CUDA driver loads, but reports no device".into()),
+            Ok(n) => Ok(format!(
+                "CUDA driver loaded, {n} device{}",
+                if n == 1 { "" } else { "s" }
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    };
     run_build(py, &Progress::Stderr, |control| {
-        cli::run_with(&argv, &sources, None, &control)
+        cli::run_with(&argv, &sources, None, Some(&driver), &control)
     })
 }

@@ -20,8 +20,11 @@ fn main() -> ExitCode {
         .to_path_buf();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sources = || CrateSources::checkout(&checkout);
-    // The nvcc wheel of the checkout's scripts/ensure_ptxas.sh: libdevice and ptxas.
+    // The nvcc wheel of the checkout's scripts/ensure_ptxas.sh, when it ran: libdevice and
+    // ptxas (else the builder's own search and download, see ferrocuda_builder::cuda).
     let cuda = checkout.join(".tools/nvcc/nvidia/cuda_nvcc");
-    let status = ferrocuda_builder::cli::run(&args, &sources, Some(cuda));
+    // This binary does not load the CUDA driver: `doctor` reports no driver line (the Python
+    // package's `ferrocuda doctor` does).
+    let status = ferrocuda_builder::cli::run(&args, &sources, Some(cuda), None);
     ExitCode::from(u8::try_from(status).unwrap_or(1))
 }
