@@ -62,6 +62,38 @@ python_part() {
     mkdir -p .gpu/whl-numba && cp .whl/numpy-*.whl .gpu/whl-numba/ && echo "bundled $(ls .gpu/whl-numba)"
   fi
 }
+# Your own kernels and the inline kernels of the GPU tests (needs the wheel just built).
+own_part() {
+  # Your own kernels: a scaffolded crate, built here (only its build outputs travel), and its
+  # Rust host example, which builds the crate again from its build.rs with typed launchers.
+  if [ -x .venv/bin/python ]; then
+    own=.gpu/own
+    mkdir -p "$own"
+    # The command of the wheel just bundled (not whatever the source tree's package was last
+    # built as).
+    pkg="$(mktemp -d)"
+    .venv/bin/python -m pip install --quiet --no-deps --target "$pkg" .gpu/wheels/*.whl
+    PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
+    # With the nvcc wheel's ptxas, as a user with a CUDA toolkit has it: the crate gets cubins.
+    FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg" \
+      .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
+    # The inline kernels of the GPU tests, compiled with the same wheel into a cache kept under
+    # target/ (its shared cargo target directory holds the GPU's core between bundles); only
+    # the finished entries travel. Cubins for the default architectures (sm_80, sm_90), as a
+    # user gets them: FERROCUDA_CUBIN_ARCHS is part of the cache key.
+    env -u FERROCUDA_CUBIN_ARCHS FERROCUDA_INLINE_CACHE="$root/target/gpu-inline-cache" \
+      FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg:python/tests" \
+      .venv/bin/python python/tests/inline_kernels.py >/dev/null
+    mkdir -p .gpu/inline-cache && cp -r target/gpu-inline-cache/entries .gpu/inline-cache/
+    echo "bundled .gpu/inline-cache ($(find .gpu/inline-cache/entries -mindepth 1 -maxdepth 1 | wc -l) kernels)"
+    rm -rf "$pkg"
+    (cd "$own/my_kernels/host" && cargo build --release --quiet)
+    cp "$own/my_kernels/host/target/release/my_kernels-host" "$own/" && strip "$own/my_kernels-host"
+    find "$own/my_kernels/target" -mindepth 1 -maxdepth 1 ! -name ferrocuda -exec rm -rf {} +
+    rm -rf "$own/my_kernels/host/target"
+    echo "bundled $own (my_kernels, built: $(ls "$own/my_kernels/target/ferrocuda/sm_80"); my_kernels-host)"
+  fi
+}
 # What every bundle ends with: the run script, and the executables compressed.
 finish() {
   cp scripts/gpu-run.sh .gpu/run.sh && cp scripts/sanitizer-verdict.py .gpu/
@@ -79,9 +111,11 @@ finish() {
   fi
 }
 if [ "${FERROCUDA_BUNDLE_ONLY:-}" = python ]; then
-  # The Python part alone (no Rust test binaries, examples, benchmarks or crates): for runs of
-  # Python test files (`bash .gpu/run.sh pyfiles`), built in a fraction of the time.
+  # The Python part alone (no Rust test binaries, examples or benchmarks): for runs of
+  # Python test files (`bash .gpu/run.sh pyfiles`, `torch`), built in a fraction of the time;
+  # with the crate of one's own and the inline kernels the Python tests load.
   FERROCUDA_BUNDLE_PROFILING=0 python_part
+  own_part
   finish
   exit 0
 fi
@@ -135,35 +169,7 @@ cargo run --quiet -p ferrocuda-builder --example build_kernel_crate -- \
   builder/tests/fixtures/device-lang target/device-lang >/dev/null
 cp target/device-lang/fc_device_lang.ptx target/device-lang/fc_device_lang.json \
   scripts/gpu_pipeline_check.py .gpu/pipeline/ && echo "bundled .gpu/pipeline"
-# Your own kernels: a scaffolded crate, built here (only its build outputs travel), and its
-# Rust host example, which builds the crate again from its build.rs with typed launchers.
-if [ -x .venv/bin/python ]; then
-  own=.gpu/own
-  mkdir -p "$own"
-  # The command of the wheel just bundled (not whatever the source tree's package was last
-  # built as).
-  pkg="$(mktemp -d)"
-  .venv/bin/python -m pip install --quiet --no-deps --target "$pkg" .gpu/wheels/*.whl
-  PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
-  # With the nvcc wheel's ptxas, as a user with a CUDA toolkit has it: the crate gets cubins.
-  FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg" \
-    .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null
-  # The inline kernels of the GPU tests, compiled with the same wheel into a cache kept under
-  # target/ (its shared cargo target directory holds the GPU's core between bundles); only
-  # the finished entries travel. Cubins for the default architectures (sm_80, sm_90), as a
-  # user gets them: FERROCUDA_CUBIN_ARCHS is part of the cache key.
-  env -u FERROCUDA_CUBIN_ARCHS FERROCUDA_INLINE_CACHE="$root/target/gpu-inline-cache" \
-    FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg:python/tests" \
-    .venv/bin/python python/tests/inline_kernels.py >/dev/null
-  mkdir -p .gpu/inline-cache && cp -r target/gpu-inline-cache/entries .gpu/inline-cache/
-  echo "bundled .gpu/inline-cache ($(find .gpu/inline-cache/entries -mindepth 1 -maxdepth 1 | wc -l) kernels)"
-  rm -rf "$pkg"
-  (cd "$own/my_kernels/host" && cargo build --release --quiet)
-  cp "$own/my_kernels/host/target/release/my_kernels-host" "$own/" && strip "$own/my_kernels-host"
-  find "$own/my_kernels/target" -mindepth 1 -maxdepth 1 ! -name ferrocuda -exec rm -rf {} +
-  rm -rf "$own/my_kernels/host/target"
-  echo "bundled $own (my_kernels, built: $(ls "$own/my_kernels/target/ferrocuda/sm_80"); my_kernels-host)"
-fi
+own_part
 # Linux perf for `run.sh perf` (FERROCUDA_BUNDLE_PERF=1; ≈28 MB): this machine's perf and the
 # shared libraries it needs beyond the C and C++ runtimes, which the GPU machine has.
 if [ "${FERROCUDA_BUNDLE_PERF:-0}" = 1 ]; then
