@@ -28,6 +28,8 @@ Main entry points:
   checked and converted once, then ``launch()`` per iteration (see its documentation);
 * :func:`as_cuda_array`, :func:`from_cuda_array_interface`, :func:`is_cuda_array` -- Numba's
   consumer API;
+* :mod:`ferrocuda.jax` -- the same kernels inside ``jax.jit`` (XLA FFI handlers on XLA's
+  stream; imported on first use: importing ferrocuda never imports JAX);
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
   ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key.
 
@@ -52,8 +54,10 @@ Importing ferrocuda needs no GPU: the first operation that does raises :class:`C
 from __future__ import annotations
 
 import enum
+import importlib
 import sys
 import types
+from typing import Any
 
 # The extension module stays reachable as ferrocuda._ferrocuda (its private helpers, used by
 # the tests): the redundant alias marks the re-export.
@@ -172,3 +176,11 @@ def _make_kernels(module: Module, name: str) -> types.ModuleType:
 #: (``kernels.add_f32``). Also importable as ``ferrocuda.kernels``.
 kernels = _make_kernels(bundled(), __name__ + ".kernels")
 sys.modules[kernels.__name__] = kernels
+
+
+def __getattr__(name: str) -> Any:
+    """Imports :mod:`ferrocuda.jax` on first use (``ferrocuda.jax.add``): importing ferrocuda
+    must not import JAX."""
+    if name == "jax":
+        return importlib.import_module(__name__ + ".jax")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

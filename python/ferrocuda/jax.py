@@ -1,0 +1,551 @@
+"""ferrocuda kernels inside ``jax.jit``, through XLA's FFI.
+
+Every family and kernel of a :class:`ferrocuda.Module` -- the bundled kernels, or a module of
+your own from :func:`ferrocuda.load` -- becomes a JAX function: its read-only array
+parameters and scalars are the arguments, its writable array parameters the results::
+
+    import jax, jax.numpy as jnp
+    import ferrocuda.jax as fj
+
+    @jax.jit
+    def f(a, b):
+        return jnp.tanh(fj.add(a, b))        # runs add_f32 on XLA's stream
+
+    mine = fj.functions(ferrocuda.load("my_kernels"))   # a module of your own
+    y = mine.scale(2.0, x)
+
+How a call works:
+
+* The kernel is chosen at trace time among the family's variants by the arrays' element
+  types and ranks (the first variant, in manifest order, that takes them; ``out_dtypes=``
+  picks among variants that differ only in an output's type, e.g. ``linear``'s bfloat16 or
+  float32 result). A dtype no variant takes is a ``TypeError`` that lists the variants. At
+  run time the handler runs that kernel's layout and architecture variant for the device (the
+  contiguous one, since XLA's buffers are dense row-major; ``linear``'s sm_90a kernel on an
+  H100/H200), exactly as an eager call would.
+* Results are declared from the manifest (``json.loads(module.manifest)["kernels"]``): the
+  shape of each writable parameter comes from its ``same_shape`` group or from the kernel's
+  ``require`` rules (``out.shape[0] == x.shape[0]``, ``out.len() == 1``); its dtype is the
+  parameter's. A result whose shape no rule fixes (``histogram``'s bin count) is given with
+  ``out_shapes={"bins": (64,)}``; otherwise the call is a ``ValueError`` that says so. The
+  kernel's other ``require`` rules are checked at trace time too.
+* Scalars are attributes of the call: static Python numbers (or NumPy scalars), baked into
+  the compiled program; a traced value is a ``TypeError`` (mark it static, e.g. with
+  ``functools.partial`` or ``static_argnums``). They are range-checked against the
+  parameter's type as in an eager call.
+* Writable parameters are fresh results by default: their initial contents are undefined
+  (like ``jnp.empty``), except outputs the kernel declares zeroed (``histogram``'s bins),
+  which the launcher clears. A kernel that reads a writable parameter (``saxpy``'s ``y``,
+  an in-out value) must be given it: pass *every* non-scratch parameter, in order
+  (``fj.saxpy(2.0, x, y)``), and the result is the updated value. Such operands are declared
+  with ``input_output_aliases``, so XLA updates them in place when it can (a donated buffer
+  of the jitted function) and copies them first otherwise.
+* The launch goes on XLA's CUDA stream with no host synchronization. Kernels without scratch
+  workspaces are marked compatible with XLA's command buffers (CUDA graphs); kernels with
+  scratch (``sum``, ``max``, ``cumsum``, ``normalize``...) are not, because a captured launch
+  would allocate its workspace as graph memory nodes.
+
+Limits: ``jax.vmap`` of a ferrocuda function runs the kernel once per batch element
+(``vmap_method="sequential"``); there are no derivatives (``jax.grad`` raises); scalars
+cannot be traced; buffer donation works through ``jax.jit(..., donate_argnums=...)`` for the
+in-out forms only. JAX preallocates most of the GPU's memory by default; set
+``XLA_PYTHON_CLIENT_PREALLOCATE=false`` when kernels with scratch workspaces, CuPy or torch
+share the process with JAX.
+
+Importing :mod:`ferrocuda` does not import JAX; importing this module does (``jax`` must be
+installed, with CUDA support for the calls to run).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import operator
+import threading
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _ferrocuda
+from ._ferrocuda import Module, bundled
+
+__all__ = [
+    "GRAPH_TARGET",
+    "TARGET",
+    "JaxFunction",
+    "functions",
+    "register_targets",
+]
+
+#: The FFI target of kernels with scratch workspaces (not command-buffer compatible).
+TARGET = "ferrocuda_xla"
+#: The FFI target marked compatible with XLA's command buffers (CUDA graphs).
+GRAPH_TARGET = "ferrocuda_xla_graph"
+
+_lock = threading.Lock()
+_registered = False
+
+
+def register_targets() -> None:
+    """Registers ferrocuda's two XLA FFI handlers with JAX for platform CUDA (once per
+    process; every call of a ferrocuda JAX function does it first)."""
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        for name, graph in ((TARGET, False), (GRAPH_TARGET, True)):
+            addr = _ferrocuda._xla_handler(graph)
+            jax.ffi.register_ffi_target(
+                name, jax.ffi.pycapsule(ctypes.c_void_p(addr)), platform="CUDA"
+            )
+        _registered = True
+
+
+# ---------------------------------------------------------------------------------------
+# The manifest, read once per module.
+
+
+class _Param:
+    __slots__ = ("dtype", "index", "kind", "mutable", "name", "rank")
+
+    def __init__(self, index: int, p: Mapping[str, Any]) -> None:
+        self.index = index
+        self.name: str = p["name"]
+        self.kind: str = p["kind"]
+        self.dtype: str = p["dtype"]
+        self.rank: int = p["rank"]
+        self.mutable: bool = p["mutable"]
+
+    @property
+    def is_array(self) -> bool:
+        return self.kind not in ("scalar", "scratch")
+
+    def describe(self) -> str:
+        if self.kind == "scalar":
+            return f"{self.name}: {self.dtype}"
+        if self.kind == "slice":
+            dims = "[...]"
+        else:
+            dims = "[" + ", ".join([":"] * self.rank) + "]"
+        return f"{self.name}: {'mut ' if self.mutable else ''}{self.dtype}{dims}"
+
+
+class _KernelInfo:
+    """One kernel's manifest entry: its visible parameters and shape rules."""
+
+    def __init__(self, k: Mapping[str, Any]) -> None:
+        self.name: str = k["name"]
+        self.family: str = k["family"]
+        self.arch: str | None = k.get("arch")
+        self.all = [_Param(i, p) for i, p in enumerate(k["params"])]
+        self.params = [p for p in self.all if p.kind != "scratch"]
+        self.has_scratch = len(self.params) != len(self.all)
+        self.inputs = [p for p in self.params if not p.mutable or not p.is_array]
+        self.outputs = [p for p in self.params if p.mutable and p.is_array]
+        self.same_shape: list[list[int]] = [list(g) for g in k.get("same_shape", [])]
+        self.require: list[dict[str, Any]] = list(k.get("require", []))
+
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(p.describe() for p in self.params)})"
+
+
+class _ModuleInfo:
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.kernels = {k["name"]: _KernelInfo(k) for k in json.loads(module.manifest)["kernels"]}
+        self.families: dict[str, list[_KernelInfo]] = {}
+        for k in self.kernels.values():
+            self.families.setdefault(k.family, []).append(k)
+        self.id: int | None = None
+
+    def module_id(self) -> int:
+        if self.id is None:
+            self.id = _ferrocuda._xla_register(self.module)
+        return self.id
+
+
+# ---------------------------------------------------------------------------------------
+# Shapes from the manifest.
+
+
+def _operand(
+    op: Mapping[str, Any],
+    k: _KernelInfo,
+    shapes: Mapping[int, tuple[int, ...]],
+    scalars: Mapping[int, Any],
+) -> Any:
+    """The value of a rule operand, or ``None`` when it is not known at trace time."""
+    if "int" in op:
+        return op["int"]
+    if "len" in op:
+        s = shapes.get(op["len"])
+        return None if s is None else math.prod(s)
+    if "dim" in op:
+        i, d = op["dim"]
+        s = shapes.get(i)
+        return None if s is None or d >= len(s) else s[d]
+    if "scalar" in op:
+        return scalars.get(op["scalar"])
+    return None  # "ptr": the addresses are XLA's, checked at run time
+
+
+def _derive_shapes(
+    k: _KernelInfo,
+    shapes: dict[int, tuple[int, ...]],
+    scalars: Mapping[int, Any],
+    given: Mapping[str, Sequence[int]],
+) -> None:
+    """Fills ``shapes`` for each output of ``k`` from ``given``, ``same_shape`` and the
+    ``==`` rules of ``require`` (indices are manifest parameter positions)."""
+    for p in k.outputs:
+        if p.name in given:
+            shapes[p.index] = tuple(int(operator.index(d)) for d in given[p.name])
+    partial: dict[int, list[int | None]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for group in k.same_shape:
+            known = next((shapes[i] for i in group if i in shapes), None)
+            if known is not None:
+                for i in group:
+                    if i not in shapes:
+                        shapes[i] = known
+                        changed = True
+        for rule in k.require:
+            if rule.get("op") != "==":
+                continue
+            for a, b in ((rule["lhs"], rule["rhs"]), (rule["rhs"], rule["lhs"])):
+                target = a.get("dim") or ([a["len"], None] if "len" in a else None)
+                if target is None:
+                    continue
+                i, d = target
+                if i in shapes or not k.all[i].is_array or not k.all[i].mutable:
+                    continue
+                v = _operand(b, k, shapes, scalars)
+                if v is None:
+                    continue
+                p = k.all[i]
+                if d is None:  # the element count: a 1-D slice, or a rank-1 view
+                    if p.kind == "slice" or p.rank == 1:
+                        shapes[i] = (int(v),)
+                        changed = True
+                    continue
+                rank = p.rank if p.kind != "slice" else 1
+                dims = partial.setdefault(i, [None] * rank)
+                if d < rank and dims[d] is None:
+                    dims[d] = int(v)
+                    if all(x is not None for x in dims):
+                        shapes[i] = tuple(int(x) for x in dims if x is not None)
+                    changed = True
+    missing = [p.name for p in k.outputs if p.index not in shapes]
+    if missing:
+        raise ValueError(
+            f"{k.name}: the shape of output(s) {', '.join(f'`{m}`' for m in missing)} "
+            "follows from no same_shape group or require rule of the manifest; give it: "
+            f"out_shapes={{{', '.join(f'{m!r}: (...)' for m in missing)}}}"
+        )
+
+
+def _param_of(op: Mapping[str, Any]) -> int | None:
+    """The parameter a rule operand reads (``None`` for a literal)."""
+    for key in ("dim", "len", "scalar", "ptr"):
+        if key in op:
+            v = op[key]
+            return int(v[0]) if isinstance(v, list) else int(v)
+    return None
+
+
+_CMP = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _check_rules(
+    k: _KernelInfo, shapes: Mapping[int, tuple[int, ...]], scalars: Mapping[int, Any]
+) -> None:
+    """Checks every ``require`` rule that can be evaluated at trace time."""
+    for rule in k.require:
+        op = rule.get("op")
+        lhs = _operand(rule["lhs"], k, shapes, scalars)
+        if lhs is None:
+            continue
+        if op == "finite":
+            ok = math.isfinite(float(lhs))
+        else:
+            rhs = _operand(rule["rhs"], k, shapes, scalars)
+            if rhs is None or op not in _CMP:
+                continue
+            ok = _CMP[op](lhs, rhs)
+        if not ok:
+            idx = _param_of(rule["lhs"])
+            if idx is None:
+                idx = _param_of(rule["rhs"])
+            arg = k.all[idx].name if idx is not None and idx < len(k.all) else "?"
+            msg = rule.get("message") or "a requirement of the kernel does not hold"
+            raise ValueError(f"{k.name}: argument `{arg}`: {msg}")
+
+
+# ---------------------------------------------------------------------------------------
+# Calls.
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)
+
+
+def _scalar_value(v: Any, p: _Param, where: str) -> Any:
+    """A scalar argument as an XLA attribute value (``np.int64`` or ``np.float64``)."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{where}: argument `{p.name}`: expected a {p.dtype} scalar, got bool")
+    if isinstance(v, jax.core.Tracer) or (_is_array(v) and not isinstance(v, np.ndarray)):
+        raise TypeError(
+            f"{where}: argument `{p.name}`: scalars are attributes of the compiled call and "
+            "must be static Python numbers, not traced or device values (mark the argument "
+            "static, e.g. with functools.partial or jax.jit(static_argnums=...))"
+        )
+    is_int = np.issubdtype(np.dtype(p.dtype), np.integer)
+    if is_int:
+        if isinstance(v, (float, np.floating)):
+            raise TypeError(
+                f"{where}: argument `{p.name}`: expected an integer for the {p.dtype} "
+                f"parameter, got {type(v).__name__}"
+            )
+        try:
+            iv = operator.index(v)
+        except TypeError:
+            raise TypeError(
+                f"{where}: argument `{p.name}`: expected an integer for the {p.dtype} "
+                f"parameter, got {type(v).__name__}"
+            ) from None
+        info = np.iinfo(np.dtype(p.dtype))
+        if not info.min <= iv <= info.max:
+            raise OverflowError(
+                f"{where}: argument `{p.name}`: {iv} is out of range for {p.dtype} "
+                f"({info.min}..={info.max})"
+            )
+        if iv > np.iinfo(np.int64).max:
+            raise OverflowError(
+                f"{where}: argument `{p.name}`: {iv} does not fit an XLA int64 attribute"
+            )
+        return np.int64(iv)
+    try:
+        fv = float(v)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{where}: argument `{p.name}`: expected a real number for the {p.dtype} "
+            f"parameter, got {type(v).__name__}"
+        ) from None
+    if math.isfinite(fv) and abs(fv) > float(jnp.finfo(p.dtype).max):
+        raise OverflowError(f"{where}: argument `{p.name}`: {v!r} is out of range for {p.dtype}")
+    return np.float64(fv)
+
+
+def _takes(k: _KernelInfo, args: Sequence[Any], inout: bool, out_dtypes: Mapping[str, Any]) -> bool:
+    params = k.params if inout else k.inputs
+    for p, a in zip(params, args, strict=True):
+        if not p.is_array:
+            continue
+        if not _is_array(a) or str(a.dtype) != p.dtype:
+            return False
+        if p.kind != "slice" and len(a.shape) != p.rank:
+            return False
+    for p in k.outputs:
+        if p.name in out_dtypes and str(jnp.dtype(out_dtypes[p.name])) != p.dtype:
+            return False
+    return True
+
+
+def _describe_args(args: Sequence[Any]) -> str:
+    out = []
+    for a in args:
+        if _is_array(a):
+            out.append(f"{a.dtype}{list(a.shape)}")
+        else:
+            out.append(type(a).__name__)
+    return "(" + ", ".join(out) + ")"
+
+
+class JaxFunction:
+    """A kernel or a family of a module as a JAX function (see :mod:`ferrocuda.jax`).
+
+    Call it with the kernel's read-only array parameters and scalars, in manifest order
+    (``f(a, b)`` for ``add(a, b, out)``), or with every non-scratch parameter to pass in-out
+    values (``saxpy(alpha, x, y)``). Returns the writable array parameters: one array, or a
+    tuple of them. Keyword options: ``out_shapes={name: shape}`` for an output whose shape
+    the manifest does not fix, ``out_dtypes={name: dtype}`` to choose among variants that
+    differ in an output's type.
+    """
+
+    def __init__(self, info: _ModuleInfo, name: str, kernels: list[_KernelInfo]) -> None:
+        self._info = info
+        self._name = name
+        # Portable kernels first: architecture variants are the launch's choice.
+        self._kernels = sorted(kernels, key=lambda k: k.arch is not None)
+        self.__name__ = name
+        self.__qualname__ = name
+        lines = [
+            f"``{name}`` of {info.module.source} as a JAX function (ferrocuda.jax).",
+            "",
+            "Variants (the first that takes the arguments' element types and ranks runs):",
+            "",
+        ]
+        lines += [f"* ``{k.signature()}``" for k in self._kernels]
+        self.__doc__ = "\n".join(lines) + "\n\n" + (JaxFunction.__doc__ or "")
+
+    @property
+    def name(self) -> str:
+        """The family's or kernel's name."""
+        return self._name
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The names of the kernels this function may run, in the order they are tried."""
+        return tuple(k.name for k in self._kernels)
+
+    def __repr__(self) -> str:
+        return f"<ferrocuda.jax function {self._name} [{', '.join(self.kernels)}]>"
+
+    def __call__(
+        self,
+        *args: Any,
+        out_shapes: Mapping[str, Sequence[int]] | None = None,
+        out_dtypes: Mapping[str, Any] | None = None,
+    ) -> Any:
+        where = f"ferrocuda.jax.{self._name}"
+        out_shapes = dict(out_shapes or {})
+        out_dtypes = dict(out_dtypes or {})
+        args = tuple(
+            a if _is_array(a) or isinstance(a, (int, float, np.generic, jax.core.Tracer))
+            else jnp.asarray(a)
+            for a in args
+        )
+        arities = sorted({len(k.inputs) for k in self._kernels} | {len(k.params) for k in self._kernels})
+        chosen: _KernelInfo | None = None
+        inout = False
+        for k in self._kernels:
+            # The read-only parameters only; or every parameter (in-out values), when the
+            # kernel has writable ones.
+            for mode in (False, True) if k.outputs else (False,):
+                n = len(k.params) if mode else len(k.inputs)
+                if len(args) == n and _takes(k, args, mode, out_dtypes):
+                    chosen, inout = k, mode
+                    break
+            if chosen is not None:
+                break
+        if chosen is None:
+            if len(args) not in arities:
+                raise TypeError(
+                    f"{where}: takes {' or '.join(map(str, arities))} positional arguments "
+                    f"(the read-only parameters, or every parameter), got {len(args)}"
+                )
+            variants = "\n".join(f"    {k.signature()}" for k in self._kernels)
+            raise TypeError(
+                f"{where}: no variant takes the arguments {_describe_args(args)}"
+                + (f" with out_dtypes={out_dtypes}" if out_dtypes else "")
+                + f"; the variants are:\n{variants}"
+            )
+        return self._call(chosen, args, inout, out_shapes, where)
+
+    def _call(
+        self,
+        k: _KernelInfo,
+        args: tuple[Any, ...],
+        inout: bool,
+        out_shapes: Mapping[str, Sequence[int]],
+        where: str,
+    ) -> Any:
+        register_targets()
+        params = k.params if inout else k.inputs
+        shapes: dict[int, tuple[int, ...]] = {}
+        scalars: dict[int, Any] = {}
+        attrs: dict[str, Any] = {}
+        operands: list[Any] = []
+        inouts: list[Any] = []
+        for p, a in zip(params, args, strict=True):
+            if not p.is_array:
+                v = _scalar_value(a, p, where)
+                scalars[p.index] = v
+                attrs[p.name] = v
+            else:
+                shapes[p.index] = tuple(a.shape)
+                (inouts if p.mutable else operands).append(a)
+        unknown = set(out_shapes) - {p.name for p in k.outputs}
+        if unknown:
+            raise TypeError(f"{where}: out_shapes names no output of {k.name}: {sorted(unknown)}")
+        if not inout:
+            _derive_shapes(k, shapes, scalars, out_shapes)
+        _check_rules(k, shapes, scalars)
+        for reserved in ("ferrocuda_module", "ferrocuda_kernel"):
+            if reserved in attrs:
+                raise TypeError(f"{where}: a parameter named `{reserved}` cannot be passed")
+        attrs["ferrocuda_module"] = np.int64(self._info.module_id())
+        attrs["ferrocuda_kernel"] = k.name
+        results = [jax.ShapeDtypeStruct(shapes[p.index], jnp.dtype(p.dtype)) for p in k.outputs]
+        aliases = {len(operands) + j: j for j in range(len(inouts))}
+        call = jax.ffi.ffi_call(
+            TARGET if k.has_scratch else GRAPH_TARGET,
+            results,
+            vmap_method="sequential",
+            input_output_aliases=aliases or None,
+        )
+        out = call(*operands, *inouts, **attrs)
+        if len(results) == 1:
+            return out[0]
+        return tuple(out)
+
+
+class Functions(types.SimpleNamespace):
+    """The JAX functions of one module: an attribute per family and per kernel (a family
+    wins over a kernel of the same name)."""
+
+
+_cache: dict[int, Functions] = {}
+
+
+def functions(module: Module | None = None) -> Functions:
+    """The JAX functions of ``module`` (default: the bundled kernels), one per family and
+    per kernel, as attributes: ``functions(ferrocuda.load("my_kernels")).scale(2.0, x)``.
+    The same object for the same module."""
+    m = bundled() if module is None else module
+    if not isinstance(m, Module):
+        raise TypeError(f"functions(): expected a ferrocuda.Module, got {type(m).__name__}")
+    with _lock:
+        found = _cache.get(id(m))
+        if found is not None and found._module is m:  # type: ignore[attr-defined]
+            return found
+    info = _ModuleInfo(m)
+    entries: dict[str, JaxFunction] = {}
+    for name, k in info.kernels.items():
+        entries[name] = JaxFunction(info, name, [k])
+    for fam, ks in info.families.items():
+        entries[fam] = JaxFunction(info, fam, ks)
+    ns = Functions(**entries)
+    ns._module = m  # type: ignore[attr-defined]
+    with _lock:
+        _cache[id(m)] = ns
+    return ns
+
+
+def __getattr__(name: str) -> JaxFunction:
+    """``ferrocuda.jax.<name>``: the bundled kernels' family or kernel ``name``."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    fs = functions()
+    try:
+        return getattr(fs, name)  # type: ignore[no-any-return]
+    except AttributeError:
+        raise AttributeError(
+            f"module 'ferrocuda.jax' has no attribute {name!r} (the bundled kernels have no "
+            "family or kernel of that name)"
+        ) from None
+
