@@ -73,6 +73,7 @@ import numpy as np
 
 from . import _ferrocuda
 from ._ferrocuda import Module, bundled
+from ._manifest import KernelInfo, ParamInfo, check_rules, derive_shapes
 
 __all__ = [
     "GRAPH_TARGET",
@@ -110,55 +111,11 @@ def register_targets() -> None:
 # The manifest, read once per module.
 
 
-class _Param:
-    __slots__ = ("dtype", "index", "kind", "mutable", "name", "rank")
-
-    def __init__(self, index: int, p: Mapping[str, Any]) -> None:
-        self.index = index
-        self.name: str = p["name"]
-        self.kind: str = p["kind"]
-        self.dtype: str = p["dtype"]
-        self.rank: int = p["rank"]
-        self.mutable: bool = p["mutable"]
-
-    @property
-    def is_array(self) -> bool:
-        return self.kind not in ("scalar", "scratch")
-
-    def describe(self) -> str:
-        if self.kind == "scalar":
-            return f"{self.name}: {self.dtype}"
-        if self.kind == "slice":
-            dims = "[...]"
-        else:
-            dims = "[" + ", ".join([":"] * self.rank) + "]"
-        return f"{self.name}: {'mut ' if self.mutable else ''}{self.dtype}{dims}"
-
-
-class _KernelInfo:
-    """One kernel's manifest entry: its visible parameters and shape rules."""
-
-    def __init__(self, k: Mapping[str, Any]) -> None:
-        self.name: str = k["name"]
-        self.family: str = k["family"]
-        self.arch: str | None = k.get("arch")
-        self.all = [_Param(i, p) for i, p in enumerate(k["params"])]
-        self.params = [p for p in self.all if p.kind != "scratch"]
-        self.has_scratch = len(self.params) != len(self.all)
-        self.inputs = [p for p in self.params if not p.mutable or not p.is_array]
-        self.outputs = [p for p in self.params if p.mutable and p.is_array]
-        self.same_shape: list[list[int]] = [list(g) for g in k.get("same_shape", [])]
-        self.require: list[dict[str, Any]] = list(k.get("require", []))
-
-    def signature(self) -> str:
-        return f"{self.name}({', '.join(p.describe() for p in self.params)})"
-
-
 class _ModuleInfo:
     def __init__(self, module: Module) -> None:
         self.module = module
-        self.kernels = {k["name"]: _KernelInfo(k) for k in json.loads(module.manifest)["kernels"]}
-        self.families: dict[str, list[_KernelInfo]] = {}
+        self.kernels = {k["name"]: KernelInfo(k) for k in json.loads(module.manifest)["kernels"]}
+        self.families: dict[str, list[KernelInfo]] = {}
         for k in self.kernels.values():
             self.families.setdefault(k.family, []).append(k)
         self.id: int | None = None
@@ -170,132 +127,6 @@ class _ModuleInfo:
 
 
 # ---------------------------------------------------------------------------------------
-# Shapes from the manifest.
-
-
-def _operand(
-    op: Mapping[str, Any],
-    k: _KernelInfo,
-    shapes: Mapping[int, tuple[int, ...]],
-    scalars: Mapping[int, Any],
-) -> Any:
-    """The value of a rule operand, or ``None`` when it is not known at trace time."""
-    if "int" in op:
-        return op["int"]
-    if "len" in op:
-        s = shapes.get(op["len"])
-        return None if s is None else math.prod(s)
-    if "dim" in op:
-        i, d = op["dim"]
-        s = shapes.get(i)
-        return None if s is None or d >= len(s) else s[d]
-    if "scalar" in op:
-        return scalars.get(op["scalar"])
-    return None  # "ptr": the addresses are XLA's, checked at run time
-
-
-def _derive_shapes(
-    k: _KernelInfo,
-    shapes: dict[int, tuple[int, ...]],
-    scalars: Mapping[int, Any],
-    given: Mapping[str, Sequence[int]],
-) -> None:
-    """Fills ``shapes`` for each output of ``k`` from ``given``, ``same_shape`` and the
-    ``==`` rules of ``require`` (indices are manifest parameter positions)."""
-    for p in k.outputs:
-        if p.name in given:
-            shapes[p.index] = tuple(int(operator.index(d)) for d in given[p.name])
-    partial: dict[int, list[int | None]] = {}
-    changed = True
-    while changed:
-        changed = False
-        for group in k.same_shape:
-            known = next((shapes[i] for i in group if i in shapes), None)
-            if known is not None:
-                for i in group:
-                    if i not in shapes:
-                        shapes[i] = known
-                        changed = True
-        for rule in k.require:
-            if rule.get("op") != "==":
-                continue
-            for a, b in ((rule["lhs"], rule["rhs"]), (rule["rhs"], rule["lhs"])):
-                target = a.get("dim") or ([a["len"], None] if "len" in a else None)
-                if target is None:
-                    continue
-                i, d = target
-                if i in shapes or not k.all[i].is_array or not k.all[i].mutable:
-                    continue
-                v = _operand(b, k, shapes, scalars)
-                if v is None:
-                    continue
-                p = k.all[i]
-                if d is None:  # the element count: a 1-D slice, or a rank-1 view
-                    if p.kind == "slice" or p.rank == 1:
-                        shapes[i] = (int(v),)
-                        changed = True
-                    continue
-                rank = p.rank if p.kind != "slice" else 1
-                dims = partial.setdefault(i, [None] * rank)
-                if d < rank and dims[d] is None:
-                    dims[d] = int(v)
-                    if all(x is not None for x in dims):
-                        shapes[i] = tuple(int(x) for x in dims if x is not None)
-                    changed = True
-    missing = [p.name for p in k.outputs if p.index not in shapes]
-    if missing:
-        raise ValueError(
-            f"{k.name}: the shape of output(s) {', '.join(f'`{m}`' for m in missing)} "
-            "follows from no same_shape group or require rule of the manifest; give it: "
-            f"out_shapes={{{', '.join(f'{m!r}: (...)' for m in missing)}}}"
-        )
-
-
-def _param_of(op: Mapping[str, Any]) -> int | None:
-    """The parameter a rule operand reads (``None`` for a literal)."""
-    for key in ("dim", "len", "scalar", "ptr"):
-        if key in op:
-            v = op[key]
-            return int(v[0]) if isinstance(v, list) else int(v)
-    return None
-
-
-_CMP = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
-
-
-def _check_rules(
-    k: _KernelInfo, shapes: Mapping[int, tuple[int, ...]], scalars: Mapping[int, Any]
-) -> None:
-    """Checks every ``require`` rule that can be evaluated at trace time."""
-    for rule in k.require:
-        op = rule.get("op")
-        lhs = _operand(rule["lhs"], k, shapes, scalars)
-        if lhs is None:
-            continue
-        if op == "finite":
-            ok = math.isfinite(float(lhs))
-        else:
-            rhs = _operand(rule["rhs"], k, shapes, scalars)
-            if rhs is None or op not in _CMP:
-                continue
-            ok = _CMP[op](lhs, rhs)
-        if not ok:
-            idx = _param_of(rule["lhs"])
-            if idx is None:
-                idx = _param_of(rule["rhs"])
-            arg = k.all[idx].name if idx is not None and idx < len(k.all) else "?"
-            msg = rule.get("message") or "a requirement of the kernel does not hold"
-            raise ValueError(f"{k.name}: argument `{arg}`: {msg}")
-
-
-# ---------------------------------------------------------------------------------------
 # Calls.
 
 
@@ -303,7 +134,7 @@ def _is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)
 
 
-def _scalar_value(v: Any, p: _Param, where: str) -> Any:
+def _scalar_value(v: Any, p: ParamInfo, where: str) -> Any:
     """A scalar argument as an XLA attribute value (``np.int64`` or ``np.float64``)."""
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{where}: argument `{p.name}`: expected a {p.dtype} scalar, got bool")
@@ -350,7 +181,7 @@ def _scalar_value(v: Any, p: _Param, where: str) -> Any:
     return np.float64(fv)
 
 
-def _takes(k: _KernelInfo, args: Sequence[Any], inout: bool, out_dtypes: Mapping[str, Any]) -> bool:
+def _takes(k: KernelInfo, args: Sequence[Any], inout: bool, out_dtypes: Mapping[str, Any]) -> bool:
     params = k.params if inout else k.inputs
     for p, a in zip(params, args, strict=True):
         if not p.is_array:
@@ -386,7 +217,7 @@ class JaxFunction:
     differ in an output's type.
     """
 
-    def __init__(self, info: _ModuleInfo, name: str, kernels: list[_KernelInfo]) -> None:
+    def __init__(self, info: _ModuleInfo, name: str, kernels: list[KernelInfo]) -> None:
         self._info = info
         self._name = name
         # Portable kernels first: architecture variants are the launch's choice.
@@ -425,12 +256,15 @@ class JaxFunction:
         out_shapes = dict(out_shapes or {})
         out_dtypes = dict(out_dtypes or {})
         args = tuple(
-            a if _is_array(a) or isinstance(a, (int, float, np.generic, jax.core.Tracer))
+            a
+            if _is_array(a) or isinstance(a, (int, float, np.generic, jax.core.Tracer))
             else jnp.asarray(a)
             for a in args
         )
-        arities = sorted({len(k.inputs) for k in self._kernels} | {len(k.params) for k in self._kernels})
-        chosen: _KernelInfo | None = None
+        arities = sorted(
+            {len(k.inputs) for k in self._kernels} | {len(k.params) for k in self._kernels}
+        )
+        chosen: KernelInfo | None = None
         inout = False
         for k in self._kernels:
             # The read-only parameters only; or every parameter (in-out values), when the
@@ -458,7 +292,7 @@ class JaxFunction:
 
     def _call(
         self,
-        k: _KernelInfo,
+        k: KernelInfo,
         args: tuple[Any, ...],
         inout: bool,
         out_shapes: Mapping[str, Sequence[int]],
@@ -483,8 +317,8 @@ class JaxFunction:
         if unknown:
             raise TypeError(f"{where}: out_shapes names no output of {k.name}: {sorted(unknown)}")
         if not inout:
-            _derive_shapes(k, shapes, scalars, out_shapes)
-        _check_rules(k, shapes, scalars)
+            derive_shapes(k, shapes, scalars, out_shapes)
+        check_rules(k, shapes, scalars)
         for reserved in ("ferrocuda_module", "ferrocuda_kernel"):
             if reserved in attrs:
                 raise TypeError(f"{where}: a parameter named `{reserved}` cannot be passed")
@@ -548,4 +382,3 @@ def __getattr__(name: str) -> JaxFunction:
             f"module 'ferrocuda.jax' has no attribute {name!r} (the bundled kernels have no "
             "family or kernel of that name)"
         ) from None
-

@@ -28,8 +28,13 @@ def fj(jax: Any) -> Any:
     return fj
 
 
-def host(rng: np.random.Generator, shape: Any, dtype: str, scale: float = 4.0) -> np.ndarray:
-    """Random host values of ``dtype`` (integers in a range whose sums do not overflow)."""
+def host(rng: np.random.Generator, shape: Any, dtype: Any, scale: float = 4.0) -> np.ndarray:
+    """Random host values of ``dtype`` (integers in a range whose sums do not overflow;
+    ``"bfloat16"`` is ml_dtypes', which JAX imports)."""
+    import ml_dtypes
+
+    if dtype == "bfloat16":
+        return (rng.standard_normal(shape) * scale).astype(ml_dtypes.bfloat16)
     if np.issubdtype(np.dtype(dtype), np.integer):
         info = np.iinfo(dtype)
         lo, hi = max(info.min // 4, -(1 << 40)), min(info.max // 4, 1 << 40)
@@ -57,7 +62,7 @@ def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert bad.size == 0, f"{what}: {bad.size} bytes differ, first at byte {bad[0]}"
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16", "uint8"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16", "bfloat16"])
 @pytest.mark.parametrize("shape", [(1,), (1000,), (4099,), (33, 65), (2, 3, 129), (0,)])
 def test_add_matches_eager_and_jnp(
     jax: Any, fj: Any, rng: np.random.Generator, dtype: str, shape: Any
@@ -96,7 +101,7 @@ def test_saxpy_in_out(jax: Any, fj: Any, rng: np.random.Generator, dtype: str) -
 
 def test_axpy_with_donation(jax: Any, fj: Any, rng: np.random.Generator) -> None:
     jnp = jax.numpy
-    xh, yh = host(rng, 5000, "float32"), host(rng, 5000, "float32")
+    xh, yh = host(rng, 5000, "float16", 1.0), host(rng, 5000, "float16", 1.0)
     f = jax.jit(lambda x, y: fj.axpy(1.5, x, y), donate_argnums=1)
     got = np.asarray(f(jnp.asarray(xh), jnp.asarray(yh)))
     yd = ferrocuda.DeviceArray.from_numpy(yh)
