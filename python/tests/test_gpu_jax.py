@@ -278,3 +278,68 @@ def test_handler_errors_at_run_time(jax: Any, fj: Any) -> None:
         jax.block_until_ready(call(a, a, ferrocuda_module=mid))
     # The process still works afterwards.
     same_bits(np.asarray(jax.jit(fj.add)(a, a)), np.full(16, 2, np.int32), "after errors")
+
+
+CHAIN = """
+import sys
+import numpy as np
+import jax, jax.numpy as jnp
+import ferrocuda.jax as fj
+
+@jax.jit
+def f(a, b):
+    s = fj.add(a, b)
+    g = fj.gelu(jnp.tanh(s) * 3.0)
+    y = fj.saxpy(0.5, g, s)
+    return fj.softmax(y.reshape(50, -1)) * 2.0, fj.sum(y)
+
+rng = np.random.default_rng(int(sys.argv[1]))
+for i in range(4):
+    ah = rng.standard_normal(5000).astype(np.float32)
+    bh = rng.standard_normal(5000).astype(np.float32)
+    soft, tot = f(jnp.asarray(ah), jnp.asarray(bh))
+    s = ah + bh
+    g = np.asarray(jax.nn.gelu(jnp.tanh(jnp.asarray(s)) * 3.0, approximate=False))
+    y = 0.5 * g.astype(np.float64) + s
+    e = np.exp(y.reshape(50, -1) - y.reshape(50, -1).max(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(soft), 2 * e / e.sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(float(np.asarray(tot)[0]), y.sum(), rtol=1e-4)
+print("ok")
+"""
+
+
+def test_command_buffers(jax: Any, fj: Any, tmp_path: Any, rng: np.random.Generator) -> None:
+    """With XLA told to put custom calls in command buffers (CUDA graphs) from the first
+    one, the graph-compatible ferrocuda calls are traced into them and replay with new
+    buffers each run (in a fresh process: XLA reads its flags once)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dump = tmp_path / "dump"
+    script = tmp_path / "chain.py"
+    script.write_text(CHAIN)
+    pkg = str(Path(ferrocuda.__file__).resolve().parent.parent)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([pkg, os.environ.get("PYTHONPATH", "")]),
+        XLA_PYTHON_CLIENT_PREALLOCATE="false",
+        XLA_FLAGS="--xla_gpu_graph_min_graph_size=1 "
+        "--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL "
+        f"--xla_dump_to={dump}",
+    )
+    seed = str(int(rng.integers(1 << 31)))
+    out = subprocess.run(
+        [sys.executable, str(script), seed], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-4000:]
+    seqs = sorted(dump.glob("*jit_f*thunk_sequence_after_thunk_passes.txt"))
+    assert seqs, sorted(p.name for p in dump.iterdir())
+    text = seqs[0].read_text()
+    print(text[:6000])
+    # Thunks inside a command buffer are indented under it: add, gelu, saxpy and softmax are
+    # there; sum (scratch workspaces: not graph-compatible) runs between the two buffers.
+    calls = [line for line in text.splitlines() if "kCustomCall" in line]
+    inside = [line for line in calls if line.startswith(" ")]
+    assert text.count("kCommandBuffer") >= 1 and (len(inside), len(calls)) == (4, 5), text
