@@ -52,8 +52,8 @@ in-out forms only. JAX preallocates most of the GPU's memory by default; set
 ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` when kernels with scratch workspaces, CuPy or torch
 share the process with JAX.
 
-Importing :mod:`ferrocuda` does not import JAX; importing this module does (``jax`` must be
-installed, with CUDA support for the calls to run).
+Neither importing :mod:`ferrocuda` nor importing this module imports JAX: the first call
+does (``jax`` must be installed, with CUDA support for the calls to run).
 """
 
 from __future__ import annotations
@@ -67,8 +67,6 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import _ferrocuda
@@ -78,6 +76,7 @@ from ._manifest import KernelInfo, ParamInfo, check_rules, derive_shapes
 __all__ = [
     "GRAPH_TARGET",
     "TARGET",
+    "Functions",
     "JaxFunction",
     "functions",
     "register_targets",
@@ -92,10 +91,23 @@ _lock = threading.Lock()
 _registered = False
 
 
+def _jax() -> Any:
+    """JAX, imported at the first call (importing this module does not import it)."""
+    try:
+        import jax
+        import jax.numpy
+    except ImportError as e:
+        raise ImportError(
+            "ferrocuda.jax needs JAX: pip install 'jax[cuda12]' (or jax[cuda13])"
+        ) from e
+    return jax
+
+
 def register_targets() -> None:
     """Registers ferrocuda's two XLA FFI handlers with JAX for platform CUDA (once per
     process; every call of a ferrocuda JAX function does it first)."""
     global _registered
+    jax = _jax()
     with _lock:
         if _registered:
             return
@@ -136,6 +148,7 @@ def _is_array(x: Any) -> bool:
 
 def _scalar_value(v: Any, p: ParamInfo, where: str) -> Any:
     """A scalar argument as an XLA attribute value (``np.int64`` or ``np.float64``)."""
+    jax = _jax()
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{where}: argument `{p.name}`: expected a {p.dtype} scalar, got bool")
     if isinstance(v, jax.core.Tracer) or (_is_array(v) and not isinstance(v, np.ndarray)):
@@ -176,7 +189,7 @@ def _scalar_value(v: Any, p: ParamInfo, where: str) -> Any:
             f"{where}: argument `{p.name}`: expected a real number for the {p.dtype} "
             f"parameter, got {type(v).__name__}"
         ) from None
-    if math.isfinite(fv) and abs(fv) > float(jnp.finfo(p.dtype).max):
+    if math.isfinite(fv) and abs(fv) > float(jax.numpy.finfo(p.dtype).max):
         raise OverflowError(f"{where}: argument `{p.name}`: {v!r} is out of range for {p.dtype}")
     return np.float64(fv)
 
@@ -191,7 +204,10 @@ def _takes(k: KernelInfo, args: Sequence[Any], inout: bool, out_dtypes: Mapping[
         if p.kind != "slice" and len(a.shape) != p.rank:
             return False
     for p in k.outputs:
-        if p.name in out_dtypes and str(jnp.dtype(out_dtypes[p.name])) != p.dtype:
+        if (
+            p.name in out_dtypes
+            and str(np.dtype(_jax().numpy.dtype(out_dtypes[p.name]))) != p.dtype
+        ):
             return False
     return True
 
@@ -252,13 +268,14 @@ class JaxFunction:
         out_shapes: Mapping[str, Sequence[int]] | None = None,
         out_dtypes: Mapping[str, Any] | None = None,
     ) -> Any:
+        jax = _jax()
         where = f"ferrocuda.jax.{self._name}"
         out_shapes = dict(out_shapes or {})
         out_dtypes = dict(out_dtypes or {})
         args = tuple(
             a
             if _is_array(a) or isinstance(a, (int, float, np.generic, jax.core.Tracer))
-            else jnp.asarray(a)
+            else jax.numpy.asarray(a)
             for a in args
         )
         arities = sorted(
@@ -299,6 +316,7 @@ class JaxFunction:
         where: str,
     ) -> Any:
         register_targets()
+        jax = _jax()
         params = k.params if inout else k.inputs
         shapes: dict[int, tuple[int, ...]] = {}
         scalars: dict[int, Any] = {}
@@ -324,7 +342,9 @@ class JaxFunction:
                 raise TypeError(f"{where}: a parameter named `{reserved}` cannot be passed")
         attrs["ferrocuda_module"] = np.int64(self._info.module_id())
         attrs["ferrocuda_kernel"] = k.name
-        results = [jax.ShapeDtypeStruct(shapes[p.index], jnp.dtype(p.dtype)) for p in k.outputs]
+        results = [
+            jax.ShapeDtypeStruct(shapes[p.index], jax.numpy.dtype(p.dtype)) for p in k.outputs
+        ]
         aliases = {len(operands) + j: j for j in range(len(inouts))}
         call = jax.ffi.ffi_call(
             TARGET if k.has_scratch else GRAPH_TARGET,
@@ -341,6 +361,10 @@ class JaxFunction:
 class Functions(types.SimpleNamespace):
     """The JAX functions of one module: an attribute per family and per kernel (a family
     wins over a kernel of the same name)."""
+
+    def __getattr__(self, name: str) -> JaxFunction:
+        """Only called for a name the module lacks."""
+        raise AttributeError(f"the module has no kernel or family named {name!r}")
 
 
 _cache: dict[int, Functions] = {}

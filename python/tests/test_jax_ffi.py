@@ -625,7 +625,11 @@ def test_every_bundled_kernel_declares_its_outputs() -> None:
 
 
 def test_importing_ferrocuda_does_not_import_jax() -> None:
-    code = "import sys, ferrocuda; ferrocuda.kernels; assert 'jax' not in sys.modules; print('ok')"
+    code = (
+        "import sys, ferrocuda; ferrocuda.kernels; assert 'jax' not in sys.modules; "
+        "import ferrocuda.jax as fj; fj.add; fj.functions(); assert 'jax' not in sys.modules; "
+        "print('ok')"
+    )
     assert subprocess.check_output([sys.executable, "-c", code], text=True).strip() == "ok"
 
 
