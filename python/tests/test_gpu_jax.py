@@ -343,3 +343,19 @@ def test_command_buffers(jax: Any, fj: Any, tmp_path: Any, rng: np.random.Genera
     calls = [line for line in text.splitlines() if "kCustomCall" in line]
     inside = [line for line in calls if line.startswith(" ")]
     assert text.count("kCommandBuffer") >= 1 and (len(inside), len(calls)) == (4, 5), text
+
+
+def readme_jax_blocks() -> list[str]:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("\n## JAX\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_readme_jax_section_runs(jax: Any, fj: Any) -> None:
+    blocks = readme_jax_blocks()
+    assert blocks and any("jax.jit" in b for b in blocks)
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"README.md JAX block {i}", "exec"), {})
