@@ -359,3 +359,17 @@ def test_readme_jax_section_runs(jax: Any, fj: Any) -> None:
     assert blocks and any("jax.jit" in b for b in blocks)
     for i, code in enumerate(blocks):
         exec(compile(code, f"README.md JAX block {i}", "exec"), {})
+
+
+def test_vmap_runs_per_element_and_grad_is_refused(
+    jax: Any, fj: Any, rng: np.random.Generator
+) -> None:
+    jnp = jax.numpy
+    ah, bh = host(rng, (5, 300), "float32"), host(rng, (5, 300), "float32")
+    got = np.asarray(jax.jit(jax.vmap(fj.add))(jnp.asarray(ah), jnp.asarray(bh)))
+    same_bits(got, ah + bh, "vmap(add)")
+    sums = np.asarray(jax.vmap(fj.sum)(jnp.asarray(ah)))
+    assert sums.shape == (5, 1)
+    np.testing.assert_allclose(sums[:, 0], ah.astype(np.float64).sum(axis=1), rtol=1e-5)
+    with pytest.raises(Exception, match=r"(?i)differentiat|jvp|transpose"):
+        jax.grad(lambda x: fj.sum(x)[0])(jnp.asarray(ah[0]))

@@ -256,48 +256,145 @@ pub mod sizes {
     pub const API_PREFIX: usize = struct_size!(Api, stream_get);
 }
 
+/// A struct's name, its size (as the header's `*_STRUCT_SIZE`), and its fields' offsets.
+pub type StructLayout = (&'static str, usize, Vec<(&'static str, usize)>);
+
 /// Every struct's size and its fields' offsets, by the header's names: for tests that compare
 /// them with the header compiled by a C compiler, or with an independent ctypes declaration.
-pub fn layout() -> Vec<(&'static str, usize, Vec<(&'static str, usize)>)> {
+pub fn layout() -> Vec<StructLayout> {
     macro_rules! layout {
         ($name:literal, $t:ty, $size:expr, [$($f:ident = $cname:literal),* $(,)?]) => {
             ($name, $size, vec![$(($cname, offset_of!($t, $f))),*])
         };
     }
     vec![
-        layout!("XLA_FFI_Extension_Base", ExtensionBase, sizes::EXTENSION_BASE,
-            [struct_size = "struct_size", type_ = "type", next = "next"]),
-        layout!("XLA_FFI_Api_Version", ApiVersion, sizes::API_VERSION,
-            [struct_size = "struct_size", extension_start = "extension_start",
-             major_version = "major_version", minor_version = "minor_version"]),
-        layout!("XLA_FFI_Error_Create_Args", ErrorCreateArgs, sizes::ERROR_CREATE_ARGS,
-            [struct_size = "struct_size", message = "message", errc = "errc"]),
-        layout!("XLA_FFI_Buffer", Buffer, sizes::BUFFER,
-            [struct_size = "struct_size", dtype = "dtype", data = "data", rank = "rank",
-             dims = "dims"]),
-        layout!("XLA_FFI_Args", Args, sizes::ARGS,
-            [size = "size", types = "types", args = "args"]),
-        layout!("XLA_FFI_Rets", Rets, sizes::RETS,
-            [size = "size", types = "types", rets = "rets"]),
-        layout!("XLA_FFI_Attrs", Attrs, sizes::ATTRS,
-            [size = "size", types = "types", names = "names", attrs = "attrs"]),
-        layout!("XLA_FFI_CallFrame", CallFrame, sizes::CALL_FRAME,
-            [struct_size = "struct_size", extension_start = "extension_start", api = "api",
-             ctx = "ctx", stage = "stage", args = "args", rets = "rets", attrs = "attrs",
-             future = "future"]),
-        layout!("XLA_FFI_Stream_Get_Args", StreamGetArgs, sizes::STREAM_GET_ARGS,
-            [ctx = "ctx", stream = "stream"]),
-        layout!("XLA_FFI_Metadata", Metadata, sizes::METADATA,
-            [struct_size = "struct_size", api_version = "api_version", traits = "traits"]),
-        layout!("XLA_FFI_Metadata_Extension", MetadataExtension, sizes::METADATA_EXTENSION,
-            [extension_base = "extension_base", metadata = "metadata"]),
-        ("XLA_FFI_ByteSpan", size_of::<ByteSpan>(),
-            vec![("ptr", offset_of!(ByteSpan, ptr)), ("len", offset_of!(ByteSpan, len))]),
-        ("XLA_FFI_Scalar", size_of::<Scalar>(),
-            vec![("dtype", offset_of!(Scalar, dtype)), ("value", offset_of!(Scalar, value))]),
-        layout!("XLA_FFI_Api", Api, sizes::API_PREFIX,
-            [struct_size = "struct_size", api_version = "api_version",
-             internal_api = "internal_api", error_create = "XLA_FFI_Error_Create",
-             stream_get = "XLA_FFI_Stream_Get"]),
+        layout!(
+            "XLA_FFI_Extension_Base",
+            ExtensionBase,
+            sizes::EXTENSION_BASE,
+            [struct_size = "struct_size", type_ = "type", next = "next"]
+        ),
+        layout!(
+            "XLA_FFI_Api_Version",
+            ApiVersion,
+            sizes::API_VERSION,
+            [
+                struct_size = "struct_size",
+                extension_start = "extension_start",
+                major_version = "major_version",
+                minor_version = "minor_version"
+            ]
+        ),
+        layout!(
+            "XLA_FFI_Error_Create_Args",
+            ErrorCreateArgs,
+            sizes::ERROR_CREATE_ARGS,
+            [
+                struct_size = "struct_size",
+                message = "message",
+                errc = "errc"
+            ]
+        ),
+        layout!(
+            "XLA_FFI_Buffer",
+            Buffer,
+            sizes::BUFFER,
+            [
+                struct_size = "struct_size",
+                dtype = "dtype",
+                data = "data",
+                rank = "rank",
+                dims = "dims"
+            ]
+        ),
+        layout!(
+            "XLA_FFI_Args",
+            Args,
+            sizes::ARGS,
+            [size = "size", types = "types", args = "args"]
+        ),
+        layout!(
+            "XLA_FFI_Rets",
+            Rets,
+            sizes::RETS,
+            [size = "size", types = "types", rets = "rets"]
+        ),
+        layout!(
+            "XLA_FFI_Attrs",
+            Attrs,
+            sizes::ATTRS,
+            [
+                size = "size",
+                types = "types",
+                names = "names",
+                attrs = "attrs"
+            ]
+        ),
+        layout!(
+            "XLA_FFI_CallFrame",
+            CallFrame,
+            sizes::CALL_FRAME,
+            [
+                struct_size = "struct_size",
+                extension_start = "extension_start",
+                api = "api",
+                ctx = "ctx",
+                stage = "stage",
+                args = "args",
+                rets = "rets",
+                attrs = "attrs",
+                future = "future"
+            ]
+        ),
+        layout!(
+            "XLA_FFI_Stream_Get_Args",
+            StreamGetArgs,
+            sizes::STREAM_GET_ARGS,
+            [ctx = "ctx", stream = "stream"]
+        ),
+        layout!(
+            "XLA_FFI_Metadata",
+            Metadata,
+            sizes::METADATA,
+            [
+                struct_size = "struct_size",
+                api_version = "api_version",
+                traits = "traits"
+            ]
+        ),
+        layout!(
+            "XLA_FFI_Metadata_Extension",
+            MetadataExtension,
+            sizes::METADATA_EXTENSION,
+            [extension_base = "extension_base", metadata = "metadata"]
+        ),
+        (
+            "XLA_FFI_ByteSpan",
+            size_of::<ByteSpan>(),
+            vec![
+                ("ptr", offset_of!(ByteSpan, ptr)),
+                ("len", offset_of!(ByteSpan, len)),
+            ],
+        ),
+        (
+            "XLA_FFI_Scalar",
+            size_of::<Scalar>(),
+            vec![
+                ("dtype", offset_of!(Scalar, dtype)),
+                ("value", offset_of!(Scalar, value)),
+            ],
+        ),
+        layout!(
+            "XLA_FFI_Api",
+            Api,
+            sizes::API_PREFIX,
+            [
+                struct_size = "struct_size",
+                api_version = "api_version",
+                internal_api = "internal_api",
+                error_create = "XLA_FFI_Error_Create",
+                stream_get = "XLA_FFI_Stream_Get"
+            ]
+        ),
     ]
 }

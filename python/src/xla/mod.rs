@@ -37,8 +37,7 @@ use std::sync::RwLock;
 use ferrocuda_abi::{DType, MAX_NDIM};
 use ferrocuda_host::module::Param;
 use ferrocuda_host::{
-    Arg, ArgList, ArrayDesc, ErrorKind, Kernel, LaunchOptions, Module, Scalar, StreamRef,
-    SyncMode,
+    Arg, ArgList, ArrayDesc, ErrorKind, Kernel, LaunchOptions, Module, Scalar, StreamRef, SyncMode,
 };
 
 use capi::{sizes, CallFrame, XlaError};
@@ -138,12 +137,15 @@ unsafe fn entry(frame: *mut CallFrame, traits: u32) -> *mut XlaError {
     // The metadata query (at registration): its frame may carry no API table.
     // SAFETY: the chain's nodes are XLA's.
     if let Some(result) = unsafe { metadata_query(ext, traits) } {
-        return match result {
-            Ok(()) => std::ptr::null_mut(),
-            Err(msg) => match unsafe { api_table(api) } {
-                Some(create) => unsafe { make_error(create, capi::ERR_INVALID_ARGUMENT, &msg) },
-                None => unreportable(&msg),
-            },
+        let Err(msg) = result else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: `api` is null or XLA's table (checked for size before any use).
+        let create = unsafe { api_table(api) };
+        return match create {
+            // SAFETY: XLA's `XLA_FFI_Error_Create`.
+            Some(create) => unsafe { make_error(create, capi::ERR_INVALID_ARGUMENT, &msg) },
+            None => unreportable(&msg),
         };
     }
     // SAFETY: a call frame's `api` is XLA's table (checked for size before any use).
@@ -559,16 +561,14 @@ unsafe fn execute(f: &CallFrame) -> Result<(), Failure> {
             scalars[k] = Some(scalar_arg(v, p)?);
         } else if p.mutable {
             // SAFETY: `next_out < n_rets` (counted above).
-            let (d, ptr) = unsafe {
-                describe("result", f.rets.types, f.rets.rets, next_out, p, true)?
-            };
+            let (d, ptr) =
+                unsafe { describe("result", f.rets.types, f.rets.rets, next_out, p, true)? };
             if n_args == inputs + outputs {
                 // The in-out value: XLA must have aliased it to the result.
                 let j = inputs + next_out;
                 // SAFETY: `j < n_args`.
-                let (_, in_ptr) = unsafe {
-                    describe("operand", f.args.types, f.args.args, j, p, false)?
-                };
+                let (_, in_ptr) =
+                    unsafe { describe("operand", f.args.types, f.args.args, j, p, false)? };
                 if in_ptr != ptr && d.size() > 0 {
                     return Err(invalid(format!(
                         "argument `{}`: the in-out operand was not aliased to its result \
@@ -670,7 +670,7 @@ pub fn _xla_register(module: &Bound<'_, crate::module::PyKModule>) -> i64 {
 /// The sizes and field offsets of the XLA FFI structs as the handlers declare them:
 /// ``[(struct, size, [(field, offset), ...]), ...]``.
 #[pyfunction]
-pub fn _xla_layout() -> Vec<(&'static str, usize, Vec<(&'static str, usize)>)> {
+pub fn _xla_layout() -> Vec<capi::StructLayout> {
     capi::layout()
 }
 
