@@ -299,10 +299,18 @@ class JaxFunction:
                     f"{where}: takes {' or '.join(map(str, arities))} positional arguments "
                     f"(the read-only parameters, or every parameter), got {len(args)}"
                 )
+            # Per read-only array parameter, the element types some variant takes.
+            takes: dict[str, list[str]] = {}
+            for k in self._kernels:
+                for p in k.inputs:
+                    if p.is_array and p.dtype not in takes.setdefault(p.name, []):
+                        takes[p.name].append(p.dtype)
+            summary = "; ".join(f"`{n}` takes {', '.join(ts)}" for n, ts in takes.items())
             variants = "\n".join(f"    {k.signature()}" for k in self._kernels)
             raise TypeError(
                 f"{where}: no variant takes the arguments {_describe_args(args)}"
                 + (f" with out_dtypes={out_dtypes}" if out_dtypes else "")
+                + (f" ({summary})" if summary else "")
                 + f"; the variants are:\n{variants}"
             )
         return self._call(chosen, args, inout, out_shapes, where)
