@@ -58,7 +58,6 @@ does (``jax`` must be installed, with CUDA support for the calls to run).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import operator
@@ -112,10 +111,10 @@ def register_targets() -> None:
         if _registered:
             return
         for name, graph in ((TARGET, False), (GRAPH_TARGET, True)):
-            addr = _ferrocuda._xla_handler(graph)
-            jax.ffi.register_ffi_target(
-                name, jax.ffi.pycapsule(ctypes.c_void_p(addr)), platform="CUDA"
-            )
+            # The handler's capsule as jax.ffi.pycapsule makes it (made by the extension:
+            # jax.ffi.pycapsule changes ctypes.pythonapi.PyCapsule_New's argument types for
+            # the whole process).
+            jax.ffi.register_ffi_target(name, _ferrocuda._xla_capsule(graph), platform="CUDA")
         _registered = True
 
 

@@ -87,6 +87,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(project::new_crate, m)?)?;
     m.add_function(wrap_pyfunction!(project::_cli, m)?)?;
     m.add_function(wrap_pyfunction!(xla::_xla_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_xla_capsule, m)?)?;
     m.add_function(wrap_pyfunction!(xla::_xla_register, m)?)?;
     m.add_function(wrap_pyfunction!(xla::_xla_layout, m)?)?;
     m.add_function(wrap_pyfunction!(xla::_xla_api_version, m)?)?;

@@ -660,3 +660,25 @@ def test_jax_function_traces_on_cpu() -> None:
         jax.jit(lambda s, x: fj.saxpy(s, x, x))(1.0, jnp.ones(3, jnp.float32))
     with pytest.raises(OverflowError, match="`index`"):
         fj.checked_write(jnp.ones(3, jnp.int32), -1, 2)
+
+
+def test_capsules_hold_the_handlers() -> None:
+    get = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi)
+    )
+    for graph in (False, True):
+        assert get(ext._xla_capsule(graph), None) == ext._xla_handler(graph)
+    assert ext._xla_handler(True) != ext._xla_handler(False)
+
+
+def test_registration_leaves_ctypes_alone() -> None:
+    """Registering the targets (first in a fresh process) changes no process-wide ctypes
+    state (``jax.ffi.pycapsule`` would set ``ctypes.pythonapi.PyCapsule_New``'s argument
+    types, breaking other users of it)."""
+    pytest.importorskip("jax")
+    code = (
+        "import ctypes, ferrocuda.jax as fj; f = ctypes.pythonapi.PyCapsule_New; "
+        "before = (f.argtypes, f.restype); fj.register_targets(); "
+        "assert (f.argtypes, f.restype) == before, (f.argtypes, f.restype); print('ok')"
+    )
+    assert subprocess.check_output([sys.executable, "-c", code], text=True).strip() == "ok"

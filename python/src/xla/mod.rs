@@ -659,6 +659,20 @@ pub fn _xla_handler(graph: bool) -> usize {
     handler_address(graph)
 }
 
+/// The XLA FFI handler (``graph``: the one marked compatible with command buffers) in an
+/// unnamed ``PyCapsule``, as ``jax.ffi.register_ffi_target`` takes it (what
+/// ``jax.ffi.pycapsule`` makes, without its change of ``ctypes.pythonapi.PyCapsule_New``'s
+/// argument types for the whole process).
+#[pyfunction]
+pub fn _xla_capsule(py: Python<'_>, graph: bool) -> PyResult<Py<PyAny>> {
+    let ptr = handler_address(graph) as *mut std::ffi::c_void;
+    // SAFETY: a capsule of a static function's address, without name or destructor.
+    unsafe {
+        let obj = pyo3::ffi::PyCapsule_New(ptr, std::ptr::null(), None);
+        Ok(Bound::from_owned_ptr_or_err(py, obj)?.unbind())
+    }
+}
+
 /// Registers ``module`` for the XLA FFI handlers and returns its id (the ``ferrocuda_module``
 /// attribute of its calls).
 #[pyfunction]
