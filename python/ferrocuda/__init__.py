@@ -36,6 +36,8 @@ Main entry points:
 * ``ferrocuda.torch`` -- every family as ``torch.library`` custom operators (functional and
   out-forms) for eager calls, ``torch.compile`` and CUDA graphs; imported on first access
   (importing ferrocuda never imports torch);
+* :mod:`ferrocuda.jax` -- the same kernels inside ``jax.jit`` (XLA FFI handlers on XLA's
+  stream; imported on first use: importing ferrocuda never imports JAX);
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
   ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key.
 
@@ -60,6 +62,7 @@ Importing ferrocuda needs no GPU: the first operation that does raises :class:`C
 from __future__ import annotations
 
 import enum
+import importlib
 import inspect
 import sys
 import textwrap
@@ -273,18 +276,20 @@ def _make_kernels(module: Module, name: str) -> types.ModuleType:
     return ns
 
 
-def __getattr__(name: str) -> types.ModuleType:
-    """``ferrocuda.torch`` (the PyTorch operators) is imported on first access: importing
-    ferrocuda never imports torch."""
-    if name == "torch":
-        import importlib
-
-        return importlib.import_module(f"{__name__}.torch")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 #: The bundled kernels: ``kernels.add(a, b, out)``, ``kernels.initialize_array(x)``,
 #: ``kernels.add_index(x)``, ``kernels.saxpy(alpha, x, y)``, and each variant by name
 #: (``kernels.add_f32``). Also importable as ``ferrocuda.kernels``.
 kernels = _make_kernels(bundled(), __name__ + ".kernels")
 sys.modules[kernels.__name__] = kernels
+
+
+#: Submodules imported on first access (``ferrocuda.torch.add``, ``ferrocuda.jax.add``):
+#: importing ferrocuda never imports torch or JAX.
+_LAZY = ("torch", "jax")
+
+
+def __getattr__(name: str) -> types.ModuleType:
+    """Imports :mod:`ferrocuda.torch` or :mod:`ferrocuda.jax` on first access."""
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

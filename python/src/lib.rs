@@ -32,6 +32,7 @@
 //!     `BuildError` (through `ferrocuda_builder::project`).
 //! 11. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
 //! 12. [`functions`] — the module-level functions.
+//! 13. [`xla`] — XLA FFI handlers (`jax.jit`), over the host crate and [`module`].
 //!
 //! This file registers the classes and functions (it uses every layer).
 //!
@@ -53,6 +54,7 @@ pub mod module;
 pub mod project;
 pub mod read;
 pub mod util;
+pub mod xla;
 
 pub use errors::{to_py, CudaError, IntoPyResult, PerformanceWarning};
 
@@ -87,6 +89,11 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(project::build, m)?)?;
     m.add_function(wrap_pyfunction!(project::new_crate, m)?)?;
     m.add_function(wrap_pyfunction!(project::_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_xla_handler, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_xla_capsule, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_xla_register, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_xla_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(xla::_xla_api_version, m)?)?;
     use functions as f;
     m.add_function(wrap_pyfunction!(f::driver_available, m)?)?;
     m.add_function(wrap_pyfunction!(f::device_count, m)?)?;

@@ -118,6 +118,18 @@ fn load_module(py: Python<'_>, path: &Path) -> PyResult<Py<PyKModule>> {
     Ok(obj)
 }
 
+impl PyKModule {
+    /// The host crate's module.
+    pub fn host_module(&self) -> &'static Module {
+        self.module
+    }
+
+    /// Where the module came from (see `source`).
+    pub fn source_name(&self) -> String {
+        self.source()
+    }
+}
+
 #[pymethods]
 impl PyKModule {
     /// Loads a module: see :func:`ferrocuda.load`.

@@ -19,6 +19,10 @@ import pytest
 
 import ferrocuda
 
+# JAX (when a test uses it) must not take most of the GPU's memory from the CuPy and torch
+# tests, and from the workspaces of ferrocuda's own kernels, in the same process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 _NO_GPU_REASON = "no CUDA driver/device (ferrocuda.driver_available() is False): GPU test skipped"
 
 
