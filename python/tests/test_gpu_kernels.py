@@ -14,6 +14,7 @@ import pytest
 
 import ferrocuda
 from backends import BACKENDS, Backend, DLPackOnly, make_backend, poison_value, require
+from conftest import write_bundled_parts
 from scale import libraries
 
 pytestmark = pytest.mark.gpu
@@ -307,6 +308,8 @@ def test_load_user_module(cupy: Any, tmp_path: Any, rng: np.random.Generator) ->
     cp = cupy
     man = json.loads(ferrocuda.bundled().manifest)
     (tmp_path / "user.ptx").write_text(ferrocuda._ferrocuda._bundled_ptx())
+    # The parts built for newer architectures (the sm_90a GEMM) are files of the module too.
+    write_bundled_parts(tmp_path, man)
     man["ptx"] = "user.ptx"
     (tmp_path / "user.json").write_text(json.dumps(man))
     m = ferrocuda.load(tmp_path / "user.json")
