@@ -120,6 +120,7 @@ stmatrix_fns! {
 /// if the tile leaves the array or the address is not 16-byte aligned.
 #[inline(always)]
 #[track_caller]
+#[allow(clippy::manual_is_multiple_of)] // `%`: is_multiple_of generates other code here
 fn row_addr<T: SharedElement, const R: usize, const C: usize>(
     tile: SharedArray2<T, R, C>,
     (row0, col0): (usize, usize),
@@ -131,7 +132,7 @@ fn row_addr<T: SharedElement, const R: usize, const C: usize>(
     }
     // In bounds: r < rows and c < cols (the callers' lane formulas).
     let addr = shared_addr_of(tile.as_ptr().wrapping_add((row0 + r) * C + col0 + c));
-    if !addr.is_multiple_of(16) {
+    if addr % 16 != 0 {
         fail();
     }
     addr
