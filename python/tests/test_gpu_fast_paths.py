@@ -223,6 +223,25 @@ def test_torch_fast_path_matches_the_getter(torch: Any) -> None:
     assert ferrocuda._ferrocuda._fast_paths()[1]
 
 
+def test_torch_fast_path_survives_an_empty_tensor_first(torch: Any) -> None:
+    # The first tensor a process launches on is compared with its interface; an empty one's
+    # strides are the producer's choice (torch: 0, its interface: 4) and must not switch the
+    # fast path off (with a warning) for the rest of the process.
+    code = (
+        "import torch, ferrocuda\n"
+        "e = torch.empty(0, device='cuda')\n"
+        "ferrocuda.kernels.add(e, e, e)\n"
+        "x = torch.arange(8, dtype=torch.float32, device='cuda')\n"
+        "ferrocuda.kernels.add(x, x, x)\n"
+        "assert ferrocuda._ferrocuda._fast_paths()[1], 'torch fast path switched off'\n"
+        "assert torch.equal(x, 2 * torch.arange(8, dtype=torch.float32, device='cuda'))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+
+
 def test_torch_subclass_takes_the_current_stream(torch: Any) -> None:
     side = torch.cuda.Stream()
     p = torch.nn.Parameter(torch.ones(3, device="cuda"), requires_grad=False)

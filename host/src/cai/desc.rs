@@ -108,6 +108,28 @@ impl ArrayDesc {
         self.c_contiguous
     }
 
+    /// `true` when `other` describes the same elements in the same way: the same protocol,
+    /// version, element type, shape, pointer, read-only flag and stream, and the same byte
+    /// strides wherever a stride moves the pointer — not along an axis of extent 1, nor on
+    /// any axis of an empty array, where producers write what they like (torch reports 0 for
+    /// an empty tensor's stride, its interface the C-contiguous one).
+    pub fn same_elements(&self, other: &ArrayDesc) -> bool {
+        let strides = self.is_empty()
+            || self
+                .shape()
+                .iter()
+                .zip(self.byte_strides().iter().zip(other.byte_strides()))
+                .all(|(&n, (a, b))| n <= 1 || a == b);
+        self.protocol == other.protocol
+            && self.version == other.version
+            && self.dtype == other.dtype
+            && self.shape() == other.shape()
+            && self.ptr == other.ptr
+            && self.readonly == other.readonly
+            && self.stream == other.stream
+            && strides
+    }
+
     /// The producer's stream; `None` when the interface had no stream (absent or `None`):
     /// no synchronization is needed.
     pub fn stream(&self) -> Option<StreamRef> {
@@ -411,6 +433,28 @@ mod tests {
     use super::*;
 
     const P: u64 = 0x7f00_0000_1000;
+
+    #[test]
+    fn same_elements_ignores_strides_that_do_not_move_the_pointer() {
+        let desc = |shape: &[usize], strides: Option<&[isize]>| {
+            ArrayDesc::from_parts(DType::F32, shape, strides, P, false, None).unwrap()
+        };
+        // An empty tensor: torch's stride 0 against the interface's C-contiguous 4.
+        assert!(desc(&[0], Some(&[0])).same_elements(&desc(&[0], None)));
+        assert!(desc(&[3, 0], Some(&[0, 0])).same_elements(&desc(&[3, 0], None)));
+        // An axis of extent 1 may have any stride.
+        assert!(desc(&[1, 5], Some(&[999 * 4, 4])).same_elements(&desc(&[1, 5], None)));
+        // Strides that move the pointer must agree; so must everything else.
+        assert!(!desc(&[2, 5], Some(&[40, 8])).same_elements(&desc(&[2, 5], None)));
+        assert!(!desc(&[5, 2], Some(&[4, 20])).same_elements(&desc(&[5, 2], None)));
+        assert!(!desc(&[4], None).same_elements(&desc(&[5], None)));
+        let other_ptr = ArrayDesc::from_parts(DType::F32, &[4], None, P + 4, false, None).unwrap();
+        assert!(!desc(&[4], None).same_elements(&other_ptr));
+        let other_type = ArrayDesc::from_parts(DType::I32, &[4], None, P, false, None).unwrap();
+        assert!(!desc(&[4], None).same_elements(&other_type));
+        let readonly = ArrayDesc::from_parts(DType::F32, &[4], None, P, true, None).unwrap();
+        assert!(!desc(&[4], None).same_elements(&readonly));
+    }
 
     #[test]
     fn unused_slots_are_zero_and_debug_is_short() {
