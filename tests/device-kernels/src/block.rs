@@ -20,8 +20,13 @@ pub const RECORD: usize = 7;
 /// shared memory of `block::scratch_len(n)` elements.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn collectives<T, Op>(x: Slice<T>, out: SliceMut<T>, initial: T, op: Op, scratch: impl Scratch<T>)
-where
+unsafe fn collectives<T, Op>(
+    x: Slice<T>,
+    out: SliceMut<T>,
+    initial: T,
+    op: Op,
+    scratch: impl Scratch<T>,
+) where
     T: warp::Shuffle + ferrocuda_device::Element + SharedElement,
     Op: ReduceOp<T>,
 {
@@ -46,7 +51,7 @@ where
         for (k, w) in [red, incl, excl, red2, wincl, wexcl].iter().enumerate() {
             out.write(RECORD * g + k, *w);
         }
-        if r % 32 == 0 {
+        if r.is_multiple_of(32) {
             out.write(RECORD * g + 6, wred);
         }
     }
