@@ -124,8 +124,7 @@ fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) 
     }
 }
 
-/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
-/// it.
+/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) inside it.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
@@ -172,9 +171,6 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-// `unroll!` writes K out as each literal, 0 included: `32 * K` and `K > 0` are the four
-// k steps' descriptor offsets and first-step test, written alike for every step.
-#[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
 unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
     use ferrocuda_device::mbarrier::{self, MBarrier, RingState};
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
@@ -267,6 +263,9 @@ unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
                 // SAFETY: the whole warpgroup runs this; the stage was filled by TMA (its
                 // full barrier waited on) and is not refilled before this batch's wait; the
                 // accumulators are pinned around the asynchronous window.
+                // (`unroll!` writes K out as each literal, 0 included: `32 * K` and `K > 0`
+                // are the k steps' descriptor offsets and first-step test, alike for each.)
+                #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
                 unsafe {
                     wgmma::fence();
                     ferrocuda_device::unroll!(K in 0..4 {

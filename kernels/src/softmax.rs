@@ -170,7 +170,9 @@ where
     let [rows, cols] = x.shape();
     let size = core::mem::size_of::<T>();
     let ([s0, s1], [o0, o1]) = (x.indexer().strides, out.indexer().strides);
-    let aligned = |p: usize, row: isize| p.is_multiple_of(16) && (row * size as isize) % 16 == 0;
+    // `%` rather than is_multiple_of: the latter changes these kernels' generated code.
+    #[allow(clippy::manual_is_multiple_of)]
+    let aligned = |p: usize, row: isize| p % 16 == 0 && (row * size as isize) % 16 == 0;
     let rw = Rows {
         x: x.as_ptr(),
         out: out.as_mut_ptr(),
@@ -194,7 +196,8 @@ where
     let bt = thread::block_threads() as usize;
     let rank = thread::rank_in_block() as usize;
     let scratch = block_scratch::<T::Acc>();
-    if vec && bt.is_multiple_of(32) && cols <= 32 * WARP_VALS {
+    #[allow(clippy::manual_is_multiple_of)] // as `aligned`
+    if vec && bt % 32 == 0 && cols <= 32 * WARP_VALS {
         // One warp per row.
         let (warp_id, lane) = (rank / 32, rank % 32);
         let total = blocks() * (bt / 32);
