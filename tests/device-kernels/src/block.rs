@@ -20,13 +20,8 @@ pub const RECORD: usize = 7;
 /// shared memory of `block::scratch_len(n)` elements.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn collectives<T, Op>(
-    x: Slice<T>,
-    out: SliceMut<T>,
-    initial: T,
-    op: Op,
-    scratch: impl Scratch<T>,
-) where
+unsafe fn collectives<T, Op>(x: Slice<T>, out: SliceMut<T>, initial: T, op: Op, scratch: impl Scratch<T>)
+where
     T: warp::Shuffle + ferrocuda_device::Element + SharedElement,
     Op: ReduceOp<T>,
 {

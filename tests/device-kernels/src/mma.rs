@@ -75,12 +75,12 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         let btf = shared_array!(f32, [8, 8], align = 16);
         for e in (l..256).step_by(32) {
             let (r, c) = (e / 16, e % 16);
-            // SAFETY: one lane writes each element; the barrier below orders the writes before the loads.
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { a16.write(r, c, bf16::from_bits(e as u16)) };
         }
         for e in (l..128).step_by(32) {
             let (k, n) = (e / 8, e % 8);
-            // SAFETY: one lane writes each element; the barrier below orders the writes before the loads.
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe {
                 bkn.write(k, n, bf16::from_bits(e as u16));
                 bnk.write(n, k, bf16::from_bits(e as u16));
@@ -88,7 +88,7 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         }
         for e in (l..512).step_by(32) {
             let (r, c) = (e / 32, e % 32);
-            // SAFETY: one lane writes each element; the barrier below orders the writes before the loads.
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe {
                 a8lo.write(r, c, (c + 32 * (r % 8)) as u8);
                 a8row.write(r, c, r as u8);
@@ -96,17 +96,17 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         }
         for e in (l..256).step_by(32) {
             let (n, k) = (e / 32, e % 32);
-            // SAFETY: one lane writes each element; the barrier below orders the writes before the loads.
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { b8.write(n, k, (k + 32 * n) as u8) };
         }
         for e in (l..128).step_by(32) {
             let (r, c) = (e / 8, e % 8);
-            // SAFETY: one lane writes each element; the barrier below orders the writes before the loads.
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { atf.write(r, c, f32::from_bits(e as u32)) };
         }
         for e in (l..64).step_by(32) {
             let (k, n) = (e / 8, e % 8);
-            // SAFETY: one lane writes each element; the barrier below orders the writes before the loads.
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { btf.write(n, k, f32::from_bits(e as u32)) };
         }
         thread::sync_threads();
@@ -126,13 +126,13 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         // SAFETY: (raw ldmatrix) the whole warp calls; lanes 0..8 address 16-byte aligned
         // rows of the array (the other lanes' addresses, also in it, are ignored).
         let [x1] = unsafe { ldmatrix_x1(a16.shared_addr(l % 8, 0)) };
-        // SAFETY: as `x1`: the whole warp calls, lanes 0..8 address aligned rows of the array.
+        // SAFETY: as `x1`: the whole warp calls; lanes 0..8 address aligned rows of it.
         let [t1] = unsafe { ldmatrix_x1_trans(a16.shared_addr(l % 8, 0)) };
         for h in 0..2 {
             put(3, h, x1 >> (16 * h) & 0xFFFF);
             put(4, h, t1 >> (16 * h) & 0xFFFF);
         }
-        // SAFETY: the whole warp calls; every lane addresses a 16-byte aligned row of the array.
+        // SAFETY: the whole warp calls; each lane addresses a 16-byte aligned row of it.
         let t4 = unsafe { ldmatrix_x4_trans(a16.shared_addr(l % 16, 8 * (l / 16))) };
         // Register j of the result, by its constant index (as `put`'s record index).
         #[allow(clippy::needless_range_loop)]
@@ -269,7 +269,8 @@ macro_rules! tile_kernels {
                         for e in (l..M * KS).step_by(32) {
                             let (r, cc) = (e / KS, e % KS);
                             let v = ($prep)(at(a, (p * M + r) * k + k0 + cc));
-                            // SAFETY: one lane writes each element; the barriers order the writes before the loads and the loads before the next step's writes.
+                            // SAFETY: one lane per element; the barriers order the writes
+                            // before the loads and the loads before the next step's writes.
                             unsafe { a_s.write(r, cc, v) };
                         }
                         for e in (l..KS * N).step_by(32) {

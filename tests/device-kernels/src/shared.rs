@@ -1,9 +1,9 @@
 //! Static and dynamic shared memory: isolation between blocks, two arrays at two call
 //! sites, a 2-D tile, the dynamic array's length.
 
-use ferrocuda_device::{kernel, SliceMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{shared::dynamic_shared, shared_array, thread};
+use ferrocuda_device::{kernel, SliceMut};
 
 /// A block's pattern value for rank `r` in round `k`.
 #[cfg(target_arch = "nvptx64")]
@@ -62,7 +62,8 @@ pub unsafe fn shared_reverse(y: SliceMut<u32>) {
         // SAFETY: each thread writes its own slot.
         unsafe { a.write(r, x) };
         thread::sync_threads();
-        // SAFETY: each thread writes its own slot; the barrier above ordered every write of `a` before this read.
+        // SAFETY: each thread writes its own slot; the barrier above ordered every write of
+        // `a` before this read.
         unsafe { b.write(r, a.get(n - 1 - r).wrapping_add(1)) };
         thread::sync_threads();
         let v = b.get(n - 1 - r).wrapping_mul(2).wrapping_add(a.get(r));
