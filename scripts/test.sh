@@ -3,7 +3,8 @@
 #   1. Python and shell lint (scripts/lint.sh: ruff format --check and ruff check on every
 #      Python file, shellcheck on every shell script; ruff and shellcheck pinned, installed
 #      into .tools/ from PyPI wheels)
-#   2. Rust formatting and lints (cargo fmt --check, clippy -D warnings), the API docs (cargo doc
+#   2. Rust formatting and lints (cargo fmt --check, clippy -D warnings, for the host and, for
+#      ferrocuda-device and the kernel crates, the device target), the API docs (cargo doc
 #      with warnings denied, for the host and, for ferrocuda-device, the device target)
 #   3. every Rust test (the PTX is built by build.rs; GPU tests report "ignored" without a GPU;
 #      the SASS checks assemble the kernels with ptxas and list them with nvdisasm, installed
@@ -33,6 +34,9 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The kernel crate on the host: only its parameter checks are compiled there.
 cargo clippy --manifest-path kernels/Cargo.toml --quiet -- -D warnings
+# The device crate and the kernel crates as built for the GPU (their device-only code), each
+# kernel crate's sm_90/sm_90a parts too.
+bash scripts/device-clippy.sh
 
 step "API docs (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet

@@ -218,16 +218,13 @@ unsafe fn histogram<T: Binnable, const L: usize>(
     );
     if nb > COUNTERS {
         // Too many bins to keep privately: straight to global memory.
-        // SAFETY: a host-validated slice.
+        // SAFETY: a host-validated slice; the counter taken (inside this block too) is in
+        // bounds: a bin is below nbins = bins.len() (Binner's contract).
         unsafe {
             visit::<T, L>(x, tid, threads, |_, v| {
                 if let Some(i) = v.bin(&b) {
-                    // SAFETY: a bin is below nbins = bins.len() (Binner's contract).
-                    unsafe { bins.at_unchecked(i as usize) }.red_add(
-                        1,
-                        Order::Relaxed,
-                        Scope::Device,
-                    );
+                    bins.at_unchecked(i as usize)
+                        .red_add(1, Order::Relaxed, Scope::Device);
                 }
             })
         };

@@ -63,7 +63,7 @@ mod prelude {
     pub use crate::grid::{block_rank, block_scratch, blocks, thread_rank};
     pub use crate::num::{act, fma, Acc, Reducible, Storage, Widen};
     pub use core::ops::{Add, Mul, Sub};
-    pub use ferrocuda_device::atomic::{fence, shared, AtomicRef, AtomicSlice, Order, Scope};
+    pub use ferrocuda_device::atomic::{fence, shared, AtomicSlice, Order, Scope};
     pub use ferrocuda_device::block::{self, ReduceOp};
     pub use ferrocuda_device::{shared_array, thread, warp, Element};
 }

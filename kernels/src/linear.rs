@@ -26,31 +26,32 @@
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; 197 696 bytes of dynamic shared
 //! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 use ferrocuda_device::half::bf16;
 use ferrocuda_device::{kernel, TensorMap, ViewMut};
 
 /// Tile rows (M), columns (N) and depth (K) of one step.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const BM: u32 = 128;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const BN: u32 = 256;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const BK: u32 = 64;
 /// Shared stages of the ring.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const STAGES: usize = 4;
 /// Bytes of one stage's `x` tile (128 × 64 bf16) and `w` tile (256 × 64 bf16).
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const A_BYTES: u32 = BM * BK * 2;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const B_BYTES: u32 = BN * BK * 2;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const STAGE_BYTES: u32 = A_BYTES + B_BYTES;
 
 /// Dynamic shared memory a launch of the `linear` sm_90a kernels needs: 4 stages of 48 KiB,
 /// 8 mbarriers, and 1 KiB to align the stages to the 128-byte swizzle's 1024-byte atom.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
 pub const LINEAR_SMEM: u32 = 4 * (128 * 64 * 2 + 256 * 64 * 2) + 2 * 4 * 8 + 1024;
 
 /// The x and w tensor maps: boxes of 128 × 64 and 256 × 64 elements, 128-byte swizzle.
@@ -96,7 +97,7 @@ pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
 
 /// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
 /// it, rounded to bf16: one 4-byte store when the row is contiguous and the pair aligned.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) {
     let [m, n] = out.shape();
@@ -123,9 +124,8 @@ fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) 
     }
 }
 
-/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
-/// it.
-#[cfg(target_arch = "nvptx64")]
+/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) inside it.
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
     let [m, n] = out.shape();
@@ -144,14 +144,14 @@ fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
 }
 
 /// Rows of tiles in a group of the grouped order (Triton's `GROUP_SIZE_M`).
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 const GROUP_M: u32 = 8;
 
 /// The (row, column) of tile `tile` in the grouped order: tiles are taken in groups of
 /// [`GROUP_M`] tile rows, column by column within a group, so that the blocks running at one
 /// time share a few bands of `x` and of `w` in L2 (row-major order would stream all of `x`
 /// while they share one band of `w`).
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
     let per_group = GROUP_M * tiles_n;
@@ -169,7 +169,7 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 ///
 /// Launched with 384 threads per block and at least [`LINEAR_SMEM`] bytes of dynamic shared
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
     use ferrocuda_device::mbarrier::{self, MBarrier, RingState};
@@ -263,6 +263,9 @@ unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
                 // SAFETY: the whole warpgroup runs this; the stage was filled by TMA (its
                 // full barrier waited on) and is not refilled before this batch's wait; the
                 // accumulators are pinned around the asynchronous window.
+                // (`unroll!` writes K out as each literal, 0 included: `32 * K` and `K > 0`
+                // are the k steps' descriptor offsets and first-step test, alike for each.)
+                #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
                 unsafe {
                     wgmma::fence();
                     ferrocuda_device::unroll!(K in 0..4 {

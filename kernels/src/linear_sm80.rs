@@ -368,12 +368,12 @@ mod gpu {
     /// column blocks, 16 `mma.sync`. `a`, `b`: this lane's `ldmatrix` addresses in the stage.
     #[inline(always)]
     fn step16(acc: &mut [[Acc16x8F32; 4]; 4], a: u32, b: u32) {
-        // SAFETY (the ldmatrix): every lane of the warp runs this (no lane-dependent branch
-        // around it); each lane's address is a 16-byte aligned row of 16 bytes of a tile
-        // the block's last barrier published (see `tiles`).
         let fa: [FragA16x16<bf16>; 4] = core::array::from_fn(|i| {
+            // SAFETY: the whole warp runs this (no lane-dependent branch around it); each lane
+            // addresses a 16-byte aligned row of a tile the last barrier published (`tiles`).
             FragA16x16::from_regs(unsafe { ldmatrix_x4(a + i as u32 * 16 * ROW) })
         });
+        // SAFETY: as for `fa`: the whole warp, aligned rows of a published tile.
         let pb: [[u32; 4]; 2] =
             core::array::from_fn(|j| unsafe { ldmatrix_x4(b + j as u32 * 16 * ROW) });
         let fb: [FragB16x8<bf16>; 4] = core::array::from_fn(|j| {
@@ -410,7 +410,7 @@ mod gpu {
         let base = shared_addr_of(smem.as_ptr());
         let (ox, ow) = (Operand::of(x), Operand::of(w));
         // One instance of the loop per pair of load paths.
-        // SAFETY (every arm): forwarded; the paths are the operands' own.
+        // SAFETY: (every arm) forwarded; the paths are the operands' own.
         unsafe {
             match (ox.chunked(), ow.chunked()) {
                 (true, true) => tiles::<true, true, T>(ox, ow, out, base),
@@ -429,6 +429,7 @@ mod gpu {
     /// As [`linear`]; `CX` and `CW` only where the operands are [`chunked`](Operand::chunked);
     /// `base` is the shared address of the dynamic shared memory.
     #[inline(always)]
+    #[allow(clippy::erasing_op, clippy::identity_op)] // unroll!'s literal 0 (the epilogue)
     unsafe fn tiles<const CX: bool, const CW: bool, T: OutElem>(
         x: Operand,
         w: Operand,
@@ -455,10 +456,9 @@ mod gpu {
         let tiles_m = m.div_ceil(BM32);
         let tiles_n = if m == 0 { 0 } else { n.div_ceil(BM32) };
         let ktiles = kk.div_ceil(BK32);
-        // Stage `s` ← the K step `kt` of the tile at (m0, n0). Only called when there are K
-        // steps (K ≥ 1) and tiles (M, N ≥ 1).
-        // SAFETY (both paths): rows and K are at least 1 (above); the stage is the one the
-        // pipeline handed out, untouched until its consumer_wait.
+        // Stage `s` ← the K step `kt` of the tile at (m0, n0); called only when K, M, N ≥ 1.
+        // SAFETY: rows and K are at least 1 (above); the stage is the one the pipeline handed
+        // out, untouched until its consumer_wait.
         let load = |s: u32, m0: u32, n0: u32, kt: u32| unsafe {
             let (dst, k0) = (base + s * STAGE, kt * BK32);
             if CX {

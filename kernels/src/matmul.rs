@@ -75,7 +75,7 @@ impl Operand {
     /// axis), [`ALONG_K`] (16-byte vectors along `k`) or [`ELEMENTS`].
     #[inline(always)]
     fn mode(&self) -> u8 {
-        let aligned = self.ptr as usize % 16 == 0;
+        let aligned = (self.ptr as usize).is_multiple_of(16);
         if aligned && self.so == 1 && self.sk % 4 == 0 {
             ALONG_OUTER
         } else if aligned && self.sk == 1 && self.so % 4 == 0 {
@@ -140,7 +140,7 @@ impl Cursor {
     /// The cursor's tile lies inside the operand along `k`.
     #[inline(always)]
     unsafe fn load<const MODE: u8>(&self) -> [f32; 4] {
-        // SAFETY (all): inside the operand, by the cursor's construction and the caller.
+        // SAFETY: (all) inside the operand, by the cursor's construction and the caller.
         unsafe {
             if MODE == ELEMENTS {
                 core::array::from_fn(|i| self.p.wrapping_offset(i as isize * self.sk).read())
@@ -159,7 +159,7 @@ impl Cursor {
     /// `kk_left` (< BK) values of the tile along `k` lie inside the operand.
     #[inline(always)]
     unsafe fn load_tail<const MODE: u8>(&self, kk_left: u32) -> [f32; 4] {
-        // SAFETY (all): only positions k < kk_left are read.
+        // SAFETY: (all) only positions k < kk_left are read.
         unsafe {
             if MODE == ALONG_OUTER {
                 if self.k < kk_left {
@@ -194,7 +194,7 @@ impl Cursor {
     #[inline(always)]
     unsafe fn put<const MODE: u8>(&self, base: *mut f32, v: [f32; 4]) {
         let (k, o) = (self.k as usize, self.o as usize);
-        // SAFETY (all): k < BK, o + 4 <= BM (ALONG_OUTER) or k + 4 <= BK, o < BM: inside.
+        // SAFETY: (all) k < BK, o + 4 <= BM (ALONG_OUTER) or k + 4 <= BK, o < BM: inside.
         unsafe {
             if MODE == ALONG_OUTER {
                 (base.add(k * PITCH + o) as *mut Chunk<f32, 4>).write(Chunk(v));
@@ -282,7 +282,7 @@ unsafe fn matmul(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f3
     let cv = (c, [sc0, sc1], alpha, beta);
     // One instance of the tile loop per pair of loading modes: a runtime choice inside one
     // loop would keep every mode's registers live at once.
-    // SAFETY (every arm): forwarded contract; the modes are the operands' own (or ELEMENTS).
+    // SAFETY: (every arm) forwarded contract; the modes are the operands' own (or ELEMENTS).
     unsafe {
         match (opa.mode(), opb.mode()) {
             (ALONG_K, ALONG_OUTER) => tiles::<ALONG_K, ALONG_OUTER>(opa, opb, cv),
@@ -329,13 +329,13 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
         sa.wrapping_add(4 * ty) as *const f32,
         sb.wrapping_add(4 * tx) as *const f32,
     );
-    let c_vec = sc1 == 1 && sc0 % 4 == 0 && c.as_mut_ptr() as usize % 16 == 0;
+    let c_vec = sc1 == 1 && sc0 % 4 == 0 && (c.as_mut_ptr() as usize).is_multiple_of(16);
     let mut tile = block_rank();
     while tile < tiles {
         let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BM);
         let (mut ca, mut cb) = (opa.cursor::<MA>(t, m0), opb.cursor::<MB>(t, n0));
         let mut acc = [[0.0f32; 8]; 8];
-        // SAFETY (every load, store and step below): the cursors stay inside the operands
+        // SAFETY: (every load, store and step below) the cursors stay inside the operands
         // (whole tiles while kt < ktiles, the partial one through `load_tail`); stage writes
         // and reads are separated by the barriers.
         unsafe {
@@ -433,11 +433,14 @@ unsafe fn store_quad(
             let p = c.as_mut_ptr().offset(base) as *mut Chunk<f32, 4>;
             let mut out = Chunk(v);
             if beta == 0.0 {
+                // Lane j of the vector from lane j of `v` (and of `old`), as the scalar path.
+                #[allow(clippy::needless_range_loop)]
                 for j in 0..4 {
                     out.0[j] = alpha * v[j];
                 }
             } else {
                 let old = p.read();
+                #[allow(clippy::needless_range_loop)]
                 for j in 0..4 {
                     out.0[j] = fma(alpha, v[j], beta * old.0[j]);
                 }

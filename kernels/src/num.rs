@@ -17,8 +17,6 @@ pub trait Acc:
 {
     /// `0`.
     const ZERO: Self;
-    /// `1`.
-    const ONE: Self;
     /// `-∞`.
     const NEG_INF: Self;
     /// `e^self` (libdevice; ≤ 2 ulp).
@@ -36,7 +34,6 @@ macro_rules! acc {
     ($t:ty) => {
         impl Acc for $t {
             const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
             const NEG_INF: Self = <$t>::NEG_INFINITY;
             #[inline(always)]
             fn exp(self) -> Self {

@@ -63,9 +63,10 @@ unsafe fn reduce_all<T, A, const L: usize>(
     // partials.len(); one ticket), so they are reached unchecked: a bounds check's trap path
     // costs registers in every thread.
     if thread::rank_in_block() == 0 {
-        // SAFETY (both): in bounds, as said above.
+        // SAFETY: in bounds, as said above.
         unsafe { partials.at_unchecked(b) }.store(total, Order::Relaxed, Scope::Device);
         // Release: this block's partial is visible to whoever draws a later ticket.
+        // SAFETY: in bounds, as said above.
         let t = unsafe { ticket.at_unchecked(0) }.fetch_add(1, Order::AcqRel, Scope::Device);
         last = t as usize == nb - 1;
     }
@@ -239,6 +240,8 @@ where
         let mut acc = [T::ZERO; 4];
         let mut c = first;
         while c + 3 * step < cols {
+            // Four independent accumulators, each indexed by its constant k (unrolled).
+            #[allow(clippy::needless_range_loop)]
             for k in 0..4 {
                 acc[k] = acc[k].add(at(c + k * step));
             }

@@ -125,7 +125,7 @@ macro_rules! split_status {
             #[inline(always)]
             unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self) {
                 let $x = value;
-                // SAFETY (both): 1 + 3t + 2 < 1 + 3·tiles (the caller's contract); flag < 3.
+                // SAFETY: (both) 1 + 3t + 2 < 1 + 3·tiles (the caller's contract); flag < 3.
                 unsafe {
                     status.at_unchecked(1 + 3 * t + flag as usize)
                         .store($to, Order::Relaxed, Scope::Device);
@@ -243,7 +243,7 @@ unsafe fn cumsum<
     let n = x.len();
     // SAFETY: the workspace is only accessed atomically.
     let status = unsafe { AtomicSlice::from_scratch(status) };
-    const { assert!(THREADS % 32 == 0 && THREADS <= 32 * MAX_WARPS) };
+    const { assert!(THREADS.is_multiple_of(32) && THREADS <= 32 * MAX_WARPS) };
     let warps = THREADS / 32;
     let tile_len = THREADS * VECS * L;
     let tiles = n.div_ceil(tile_len);
@@ -251,8 +251,9 @@ unsafe fn cumsum<
     let (w, lane) = (rank / 32, rank % 32);
     // The warps' totals, the tile's exclusive prefix, and the tile index.
     let sh = shared_array!(u64, MAX_WARPS + 2, align = 16);
-    let vec_ok = L * core::mem::size_of::<T>() == 16 && x.as_ptr() as usize % 16 == 0;
-    let out_vec = L * core::mem::size_of::<A>() == 16 && out.as_mut_ptr() as usize % 16 == 0;
+    let vec_ok = L * core::mem::size_of::<T>() == 16 && (x.as_ptr() as usize).is_multiple_of(16);
+    let out_vec =
+        L * core::mem::size_of::<A>() == 16 && (out.as_mut_ptr() as usize).is_multiple_of(16);
     // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
     let counter = unsafe { status.at_unchecked(0) };
     loop {
@@ -262,7 +263,7 @@ unsafe fn cumsum<
             unsafe { sh.write_unchecked(MAX_WARPS + 1, t) };
         }
         // A barrier that also tells the whole block whether a tile is left.
-        // SAFETY (the read): written by thread 0 before the barrier.
+        // SAFETY: (the read) written by thread 0 before the barrier.
         let more = thread::sync_threads_or(
             rank == 0 && unsafe { sh.get_unchecked(MAX_WARPS + 1) } < tiles as u64,
         );
@@ -337,10 +338,11 @@ unsafe fn cumsum<
             let prefix = if t == 0 {
                 A::ZERO
             } else {
-                // SAFETY (both): t < tiles (the loop's condition).
                 if lane == 0 {
+                    // SAFETY: t < tiles (the loop's condition).
                     unsafe { A::publish(&status, t, AGGREGATE, aggregate) };
                 }
+                // SAFETY: t < tiles (the loop's condition).
                 unsafe { look_back::<A>(&status, t, lane) }
             };
             if lane == 0 {

@@ -94,9 +94,9 @@ pub unsafe fn shared_reverse_f32(x: Slice<f32>, y: SliceMut<f32>) {
     if cap == 0 {
         return;
     }
-    // SAFETY: the symbol is this block's dynamic shared memory: `cap` f32 of it, 16-byte
-    // aligned.
-    let tile = unsafe { (&raw mut DYNAMIC_SHARED).cast::<f32>() };
+    // The symbol is this block's dynamic shared memory: `cap` f32 of it, 16-byte aligned
+    // (taking its address is safe; the accesses below say why they are in bounds).
+    let tile = (&raw mut DYNAMIC_SHARED).cast::<f32>();
     let (t, threads) = (
         thread::rank_in_block() as usize,
         thread::block_threads() as usize,

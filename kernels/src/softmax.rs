@@ -170,6 +170,8 @@ where
     let [rows, cols] = x.shape();
     let size = core::mem::size_of::<T>();
     let ([s0, s1], [o0, o1]) = (x.indexer().strides, out.indexer().strides);
+    // `%` rather than is_multiple_of: the latter changes these kernels' generated code.
+    #[allow(clippy::manual_is_multiple_of)]
     let aligned = |p: usize, row: isize| p % 16 == 0 && (row * size as isize) % 16 == 0;
     let rw = Rows {
         x: x.as_ptr(),
@@ -194,6 +196,7 @@ where
     let bt = thread::block_threads() as usize;
     let rank = thread::rank_in_block() as usize;
     let scratch = block_scratch::<T::Acc>();
+    #[allow(clippy::manual_is_multiple_of)] // as `aligned`
     if vec && bt % 32 == 0 && cols <= 32 * WARP_VALS {
         // One warp per row.
         let (warp_id, lane) = (rank / 32, rank % 32);
@@ -214,8 +217,9 @@ where
         while r < rows {
             // SAFETY: r < rows; thread `rank` of one block per row owns its columns.
             let mut v = unsafe { rw.load::<BLOCK_VALS, L>(r, rank, bt) };
-            // SAFETY (both reductions): the whole block is here (a block-uniform loop).
+            // SAFETY: the whole block is here (a block-uniform loop).
             let m = unsafe { block::reduce(max_of(&v), block::Max, scratch) };
+            // SAFETY: as the reduction above.
             finish::<_, BLOCK_VALS, LOG>(&mut v, m, |s| unsafe {
                 block::reduce(s, block::Sum, scratch)
             });
@@ -234,13 +238,14 @@ where
                 st = online(st, unsafe { x.read_at(offsets(r, c).0) }.widen());
                 c += bt;
             }
-            // SAFETY (both reductions): the whole block is here (a block-uniform loop).
+            // SAFETY: the whole block is here (a block-uniform loop).
             let m = unsafe { block::reduce(st.0, block::Max, scratch) };
             let mine = if st.0 == T::Acc::NEG_INF {
                 st.1
             } else {
                 st.1 * (st.0 - m).exp()
             };
+            // SAFETY: as the reduction above.
             let total = unsafe { block::reduce(mine, block::Sum, scratch) };
             let (shift, inv) = (m + total.ln(), total.recip());
             let mut c = rank;

@@ -82,13 +82,13 @@ unsafe fn stencil5<T: Real, const L: usize>(x: View<T, 2>, out: ViewMut<T, 2>) {
     let [rows, cols] = x.shape();
     let ([s0, s1], [o0, o1]) = (x.indexer().strides, out.indexer().strides);
     let size = core::mem::size_of::<T>();
-    let aligned = |p: usize, row: isize| p % 16 == 0 && (row * size as isize) % 16 == 0;
+    let aligned = |p: usize, row: isize| p.is_multiple_of(16) && (row * size as isize) % 16 == 0;
     let bt = thread::block_threads() as usize;
     let fast = L * size == 16
         && s1 == 1
         && o1 == 1
         && cols % L == 0
-        && bt % 32 == 0
+        && bt.is_multiple_of(32)
         && aligned(x.as_ptr() as usize, s0)
         && aligned(out.as_mut_ptr() as usize, o0);
     if !fast {
@@ -130,16 +130,19 @@ unsafe fn stencil5<T: Real, const L: usize>(x: View<T, 2>, out: ViewMut<T, 2>) {
                 halo: T::ZERO,
             };
             if i >= 0 && (i as usize) < rows {
-                // SAFETY (all): row i exists; columns are checked; vectors are whole and
-                // aligned (`fast`).
+                // SAFETY: row i exists.
                 let base = unsafe { x.as_ptr().offset(i * s0) };
                 if c < cols {
+                    // SAFETY: columns c.. of row i exist (checked); the vector is whole and
+                    // aligned (`fast`).
                     row.v = unsafe { (base.add(c) as *const Chunk<T, L>).read() }.0;
                 }
                 if lane == 0 && c0 > 0 {
+                    // SAFETY: column c0 - 1 of row i exists (checked).
                     row.halo = unsafe { base.add(c0 - 1).read() };
                 }
                 if lane == 31 && c0 + width < cols {
+                    // SAFETY: column c0 + width of row i exists (checked).
                     row.halo = unsafe { base.add(c0 + width).read() };
                 }
             }
@@ -182,7 +185,7 @@ unsafe fn stencil5<T: Real, const L: usize>(x: View<T, 2>, out: ViewMut<T, 2>) {
                     };
                 }
             });
-            const { assert!(P >= 2 && STRIP_ROWS % P == 0) };
+            const { assert!(P >= 2 && STRIP_ROWS.is_multiple_of(P)) };
             (up, mid) = (below[P - 2], below[P - 1]);
             r += P;
         }

@@ -89,6 +89,7 @@ unsafe fn chunks<const B: usize>(x: Slice<u8>, out: SliceMut<u8>, ca: bool, dyna
 #[kernel]
 pub unsafe fn cp_async_chunks_4(x: Slice<u8>, out: SliceMut<u8>) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `chunks` requires (this kernel's documented launch).
     unsafe {
         chunks::<4>(x, out, true, false)
     }
@@ -98,6 +99,7 @@ pub unsafe fn cp_async_chunks_4(x: Slice<u8>, out: SliceMut<u8>) {
 #[kernel]
 pub unsafe fn cp_async_chunks_8(x: Slice<u8>, out: SliceMut<u8>) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `chunks` requires (this kernel's documented launch).
     unsafe {
         chunks::<8>(x, out, true, false)
     }
@@ -107,6 +109,7 @@ pub unsafe fn cp_async_chunks_8(x: Slice<u8>, out: SliceMut<u8>) {
 #[kernel]
 pub unsafe fn cp_async_chunks_16(x: Slice<u8>, out: SliceMut<u8>) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `chunks` requires (this kernel's documented launch).
     unsafe {
         chunks::<16>(x, out, false, false)
     }
@@ -117,6 +120,7 @@ pub unsafe fn cp_async_chunks_16(x: Slice<u8>, out: SliceMut<u8>) {
 #[kernel]
 pub unsafe fn cp_async_chunks_16_ca_dyn(x: Slice<u8>, out: SliceMut<u8>) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `chunks` requires (this kernel's documented launch).
     unsafe {
         chunks::<16>(x, out, true, true)
     }
@@ -221,6 +225,7 @@ pub unsafe fn cp_async_pipeline_2(
     acquire_first: u32,
 ) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `pipeline` requires (this kernel's documented launch).
     unsafe {
         pipeline::<2>(x, out, tiles, acquire_first)
     }
@@ -235,6 +240,7 @@ pub unsafe fn cp_async_pipeline_3(
     acquire_first: u32,
 ) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `pipeline` requires (this kernel's documented launch).
     unsafe {
         pipeline::<3>(x, out, tiles, acquire_first)
     }
@@ -249,6 +255,7 @@ pub unsafe fn cp_async_pipeline_4(
     acquire_first: u32,
 ) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `pipeline` requires (this kernel's documented launch).
     unsafe {
         pipeline::<4>(x, out, tiles, acquire_first)
     }

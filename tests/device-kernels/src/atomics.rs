@@ -46,7 +46,7 @@ unsafe fn int_atomics<T>(
     use Scope::*;
     for i in thread::grid_stride(x.len()) {
         let v = x.get(i).unwrap();
-        // SAFETY (both writes): one thread per element.
+        // SAFETY: one thread per element.
         unsafe { tickets.write(i, acc.at(0).fetch_add(one, AcqRel, Device)) };
         acc.at(1).red_add(v, Relaxed, Device);
         acc.at(2).fetch_sub(v, Release, System);
@@ -71,6 +71,7 @@ unsafe fn int_atomics<T>(
                 cur = now;
             }
         }
+        // SAFETY: one thread per element.
         unsafe { olds.write(i, acc.at(15).swap(v, AcqRel, Device)) };
         acc.atomic_add(16, v);
         // SAFETY: element 17 is in bounds (checked by `at`) and only accessed atomically.
@@ -155,7 +156,7 @@ pub unsafe fn half_atomics(
         use Scope::*;
         let word = |k: usize| acc.at(k).as_ptr();
         for t in thread::grid_stride(n as usize) {
-            // SAFETY (all refs): in-bounds words of the atomic slice, accessed only atomically
+            // SAFETY: (all refs) in-bounds words of the atomic slice, accessed only atomically
             // and each always with the same width.
             unsafe {
                 if t < 2048 {
@@ -197,7 +198,7 @@ pub unsafe fn shared_atomics(x: Slice<u32>, out: SliceMut<u32>) {
         let s = words.as_mut_ptr();
         let (rank, n) = (thread::rank_in_block(), thread::block_threads());
         let block = thread::block_idx().x as usize;
-        // SAFETY (all shared accesses): 8 words of shared memory, ordered by the barriers,
+        // SAFETY: (all shared accesses) 8 words of shared memory, ordered by the barriers,
         // accessed atomically between them.
         unsafe {
             if rank == 0 {
@@ -254,7 +255,7 @@ pub unsafe fn message_passing(
             }
             k < spins
         };
-        // SAFETY (plain accesses): the data is written by block 0 and read by block 1 only
+        // SAFETY: (plain accesses) the data is written by block 0 and read by block 1 only
         // after the flag's synchronization; one thread per element.
         unsafe {
             if thread::block_idx().x == 0 {

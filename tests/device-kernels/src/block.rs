@@ -46,7 +46,7 @@ where
         for (k, w) in [red, incl, excl, red2, wincl, wexcl].iter().enumerate() {
             out.write(RECORD * g + k, *w);
         }
-        if r % 32 == 0 {
+        if r.is_multiple_of(32) {
             out.write(RECORD * g + 6, wred);
         }
     }

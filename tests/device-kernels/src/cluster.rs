@@ -1,9 +1,9 @@
 //! Thread-block clusters and distributed shared memory (sm_90: each kernel is built into the
 //! crate's sm_90 part).
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90")]
 use ferrocuda_device::atomic::{Order, Scope};
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90")]
 use ferrocuda_device::{cluster, grid, shared_array, thread};
 use ferrocuda_device::{kernel, Slice, SliceMut};
 

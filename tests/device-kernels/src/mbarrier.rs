@@ -192,6 +192,7 @@ unsafe fn copy_then_arrive(x: Slice<u32>, out: SliceMut<u32>, rounds: u32, noinc
 #[kernel]
 pub unsafe fn mbarrier_cp_async_noinc(x: Slice<u32>, out: SliceMut<u32>, rounds: u32) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `copy_then_arrive` requires (this kernel's documented launch).
     unsafe {
         copy_then_arrive(x, out, rounds, true)
     }
@@ -201,12 +202,14 @@ pub unsafe fn mbarrier_cp_async_noinc(x: Slice<u32>, out: SliceMut<u32>, rounds:
 #[kernel]
 pub unsafe fn mbarrier_cp_async(x: Slice<u32>, out: SliceMut<u32>, rounds: u32) {
     #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as `copy_then_arrive` requires (this kernel's documented launch).
     unsafe {
         copy_then_arrive(x, out, rounds, false)
     }
 }
 
 /// Records per thread of [`mbarrier_expect_tx`].
+#[cfg(ferrocuda_arch = "sm_90")]
 pub const EXPECT_TX_RECORD: usize = 4;
 
 /// Transaction counts (sm_90). Blocks of 64 to 1024 threads (1-D). In round `k` thread 0
@@ -229,11 +232,13 @@ pub unsafe fn mbarrier_expect_tx(out: SliceMut<u32>, rounds: u32, bytes: u32) {
         use ferrocuda_device::mbarrier;
         let n = thread::block_dim().x;
         device_assert!(n >= 64 && thread::block_dim().y == 1 && thread::block_dim().z == 1);
-        device_assert!(bytes >= 2 && bytes <= mbarrier::MAX_COUNT);
+        device_assert!((2..=mbarrier::MAX_COUNT).contains(&bytes));
         let data = shared_array!(u32, 4);
-        // SAFETY (the three inits): each expansion is initialised once per block.
+        // SAFETY: each expansion is initialised once per block.
         let bar = unsafe { shared_mbarrier!().init(1) };
+        // SAFETY: as `bar`.
         let go = unsafe { shared_mbarrier!().init(1) };
+        // SAFETY: as `bar`.
         let empty = unsafe { shared_mbarrier!().init(n) };
         // Orders the initialisations for remote (cluster) arrivals: none here, harmless.
         mbarrier::fence_mbarrier_init();

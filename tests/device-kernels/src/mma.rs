@@ -73,14 +73,14 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         let b8 = shared_array!(u8, [8, 32], align = 16);
         let atf = shared_array!(f32, [16, 8], align = 16);
         let btf = shared_array!(f32, [8, 8], align = 16);
-        // SAFETY (the staging writes): each element is written by one lane; the barrier
-        // orders the writes before every lane's loads.
         for e in (l..256).step_by(32) {
             let (r, c) = (e / 16, e % 16);
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { a16.write(r, c, bf16::from_bits(e as u16)) };
         }
         for e in (l..128).step_by(32) {
             let (k, n) = (e / 8, e % 8);
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe {
                 bkn.write(k, n, bf16::from_bits(e as u16));
                 bnk.write(n, k, bf16::from_bits(e as u16));
@@ -88,6 +88,7 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         }
         for e in (l..512).step_by(32) {
             let (r, c) = (e / 32, e % 32);
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe {
                 a8lo.write(r, c, (c + 32 * (r % 8)) as u8);
                 a8row.write(r, c, r as u8);
@@ -95,14 +96,17 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         }
         for e in (l..256).step_by(32) {
             let (n, k) = (e / 32, e % 32);
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { b8.write(n, k, (k + 32 * n) as u8) };
         }
         for e in (l..128).step_by(32) {
             let (r, c) = (e / 8, e % 8);
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { atf.write(r, c, f32::from_bits(e as u32)) };
         }
         for e in (l..64).step_by(32) {
             let (k, n) = (e / 8, e % 8);
+            // SAFETY: one lane per element; the barrier below orders writes before loads.
             unsafe { btf.write(n, k, f32::from_bits(e as u32)) };
         }
         thread::sync_threads();
@@ -119,15 +123,19 @@ pub unsafe fn mma_layouts(out: SliceMut<u32>) {
         for i in 0..4 {
             put(2, i, b.get(i).to_bits() as u32);
         }
-        // SAFETY (raw ldmatrix): the whole warp calls; lanes 0..8 address 16-byte aligned
+        // SAFETY: (raw ldmatrix) the whole warp calls; lanes 0..8 address 16-byte aligned
         // rows of the array (the other lanes' addresses, also in it, are ignored).
         let [x1] = unsafe { ldmatrix_x1(a16.shared_addr(l % 8, 0)) };
+        // SAFETY: as `x1`: the whole warp calls; lanes 0..8 address aligned rows of it.
         let [t1] = unsafe { ldmatrix_x1_trans(a16.shared_addr(l % 8, 0)) };
         for h in 0..2 {
             put(3, h, x1 >> (16 * h) & 0xFFFF);
             put(4, h, t1 >> (16 * h) & 0xFFFF);
         }
+        // SAFETY: the whole warp calls; each lane addresses a 16-byte aligned row of it.
         let t4 = unsafe { ldmatrix_x4_trans(a16.shared_addr(l % 16, 8 * (l / 16))) };
+        // Register j of the result, by its constant index (as `put`'s record index).
+        #[allow(clippy::needless_range_loop)]
         for j in 0..4 {
             for h in 0..2 {
                 put(5, 2 * j + h, t4[j] >> (16 * h) & 0xFFFF);
@@ -258,17 +266,17 @@ macro_rules! tile_kernels {
                             <$fb>::load_slice(b, p * k + k0, 0, N),
                         )
                     } else {
-                        // SAFETY (staging): each element is written by one lane; the
-                        // barriers order the writes before the loads and the loads before
-                        // the next step's writes.
                         for e in (l..M * KS).step_by(32) {
                             let (r, cc) = (e / KS, e % KS);
                             let v = ($prep)(at(a, (p * M + r) * k + k0 + cc));
+                            // SAFETY: one lane per element; the barriers order the writes
+                            // before the loads and the loads before the next step's writes.
                             unsafe { a_s.write(r, cc, v) };
                         }
                         for e in (l..KS * N).step_by(32) {
                             let (kk, n) = (e / N, e % N);
                             let v = ($prep)(at(b, (p * k + k0 + kk) * N + n));
+                            // SAFETY: as `a_s`: one lane per element, ordered by the barriers.
                             unsafe {
                                 b_s.write(kk, n, v);
                                 bt_s.write(n, kk, v);
@@ -491,7 +499,7 @@ pub unsafe fn mma_stmatrix(x: Slice<bf16>, out: SliceMut<u16>) {
         thread::sync_threads();
         let a = FragA16x16::<bf16>::ldmatrix(src, 0, 0);
         let b = FragB16x8::<bf16>::ldmatrix_trans(src, 0, 0);
-        // SAFETY (raw ldmatrix/stmatrix and the fragment stores): the whole warp calls;
+        // SAFETY: (raw ldmatrix/stmatrix and the fragment stores) the whole warp calls;
         // every lane addresses a 16-byte aligned row of its array; only this warp touches
         // the destination tiles, each element written once, and the barrier below orders
         // the stores before the copies out.

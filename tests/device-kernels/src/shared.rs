@@ -59,9 +59,11 @@ pub unsafe fn shared_reverse(y: SliceMut<u32>) {
         );
         let g = thread::index_1d();
         let x = g as u32;
-        // SAFETY (shared writes): each thread writes its own slot; barriers separate phases.
+        // SAFETY: each thread writes its own slot.
         unsafe { a.write(r, x) };
         thread::sync_threads();
+        // SAFETY: each thread writes its own slot; the barrier above ordered every write of
+        // `a` before this read.
         unsafe { b.write(r, a.get(n - 1 - r).wrapping_add(1)) };
         thread::sync_threads();
         let v = b.get(n - 1 - r).wrapping_mul(2).wrapping_add(a.get(r));

@@ -2,16 +2,13 @@
 //! elements read as zero) and box stores through a `TensorMapMut` (out-of-bounds elements not
 //! written), checked element by element on the host. Built into the crate's sm_90 part.
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90")]
 use ferrocuda_device::mbarrier::Phase;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90")]
 use ferrocuda_device::tma::{self, Tma, TmaStore};
 use ferrocuda_device::{kernel, SliceMut, TensorMap, TensorMapMut};
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90")]
 use ferrocuda_device::{shared_array, shared_mbarrier, thread};
-
-/// Rows and columns of one box.
-pub const BOX: (usize, usize) = (16, 32);
 
 /// Block `(bx, by)` loads the 16 × 32 box of `src` at row `16 by + dr`, column `32 bx + dc`
 /// (either may lie partly or wholly outside `src`) into shared memory with one TMA copy

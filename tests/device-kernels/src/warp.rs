@@ -25,6 +25,8 @@ pub unsafe fn warp_u32(x: Slice<u32>, out: SliceMut<u32>, mask: u32, s: u32, d: 
         }
         let v = x.get(i).unwrap();
         let am = warp::active_mask();
+        // `%` rather than is_multiple_of below: the latter changes this kernel's generated code.
+        #[allow(clippy::manual_is_multiple_of)]
         let r: [u32; WARP_U32_RECORD] = [
             warp::shfl_sync(mask, v, lane + s),
             warp::shfl_up_sync(mask, v, d),

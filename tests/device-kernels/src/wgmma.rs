@@ -10,17 +10,18 @@
 //! in the layout [`Swizzle::offset`] gives (as TMA would), fence the async proxy, then run
 //! `K / 16` (tf32: `K / 8`) `mma_async` steps in one batch.
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
 use ferrocuda_device::{kernel, Slice, SliceMut};
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 use ferrocuda_device::{shared_array, thread};
 
 /// The 32-bit shared-memory address of a generic pointer into shared memory.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn shared_addr<T>(p: *const T) -> u32 {
     let a: u32;
+    #[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is converted, not read
     // SAFETY: address arithmetic only.
     unsafe {
         core::arch::asm!(
@@ -33,7 +34,7 @@ fn shared_addr<T>(p: *const T) -> u32 {
     a
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 fn swizzle_of(code: u32) -> Swizzle {
     match code {
         1 => Swizzle::B32,
@@ -47,7 +48,7 @@ fn swizzle_of(code: u32) -> Swizzle {
 /// `swizzle`'s layout. For [`Swizzle::None`], the tile (K = 16 bytes × 2 core matrices) is
 /// core matrices of 8 rows × 16 bytes, the two K-adjacent ones of 8 rows 128 bytes apart
 /// (LBO) and the next 8 rows 256 bytes on (SBO).
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn tile_offset(swizzle: Swizzle, row: u32, k: u32, size: u32) -> u32 {
     let byte = k * size;
@@ -58,7 +59,7 @@ fn tile_offset(swizzle: Swizzle, row: u32, k: u32, size: u32) -> u32 {
 }
 
 /// The descriptor of a tile at `addr`.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 fn desc(addr: u32, swizzle: Swizzle) -> MatrixDesc {
     let d = match swizzle {
@@ -73,7 +74,7 @@ fn desc(addr: u32, swizzle: Swizzle) -> MatrixDesc {
 
 /// Copies `rows` × `k` elements of `src` (row-major, 2- or 4-byte elements as u16/u32) into
 /// shared memory at `base` in `swizzle`'s layout, the block's threads striding.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 unsafe fn store_tile<T: Copy + ferrocuda_device::Element>(
     src: Slice<T>,
@@ -99,7 +100,7 @@ unsafe fn store_tile<T: Copy + ferrocuda_device::Element>(
 
 /// Writes the accumulators of thread `t` to `out` (64 × `n`, row-major), through the
 /// fragment mapping.
-#[cfg(target_arch = "nvptx64")]
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 unsafe fn store_acc<A: Accumulator>(acc: &A, out: SliceMut<f32>, n: u32) {
     let t = thread::rank_in_block();
@@ -250,6 +251,9 @@ pub unsafe fn wgmma_bf16_rs_n64(
     out2: SliceMut<f32>,
 ) {
     #[cfg(target_arch = "nvptx64")]
+    // `unroll!` writes H and J out as each literal, 0 included: `H / 2`, `16 * (H % 2)` and
+    // `2 * J` are the registers' indices and shifts, written alike for every step.
+    #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
     {
         let sb = shared_array!(u8, 2048, align = 1024);
         let s = Swizzle::B32;
