@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -165,3 +169,29 @@ def write_bundled_parts(directory: Any, manifest: dict[str, Any]) -> None:
             data = ferrocuda._ferrocuda._bundled_part_file(name)
             assert data is not None, name
             (Path(directory) / name).write_bytes(data)
+
+
+#: Marks tests of the behaviour without a CUDA driver (skipped where one is present).
+NO_DRIVER = pytest.mark.skipif(
+    ferrocuda.driver_available(),
+    reason="a CUDA driver is present: no-driver behaviour not testable",
+)
+
+
+def cai_array(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> CAIProducer:
+    """A CAI v3 producer of a made-up device array (the pointer is never dereferenced here)."""
+    return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
+
+
+@pytest.fixture(scope="session")
+def own_crate(tmp_path_factory: Any) -> Path:
+    """A kernel crate of one's own: ``$FERROCUDA_OWN_CRATE`` (the GPU bundle scaffolds and
+    builds one), else one made by ``ferrocuda new`` here (skipped without cargo)."""
+    given = os.environ.get("FERROCUDA_OWN_CRATE")
+    if given:
+        return Path(given)
+    if shutil.which("cargo") is None:
+        pytest.skip("no FERROCUDA_OWN_CRATE and no cargo to build a crate with")
+    tmp = tmp_path_factory.mktemp("own")
+    subprocess.run([sys.executable, "-m", "ferrocuda", "new", "my_kernels"], cwd=tmp, check=True)
+    return tmp / "my_kernels"

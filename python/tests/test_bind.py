@@ -19,19 +19,11 @@ import numpy as np
 import pytest
 
 import ferrocuda
-from conftest import PTR, CAIProducer, SyclProducer, cai
+from conftest import NO_DRIVER, PTR, CAIProducer, SyclProducer, cai
+from conftest import cai_array as _arr
 from test_package import FakeDLPack
 
 K = ferrocuda.kernels
-
-NO_DRIVER = pytest.mark.skipif(
-    ferrocuda.driver_available(),
-    reason="a CUDA driver is present: no-driver behaviour not testable",
-)
-
-
-def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> CAIProducer:
-    return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
 
 
 def _sycl(ptr: int, readonly: bool = False) -> dict[str, Any]:

@@ -8,10 +8,6 @@ and runs no cargo — or, without that variable, is scaffolded and built here (n
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +20,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def crate(tmp_path_factory: Any) -> Path:
-    given = os.environ.get("FERROCUDA_OWN_CRATE")
-    if given:
-        return Path(given)
-    if shutil.which("cargo") is None:
-        pytest.skip("no FERROCUDA_OWN_CRATE and no cargo to build a crate with")
-    tmp = tmp_path_factory.mktemp("own")
-    subprocess.run([sys.executable, "-m", "ferrocuda", "new", "my_kernels"], cwd=tmp, check=True)
-    return tmp / "my_kernels"
+def crate(own_crate: Path) -> Path:
+    return own_crate
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,6 @@ torch's current stream; a crate of one's own; the errors (GPU; skipped without o
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -755,15 +751,8 @@ def test_errors(ft: Any, torch: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def crate(tmp_path_factory: Any) -> Path:
-    given = os.environ.get("FERROCUDA_OWN_CRATE")
-    if given:
-        return Path(given)
-    if shutil.which("cargo") is None:
-        pytest.skip("no FERROCUDA_OWN_CRATE and no cargo to build a crate with")
-    tmp = tmp_path_factory.mktemp("own")
-    subprocess.run([sys.executable, "-m", "ferrocuda", "new", "my_kernels"], cwd=tmp, check=True)
-    return tmp / "my_kernels"
+def crate(own_crate: Path) -> Path:
+    return own_crate
 
 
 def test_a_crate_of_ones_own(ft: Any, torch: Any, gen: Any, crate: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 import ferrocuda
 from conftest import PTR, CAIProducer, SyclProducer, cai
+from conftest import cai_array as _arr
 from ferrocuda import validate_interface
 
 
@@ -434,10 +435,6 @@ def test_ferrocuda_arrays_are_read_directly() -> None:
 
 
 # ---- the same rules at launch -------------------------------------------------------------
-
-
-def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> CAIProducer:
-    return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
 
 
 def test_launch_names_argument_and_key() -> None:

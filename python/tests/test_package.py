@@ -17,18 +17,9 @@ import numpy as np
 import pytest
 
 import ferrocuda
-from conftest import PTR, CAIProducer, cai, write_bundled_parts
+from conftest import NO_DRIVER, PTR, cai, write_bundled_parts
+from conftest import cai_array as _arr
 from ferrocuda import validate_interface
-
-NO_DRIVER = pytest.mark.skipif(
-    ferrocuda.driver_available(),
-    reason="a CUDA driver is present: no-driver behaviour not testable",
-)
-
-
-def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> CAIProducer:
-    return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
-
 
 # ---- import and namespace ---------------------------------------------------------------
 

@@ -9,18 +9,10 @@ from typing import Any
 import pytest
 
 import ferrocuda
-from conftest import PTR, CAIProducer, cai
+from conftest import NO_DRIVER, PTR
+from conftest import cai_array as _arr
 
 K = ferrocuda.kernels
-
-NO_DRIVER = pytest.mark.skipif(
-    ferrocuda.driver_available(),
-    reason="a CUDA driver is present: no-driver behaviour not testable",
-)
-
-
-def _arr(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any) -> CAIProducer:
-    return CAIProducer(cai(shape=shape, typestr=typestr, ptr=ptr, **kw))
 
 
 def test_candidates_are_launchers_times_configs() -> None:
