@@ -4,7 +4,7 @@
 //! No maintained crate declares this API, so the declarations are written here from the
 //! header. Every struct XLA passes starts with its `struct_size`; XLA only appends fields (the
 //! header's versioning rule), so a handler checks that a struct is *at least* as large as the
-//! prefix it reads ([`struct_size`] below, the header's `XLA_FFI_STRUCT_SIZE`: the offset of
+//! prefix it reads (`struct_size!` below, the header's `XLA_FFI_STRUCT_SIZE`: the offset of
 //! the last field it reads plus that field's size) and refuses smaller ones with an error
 //! instead of reading past them.
 //!
