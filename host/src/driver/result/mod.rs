@@ -14,7 +14,8 @@
 //!
 //! # What lives where
 //!
-//! Every wrapper is re-exported here, so callers name them `result::<call>` wherever they live:
+//! Every wrapper called outside its file is re-exported here, so callers name it
+//! `result::<call>` wherever it lives:
 //!
 //! * this module — errors ([`cuda_error`], [`is_sticky`], the last kernel of each device),
 //!   [`init`], and the helpers the wrappers share (naming a call in an error, looking up
