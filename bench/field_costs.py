@@ -2,7 +2,7 @@
 """What reading an array's fields costs from Python, per access (ns), on the GPU machine.
 
 The launch-overhead goals of issue 5 leave a budget of a few hundred nanoseconds per array for
-describing it, so the fast paths in ``python/src/read/fast.rs`` are designed from these
+describing it, so the fast paths in ``python/src/read/fast/`` are designed from these
 numbers: the cost of each attribute or method a fast path could read on a CuPy array or a torch
 tensor, against the producer's own ``__cuda_array_interface__`` getter and against ferrocuda's
 ``validate_interface`` (probe + describe). Every figure is the median of 15 timeit runs of

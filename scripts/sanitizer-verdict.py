@@ -12,7 +12,7 @@ naming a shared object, or the first Python frame), then the verdict. Allowed, w
   functions by symbol and never calls cuGetProcAddress.
 * ``Program hit CUDA_ERROR_STREAM_CAPTURE_IMPLICIT ... on CUDA API call to
   cuStreamGetCaptureInfo_v3`` from ferrocuda itself: its one capture query per launch
-  (``host/src/driver/result.rs`` ``stream_capture``), asked about the legacy default stream
+  (``host/src/driver/result/stream.rs`` ``stream_capture``), asked about the legacy default stream
   while a blocking stream captures. That answer is the designed probe -- it means "a launch
   here would join the capture implicitly" (``Capture::Implicit``), which ferrocuda refuses
   with a clear error -- and the driver does not invalidate the capture for a query. The

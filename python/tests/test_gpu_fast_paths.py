@@ -1,7 +1,7 @@
 """The CuPy and PyTorch fast paths against the producers' own interfaces (GPU).
 
 ferrocuda reads exact ``cupy.ndarray`` / ``torch.Tensor`` fields directly instead of calling
-their ``__cuda_array_interface__`` getters (see ``python/src/read/fast.rs``). These tests check
+their ``__cuda_array_interface__`` getters (see ``python/src/read/fast/``). These tests check
 that what the fast path reads equals what the getter describes (read through the generic path,
 ``_describe_generic``) for every dtype and layout, under every stream CuPy or torch can make
 current, with CuPy's export version 2 and with per-thread default streams; that torch's

@@ -1,0 +1,190 @@
+//! Memory and copies: free memory, stream-ordered allocation (plain and from a pool), memset,
+//! host-to-device and device-to-host copies, mapped host memory, and the tensor maps (TMA
+//! descriptors) that describe device memory to a kernel.
+
+use super::{check, cuda_error, Named};
+use crate::error::{Error, Result};
+use cudarc::driver::result as cu;
+use cudarc::driver::sys;
+use std::ffi::c_void;
+
+/// `cuMemGetInfo`: free and total memory of the current context's device.
+pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
+    cu::mem_get_info().named("cuMemGetInfo")
+}
+
+/// `cuMemAllocAsync` of `bytes` on `s`.
+///
+/// # Safety
+///
+/// `s` is a live stream of the current context (or a sentinel); the memory is used in stream
+/// order after it.
+pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: sys::CUstream) -> Result<u64> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::malloc_async(s, bytes) }.named("cuMemAllocAsync")
+}
+
+/// `cuMemFreeAsync`.
+///
+/// # Safety
+///
+/// `ptr` was allocated by [`mem_alloc_async`] and is not used after the free in stream order.
+pub(crate) unsafe fn mem_free_async(ptr: u64, s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::free_async(ptr, s) }.named("cuMemFreeAsync")
+}
+
+/// `cuMemPoolCreate` of a device-memory pool on device `ordinal` (pinned device memory, no
+/// export handles), with its release threshold set to `keep` bytes: memory freed back to the
+/// pool stays reserved up to that much across synchronizations, so stream-ordered
+/// allocations after a sync do not go back to the operating system.
+pub(crate) fn mem_pool_create(ordinal: usize, keep: u64) -> Result<sys::CUmemoryPool> {
+    // SAFETY: an all-zero `CUmemPoolProps` is valid (no handle types, no security attributes,
+    // no maximum size); the fields set below are the documented ones for device memory.
+    let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+    props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.__bindgen_anon_1.id = ordinal as i32;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; `props` is a valid description.
+    let r = unsafe { sys::cuMemPoolCreate(&mut pool, &props) };
+    check(r, "cuMemPoolCreate")?;
+    let mut threshold = keep;
+    // SAFETY: `pool` was just created; the attribute takes a `cuuint64_t`.
+    let r = unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    };
+    check(r, "cuMemPoolSetAttribute")?;
+    Ok(pool)
+}
+
+/// `cuMemAllocFromPoolAsync` of `bytes` from `pool` on `s`.
+///
+/// # Safety
+///
+/// `pool` comes from [`mem_pool_create`] on the current context's device; `s` is a live
+/// stream of the current context (or a sentinel); the memory is used in stream order after
+/// it.
+pub(crate) unsafe fn mem_alloc_from_pool_async(
+    bytes: usize,
+    pool: sys::CUmemoryPool,
+    s: sys::CUstream,
+) -> Result<u64> {
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: the caller's contract; out-pointer to a local.
+    let r = unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool, s) };
+    check(r, "cuMemAllocFromPoolAsync").map(|()| ptr)
+}
+
+/// `cuMemsetD8Async`: `bytes` bytes at `ptr` set to `value`, on `s`.
+///
+/// # Safety
+///
+/// `ptr..ptr + bytes` is device memory of the current context that nothing else uses
+/// concurrently in stream order; `s` is a live stream (or a sentinel).
+pub(crate) unsafe fn memset_d8_async(
+    ptr: u64,
+    value: u8,
+    bytes: usize,
+    s: sys::CUstream,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(
+        unsafe { sys::cuMemsetD8Async(ptr, value, bytes, s) },
+        "cuMemsetD8Async",
+    )
+}
+
+/// `cuMemcpyHtoDAsync` of `src` to device address `dst`.
+///
+/// # Safety
+///
+/// `dst` holds `src.len()` bytes; `src` stays unchanged until the copy completes (callers
+/// synchronize `s` before returning).
+pub(crate) unsafe fn memcpy_htod_async(dst: u64, src: &[u8], s: sys::CUstream) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { cu::memcpy_htod_async(dst, src, s) }.named("cuMemcpyHtoDAsync")
+}
+
+/// `cuMemcpyDtoHAsync` of `bytes` bytes from device address `src` to `dst`.
+///
+/// # Safety
+///
+/// `dst` is valid for writes of `bytes` bytes until the copy completes (callers synchronize
+/// `s` before returning); `src` holds `bytes` bytes.
+pub(crate) unsafe fn memcpy_dtoh_async(
+    dst: *mut u8,
+    src: u64,
+    bytes: usize,
+    s: sys::CUstream,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, s) };
+    check(r, "cuMemcpyDtoHAsync")
+}
+
+/// `cuMemHostAlloc(DEVICEMAP)` of `bytes` zeroed bytes of page-locked host memory mapped
+/// into the current context's address space: its host and device addresses. Never freed by
+/// ferrocuda (callers keep it for the life of the process).
+pub(crate) fn mem_host_alloc_mapped(bytes: usize) -> Result<(*mut u8, u64)> {
+    let mut host: *mut c_void = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local.
+    let r = unsafe { sys::cuMemHostAlloc(&mut host, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
+    check(r, "cuMemHostAlloc")?;
+    // SAFETY: `host` is a fresh allocation of `bytes` bytes.
+    unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
+    let mut mapped: sys::CUdeviceptr = 0;
+    // SAFETY: `host` was allocated with DEVICEMAP in the current context.
+    let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut mapped, host, 0) };
+    check(r, "cuMemHostGetDevicePointer")?;
+    Ok((host.cast(), mapped))
+}
+
+/// `cuTensorMapEncodeTiled`: the 128-byte TMA descriptor of a tiled tensor into `out` (a
+/// `CUtensorMap`). Dimensions, strides and box are innermost first, as the driver takes them;
+/// `strides` has `dims.len() - 1` entries (bytes, for dimensions 1..).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tensor_map_encode_tiled(
+    out: &mut sys::CUtensorMap,
+    dtype: sys::CUtensorMapDataType,
+    address: u64,
+    dims: &[u64],
+    strides: &[u64],
+    box_dims: &[u32],
+    swizzle: sys::CUtensorMapSwizzle,
+) -> Result<()> {
+    let rank = dims.len();
+    if rank == 0 || strides.len() + 1 != rank || box_dims.len() != rank {
+        return Err(Error::value(
+            "a tensor map needs matching dimensions, strides and box",
+        ));
+    }
+    let element_strides = [1u32; 5];
+    // SAFETY: every pointer points at `rank` (strides: `rank - 1`) readable values, `out` at a
+    // writable `CUtensorMap`; the driver only encodes (no memory access at `address`).
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            out,
+            dtype,
+            rank as u32,
+            address as usize as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            box_dims.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        e => Err(cuda_error(e, "cuTensorMapEncodeTiled")),
+    }
+}

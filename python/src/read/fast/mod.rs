@@ -1,0 +1,448 @@
+//! Fast paths for the two most common producers: exact `cupy.ndarray` and `torch.Tensor`.
+//!
+//! Both producers build their `__cuda_array_interface__` dict in Python-level code on every
+//! access, which costs more than a whole kernel launch's budget (`bench/field_costs.py`
+//! measures it; BENCHMARKS.md, "Launch overhead"). For instances of exactly these two types the
+//! same fields are read directly — a few attribute reads, each a small fraction of the dict's
+//! cost — and the descriptor is built with the getter's meaning kept (each producer's module
+//! says how it reads which field).
+//!
+//! # What lives where
+//!
+//! * this module — what both paths share: the producer [`Kind`] of a type ([`kind_of`], cached
+//!   per type), the on/off switches ([`status`]), the per-launch [`CallState`], the [`Layout`]
+//!   a path reads, the entry points that dispatch on the kind ([`describe_into`],
+//!   [`same_layout`], [`describes`], [`current_stream`]), the [`self_check`] against the
+//!   getter, the table of element types by dtype object, and the reading of tuples of ints;
+//! * `cupy` — exact `cupy.ndarray`: its layout and pointer, CuPy's current stream (through
+//!   CuPy's C function where it can, [`cupy_stream_source`]), the checks of a bound array;
+//! * `torch` — exact `torch.Tensor`: through torch's DLPack exchange API or attribute reads
+//!   ([`torch_read_source`]), torch's current stream ([`torch_stream`]), the refusal of lazy
+//!   bits ([`refuse_lazy_bits`]).
+//!
+//! Anything the fast path does not recognise — another type (subclasses included: they may
+//! override the getter), an attribute that raises, a dtype without a ferrocuda element type, a
+//! descriptor that fails validation — falls back to the generic path, so errors always come
+//! from the producer's own interface. The first array of each kind in a process is read both
+//! ways and compared; if they ever disagree (a future CuPy or torch changed the getter) that
+//! fast path is switched off for the process with a `RuntimeWarning`. Setting
+//! `FERROCUDA_FAST_PATHS=0` (read once) switches both off.
+//!
+//! # torch's producer stream
+//!
+//! torch exports CAI version 2, without a stream. torch's own operations run on its *current*
+//! stream, and torch's DLPack export orders that stream before the consumer's, so ferrocuda
+//! treats the current stream of the tensor's device
+//! (`torch._C._cuda_getCurrentRawStream`, 0 meaning the legacy stream) as the producer stream
+//! of every `torch.Tensor` (subclasses included) whose interface names no stream: with
+//! `stream=None` a launch then runs on that stream, like a torch operation would, and inside
+//! `with torch.cuda.stream(s):` it runs on `s`. The device is read from the first tensor of a
+//! launch; all arrays of a launch must be on one device (checked with the pointers).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use ferrocuda_abi::{layout, DType};
+use ferrocuda_host::cai::{ArrayDesc, MAX_NDIM};
+use ferrocuda_host::StreamRef;
+use pyo3::exceptions::PyRuntimeWarning;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+mod cupy;
+mod torch;
+
+pub use cupy::cupy_stream_source;
+use cupy::{cupy, cupy_layout, cupy_stream, cupy_unchanged};
+pub use torch::{refuse_lazy_bits, torch_read_source, torch_stream};
+use torch::{torch, torch_api, torch_layout, torch_stream_on, torch_view};
+
+// ---------------------------------------------------------------------------------------
+// A lock-free map from Python object addresses to a byte.
+
+/// Up to `N` entries `address → byte`, lock-free (read on every launch). An address is only
+/// inserted together with a leaked strong reference to its object, so it can never be freed
+/// and reused by another object. Once full, lookups of new addresses just miss.
+struct PtrTable<const N: usize>([AtomicU64; N]);
+
+impl<const N: usize> PtrTable<N> {
+    const fn new() -> Self {
+        PtrTable([const { AtomicU64::new(0) }; N])
+    }
+
+    fn key(obj: &Bound<'_, PyAny>) -> Option<u64> {
+        Self::key_of(obj.as_ptr())
+    }
+
+    fn key_of(ptr: *mut pyo3::ffi::PyObject) -> Option<u64> {
+        let k = ptr as u64;
+        // Packed as `address << 8 | byte`: addresses must fit 56 bits (x86-64 and AArch64
+        // user space do).
+        (k != 0 && k >> 56 == 0).then_some(k)
+    }
+
+    fn get(&self, obj: &Bound<'_, PyAny>) -> Option<u8> {
+        self.get_ptr(obj.as_ptr())
+    }
+
+    /// As [`get`](Self::get), by address (no reference taken).
+    fn get_ptr(&self, ptr: *mut pyo3::ffi::PyObject) -> Option<u8> {
+        let k = Self::key_of(ptr)?;
+        for slot in &self.0 {
+            let v = slot.load(Ordering::Acquire);
+            if v == 0 {
+                return None;
+            }
+            if v >> 8 == k {
+                return Some(v as u8);
+            }
+        }
+        None
+    }
+
+    fn insert(&self, obj: &Bound<'_, PyAny>, value: u8) {
+        let Some(k) = Self::key(obj) else { return };
+        let packed = k << 8 | u64::from(value);
+        for slot in &self.0 {
+            match slot.compare_exchange(0, packed, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    // Keep the object alive for the process: its address must never be reused.
+                    std::mem::forget(obj.clone().unbind());
+                    return;
+                }
+                Err(cur) if cur >> 8 == k => return,
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Kinds of producer types.
+
+/// What a Python type is, for the fast paths and the torch stream rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Anything else.
+    Other = 1,
+    /// Exactly `torch.Tensor`.
+    Torch = 2,
+    /// A subclass of `torch.Tensor` (e.g. `nn.Parameter`): generic path, torch stream rule.
+    TorchSub = 3,
+    /// Exactly `cupy.ndarray`.
+    Cupy = 4,
+}
+
+impl Kind {
+    fn from_code(c: u8) -> Kind {
+        [Kind::Torch, Kind::TorchSub, Kind::Cupy]
+            .into_iter()
+            .find(|k| *k as u8 == c)
+            .unwrap_or(Kind::Other)
+    }
+}
+
+static KINDS: PtrTable<32> = PtrTable::new();
+
+fn is_named(ty: &Bound<'_, PyAny>, module: &str, name: &str) -> bool {
+    let py = ty.py();
+    let m = ty
+        .getattr(intern!(py, "__module__"))
+        .ok()
+        .and_then(|m| m.extract::<String>().ok());
+    let n = ty
+        .getattr(intern!(py, "__name__"))
+        .ok()
+        .and_then(|n| n.extract::<String>().ok());
+    matches!((m, n), (Some(m), Some(n)) if (m == module || m.starts_with(&format!("{module}."))) && n == name)
+}
+
+/// The kind of `obj`'s type (cached per type).
+pub fn kind_of(obj: &Bound<'_, PyAny>) -> Kind {
+    // SAFETY: `obj` is a live object, so its type pointer is valid; only the address is read.
+    let ty_ptr = unsafe { pyo3::ffi::Py_TYPE(obj.as_ptr()) }.cast::<pyo3::ffi::PyObject>();
+    if let Some(c) = KINDS.get_ptr(ty_ptr) {
+        return Kind::from_code(c);
+    }
+    let ty = obj.get_type().into_any();
+    let py = obj.py();
+    let kind = if is_named(&ty, "torch", "Tensor") {
+        Kind::Torch
+    } else if is_named(&ty, "cupy", "ndarray")
+        && py
+            .import("cupy")
+            .and_then(|m| m.getattr("ndarray"))
+            .map(|t| t.is(&ty))
+            .unwrap_or(false)
+    {
+        Kind::Cupy
+    } else {
+        let mro = ty
+            .getattr(intern!(py, "__mro__"))
+            .ok()
+            .and_then(|m| m.cast_into::<PyTuple>().ok());
+        match mro {
+            Some(m) if m.iter().skip(1).any(|b| is_named(&b, "torch", "Tensor")) => Kind::TorchSub,
+            _ => Kind::Other,
+        }
+    };
+    KINDS.insert(&ty, kind as u8);
+    kind
+}
+
+fn fast_paths_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        !matches!(
+            std::env::var("FERROCUDA_FAST_PATHS").as_deref(),
+            Ok("0") | Ok("off") | Ok("false")
+        )
+    })
+}
+
+static CUPY_ON: AtomicBool = AtomicBool::new(true);
+/// What CuPy's getter exports for its null stream (0 until first seen).
+static CUPY_NULL: AtomicU64 = AtomicU64::new(0);
+static TORCH_ON: AtomicBool = AtomicBool::new(true);
+static CUPY_CHECKED: AtomicBool = AtomicBool::new(false);
+static TORCH_CHECKED: AtomicBool = AtomicBool::new(false);
+
+/// Which fast paths are on: `(cupy, torch)` (for tests and diagnostics).
+pub fn status() -> (bool, bool) {
+    let on = fast_paths_enabled();
+    (
+        on && CUPY_ON.load(Ordering::Relaxed),
+        on && TORCH_ON.load(Ordering::Relaxed),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-launch state.
+
+/// Producer state read at most once per launch.
+#[derive(Clone, Copy, Default)]
+pub struct CallState {
+    /// CuPy: `(export version, stream)`.
+    cupy: Option<(u8, Option<StreamRef>)>,
+    /// torch: the current stream of the first tensor's device.
+    torch: Option<StreamRef>,
+}
+
+/// The pointer and layout of an array as a fast path reads them: what can change on the same
+/// producer object between launches (torch's `resize_`, `set_`, `as_strided_`, assigning
+/// `.data`; CuPy's `shape` setter).
+pub struct Layout {
+    n: usize,
+    shape: [usize; MAX_NDIM],
+    /// Byte strides in `[..n]` when `strided`, else C-contiguous.
+    strides: [isize; MAX_NDIM],
+    strided: bool,
+    ptr: u64,
+}
+
+impl Layout {
+    fn new() -> Self {
+        Layout {
+            n: 0,
+            shape: [0; MAX_NDIM],
+            strides: [0; MAX_NDIM],
+            strided: false,
+            ptr: 0,
+        }
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape[..self.n]
+    }
+
+    fn strides(&self) -> Option<&[isize]> {
+        self.strided.then(|| &self.strides[..self.n])
+    }
+
+    /// Whether this is the pointer, shape and strides `desc` describes.
+    fn matches(&self, desc: &ArrayDesc) -> bool {
+        if self.ptr != desc.ptr() || self.shape() != desc.shape() {
+            return false;
+        }
+        match self.strides() {
+            Some(s) => s == desc.byte_strides(),
+            None => {
+                let mut c = [0isize; MAX_NDIM];
+                layout::c_strides(self.shape(), desc.itemsize(), &mut c).is_some()
+                    && &c[..self.n] == desc.byte_strides()
+            }
+        }
+    }
+}
+
+/// Whether `obj` (of `kind`), read by its fast path, is still the memory and layout `desc`
+/// describes — the few reads a bound launch repeats to detect a producer that reallocated or
+/// re-laid out the same object. `None` when no fast path reads `obj` (another kind, the fast
+/// paths switched off, an attribute that raises): the caller reads the interface instead.
+///
+/// * A torch tensor: pointer, dtype, shape and strides in one exchange-API call (or the
+///   attribute reads without the API); the API's view also gives the tensor's device, so
+///   torch's current stream on it is read into `state` here when it is not there yet (one view
+///   per tensor per launch, not a second one for the stream).
+/// * A CuPy array: `cupy_unchanged`'s reads, which see every change CuPy's public API can
+///   make to an existing array.
+pub fn same_layout(
+    obj: &Bound<'_, PyAny>,
+    kind: Kind,
+    desc: &ArrayDesc,
+    state: &mut CallState,
+) -> PyResult<Option<bool>> {
+    if !fast_paths_enabled() {
+        return Ok(None);
+    }
+    let mut l = Layout::new();
+    Ok(match kind {
+        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_unchanged(obj, desc),
+        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py()) {
+            Some(api) => match torch_view(obj, &api, &mut l) {
+                Some((dtype, device)) if dtype == desc.dtype() => {
+                    let same = l.matches(desc);
+                    if same && state.torch.is_none() {
+                        torch_stream_on(obj.py(), &api, device, state)?;
+                    }
+                    Some(same)
+                }
+                _ => None,
+            },
+            None => torch_layout(obj, desc.itemsize(), &mut l)?.map(|()| l.matches(desc)),
+        },
+        _ => None,
+    })
+}
+
+/// Whether `obj` (of `kind`), read whole by its fast path, has exactly the pointer, shape and
+/// strides of `desc` — what a bound launch checks once, at bind, before it relies on the
+/// lighter per-launch reads of [`same_layout`]. `None` as for [`same_layout`].
+pub fn describes(obj: &Bound<'_, PyAny>, kind: Kind, desc: &ArrayDesc) -> PyResult<Option<bool>> {
+    match kind {
+        Kind::Cupy if fast_paths_enabled() && CUPY_ON.load(Ordering::Relaxed) => {
+            let mut l = Layout::new();
+            Ok(cupy_layout(obj, &mut l).map(|()| l.matches(desc)))
+        }
+        _ => same_layout(obj, kind, desc, &mut CallState::default()),
+    }
+}
+
+/// The producer stream of `obj` (of `kind`) as a launch now reads it: CuPy's current stream
+/// (export version 3; none for version 2), torch's current stream on the tensor's device.
+/// `None` when no fast path reads it (the caller reads the interface instead). Read once per
+/// launch, through `state`.
+pub fn current_stream(
+    obj: &Bound<'_, PyAny>,
+    kind: Kind,
+    state: &mut CallState,
+) -> PyResult<Option<Option<StreamRef>>> {
+    match kind {
+        Kind::Cupy => Ok(match state.cupy {
+            Some((_, s)) => Some(s),
+            None => cupy_stream(obj).map(|v| {
+                state.cupy = Some(v);
+                v.1
+            }),
+        }),
+        Kind::Torch => torch_stream(obj, state).map(|s| Some(Some(s))),
+        _ => Ok(None),
+    }
+}
+
+/// Describes `obj` by a fast path into `slot` (built in place: descriptors are ≈ 580 bytes);
+/// `false` (and `slot` left `None`) for the generic path.
+pub fn describe_into(
+    obj: &Bound<'_, PyAny>,
+    kind: Kind,
+    arg: &str,
+    state: &mut CallState,
+    slot: &mut Option<ArrayDesc>,
+) -> PyResult<bool> {
+    *slot = None;
+    if !fast_paths_enabled() {
+        return Ok(false);
+    }
+    match kind {
+        Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => Ok(cupy(obj, state, slot).is_some()),
+        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => torch(obj, arg, state, slot),
+        _ => Ok(false),
+    }
+}
+
+/// Compares the first fast-path descriptor of a kind with the generic one (strides only where
+/// they move the pointer: an empty tensor's are the producer's choice); on a mismatch,
+/// switches that fast path off (with a warning) and replaces `fast` with the generic
+/// descriptor.
+pub fn self_check(
+    obj: &Bound<'_, PyAny>,
+    kind: Kind,
+    fast: &mut ArrayDesc,
+    generic: impl FnOnce() -> PyResult<ArrayDesc>,
+) -> PyResult<()> {
+    let (checked, on, who) = match kind {
+        Kind::Cupy => (&CUPY_CHECKED, &CUPY_ON, "CuPy"),
+        // bfloat16 tensors are not compared: older torch getters refuse them.
+        Kind::Torch if fast.dtype() == DType::BF16 => return Ok(()),
+        Kind::Torch => (&TORCH_CHECKED, &TORCH_ON, "PyTorch"),
+        _ => return Ok(()),
+    };
+    if checked.load(Ordering::Relaxed) || checked.swap(true, Ordering::Relaxed) {
+        return Ok(());
+    }
+    let g = generic()?;
+    if g.same_elements(fast) {
+        return Ok(());
+    }
+    on.store(false, Ordering::Relaxed);
+    let py = obj.py();
+    let msg = std::ffi::CString::new(format!(
+        "ferrocuda: the {who} fast path read {fast:?} but __cuda_array_interface__ says \
+         {g:?}; using the interface from now on (please report this)"
+    ))
+    .unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &msg, 1)?;
+    *fast = g;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Element types by dtype object (each producer's reader of its dtype objects is in its own
+// module).
+
+const NO_DTYPE: u8 = 0xff;
+static DTYPES: PtrTable<32> = PtrTable::new();
+
+fn dtype_code(d: Option<DType>) -> u8 {
+    match d {
+        Some(d) => DType::ALL
+            .iter()
+            .position(|x| *x == d)
+            .map_or(NO_DTYPE, |i| i as u8),
+        None => NO_DTYPE,
+    }
+}
+
+fn dtype_of_code(c: u8) -> Option<DType> {
+    DType::ALL.get(c as usize).copied()
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading tuples of ints.
+
+/// The ints of a tuple of at most [`MAX_NDIM`] items into `out`; `None` if it is anything else.
+fn int_tuple<'py, T>(obj: &Bound<'py, PyAny>, out: &mut [T; MAX_NDIM]) -> Option<usize>
+where
+    T: pyo3::conversion::FromPyObjectOwned<'py>,
+{
+    let t = obj.cast::<PyTuple>().ok()?;
+    let n = t.len();
+    if n > MAX_NDIM {
+        return None;
+    }
+    for (k, slot) in out.iter_mut().enumerate().take(n) {
+        *slot = t.get_item(k).ok()?.extract().ok()?;
+    }
+    Some(n)
+}
