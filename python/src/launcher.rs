@@ -14,12 +14,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ferrocuda_host::{Kernel, StreamRef};
+use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyTuple};
 
 use crate::bind::{bind, PyBound};
-use crate::call::{call, parse_config, with_keywords, CallOpts, Target};
+use crate::call::{call, parse_config, CallOpts, Target};
 use crate::docs::signature_text;
 use crate::read::streams::parse_sync;
 
@@ -50,6 +51,82 @@ impl Origin {
             Origin::Manifest(p) => Some(p.clone().into_os_string()),
         }
     }
+}
+
+/// The arguments of a call with keyword arguments for parameters (`add(a, b, out=out)`):
+/// `args` followed, in parameter order, by the parameters named in `kwargs`. Every parameter
+/// after the positional ones must be named (a `TypeError` names the missing ones, an unknown
+/// keyword, or one given twice). A family's kernels must agree on the names of their
+/// parameters (its variants do: they differ in types, ranks and layouts).
+pub fn with_keywords<'py>(
+    t: &Target,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let Some(kwargs) = kwargs.filter(|k| !k.is_empty()) else {
+        return Ok(args.clone());
+    };
+    let params = &t.kernels[0].signature().params;
+    let what = if t.is_family() {
+        "kernel family"
+    } else {
+        "kernel"
+    };
+    let named = |i: usize| params[i].name.as_str();
+    if let Some(k) = t.kernels.iter().find(|k| {
+        let ps = &k.signature().params;
+        ps.len() != params.len() || ps.iter().zip(params.iter()).any(|(a, b)| a.name != b.name)
+    }) {
+        return Err(PyTypeError::new_err(format!(
+            "{what} `{}`: its kernels name their parameters differently ({} and {}); pass the \
+             arguments by position",
+            t.name,
+            t.kernels[0].signature().param_list(),
+            k.signature().param_list()
+        )));
+    }
+    for (key, _) in kwargs.iter() {
+        let key: String = key.extract().map_err(|_| {
+            PyTypeError::new_err(format!("{what} `{}`: keywords must be strings", t.name))
+        })?;
+        match params.iter().position(|p| p.name == key) {
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "{what} `{}` has no parameter `{key}` (its parameters: {})",
+                    t.name,
+                    params
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+            Some(i) if i < args.len() => {
+                return Err(PyTypeError::new_err(format!(
+                    "{what} `{}`: argument `{key}` given by position and by keyword",
+                    t.name
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    let mut all: Vec<Bound<'py, PyAny>> = args.iter().collect();
+    let mut missing = Vec::new();
+    for i in args.len()..params.len() {
+        match kwargs.get_item(named(i))? {
+            Some(v) => all.push(v),
+            None => missing.push(format!("`{}`", named(i))),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} `{}` is missing argument(s) {} ({})",
+            t.name,
+            missing.join(", "),
+            t.kernels[0].signature().param_list()
+        )));
+    }
+    PyTuple::new(args.py(), all)
 }
 
 /// The function of the extension module named `name` (what pickles refer to).
