@@ -416,6 +416,14 @@ def wait_for(proc: subprocess.Popen[str], pattern: str, timeout: float) -> list[
     raise AssertionError(f"no {pattern!r} within {timeout} s: {seen}")
 
 
+def sigint_default() -> None:
+    """In the child, before it execs: SIGINT's default disposition. A test run started in the
+    background of a non-interactive shell (a CI job, `cmd &`) inherits SIGINT ignored, and
+    Python then installs no KeyboardInterrupt handler: the signal the test sends would be
+    lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stopped_promptly(proc: subprocess.Popen[str], tree: str) -> tuple[float, str]:
     """Sends SIGINT, waits for the exit; returns (seconds, the rest of stdout). Afterwards no
     process mentions ``tree`` (the child cargo, its rustc)."""
@@ -443,6 +451,7 @@ def test_ctrl_c_stops_an_inline_build_promptly(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=sigint_default,
     )
     wait_for(proc, "cargo: compiling core", 120)
     time.sleep(0.5)
@@ -474,6 +483,7 @@ def test_ctrl_c_stops_the_build_command_promptly(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=sigint_default,
     )
     # Progress goes to stderr here: read it as the stream.
     proc.stdout, proc.stderr = proc.stderr, None
