@@ -75,6 +75,11 @@ pub fn run_with(
         1
     };
     let mut report = |m: &str| eprintln!("ferrocuda: {m}");
+    // `ferrocuda new --help`, `ferrocuda build PATH -h`, …: the usage, whatever else is given.
+    if args.len() > 1 && args[1..].iter().any(|a| a == "-h" || a == "--help") {
+        print!("{USAGE}");
+        return 0;
+    }
     match args.first().map(String::as_str) {
         None => usage("no command"),
         Some("-h" | "--help" | "help") => {
@@ -203,5 +208,36 @@ pub fn run_with(
             i32::from(missing || !errors.is_empty())
         }
         Some(other) => usage(&format!("unknown command `{other}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn help_after_a_command_prints_the_usage_and_builds_nothing() {
+        let asked = Cell::new(0);
+        let sources = || -> Result<CrateSources, BuildError> {
+            asked.set(asked.get() + 1);
+            Err(crate::control::cancelled())
+        };
+        let control = Control::none();
+        for argv in [
+            &["build", "--help"][..],
+            &["build", "some/crate", "-h"],
+            &["new", "--help"],
+            &["doctor", "--help"],
+            &["build", "--arch", "sm_90", "--help"],
+        ] {
+            let args: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            assert_eq!(run_with(&args, &sources, None, None, &control), 0, "{argv:?}");
+        }
+        assert_eq!(asked.get(), 0, "no command ran");
+        // An unknown option is still refused (status 2), and `--help` alone is the usage.
+        let args = vec!["build".to_string(), "--hepl".to_string()];
+        assert_eq!(run_with(&args, &sources, None, None, &control), 2);
+        assert_eq!(run_with(&["--help".to_string()], &sources, None, None, &control), 0);
     }
 }
