@@ -232,12 +232,19 @@ mod tests {
             &["build", "--arch", "sm_90", "--help"],
         ] {
             let args: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-            assert_eq!(run_with(&args, &sources, None, None, &control), 0, "{argv:?}");
+            assert_eq!(
+                run_with(&args, &sources, None, None, &control),
+                0,
+                "{argv:?}"
+            );
         }
         assert_eq!(asked.get(), 0, "no command ran");
         // An unknown option is still refused (status 2), and `--help` alone is the usage.
         let args = vec!["build".to_string(), "--hepl".to_string()];
         assert_eq!(run_with(&args, &sources, None, None, &control), 2);
-        assert_eq!(run_with(&["--help".to_string()], &sources, None, None, &control), 0);
+        assert_eq!(
+            run_with(&["--help".to_string()], &sources, None, None, &control),
+            0
+        );
     }
 }
