@@ -1,6 +1,8 @@
 """The kernels' manifest read in Python: parameters, and the output shapes its ``same_shape``
 groups and ``require`` rules imply (for the JAX functions' result declarations, and for any
-front end that must declare a kernel's outputs before it runs).
+front end that must declare a kernel's outputs before it runs). The torch operators
+(``ferrocuda.torch``) and the generated stubs (``ferrocuda._stubs``) read kernels through
+:class:`KernelInfo` too.
 
 Indices in ``same_shape``, ``require`` and ``zero`` are positions in a kernel's full
 parameter list (``json.loads(module.manifest)["kernels"][i]["params"]``, scratch parameters
@@ -32,6 +34,12 @@ class ParamInfo:
     @property
     def is_array(self) -> bool:
         return self.kind not in ("scalar", "scratch")
+
+    @property
+    def fixes_rank(self) -> bool:
+        """Views and tensor maps have a rank; a slice takes any rank (its elements in C
+        order)."""
+        return self.kind in ("view", "tensormap")
 
     def describe(self) -> str:
         if self.kind == "scalar":

@@ -18,6 +18,8 @@ import keyword
 import sys
 from typing import Any
 
+from ._manifest import KernelInfo, ParamInfo
+
 #: Scalar element types whose parameters take Python ``int`` (the rest take ``float``).
 _INT_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
 
@@ -31,27 +33,22 @@ _OPTIONS = (
 )
 
 
-def _caller_params(kernel: dict[str, Any]) -> list[dict[str, Any]]:
-    """The parameters a caller passes (scratch workspaces are the launcher's)."""
-    return [p for p in kernel["params"] if p["kind"] != "scratch"]
-
-
-def _py_type(params: list[dict[str, Any]]) -> str:
+def _py_type(params: list[ParamInfo]) -> str:
     """The Python type of one parameter position across a family's variants."""
-    if any(p["kind"] != "scalar" for p in params):
+    if any(p.kind != "scalar" for p in params):
         return "_ArrayLike"
-    if all(p["dtype"] in _INT_DTYPES for p in params):
+    if all(p.dtype in _INT_DTYPES for p in params):
         return "int"
     # A float parameter takes int too (and a type checker's float accepts int).
     return "float"
 
 
-def _signature(kernels: list[dict[str, Any]]) -> tuple[tuple[str, str], ...] | None:
+def _signature(kernels: list[KernelInfo]) -> tuple[tuple[str, str], ...] | None:
     """``(name, type)`` per parameter, or None when the kernels do not agree on the names
     (then only positional calls are possible and the stub stays generic)."""
-    first = [p["name"] for p in _caller_params(kernels[0])]
-    cols = [_caller_params(k) for k in kernels]
-    if any([p["name"] for p in c] != first for c in cols):
+    first = [p.name for p in kernels[0].params]
+    cols = [k.params for k in kernels]
+    if any([p.name for p in c] != first for c in cols):
         return None
     if any(keyword.iskeyword(n) or not n.isidentifier() for n in first):
         return None
@@ -100,13 +97,11 @@ def stub_text(manifest: str, doc: str) -> str:
     """The ``.pyi`` text of a namespace holding a module's families and kernels (a family
     wins when both share a name, as in ``ferrocuda.kernels``), from the module's manifest
     (``Module.manifest``). ``doc`` is the stub's docstring."""
-    kernels: list[dict[str, Any]] = json.loads(manifest)["kernels"]
-    families: dict[str, list[dict[str, Any]]] = {}
+    kernels = [KernelInfo(k) for k in json.loads(manifest)["kernels"]]
+    families: dict[str, list[KernelInfo]] = {}
     for k in kernels:
-        families.setdefault(k["family"], []).append(k)
-    entries: dict[str, tuple[list[dict[str, Any]], bool]] = {
-        k["name"]: ([k], False) for k in kernels
-    }
+        families.setdefault(k.family, []).append(k)
+    entries: dict[str, tuple[list[KernelInfo], bool]] = {k.name: ([k], False) for k in kernels}
     entries.update({f: (ks, True) for f, ks in families.items()})
 
     protocols: dict[tuple[Any, ...], str] = {}

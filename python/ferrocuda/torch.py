@@ -62,6 +62,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._manifest import KernelInfo, ParamInfo
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ._ferrocuda import Family, Module
 
@@ -99,42 +101,18 @@ def _torch() -> Any:
 # The manifest's facts, per kernel.
 
 
-class _Param:
-    __slots__ = ("array", "dtype", "index", "kind", "mutable", "name", "rank")
-
-    def __init__(self, index: int, p: dict[str, Any]) -> None:
-        self.index = index
-        self.name: str = p["name"]
-        self.kind: str = p["kind"]
-        self.dtype: str = p["dtype"]
-        self.rank: int = int(p["rank"])
-        self.mutable: bool = bool(p["mutable"])
-        self.array = self.kind != "scalar"
-
-    @property
-    def fixes_rank(self) -> bool:
-        # Views and tensor maps have a rank; a slice takes any rank (its elements in C order).
-        return self.kind in ("view", "tensormap")
-
-
-class _Variant:
-    """One kernel of a family: its caller parameters and shape rules."""
+class _Variant(KernelInfo):
+    """One kernel of a family: its caller parameters and shape rules, as the operators see
+    them."""
 
     def __init__(self, k: dict[str, Any]) -> None:
-        self.name: str = k["name"]
-        every = [_Param(i, p) for i, p in enumerate(k["params"])]
-        # Scratch workspaces are the launcher's: no argument.
-        self.params = [p for p in every if p.kind != "scratch"]
+        super().__init__(k)
         self.by_index = {p.index: p for p in self.params}
-        self.inputs = [p for p in self.params if not (p.array and p.mutable)]
-        self.outputs = [p for p in self.params if p.array and p.mutable]
-        self.same_shape: list[list[int]] = [list(g) for g in k.get("same_shape", [])]
-        self.require: list[dict[str, Any]] = list(k.get("require", []))
         self.zero = set(k.get("zero", []))
 
     def signature(self) -> str:
-        def one(p: _Param) -> str:
-            if not p.array:
+        def one(p: ParamInfo) -> str:
+            if not p.is_array:
                 return f"{p.name}: {p.dtype}"
             rank = f", {p.rank}-D" if p.fixes_rank else ""
             w = " (written)" if p.mutable else ""
@@ -147,7 +125,7 @@ def _torch_dtype(torch: Any, name: str) -> Any:
     return getattr(torch, name, None)
 
 
-def _takes(torch: Any, p: _Param, t: Any) -> bool:
+def _takes(torch: Any, p: ParamInfo, t: Any) -> bool:
     """`True` when parameter `p` takes tensor `t` by element type and rank (the family
     launcher's rule, layout aside)."""
     return bool(t.dtype == _torch_dtype(torch, p.dtype) and (not p.fixes_rank or t.dim() == p.rank))
@@ -161,14 +139,14 @@ def _known(op: dict[str, Any], v: _Variant) -> bool:
         return True
     if kind in ("dim", "len"):
         p = v.by_index.get(int(arg[0] if kind == "dim" else arg))
-        return p is not None and p.array and not p.mutable
+        return p is not None and p.is_array and not p.mutable
     if kind == "scalar":
         p = v.by_index.get(int(arg))
-        return p is not None and not p.array and _schema_type(p) == "int"
+        return p is not None and not p.is_array and _schema_type(p) == "int"
     return False  # "ptr": no shape information
 
 
-def _axis_of(op: dict[str, Any], out: _Param) -> int | None:
+def _axis_of(op: dict[str, Any], out: ParamInfo) -> int | None:
     """The axis of `out` that operand `op` names (`len` of a slice counts as axis 0)."""
     ((kind, arg),) = op.items()
     if kind == "dim" and int(arg[0]) == out.index:
@@ -183,10 +161,10 @@ def _axis_of(op: dict[str, Any], out: _Param) -> int | None:
 _Recipe = tuple[str, Any]
 
 
-def _output_recipe(v: _Variant, out: _Param) -> tuple[_Recipe | None, str]:
+def _output_recipe(v: _Variant, out: ParamInfo) -> tuple[_Recipe | None, str]:
     """How output `out`'s shape follows from the inputs by the manifest's rules, or `None`
     and why it does not."""
-    inputs = {p.index for p in v.inputs if p.array}
+    inputs = {p.index for p in v.inputs if p.is_array}
     for group in v.same_shape:
         if out.index in group:
             for i in group:
@@ -274,8 +252,8 @@ class _FamilySpec:
         first = self.variants[0]
         self.params = first.params
         for v in self.variants[1:]:
-            if [(p.name, p.array, p.mutable) for p in v.params] != [
-                (p.name, p.array, p.mutable) for p in self.params
+            if [(p.name, p.is_array, p.mutable) for p in v.params] != [
+                (p.name, p.is_array, p.mutable) for p in self.params
             ]:
                 raise ValueError(
                     f"kernel family `{family}`: its kernels differ in their parameters' names, "
@@ -285,7 +263,7 @@ class _FamilySpec:
         self.inputs = first.inputs
         self.outputs = first.outputs
         #: Positions of the array arguments of the functional form (its plans' key).
-        self.array_pos = [i for i, p in enumerate(self.inputs) if p.array]
+        self.array_pos = [i for i, p in enumerate(self.inputs) if p.is_array]
         self.hooks = dict((output_shapes or {}).get(family, {}))
         self._plans: dict[Any, tuple[_Variant, list[Any]]] = {}
 
@@ -308,9 +286,9 @@ class _FamilySpec:
     def variants_text(self) -> str:
         return "".join(f"\n    {v.signature()}" for v in self.variants)
 
-    def no_variant(self, torch: Any, args: Any, params: list[_Param]) -> TypeError:
+    def no_variant(self, torch: Any, args: Any, params: list[ParamInfo]) -> TypeError:
         got = ", ".join(
-            f"{p.name}: {t.dtype} {t.dim()}-D" if p.array else f"{p.name}: {type(t).__name__}"
+            f"{p.name}: {t.dtype} {t.dim()}-D" if p.is_array else f"{p.name}: {type(t).__name__}"
             for p, t in zip(params, args, strict=False)
         )
         return TypeError(
@@ -318,13 +296,14 @@ class _FamilySpec:
             f"{self.variants_text()}"
         )
 
-    def select(self, torch: Any, args: Any, params_of: Callable[[_Variant], list[_Param]]):
+    def select(self, torch: Any, args: Any, params_of: Callable[[_Variant], list[ParamInfo]]):
         """The variants whose parameters (`params_of(v)`) take `args`."""
         return [
             v
             for v in self.variants
             if all(
-                not p.array or _takes(torch, p, t) for p, t in zip(params_of(v), args, strict=True)
+                not p.is_array or _takes(torch, p, t)
+                for p, t in zip(params_of(v), args, strict=True)
             )
         ]
 
@@ -415,8 +394,8 @@ class _FamilySpec:
 # Registration.
 
 
-def _schema_type(p: _Param) -> str:
-    if p.array:
+def _schema_type(p: ParamInfo) -> str:
+    if p.is_array:
         return "Tensor"
     if p.dtype.startswith(("float", "bfloat", "complex")):
         return "float"
@@ -486,12 +465,12 @@ class TorchOps:
         params = spec.params
         # Each written array its own alias set: Tensor(w0!) out.
         args = ", ".join(
-            f"{_schema_type(p)}{f'(w{i}!)' if p.array and p.mutable else ''} {p.name}"
+            f"{_schema_type(p)}{f'(w{i}!)' if p.is_array and p.mutable else ''} {p.name}"
             for i, p in enumerate(params)
         )
         schema = f"({args}) -> ()"
-        mutated = [p.name for p in params if p.array and p.mutable]
-        tensor_at = [i for i, p in enumerate(params) if p.array]
+        mutated = [p.name for p in params if p.is_array and p.mutable]
+        tensor_at = [i for i, p in enumerate(params) if p.is_array]
         names = [p.name for p in params]
         qual = f"{self.namespace}::{spec.name}_out"
 
@@ -565,7 +544,7 @@ class TorchOps:
             "Tensor" if len(spec.outputs) == 1 else f"({', '.join('Tensor' for _ in spec.outputs)})"
         )
         schema = f"({args}) -> {rets}"
-        tensor_at = [i for i, p in enumerate(inputs) if p.array]
+        tensor_at = [i for i, p in enumerate(inputs) if p.is_array]
         names = [p.name for p in inputs]
         order = {p.index: n for n, p in enumerate(spec.params)}
         zero_filled = set.intersection(*(v.zero for v in spec.variants)) if spec.variants else set()
