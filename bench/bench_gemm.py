@@ -76,6 +76,12 @@ def main(argv=None):
     ap.add_argument("--trials", type=int, default=7)
     ap.add_argument("--out", default=None)
     ap.add_argument(
+        "--epilogue",
+        action="store_true",
+        help="also time the fused bias + GELU kernel (linear_bias_gelu, bf16 out) against "
+        "torch's F.gelu(x @ w.T + b) and F.gelu(F.linear(x, w, b))",
+    )
+    ap.add_argument(
         "--no-portable",
         dest="portable",
         action="store_false",
@@ -139,6 +145,29 @@ def main(argv=None):
             ("cuBLAS F.linear (bf16 out)", functools.partial(F.linear, x, w)),
             ("cuBLAS matmul x @ w.T (bf16 out)", functools.partial(torch.matmul, x, w.T)),
         ]
+        if args.epilogue:
+            b = torch.rand(n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+            outg = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            fused = functools.partial(ferrocuda.kernels.linear_bias_gelu, x, w, b, outg)
+            fused()
+            s = x.float() @ w.float().T + b.float()
+            want = F.gelu(s)
+            err = (outg.float() - want).abs().max().item()
+            bnd = 1.13 * (k * 2.0**-20 * top + 2.0**-22 * s.abs().max().item()) + 2.0**-8 * (
+                want.abs().max().item()
+            )
+            del s, want
+            checked["ferrocuda linear_bias_gelu (bf16 out)"] = err <= bnd
+            if err > bnd:
+                print(f"  {m}x{n}x{k} linear_bias_gelu: WRONG OUTPUT, {err} > {bnd}", flush=True)
+            timed += [
+                ("ferrocuda linear_bias_gelu (bf16 out)", fused),
+                ("torch F.gelu(x @ w.T + b)", lambda x=x, w=w, b=b: F.gelu(x @ w.T + b)),
+                (
+                    "torch F.gelu(F.linear(x, w, b))",
+                    lambda x=x, w=w, b=b: F.gelu(F.linear(x, w, b)),
+                ),
+            ]
         ms = {}
         for impl, fn in timed:
             med, lo, hi = gpu_ms(torch, fn, reps, args.trials)
@@ -160,6 +189,10 @@ def main(argv=None):
         base = ms["cuBLAS F.linear (bf16 out)"]
         for impl, _, _ in impls:
             print(f"    {impl} / cuBLAS throughput: {base / ms[impl]:.3f}", flush=True)
+        if args.epilogue:
+            ours = ms["ferrocuda linear_bias_gelu (bf16 out)"]
+            for peer in ("torch F.gelu(x @ w.T + b)", "torch F.gelu(F.linear(x, w, b))"):
+                print(f"    linear_bias_gelu speedup over {peer}: {ms[peer] / ours:.3f}x")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"device": dev, "cc": list(cc), "rows": rows}, f, indent=1)

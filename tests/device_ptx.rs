@@ -1003,11 +1003,39 @@ fn bundled_linear_selects_by_architecture_and_layout() {
             false,
         ),
     ];
+    // The fused-epilogue families (`linear_fused`) choose as `linear` does; their bias is one
+    // more contiguous array.
+    let bias = desc(DType::BF16, &[n], None, 0xa000_0000);
+    let mut members = vec![
+        ("linear", DType::F32, "linear_bf16_f32", "linear_bf16_f32_sm90"),
+        ("linear", DType::BF16, "linear_bf16", "linear_bf16_sm90"),
+        (
+            "linear_bias",
+            DType::F32,
+            "linear_bias_bf16_f32",
+            "linear_bias_bf16_f32_sm90",
+        ),
+    ];
+    let fused: Vec<(String, String, String)> = ["", "_relu", "_gelu", "_gelu_tanh", "_silu"]
+        .iter()
+        .map(|a| {
+            let family = format!("linear_bias{a}");
+            (
+                family.clone(),
+                format!("{family}_bf16"),
+                format!("{family}_bf16_sm90"),
+            )
+        })
+        .collect();
+    for (family, portable, hopper) in &fused {
+        for k in [portable, hopper] {
+            let names: Vec<&str> = module.family(family).map(|k| k.name()).collect();
+            assert!(names.contains(&k.as_str()), "{k} not in {family}: {names:?}");
+        }
+        members.push((family, DType::BF16, portable, hopper));
+    }
     for (what, x, w, tma) in &cases {
-        for (dtype, portable, hopper) in [
-            (DType::F32, "linear_bf16_f32", "linear_bf16_f32_sm90"),
-            (DType::BF16, "linear_bf16", "linear_bf16_sm90"),
-        ] {
+        for &(family, dtype, portable, hopper) in &members {
             let rows = x.shape()[0];
             let out = desc(
                 dtype,
@@ -1015,20 +1043,23 @@ fn bundled_linear_selects_by_architecture_and_layout() {
                 None,
                 if rows == 0 { 0 } else { 0x9000_0000 },
             );
-            let ops = [Operand::Array(x), Operand::Array(w), Operand::Array(&out)];
+            let ops: Vec<Operand> = if family == "linear" {
+                vec![Operand::Array(x), Operand::Array(w), Operand::Array(&out)]
+            } else {
+                vec![
+                    Operand::Array(x),
+                    Operand::Array(w),
+                    Operand::Array(&bias),
+                    Operand::Array(&out),
+                ]
+            };
             let chosen = |cc| {
-                select_for(module.family("linear"), &ops, Some(cc))
+                select_for(module.family(family), &ops, Some(cc))
                     .unwrap()
                     .name()
                     .to_string()
             };
-            // The bf16-output sm_90a kernel is another branch's: until it is bundled, the
-            // portable one is the only bf16-output member, on every device.
-            let on_hopper = if *tma && names.contains(&hopper) {
-                hopper
-            } else {
-                portable
-            };
+            let on_hopper = if *tma { hopper } else { portable };
             assert_eq!(
                 chosen((9, 0)),
                 on_hopper,

@@ -99,7 +99,7 @@ pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
 /// it, rounded to bf16: one 4-byte store when the row is contiguous and the pair aligned.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) {
+pub(crate) fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) {
     let [m, n] = out.shape();
     let (row, col) = (row as usize, col as usize);
     if row >= m || col >= n {
@@ -127,7 +127,7 @@ fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) 
 /// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) inside it.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
+pub(crate) fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
     let [m, n] = out.shape();
     let (row, col) = (row as usize, col as usize);
     if row >= m || col >= n {
@@ -171,7 +171,7 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
+pub(crate) unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
     use ferrocuda_device::mbarrier::{self, MBarrier, RingState};
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
     use ferrocuda_device::tma::Tma;

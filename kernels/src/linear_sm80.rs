@@ -99,7 +99,7 @@ pub unsafe fn linear_bf16_f32(x: View<bf16, 2>, w: View<bf16, 2>, out: ViewMut<f
     // SAFETY: launched as a kernel with the block and shared memory it declares, over
     // host-validated views whose shapes agree.
     unsafe {
-        gpu::linear(x, w, out)
+        gpu::linear(x, w, out, crate::epilogue::Plain)
     }
 }
 
@@ -121,14 +121,15 @@ pub unsafe fn linear_bf16(x: View<bf16, 2>, w: View<bf16, 2>, out: ViewMut<bf16,
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32`.
     unsafe {
-        gpu::linear(x, w, out)
+        gpu::linear(x, w, out, crate::epilogue::Plain)
     }
 }
 
 /// The device code.
 #[cfg(target_arch = "nvptx64")]
-mod gpu {
+pub(crate) mod gpu {
     use super::*;
+    use crate::epilogue::Epilogue;
     use ferrocuda_device::cp_async::{self, Pipeline};
     use ferrocuda_device::half::bf16x2;
     use ferrocuda_device::mma::{self, ldmatrix_x4, Acc16x8F32, FragA16x16, FragB16x8, Fragment};
@@ -287,7 +288,7 @@ mod gpu {
     }
 
     /// What `out` holds: `f32`, or `bf16` rounded from the f32 sums.
-    pub(super) trait OutElem: Copy {
+    pub(crate) trait OutElem: Copy {
         /// `v` as stored.
         fn from_acc(v: f32) -> Self;
         /// Writes `v0`, `v1` at `p`, `p + 1` in one store.
@@ -399,10 +400,11 @@ mod gpu {
     /// dynamic shared memory, over views whose shapes agree and whose extents are below 2³¹
     /// (the kernels' requirements), and an `out` that overlaps neither input.
     #[inline(always)]
-    pub(super) unsafe fn linear<T: OutElem>(
+    pub(crate) unsafe fn linear<T: OutElem, E: Epilogue>(
         x: View<bf16, 2>,
         w: View<bf16, 2>,
         out: ViewMut<T, 2>,
+        epi: E,
     ) {
         let smem = dynamic_shared::<u8>();
         // Launched with too little shared memory: abort, location recorded.
@@ -413,10 +415,10 @@ mod gpu {
         // SAFETY: (every arm) forwarded; the paths are the operands' own.
         unsafe {
             match (ox.chunked(), ow.chunked()) {
-                (true, true) => tiles::<true, true, T>(ox, ow, out, base),
-                (true, false) => tiles::<true, false, T>(ox, ow, out, base),
-                (false, true) => tiles::<false, true, T>(ox, ow, out, base),
-                (false, false) => tiles::<false, false, T>(ox, ow, out, base),
+                (true, true) => tiles::<true, true, T, E>(ox, ow, out, base, epi),
+                (true, false) => tiles::<true, false, T, E>(ox, ow, out, base, epi),
+                (false, true) => tiles::<false, true, T, E>(ox, ow, out, base, epi),
+                (false, false) => tiles::<false, false, T, E>(ox, ow, out, base, epi),
             }
         }
     }
@@ -430,11 +432,12 @@ mod gpu {
     /// `base` is the shared address of the dynamic shared memory.
     #[inline(always)]
     #[allow(clippy::erasing_op, clippy::identity_op)] // unroll!'s literal 0 (the epilogue)
-    unsafe fn tiles<const CX: bool, const CW: bool, T: OutElem>(
+    unsafe fn tiles<const CX: bool, const CW: bool, T: OutElem, E: Epilogue>(
         x: Operand,
         w: Operand,
         out: ViewMut<T, 2>,
         base: u32,
+        epi: E,
     ) {
         let (m, n, kk) = (x.rows, w.rows, x.k);
         let t = thread::rank_in_block();
@@ -510,11 +513,14 @@ mod gpu {
                 ferrocuda_device::unroll!(J in 0..4 {
                     let (row, col) = (m0 + wm + 16 * I + g, n0 + wn + 8 * J + 2 * tq);
                     let r = acc[I][J].regs;
+                    let c = epi.col(col, n);
+                    let (v0, v1) = epi.apply(c, r[0], r[1]);
+                    let (v2, v3) = epi.apply(c, r[2], r[3]);
                     // SAFETY: each element of the tile belongs to one lane of one warp; tiles
                     // are disjoint; col is even.
                     unsafe {
-                        store_pair(out, (m, n), pairs, row, col, r[0], r[1]);
-                        store_pair(out, (m, n), pairs, row + 8, col, r[2], r[3]);
+                        store_pair(out, (m, n), pairs, row, col, v0, v1);
+                        store_pair(out, (m, n), pairs, row + 8, col, v2, v3);
                     }
                 });
             });

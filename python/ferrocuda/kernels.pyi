@@ -622,6 +622,86 @@ class _Kernel15(Protocol):
 
 @type_check_only
 class _Family16(Protocol):
+    """A family launcher taking (x, w, bias, out)."""
+
+    def __call__(
+        self,
+        x: _ArrayLike,
+        w: _ArrayLike,
+        bias: _ArrayLike,
+        out: _ArrayLike,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> None: ...
+    def bind(
+        self,
+        x: _ArrayLike,
+        w: _ArrayLike,
+        bias: _ArrayLike,
+        out: _ArrayLike,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kernels(self) -> tuple[Kernel, ...]: ...
+
+@type_check_only
+class _Kernel17(Protocol):
+    """A kernel launcher taking (x, w, bias, out)."""
+
+    def __call__(
+        self,
+        x: _ArrayLike,
+        w: _ArrayLike,
+        bias: _ArrayLike,
+        out: _ArrayLike,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> None: ...
+    def bind(
+        self,
+        x: _ArrayLike,
+        w: _ArrayLike,
+        bias: _ArrayLike,
+        out: _ArrayLike,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def params(self) -> tuple[tuple[str, str, str, int, bool], ...]: ...
+    @property
+    def signature(self) -> str: ...
+
+@type_check_only
+class _Family18(Protocol):
     """A family launcher taking (a, b, c, alpha, beta)."""
 
     def __call__(
@@ -661,7 +741,7 @@ class _Family16(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel17(Protocol):
+class _Kernel19(Protocol):
     """A kernel launcher taking (a, b, c, alpha, beta)."""
 
     def __call__(
@@ -705,7 +785,7 @@ class _Kernel17(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family18(Protocol):
+class _Family20(Protocol):
     """A family launcher taking (x, y)."""
 
     def __call__(
@@ -739,7 +819,7 @@ class _Family18(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel19(Protocol):
+class _Kernel21(Protocol):
     """A kernel launcher taking (x, y)."""
 
     def __call__(
@@ -898,13 +978,30 @@ linear_bf16: _Kernel15
 linear_bf16_f32: _Kernel15
 linear_bf16_f32_sm90: _Kernel15
 linear_bf16_sm90: _Kernel15
+linear_bias: _Family16
+linear_bias_bf16: _Kernel17
+linear_bias_bf16_f32: _Kernel17
+linear_bias_bf16_f32_sm90: _Kernel17
+linear_bias_bf16_sm90: _Kernel17
+linear_bias_gelu: _Family16
+linear_bias_gelu_bf16: _Kernel17
+linear_bias_gelu_bf16_sm90: _Kernel17
+linear_bias_gelu_tanh: _Family16
+linear_bias_gelu_tanh_bf16: _Kernel17
+linear_bias_gelu_tanh_bf16_sm90: _Kernel17
+linear_bias_relu: _Family16
+linear_bias_relu_bf16: _Kernel17
+linear_bias_relu_bf16_sm90: _Kernel17
+linear_bias_silu: _Family16
+linear_bias_silu_bf16: _Kernel17
+linear_bias_silu_bf16_sm90: _Kernel17
 log_softmax: _Family7
 log_softmax_bf16: _Kernel8
 log_softmax_f16: _Kernel8
 log_softmax_f32: _Kernel8
 log_softmax_f64: _Kernel8
-matmul: _Family16
-matmul_f32: _Kernel17
+matmul: _Family18
+matmul_f32: _Kernel19
 max: _Family7
 max_f32: _Kernel8
 max_f64: _Kernel8
@@ -939,8 +1036,8 @@ saxpy_f64_1d: _Kernel5
 saxpy_f64_2d: _Kernel5
 saxpy_f64_3d: _Kernel5
 saxpy_f64_4d: _Kernel5
-shared_reverse: _Family18
-shared_reverse_f32: _Kernel19
+shared_reverse: _Family20
+shared_reverse_f32: _Kernel21
 silu: _Family7
 silu_bf16: _Kernel8
 silu_bf16_1d: _Kernel8

@@ -107,6 +107,33 @@ def activation_tol(torch: Any, dtype: Any) -> Any:
     return tol
 
 
+def fused_reference(torch: Any, x: Any, w: Any, b: Any, act: str) -> Any:
+    """``act(x @ w.T + b)`` in float64 (the fused-epilogue ``linear_bias*`` families)."""
+    s = x.double() @ w.double().t() + b.double()
+    f = torch.nn.functional
+    return {
+        "none": lambda v: v,
+        "relu": torch.relu,
+        "gelu": f.gelu,
+        "gelu_tanh": lambda v: f.gelu(v, approximate="tanh"),
+        "silu": f.silu,
+    }[act](s)
+
+
+def fused_tol(torch: Any, x: Any, w: Any, b: Any, want: Any, k: int, odtype: Any) -> Any:
+    """The error bound of a fused ``linear_bias*`` result: the f32 sums' (``(K + 2)`` f32
+    ulps of ``Σ|xw|``) and the bias addition's (one ulp of ``|s|``), through an activation of
+    slope at most 1.13 (GELU's largest), the activation's own (8 f32 ulps of the result and
+    of its argument), then one rounding to the output type."""
+    e32 = eps(torch, torch.float32)
+    mag = x.double().abs() @ w.double().abs().t()
+    s = (x.double() @ w.double().t() + b.double()).abs()
+    tl = 1.13 * ((k + 2) * e32 * mag + e32 * s) + 8 * e32 * (want.abs() + s) + 1e-30
+    if odtype != torch.float32:
+        tl = tl + eps(torch, odtype) * want.abs() + float(torch.finfo(odtype).tiny)
+    return tl
+
+
 def views(torch: Any, gen: Any, dtype: Any) -> list[tuple[str, Any]]:
     """Adversarial layouts: empty, one element, odd sizes, 2-D and 3-D, transposed."""
     return [
@@ -354,6 +381,36 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
                     expect,
                     tol,
                     kwargs={"out_dtype": odtype},
+                )
+            )
+    elif family.startswith("linear_bias"):
+        act = family.removeprefix("linear_bias").removeprefix("_") or "none"
+        odtypes = [f32, t.bfloat16] if act == "none" else [t.bfloat16]
+        for (m, k, n), odtype in [
+            (shape, odtype)
+            for shape in [(1, 1, 1), (70, 130, 50), (200, 64, 300), (3, 0, 5)]
+            for odtype in odtypes
+        ]:
+            x = rand(t, gen, (m, k), t.bfloat16, 1.0)
+            w = rand(t, gen, (n, k), t.bfloat16, 1.0)
+            b = rand(t, gen, (n,), t.bfloat16, 1.0)
+
+            def expect(d: dict[str, Any], act: str = act) -> dict[str, Any]:
+                return {"out": fused_reference(t, d["x"], d["w"], d["bias"], act)}
+
+            def tol(
+                name: str, want: Any, d: dict[str, Any], k: int = k, odtype: Any = odtype
+            ) -> Any:
+                return fused_tol(t, d["x"], d["w"], d["bias"], want, k, odtype)
+
+            out.append(
+                Case(
+                    f"{m}x{k}x{n}-{odtype}",
+                    {"x": x, "w": w, "bias": b},
+                    {"out": poison(t, t.empty((m, n), dtype=odtype, device="cuda"))},
+                    expect,
+                    tol,
+                    kwargs={"out_dtype": odtype} if len(odtypes) > 1 else {},
                 )
             )
     elif family in ("softmax", "log_softmax"):

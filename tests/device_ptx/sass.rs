@@ -567,7 +567,18 @@ fn async_copies_and_mbarriers_in_sass() {
 fn bundled_linear_runs_on_the_tensor_cores() {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundled-linear-sm80.ptx");
     std::fs::write(&path, ferrocuda::bundled::PTX).unwrap();
-    let kernels = ["linear_bf16_f32", "linear_bf16"];
+    // With them the fused-epilogue kernels (`linear_fused.rs`): the same loop, the bias read
+    // in the epilogue.
+    let kernels = [
+        "linear_bf16_f32",
+        "linear_bf16",
+        "linear_bias_bf16_f32",
+        "linear_bias_bf16",
+        "linear_bias_relu_bf16",
+        "linear_bias_gelu_bf16",
+        "linear_bias_gelu_tanh_bf16",
+        "linear_bias_silu_bf16",
+    ];
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     match ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) {
         Some(p) => {
@@ -623,7 +634,7 @@ fn bundled_linear_runs_on_the_tensor_cores() {
             "{k}: element path {:?}",
             memory_ops(f)
         );
-        let pair = if k == "linear_bf16_f32" {
+        let pair = if k.ends_with("_f32") {
             "STG.E.64"
         } else {
             "STG.E"

@@ -1,0 +1,140 @@
+//! What the `linear` kernels do to each pair of f32 sums between the tensor cores and the
+//! store: nothing ([`Plain`]), or add a bias and apply an activation ([`BiasAct`]) — the
+//! fused epilogues of `linear_bias*`, so that `gelu(x · wᵀ + b)` is one kernel and one pass
+//! over `out`.
+//!
+//! # Thread model
+//!
+//! Each thread applies the epilogue to the accumulators it owns, after its last `mma` and
+//! before its store, in registers: no thread reads another's values, no barrier, no shared
+//! memory. The bias is read-only global memory for the whole launch (read through the
+//! non-coherent path); each thread reads the bias of the columns it stores.
+
+use crate::num::act;
+use core::marker::PhantomData;
+use ferrocuda_device::half::bf16;
+use ferrocuda_device::Slice;
+
+/// Applied to the sums of columns `col` and `col + 1` of one row before they are stored.
+pub trait Epilogue: Copy {
+    /// What a column pair needs (loaded once per pair, shared by the rows a thread holds).
+    type Col: Copy;
+    /// Loads what columns `col` and `col + 1` need; `n` is `out`'s column count (`col` may be
+    /// past it: then nothing is read).
+    fn col(&self, col: u32, n: u32) -> Self::Col;
+    /// The values to store for the sums `v0` (column `col`) and `v1` (`col + 1`).
+    fn apply(&self, c: Self::Col, v0: f32, v1: f32) -> (f32, f32);
+}
+
+/// The sums as they are: `out = x · wᵀ`.
+#[derive(Clone, Copy)]
+pub struct Plain;
+
+impl Epilogue for Plain {
+    type Col = ();
+    #[inline(always)]
+    fn col(&self, _: u32, _: u32) {}
+    #[inline(always)]
+    fn apply(&self, _: (), v0: f32, v1: f32) -> (f32, f32) {
+        (v0, v1)
+    }
+}
+
+/// An activation applied in f32.
+pub trait Activation: Copy {
+    /// `f(v)`.
+    fn f(v: f32) -> f32;
+}
+
+/// No activation: `out = x · wᵀ + b`.
+#[derive(Clone, Copy)]
+pub struct Identity;
+/// `max(v, 0)` (NaN stays NaN, as PyTorch's `relu`).
+#[derive(Clone, Copy)]
+pub struct Relu;
+/// GELU, exact form ([`act::gelu`]).
+#[derive(Clone, Copy)]
+pub struct Gelu;
+/// GELU, tanh approximation ([`act::gelu_tanh`]).
+#[derive(Clone, Copy)]
+pub struct GeluTanh;
+/// SiLU ([`act::silu`]).
+#[derive(Clone, Copy)]
+pub struct Silu;
+
+impl Activation for Identity {
+    #[inline(always)]
+    fn f(v: f32) -> f32 {
+        v
+    }
+}
+impl Activation for Relu {
+    #[inline(always)]
+    fn f(v: f32) -> f32 {
+        if v < 0.0 {
+            0.0
+        } else {
+            v
+        }
+    }
+}
+impl Activation for Gelu {
+    #[inline(always)]
+    fn f(v: f32) -> f32 {
+        act::gelu(v)
+    }
+}
+impl Activation for GeluTanh {
+    #[inline(always)]
+    fn f(v: f32) -> f32 {
+        act::gelu_tanh(v)
+    }
+}
+impl Activation for Silu {
+    #[inline(always)]
+    fn f(v: f32) -> f32 {
+        act::silu(v)
+    }
+}
+
+/// `out = A(x · wᵀ + b)`: the bf16 bias `b` (one element per column of `out`) added in f32
+/// (exact: a bf16 is an f32), then the activation `A`, then the rounding to `out`'s type.
+#[derive(Clone, Copy)]
+pub struct BiasAct<A: Activation> {
+    bias: Slice<bf16>,
+    act: PhantomData<A>,
+}
+
+impl<A: Activation> BiasAct<A> {
+    /// The epilogue of `bias`, whose length is `out`'s column count (the kernels require it).
+    #[inline(always)]
+    pub fn new(bias: Slice<bf16>) -> Self {
+        BiasAct {
+            bias,
+            act: PhantomData,
+        }
+    }
+}
+
+impl<A: Activation> Epilogue for BiasAct<A> {
+    type Col = (f32, f32);
+    #[inline(always)]
+    fn col(&self, col: u32, n: u32) -> (f32, f32) {
+        let (c, n) = (col as usize, n as usize);
+        let at = |i: usize| {
+            if i < n {
+                // SAFETY: `i` is below `n`, the bias's length (required); the bias is not
+                // written during the launch (`out` is not the bias: required where the
+                // types agree).
+                unsafe { self.bias.get_nc_unchecked(i) }.to_f32()
+            } else {
+                0.0
+            }
+        };
+        (at(c), at(c + 1))
+    }
+    #[inline(always)]
+    fn apply(&self, (b0, b1): (f32, f32), v0: f32, v1: f32) -> (f32, f32) {
+        (A::f(v0 + b0), A::f(v1 + b1))
+    }
+}

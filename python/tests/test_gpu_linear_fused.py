@@ -1,0 +1,194 @@
+"""The fused-epilogue GEMM families (``linear_bias``, ``linear_bias_{relu,gelu,gelu_tanh,silu}``:
+``out = act(x @ w.T + bias)`` in one kernel) on the GPU: every element against float64 with
+the error bound of the arithmetic, on torch and CuPy arrays, for the sm_90a kernel (TMA,
+``wgmma``) where the family picks it and for the portable ``mma.sync`` kernel run by name from
+the bundled module loaded without its sm_90a part; whole and partial tiles, K not a multiple
+of 8 and transposed views (the portable path on an H100), K = 0 (``act(bias)``), huge and NaN
+values; bad arguments refused naming the argument (GPU; skipped without one)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferrocuda
+
+pytestmark = pytest.mark.gpu
+
+K = ferrocuda.kernels
+ACTS = ["none", "relu", "gelu", "gelu_tanh", "silu"]
+
+
+def family(act: str) -> str:
+    return "linear_bias" if act == "none" else f"linear_bias_{act}"
+
+
+def reference(torch: Any, x: Any, w: Any, b: Any, act: str) -> Any:
+    s = x.double() @ w.double().t() + b.double()
+    f = torch.nn.functional
+    return {
+        "none": lambda v: v,
+        "relu": torch.relu,
+        "gelu": f.gelu,
+        "gelu_tanh": lambda v: f.gelu(v, approximate="tanh"),
+        "silu": f.silu,
+    }[act](s)
+
+
+def bound(torch: Any, x: Any, w: Any, b: Any, want: Any, odtype: Any) -> Any:
+    """The f32 sums' error ((K + 2) f32 ulps of Σ|xw|) and the bias addition's (one ulp of
+    |s|) through an activation of slope ≤ 1.13, the activation's own (8 f32 ulps of result
+    and argument), then one rounding to ``odtype``."""
+    e32 = 2.0**-23
+    k = x.shape[1]
+    mag = x.double().abs() @ w.double().abs().t()
+    s = (x.double() @ w.double().t() + b.double()).abs()
+    tl = 1.13 * ((k + 2) * e32 * mag + e32 * s) + 8 * e32 * (want.abs() + s) + 1e-30
+    if odtype == torch.bfloat16:
+        tl = tl + 2.0**-8 * want.abs() + float(torch.finfo(torch.bfloat16).tiny)
+    return tl
+
+
+def check(torch: Any, got: Any, x: Any, w: Any, b: Any, act: str, what: str) -> None:
+    want = reference(torch, x, w, b, act)
+    g = got.double()
+    tl = bound(torch, x, w, b, want, got.dtype)
+    ok = ((g - want).abs() <= tl) | (g.isnan() & want.isnan()) | (g.isinf() & (g == want))
+    if not bool(ok.all()):
+        at = tuple((~ok).nonzero()[0].tolist())
+        raise AssertionError(
+            f"{what}: {int((~ok).sum())} of {ok.numel()} wrong; first at {at}: "
+            f"got {got[at].item()}, want {want[at].item()} ± {tl[at].item()}"
+        )
+
+
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory: Any) -> Any:
+    """The bundled module without its sm_90a part: each family has only its portable
+    ``mma.sync`` kernels, so a call runs exactly them, on any device."""
+    d = Path(tmp_path_factory.mktemp("portable"))
+    man = json.loads(ferrocuda.bundled().manifest)
+    man["kernels"] = [k for k in man["kernels"] if not k.get("arch")]
+    man["parts"] = {}
+    (d / man["ptx"]).write_text(ferrocuda._ferrocuda._bundled_ptx())
+    for arch, name in man.get("cubins", {}).items():
+        image = ferrocuda._ferrocuda._bundled_cubin(arch)
+        if image is not None:
+            (d / name).write_bytes(image)
+    (d / "portable.json").write_text(json.dumps(man))
+    return ferrocuda.load(d / "portable.json")
+
+
+def operands(torch: Any, gen: Any, m: int, n: int, k: int, scale: float = 1.0) -> Any:
+    def r(*shape: int) -> Any:
+        v = torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32) * scale
+        return v.to(torch.bfloat16)
+
+    return r(m, k), r(n, k), r(n)
+
+
+@pytest.fixture
+def gen(torch: Any, rng: np.random.Generator) -> Any:
+    g = torch.Generator(device="cuda")
+    g.manual_seed(int(rng.integers(1 << 62)))
+    return g
+
+
+SHAPES = [
+    (1, 1, 1),
+    (7, 5, 3),
+    (128, 256, 64),
+    (129, 257, 136),
+    (300, 520, 72),
+    (1000, 1000, 520),
+    (64, 48, 7),
+    (3, 5, 0),
+]
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_family_on_torch(torch: Any, gen: Any, act: str) -> None:
+    fam = getattr(K, family(act))
+    odtypes = [torch.float32, torch.bfloat16] if act == "none" else [torch.bfloat16]
+    for m, n, k in SHAPES:
+        x, w, b = operands(torch, gen, m, n, k)
+        for odtype in odtypes:
+            out = torch.full((m, n), float("nan"), dtype=odtype, device="cuda")
+            fam(x, w, b, out)
+            torch.cuda.synchronize()
+            check(torch, out, x, w, b, act, f"{family(act)} {m}x{n}x{k} -> {odtype}")
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_portable_kernels(torch: Any, gen: Any, portable: Any, act: str) -> None:
+    """The portable kernels by name, on every layout they take: C order, transposed x, w and
+    out, a column slice at an odd offset (no TMA on any of them), small grids."""
+    odtypes = [torch.float32, torch.bfloat16] if act == "none" else [torch.bfloat16]
+    for m, n, k in [(1, 1, 1), (129, 257, 136), (200, 300, 67)]:
+        x, w, b = operands(torch, gen, m, n, k)
+        xt = x.t().contiguous().t()  # (m, k) with column-major strides
+        wide = torch.randn(n, k + 3, generator=gen, device="cuda").to(torch.bfloat16)
+        ws = wide[:, 1 : k + 1]  # a column slice at an odd offset
+        for odtype in odtypes:
+            suffix = "bf16_f32" if odtype == torch.float32 else "bf16"
+            kern = getattr(portable, f"{family(act)}_{suffix}")
+            for xv, wv, label in [(x, w, "C"), (xt, w, "x transposed"), (x, ws, "w slice")]:
+                for grid in (None, 1, 3):
+                    out = torch.full((n, m), float("nan"), dtype=odtype, device="cuda").t()
+                    kw = {} if grid is None else {"grid": grid}
+                    kern(xv, wv, b, out, **kw)
+                    torch.cuda.synchronize()
+                    check(torch, out, xv, wv, b, act, f"{kern} {m}x{n}x{k} {label} grid {grid}")
+
+
+def test_cupy_arrays(cupy: Any, torch: Any, gen: Any) -> None:
+    """CuPy operands (bfloat16 is not a CuPy dtype: the torch tensors' memory, seen through
+    the CUDA Array Interface by ferrocuda, the f32 output a CuPy array)."""
+    x, w, b = operands(torch, gen, 300, 200, 128)
+    out = cupy.full((300, 200), cupy.nan, cupy.float32)
+    K.linear_bias(x, w, b, out)
+    cupy.cuda.runtime.deviceSynchronize()
+    check(torch, torch.as_tensor(out, device="cuda"), x, w, b, "none", "cupy out")
+
+
+def test_adversarial_values(torch: Any, gen: Any) -> None:
+    """Large magnitudes (sums in the thousands: GELU/SiLU of large negative sums → 0, a bias
+    near bf16's largest value), a NaN in the bias (its column NaN), zero inputs."""
+    m, n, k = 130, 260, 64
+    x, w, b = operands(torch, gen, m, n, k, scale=30.0)
+    b[5] = float("nan")
+    b[7] = 1e38
+    for act in ACTS:
+        out = torch.full((m, n), 0.5, dtype=torch.bfloat16, device="cuda")
+        getattr(K, family(act))(x, w, b, out)
+        torch.cuda.synchronize()
+        check(torch, out, x, w, b, act, f"{family(act)} large values")
+        assert bool(out[:, 5].isnan().all()), f"{act}: NaN bias column"
+    zeros = torch.zeros_like(x)
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    K.linear_bias_relu(zeros, w, b, out)
+    torch.cuda.synchronize()
+    check(torch, out, zeros, w, b, "relu", "relu of the bias alone")
+
+
+def test_bad_arguments(torch: Any) -> None:
+    bf = torch.bfloat16
+    x, w = torch.ones(4, 8, dtype=bf, device="cuda"), torch.ones(6, 8, dtype=bf, device="cuda")
+    out = torch.empty(4, 6, dtype=bf, device="cuda")
+    b = torch.ones(6, dtype=bf, device="cuda")
+    with pytest.raises(ValueError, match=r"argument `bias`.*one element per row of w"):
+        K.linear_bias_gelu(x, w, torch.ones(5, dtype=bf, device="cuda"), out)
+    with pytest.raises(ValueError, match=r"x and w must have the same number of columns"):
+        K.linear_bias_gelu(x, torch.ones(6, 9, dtype=bf, device="cuda"), b, out)
+    with pytest.raises(ValueError, match=r"out must have x's row count"):
+        K.linear_bias_gelu(x, w, b, torch.empty(5, 6, dtype=bf, device="cuda"))
+    with pytest.raises(ValueError, match=r"out must not be bias"):
+        K.linear_bias_gelu(x[:1], w, b, b.view(1, 6))
+    with pytest.raises(TypeError, match="no variant"):
+        K.linear_bias_gelu(x, w, b, torch.empty(4, 6, dtype=torch.float32, device="cuda"))
+    with pytest.raises(TypeError, match="no variant"):
+        K.linear_bias(x.float(), w, b, out)
