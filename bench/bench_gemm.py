@@ -153,18 +153,13 @@ def main(argv=None):
             s = x.float() @ w.float().T + b.float()
             want = F.gelu(s)
             err = (outg.float() - want).abs().max().item()
-            bnd = 1.13 * k * 2.0**-20 * (top + b.float().abs().max().item()) + 2.0**-8 * (
+            bnd = 1.13 * (k * 2.0**-20 * top + 2.0**-22 * s.abs().max().item()) + 2.0**-8 * (
                 want.abs().max().item()
             )
             del s, want
             checked["ferrocuda linear_bias_gelu (bf16 out)"] = err <= bnd
             if err > bnd:
                 print(f"  {m}x{n}x{k} linear_bias_gelu: WRONG OUTPUT, {err} > {bnd}", flush=True)
-            for act in ("", "_relu"):
-                f = getattr(ferrocuda.kernels, f"linear_bias{act}")
-                timed.append(
-                    (f"ferrocuda linear_bias{act} (bf16 out)", functools.partial(f, x, w, b, outg))
-                )
             timed += [
                 ("ferrocuda linear_bias_gelu (bf16 out)", fused),
                 ("torch F.gelu(x @ w.T + b)", lambda x=x, w=w, b=b: F.gelu(x @ w.T + b)),

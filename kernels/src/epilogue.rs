@@ -1,35 +1,29 @@
-//! What the `linear` kernels' sums start from and what is done to them before the store:
-//! nothing ([`Plain`]: sums from 0, stored as they are), or a bias and an activation
-//! ([`BiasAct`]: sums from the bias, the activation applied) — the fused epilogues of
-//! `linear_bias*`, so that `gelu(x · wᵀ + b)` is one kernel and one pass over `out`.
-//!
-//! The bias is the accumulators' initial value rather than an addition before the store:
-//! its loads come at the start of a tile, all together, where in the epilogue each would wait
-//! behind the stores before it (the compiler cannot move a load of `bias` above a store to
-//! `out`, which it cannot prove distinct): measured on an H200, the bias added at the store
-//! cost 14 % of an 8192³ GEMM.
+//! What the `linear` kernels do to each pair of f32 sums between the tensor cores and the
+//! store: nothing ([`Plain`]), or add a bias and apply an activation ([`BiasAct`]) — the
+//! fused epilogues of `linear_bias*`, so that `gelu(x · wᵀ + b)` is one kernel and one pass
+//! over `out`.
 //!
 //! # Thread model
 //!
-//! Each thread starts and finishes the accumulators it owns, in registers: no thread reads
-//! another's values, no barrier, no shared memory. The bias is read-only global memory for
-//! the whole launch (read through the non-coherent path); each thread reads the bias of the
-//! columns it holds.
+//! Each thread applies the epilogue to the accumulators it owns, after its last `mma` and
+//! before its store, in registers: no thread reads another's values, no barrier, no shared
+//! memory. The bias is read-only global memory for the whole launch (read through the
+//! non-coherent path); each thread reads the bias of the columns it stores.
 
 use crate::num::act;
 use core::marker::PhantomData;
 use ferrocuda_device::half::bf16;
 use ferrocuda_device::Slice;
 
-/// What a `linear` kernel's sums start from, and what is done to each before it is stored.
+/// Applied to the sums of columns `col` and `col + 1` of one row before they are stored.
 pub trait Epilogue: Copy {
-    /// Whether the sums start from [`start`](Self::start) (else from 0).
-    const STARTS: bool;
-    /// The value the sum of column `col` starts from; `n` is `out`'s column count (`col` may
-    /// be past it: then nothing is read).
-    fn start(&self, col: u32, n: u32) -> f32;
-    /// The value stored for the sum `v`.
-    fn finish(&self, v: f32) -> f32;
+    /// What a column pair needs (loaded once per pair, shared by the rows a thread holds).
+    type Col: Copy;
+    /// Loads what columns `col` and `col + 1` need; `n` is `out`'s column count (`col` may be
+    /// past it: then nothing is read).
+    fn col(&self, col: u32, n: u32) -> Self::Col;
+    /// The values to store for the sums `v0` (column `col`) and `v1` (`col + 1`).
+    fn apply(&self, c: Self::Col, v0: f32, v1: f32) -> (f32, f32);
 }
 
 /// The sums as they are: `out = x · wᵀ`.
@@ -37,14 +31,12 @@ pub trait Epilogue: Copy {
 pub struct Plain;
 
 impl Epilogue for Plain {
-    const STARTS: bool = false;
+    type Col = ();
     #[inline(always)]
-    fn start(&self, _: u32, _: u32) -> f32 {
-        0.0
-    }
+    fn col(&self, _: u32, _: u32) {}
     #[inline(always)]
-    fn finish(&self, v: f32) -> f32 {
-        v
+    fn apply(&self, _: (), v0: f32, v1: f32) -> (f32, f32) {
+        (v0, v1)
     }
 }
 
@@ -105,9 +97,8 @@ impl Activation for Silu {
     }
 }
 
-/// `out = A(b + x · wᵀ)`: each sum starts from the bias `b` (bf16, one element per column of
-/// `out`: exact in f32), the tensor cores add the products to it, then the activation `A`
-/// and the rounding to `out`'s type.
+/// `out = A(x · wᵀ + b)`: the bf16 bias `b` (one element per column of `out`) added in f32
+/// (exact: a bf16 is an f32), then the activation `A`, then the rounding to `out`'s type.
 #[derive(Clone, Copy)]
 pub struct BiasAct<A: Activation> {
     bias: Slice<bf16>,
@@ -126,19 +117,24 @@ impl<A: Activation> BiasAct<A> {
 }
 
 impl<A: Activation> Epilogue for BiasAct<A> {
-    const STARTS: bool = true;
+    type Col = (f32, f32);
     #[inline(always)]
-    fn start(&self, col: u32, n: u32) -> f32 {
-        if col < n {
-            // SAFETY: `col` is below `n`, the bias's length (required); the bias is not
-            // written during the launch (`out` is not the bias: required).
-            unsafe { self.bias.get_nc_unchecked(col as usize) }.to_f32()
-        } else {
-            0.0
-        }
+    fn col(&self, col: u32, n: u32) -> (f32, f32) {
+        let (c, n) = (col as usize, n as usize);
+        let at = |i: usize| {
+            if i < n {
+                // SAFETY: `i` is below `n`, the bias's length (required); the bias is not
+                // written during the launch (`out` is not the bias: required where the
+                // types agree).
+                unsafe { self.bias.get_nc_unchecked(i) }.to_f32()
+            } else {
+                0.0
+            }
+        };
+        (at(c), at(c + 1))
     }
     #[inline(always)]
-    fn finish(&self, v: f32) -> f32 {
-        A::f(v)
+    fn apply(&self, (b0, b1): (f32, f32), v0: f32, v1: f32) -> (f32, f32) {
+        (A::f(v0 + b0), A::f(v1 + b1))
     }
 }

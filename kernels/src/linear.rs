@@ -27,8 +27,6 @@
 //! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-use crate::epilogue::{Epilogue, Plain};
-#[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 use ferrocuda_device::half::bf16;
 use ferrocuda_device::{kernel, TensorMap, ViewMut};
@@ -76,9 +74,7 @@ pub unsafe fn linear_bf16_f32_sm90(x: XMap, w: WMap, out: ViewMut<f32, 2>) {
     // SAFETY: launched as a kernel with the block and shared memory it declares, over
     // host-validated arguments whose shapes agree.
     unsafe {
-        gemm(x, w, Plain, 0, |row, col, v0, v1| {
-            store_pair(out, row, col, v0, v1)
-        })
+        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
     }
 }
 
@@ -93,7 +89,7 @@ pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, Plain, 0, |row, col, v0, v1| {
+        gemm(x, w, |row, col, v0, v1| {
             store_pair_bf16(out, row, col, v0, v1)
         })
     }
@@ -166,9 +162,8 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
     (first_m + within % rows, within / rows)
 }
 
-/// The warp-specialised main loop; each tile's sums start from `epi`'s values (`n_out`:
-/// `out`'s column count, for its reads) and `store(row, col, v0, v1)` receives each consumer
-/// thread's finished pairs with their coordinates in `out`.
+/// The warp-specialised main loop; `store(row, col, v0, v1)` receives each consumer thread's
+/// accumulator pairs with their coordinates in `out`.
 ///
 /// # Safety
 ///
@@ -176,13 +171,7 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(crate) unsafe fn gemm<E: Epilogue>(
-    x: XMap,
-    w: WMap,
-    epi: E,
-    n_out: u32,
-    mut store: impl FnMut(u32, u32, f32, f32),
-) {
+pub(crate) unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
     use ferrocuda_device::mbarrier::{self, MBarrier, RingState};
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
     use ferrocuda_device::tma::Tma;
@@ -260,12 +249,7 @@ pub(crate) unsafe fn gemm<E: Epilogue>(
         let mut tile = first;
         while tile < tiles {
             let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
-            let row0 = tm * BM + cw * 64;
-            let col0 = tn * BN;
             let mut acc = [0f32; 128];
-            if E::STARTS {
-                acc.map_each(|r, _| epi.start(col0 + wgmma::acc_coords(t, r).1, n_out));
-            }
             wgmma::fence_operand(&mut acc);
             // The stage whose batch is still in flight (released after the next wait).
             let mut pending: Option<usize> = None;
@@ -289,7 +273,7 @@ pub(crate) unsafe fn gemm<E: Epilogue>(
                             &mut acc,
                             da.advance(32 * K),
                             db.advance(32 * K),
-                            E::STARTS || ks > 0 || K > 0,
+                            ks > 0 || K > 0,
                         );
                     });
                     wgmma::commit_group();
@@ -312,9 +296,11 @@ pub(crate) unsafe fn gemm<E: Epilogue>(
                     empty(p).arrive();
                 }
             }
+            let row0 = tm * BM + cw * 64;
+            let col0 = tn * BN;
             acc.each_pair(|r, v0, v1| {
                 let (row, col) = wgmma::acc_coords(t, r);
-                store(row0 + row, col0 + col, epi.finish(v0), epi.finish(v1));
+                store(row0 + row, col0 + col, v0, v1);
             });
             tile += step;
         }

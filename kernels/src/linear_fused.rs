@@ -14,9 +14,8 @@
 //! `x` (M, K) and `w` (N, K) bf16, `bias` (N,) bf16, `out` (M, N) bf16 (or f32 for
 //! `linear_bias`). Each kernel is the `linear` kernel of its architecture (schedule, edges,
 //! selection rule: `linear.rs`, `linear_sm80.rs`) with [`BiasAct`](crate::epilogue::BiasAct)
-//! as its epilogue. Numerics: each sum starts from the bias (exact in f32) and the tensor
-//! cores add the K exact products to it in f32 (error ≲ (K + 1)·2⁻²³·(|b| + Σ|xw|)); the
-//! activation in f32 (libdevice's `erff`/`tanhf`/`expf`: within 2 ulp); one rounding to
+//! as its epilogue. Numerics: the f32 sum as `linear`'s, plus the bias (exact in f32), the
+//! activation in f32 (libdevice's `erff`/`tanhf`/`expf`: within 2 ulp), one rounding to
 //! `out`'s type.
 
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
@@ -71,10 +70,12 @@ macro_rules! linear_fused {
             // SAFETY: launched as a kernel with the block and shared memory it declares, over
             // host-validated arguments whose shapes agree.
             unsafe {
+                use crate::epilogue::Epilogue;
                 let epi = crate::epilogue::BiasAct::<crate::epilogue::$act>::new(bias);
                 let n = out.shape()[1] as u32;
-                crate::linear::gemm(x, w, epi, n, |row, col, v0, v1| {
-                    crate::linear::$store(out, row, col, v0, v1)
+                crate::linear::gemm(x, w, |row, col, v0, v1| {
+                    let (a, b) = epi.apply(epi.col(col, n), v0, v1);
+                    crate::linear::$store(out, row, col, a, b)
                 })
             }
         }

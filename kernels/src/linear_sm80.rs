@@ -484,18 +484,6 @@ pub(crate) mod gpu {
         while tn < tiles_n {
             let (m0, n0) = (tm * BM32, tn * BM32);
             let mut acc = [[Acc16x8F32::zeroed(); 4]; 4];
-            if E::STARTS {
-                // Element e of accumulator (i, j) is column wn + 8j + 2 (lane % 4) + e % 2.
-                // (Constant indices, written out: the accumulators stay in registers.)
-                let c0 = n0 + wn + 2 * (lane % 4);
-                ferrocuda_device::unroll!(J in 0..4 {
-                    let col = c0 + 8 * J;
-                    let (s0, s1) = (epi.start(col, n), epi.start(col + 1, n));
-                    ferrocuda_device::unroll!(I in 0..4 {
-                        acc[I][J].regs = [s0, s1, s0, s1];
-                    });
-                });
-            }
             for kt in 0..(STAGES as u32 - 1).min(ktiles) {
                 let s = pipe.producer_acquire() as u32;
                 load(s, m0, n0, kt);
@@ -524,12 +512,15 @@ pub(crate) mod gpu {
             ferrocuda_device::unroll!(I in 0..4 {
                 ferrocuda_device::unroll!(J in 0..4 {
                     let (row, col) = (m0 + wm + 16 * I + g, n0 + wn + 8 * J + 2 * tq);
-                    let r = acc[I][J].regs.map(|v| epi.finish(v));
+                    let r = acc[I][J].regs;
+                    let c = epi.col(col, n);
+                    let (v0, v1) = epi.apply(c, r[0], r[1]);
+                    let (v2, v3) = epi.apply(c, r[2], r[3]);
                     // SAFETY: each element of the tile belongs to one lane of one warp; tiles
                     // are disjoint; col is even.
                     unsafe {
-                        store_pair(out, (m, n), pairs, row, col, r[0], r[1]);
-                        store_pair(out, (m, n), pairs, row + 8, col, r[2], r[3]);
+                        store_pair(out, (m, n), pairs, row, col, v0, v1);
+                        store_pair(out, (m, n), pairs, row + 8, col, v2, v3);
                     }
                 });
             });

@@ -121,14 +121,14 @@ def fused_reference(torch: Any, x: Any, w: Any, b: Any, act: str) -> Any:
 
 
 def fused_tol(torch: Any, x: Any, w: Any, b: Any, want: Any, k: int, odtype: Any) -> Any:
-    """The error bound of a fused ``linear_bias*`` result: the f32 sums' — each starts from
-    the bias, then K products are added: ``(K + 2)`` f32 ulps of ``|b| + Σ|xw|`` — through an
-    activation of slope at most 1.13 (GELU's largest), the activation's own (8 f32 ulps of
-    the result and of its argument), then one rounding to the output type."""
+    """The error bound of a fused ``linear_bias*`` result: the f32 sums' (``(K + 2)`` f32
+    ulps of ``Σ|xw|``) and the bias addition's (one ulp of ``|s|``), through an activation of
+    slope at most 1.13 (GELU's largest), the activation's own (8 f32 ulps of the result and
+    of its argument), then one rounding to the output type."""
     e32 = eps(torch, torch.float32)
-    mag = x.double().abs() @ w.double().abs().t() + b.double().abs()
+    mag = x.double().abs() @ w.double().abs().t()
     s = (x.double() @ w.double().t() + b.double()).abs()
-    tl = 1.13 * (k + 2) * e32 * mag + 8 * e32 * (want.abs() + s) + 1e-30
+    tl = 1.13 * ((k + 2) * e32 * mag + e32 * s) + 8 * e32 * (want.abs() + s) + 1e-30
     if odtype != torch.float32:
         tl = tl + eps(torch, odtype) * want.abs() + float(torch.finfo(odtype).tiny)
     return tl
