@@ -96,7 +96,7 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     // `bench/field_costs.py` shows — is used.
     static RAW: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
     let py = tensor.py();
-    if let Some(api) = torch_api(py) {
+    if let Some(api) = torch_api(py)? {
         // The device through the exchange API too (a C call, where `get_device()` is a
         // Python method call).
         let mut shape = [0i64; MAX_NDIM];
@@ -146,27 +146,27 @@ pub(super) fn torch_stream_on(
 /// torch's DLPack exchange API (`torch.Tensor.__dlpack_c_exchange_api__`, of `torch.Tensor`
 /// itself: subclasses are read by the generic path), looked up once; `None` for a torch
 /// without it (or an unusable one) and with `FERROCUDA_TORCH_EXCHANGE=0`.
-pub(super) fn torch_api(py: Python<'_>) -> Option<ExchangeApi> {
+/// A value of `FERROCUDA_TORCH_EXCHANGE` other than `1`, `0` or empty is a `ValueError`.
+pub(super) fn torch_api(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
+    static ON: std::sync::OnceLock<Result<bool, ferrocuda_config::Error>> =
+        std::sync::OnceLock::new();
+    if !super::switch(&ferrocuda_config::TORCH_EXCHANGE, &ON)? {
+        return Ok(None);
+    }
     static API: PyOnceLock<Option<ExchangeApi>> = PyOnceLock::new();
-    *API.get_or_init(py, || {
-        if matches!(
-            std::env::var("FERROCUDA_TORCH_EXCHANGE").as_deref(),
-            Ok("0") | Ok("off") | Ok("false")
-        ) {
-            return None;
-        }
+    Ok(*API.get_or_init(py, || {
         let ty = py.import("torch").ok()?.getattr("Tensor").ok()?;
         ExchangeApi::of_type(ty.cast::<pyo3::types::PyType>().ok()?)
-    })
+    }))
 }
 
 /// `"exchange"` when torch tensors are read through torch's exchange API, else
 /// `"attributes"`.
-pub fn torch_read_source(py: Python<'_>) -> &'static str {
-    match torch_api(py) {
+pub fn torch_read_source(py: Python<'_>) -> PyResult<&'static str> {
+    Ok(match torch_api(py)? {
         Some(_) => "exchange",
         None => "attributes",
-    }
+    })
 }
 
 /// The element type of a tensor viewed through the exchange API: the dtypes the getter
@@ -250,7 +250,7 @@ pub(super) fn torch(
     state: &mut CallState,
     slot: &mut Option<ArrayDesc>,
 ) -> PyResult<bool> {
-    if let Some(api) = torch_api(obj.py()) {
+    if let Some(api) = torch_api(obj.py())? {
         return torch_exchanged(obj, &api, arg, state, slot);
     }
     let py = obj.py();
