@@ -233,12 +233,12 @@ fn torch_exchanged(
         return Ok(false);
     };
     refuse_lazy_bits(obj, arg, matches!(dtype, DType::C64 | DType::C128))?;
-    ferrocuda_host::mark!(16);
+    ferrocuda_host::mark!("py:   fast path: attribute reads");
     let stream = match state.torch {
         Some(s) => s,
         None => torch_stream_on(py, api, device, state)?,
     };
-    ferrocuda_host::mark!(17);
+    ferrocuda_host::mark!("py:   fast path: current stream");
     let stream = Some(stream);
     let (shape, strides, ptr) = (l.shape(), l.strides(), l.ptr);
     Ok(ArrayDesc::from_parts_into(slot, dtype, shape, strides, ptr, false, stream, 2).is_ok())
@@ -269,9 +269,9 @@ pub(super) fn torch(
     if torch_layout(obj, dtype.itemsize(), &mut l)?.is_none() {
         return Ok(false);
     }
-    ferrocuda_host::mark!(16);
+    ferrocuda_host::mark!("py:   fast path: attribute reads");
     let stream = torch_stream(obj, state)?;
-    ferrocuda_host::mark!(17);
+    ferrocuda_host::mark!("py:   fast path: current stream");
     let stream = Some(stream);
     let (shape, strides, ptr) = (l.shape(), l.strides(), l.ptr);
     Ok(ArrayDesc::from_parts_into(slot, dtype, shape, strides, ptr, false, stream, 2).is_ok())
