@@ -9,7 +9,7 @@
 //! wanted), the builder installs that wheel itself, once, into its cache
 //! ([`nvcc_cache_root`]): `python -m pip install --no-deps --target …` with the first Python
 //! that has pip — pip's own configuration (index, proxy, certificates) applies. Not when
-//! `FERROCUDA_OFFLINE` is set or cargo is offline; then the error says the one command that
+//! `FERROCUDA_OFFLINE=1` or cargo is offline; then the error says the one command that
 //! installs it.
 
 use ferrocuda_config::Var;

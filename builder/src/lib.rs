@@ -392,8 +392,8 @@ impl PtxBuilder {
 
     /// Whether the builder may install NVIDIA's `nvidia-cuda-nvcc-cu12` wheel into its cache
     /// ([`cuda::nvcc_cache_root`]) when libdevice is needed, or ptxas wanted for cubins, and
-    /// nothing on the machine provides it (default `true`; also off when `FERROCUDA_OFFLINE`
-    /// is set or `CARGO_NET_OFFLINE=true`). What it did is in [`BuildOutput::note`].
+    /// nothing on the machine provides it (default `true`; also off with `FERROCUDA_OFFLINE=1`
+    /// or `CARGO_NET_OFFLINE=true`). What it did is in [`BuildOutput::note`].
     pub fn download_cuda(mut self, allow: bool) -> Self {
         self.download = allow;
         self

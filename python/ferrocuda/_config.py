@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from ._ferrocuda import _env_value, _env_vars
 
-__all__ = ["Var", "flag", "get", "path", "variables"]
+__all__ = ["Var", "count", "flag", "get", "path", "variables"]
 
 
 class Var(NamedTuple):
@@ -47,6 +47,16 @@ def flag(name: str) -> bool:
     v = _env_value(name)
     if not isinstance(v, bool):
         raise TypeError(f"{name} is not a switch")
+    return v
+
+
+def count(name: str, default: int) -> int:
+    """A count's value, ``default`` when unset or empty."""
+    v = _env_value(name)
+    if v is None:
+        return default
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{name} is not a count")
     return v
 
 
