@@ -3,7 +3,7 @@
 //! [`VARS`] is the table of every `FERROCUDA_*` variable: its name, the [`Kind`] of value it
 //! takes, who reads it ([`Scope`] and a phrase), what its values do and its default. The
 //! readers (the host runtime, the builder, the Python extension, the pure-Python package
-//! through the extension) call the typed accessors of its entries ([`Var::flag`],
+//! through the extension) call the typed accessors of its entries ([`Var::switch`],
 //! [`Var::path`], …), so that every variable of a kind is spelled the same way; the
 //! README's "Environment variables" section is [`readme_section`] (a test keeps the two
 //! equal).
