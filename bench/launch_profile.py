@@ -73,11 +73,16 @@ def main() -> int:
     )
     print("| stage | " + " | ".join(names) + " |")
     print("| --- |" + " ---: |" * len(names))
-    order = list(stages[names[0]])
+    # The stages as the launch path names them (ferrocuda_host::timing: each caller names
+    # its stage), in the order they were first reached; one a producer never reached is 0.
+    order = list(dict.fromkeys(s for k in names for s in stages[k]))
     for stage in order:
         print(
             "| %s | %s |"
-            % (stage, " | ".join("%.0f" % (stages[k][stage][0] / calls[k]) for k in names))
+            % (
+                stage,
+                " | ".join("%.0f" % (stages[k].get(stage, [0.0])[0] / calls[k]) for k in names),
+            )
         )
     print(
         "| **sum of stages** | %s |"

@@ -28,6 +28,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# Switches take 1 or 0, empty or unset the default (README.md, "Environment variables").
+for v in FERROCUDA_BUNDLE_SCALE FERROCUDA_BUNDLE_PROFILING FERROCUDA_BUNDLE_BEFORE FERROCUDA_BUNDLE_PERF; do
+  case "${!v:-}" in "" | 0 | 1) ;; *) echo "$v=${!v} is not understood; use 1 (on) or 0 (off)" >&2; exit 2 ;; esac
+done
+case "${FERROCUDA_BUNDLE_ONLY:-}" in "" | python) ;; *) echo "FERROCUDA_BUNDLE_ONLY=$FERROCUDA_BUNDLE_ONLY is not understood; use python" >&2; exit 2 ;; esac
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/bin-bench .gpu/wheels .gpu/python
 # The GPU machines are H100/H200 (sm_90): their builds embed that cubin alone (each more
 # costs every binary ~2.3 MB of the 64 MiB that travel). FERROCUDA_CUBIN_ARCHS=... overrides.

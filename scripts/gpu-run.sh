@@ -38,6 +38,10 @@
 #       (default: rust python sanitizer examples)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+# Switches take 1 or 0, empty or unset the default (README.md, "Environment variables").
+for v in FERROCUDA_SKIP_SOAK FERROCUDA_SYSTEM_MPI FERROCUDA_SANITIZER; do
+  case "${!v:-}" in "" | 0 | 1) ;; *) echo "$v=${!v} is not understood; use 1 (on) or 0 (off)" >&2; exit 2 ;; esac
+done
 OUT="${OUT:-/tmp/ferrocuda-out}"; mkdir -p "$OUT"; export OUT
 what="${*:-rust python sanitizer examples}"
 export PYTHONUNBUFFERED=1
@@ -148,7 +152,7 @@ for w in $what; do
       # they take many minutes on 10^5 launches).
       tools="memcheck racecheck synccheck"; [ "$w" = sanitizer ] || tools="$w"
       for tool in $tools; do
-        extra=(); { [ "$tool" != memcheck ] || [ -n "${FERROCUDA_SKIP_SOAK:-}" ]; } && extra=(--skip soak_no_leaks)
+        extra=(); { [ "$tool" != memcheck ] || [ "${FERROCUDA_SKIP_SOAK:-0}" = 1 ]; } && extra=(--skip soak_no_leaks)
         echo "=== compute-sanitizer --tool $tool"
         compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
           --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
@@ -217,7 +221,7 @@ for w in $what; do
         echo "gpu-run: no .gpu/whl-scale: the Dask and MPI cases will skip"
       fi
       scale_env=(PYTHONPATH="$np_site$scale_site:$PYTHONPATH" XLA_PYTHON_CLIENT_PREALLOCATE=false)
-      if [ -x "$mpi_prefix/bin/mpiexec" ] && [ -z "${FERROCUDA_SYSTEM_MPI:-}" ]; then
+      if [ -x "$mpi_prefix/bin/mpiexec" ] && [ "${FERROCUDA_SYSTEM_MPI:-0}" != 1 ]; then
         scale_env+=(FERROCUDA_MPIEXEC="$mpi_prefix/bin/mpiexec" MPI4PY_LIBMPI="$mpi_prefix/lib/libmpi.so.12")
       fi
       if [ "$w" = scale ]; then

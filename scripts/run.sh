@@ -4,6 +4,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# A switch: 1 or 0, empty or unset the default (README.md, "Environment variables").
+case "${FERROCUDA_SKIP_PYTHON:-}" in "" | 0 | 1) ;; *) echo "FERROCUDA_SKIP_PYTHON=$FERROCUDA_SKIP_PYTHON is not understood; use 1 (on) or 0 (off)" >&2; exit 2 ;; esac
 bash scripts/setup.sh
 echo "==== building kernels (rustc nvptx64 backend) and the quickstart example"
 cargo build --release --quiet --example quickstart

@@ -27,9 +27,9 @@ use failed::{ensure, err, TestResult};
 const L: StreamRef = StreamRef::Legacy;
 
 fn seed() -> u64 {
-    std::env::var("FERROCUDA_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    ferrocuda_config::TEST_SEED
+        .count()
+        .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or(0x5eed)
 }
 

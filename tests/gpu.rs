@@ -654,7 +654,7 @@ const TWO_DEVICES: GpuTest = GpuTest::new("two_devices", test_two_devices).devic
 fn test_fault_names_kernel() -> TestResult {
     let exe = std::env::current_exe().map_err(err)?;
     let out = std::process::Command::new(exe)
-        .env("FERROCUDA_FAULT_CHILD", "1")
+        .env(ferrocuda_config::FAULT_CHILD.name, "1")
         .output()
         .map_err(err)?;
     let text =
@@ -699,16 +699,17 @@ fn fault_child() -> ! {
 }
 
 fn main() {
-    if std::env::var_os("FERROCUDA_FAULT_CHILD").is_some() {
+    let child = |v: &ferrocuda_config::Var| v.switch().unwrap_or_else(|e| panic!("{e}"));
+    if child(&ferrocuda_config::FAULT_CHILD) {
         fault_child();
     }
-    if std::env::var_os(cubins::CHILD).is_some() {
+    if child(&ferrocuda_config::FIRST_LAUNCH_CHILD) {
         cubins::first_launch_child();
     }
     let args = Arguments::from_args();
-    let seed = std::env::var("FERROCUDA_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    let seed = ferrocuda_config::TEST_SEED
+        .count()
+        .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

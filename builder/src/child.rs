@@ -56,7 +56,9 @@ pub(crate) fn profile(release: bool) -> (&'static str, &'static str) {
 impl ChildBuild<'_> {
     /// Runs the build; on success the bitcode is at `self.bitcode`.
     pub fn run(&self) -> Result<(), BuildError> {
-        let cargo = std::env::var_os("FERROCUDA_CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let cargo = ferrocuda_config::CARGO
+            .raw()
+            .unwrap_or_else(|| OsString::from("cargo"));
         let crate_dir = self.cargo_toml.parent().unwrap_or(Path::new("."));
         let (profile, _) = profile(self.release);
         let mut cmd = Command::new(&cargo);

@@ -9,9 +9,10 @@
 //! wanted), the builder installs that wheel itself, once, into its cache
 //! ([`nvcc_cache_root`]): `python -m pip install --no-deps --target …` with the first Python
 //! that has pip — pip's own configuration (index, proxy, certificates) applies. Not when
-//! `FERROCUDA_OFFLINE` is set or cargo is offline; then the error says the one command that
+//! `FERROCUDA_OFFLINE=1` or cargo is offline; then the error says the one command that
 //! installs it.
 
+use ferrocuda_config::Var;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -29,8 +30,8 @@ pub const NVCC_WHEEL_VERSION: &str = "12.9.86";
 /// `$XDG_CACHE_HOME/ferrocuda`, else `~/.cache/ferrocuda` (the temporary directory without a
 /// home).
 pub fn home() -> PathBuf {
-    if let Some(h) = std::env::var_os("FERROCUDA_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
+    if let Some(h) = ferrocuda_config::HOME.path() {
+        return h;
     }
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|c| !c.is_empty())
@@ -75,14 +76,17 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-/// Why the builder may not download now (`None`: it may): `FERROCUDA_OFFLINE` set (not `0`),
-/// or `CARGO_NET_OFFLINE=true`.
+/// Why the builder may not download now (`None`: it may): `FERROCUDA_OFFLINE=1`, a value of
+/// it that is not understood (the reason is that error, which names the values it takes), or
+/// `CARGO_NET_OFFLINE=true`.
 pub fn offline() -> Option<String> {
-    let set = |v: &str| std::env::var(v).ok().filter(|x| !x.is_empty() && x != "0");
-    if let Some(v) = set("FERROCUDA_OFFLINE") {
-        return Some(format!("FERROCUDA_OFFLINE={v}"));
+    match ferrocuda_config::OFFLINE.switch() {
+        Ok(true) => return Some(format!("{}=1", ferrocuda_config::OFFLINE.name)),
+        Ok(false) => {}
+        Err(e) => return Some(e.to_string()),
     }
-    set("CARGO_NET_OFFLINE")
+    std::env::var("CARGO_NET_OFFLINE")
+        .ok()
         .filter(|v| v == "true")
         .map(|_| "CARGO_NET_OFFLINE=true".to_string())
 }
@@ -386,13 +390,10 @@ fn candidate(origin: &str, path: PathBuf) -> Candidate {
 }
 
 /// An explicit choice: `explicit` if given, else the path in the environment variable `var`.
-fn decisive(explicit: Option<(&str, &Path)>, var: &str) -> Vec<Candidate> {
+fn decisive(explicit: Option<(&str, &Path)>, var: &Var) -> Vec<Candidate> {
     let chosen = explicit
         .map(|(origin, p)| (origin.to_string(), p.to_path_buf()))
-        .or_else(|| {
-            let v = std::env::var_os(var).filter(|v| !v.is_empty())?;
-            Some((format!("${var}"), PathBuf::from(v)))
-        });
+        .or_else(|| Some((format!("${}", var.name), var.path()?)));
     chosen
         .map(|(origin, path)| {
             vec![Candidate {
@@ -488,7 +489,7 @@ pub(crate) fn find_libdevice(explicit: Option<&Path>, fallback_root: Option<&Pat
         Box::new(|| {
             decisive(
                 explicit.map(|p| ("PtxBuilder::libdevice", p)),
-                "FERROCUDA_LIBDEVICE",
+                &ferrocuda_config::LIBDEVICE,
             )
         }),
         Box::new(|| env_roots(rel)),
@@ -504,7 +505,7 @@ pub(crate) fn find_libdevice(explicit: Option<&Path>, fallback_root: Option<&Pat
 /// copy of the wheel.
 pub(crate) fn find_ptxas(fallback_root: Option<&Path>) -> Search {
     find_program(
-        "FERROCUDA_PTXAS",
+        &ferrocuda_config::PTXAS,
         "ptxas",
         PTXAS_IN_ROOT,
         true,
@@ -516,7 +517,7 @@ pub(crate) fn find_ptxas(fallback_root: Option<&Path>) -> Search {
 /// `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, then `fallback_root` (`<root>/bin/nvdisasm`).
 pub(crate) fn find_nvdisasm(fallback_root: Option<&Path>) -> Search {
     find_program(
-        "FERROCUDA_NVDISASM",
+        &ferrocuda_config::NVDISASM,
         "nvdisasm",
         NVDISASM_IN_ROOT,
         false,
@@ -528,7 +529,7 @@ pub(crate) fn find_nvdisasm(fallback_root: Option<&Path>) -> Search {
 /// `PATH`, `/usr/local/cuda`, the Pythons' nvcc wheel (when `wheel`), `fallback_root`, then the
 /// builder's copy of the wheel (when `wheel`).
 fn find_program(
-    var: &str,
+    var: &Var,
     program: &str,
     rel: &str,
     wheel: bool,
@@ -676,7 +677,7 @@ mod tests {
 
         // The fallback root is searched last.
         let s = find_libdevice(None, Some(&dir));
-        if std::env::var_os("FERROCUDA_LIBDEVICE").is_none() {
+        if ferrocuda_config::LIBDEVICE.path().is_none() {
             let last = s.tried.last().unwrap();
             assert!(s.found.is_some());
             if s.found.as_deref() == Some(lib.as_path()) {

@@ -286,12 +286,12 @@ fn fail<T>(kind: BuildErrorKind, message: impl Into<String>) -> Result<T, BuildE
 
 /// Environment variables a build reads (for `cargo:rerun-if-env-changed`).
 const ENV_INPUTS: [&str; 8] = [
-    "FERROCUDA_CARGO",
-    "FERROCUDA_HOME",
-    "FERROCUDA_OFFLINE",
-    "FERROCUDA_CUBIN_ARCHS",
-    "FERROCUDA_LIBDEVICE",
-    "FERROCUDA_PTXAS",
+    ferrocuda_config::CARGO.name,
+    ferrocuda_config::HOME.name,
+    ferrocuda_config::OFFLINE.name,
+    ferrocuda_config::CUBIN_ARCHS.name,
+    ferrocuda_config::LIBDEVICE.name,
+    ferrocuda_config::PTXAS.name,
     "CUDA_HOME",
     "CUDA_PATH",
 ];
@@ -392,8 +392,8 @@ impl PtxBuilder {
 
     /// Whether the builder may install NVIDIA's `nvidia-cuda-nvcc-cu12` wheel into its cache
     /// ([`cuda::nvcc_cache_root`]) when libdevice is needed, or ptxas wanted for cubins, and
-    /// nothing on the machine provides it (default `true`; also off when `FERROCUDA_OFFLINE`
-    /// is set or `CARGO_NET_OFFLINE=true`). What it did is in [`BuildOutput::note`].
+    /// nothing on the machine provides it (default `true`; also off with `FERROCUDA_OFFLINE=1`
+    /// or `CARGO_NET_OFFLINE=true`). What it did is in [`BuildOutput::note`].
     pub fn download_cuda(mut self, allow: bool) -> Self {
         self.download = allow;
         self
@@ -415,17 +415,11 @@ impl PtxBuilder {
     /// The cubin architectures of this build, checked against the arch.
     fn cubin_list(&self) -> Result<Vec<String>, BuildError> {
         let base = arch_number(&self.arch).unwrap_or(0);
-        let from_env = || {
-            let v = std::env::var("FERROCUDA_CUBIN_ARCHS").ok()?;
-            Some(
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|a| !a.is_empty())
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let mut list: Vec<String> = match self.cubin_archs.clone().or_else(from_env) {
+        let from_env = || ferrocuda_config::CUBIN_ARCHS.list();
+        let chosen = (self.cubin_archs.clone())
+            .map_or_else(from_env, |l| Ok(Some(l)))
+            .or_else(|e| fail(BuildErrorKind::Config, e.to_string()))?;
+        let mut list: Vec<String> = match chosen {
             Some(l) => l,
             None => std::iter::once(self.arch.clone())
                 .chain(
@@ -929,7 +923,7 @@ mod tests {
     #[test]
     fn cubin_archs_default_to_the_arch_and_newer_and_are_checked() {
         let b = PtxBuilder::new(env!("CARGO_MANIFEST_DIR"));
-        if std::env::var_os("FERROCUDA_CUBIN_ARCHS").is_none() {
+        if std::env::var_os(ferrocuda_config::CUBIN_ARCHS.name).is_none() {
             assert_eq!(b.cubin_list().unwrap(), ["sm_80", "sm_90"]);
             let sm86 = b.clone().arch("sm_86").cubin_list().unwrap();
             assert_eq!(sm86, ["sm_86", "sm_90"]);

@@ -30,17 +30,21 @@
 //! — uses nothing.
 #![warn(missing_docs)]
 
-/// Marks the end of launch stage `$stage` when the calling crate's feature `launch-timing`
-/// is on; nothing otherwise. `mark!(start)` starts a launch.
+/// Ends the launch stage named `$stage` (a string literal: the caller names its stage) when
+/// the calling crate's feature `launch-timing` is on; nothing otherwise. `mark!(start)`
+/// starts a launch. See `timing` (with the feature).
 #[macro_export]
 macro_rules! mark {
     (start) => {
         #[cfg(feature = "launch-timing")]
         $crate::timing::start();
     };
-    ($stage:expr) => {
+    ($stage:literal) => {
         #[cfg(feature = "launch-timing")]
-        $crate::timing::mark($stage);
+        {
+            static STAGE: $crate::timing::Stage = $crate::timing::Stage::new($stage);
+            STAGE.mark();
+        }
     };
 }
 

@@ -1,45 +1,64 @@
 //! Stage timing of the launch path, for profiling (cargo feature `launch-timing`, off by
-//! default: without it `mark!` expands to nothing and this module is absent).
+//! default: without it [`mark!`](crate::mark) expands to nothing and this module is absent).
 //!
-//! A launch calls [`start`] once and [`mark`] after each stage; each mark adds the cycles
-//! since the previous one (time-stamp counter, per thread) to its stage's total. [`take`]
-//! returns the totals in nanoseconds and resets them. Each mark has a cost of its own (clock
-//! reads), which the totals include; the stage profiles in BENCHMARKS.md's launch runs state it.
+//! A launch calls `mark!(start)` once and `mark!("stage name")` at the end of each stage: the
+//! caller names its stage where it ends it, and each mark adds the cycles since the previous
+//! one (time-stamp counter, per thread) to the total of its [`Stage`] — a static of the call
+//! site. [`take`] returns the totals in nanoseconds, one row per name in the order the stages
+//! were first reached (marks of one name in several places add to one row), and resets them.
+//! A stage inside another (its name indented, by convention) is marked before the enclosing
+//! one ends, which keeps the rest. Each mark has a cost of its own (clock reads), which the
+//! totals include; the stage profiles in BENCHMARKS.md's launch runs state it.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
-/// The stages, in the order a launch passes them (index = the `mark!` argument).
-pub const STAGES: [&str; 20] = [
-    "py: call entry, options, completed releases",
-    "py: describe the arguments",
-    "py: select the kernel, scalars",
-    "py: release the GIL",
-    "rs: check_args",
-    "rs: driver init, sync mode",
-    "rs: producers, pointer checks",
-    "rs: stream plan",
-    "rs: context, capture state",
-    "rs: module, block, grid",
-    "rs: pack parameters",
-    "rs: plan before launch",
-    "rs: cuLaunchKernel",
-    "rs: plan after launch",
-    "py: retake the GIL, return",
-    // Parts of "py: describe the arguments" (that stage keeps the rest: the loop over the
-    // arguments, copies of the descriptors).
-    "py:   type checks, kind",
-    "py:   fast path: attribute reads",
-    "py:   fast path: current stream",
-    "py:   fast path: build the descriptor",
-    "py:   self-check",
-];
+/// One named stage: the totals of the marks of one call site of [`mark!`](crate::mark).
+pub struct Stage {
+    name: &'static str,
+    cycles: AtomicU64,
+    count: AtomicU64,
+    registered: AtomicBool,
+}
 
-static CYCLES: [AtomicU64; STAGES.len()] = [const { AtomicU64::new(0) }; STAGES.len()];
-static COUNTS: [AtomicU64; STAGES.len()] = [const { AtomicU64::new(0) }; STAGES.len()];
+/// The stages marked so far, in the order they were first reached.
+static STAGES: Mutex<Vec<&'static Stage>> = Mutex::new(Vec::new());
 
 thread_local! {
     static LAST: Cell<u64> = const { Cell::new(0) };
+}
+
+impl Stage {
+    /// A stage named `name` (what [`take`] reports).
+    pub const fn new(name: &'static str) -> Stage {
+        Stage {
+            name,
+            cycles: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
+        }
+    }
+
+    /// Ends this stage: adds the time since the previous mark or [`start`] on this thread.
+    #[inline]
+    pub fn mark(&'static self) {
+        let t = now();
+        let d = LAST.with(|l| t.wrapping_sub(l.replace(t)));
+        self.cycles.fetch_add(d, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        if !self.registered.load(Ordering::Relaxed) {
+            self.register();
+        }
+    }
+
+    #[cold]
+    fn register(&'static self) {
+        let mut stages = STAGES.lock().unwrap_or_else(PoisonError::into_inner);
+        if !self.registered.swap(true, Ordering::Relaxed) {
+            stages.push(self);
+        }
+    }
 }
 
 #[inline]
@@ -63,17 +82,6 @@ pub fn start() {
     LAST.with(|l| l.set(now()));
 }
 
-/// Ends stage `stage` (adds the time since the previous mark or [`start`]).
-#[inline]
-pub fn mark(stage: usize) {
-    let t = now();
-    let d = LAST.with(|l| t.wrapping_sub(l.replace(t)));
-    if let (Some(c), Some(n)) = (CYCLES.get(stage), COUNTS.get(stage)) {
-        c.fetch_add(d, Ordering::Relaxed);
-        n.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 /// Counter ticks per nanosecond (measured over 20 ms, once).
 fn ticks_per_ns() -> f64 {
     use std::sync::OnceLock;
@@ -93,16 +101,54 @@ fn ticks_per_ns() -> f64 {
     })
 }
 
-/// `(stage, total ns, marks)` per stage since the last call; resets the totals.
+/// `(stage, total ns, marks)` per stage name since the last call, in the order the stages
+/// were first reached; resets the totals.
 pub fn take() -> Vec<(&'static str, f64, u64)> {
     let f = ticks_per_ns();
-    STAGES
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let c = CYCLES[i].swap(0, Ordering::Relaxed);
-            let n = COUNTS[i].swap(0, Ordering::Relaxed);
-            (*name, c as f64 / f, n)
-        })
-        .collect()
+    let stages = STAGES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let mut out: Vec<(&'static str, f64, u64)> = Vec::new();
+    for s in stages {
+        let ns = s.cycles.swap(0, Ordering::Relaxed) as f64 / f;
+        let n = s.count.swap(0, Ordering::Relaxed);
+        match out.iter_mut().find(|row| row.0 == s.name) {
+            Some(row) => {
+                row.1 += ns;
+                row.2 += n;
+            }
+            None => out.push((s.name, ns, n)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_are_reported_by_name_in_first_reached_order() {
+        static A: Stage = Stage::new("test: a");
+        static B1: Stage = Stage::new("test: b");
+        static B2: Stage = Stage::new("test: b");
+        start();
+        B1.mark();
+        A.mark();
+        B2.mark();
+        B1.mark();
+        let rows = take();
+        let mine: Vec<_> = rows.iter().filter(|r| r.0.starts_with("test: ")).collect();
+        assert_eq!(mine.len(), 2, "{rows:?}");
+        assert_eq!((mine[0].0, mine[0].2), ("test: b", 3));
+        assert_eq!((mine[1].0, mine[1].2), ("test: a", 1));
+        assert!(mine.iter().all(|r| r.1 >= 0.0));
+        // Reset: a second report has the rows, with nothing in them.
+        let again = take();
+        assert!(again
+            .iter()
+            .filter(|r| r.0.starts_with("test: "))
+            .all(|r| r.2 == 0 && r.1 == 0.0));
+    }
 }

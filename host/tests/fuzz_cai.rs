@@ -262,10 +262,12 @@ fn check(o: &Owned) -> Result<(), TestCaseError> {
 
 #[test]
 fn validation_never_panics_and_accepts_only_consistent_interfaces() {
-    let cases: u32 = std::env::var("FERROCUDA_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20_000);
+    let cases: u32 = ferrocuda_config::FUZZ_CASES
+        .count()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map_or(20_000, |n| {
+            u32::try_from(n).expect("FERROCUDA_FUZZ_CASES fits in u32")
+        });
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,

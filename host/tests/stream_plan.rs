@@ -276,7 +276,9 @@ fn from_env_value() {
     assert_eq!(SyncMode::from_env_value(Some("0")).unwrap(), Off);
     assert_eq!(SyncMode::from_env_value(Some("event")).unwrap(), Ev);
     assert_eq!(SyncMode::default(), Def);
-    for bad in ["", "2", "true", "off", "Event", " 1", "events"] {
+    // Empty counts as unset (the rule of every variable).
+    assert_eq!(SyncMode::from_env_value(Some("")).unwrap(), Def);
+    for bad in ["2", "true", "off", "Event", " 1", "events"] {
         let e = SyncMode::from_env_value(Some(bad)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Value, "{bad:?}");
         assert!(e.to_string().contains(SYNC_ENV_VAR), "{bad:?}: {e}");

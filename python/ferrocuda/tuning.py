@@ -59,6 +59,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import _config
 from ._ferrocuda import (
     Family,
     Kernel,
@@ -133,8 +134,7 @@ def _device_hint(args: Sequence[Any]) -> int | None:
 
 
 def _cache_dir() -> Path:
-    env = os.environ.get("FERROCUDA_AUTOTUNE_CACHE")
-    return Path(env) if env else Path(_home_dir()) / "autotune"
+    return _config.path("FERROCUDA_AUTOTUNE_CACHE") or Path(_home_dir()) / "autotune"
 
 
 def _optional(name: str) -> Any:

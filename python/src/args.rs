@@ -109,9 +109,9 @@ pub fn probe_into<'py>(
             return Ok(Probed::Desc);
         }
     }
-    ferrocuda_host::mark!(15);
+    ferrocuda_host::mark!("py:   type checks, kind");
     if fast::describe_into(obj, kind, arg, &mut scratch.call, slot)? {
-        ferrocuda_host::mark!(18);
+        ferrocuda_host::mark!("py:   fast path: build the descriptor");
         let state = scratch.call;
         if let Some(d) = slot.as_mut() {
             fast::self_check(obj, kind, d, || {
@@ -124,7 +124,7 @@ pub fn probe_into<'py>(
                 })
             })?;
         }
-        ferrocuda_host::mark!(19);
+        ferrocuda_host::mark!("py:   self-check");
         return Ok(Probed::Desc);
     }
     // `describe_into` left the slot empty.

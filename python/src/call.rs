@@ -575,7 +575,7 @@ pub fn read<'py>(
     }
     classify(t, args, c)?;
     let hosts = std::mem::take(&mut c.hosts);
-    ferrocuda_host::mark!(1);
+    ferrocuda_host::mark!("py: describe the arguments");
     let owners = if c.has_dlpack {
         import_dlpack(t, args, c, caller)?
     } else {
@@ -592,17 +592,17 @@ pub fn read<'py>(
 pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -> PyResult<()> {
     ferrocuda_host::mark!(start);
     release_completed(py);
-    ferrocuda_host::mark!(0);
+    ferrocuda_host::mark!("py: call entry, options, completed releases");
     let mut c = Classified::new(args.len().min(MAX_ARGS));
     let (mut hosts, owners, kernel) = read(t, args, &mut c, opts.stream)?;
     let sig = kernel.signature();
     let mut argv = ArgList::new();
     arguments(sig, args, &c, &mut argv)?;
     let lo = opts.launch_options();
-    ferrocuda_host::mark!(2);
+    ferrocuda_host::mark!("py: select the kernel, scalars");
     let launched = if hosts.is_empty() {
         py.detach(|| {
-            ferrocuda_host::mark!(3);
+            ferrocuda_host::mark!("py: release the GIL");
             // SAFETY: kernels come from modules built by ferrocuda's builder, whose kernels
             // are memory-safe for any arguments that pass the host's checks (the manifest
             // contract); every array's owner is alive for the call (the argument tuple, the
@@ -615,7 +615,7 @@ pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpt
     } else {
         launch_with_hosts(py, kernel, args, &mut hosts, &argv, &lo)?
     };
-    ferrocuda_host::mark!(14);
+    ferrocuda_host::mark!("py: retake the GIL, return");
     if !owners.is_empty() {
         // A captured launch ran nothing: the graph's replays use the arrays as long as their
         // owners (the caller's objects) keep them, and a fence on the capturing stream could

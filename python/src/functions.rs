@@ -165,7 +165,7 @@ pub fn _describe_generic<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<B
 
 /// Which producer fast paths are on: ``(cupy, torch)``.
 #[pyfunction]
-pub fn _fast_paths() -> (bool, bool) {
+pub fn _fast_paths() -> PyResult<(bool, bool)> {
     fast::status()
 }
 
@@ -184,7 +184,7 @@ pub fn _cupy_stream_source(py: Python<'_>) -> &'static str {
 #[pyfunction]
 pub fn _torch_read_source(py: Python<'_>) -> PyResult<&'static str> {
     py.import("torch")?;
-    Ok(fast::torch_read_source(py))
+    fast::torch_read_source(py)
 }
 
 /// ``True`` when ``obj`` exposes ``__cuda_array_interface__``: ``hasattr(obj,

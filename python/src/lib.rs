@@ -34,6 +34,9 @@
 //! 12. [`functions`] — the module-level functions.
 //! 13. [`xla`] — XLA FFI handlers (`jax.jit`), over the host crate and [`module`].
 //!
+//! [`config`] — the environment variables' table and values, for the pure-Python package —
+//! uses none of them.
+//!
 //! This file registers the classes and functions (it uses every layer).
 //!
 //! No function here panics on any input: every failure is a Python exception. Host-crate
@@ -46,6 +49,7 @@ pub mod args;
 pub mod arrays;
 pub mod bind;
 pub mod call;
+pub mod config;
 pub mod docs;
 pub mod errors;
 pub mod functions;
@@ -99,6 +103,8 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(f::device_count, m)?)?;
     m.add_function(wrap_pyfunction!(f::device_properties, m)?)?;
     m.add_function(wrap_pyfunction!(f::_home_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(config::_env_vars, m)?)?;
+    m.add_function(wrap_pyfunction!(config::_env_value, m)?)?;
     m.add_function(wrap_pyfunction!(f::_pooled_events, m)?)?;
     m.add_function(wrap_pyfunction!(f::_pending_releases, m)?)?;
     #[cfg(feature = "launch-timing")]

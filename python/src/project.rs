@@ -231,10 +231,9 @@ pub fn _inline_cache_dir() -> String {
 
 /// ``$FERROCUDA_INLINE_CACHE``, else ``$FERROCUDA_HOME/inline``.
 fn inline_dir() -> PathBuf {
-    match std::env::var_os("FERROCUDA_INLINE_CACHE").filter(|d| !d.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => home().join("inline"),
-    }
+    ferrocuda_config::INLINE_CACHE
+        .path()
+        .unwrap_or_else(|| home().join("inline"))
 }
 
 /// The manifest of the inline kernel `source` with these options: from the cache (no

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from ferrocuda import _config
 
 # JAX (when a test uses it) must not take most of the GPU's memory from the CuPy and torch
 # tests, and from the workspaces of ferrocuda's own kernels, in the same process.
@@ -56,8 +57,8 @@ def gpu() -> None:
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A fresh random generator; its seed is printed (shown when the test fails)."""
-    env = os.environ.get("FERROCUDA_TEST_SEED")
-    seed = int(env) if env else secrets.randbits(32)
+    given = _config.get("FERROCUDA_TEST_SEED")
+    seed = given if isinstance(given, int) else secrets.randbits(32)
     print(f"random seed: {seed} (rerun with FERROCUDA_TEST_SEED={seed})")
     return np.random.default_rng(seed)
 
@@ -187,9 +188,9 @@ def cai_array(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any
 def own_crate(tmp_path_factory: Any) -> Path:
     """A kernel crate of one's own: ``$FERROCUDA_OWN_CRATE`` (the GPU bundle scaffolds and
     builds one), else one made by ``ferrocuda new`` here (skipped without cargo)."""
-    given = os.environ.get("FERROCUDA_OWN_CRATE")
+    given = _config.path("FERROCUDA_OWN_CRATE")
     if given:
-        return Path(given)
+        return given
     if shutil.which("cargo") is None:
         pytest.skip("no FERROCUDA_OWN_CRATE and no cargo to build a crate with")
     tmp = tmp_path_factory.mktemp("own")

@@ -10,10 +10,10 @@ quotes (100 of 100 trials, 10^5 soak launches) come from runs without the saniti
 
 from __future__ import annotations
 
-import os
+from ferrocuda import _config
 
 #: True when the suite runs under compute-sanitizer (set by the GPU run script).
-UNDER_SANITIZER = os.environ.get("FERROCUDA_SANITIZER") == "1"
+UNDER_SANITIZER = _config.flag("FERROCUDA_SANITIZER")
 
 
 #: The array libraries whose parametrizations run under compute-sanitizer. The others hand the

@@ -29,12 +29,13 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from ferrocuda import _config
 
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS: dict[str, dict[str, Any]] = {}
-N_RANDOM = int(os.environ.get("FERROCUDA_MATH_SAMPLES", "1500"))
+N_RANDOM = _config.count("FERROCUDA_MATH_SAMPLES", 1500)
 
 
 def _find(candidates: list[Path]) -> Path | None:
@@ -42,10 +43,10 @@ def _find(candidates: list[Path]) -> Path | None:
 
 
 def _manifest() -> Path | None:
-    env = os.environ.get("FERROCUDA_DEVICE_KERNELS")
+    env = _config.path("FERROCUDA_DEVICE_KERNELS")
     here = Path(__file__).resolve()
     return _find(
-        ([Path(env)] if env else [])
+        ([env] if env else [])
         + [
             p / "device-kernels" / "ferrocuda_device_kernels.json"
             for p in (here.parents[2], here.parents[1], Path.cwd() / ".gpu")

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import ferrocuda
+from ferrocuda import _config
 
 pytestmark = pytest.mark.gpu
 
@@ -55,7 +56,8 @@ def mpi(gpu: None) -> dict[str, Any]:
     """The MPI launcher (``cmd``: mpiexec and its flags), the environment, and the MPI library
     mpi4py loads (``library``); skips with the reason when any is missing."""
     pytest.importorskip("cupy", reason="the MPI example uses CuPy")
-    exe = os.environ.get("FERROCUDA_MPIEXEC") or shutil.which("mpiexec")
+    given = _config.path("FERROCUDA_MPIEXEC")
+    exe = str(given) if given else shutil.which("mpiexec")
     if not exe:
         pytest.skip("no MPI launcher: neither $FERROCUDA_MPIEXEC nor mpiexec on PATH")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), MPIEXEC_TIMEOUT=str(TIMEOUT_S))

@@ -22,7 +22,6 @@ Hypothesis' default ``.hypothesis/`` (git-ignored).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -33,9 +32,9 @@ from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import ferrocuda  # noqa: E402
-from ferrocuda import validate_interface  # noqa: E402
+from ferrocuda import _config, validate_interface  # noqa: E402
 
-EXAMPLES = int(os.environ.get("FERROCUDA_HYPOTHESIS_EXAMPLES", "1000"))
+EXAMPLES = _config.count("FERROCUDA_HYPOTHESIS_EXAMPLES", 1000)
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,

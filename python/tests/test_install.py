@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import ferrocuda
+from ferrocuda import _config
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
@@ -241,7 +242,7 @@ def test_doctor_refuses_unknown_options() -> None:
 
 
 @pytest.mark.skipif(
-    os.environ.get("FERROCUDA_TEST_INSTALL") != "1",
+    not _config.flag("FERROCUDA_TEST_INSTALL"),
     reason="FERROCUDA_TEST_INSTALL=1 runs the full install of the sdist (a release build: "
     "minutes; downloads NVIDIA's nvcc wheel when no libdevice is found)",
 )

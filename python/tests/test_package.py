@@ -215,7 +215,8 @@ def test_normalize_sync_refuses() -> None:
 
 
 @pytest.mark.parametrize(
-    "value,expected", [(None, "default"), ("1", "default"), ("0", "off"), ("event", "event")]
+    "value,expected",
+    [(None, "default"), ("", "default"), ("1", "default"), ("0", "off"), ("event", "event")],
 )
 def test_sync_environment_variable(value: str | None, expected: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC"}

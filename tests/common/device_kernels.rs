@@ -29,8 +29,8 @@ pub fn build(arch: &str) -> Result<ferrocuda_builder::BuildOutput, String> {
 /// else a fresh sm_80 build.
 #[allow(dead_code)] // used by the GPU tests only
 pub fn manifest_path() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("FERROCUDA_DEVICE_KERNELS") {
-        return Ok(PathBuf::from(p));
+    if let Some(p) = ferrocuda_config::DEVICE_KERNELS.path() {
+        return Ok(p);
     }
     let bundled = PathBuf::from(".gpu/device-kernels/ferrocuda_device_kernels.json");
     if bundled.exists() {

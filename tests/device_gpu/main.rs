@@ -160,9 +160,9 @@ fn main() {
         std::process::exit(diag::run_child(&scenario));
     }
     let args = Arguments::from_args();
-    let seed = std::env::var("FERROCUDA_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    let seed = ferrocuda_config::TEST_SEED
+        .count()
+        .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -22,10 +22,18 @@ fn test_tma() -> TestResult {
     let mut r = rng(0x7a7a);
     // Modes (bit 0: prefetch the descriptor, bit 1: store): `FERROCUDA_TMA_MODES` ("0,2,3")
     // runs some of them only.
-    let modes: Vec<u32> = std::env::var("FERROCUDA_TMA_MODES")
-        .ok()
-        .map(|v| v.split(',').filter_map(|m| m.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![0, 1, 2, 3]);
+    let modes: Vec<u32> = match ferrocuda_config::TMA_MODES.list().map_err(err)? {
+        Some(list) => list
+            .iter()
+            .map(|m| match m.parse() {
+                Ok(n) if n < 4 => Ok(n),
+                _ => Err(err(format!(
+                    "FERROCUDA_TMA_MODES: {m:?} is no mode (0 to 3)"
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        None => vec![0, 1, 2, 3],
+    };
     for mode in modes {
         for (rows, cols, dr, dc) in [
             (64usize, 96usize, 0i32, 0i32),

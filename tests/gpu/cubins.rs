@@ -12,7 +12,7 @@ use ferrocuda::{bundled, kernels, DeviceArray};
 use libtest_mimic::Failed;
 
 /// Set in the child's environment: `main` runs [`first_launch_child`] instead of the tests.
-pub const CHILD: &str = "FERROCUDA_FIRST_LAUNCH_CHILD";
+pub const CHILD: &str = ferrocuda_config::FIRST_LAUNCH_CHILD.name;
 
 /// The image device `DEV` should load: the bundled cubin for its major version, else the PTX.
 fn expected_image() -> Result<String, Failed> {

@@ -95,7 +95,11 @@ pub fn key(req: &InlineRequest, sources: &CrateSources) -> String {
     h = fnv_field(h, env!("CARGO_PKG_VERSION").as_bytes());
     h = fnv_field(h, &sources.fingerprint().to_le_bytes());
     h = fnv_field(h, toolchain_id(sources).as_bytes());
-    let cubins = std::env::var("FERROCUDA_CUBIN_ARCHS").unwrap_or_default();
+    // Unset (the default list) hashes as before; a list by its items, empty included.
+    let cubins = match ferrocuda_config::CUBIN_ARCHS.list() {
+        Ok(None) => String::new(),
+        other => format!("{other:?}"),
+    };
     for part in [
         TARGET,
         req.arch.as_str(),

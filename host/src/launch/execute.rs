@@ -233,10 +233,10 @@ impl Prepared<'_> {
                 config: None,
             });
         };
-        crate::mark!(10);
+        crate::mark!("rs: pack parameters");
         let mut ops = DriverOps { ctx: self.ctx };
         self.plan.before_launch(&mut ops)?;
-        crate::mark!(11);
+        crate::mark!("rs: plan before launch");
         let stream = raw_stream(self.plan.launch_stream());
         let workspace = if sig.has_extras() {
             // SAFETY: the context is bound; `stream` is the plan's launch stream, which now
@@ -289,9 +289,9 @@ impl Prepared<'_> {
         launched?;
         freed?;
         driver::result::set_last_kernel(device, sig.static_name);
-        crate::mark!(12);
+        crate::mark!("rs: cuLaunchKernel");
         self.plan.after_launch(&mut ops)?;
-        crate::mark!(13);
+        crate::mark!("rs: plan after launch");
         Ok(Launched {
             plan: self.plan,
             device,

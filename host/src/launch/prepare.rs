@@ -136,17 +136,17 @@ impl<'m> Kernel<'m> {
     pub fn prepare(&self, args: &[Arg<'_>], opts: &LaunchOptions) -> Result<Prepared<'m>> {
         let sig = self.signature();
         check_args(sig, args)?;
-        crate::mark!(4);
+        crate::mark!("rs: check_args");
         driver::init()?;
         let mode = match opts.sync {
             Some(m) => m,
             None => default_sync_mode()?,
         };
-        crate::mark!(5);
+        crate::mark!("rs: driver init, sync mode");
         let arrays = scan_arrays(self, args, opts.check_pointers)?;
-        crate::mark!(6);
+        crate::mark!("rs: producers, pointer checks");
         let plan = stream::plan(&arrays.producers[..arrays.count], opts.stream, mode)?;
-        crate::mark!(7);
+        crate::mark!("rs: stream plan");
         let ordinal = match (arrays.device, opts.device) {
             (Some((d, _)), _) | (None, Some(d)) => d,
             (None, None) => cu::current_ordinal().unwrap_or(0),
@@ -156,7 +156,7 @@ impl<'m> Kernel<'m> {
         ctx.bind()?;
         let plan = driver::capture_plan(plan)
             .map_err(|r| refusal(self, &arrays.producers[..arrays.count], r))?;
-        crate::mark!(8);
+        crate::mark!("rs: context, capture state");
         let (launch, attrs) = if arrays.work == 0 && opts.grid.is_none() {
             (None, LaunchAttrs::Plain)
         } else {
@@ -175,7 +175,7 @@ impl<'m> Kernel<'m> {
             }
             _ => ScratchPlan::EMPTY,
         };
-        crate::mark!(9);
+        crate::mark!("rs: module, block, grid");
         Ok(Prepared {
             kernel: *self,
             plan,

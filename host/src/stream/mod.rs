@@ -195,7 +195,7 @@ impl StreamRef {
 }
 
 /// The environment variable that selects the [`SyncMode`] (see [`SyncMode::from_env`]).
-pub const SYNC_ENV_VAR: &str = "FERROCUDA_CUDA_ARRAY_INTERFACE_SYNC";
+pub const SYNC_ENV_VAR: &str = ferrocuda_config::CUDA_ARRAY_INTERFACE_SYNC.name;
 
 /// Synchronization mode: how a launch is ordered against its producers' foreign streams.
 ///
@@ -229,12 +229,13 @@ impl SyncMode {
     /// | `"0"` | [`SyncMode::Off`] |
     /// | `"event"` | [`SyncMode::Event`] |
     ///
-    /// Anything else (including the empty string) is an [`ErrorKind::Value`] error naming
-    /// the variable: a typo must not silently change how work is ordered.
+    /// The empty string counts as unset; anything else is an [`ErrorKind::Value`] error
+    /// naming the variable: a typo must not silently change how work is ordered (the
+    /// spelling rules of every variable: the `ferrocuda-config` crate).
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Value`] for a value other than `0`, `1` or `event`.
+    /// [`ErrorKind::Value`] for a value other than `0`, `1`, `event` or empty.
     ///
     /// ```
     /// use ferrocuda_host::stream::SyncMode;
@@ -246,13 +247,20 @@ impl SyncMode {
     ///
     /// [`ErrorKind::Value`]: crate::ErrorKind::Value
     pub fn from_env_value(value: Option<&str>) -> Result<SyncMode> {
-        match value {
+        Self::from_word(
+            ferrocuda_config::CUDA_ARRAY_INTERFACE_SYNC.parse_choice(value.map(AsRef::as_ref)),
+        )
+    }
+
+    fn from_word(
+        word: std::result::Result<Option<&str>, ferrocuda_config::Error>,
+    ) -> Result<SyncMode> {
+        match word.map_err(|e| Error::value(e.to_string()))? {
             None | Some("1") => Ok(SyncMode::Default),
             Some("0") => Ok(SyncMode::Off),
             Some("event") => Ok(SyncMode::Event),
             Some(other) => Err(Error::value(format!(
-                "{SYNC_ENV_VAR}={other:?} is not understood; use 0 (off), 1 (host sync, the \
-                 default) or event (event waits, no host block)"
+                "{SYNC_ENV_VAR}={other:?} names no sync mode"
             ))),
         }
     }
@@ -264,16 +272,10 @@ impl SyncMode {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Value`](crate::ErrorKind::Value) for a value other than `0`, `1` or
-    /// `event`.
+    /// [`ErrorKind::Value`](crate::ErrorKind::Value) for a value other than `0`, `1`,
+    /// `event` or empty.
     pub fn from_env() -> Result<SyncMode> {
-        match std::env::var(SYNC_ENV_VAR) {
-            Ok(v) => SyncMode::from_env_value(Some(&v)),
-            Err(std::env::VarError::NotPresent) => SyncMode::from_env_value(None),
-            Err(std::env::VarError::NotUnicode(v)) => Err(Error::value(format!(
-                "{SYNC_ENV_VAR}={v:?} is not understood; use 0, 1 or event"
-            ))),
-        }
+        Self::from_word(ferrocuda_config::CUDA_ARRAY_INTERFACE_SYNC.choice())
     }
 }
 

@@ -279,7 +279,7 @@ pub(super) fn cupy(
     let dtype = numpy_dtype(&obj.getattr(intern!(py, "dtype")).ok()?)?;
     let mut l = Layout::new();
     cupy_layout(obj, &mut l)?;
-    ferrocuda_host::mark!(16);
+    ferrocuda_host::mark!("py:   fast path: attribute reads");
     let (ver, stream) = match state.cupy {
         Some(s) => s,
         None => {
@@ -288,7 +288,7 @@ pub(super) fn cupy(
             s
         }
     };
-    ferrocuda_host::mark!(17);
+    ferrocuda_host::mark!("py:   fast path: current stream");
     ArrayDesc::from_parts_into(
         slot,
         dtype,

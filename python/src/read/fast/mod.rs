@@ -191,14 +191,21 @@ pub fn kind_of(obj: &Bound<'_, PyAny>) -> Kind {
     kind
 }
 
-fn fast_paths_enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        !matches!(
-            std::env::var("FERROCUDA_FAST_PATHS").as_deref(),
-            Ok("0") | Ok("off") | Ok("false")
-        )
-    })
+/// A switch of [`ferrocuda_config`] read once into `cell`; a value it does not take is a
+/// `ValueError` (at every call: the launch that reads it fails).
+pub(super) fn switch(
+    var: &ferrocuda_config::Var,
+    cell: &OnceLock<Result<bool, ferrocuda_config::Error>>,
+) -> PyResult<bool> {
+    cell.get_or_init(|| var.switch())
+        .clone()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// `FERROCUDA_FAST_PATHS`, read once.
+fn fast_paths_enabled() -> PyResult<bool> {
+    static ON: OnceLock<Result<bool, ferrocuda_config::Error>> = OnceLock::new();
+    switch(&ferrocuda_config::FAST_PATHS, &ON)
 }
 
 static CUPY_ON: AtomicBool = AtomicBool::new(true);
@@ -209,12 +216,12 @@ static CUPY_CHECKED: AtomicBool = AtomicBool::new(false);
 static TORCH_CHECKED: AtomicBool = AtomicBool::new(false);
 
 /// Which fast paths are on: `(cupy, torch)` (for tests and diagnostics).
-pub fn status() -> (bool, bool) {
-    let on = fast_paths_enabled();
-    (
+pub fn status() -> PyResult<(bool, bool)> {
+    let on = fast_paths_enabled()?;
+    Ok((
         on && CUPY_ON.load(Ordering::Relaxed),
         on && TORCH_ON.load(Ordering::Relaxed),
-    )
+    ))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -293,13 +300,13 @@ pub fn same_layout(
     desc: &ArrayDesc,
     state: &mut CallState,
 ) -> PyResult<Option<bool>> {
-    if !fast_paths_enabled() {
+    if !fast_paths_enabled()? {
         return Ok(None);
     }
     let mut l = Layout::new();
     Ok(match kind {
         Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_unchanged(obj, desc),
-        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py()) {
+        Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py())? {
             Some(api) => match torch_view(obj, &api, &mut l) {
                 Some((dtype, device)) if dtype == desc.dtype() => {
                     let same = l.matches(desc);
@@ -321,7 +328,7 @@ pub fn same_layout(
 /// lighter per-launch reads of [`same_layout`]. `None` as for [`same_layout`].
 pub fn describes(obj: &Bound<'_, PyAny>, kind: Kind, desc: &ArrayDesc) -> PyResult<Option<bool>> {
     match kind {
-        Kind::Cupy if fast_paths_enabled() && CUPY_ON.load(Ordering::Relaxed) => {
+        Kind::Cupy if fast_paths_enabled()? && CUPY_ON.load(Ordering::Relaxed) => {
             let mut l = Layout::new();
             Ok(cupy_layout(obj, &mut l).map(|()| l.matches(desc)))
         }
@@ -361,7 +368,7 @@ pub fn describe_into(
     slot: &mut Option<ArrayDesc>,
 ) -> PyResult<bool> {
     *slot = None;
-    if !fast_paths_enabled() {
+    if !fast_paths_enabled()? {
         return Ok(false);
     }
     match kind {

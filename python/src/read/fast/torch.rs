@@ -96,7 +96,7 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     // `bench/field_costs.py` shows — is used.
     static RAW: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
     let py = tensor.py();
-    if let Some(api) = torch_api(py) {
+    if let Some(api) = torch_api(py)? {
         // The device through the exchange API too (a C call, where `get_device()` is a
         // Python method call).
         let mut shape = [0i64; MAX_NDIM];
@@ -146,27 +146,27 @@ pub(super) fn torch_stream_on(
 /// torch's DLPack exchange API (`torch.Tensor.__dlpack_c_exchange_api__`, of `torch.Tensor`
 /// itself: subclasses are read by the generic path), looked up once; `None` for a torch
 /// without it (or an unusable one) and with `FERROCUDA_TORCH_EXCHANGE=0`.
-pub(super) fn torch_api(py: Python<'_>) -> Option<ExchangeApi> {
+/// A value of `FERROCUDA_TORCH_EXCHANGE` other than `1`, `0` or empty is a `ValueError`.
+pub(super) fn torch_api(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
+    static ON: std::sync::OnceLock<Result<bool, ferrocuda_config::Error>> =
+        std::sync::OnceLock::new();
+    if !super::switch(&ferrocuda_config::TORCH_EXCHANGE, &ON)? {
+        return Ok(None);
+    }
     static API: PyOnceLock<Option<ExchangeApi>> = PyOnceLock::new();
-    *API.get_or_init(py, || {
-        if matches!(
-            std::env::var("FERROCUDA_TORCH_EXCHANGE").as_deref(),
-            Ok("0") | Ok("off") | Ok("false")
-        ) {
-            return None;
-        }
+    Ok(*API.get_or_init(py, || {
         let ty = py.import("torch").ok()?.getattr("Tensor").ok()?;
         ExchangeApi::of_type(ty.cast::<pyo3::types::PyType>().ok()?)
-    })
+    }))
 }
 
 /// `"exchange"` when torch tensors are read through torch's exchange API, else
 /// `"attributes"`.
-pub fn torch_read_source(py: Python<'_>) -> &'static str {
-    match torch_api(py) {
+pub fn torch_read_source(py: Python<'_>) -> PyResult<&'static str> {
+    Ok(match torch_api(py)? {
         Some(_) => "exchange",
         None => "attributes",
-    }
+    })
 }
 
 /// The element type of a tensor viewed through the exchange API: the dtypes the getter
@@ -233,12 +233,12 @@ fn torch_exchanged(
         return Ok(false);
     };
     refuse_lazy_bits(obj, arg, matches!(dtype, DType::C64 | DType::C128))?;
-    ferrocuda_host::mark!(16);
+    ferrocuda_host::mark!("py:   fast path: attribute reads");
     let stream = match state.torch {
         Some(s) => s,
         None => torch_stream_on(py, api, device, state)?,
     };
-    ferrocuda_host::mark!(17);
+    ferrocuda_host::mark!("py:   fast path: current stream");
     let stream = Some(stream);
     let (shape, strides, ptr) = (l.shape(), l.strides(), l.ptr);
     Ok(ArrayDesc::from_parts_into(slot, dtype, shape, strides, ptr, false, stream, 2).is_ok())
@@ -250,7 +250,7 @@ pub(super) fn torch(
     state: &mut CallState,
     slot: &mut Option<ArrayDesc>,
 ) -> PyResult<bool> {
-    if let Some(api) = torch_api(obj.py()) {
+    if let Some(api) = torch_api(obj.py())? {
         return torch_exchanged(obj, &api, arg, state, slot);
     }
     let py = obj.py();
@@ -269,9 +269,9 @@ pub(super) fn torch(
     if torch_layout(obj, dtype.itemsize(), &mut l)?.is_none() {
         return Ok(false);
     }
-    ferrocuda_host::mark!(16);
+    ferrocuda_host::mark!("py:   fast path: attribute reads");
     let stream = torch_stream(obj, state)?;
-    ferrocuda_host::mark!(17);
+    ferrocuda_host::mark!("py:   fast path: current stream");
     let stream = Some(stream);
     let (shape, strides, ptr) = (l.shape(), l.strides(), l.ptr);
     Ok(ArrayDesc::from_parts_into(slot, dtype, shape, strides, ptr, false, stream, 2).is_ok())
