@@ -77,6 +77,9 @@ pub struct Target {
     /// differ: arguments are then classified by their Python type). A family's contiguous
     /// and strided variants agree: only their array kinds differ.
     kinds: Option<Box<[bool]>>,
+    /// A kernel whose parameter names differ from the first kernel's (then arguments can
+    /// only be passed by position), found once here rather than per keyword call.
+    pub renamed: Option<usize>,
     /// The kernels chosen for the last few selection keys.
     memo: SelectionMemo<Kernel<'static>>,
 }
@@ -94,10 +97,19 @@ impl Target {
             let ps = &k.signature().params;
             ps.len() == first.len() && ps.iter().zip(&first).all(|(p, &f)| p.kind.is_array() == f)
         });
+        let names = |k: &Kernel<'static>| -> Vec<String> {
+            k.signature()
+                .params
+                .iter()
+                .map(|p| p.name.clone())
+                .collect()
+        };
+        let renamed = kernels.iter().position(|k| names(k) != names(&kernels[0]));
         Target {
             name,
             is_family,
             kinds: same.then(|| first.into_boxed_slice()),
+            renamed,
             memo: SelectionMemo::default(),
             kernels: kernels.into_boxed_slice(),
         }

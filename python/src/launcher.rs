@@ -73,10 +73,7 @@ pub fn with_keywords<'py>(
         "kernel"
     };
     let named = |i: usize| params[i].name.as_str();
-    if let Some(k) = t.kernels.iter().find(|k| {
-        let ps = &k.signature().params;
-        ps.len() != params.len() || ps.iter().zip(params.iter()).any(|(a, b)| a.name != b.name)
-    }) {
+    if let Some(k) = t.renamed.map(|i| &t.kernels[i]) {
         return Err(PyTypeError::new_err(format!(
             "{what} `{}`: its kernels name their parameters differently ({} and {}); pass the \
              arguments by position",
