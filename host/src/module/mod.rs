@@ -22,7 +22,10 @@ mod signature;
 
 pub use load::{choose_cubin, FunctionLimits};
 pub(crate) use load::{Function, Loaded, OccupancyKey};
-pub use signature::{Param, Signature, MAX_PARAMS, PARAM_BUFFER_SIZE};
+pub(crate) use signature::operand_text;
+pub use signature::{
+    Param, Requirement, ScratchParam, Signature, MAX_PARAMS, MAX_SCRATCH, PARAM_BUFFER_SIZE,
+};
 
 use crate::driver::{init, Context, MAX_DEVICES};
 use crate::error::{Error, Result};
