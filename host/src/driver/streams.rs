@@ -1,18 +1,12 @@
 //! Streams and events: ferrocuda's own streams, fences, and the [`StreamOps`] a stream
 //! [`Plan`](crate::stream::Plan) executes through.
 
-use super::capture::{blocking, idle, Relaxed};
+use super::capture::{blocking, capture_plan, idle, Relaxed};
 use super::context::Context;
-use super::result as cu;
+use super::result::{self as cu, raw_stream};
 use crate::error::Result;
-use crate::stream::{StreamOps, StreamRef};
+use crate::stream::{self, StreamOps, StreamRef, SyncMode};
 use cudarc::driver::sys;
-
-/// The `CUstream` value of a [`StreamRef`] (1 and 2 are the driver's own sentinels).
-#[inline]
-pub(crate) fn raw_stream(s: StreamRef) -> sys::CUstream {
-    s.as_raw() as usize as sys::CUstream
-}
 
 /// Blocks until all work on `s` is done, in the calling thread's current context (which
 /// ferrocuda's own calls leave as they found it: with none current, use
@@ -194,4 +188,25 @@ impl Drop for Fence {
         // Safe to reuse at once: waits already enqueued captured the recording.
         self.ctx.give_event(self.event);
     }
+}
+
+/// Makes `consumer` wait, without blocking the host, for the work enqueued so far on
+/// `producer` (both streams of device `ordinal`) — an event recorded on `producer` and waited
+/// on by `consumer` — under the capture rules of a launch on `consumer` in the `event` mode:
+/// when `consumer` is capturing, `producer` must be in the same capture, and a capturing
+/// `producer` is never waited on by a stream outside its capture. Nothing to do when they are
+/// the same stream. (The DLPack export's ordering before its consumer's stream.)
+///
+/// # Errors
+///
+/// [`ErrorKind::Unsupported`] by those rules; a failed driver call.
+pub fn order_before(ordinal: usize, producer: StreamRef, consumer: StreamRef) -> Result<()> {
+    if producer == consumer {
+        return Ok(());
+    }
+    let ctx = Context::get(ordinal)?;
+    let _caller = ctx.enter()?;
+    let p = stream::plan(&[Some(producer)], Some(consumer), SyncMode::Event)?;
+    let p = capture_plan(p)?;
+    p.before_launch(&mut DriverOps { ctx })
 }

@@ -4,10 +4,16 @@
 
 use super::{check, cuda_error, exported, Named};
 use crate::error::{Error, ErrorKind, Result};
-use crate::stream::Capture;
+use crate::stream::{Capture, StreamRef};
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use std::sync::OnceLock;
+
+/// The `CUstream` value of a [`StreamRef`] (1 and 2 are the driver's own sentinels).
+#[inline]
+pub(crate) fn raw_stream(s: StreamRef) -> sys::CUstream {
+    s.as_raw() as usize as sys::CUstream
+}
 
 /// `cuStreamCreate` in the current context; `non_blocking`: `CU_STREAM_NON_BLOCKING`.
 pub(crate) fn stream_create(non_blocking: bool) -> Result<sys::CUstream> {
