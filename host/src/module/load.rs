@@ -1,12 +1,13 @@
 //! Loading a module's images into a device: the cubin chosen for the device's compute
 //! capability, else the PTX; the functions and their launch limits.
 
-use super::{Image, Module, Signature};
+use super::image::{choose_cubin, Image};
+use super::signature::Signature;
 use crate::driver::result as cu;
 use crate::driver::{init, trap, Context, Relaxed};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use ferrocuda_abi::arch::{Arch, DeviceArch, Variant};
+use ferrocuda_abi::arch::DeviceArch;
 use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -135,128 +136,111 @@ impl Loaded {
     }
 }
 
-/// The cubin for a device of compute capability `cc` among `archs` (`"sm_80"`, `"sm_90a"`, …):
-/// the highest portable `sm_AB` with `A` equal to the major version and `B` not above the
-/// minor (machine code runs on GPUs of its major version and a minor not below its own), an
-/// architecture-specific `sm_ABa` only for exactly `A.B` (preferred over the portable one of
-/// the same number), a family `sm_ABf` for major `A` and a minor not below `B`; `None` when
-/// there is none (the PTX is loaded then). `sm_90` for 9.0; `sm_80` for 8.6 and 8.9 when the
-/// cubins are `sm_80` and `sm_90`; none for 10.0 or 12.0.
-pub fn choose_cubin<'a>(
-    cc: (u32, u32),
-    archs: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    archs
-        .into_iter()
-        .filter_map(|a| {
-            let arch = Arch::parse(a)?;
-            let runs = arch.major == cc.0
-                && match arch.variant {
-                    Variant::Specific => arch.minor == cc.1,
-                    Variant::Portable | Variant::Family => arch.minor <= cc.1,
-                };
-            runs.then_some(((arch.number(), arch.variant), a))
-        })
-        .max_by_key(|&(key, _)| key)
-        .map(|(_, a)| a)
+/// Loads a module's `images` into `ctx`: each image a device runs, with the functions of the
+/// kernels it holds (`kernel_image`: the image of each kernel of `signatures`).
+pub(super) fn load(
+    ctx: &'static Context,
+    images: &[Image],
+    kernel_image: &[usize],
+    signatures: &[Signature],
+) -> Result<Loaded> {
+    init()?;
+    let _caller = ctx.enter()?;
+    // Once per device, possibly inside another library's graph capture: loading and the
+    // trap record's page-locked allocation are calls a global-mode capture forbids.
+    let _relaxed = Relaxed::enter()?;
+    let cc = ctx.compute_capability();
+    let mut functions: Vec<Option<Function>> = vec![None; signatures.len()];
+    let mut modules = Vec::with_capacity(images.len());
+    let mut described = Vec::with_capacity(images.len());
+    for (i, image) in images.iter().enumerate() {
+        let label = if i == 0 {
+            String::new()
+        } else {
+            format!("{} part: ", image.arch)
+        };
+        if !image.arch.runs_on(cc) {
+            modules.push(None);
+            described.push(format!("{label}not loaded ({})", DeviceArch(cc)));
+            continue;
+        }
+        let kernels: Vec<usize> = (0..signatures.len())
+            .filter(|&k| kernel_image[k] == i)
+            .collect();
+        let (module, found, what) = load_image(ctx, image, signatures, &kernels)?;
+        register_trap_record(ctx.ordinal(), module)?;
+        for (k, f) in kernels.into_iter().zip(found) {
+            functions[k] = Some(f);
+        }
+        modules.push(Some(module));
+        described.push(format!("{label}{what}"));
+    }
+    Ok(Loaded {
+        _modules: modules,
+        image: described.join("; "),
+        dynamic_shared: functions
+            .iter()
+            .map(|f| AtomicU32::new(f.map_or(0, |f| f.limits.dynamic_shared)))
+            .collect(),
+        functions,
+        occupancy: Mutex::new(Vec::new()),
+    })
 }
 
-impl Module {
-    pub(super) fn load(&self, ctx: &'static Context) -> Result<Loaded> {
-        init()?;
-        let _caller = ctx.enter()?;
-        // Once per device, possibly inside another library's graph capture: loading and the
-        // trap record's page-locked allocation are calls a global-mode capture forbids.
-        let _relaxed = Relaxed::enter()?;
-        let cc = ctx.compute_capability();
-        let mut functions: Vec<Option<Function>> = vec![None; self.signatures.len()];
-        let mut modules = Vec::with_capacity(self.images.len());
-        let mut described = Vec::with_capacity(self.images.len());
-        for (i, image) in self.images.iter().enumerate() {
-            let label = if i == 0 {
-                String::new()
-            } else {
-                format!("{} part: ", image.arch)
-            };
-            if !image.arch.runs_on(cc) {
-                modules.push(None);
-                described.push(format!("{label}not loaded ({})", DeviceArch(cc)));
-                continue;
-            }
-            let kernels: Vec<usize> = (0..self.signatures.len())
-                .filter(|&k| self.kernel_image[k] == i)
-                .collect();
-            let (module, found, what) = self.load_image(ctx, image, &kernels)?;
-            register_trap_record(ctx.ordinal(), module)?;
-            for (k, f) in kernels.into_iter().zip(found) {
-                functions[k] = Some(f);
-            }
-            modules.push(Some(module));
-            described.push(format!("{label}{what}"));
-        }
-        Ok(Loaded {
-            _modules: modules,
-            image: described.join("; "),
-            dynamic_shared: functions
-                .iter()
-                .map(|f| AtomicU32::new(f.map_or(0, |f| f.limits.dynamic_shared)))
-                .collect(),
-            functions,
-            occupancy: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// Loads `image` into `ctx` (bound): the cubin [`choose_cubin`] picks, else the PTX.
-    /// Returns the module, the functions of `kernels` (indices into the manifest) and what
-    /// was loaded (`"sm_90 cubin"`, `"PTX"`).
-    fn load_image(
-        &self,
-        ctx: &'static Context,
-        image: &Image,
-        kernels: &[usize],
-    ) -> Result<(sys::CUmodule, Vec<Function>, String)> {
-        let cc = ctx.compute_capability();
-        // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
-        // cubin is never the cause of an error the PTX would not give.
-        let from_cubin = choose_cubin(cc, image.cubin_archs()).and_then(|arch| {
-            let bytes = image.cubin(arch)?;
-            let mut log = vec![0u8; 4096];
-            let module = cu::module_load_cubin(bytes, &mut log).ok()?;
-            // SAFETY: `module` was just loaded into the bound context.
-            match unsafe { self.functions(module, kernels) } {
-                Ok(functions) => Some((module, functions, format!("{arch} cubin"))),
-                Err(_) => {
-                    // SAFETY: loaded above, none of its functions used.
-                    let _ = unsafe { cu::module_unload(module) };
-                    None
-                }
-            }
-        });
-        if let Some(loaded) = from_cubin {
-            return Ok(loaded);
-        }
-        let module = load_ptx(ctx, image)?;
+/// Loads `image` into `ctx` (bound): the cubin [`choose_cubin`] picks, else the PTX.
+/// Returns the module, the functions of `kernels` (indices into the manifest) and what
+/// was loaded (`"sm_90 cubin"`, `"PTX"`).
+fn load_image(
+    ctx: &'static Context,
+    image: &Image,
+    signatures: &[Signature],
+    kernels: &[usize],
+) -> Result<(sys::CUmodule, Vec<Function>, String)> {
+    let cc = ctx.compute_capability();
+    // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
+    // cubin is never the cause of an error the PTX would not give.
+    let from_cubin = choose_cubin(cc, image.cubin_archs()).and_then(|arch| {
+        let bytes = image.cubin(arch)?;
+        let mut log = vec![0u8; 4096];
+        let module = cu::module_load_cubin(bytes, &mut log).ok()?;
         // SAFETY: `module` was just loaded into the bound context.
-        let functions = unsafe { self.functions(module, kernels) }?;
-        Ok((module, functions, "PTX".to_owned()))
+        match unsafe { functions(module, signatures, kernels) } {
+            Ok(functions) => Some((module, functions, format!("{arch} cubin"))),
+            Err(_) => {
+                // SAFETY: loaded above, none of its functions used.
+                let _ = unsafe { cu::module_unload(module) };
+                None
+            }
+        }
+    });
+    if let Some(loaded) = from_cubin {
+        return Ok(loaded);
     }
+    let module = load_ptx(ctx, image)?;
+    // SAFETY: `module` was just loaded into the bound context.
+    let functions = unsafe { functions(module, signatures, kernels) }?;
+    Ok((module, functions, "PTX".to_owned()))
+}
 
-    /// The function and limits of each of `kernels` in `module`.
-    ///
-    /// # Safety
-    ///
-    /// `module` is loaded in the calling thread's current context.
-    unsafe fn functions(&self, module: sys::CUmodule, kernels: &[usize]) -> Result<Vec<Function>> {
-        kernels
-            .iter()
-            .map(|&k| {
-                let s = &self.signatures[k];
-                // SAFETY: the caller's contract.
-                unsafe { Function::load(module, s) }
-                    .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
-            })
-            .collect()
-    }
+/// The function and limits of each of `kernels` (indices into `signatures`) in `module`.
+///
+/// # Safety
+///
+/// `module` is loaded in the calling thread's current context.
+unsafe fn functions(
+    module: sys::CUmodule,
+    signatures: &[Signature],
+    kernels: &[usize],
+) -> Result<Vec<Function>> {
+    kernels
+        .iter()
+        .map(|&k| {
+            let s = &signatures[k];
+            // SAFETY: the caller's contract.
+            unsafe { Function::load(module, s) }
+                .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
+        })
+        .collect()
 }
 
 /// Loads `image`'s PTX into `ctx` (bound), the JIT's log in the error.
