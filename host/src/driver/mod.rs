@@ -46,8 +46,8 @@ pub(crate) use capture::{blocking, idle, Relaxed};
 pub use capture::{capture_plan, capture_state};
 pub(crate) use context::KeptWorkspace;
 pub use context::{CallerContext, Context, DeviceLimits};
-pub(crate) use result::raw_stream;
 pub use result::{init, is_sticky, last_kernel, LaunchAttrs, PointerInfo, MAX_DEVICES};
+pub(crate) use result::{raw_stream, FunctionHandle, ModuleHandle, StreamHandle};
 pub(crate) use streams::DriverOps;
 pub use streams::{order_before, synchronize, Fence, Stream};
 

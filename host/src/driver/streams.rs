@@ -3,7 +3,7 @@
 
 use super::capture::{blocking, capture_plan, idle, Relaxed};
 use super::context::Context;
-use super::result::{self as cu, raw_stream};
+use super::result::{self as cu, raw_stream, StreamHandle};
 use crate::error::Result;
 use crate::stream::{self, StreamOps, StreamRef, SyncMode};
 use cudarc::driver::sys;
@@ -71,7 +71,7 @@ impl StreamOps for DriverOps<'_> {
 /// A stream created (and destroyed) by ferrocuda, in a device's primary context.
 #[derive(Debug)]
 pub struct Stream {
-    raw: sys::CUstream,
+    raw: StreamHandle,
     ctx: &'static Context,
 }
 
@@ -92,7 +92,7 @@ impl Stream {
 
     /// The stream as arrays and launches name it.
     pub fn as_ref(&self) -> StreamRef {
-        StreamRef::from_cai(self.raw as usize as u64).expect("driver streams are never 0, 1 or 2")
+        StreamRef::from_cai(self.raw.0 as usize as u64).expect("driver streams are never 0, 1 or 2")
     }
 
     /// Blocks until all work on the stream is done.

@@ -31,11 +31,10 @@ use ferrocuda_abi::extras::{Cmp, Operand, Value, NONE};
 
 use super::Arg;
 use crate::cai::ArrayDesc;
-use crate::driver::{result as cu, Context, KeptWorkspace};
+use crate::driver::{result as cu, Context, KeptWorkspace, StreamHandle};
 use crate::error::{Error, Result};
 use crate::module::{operand_text, ScratchParam, Signature, MAX_SCRATCH};
 use crate::scalar::Scalar;
-use cudarc::driver::sys;
 
 /// Alignment of each workspace inside a launch's allocation, in bytes.
 pub const SCRATCH_ALIGN: u64 = 256;
@@ -267,7 +266,7 @@ pub(crate) unsafe fn before_launch(
     sig: &Signature,
     zero: impl Iterator<Item = (usize, (u64, u64))>,
     plan: &ScratchPlan,
-    s: sys::CUstream,
+    s: StreamHandle,
     captured: bool,
 ) -> Result<Workspace> {
     for (z, (lo, hi)) in zero {
@@ -330,7 +329,7 @@ pub(crate) unsafe fn before_launch(
 ///
 /// `w` comes from [`before_launch`] on `s`, and nothing enqueued on another stream uses an
 /// owned allocation.
-pub(crate) unsafe fn after_launch(w: Workspace, s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn after_launch(w: Workspace, s: StreamHandle) -> Result<()> {
     match w {
         // SAFETY: the caller's contract.
         Workspace::Owned(ptr) => unsafe { cu::mem_free_async(ptr, s) },

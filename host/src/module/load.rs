@@ -4,7 +4,7 @@
 use super::image::{choose_cubin, Image};
 use super::signature::Signature;
 use crate::driver::result as cu;
-use crate::driver::{init, trap, Context, Relaxed};
+use crate::driver::{init, trap, Context, FunctionHandle, ModuleHandle, Relaxed};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use ferrocuda_abi::arch::DeviceArch;
@@ -34,7 +34,7 @@ pub struct FunctionLimits {
 /// A loaded function and the launch limits derived from it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Function {
-    pub(crate) raw: sys::CUfunction,
+    pub(crate) raw: FunctionHandle,
     /// Default block size (threads) of the 1-D automatic configuration.
     pub(crate) block: u32,
     /// Resident blocks of `block` threads per SM.
@@ -54,7 +54,7 @@ unsafe impl Sync for Function {}
 #[derive(Debug)]
 pub(crate) struct Loaded {
     /// The module of each image the device runs (`None`: an image it cannot run).
-    _modules: Vec<Option<sys::CUmodule>>,
+    _modules: Vec<Option<ModuleHandle>>,
     /// What was loaded: `"sm_90 cubin"` or `"PTX"`, each part's after the base's.
     pub(super) image: String,
     /// Per kernel (manifest order): its function, `None` when the device cannot run the
@@ -195,7 +195,7 @@ fn load_image(
     image: &Image,
     signatures: &[Signature],
     kernels: &[usize],
-) -> Result<(sys::CUmodule, Vec<Function>, String)> {
+) -> Result<(ModuleHandle, Vec<Function>, String)> {
     let cc = ctx.compute_capability();
     // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
     // cubin is never the cause of an error the PTX would not give.
@@ -228,7 +228,7 @@ fn load_image(
 ///
 /// `module` is loaded in the calling thread's current context.
 unsafe fn functions(
-    module: sys::CUmodule,
+    module: ModuleHandle,
     signatures: &[Signature],
     kernels: &[usize],
 ) -> Result<Vec<Function>> {
@@ -244,7 +244,7 @@ unsafe fn functions(
 }
 
 /// Loads `image`'s PTX into `ctx` (bound), the JIT's log in the error.
-fn load_ptx(ctx: &'static Context, image: &Image) -> Result<sys::CUmodule> {
+fn load_ptx(ctx: &'static Context, image: &Image) -> Result<ModuleHandle> {
     let mut log = vec![0u8; 8192];
     cu::module_load(&image.ptx, &mut log).map_err(|e| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -265,7 +265,7 @@ fn load_ptx(ctx: &'static Context, image: &Image) -> Result<sys::CUmodule> {
 
 /// Gives a freshly loaded module its trap record (see [`trap`]), if it defines the symbol:
 /// zeroed, page-locked, device-mapped host memory whose device address goes into the symbol.
-fn register_trap_record(device: usize, module: sys::CUmodule) -> Result<()> {
+fn register_trap_record(device: usize, module: ModuleHandle) -> Result<()> {
     let name = CString::new(TRAP_RECORD_SYMBOL).expect("no NUL in the symbol");
     // SAFETY: `module` was just loaded into the bound context.
     let Some((symbol, 8)) = (unsafe { cu::module_global(module, &name) })? else {
@@ -299,7 +299,7 @@ impl Function {
     /// # Safety
     ///
     /// `module` is loaded in the calling thread's current context.
-    unsafe fn load(module: sys::CUmodule, sig: &Signature) -> Result<Function> {
+    unsafe fn load(module: ModuleHandle, sig: &Signature) -> Result<Function> {
         use sys::CUfunction_attribute::*;
         // SAFETY: the caller's contract; the function comes from that module.
         unsafe {

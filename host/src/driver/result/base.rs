@@ -170,3 +170,17 @@ pub(crate) fn current_ordinal() -> Option<usize> {
     let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
     (r == sys::CUresult::CUDA_SUCCESS).then_some(dev.max(0) as usize)
 }
+
+/// A stream as the driver takes it: a `CUstream`, or one of the sentinels 1 and 2 (see
+/// [`raw_stream`](super::raw_stream)). Only the driver module sees the handle inside; the
+/// other layers pass it along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamHandle(pub(in crate::driver) sys::CUstream);
+
+/// A loaded kernel function (`CUfunction`); only the driver module sees the handle inside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FunctionHandle(pub(in crate::driver) sys::CUfunction);
+
+/// A loaded module (`CUmodule`); only the driver module sees the handle inside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ModuleHandle(pub(in crate::driver) sys::CUmodule);

@@ -2,7 +2,7 @@
 //! host-to-device and device-to-host copies, mapped host memory, and the tensor maps (TMA
 //! descriptors) that describe device memory to a kernel.
 
-use super::{check, cuda_error, Named};
+use super::{check, cuda_error, Named, StreamHandle};
 use crate::error::{Error, Result};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys;
@@ -19,9 +19,9 @@ pub(crate) fn mem_get_info() -> Result<(usize, usize)> {
 ///
 /// `s` is a live stream of the current context (or a sentinel); the memory is used in stream
 /// order after it.
-pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: sys::CUstream) -> Result<u64> {
+pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: StreamHandle) -> Result<u64> {
     // SAFETY: the caller's contract.
-    unsafe { cu::malloc_async(s, bytes) }.named("cuMemAllocAsync")
+    unsafe { cu::malloc_async(s.0, bytes) }.named("cuMemAllocAsync")
 }
 
 /// `cuMemFreeAsync`.
@@ -29,9 +29,9 @@ pub(crate) unsafe fn mem_alloc_async(bytes: usize, s: sys::CUstream) -> Result<u
 /// # Safety
 ///
 /// `ptr` was allocated by [`mem_alloc_async`] and is not used after the free in stream order.
-pub(crate) unsafe fn mem_free_async(ptr: u64, s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn mem_free_async(ptr: u64, s: StreamHandle) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::free_async(ptr, s) }.named("cuMemFreeAsync")
+    unsafe { cu::free_async(ptr, s.0) }.named("cuMemFreeAsync")
 }
 
 /// `cuMemPoolCreate` of a device-memory pool on device `ordinal` (pinned device memory, no
@@ -73,11 +73,11 @@ pub(crate) fn mem_pool_create(ordinal: usize, keep: u64) -> Result<sys::CUmemory
 pub(crate) unsafe fn mem_alloc_from_pool_async(
     bytes: usize,
     pool: sys::CUmemoryPool,
-    s: sys::CUstream,
+    s: StreamHandle,
 ) -> Result<u64> {
     let mut ptr: sys::CUdeviceptr = 0;
     // SAFETY: the caller's contract; out-pointer to a local.
-    let r = unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool, s) };
+    let r = unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool, s.0) };
     check(r, "cuMemAllocFromPoolAsync").map(|()| ptr)
 }
 
@@ -91,11 +91,11 @@ pub(crate) unsafe fn memset_d8_async(
     ptr: u64,
     value: u8,
     bytes: usize,
-    s: sys::CUstream,
+    s: StreamHandle,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
     check(
-        unsafe { sys::cuMemsetD8Async(ptr, value, bytes, s) },
+        unsafe { sys::cuMemsetD8Async(ptr, value, bytes, s.0) },
         "cuMemsetD8Async",
     )
 }
@@ -106,9 +106,9 @@ pub(crate) unsafe fn memset_d8_async(
 ///
 /// `dst` holds `src.len()` bytes; `src` stays unchanged until the copy completes (callers
 /// synchronize `s` before returning).
-pub(crate) unsafe fn memcpy_htod_async(dst: u64, src: &[u8], s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn memcpy_htod_async(dst: u64, src: &[u8], s: StreamHandle) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::memcpy_htod_async(dst, src, s) }.named("cuMemcpyHtoDAsync")
+    unsafe { cu::memcpy_htod_async(dst, src, s.0) }.named("cuMemcpyHtoDAsync")
 }
 
 /// `cuMemcpyDtoHAsync` of `bytes` bytes from device address `src` to `dst`.
@@ -121,10 +121,10 @@ pub(crate) unsafe fn memcpy_dtoh_async(
     dst: *mut u8,
     src: u64,
     bytes: usize,
-    s: sys::CUstream,
+    s: StreamHandle,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    let r = unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, s) };
+    let r = unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, s.0) };
     check(r, "cuMemcpyDtoHAsync")
 }
 

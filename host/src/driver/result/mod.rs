@@ -42,7 +42,9 @@ mod pointer;
 mod stream;
 
 use base::{check, exported, Named};
-pub(crate) use base::{cuda_error, current_ordinal, set_last_kernel};
+pub(crate) use base::{
+    cuda_error, current_ordinal, set_last_kernel, FunctionHandle, ModuleHandle, StreamHandle,
+};
 pub use base::{init, is_sticky, last_kernel, MAX_DEVICES};
 pub(crate) use device::{
     current_context, device, device_attribute, device_count, primary_context_retain,
