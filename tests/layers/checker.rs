@@ -291,6 +291,9 @@ impl<'ast> Visit<'ast> for PathCollector<'_> {
         }
         syn::visit::visit_path(self, p);
     }
+    fn visit_vis_restricted(&mut self, _: &'ast syn::VisRestricted) {
+        // `pub(in crate::x)` names where an item is visible, not something it uses.
+    }
     fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
         self.idents.insert(i.to_string());
     }
@@ -928,6 +931,13 @@ mod tests {
             ("b.rs", &["b"], "pub fn h() {}\nfn k() { crate::a::f(); }"),
         ];
         assert_eq!(krate(tests_only).circles(), Vec::<String>::new());
+        // A visibility path (`pub(in crate::b)`) is no use of `b`.
+        let visibility: &[(&str, &[&str], &str)] = &[
+            ("lib.rs", &[], "mod a;\nmod b;"),
+            ("a.rs", &["a"], "pub struct A(pub(in crate::b) u8);"),
+            ("b.rs", &["b"], "pub fn h() -> crate::a::A { todo!() }"),
+        ];
+        assert_eq!(krate(visibility).circles(), Vec::<String>::new());
     }
 
     #[test]

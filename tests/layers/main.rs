@@ -31,14 +31,6 @@ fn read(dir: &str) -> Crate {
 /// the list when it is mended), and no other may appear.
 const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
     (
-        "python/src",
-        &[
-            "read/fast/cupy.rs",
-            "read/fast/mod.rs",
-            "read/fast/torch.rs",
-        ],
-    ),
-    (
         "builder/src",
         &["check/mod.rs", "check/waits.rs", "check/wgmma.rs"],
     ),
