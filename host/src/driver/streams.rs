@@ -199,7 +199,7 @@ impl Drop for Fence {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Unsupported`] by those rules; a failed driver call.
+/// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) by those rules; a failed driver call.
 pub fn order_before(ordinal: usize, producer: StreamRef, consumer: StreamRef) -> Result<()> {
     if producer == consumer {
         return Ok(());
