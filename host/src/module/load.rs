@@ -3,10 +3,9 @@
 
 use super::image::{choose_cubin, Image};
 use super::signature::Signature;
-use crate::driver::result as cu;
+use crate::driver::result::{self as cu, FunctionAttribute};
 use crate::driver::{init, trap, Context, FunctionHandle, ModuleHandle, Relaxed};
 use crate::error::{Error, Result};
-use cudarc::driver::sys;
 use ferrocuda_abi::arch::DeviceArch;
 use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
 use std::ffi::CString;
@@ -124,13 +123,14 @@ impl Loaded {
         }
         let value = i32::try_from(bytes)
             .map_err(|_| Error::value(format!("{bytes} bytes of shared memory is too many")))?;
-        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX;
         let Some(f) = self.functions[index] else {
             return Ok(());
         };
         // SAFETY: the function belongs to this loaded module (its context is bound by the
         // caller, which prepares a launch in it).
-        unsafe { cu::set_function_attribute(f.raw, MAX, value) }?;
+        unsafe {
+            cu::set_function_attribute(f.raw, FunctionAttribute::MaxDynamicSharedSizeBytes, value)
+        }?;
         allowed.fetch_max(bytes, Ordering::AcqRel);
         Ok(())
     }
@@ -300,16 +300,16 @@ impl Function {
     ///
     /// `module` is loaded in the calling thread's current context.
     unsafe fn load(module: ModuleHandle, sig: &Signature) -> Result<Function> {
-        use sys::CUfunction_attribute::*;
+        use FunctionAttribute::*;
         // SAFETY: the caller's contract; the function comes from that module.
         unsafe {
             let f = cu::module_function(module, &sig.c_name)?;
             let attr = |a| cu::function_attribute(f, a).map(|v| v.max(0) as u32);
             let limits = FunctionLimits {
-                max_threads: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?.max(1),
-                static_shared: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-                dynamic_shared: attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
-                registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                max_threads: attr(MaxThreadsPerBlock)?.max(1),
+                static_shared: attr(SharedSizeBytes)?,
+                dynamic_shared: attr(MaxDynamicSharedSizeBytes)?,
+                registers: attr(NumRegs)?,
             };
             let block = limits.max_threads.min(256);
             let per_sm = cu::blocks_per_multiprocessor(f, block, 0)?;
@@ -321,8 +321,7 @@ impl Function {
                 // then refused naming the kernel (the driver schedules none of them,
                 // `cuOccupancyMaxActiveClusters`): not a reason to fail the module's other
                 // kernels here.
-                use CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED as NON_PORTABLE;
-                let _ = cu::set_function_attribute(f, NON_PORTABLE, 1);
+                let _ = cu::set_function_attribute(f, NonPortableClusterSizeAllowed, 1);
             }
             Ok(Function {
                 raw: f,

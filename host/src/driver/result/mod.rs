@@ -55,11 +55,12 @@ pub(crate) use launch::{launch_kernel_with, max_active_clusters};
 pub(crate) use memory::{
     mem_alloc_async, mem_alloc_from_pool_async, mem_free_async, mem_get_info,
     mem_host_alloc_mapped, mem_pool_create, memcpy_dtoh_async, memcpy_htod_async, memset_d8_async,
-    tensor_map_encode_tiled,
+    tensor_map_data_type, tensor_map_encode_tiled, tensor_map_swizzle,
 };
 pub(crate) use module::{
     blocks_per_multiprocessor, function_attribute, module_function, module_global, module_load,
     module_load_cubin, module_unload, potential_block_size, set_function_attribute,
+    FunctionAttribute,
 };
 pub(crate) use pointer::pointer_attributes;
 pub use pointer::PointerInfo;

@@ -111,17 +111,46 @@ pub(crate) unsafe fn module_function(
         .map(FunctionHandle)
 }
 
+/// The function attributes ferrocuda reads or sets (`CU_FUNC_ATTRIBUTE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FunctionAttribute {
+    /// `MAX_THREADS_PER_BLOCK`.
+    MaxThreadsPerBlock,
+    /// `SHARED_SIZE_BYTES` (static shared memory).
+    SharedSizeBytes,
+    /// `MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    MaxDynamicSharedSizeBytes,
+    /// `NUM_REGS`.
+    NumRegs,
+    /// `NON_PORTABLE_CLUSTER_SIZE_ALLOWED`.
+    NonPortableClusterSizeAllowed,
+}
+
+impl FunctionAttribute {
+    fn raw(self) -> sys::CUfunction_attribute {
+        use sys::CUfunction_attribute::*;
+        match self {
+            FunctionAttribute::MaxThreadsPerBlock => CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            FunctionAttribute::SharedSizeBytes => CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            FunctionAttribute::MaxDynamicSharedSizeBytes => {
+                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            }
+            FunctionAttribute::NumRegs => CU_FUNC_ATTRIBUTE_NUM_REGS,
+            FunctionAttribute::NonPortableClusterSizeAllowed => {
+                CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            }
+        }
+    }
+}
+
 /// `cuFuncGetAttribute`.
 ///
 /// # Safety
 ///
 /// `f` comes from [`module_function`].
-pub(crate) unsafe fn function_attribute(
-    f: FunctionHandle,
-    attr: sys::CUfunction_attribute,
-) -> Result<i32> {
+pub(crate) unsafe fn function_attribute(f: FunctionHandle, attr: FunctionAttribute) -> Result<i32> {
     // SAFETY: the caller's contract.
-    unsafe { cu::function::get_function_attribute(f.0, attr) }.named("cuFuncGetAttribute")
+    unsafe { cu::function::get_function_attribute(f.0, attr.raw()) }.named("cuFuncGetAttribute")
 }
 
 /// `cuFuncSetAttribute`.
@@ -131,11 +160,12 @@ pub(crate) unsafe fn function_attribute(
 /// `f` comes from [`module_function`].
 pub(crate) unsafe fn set_function_attribute(
     f: FunctionHandle,
-    attr: sys::CUfunction_attribute,
+    attr: FunctionAttribute,
     value: i32,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::function::set_function_attribute(f.0, attr, value) }.named("cuFuncSetAttribute")
+    unsafe { cu::function::set_function_attribute(f.0, attr.raw(), value) }
+        .named("cuFuncSetAttribute")
 }
 
 /// `cuOccupancyMaxPotentialBlockSize` without dynamic shared memory: the block size (at most
