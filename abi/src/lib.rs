@@ -1,37 +1,43 @@
 //! Types shared by ferrocuda kernels (compiled for `nvptx64-nvidia-cuda`) and hosts.
 //!
 //! This crate is the single source of truth for everything that crosses the launch
-//! boundary:
+//! boundary.
 //!
-//! * [`space`] — the markers by which device code tells the builder that a pointer addresses
-//!   global memory (`ld.global`), or read-only global memory (`ld.global.nc`);
-//! * [`dtype`] — the element-type table ([`element_types!`]): [`DType`], [`Element`];
-//! * [`layout`] — strided-layout predicates (element count, span, contiguity, overlap, stride
-//!   units), shared by the indexer and every host-side check;
-//! * [`Indexer`] — the N-D indexer (shape + element strides, multi-index ↔ offset);
-//! * [`Vectors`], [`VectorsMut`] — the 16-byte aligned middle of a contiguous array, for vector
-//!   loads and stores;
-//! * [`Slice`], [`SliceMut`], [`View`], [`ViewMut`] — the `#[repr(C)]` array parameters, and
-//!   [`Scratch`], a workspace the launcher allocates;
-//! * [`tensormap`] — [`TensorMap`], an array passed as a TMA descriptor encoded on the host;
-//! * [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
-//!   ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
-//!   layout of each kind, taken from the parameter types themselves;
-//! * [`launch`] — what a kernel declares about its launch shape (threads per block, a fixed
-//!   block, the element type of its dynamic shared memory, an N-D automatic grid): the second
-//!   record `#[kernel]` writes;
-//! * [`extras`] — what a kernel declares beyond its parameters and launch shape: zeroed
-//!   outputs, scratch lengths, requirements on its arguments;
-//! * [`manifest`] — the kernel manifest record and (with the `std` feature) its JSON form;
-//! * [`diag`] — the trap record through which a kernel tells the host where it stopped;
-//! * [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`] — the names by which device code asks the
-//!   builder for block-shared memory.
+//! # Layers
 //!
-//! * [`arch`] — GPU architectures (`sm_80`, `sm_90a`) and which devices run code built for
-//!   each: the rule the builder, the manifest and the launchers share;
+//! Each module uses only the modules listed above it (checked by the workspace's
+//! `tests/layers`):
 //!
-//! Module order (each uses only those above it): `arch`, `space`, `dtype`, `layout`, `indexer`,
-//! `params`, `tensormap`, `vectors`, `kinds`, `launch`, `extras`, `manifest`, `diag`.
+//! 1. [`arch`] — GPU architectures (`sm_80`, `sm_90a`) and which devices run code built for
+//!    each: the rule the builder, the manifest and the launchers share.
+//! 2. [`space`] — the markers by which device code tells the builder that a pointer addresses
+//!    global memory (`ld.global`), or read-only global memory (`ld.global.nc`).
+//! 3. [`dtype`] — the element-type table ([`element_types!`]): [`DType`], [`Element`].
+//! 4. [`layout`] — strided-layout predicates (element count, span, contiguity, overlap, stride
+//!    units), shared by the indexer and every host-side check.
+//! 5. [`indexer`] — [`Indexer`], the N-D indexer (shape + element strides, multi-index ↔
+//!    offset).
+//! 6. [`params`] — [`Slice`], [`SliceMut`], [`View`], [`ViewMut`], the `#[repr(C)]` array
+//!    parameters, and [`Scratch`], a workspace the launcher allocates.
+//! 7. [`tensormap`] — [`TensorMap`], an array passed as a TMA descriptor encoded on the host.
+//! 8. [`vectors`] — [`Vectors`], [`VectorsMut`]: the 16-byte aligned middle of a contiguous
+//!    array, for vector loads and stores.
+//! 9. [`kinds`] — the parameter-kind table ([`ParamKind`]) and how parameters are described
+//!    ([`KernelParam`], [`ParamDesc`]): manifest names, host checks, and the launch-buffer
+//!    layout of each kind, taken from the parameter types themselves.
+//! 10. [`launch`] — what a kernel declares about its launch shape (threads per block, a fixed
+//!     block, the element type of its dynamic shared memory, an N-D automatic grid): the
+//!     second record `#[kernel]` writes, and its JSON form.
+//! 11. [`extras`] — what a kernel declares beyond its parameters and launch shape: zeroed
+//!     outputs, scratch lengths, requirements on its arguments, and their record sections.
+//! 12. [`manifest`] — the kernel manifest record and (with the `std` feature) the signatures
+//!     read from it: the extras' JSON form and their checks against the parameters are its
+//!     part.
+//! 13. [`diag`] — the trap record through which a kernel tells the host where it stopped.
+//!
+//! The crate root's own items: [`SHARED_SECTION`] and [`DYNAMIC_SHARED_SYMBOL`], the names by
+//! which device code asks the builder for block-shared memory, and [`abort`] (which records
+//! its caller through [`diag`]).
 //!
 //! It is `#![no_std]` and dependency-free for the device; the `std` feature adds the
 //! host-only manifest types.

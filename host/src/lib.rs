@@ -3,31 +3,34 @@
 //! # Layers
 //!
 //! Each module uses only the modules listed above it (layout arithmetic, element types and
-//! parameter kinds come from `ferrocuda_abi`, below all of them):
+//! parameter kinds come from `ferrocuda_abi`, below all of them; checked by the workspace's
+//! `tests/layers`):
 //!
-//! 1. [`error`] — the one error type, with the interface [`Key`] and [`Protocol`] it names.
-//! 2. [`stream`] — the stream policy: which producer streams to synchronize or wait on, as an
+//! 1. `timing` — stage timing of the launch path (cargo feature `launch-timing`, profiling
+//!    only; the crate root's `mark!` calls it).
+//! 2. [`error`] — the one error type, with the interface [`Key`] and [`Protocol`] it names.
+//! 3. [`stream`] — the stream policy: which producer streams to synchronize or wait on, as an
 //!    inspectable plan (pure), its rules under CUDA graph capture ([`stream::capture`]), and
 //!    the operations that execute it.
-//! 3. [`driver`] — the CUDA driver (through cudarc, loaded at run time), layered as cudarc
+//! 4. [`driver`] — the CUDA driver (through cudarc, loaded at run time), layered as cudarc
 //!    is: `driver::result` (thin `Result` wrappers, the only calls into the driver) →
 //!    contexts, streams, events, graph capture states → the safe entry points.
-//! 4. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
+//! 5. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
 //!    validation: every rule of the consumer contract, in one module.
-//! 5. [`scalar`] — [`Scalar`], generated from the element-type table; [`extras`] — what
-//!    kernels declare beyond their parameters (requirements, zeroed outputs, scratch
-//!    workspaces), resolved, checked and carried out around a launch.
-//! 6. [`module`] — PTX modules with their manifests, loaded once per device.
-//! 7. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
+//! 6. [`scalar`] — [`Scalar`], generated from the element-type table.
+//! 7. [`module`] — PTX modules with their manifests, loaded once per device; each kernel's
+//!    signature decoded once, with its extras (requirements, zeroed outputs, scratch
+//!    workspaces) resolved against its parameters.
+//! 8. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
 //!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
 //!    types, the plan around `cuLaunchKernel`, or `cuLaunchKernelEx` for cooperative and
-//!    cluster kernels); [`Kernel::bind`] prepares once for a
-//!    [`BoundLaunch`] executed many times.
-//! 8. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`], [`ForeignArray`](array::ForeignArray)
-//!    with the import-sync rule, and the staging of host arrays.
-//!
-//! `timing` — stage timing of the launch path (cargo feature `launch-timing`, profiling only)
-//! — uses nothing.
+//!    cluster kernels); [`Kernel::bind`] prepares once for a [`BoundLaunch`] executed many
+//!    times. The extras are checked and carried out around the launch here.
+//! 9. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`],
+//!    [`ForeignArray`](array::ForeignArray) with the import-sync rule, and the staging of host
+//!    arrays.
+//! 10. [`extras`] — the extras' types under one path (re-exports from [`module`] and
+//!     [`launch`]).
 #![warn(missing_docs)]
 
 /// Ends the launch stage named `$stage` (a string literal: the caller names its stage) when
@@ -52,13 +55,19 @@ pub mod array;
 pub mod cai;
 pub mod driver;
 pub mod error;
-pub mod extras;
 pub mod launch;
 pub mod module;
 pub mod scalar;
 pub mod stream;
 #[cfg(feature = "launch-timing")]
 pub mod timing;
+
+/// Kernel extras (`#[kernel(zero(…), scratch(…), require(…))]`): resolved with a kernel's
+/// signature ([`module`]), checked and carried out around its launch ([`launch`]).
+pub mod extras {
+    pub use crate::launch::{ScratchPlan, SCRATCH_ALIGN};
+    pub use crate::module::{Requirement, ScratchParam, MAX_SCRATCH};
+}
 
 /// The `half` crate, whose `f16` and `bf16` are the host's 16-bit float element types.
 pub use half;

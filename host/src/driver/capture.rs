@@ -30,12 +30,10 @@
 
 use std::marker::PhantomData;
 
-use super::context::Context;
-use super::result as cu;
-use super::streams::{raw_stream, DriverOps};
+use super::result::{self as cu, raw_stream};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::capture::describe;
-use crate::stream::{self, Capture, Plan, Refused, StreamRef, SyncMode, MAX_PRODUCERS};
+use crate::stream::{Capture, Plan, Refused, StreamRef, MAX_PRODUCERS};
 
 /// The capture state of `s` (one driver call), in the calling thread's current context (for
 /// the sentinels 1 and 2).
@@ -112,25 +110,4 @@ pub fn capture_plan(plan: Plan) -> std::result::Result<Plan, Refused> {
         *state = query(s)?;
     }
     plan.under_capture(launch, &states[..ordered.len()])
-}
-
-/// Makes `consumer` wait, without blocking the host, for the work enqueued so far on
-/// `producer` (both streams of device `ordinal`) — an event recorded on `producer` and waited
-/// on by `consumer` — under the capture rules of a launch on `consumer` in the `event` mode:
-/// when `consumer` is capturing, `producer` must be in the same capture, and a capturing
-/// `producer` is never waited on by a stream outside its capture. Nothing to do when they are
-/// the same stream. (The DLPack export's ordering before its consumer's stream.)
-///
-/// # Errors
-///
-/// [`ErrorKind::Unsupported`] by those rules; a failed driver call.
-pub fn order_before(ordinal: usize, producer: StreamRef, consumer: StreamRef) -> Result<()> {
-    if producer == consumer {
-        return Ok(());
-    }
-    let ctx = Context::get(ordinal)?;
-    let _caller = ctx.enter()?;
-    let p = stream::plan(&[Some(producer)], Some(consumer), SyncMode::Event)?;
-    let p = capture_plan(p)?;
-    p.before_launch(&mut DriverOps { ctx })
 }

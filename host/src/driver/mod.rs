@@ -1,19 +1,23 @@
 //! The CUDA driver, through cudarc (loaded at run time): initialisation, primary contexts,
 //! streams, events and pointer queries.
 //!
-//! Layered as cudarc is:
+//! # Layers
 //!
-//! * `trap` — the registry of kernels' trap records (host-mapped memory the device fills
-//!   before a failed check traps), read when a sticky error is reported; no driver calls;
-//! * `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
-//!   where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
-//!   the only module that calls the driver;
-//! * `context` — [`Context`]: each device's primary context and its event pool;
-//! * `streams` — [`Stream`], [`Fence`], and the driver side of a stream plan;
-//! * `capture` — CUDA graph capture: a stream's capture state, the plan under capture
-//!   ([`capture_plan`]), and the thread's capture mode around ferrocuda's own host-blocking
-//!   calls;
-//! * this module — the safe entry points ([`init`], [`device_count`], [`pointer_info`], …).
+//! Layered as cudarc is; each module uses only those above it:
+//!
+//! 1. [`trap`] — the registry of kernels' trap records (host-mapped memory the device fills
+//!    before a failed check traps), read when a sticky error is reported; no driver calls.
+//! 2. `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
+//!    where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
+//!    the only module that calls the driver.
+//! 3. `capture` — CUDA graph capture: a stream's capture state, the plan under capture
+//!    ([`capture_plan`]), and the thread's capture mode around ferrocuda's own host-blocking
+//!    calls (the others enter it; it uses none of them).
+//! 4. `context` — [`Context`]: each device's primary context and its event pool.
+//! 5. `streams` — [`Stream`], [`Fence`], the driver side of a stream plan, and
+//!    [`order_before`].
+//!
+//! This module holds the safe entry points ([`init`], [`device_count`], [`pointer_info`], …).
 //!
 //! cudarc is built with `dynamic-loading`: `libcuda.so` is opened at the first call, so
 //! ferrocuda builds and imports on machines with no driver and reports
@@ -39,12 +43,13 @@ mod streams;
 pub mod trap;
 
 pub(crate) use capture::{blocking, idle, Relaxed};
-pub use capture::{capture_plan, capture_state, order_before};
+pub use capture::{capture_plan, capture_state};
 pub(crate) use context::KeptWorkspace;
 pub use context::{CallerContext, Context, DeviceLimits};
 pub use result::{init, is_sticky, last_kernel, LaunchAttrs, PointerInfo, MAX_DEVICES};
-pub(crate) use streams::{raw_stream, DriverOps};
-pub use streams::{synchronize, Fence, Stream};
+pub(crate) use result::{raw_stream, FunctionHandle, ModuleHandle, StreamHandle};
+pub(crate) use streams::DriverOps;
+pub use streams::{order_before, synchronize, Fence, Stream};
 
 use crate::error::Result;
 

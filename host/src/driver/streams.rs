@@ -1,18 +1,12 @@
 //! Streams and events: ferrocuda's own streams, fences, and the [`StreamOps`] a stream
 //! [`Plan`](crate::stream::Plan) executes through.
 
-use super::capture::{blocking, idle, Relaxed};
+use super::capture::{blocking, capture_plan, idle, Relaxed};
 use super::context::Context;
-use super::result as cu;
+use super::result::{self as cu, raw_stream, StreamHandle};
 use crate::error::Result;
-use crate::stream::{StreamOps, StreamRef};
+use crate::stream::{self, StreamOps, StreamRef, SyncMode};
 use cudarc::driver::sys;
-
-/// The `CUstream` value of a [`StreamRef`] (1 and 2 are the driver's own sentinels).
-#[inline]
-pub(crate) fn raw_stream(s: StreamRef) -> sys::CUstream {
-    s.as_raw() as usize as sys::CUstream
-}
 
 /// Blocks until all work on `s` is done, in the calling thread's current context (which
 /// ferrocuda's own calls leave as they found it: with none current, use
@@ -77,7 +71,7 @@ impl StreamOps for DriverOps<'_> {
 /// A stream created (and destroyed) by ferrocuda, in a device's primary context.
 #[derive(Debug)]
 pub struct Stream {
-    raw: sys::CUstream,
+    raw: StreamHandle,
     ctx: &'static Context,
 }
 
@@ -98,7 +92,7 @@ impl Stream {
 
     /// The stream as arrays and launches name it.
     pub fn as_ref(&self) -> StreamRef {
-        StreamRef::from_cai(self.raw as usize as u64).expect("driver streams are never 0, 1 or 2")
+        StreamRef::from_cai(self.raw.0 as usize as u64).expect("driver streams are never 0, 1 or 2")
     }
 
     /// Blocks until all work on the stream is done.
@@ -194,4 +188,25 @@ impl Drop for Fence {
         // Safe to reuse at once: waits already enqueued captured the recording.
         self.ctx.give_event(self.event);
     }
+}
+
+/// Makes `consumer` wait, without blocking the host, for the work enqueued so far on
+/// `producer` (both streams of device `ordinal`) — an event recorded on `producer` and waited
+/// on by `consumer` — under the capture rules of a launch on `consumer` in the `event` mode:
+/// when `consumer` is capturing, `producer` must be in the same capture, and a capturing
+/// `producer` is never waited on by a stream outside its capture. Nothing to do when they are
+/// the same stream. (The DLPack export's ordering before its consumer's stream.)
+///
+/// # Errors
+///
+/// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) by those rules; a failed driver call.
+pub fn order_before(ordinal: usize, producer: StreamRef, consumer: StreamRef) -> Result<()> {
+    if producer == consumer {
+        return Ok(());
+    }
+    let ctx = Context::get(ordinal)?;
+    let _caller = ctx.enter()?;
+    let p = stream::plan(&[Some(producer)], Some(consumer), SyncMode::Event)?;
+    let p = capture_plan(p)?;
+    p.before_launch(&mut DriverOps { ctx })
 }

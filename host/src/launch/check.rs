@@ -30,7 +30,7 @@ pub fn check_args(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
     }
     check_same_shapes(sig, args)?;
     check_aliasing(sig, args)?;
-    crate::extras::check(sig, args)
+    super::extras::check(sig, args)
 }
 
 /// One argument against its parameter.

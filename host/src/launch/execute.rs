@@ -99,7 +99,7 @@ impl Prepared<'_> {
         Ok(Packed {
             image: buf.bytes().into(),
             kernel: sig as *const Signature as usize,
-            zero: crate::extras::zeroed_ranges(sig, args).collect(),
+            zero: super::extras::zeroed_ranges(sig, args).collect(),
         })
     }
 
@@ -204,7 +204,7 @@ impl Prepared<'_> {
         if self.launch.is_some() {
             pack(sig, args, &mut buf)?;
         }
-        let zero = crate::extras::zeroed_ranges(sig, args);
+        let zero = super::extras::zeroed_ranges(sig, args);
         // SAFETY: the context is bound; `buf` and `zero` come from the prepared arguments (the
         // caller's contract, forwarded).
         unsafe { self.launch_image(sig, &mut buf, zero) }
@@ -244,7 +244,7 @@ impl Prepared<'_> {
             // writable device memory); the plan was made for this launch, so it knows
             // whether the launch is captured.
             let w = unsafe {
-                crate::extras::before_launch(
+                super::extras::before_launch(
                     self.ctx,
                     sig,
                     zero,
@@ -255,12 +255,12 @@ impl Prepared<'_> {
             }?;
             if let Err(e) = pack_scratch(sig, &self.scratch, w.ptr(), buf) {
                 // SAFETY: provided just above on `stream`; never used.
-                let _ = unsafe { crate::extras::after_launch(w, stream) };
+                let _ = unsafe { super::extras::after_launch(w, stream) };
                 return Err(e);
             }
             w
         } else {
-            crate::extras::Workspace::None
+            super::extras::Workspace::None
         };
         let mut ptrs: [*mut c_void; MAX_PARAMS] = [std::ptr::null_mut(); MAX_PARAMS];
         slot_addresses(sig, buf, &mut ptrs);
@@ -285,7 +285,7 @@ impl Prepared<'_> {
         // SAFETY: the workspace was provided on `stream` for this launch; an owned one's free
         // is ordered after the kernel (or after nothing, if the launch failed), a kept one is
         // unlocked now that the launch is enqueued.
-        let freed = unsafe { crate::extras::after_launch(workspace, stream) };
+        let freed = unsafe { super::extras::after_launch(workspace, stream) };
         launched?;
         freed?;
         driver::result::set_last_kernel(device, sig.static_name);
@@ -342,7 +342,7 @@ impl Prepared<'_> {
 /// and its length) at its parameter's offset.
 fn pack_scratch(
     sig: &Signature,
-    plan: &crate::extras::ScratchPlan,
+    plan: &super::extras::ScratchPlan,
     base: u64,
     buf: &mut ParamBuffer,
 ) -> Result<()> {

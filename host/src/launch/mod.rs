@@ -47,6 +47,7 @@
 mod bind;
 mod check;
 mod execute;
+mod extras;
 mod prepare;
 pub mod select;
 pub mod shape;
@@ -55,6 +56,7 @@ pub mod tensormap;
 pub use bind::BoundLaunch;
 pub use check::check_args;
 pub use execute::Packed;
+pub use extras::{ScratchPlan, SCRATCH_ALIGN};
 pub use prepare::Prepared;
 pub use select::{select, Operand, SelectionKey, SelectionMemo};
 

@@ -1,11 +1,11 @@
 //! Phase 1 of a launch: [`Kernel::prepare`] computes, once, everything a launch decides —
 //! checked arguments, producers, device, stream plan, context and configuration.
 
+use super::extras::ScratchPlan;
 use super::{check_args, default_sync_mode, shape, Arg, LaunchOptions};
 use crate::cai::ArrayDesc;
 use crate::driver::{self, result as cu, Context, LaunchAttrs, PointerInfo};
 use crate::error::{Error, Key, Result};
-use crate::extras::ScratchPlan;
 use crate::module::{Function, Kernel, Param, MAX_PARAMS};
 use crate::stream::{self, Plan, StreamRef};
 

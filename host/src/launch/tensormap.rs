@@ -13,39 +13,7 @@ use crate::cai::ArrayDesc;
 use crate::driver::result as cu;
 use crate::error::{Error, Result};
 use crate::module::Param;
-use cudarc::driver::sys;
 use ferrocuda_abi::tensormap::{TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK, TENSOR_MAP_PARAM_BYTES};
-use ferrocuda_abi::DType;
-
-/// The driver's element type for `dtype`: integers by their width (the bits are copied, the
-/// sign never matters to a copy), floats by their kind.
-fn data_type(dtype: DType) -> Option<sys::CUtensorMapDataType> {
-    use sys::CUtensorMapDataType::*;
-    Some(match dtype {
-        DType::Bool | DType::I8 | DType::U8 => CU_TENSOR_MAP_DATA_TYPE_UINT8,
-        DType::I16 | DType::U16 => CU_TENSOR_MAP_DATA_TYPE_UINT16,
-        DType::U32 => CU_TENSOR_MAP_DATA_TYPE_UINT32,
-        DType::I32 => CU_TENSOR_MAP_DATA_TYPE_INT32,
-        DType::U64 => CU_TENSOR_MAP_DATA_TYPE_UINT64,
-        DType::I64 => CU_TENSOR_MAP_DATA_TYPE_INT64,
-        DType::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        DType::BF16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F32 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-        DType::F64 => CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
-        DType::C64 | DType::C128 => return None,
-    })
-}
-
-fn swizzle(bytes: u32) -> Option<sys::CUtensorMapSwizzle> {
-    use sys::CUtensorMapSwizzle::*;
-    Some(match bytes {
-        0 => CU_TENSOR_MAP_SWIZZLE_NONE,
-        32 => CU_TENSOR_MAP_SWIZZLE_32B,
-        64 => CU_TENSOR_MAP_SWIZZLE_64B,
-        128 => CU_TENSOR_MAP_SWIZZLE_128B,
-        _ => return None,
-    })
-}
 
 /// The driver's view of array `d`: dimensions and box innermost first, and the byte strides
 /// of dimensions 1.. (an axis of extent 1, whose stride is never used, gets the smallest
@@ -89,17 +57,15 @@ pub fn encode(p: &Param, d: &ArrayDesc, slot: &mut [u8]) -> Result<()> {
         .tile
         .as_ref()
         .ok_or_else(|| bad("the manifest gives this tensor map no box".into()))?;
-    let dtype = data_type(d.dtype())
+    let dtype = cu::tensor_map_data_type(d.dtype())
         .ok_or_else(|| bad(format!("TMA cannot copy {} elements", d.dtype().name())))?;
-    let sw =
-        swizzle(tile.swizzle).ok_or_else(|| bad(format!("swizzle of {} bytes", tile.swizzle)))?;
+    let sw = cu::tensor_map_swizzle(tile.swizzle)
+        .ok_or_else(|| bad(format!("swizzle of {} bytes", tile.swizzle)))?;
     let (dims, strides, boxes) =
         dimensions(d, &tile.box_dims).map_err(|e| e.with_arg(p.name.clone()))?;
-    // SAFETY: `CUtensorMap` is 16 (or 8) plain words; all zeros is a valid value to overwrite.
-    let mut map: sys::CUtensorMap = unsafe { std::mem::zeroed() };
-    cu::tensor_map_encode_tiled(&mut map, dtype, d.ptr(), &dims, &strides, &boxes, sw)
+    let mut map = [0u8; TENSOR_MAP_BYTES];
+    let bytes = cu::tensor_map_encode_tiled(&mut map, dtype, d.ptr(), &dims, &strides, &boxes, sw)
         .map_err(|e| e.with_arg(p.name.clone()))?;
-    let bytes = std::mem::size_of_val(&map).min(TENSOR_MAP_BYTES);
     if slot.len() < TENSOR_MAP_PARAM_BYTES {
         return Err(bad("the tensor map does not fit its parameter".into()));
     }
@@ -108,16 +74,14 @@ pub fn encode(p: &Param, d: &ArrayDesc, slot: &mut [u8]) -> Result<()> {
         let at = TENSOR_MAP_BYTES + 8 * i;
         slot[at..at + 8].copy_from_slice(&(n as u64).to_ne_bytes());
     }
-    // SAFETY: `bytes` bytes of a plain-data value, copied into a slot that holds them.
-    unsafe {
-        std::ptr::copy_nonoverlapping((&raw const map).cast::<u8>(), slot.as_mut_ptr(), bytes)
-    };
+    slot[..bytes].copy_from_slice(&map[..bytes]);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrocuda_abi::DType;
 
     #[test]
     fn axes_go_innermost_first_and_unit_axes_get_a_valid_stride() {
@@ -138,7 +102,9 @@ mod tests {
         let empty = ArrayDesc::from_parts(DType::F32, &[0, 4], None, 0, false, None).unwrap();
         assert!(dimensions(&empty, &[1, 4]).is_err());
         assert!(dimensions(&d, &[64]).is_err());
-        assert_eq!(data_type(DType::C64), None);
-        assert_eq!(swizzle(16), None);
+        assert!(cu::tensor_map_data_type(DType::C64).is_none());
+        assert!(cu::tensor_map_data_type(DType::BF16).is_some());
+        assert!(cu::tensor_map_swizzle(16).is_none());
+        assert!(cu::tensor_map_swizzle(128).is_some());
     }
 }

@@ -1,12 +1,12 @@
 //! Loading a module's images into a device: the cubin chosen for the device's compute
 //! capability, else the PTX; the functions and their launch limits.
 
-use super::{Image, Module, Signature};
-use crate::driver::result as cu;
-use crate::driver::{init, trap, Context, Relaxed};
+use super::image::{choose_cubin, Image};
+use super::signature::Signature;
+use crate::driver::result::{self as cu, FunctionAttribute};
+use crate::driver::{init, trap, Context, FunctionHandle, ModuleHandle, Relaxed};
 use crate::error::{Error, Result};
-use cudarc::driver::sys;
-use ferrocuda_abi::arch::{Arch, DeviceArch, Variant};
+use ferrocuda_abi::arch::DeviceArch;
 use ferrocuda_abi::diag::{TrapRecord, TRAP_RECORD_SYMBOL};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -33,7 +33,7 @@ pub struct FunctionLimits {
 /// A loaded function and the launch limits derived from it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Function {
-    pub(crate) raw: sys::CUfunction,
+    pub(crate) raw: FunctionHandle,
     /// Default block size (threads) of the 1-D automatic configuration.
     pub(crate) block: u32,
     /// Resident blocks of `block` threads per SM.
@@ -53,7 +53,7 @@ unsafe impl Sync for Function {}
 #[derive(Debug)]
 pub(crate) struct Loaded {
     /// The module of each image the device runs (`None`: an image it cannot run).
-    _modules: Vec<Option<sys::CUmodule>>,
+    _modules: Vec<Option<ModuleHandle>>,
     /// What was loaded: `"sm_90 cubin"` or `"PTX"`, each part's after the base's.
     pub(super) image: String,
     /// Per kernel (manifest order): its function, `None` when the device cannot run the
@@ -123,144 +123,128 @@ impl Loaded {
         }
         let value = i32::try_from(bytes)
             .map_err(|_| Error::value(format!("{bytes} bytes of shared memory is too many")))?;
-        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX;
         let Some(f) = self.functions[index] else {
             return Ok(());
         };
         // SAFETY: the function belongs to this loaded module (its context is bound by the
         // caller, which prepares a launch in it).
-        unsafe { cu::set_function_attribute(f.raw, MAX, value) }?;
+        unsafe {
+            cu::set_function_attribute(f.raw, FunctionAttribute::MaxDynamicSharedSizeBytes, value)
+        }?;
         allowed.fetch_max(bytes, Ordering::AcqRel);
         Ok(())
     }
 }
 
-/// The cubin for a device of compute capability `cc` among `archs` (`"sm_80"`, `"sm_90a"`, …):
-/// the highest portable `sm_AB` with `A` equal to the major version and `B` not above the
-/// minor (machine code runs on GPUs of its major version and a minor not below its own), an
-/// architecture-specific `sm_ABa` only for exactly `A.B` (preferred over the portable one of
-/// the same number), a family `sm_ABf` for major `A` and a minor not below `B`; `None` when
-/// there is none (the PTX is loaded then). `sm_90` for 9.0; `sm_80` for 8.6 and 8.9 when the
-/// cubins are `sm_80` and `sm_90`; none for 10.0 or 12.0.
-pub fn choose_cubin<'a>(
-    cc: (u32, u32),
-    archs: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    archs
-        .into_iter()
-        .filter_map(|a| {
-            let arch = Arch::parse(a)?;
-            let runs = arch.major == cc.0
-                && match arch.variant {
-                    Variant::Specific => arch.minor == cc.1,
-                    Variant::Portable | Variant::Family => arch.minor <= cc.1,
-                };
-            runs.then_some(((arch.number(), arch.variant), a))
-        })
-        .max_by_key(|&(key, _)| key)
-        .map(|(_, a)| a)
+/// Loads a module's `images` into `ctx`: each image a device runs, with the functions of the
+/// kernels it holds (`kernel_image`: the image of each kernel of `signatures`).
+pub(super) fn load(
+    ctx: &'static Context,
+    images: &[Image],
+    kernel_image: &[usize],
+    signatures: &[Signature],
+) -> Result<Loaded> {
+    init()?;
+    let _caller = ctx.enter()?;
+    // Once per device, possibly inside another library's graph capture: loading and the
+    // trap record's page-locked allocation are calls a global-mode capture forbids.
+    let _relaxed = Relaxed::enter()?;
+    let cc = ctx.compute_capability();
+    let mut functions: Vec<Option<Function>> = vec![None; signatures.len()];
+    let mut modules = Vec::with_capacity(images.len());
+    let mut described = Vec::with_capacity(images.len());
+    for (i, image) in images.iter().enumerate() {
+        let label = if i == 0 {
+            String::new()
+        } else {
+            format!("{} part: ", image.arch)
+        };
+        if !image.arch.runs_on(cc) {
+            modules.push(None);
+            described.push(format!("{label}not loaded ({})", DeviceArch(cc)));
+            continue;
+        }
+        let kernels: Vec<usize> = (0..signatures.len())
+            .filter(|&k| kernel_image[k] == i)
+            .collect();
+        let (module, found, what) = load_image(ctx, image, signatures, &kernels)?;
+        register_trap_record(ctx.ordinal(), module)?;
+        for (k, f) in kernels.into_iter().zip(found) {
+            functions[k] = Some(f);
+        }
+        modules.push(Some(module));
+        described.push(format!("{label}{what}"));
+    }
+    Ok(Loaded {
+        _modules: modules,
+        image: described.join("; "),
+        dynamic_shared: functions
+            .iter()
+            .map(|f| AtomicU32::new(f.map_or(0, |f| f.limits.dynamic_shared)))
+            .collect(),
+        functions,
+        occupancy: Mutex::new(Vec::new()),
+    })
 }
 
-impl Module {
-    pub(super) fn load(&self, ctx: &'static Context) -> Result<Loaded> {
-        init()?;
-        let _caller = ctx.enter()?;
-        // Once per device, possibly inside another library's graph capture: loading and the
-        // trap record's page-locked allocation are calls a global-mode capture forbids.
-        let _relaxed = Relaxed::enter()?;
-        let cc = ctx.compute_capability();
-        let mut functions: Vec<Option<Function>> = vec![None; self.signatures.len()];
-        let mut modules = Vec::with_capacity(self.images.len());
-        let mut described = Vec::with_capacity(self.images.len());
-        for (i, image) in self.images.iter().enumerate() {
-            let label = if i == 0 {
-                String::new()
-            } else {
-                format!("{} part: ", image.arch)
-            };
-            if !image.arch.runs_on(cc) {
-                modules.push(None);
-                described.push(format!("{label}not loaded ({})", DeviceArch(cc)));
-                continue;
-            }
-            let kernels: Vec<usize> = (0..self.signatures.len())
-                .filter(|&k| self.kernel_image[k] == i)
-                .collect();
-            let (module, found, what) = self.load_image(ctx, image, &kernels)?;
-            register_trap_record(ctx.ordinal(), module)?;
-            for (k, f) in kernels.into_iter().zip(found) {
-                functions[k] = Some(f);
-            }
-            modules.push(Some(module));
-            described.push(format!("{label}{what}"));
-        }
-        Ok(Loaded {
-            _modules: modules,
-            image: described.join("; "),
-            dynamic_shared: functions
-                .iter()
-                .map(|f| AtomicU32::new(f.map_or(0, |f| f.limits.dynamic_shared)))
-                .collect(),
-            functions,
-            occupancy: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// Loads `image` into `ctx` (bound): the cubin [`choose_cubin`] picks, else the PTX.
-    /// Returns the module, the functions of `kernels` (indices into the manifest) and what
-    /// was loaded (`"sm_90 cubin"`, `"PTX"`).
-    fn load_image(
-        &self,
-        ctx: &'static Context,
-        image: &Image,
-        kernels: &[usize],
-    ) -> Result<(sys::CUmodule, Vec<Function>, String)> {
-        let cc = ctx.compute_capability();
-        // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
-        // cubin is never the cause of an error the PTX would not give.
-        let from_cubin = choose_cubin(cc, image.cubin_archs()).and_then(|arch| {
-            let bytes = image.cubin(arch)?;
-            let mut log = vec![0u8; 4096];
-            let module = cu::module_load_cubin(bytes, &mut log).ok()?;
-            // SAFETY: `module` was just loaded into the bound context.
-            match unsafe { self.functions(module, kernels) } {
-                Ok(functions) => Some((module, functions, format!("{arch} cubin"))),
-                Err(_) => {
-                    // SAFETY: loaded above, none of its functions used.
-                    let _ = unsafe { cu::module_unload(module) };
-                    None
-                }
-            }
-        });
-        if let Some(loaded) = from_cubin {
-            return Ok(loaded);
-        }
-        let module = load_ptx(ctx, image)?;
+/// Loads `image` into `ctx` (bound): the cubin [`choose_cubin`] picks, else the PTX.
+/// Returns the module, the functions of `kernels` (indices into the manifest) and what
+/// was loaded (`"sm_90 cubin"`, `"PTX"`).
+fn load_image(
+    ctx: &'static Context,
+    image: &Image,
+    signatures: &[Signature],
+    kernels: &[usize],
+) -> Result<(ModuleHandle, Vec<Function>, String)> {
+    let cc = ctx.compute_capability();
+    // A cubin the driver refuses, or that lacks a kernel, falls back to the PTX: the
+    // cubin is never the cause of an error the PTX would not give.
+    let from_cubin = choose_cubin(cc, image.cubin_archs()).and_then(|arch| {
+        let bytes = image.cubin(arch)?;
+        let mut log = vec![0u8; 4096];
+        let module = cu::module_load_cubin(bytes, &mut log).ok()?;
         // SAFETY: `module` was just loaded into the bound context.
-        let functions = unsafe { self.functions(module, kernels) }?;
-        Ok((module, functions, "PTX".to_owned()))
+        match unsafe { functions(module, signatures, kernels) } {
+            Ok(functions) => Some((module, functions, format!("{arch} cubin"))),
+            Err(_) => {
+                // SAFETY: loaded above, none of its functions used.
+                let _ = unsafe { cu::module_unload(module) };
+                None
+            }
+        }
+    });
+    if let Some(loaded) = from_cubin {
+        return Ok(loaded);
     }
+    let module = load_ptx(ctx, image)?;
+    // SAFETY: `module` was just loaded into the bound context.
+    let functions = unsafe { functions(module, signatures, kernels) }?;
+    Ok((module, functions, "PTX".to_owned()))
+}
 
-    /// The function and limits of each of `kernels` in `module`.
-    ///
-    /// # Safety
-    ///
-    /// `module` is loaded in the calling thread's current context.
-    unsafe fn functions(&self, module: sys::CUmodule, kernels: &[usize]) -> Result<Vec<Function>> {
-        kernels
-            .iter()
-            .map(|&k| {
-                let s = &self.signatures[k];
-                // SAFETY: the caller's contract.
-                unsafe { Function::load(module, s) }
-                    .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
-            })
-            .collect()
-    }
+/// The function and limits of each of `kernels` (indices into `signatures`) in `module`.
+///
+/// # Safety
+///
+/// `module` is loaded in the calling thread's current context.
+unsafe fn functions(
+    module: ModuleHandle,
+    signatures: &[Signature],
+    kernels: &[usize],
+) -> Result<Vec<Function>> {
+    kernels
+        .iter()
+        .map(|&k| {
+            let s = &signatures[k];
+            // SAFETY: the caller's contract.
+            unsafe { Function::load(module, s) }
+                .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", s.name)))
+        })
+        .collect()
 }
 
 /// Loads `image`'s PTX into `ctx` (bound), the JIT's log in the error.
-fn load_ptx(ctx: &'static Context, image: &Image) -> Result<sys::CUmodule> {
+fn load_ptx(ctx: &'static Context, image: &Image) -> Result<ModuleHandle> {
     let mut log = vec![0u8; 8192];
     cu::module_load(&image.ptx, &mut log).map_err(|e| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
@@ -281,7 +265,7 @@ fn load_ptx(ctx: &'static Context, image: &Image) -> Result<sys::CUmodule> {
 
 /// Gives a freshly loaded module its trap record (see [`trap`]), if it defines the symbol:
 /// zeroed, page-locked, device-mapped host memory whose device address goes into the symbol.
-fn register_trap_record(device: usize, module: sys::CUmodule) -> Result<()> {
+fn register_trap_record(device: usize, module: ModuleHandle) -> Result<()> {
     let name = CString::new(TRAP_RECORD_SYMBOL).expect("no NUL in the symbol");
     // SAFETY: `module` was just loaded into the bound context.
     let Some((symbol, 8)) = (unsafe { cu::module_global(module, &name) })? else {
@@ -315,17 +299,17 @@ impl Function {
     /// # Safety
     ///
     /// `module` is loaded in the calling thread's current context.
-    unsafe fn load(module: sys::CUmodule, sig: &Signature) -> Result<Function> {
-        use sys::CUfunction_attribute::*;
+    unsafe fn load(module: ModuleHandle, sig: &Signature) -> Result<Function> {
+        use FunctionAttribute::*;
         // SAFETY: the caller's contract; the function comes from that module.
         unsafe {
             let f = cu::module_function(module, &sig.c_name)?;
             let attr = |a| cu::function_attribute(f, a).map(|v| v.max(0) as u32);
             let limits = FunctionLimits {
-                max_threads: attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?.max(1),
-                static_shared: attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-                dynamic_shared: attr(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
-                registers: attr(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                max_threads: attr(MaxThreadsPerBlock)?.max(1),
+                static_shared: attr(SharedSizeBytes)?,
+                dynamic_shared: attr(MaxDynamicSharedSizeBytes)?,
+                registers: attr(NumRegs)?,
             };
             let block = limits.max_threads.min(256);
             let per_sm = cu::blocks_per_multiprocessor(f, block, 0)?;
@@ -337,8 +321,7 @@ impl Function {
                 // then refused naming the kernel (the driver schedules none of them,
                 // `cuOccupancyMaxActiveClusters`): not a reason to fail the module's other
                 // kernels here.
-                use CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED as NON_PORTABLE;
-                let _ = cu::set_function_attribute(f, NON_PORTABLE, 1);
+                let _ = cu::set_function_attribute(f, NonPortableClusterSizeAllowed, 1);
             }
             Ok(Function {
                 raw: f,

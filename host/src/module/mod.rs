@@ -17,12 +17,17 @@
 //! device's. The loaded functions, their occupancy-derived launch limits and the manifest
 //! index are cached: a launch does no lookup by string and no allocation.
 
+mod image;
 mod load;
 mod signature;
 
-pub use load::{choose_cubin, FunctionLimits};
+pub use image::{choose_cubin, Image};
+pub use load::FunctionLimits;
 pub(crate) use load::{Function, Loaded, OccupancyKey};
-pub use signature::{Param, Signature, MAX_PARAMS, PARAM_BUFFER_SIZE};
+pub(crate) use signature::operand_text;
+pub use signature::{
+    Param, Requirement, ScratchParam, Signature, MAX_PARAMS, MAX_SCRATCH, PARAM_BUFFER_SIZE,
+};
 
 use crate::driver::{init, Context, MAX_DEVICES};
 use crate::error::{Error, Result};
@@ -30,76 +35,12 @@ use ferrocuda_abi::arch::{Arch, DeviceArch};
 use ferrocuda_abi::manifest::{KernelSig, Manifest};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::path::Path;
 use std::sync::OnceLock;
 
 /// How [`Module::assemble`] reads a file the manifest names: its bytes, `None` when it is
 /// not there.
 type FileReader<'a> = dyn Fn(&str) -> Result<Option<Cow<'static, [u8]>>> + 'a;
-
-/// One image of a module: a PTX text built for one architecture and the cubins assembled
-/// from it.
-pub struct Image {
-    /// The PTX's architecture (its `.target`).
-    pub(crate) arch: Arch,
-    pub(crate) ptx: CString,
-    /// (arch, image) of each cubin, in the manifest's order.
-    pub(crate) cubins: Vec<(String, Cow<'static, [u8]>)>,
-}
-
-impl Image {
-    /// An image of `ptx` built for `arch` (`"sm_90a"`) with its cubins (arch, ELF bytes); the
-    /// cubins' archs and images are checked.
-    pub fn new(
-        arch: &str,
-        ptx: impl Into<String>,
-        cubins: Vec<(String, Cow<'static, [u8]>)>,
-    ) -> Result<Image> {
-        let parsed = Arch::parse(arch).ok_or_else(|| {
-            Error::value(format!(
-                "arch `{arch}` is not of the form sm_XY (e.g. sm_90)"
-            ))
-        })?;
-        for (a, image) in &cubins {
-            if Arch::parse(a).is_none() {
-                return Err(Error::value(format!(
-                    "cubin arch `{a}` is not of the form sm_XY (e.g. sm_90)"
-                )));
-            }
-            if !image.starts_with(b"\x7fELF") {
-                return Err(Error::value(format!(
-                    "the {a} cubin is not an ELF image (damaged, or not a cubin)"
-                )));
-            }
-        }
-        let ptx =
-            CString::new(ptx.into()).map_err(|_| Error::value("PTX text contains a NUL byte"))?;
-        Ok(Image {
-            arch: parsed,
-            ptx,
-            cubins,
-        })
-    }
-
-    /// The architecture the PTX is built for.
-    pub fn arch(&self) -> Arch {
-        self.arch
-    }
-
-    /// The architectures of its cubins (`"sm_80"`, …).
-    pub fn cubin_archs(&self) -> impl Iterator<Item = &str> + '_ {
-        self.cubins.iter().map(|(a, _)| a.as_str())
-    }
-
-    /// The cubin of `arch`, if the image has one.
-    pub fn cubin(&self, arch: &str) -> Option<&[u8]> {
-        self.cubins
-            .iter()
-            .find(|(a, _)| a == arch)
-            .map(|(_, c)| &c[..])
-    }
-}
 
 /// A PTX module with its manifest: its images (the base PTX and the parts, with their
 /// cubins) and the kernels' signatures.
@@ -466,7 +407,7 @@ impl Module {
     /// Loads (once) the module into `ctx`, which must be current on this thread.
     pub(crate) fn loaded(&self, ctx: &'static Context) -> Result<&Loaded> {
         self.loaded[ctx.ordinal()]
-            .get_or_init(|| self.load(ctx))
+            .get_or_init(|| load::load(ctx, &self.images, &self.kernel_image, &self.signatures))
             .as_ref()
             .map_err(Clone::clone)
     }

@@ -1,8 +1,9 @@
 //! Kernel signatures in the form launches use: each manifest record decoded once, its
-//! parameters laid out in the launch buffer by the abi's table.
+//! parameters laid out in the launch buffer by the abi's table, its extras (zeroed outputs,
+//! requirements, scratch lengths) resolved against its caller parameters.
 
 use crate::error::{Error, Result};
-use crate::extras::{Requirement, ScratchParam};
+use ferrocuda_abi::extras::{Cmp, Operand, ScratchLen, NONE};
 use ferrocuda_abi::launch::LaunchDecl;
 use ferrocuda_abi::manifest::KernelSig;
 use ferrocuda_abi::DType;
@@ -93,7 +94,7 @@ impl Signature {
                     .collect::<Vec<_>>()
             })
             .collect::<Vec<_>>();
-        let extras = crate::extras::resolve(k, &map, &params, &mut scratch).map_err(bad)?;
+        let extras = resolve(k, &map, &params, &mut scratch).map_err(bad)?;
         for g in &same_shape {
             if g.iter()
                 .any(|&i| i >= params.len() || !params[i].kind.is_array())
@@ -207,5 +208,131 @@ impl Signature {
             .map(|p| p.name.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// Most scratch parameters a kernel may have.
+pub const MAX_SCRATCH: usize = 8;
+
+/// A scratch parameter: a workspace the launcher provides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScratchParam {
+    /// Name in the kernel source.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Position in the kernel's full parameter list.
+    pub entry: usize,
+    /// Byte offset in the launch parameter buffer.
+    pub offset: usize,
+    /// Byte size in the launch parameter buffer.
+    pub size: usize,
+    /// Its length formula; `len.of` is an index into [`Signature::params`] (or `NONE`).
+    pub len: ScratchLen,
+}
+
+/// A condition on the arguments (`#[kernel(require(…))]`), its operands indexing
+/// [`Signature::params`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    /// Left operand.
+    pub lhs: Operand,
+    /// Comparison.
+    pub cmp: Cmp,
+    /// Right operand (ignored by `finite`).
+    pub rhs: Operand,
+    /// The kernel's explanation (may be empty).
+    pub message: String,
+    /// The condition as source text, e.g. `a.shape[1] == b.shape[0]`.
+    pub text: String,
+    /// The parameter an error names: the first one the condition reads.
+    pub arg: usize,
+}
+
+/// The extras of a signature, resolved: zeroed outputs, requirements, scratch lengths.
+pub(crate) struct Resolved {
+    pub zero: Vec<usize>,
+    pub require: Vec<Requirement>,
+}
+
+/// Resolves `k`'s zeroed outputs and requirements against the caller parameters `params`,
+/// given `map` (full parameter index → caller parameter index; `None` for scratch), and remaps
+/// the scratch formulas of `scratch`.
+pub(crate) fn resolve(
+    k: &KernelSig,
+    map: &[Option<usize>],
+    params: &[Param],
+    scratch: &mut [ScratchParam],
+) -> std::result::Result<Resolved, String> {
+    k.check_extras()?;
+    let caller = |i: u8| -> std::result::Result<usize, String> {
+        map.get(i as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| format!("extra names parameter {i}, which is not an argument"))
+    };
+    let zero = k
+        .zero
+        .iter()
+        .map(|&z| caller(z))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if scratch.len() > MAX_SCRATCH {
+        return Err(format!("more than {MAX_SCRATCH} scratch parameters"));
+    }
+    for s in scratch.iter_mut() {
+        let decl = k
+            .scratch
+            .iter()
+            .find(|d| d.param as usize == s.entry)
+            .ok_or_else(|| format!("scratch parameter `{}` has no length", s.name))?;
+        let mut len = decl.len();
+        if len.of != NONE {
+            len.of = caller(len.of)? as u8;
+        }
+        s.len = len;
+    }
+    let mut require = Vec::with_capacity(k.require.len());
+    for r in &k.require {
+        let cmp = r
+            .cmp()
+            .ok_or_else(|| format!("unknown comparison `{}`", r.op))?;
+        let remap = |o: Operand| -> std::result::Result<Operand, String> {
+            Ok(match o {
+                Operand::Int(v) => Operand::Int(v),
+                Operand::Scalar(p) => Operand::Scalar(caller(p)? as u8),
+                Operand::Len(p) => Operand::Len(caller(p)? as u8),
+                Operand::Dim(p, a) => Operand::Dim(caller(p)? as u8, a),
+                Operand::Ptr(p) => Operand::Ptr(caller(p)? as u8),
+            })
+        };
+        let (lhs, rhs) = (remap(r.lhs.into())?, remap(r.rhs.into())?);
+        let arg = lhs.param().or(rhs.param()).unwrap_or(0) as usize;
+        let show = |o: Operand| operand_text(o, params);
+        let text = if cmp == Cmp::Finite {
+            format!("finite({})", show(lhs))
+        } else {
+            format!("{} {} {}", show(lhs), cmp.symbol(), show(rhs))
+        };
+        require.push(Requirement {
+            lhs,
+            cmp,
+            rhs,
+            message: r.message.clone(),
+            text,
+            arg,
+        });
+    }
+    Ok(Resolved { zero, require })
+}
+
+/// The operand `o` as source text (`a.shape[1]`), naming the caller parameters `params`.
+pub(crate) fn operand_text(o: Operand, params: &[Param]) -> String {
+    let name = |p: u8| params.get(p as usize).map_or("?", |p| p.name.as_str());
+    match o {
+        Operand::Int(v) => v.to_string(),
+        Operand::Scalar(p) => name(p).to_string(),
+        Operand::Len(p) => format!("{}.len()", name(p)),
+        Operand::Dim(p, a) => format!("{}.shape[{a}]", name(p)),
+        Operand::Ptr(p) => format!("{}.ptr()", name(p)),
     }
 }

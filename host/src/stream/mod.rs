@@ -128,8 +128,10 @@ use std::num::NonZeroU64;
 use crate::error::{Error, Result};
 
 pub mod capture;
+mod state;
 
-pub use capture::{Capture, Refused};
+pub use capture::Refused;
+pub use state::Capture;
 
 /// A CUDA stream as the array interface names it.
 ///

@@ -60,19 +60,3 @@ pub(crate) unsafe fn set_current_context(ctx: sys::CUcontext) -> Result<()> {
     // SAFETY: the caller's contract.
     unsafe { cu::ctx::set_current(ctx) }.named("cuCtxSetCurrent")
 }
-
-/// The device of the calling thread's current context, if any (`cuCtxGetDevice`, asked only
-/// when `cuCtxGetCurrent` shows a context: without one it fails with
-/// `CUDA_ERROR_INVALID_CONTEXT`, which compute-sanitizer reports as a failed API call).
-pub(crate) fn current_ordinal() -> Option<usize> {
-    let mut ctx: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: out-pointer to a local; succeeds (null) without a current context.
-    let r = unsafe { sys::cuCtxGetCurrent(&mut ctx) };
-    if r != sys::CUresult::CUDA_SUCCESS || ctx.is_null() {
-        return None;
-    }
-    let mut dev: sys::CUdevice = 0;
-    // SAFETY: out-pointer to a local; a context is current.
-    let r = unsafe { sys::cuCtxGetDevice(&mut dev) };
-    (r == sys::CUresult::CUDA_SUCCESS).then_some(dev.max(0) as usize)
-}

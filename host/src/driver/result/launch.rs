@@ -2,7 +2,7 @@
 //! (with the cooperative fallback on drivers without it), and the cluster occupancy query,
 //! which takes a launch's configuration.
 
-use super::{check, exported, Named};
+use super::{check, exported, FunctionHandle, Named, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys;
@@ -51,7 +51,7 @@ fn launch_config(
     grid: [u32; 3],
     block: [u32; 3],
     shared_mem_bytes: u32,
-    s: sys::CUstream,
+    s: StreamHandle,
     attrs: Option<&mut sys::CUlaunchAttribute>,
 ) -> sys::CUlaunchConfig {
     let (attrs, num_attrs) = match attrs {
@@ -66,7 +66,7 @@ fn launch_config(
         blockDimY: block[1],
         blockDimZ: block[2],
         sharedMemBytes: shared_mem_bytes,
-        hStream: s,
+        hStream: s.0,
         attrs,
         numAttrs: num_attrs,
     }
@@ -92,7 +92,7 @@ fn launch_kernel_ex_present() -> bool {
 ///
 /// 1. `f` comes from [`module_function`](super::module_function) in the current context.
 pub(crate) unsafe fn max_active_clusters(
-    f: sys::CUfunction,
+    f: FunctionHandle,
     grid: [u32; 3],
     block: [u32; 3],
     shared_mem_bytes: u32,
@@ -111,13 +111,13 @@ pub(crate) unsafe fn max_active_clusters(
         grid,
         block,
         shared_mem_bytes,
-        std::ptr::null_mut(),
+        StreamHandle(std::ptr::null_mut()),
         attr.as_mut(),
     );
     let mut n: std::ffi::c_int = 0;
     // SAFETY: the caller's contract; `config` and its one attribute outlive the call; out-
     // pointer to a local.
-    let r = unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &config) };
+    let r = unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f.0, &config) };
     check(r, "cuOccupancyMaxActiveClusters").map(|()| n.max(0) as u32)
 }
 
@@ -130,21 +130,21 @@ pub(crate) unsafe fn max_active_clusters(
 /// call; the memory the parameters describe stays valid until the kernel has completed.
 #[inline]
 pub(crate) unsafe fn launch_kernel(
-    f: sys::CUfunction,
+    f: FunctionHandle,
     grid: [u32; 3],
     block: [u32; 3],
     shared_mem_bytes: u32,
-    s: sys::CUstream,
+    s: StreamHandle,
     params: &mut [*mut c_void],
 ) -> Result<()> {
     // SAFETY: the caller's contract.
     unsafe {
         cu::launch_kernel(
-            f,
+            f.0,
             (grid[0], grid[1], grid[2]),
             (block[0], block[1], block[2]),
             shared_mem_bytes,
-            s,
+            s.0,
             params,
         )
     }
@@ -169,11 +169,11 @@ pub(crate) unsafe fn launch_kernel(
 /// 3. the memory the parameters describe stays valid until the kernel has completed.
 #[inline]
 pub(crate) unsafe fn launch_kernel_with(
-    f: sys::CUfunction,
+    f: FunctionHandle,
     grid: [u32; 3],
     block: [u32; 3],
     shared_mem_bytes: u32,
-    s: sys::CUstream,
+    s: StreamHandle,
     params: &mut [*mut c_void],
     attrs: LaunchAttrs,
 ) -> Result<()> {
@@ -192,7 +192,7 @@ pub(crate) unsafe fn launch_kernel_with(
         // SAFETY: the caller's contract; one pointer per kernel parameter.
         let r = unsafe {
             sys::cuLaunchCooperativeKernel(
-                f,
+                f.0,
                 grid[0],
                 grid[1],
                 grid[2],
@@ -200,7 +200,7 @@ pub(crate) unsafe fn launch_kernel_with(
                 block[1],
                 block[2],
                 shared_mem_bytes,
-                s,
+                s.0,
                 params.as_mut_ptr(),
             )
         };
@@ -209,6 +209,7 @@ pub(crate) unsafe fn launch_kernel_with(
     let config = launch_config(grid, block, shared_mem_bytes, s, Some(&mut attr));
     // SAFETY: the caller's contract; `config` and its one attribute outlive the call; one
     // pointer per kernel parameter, no `extra` options.
-    let r = unsafe { sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut()) };
+    let r =
+        unsafe { sys::cuLaunchKernelEx(&config, f.0, params.as_mut_ptr(), std::ptr::null_mut()) };
     check(r, "cuLaunchKernelEx")
 }

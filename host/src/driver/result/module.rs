@@ -1,7 +1,7 @@
 //! Modules and functions: loading PTX and cubins (with the JIT's error log), unloading,
 //! globals, functions, their attributes, and occupancy.
 
-use super::{check, Named};
+use super::{check, FunctionHandle, ModuleHandle, Named};
 use crate::error::{Error, Result};
 use cudarc::driver::result as cu;
 use cudarc::driver::sys;
@@ -9,14 +9,14 @@ use std::ffi::{c_void, CStr, CString};
 
 /// `cuModuleLoadDataEx` of NUL-terminated PTX into the current context, with the JIT's
 /// error log written to `log` (NUL-terminated text, when the load fails).
-pub(crate) fn module_load(ptx: &CStr, log: &mut [u8]) -> Result<sys::CUmodule> {
+pub(crate) fn module_load(ptx: &CStr, log: &mut [u8]) -> Result<ModuleHandle> {
     // SAFETY: NUL-terminated PTX text is an image the driver reads to its NUL.
     unsafe { module_load_image(ptx.to_bytes_with_nul(), log) }
 }
 
 /// `cuModuleLoadDataEx` of a cubin (an ELF image, read by the driver from its headers, so
 /// bytes and not a C string) into the current context, with the error log written to `log`.
-pub(crate) fn module_load_cubin(cubin: &[u8], log: &mut [u8]) -> Result<sys::CUmodule> {
+pub(crate) fn module_load_cubin(cubin: &[u8], log: &mut [u8]) -> Result<ModuleHandle> {
     const ELF: &[u8] = b"\x7fELF";
     if !cubin.starts_with(ELF) {
         return Err(Error::value(
@@ -46,7 +46,7 @@ pub(crate) fn module_load_cubin(cubin: &[u8], log: &mut [u8]) -> Result<sys::CUm
 /// # Safety
 ///
 /// `image` is NUL-terminated PTX or a whole cubin/fatbin file.
-unsafe fn module_load_image(image: &[u8], log: &mut [u8]) -> Result<sys::CUmodule> {
+unsafe fn module_load_image(image: &[u8], log: &mut [u8]) -> Result<ModuleHandle> {
     let mut opts = [
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -64,7 +64,7 @@ unsafe fn module_load_image(image: &[u8], log: &mut [u8]) -> Result<sys::CUmodul
             vals.as_mut_ptr(),
         )
     };
-    check(res, "cuModuleLoadDataEx").map(|()| module)
+    check(res, "cuModuleLoadDataEx").map(|()| ModuleHandle(module))
 }
 
 /// `cuModuleUnload` (a module given up before any of its functions was used).
@@ -72,9 +72,9 @@ unsafe fn module_load_image(image: &[u8], log: &mut [u8]) -> Result<sys::CUmodul
 /// # Safety
 ///
 /// `module` is a loaded module of the current context that nothing uses any more.
-pub(crate) unsafe fn module_unload(module: sys::CUmodule) -> Result<()> {
+pub(crate) unsafe fn module_unload(module: ModuleHandle) -> Result<()> {
     // SAFETY: the caller's contract.
-    check(unsafe { sys::cuModuleUnload(module) }, "cuModuleUnload")
+    check(unsafe { sys::cuModuleUnload(module.0) }, "cuModuleUnload")
 }
 
 /// `cuModuleGetGlobal` of `name`: its device address and size, or `None` when the module
@@ -84,12 +84,12 @@ pub(crate) unsafe fn module_unload(module: sys::CUmodule) -> Result<()> {
 ///
 /// `module` is a loaded module of the current context.
 pub(crate) unsafe fn module_global(
-    module: sys::CUmodule,
+    module: ModuleHandle,
     name: &CStr,
 ) -> Result<Option<(u64, usize)>> {
     let (mut dptr, mut size): (sys::CUdeviceptr, usize) = (0, 0);
     // SAFETY: the caller's contract; NUL-terminated name; out-pointers to locals.
-    let r = unsafe { sys::cuModuleGetGlobal_v2(&mut dptr, &mut size, module, name.as_ptr()) };
+    let r = unsafe { sys::cuModuleGetGlobal_v2(&mut dptr, &mut size, module.0, name.as_ptr()) };
     if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
         return Ok(None);
     }
@@ -102,11 +102,45 @@ pub(crate) unsafe fn module_global(
 ///
 /// `module` is a loaded module of the current context.
 pub(crate) unsafe fn module_function(
-    module: sys::CUmodule,
+    module: ModuleHandle,
     name: &CString,
-) -> Result<sys::CUfunction> {
+) -> Result<FunctionHandle> {
     // SAFETY: the caller's contract.
-    unsafe { cu::module::get_function(module, name.clone()) }.named("cuModuleGetFunction")
+    unsafe { cu::module::get_function(module.0, name.clone()) }
+        .named("cuModuleGetFunction")
+        .map(FunctionHandle)
+}
+
+/// The function attributes ferrocuda reads or sets (`CU_FUNC_ATTRIBUTE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FunctionAttribute {
+    /// `MAX_THREADS_PER_BLOCK`.
+    MaxThreadsPerBlock,
+    /// `SHARED_SIZE_BYTES` (static shared memory).
+    SharedSizeBytes,
+    /// `MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    MaxDynamicSharedSizeBytes,
+    /// `NUM_REGS`.
+    NumRegs,
+    /// `NON_PORTABLE_CLUSTER_SIZE_ALLOWED`.
+    NonPortableClusterSizeAllowed,
+}
+
+impl FunctionAttribute {
+    fn raw(self) -> sys::CUfunction_attribute {
+        use sys::CUfunction_attribute::*;
+        match self {
+            FunctionAttribute::MaxThreadsPerBlock => CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            FunctionAttribute::SharedSizeBytes => CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            FunctionAttribute::MaxDynamicSharedSizeBytes => {
+                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            }
+            FunctionAttribute::NumRegs => CU_FUNC_ATTRIBUTE_NUM_REGS,
+            FunctionAttribute::NonPortableClusterSizeAllowed => {
+                CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            }
+        }
+    }
 }
 
 /// `cuFuncGetAttribute`.
@@ -114,12 +148,9 @@ pub(crate) unsafe fn module_function(
 /// # Safety
 ///
 /// `f` comes from [`module_function`].
-pub(crate) unsafe fn function_attribute(
-    f: sys::CUfunction,
-    attr: sys::CUfunction_attribute,
-) -> Result<i32> {
+pub(crate) unsafe fn function_attribute(f: FunctionHandle, attr: FunctionAttribute) -> Result<i32> {
     // SAFETY: the caller's contract.
-    unsafe { cu::function::get_function_attribute(f, attr) }.named("cuFuncGetAttribute")
+    unsafe { cu::function::get_function_attribute(f.0, attr.raw()) }.named("cuFuncGetAttribute")
 }
 
 /// `cuFuncSetAttribute`.
@@ -128,12 +159,13 @@ pub(crate) unsafe fn function_attribute(
 ///
 /// `f` comes from [`module_function`].
 pub(crate) unsafe fn set_function_attribute(
-    f: sys::CUfunction,
-    attr: sys::CUfunction_attribute,
+    f: FunctionHandle,
+    attr: FunctionAttribute,
     value: i32,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::function::set_function_attribute(f, attr, value) }.named("cuFuncSetAttribute")
+    unsafe { cu::function::set_function_attribute(f.0, attr.raw(), value) }
+        .named("cuFuncSetAttribute")
 }
 
 /// `cuOccupancyMaxPotentialBlockSize` without dynamic shared memory: the block size (at most
@@ -142,10 +174,10 @@ pub(crate) unsafe fn set_function_attribute(
 /// # Safety
 ///
 /// `f` comes from [`module_function`].
-pub(crate) unsafe fn potential_block_size(f: sys::CUfunction, limit: u32) -> Result<u32> {
+pub(crate) unsafe fn potential_block_size(f: FunctionHandle, limit: u32) -> Result<u32> {
     let limit = i32::try_from(limit).unwrap_or(i32::MAX);
     // SAFETY: the caller's contract; no block-size-to-shared-memory callback.
-    unsafe { cu::occupancy::max_potential_block_size(f, None, 0, limit) }
+    unsafe { cu::occupancy::max_potential_block_size(f.0, None, 0, limit) }
         .named("cuOccupancyMaxPotentialBlockSize")
         .map(|(_, block)| block.max(1) as u32)
 }
@@ -158,13 +190,15 @@ pub(crate) unsafe fn potential_block_size(f: sys::CUfunction, limit: u32) -> Res
 ///
 /// 1. `f` comes from [`module_function`].
 pub(crate) unsafe fn blocks_per_multiprocessor(
-    f: sys::CUfunction,
+    f: FunctionHandle,
     block: u32,
     dynamic_shared: u32,
 ) -> Result<u32> {
     let block = i32::try_from(block).unwrap_or(i32::MAX);
     // SAFETY: the caller's contract.
-    unsafe { cu::occupancy::max_active_block_per_multiprocessor(f, block, dynamic_shared as usize) }
-        .named("cuOccupancyMaxActiveBlocksPerMultiprocessor")
-        .map(|n| n.max(0) as u32)
+    unsafe {
+        cu::occupancy::max_active_block_per_multiprocessor(f.0, block, dynamic_shared as usize)
+    }
+    .named("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    .map(|n| n.max(0) as u32)
 }

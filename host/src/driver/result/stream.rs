@@ -2,21 +2,29 @@
 //! after events; the driver's stream ids; a stream's capture state and the calling thread's
 //! capture mode; events created, recorded, queried and synchronized.
 
-use super::{check, cuda_error, exported, Named};
+use super::{check, cuda_error, exported, Named, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
-use crate::stream::Capture;
+use crate::stream::{Capture, StreamRef};
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use std::sync::OnceLock;
 
+/// The `CUstream` value of a [`StreamRef`] (1 and 2 are the driver's own sentinels).
+#[inline]
+pub(crate) fn raw_stream(s: StreamRef) -> StreamHandle {
+    StreamHandle(s.as_raw() as usize as sys::CUstream)
+}
+
 /// `cuStreamCreate` in the current context; `non_blocking`: `CU_STREAM_NON_BLOCKING`.
-pub(crate) fn stream_create(non_blocking: bool) -> Result<sys::CUstream> {
+pub(crate) fn stream_create(non_blocking: bool) -> Result<StreamHandle> {
     let kind = if non_blocking {
         cu::stream::StreamKind::NonBlocking
     } else {
         cu::stream::StreamKind::Default
     };
-    cu::stream::create(kind).named("cuStreamCreate")
+    cu::stream::create(kind)
+        .named("cuStreamCreate")
+        .map(StreamHandle)
 }
 
 /// `cuStreamDestroy`.
@@ -24,9 +32,9 @@ pub(crate) fn stream_create(non_blocking: bool) -> Result<sys::CUstream> {
 /// # Safety
 ///
 /// `s` was created by [`stream_create`] and is not used afterwards.
-pub(crate) unsafe fn stream_destroy(s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn stream_destroy(s: StreamHandle) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::stream::destroy(s) }.named("cuStreamDestroy")
+    unsafe { cu::stream::destroy(s.0) }.named("cuStreamDestroy")
 }
 
 /// `cuStreamSynchronize`.
@@ -34,9 +42,9 @@ pub(crate) unsafe fn stream_destroy(s: sys::CUstream) -> Result<()> {
 /// # Safety
 ///
 /// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
-pub(crate) unsafe fn stream_synchronize(s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn stream_synchronize(s: StreamHandle) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::stream::synchronize(s) }.named("cuStreamSynchronize")
+    unsafe { cu::stream::synchronize(s.0) }.named("cuStreamSynchronize")
 }
 
 /// `cuStreamWaitEvent`: future work on `s` waits for the work `e` captured.
@@ -44,10 +52,10 @@ pub(crate) unsafe fn stream_synchronize(s: sys::CUstream) -> Result<()> {
 /// # Safety
 ///
 /// `s` is a live stream (or a sentinel) and `e` a live, recorded event.
-pub(crate) unsafe fn stream_wait_event(s: sys::CUstream, e: sys::CUevent) -> Result<()> {
+pub(crate) unsafe fn stream_wait_event(s: StreamHandle, e: sys::CUevent) -> Result<()> {
     let flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
     // SAFETY: the caller's contract.
-    unsafe { cu::stream::wait_event(s, e, flags) }.named("cuStreamWaitEvent")
+    unsafe { cu::stream::wait_event(s.0, e, flags) }.named("cuStreamWaitEvent")
 }
 
 /// The driver's unique id of stream `s` (`cuStreamGetId`, CUDA 12.0 and newer drivers): never
@@ -58,14 +66,14 @@ pub(crate) unsafe fn stream_wait_event(s: sys::CUstream, e: sys::CUevent) -> Res
 /// # Safety
 ///
 /// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
-pub(crate) unsafe fn stream_id(s: sys::CUstream) -> Option<u64> {
+pub(crate) unsafe fn stream_id(s: StreamHandle) -> Option<u64> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
     if !exported(&PRESENT, b"cuStreamGetId") {
         return None;
     }
     let mut id: std::ffi::c_ulonglong = 0;
     // SAFETY: the caller's contract; out-pointer to a local.
-    let r = unsafe { sys::cuStreamGetId(s, &mut id) };
+    let r = unsafe { sys::cuStreamGetId(s.0, &mut id) };
     (r == sys::CUresult::CUDA_SUCCESS).then_some(id)
 }
 
@@ -84,7 +92,7 @@ fn capture_info_v3_present() -> bool {
 /// # Safety
 ///
 /// `s` is a live stream of the current context, or one of the sentinels 1 and 2.
-pub(crate) unsafe fn stream_capture(s: sys::CUstream) -> Result<Capture> {
+pub(crate) unsafe fn stream_capture(s: StreamHandle) -> Result<Capture> {
     use sys::CUstreamCaptureStatus as St;
     // The driver writes a 4-byte enum; read as an integer so that no value is undefined.
     let mut status: u32 = u32::MAX;
@@ -94,7 +102,7 @@ pub(crate) unsafe fn stream_capture(s: sys::CUstream) -> Result<Capture> {
         // SAFETY: the caller's contract; out-pointers to locals, the optional ones null.
         let r = unsafe {
             sys::cuStreamGetCaptureInfo_v3(
-                s,
+                s.0,
                 (&mut status as *mut u32).cast(),
                 &mut id,
                 null_mut(),
@@ -106,7 +114,7 @@ pub(crate) unsafe fn stream_capture(s: sys::CUstream) -> Result<Capture> {
         (r, "cuStreamGetCaptureInfo")
     } else {
         // SAFETY: the caller's contract; out-pointer to a local.
-        let r = unsafe { sys::cuStreamIsCapturing(s, (&mut status as *mut u32).cast()) };
+        let r = unsafe { sys::cuStreamIsCapturing(s.0, (&mut status as *mut u32).cast()) };
         (r, "cuStreamIsCapturing")
     };
     match r {
@@ -148,9 +156,9 @@ pub(crate) fn event_create() -> Result<sys::CUevent> {
 /// # Safety
 ///
 /// `e` is a live event of the current context; `s` a live stream of it (or a sentinel).
-pub(crate) unsafe fn event_record(e: sys::CUevent, s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn event_record(e: sys::CUevent, s: StreamHandle) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { cu::event::record(e, s) }.named("cuEventRecord")
+    unsafe { cu::event::record(e, s.0) }.named("cuEventRecord")
 }
 
 /// `cuEventQuery`: `true` once the captured work has completed (never blocks).

@@ -39,11 +39,11 @@
 //! `with torch.cuda.stream(s):` it runs on `s`. The device is read from the first tensor of a
 //! launch; all arrays of a launch must be on one device (checked with the pointers).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use ferrocuda_abi::{layout, DType};
-use ferrocuda_host::cai::{ArrayDesc, MAX_NDIM};
+use ferrocuda_abi::DType;
+use ferrocuda_host::cai::ArrayDesc;
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::PyRuntimeWarning;
 use pyo3::intern;
@@ -51,72 +51,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 mod cupy;
+mod shared;
 mod torch;
 
 pub use cupy::cupy_stream_source;
 use cupy::{cupy, cupy_layout, cupy_stream, cupy_unchanged};
+use shared::{dtype_code, dtype_of_code, int_tuple, PtrTable, CUPY_NULL, CUPY_ON, DTYPES};
+pub use shared::{CallState, Layout};
 pub use torch::{refuse_lazy_bits, torch_read_source, torch_stream};
 use torch::{torch, torch_api, torch_layout, torch_stream_on, torch_view};
-
-// ---------------------------------------------------------------------------------------
-// A lock-free map from Python object addresses to a byte.
-
-/// Up to `N` entries `address → byte`, lock-free (read on every launch). An address is only
-/// inserted together with a leaked strong reference to its object, so it can never be freed
-/// and reused by another object. Once full, lookups of new addresses just miss.
-struct PtrTable<const N: usize>([AtomicU64; N]);
-
-impl<const N: usize> PtrTable<N> {
-    const fn new() -> Self {
-        PtrTable([const { AtomicU64::new(0) }; N])
-    }
-
-    fn key(obj: &Bound<'_, PyAny>) -> Option<u64> {
-        Self::key_of(obj.as_ptr())
-    }
-
-    fn key_of(ptr: *mut pyo3::ffi::PyObject) -> Option<u64> {
-        let k = ptr as u64;
-        // Packed as `address << 8 | byte`: addresses must fit 56 bits (x86-64 and AArch64
-        // user space do).
-        (k != 0 && k >> 56 == 0).then_some(k)
-    }
-
-    fn get(&self, obj: &Bound<'_, PyAny>) -> Option<u8> {
-        self.get_ptr(obj.as_ptr())
-    }
-
-    /// As [`get`](Self::get), by address (no reference taken).
-    fn get_ptr(&self, ptr: *mut pyo3::ffi::PyObject) -> Option<u8> {
-        let k = Self::key_of(ptr)?;
-        for slot in &self.0 {
-            let v = slot.load(Ordering::Acquire);
-            if v == 0 {
-                return None;
-            }
-            if v >> 8 == k {
-                return Some(v as u8);
-            }
-        }
-        None
-    }
-
-    fn insert(&self, obj: &Bound<'_, PyAny>, value: u8) {
-        let Some(k) = Self::key(obj) else { return };
-        let packed = k << 8 | u64::from(value);
-        for slot in &self.0 {
-            match slot.compare_exchange(0, packed, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    // Keep the object alive for the process: its address must never be reused.
-                    std::mem::forget(obj.clone().unbind());
-                    return;
-                }
-                Err(cur) if cur >> 8 == k => return,
-                Err(_) => {}
-            }
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Kinds of producer types.
@@ -208,9 +151,6 @@ fn fast_paths_enabled() -> PyResult<bool> {
     switch(&ferrocuda_config::FAST_PATHS, &ON)
 }
 
-static CUPY_ON: AtomicBool = AtomicBool::new(true);
-/// What CuPy's getter exports for its null stream (0 until first seen).
-static CUPY_NULL: AtomicU64 = AtomicU64::new(0);
 static TORCH_ON: AtomicBool = AtomicBool::new(true);
 static CUPY_CHECKED: AtomicBool = AtomicBool::new(false);
 static TORCH_CHECKED: AtomicBool = AtomicBool::new(false);
@@ -222,65 +162,6 @@ pub fn status() -> PyResult<(bool, bool)> {
         on && CUPY_ON.load(Ordering::Relaxed),
         on && TORCH_ON.load(Ordering::Relaxed),
     ))
-}
-
-// ---------------------------------------------------------------------------------------
-// Per-launch state.
-
-/// Producer state read at most once per launch.
-#[derive(Clone, Copy, Default)]
-pub struct CallState {
-    /// CuPy: `(export version, stream)`.
-    cupy: Option<(u8, Option<StreamRef>)>,
-    /// torch: the current stream of the first tensor's device.
-    torch: Option<StreamRef>,
-}
-
-/// The pointer and layout of an array as a fast path reads them: what can change on the same
-/// producer object between launches (torch's `resize_`, `set_`, `as_strided_`, assigning
-/// `.data`; CuPy's `shape` setter).
-pub struct Layout {
-    n: usize,
-    shape: [usize; MAX_NDIM],
-    /// Byte strides in `[..n]` when `strided`, else C-contiguous.
-    strides: [isize; MAX_NDIM],
-    strided: bool,
-    ptr: u64,
-}
-
-impl Layout {
-    fn new() -> Self {
-        Layout {
-            n: 0,
-            shape: [0; MAX_NDIM],
-            strides: [0; MAX_NDIM],
-            strided: false,
-            ptr: 0,
-        }
-    }
-
-    fn shape(&self) -> &[usize] {
-        &self.shape[..self.n]
-    }
-
-    fn strides(&self) -> Option<&[isize]> {
-        self.strided.then(|| &self.strides[..self.n])
-    }
-
-    /// Whether this is the pointer, shape and strides `desc` describes.
-    fn matches(&self, desc: &ArrayDesc) -> bool {
-        if self.ptr != desc.ptr() || self.shape() != desc.shape() {
-            return false;
-        }
-        match self.strides() {
-            Some(s) => s == desc.byte_strides(),
-            None => {
-                let mut c = [0isize; MAX_NDIM];
-                layout::c_strides(self.shape(), desc.itemsize(), &mut c).is_some()
-                    && &c[..self.n] == desc.byte_strides()
-            }
-        }
-    }
 }
 
 /// Whether `obj` (of `kind`), read by its fast path, is still the memory and layout `desc`
@@ -412,44 +293,4 @@ pub fn self_check(
     PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &msg, 1)?;
     *fast = g;
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------
-// Element types by dtype object (each producer's reader of its dtype objects is in its own
-// module).
-
-const NO_DTYPE: u8 = 0xff;
-static DTYPES: PtrTable<32> = PtrTable::new();
-
-fn dtype_code(d: Option<DType>) -> u8 {
-    match d {
-        Some(d) => DType::ALL
-            .iter()
-            .position(|x| *x == d)
-            .map_or(NO_DTYPE, |i| i as u8),
-        None => NO_DTYPE,
-    }
-}
-
-fn dtype_of_code(c: u8) -> Option<DType> {
-    DType::ALL.get(c as usize).copied()
-}
-
-// ---------------------------------------------------------------------------------------
-// Reading tuples of ints.
-
-/// The ints of a tuple of at most [`MAX_NDIM`] items into `out`; `None` if it is anything else.
-fn int_tuple<'py, T>(obj: &Bound<'py, PyAny>, out: &mut [T; MAX_NDIM]) -> Option<usize>
-where
-    T: pyo3::conversion::FromPyObjectOwned<'py>,
-{
-    let t = obj.cast::<PyTuple>().ok()?;
-    let n = t.len();
-    if n > MAX_NDIM {
-        return None;
-    }
-    for (k, slot) in out.iter_mut().enumerate().take(n) {
-        *slot = t.get_item(k).ok()?.extract().ok()?;
-    }
-    Some(n)
 }

@@ -1,11 +1,13 @@
-//! Kernel extras on the host: what `#[kernel(zero(…), scratch(…), require(…))]` declares,
-//! resolved against a kernel's signature, checked before a launch and carried out around it.
+//! Kernel extras at launch time: what `#[kernel(zero(…), scratch(…), require(…))]` declares,
+//! resolved once with the kernel's signature ([`Signature`]), checked before a launch and
+//! carried out around it.
 //!
-//! * [`Requirement`]s are checked by [`check_args`](crate::launch::check_args) — pure, before
+//! * [`Requirement`](crate::module::Requirement)s are checked by
+//!   [`check_args`](crate::launch::check_args) — pure, before
 //!   any driver call — with an error that names the first argument the condition reads.
 //! * Zeroed outputs must be dense (their elements fill their extent); right before the launch
 //!   each is cleared with one `cuMemsetD8Async` on the launch stream.
-//! * Scratch workspaces ([`ScratchParam`]) are sized by [`ScratchPlan::new`] when the launch is
+//! * Scratch workspaces ([`ScratchParam`](crate::module::ScratchParam)) are sized by [`ScratchPlan::new`] when the launch is
 //!   prepared (their formulas read the grid and the arguments' lengths); right before the
 //!   launch one allocation holds them all (each at a 256-byte aligned offset) and one
 //!   `cuMemsetD8Async` zero-fills it, on the launch stream. Outside graph capture the
@@ -25,145 +27,17 @@
 //! small fraction of the stream-ordered allocation and free it replaces (the kept workspaces
 //! were measured against them: BENCHMARKS.md, "Measured, without a goal").
 
-use ferrocuda_abi::extras::{Cmp, Operand, ScratchLen, Value, NONE};
-use ferrocuda_abi::manifest::KernelSig;
-use ferrocuda_abi::DType;
+use ferrocuda_abi::extras::{Cmp, Operand, Value, NONE};
 
+use super::Arg;
 use crate::cai::ArrayDesc;
-use crate::driver::{result as cu, Context, KeptWorkspace};
+use crate::driver::{result as cu, Context, KeptWorkspace, StreamHandle};
 use crate::error::{Error, Result};
-use crate::launch::Arg;
-use crate::module::{Param, Signature};
+use crate::module::{operand_text, ScratchParam, Signature, MAX_SCRATCH};
 use crate::scalar::Scalar;
-use cudarc::driver::sys;
-
-/// Most scratch parameters a kernel may have.
-pub const MAX_SCRATCH: usize = 8;
 
 /// Alignment of each workspace inside a launch's allocation, in bytes.
 pub const SCRATCH_ALIGN: u64 = 256;
-
-/// A scratch parameter: a workspace the launcher provides.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScratchParam {
-    /// Name in the kernel source.
-    pub name: String,
-    /// Element type.
-    pub dtype: DType,
-    /// Position in the kernel's full parameter list.
-    pub entry: usize,
-    /// Byte offset in the launch parameter buffer.
-    pub offset: usize,
-    /// Byte size in the launch parameter buffer.
-    pub size: usize,
-    /// Its length formula; `len.of` is an index into [`Signature::params`] (or `NONE`).
-    pub len: ScratchLen,
-}
-
-/// A condition on the arguments (`#[kernel(require(…))]`), its operands indexing
-/// [`Signature::params`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Requirement {
-    /// Left operand.
-    pub lhs: Operand,
-    /// Comparison.
-    pub cmp: Cmp,
-    /// Right operand (ignored by `finite`).
-    pub rhs: Operand,
-    /// The kernel's explanation (may be empty).
-    pub message: String,
-    /// The condition as source text, e.g. `a.shape[1] == b.shape[0]`.
-    pub text: String,
-    /// The parameter an error names: the first one the condition reads.
-    pub arg: usize,
-}
-
-/// The extras of a signature, resolved: zeroed outputs, requirements, scratch lengths.
-pub(crate) struct Resolved {
-    pub zero: Vec<usize>,
-    pub require: Vec<Requirement>,
-}
-
-/// Resolves `k`'s zeroed outputs and requirements against the caller parameters `params`,
-/// given `map` (full parameter index → caller parameter index; `None` for scratch), and remaps
-/// the scratch formulas of `scratch`.
-pub(crate) fn resolve(
-    k: &KernelSig,
-    map: &[Option<usize>],
-    params: &[Param],
-    scratch: &mut [ScratchParam],
-) -> std::result::Result<Resolved, String> {
-    k.check_extras()?;
-    let caller = |i: u8| -> std::result::Result<usize, String> {
-        map.get(i as usize)
-            .copied()
-            .flatten()
-            .ok_or_else(|| format!("extra names parameter {i}, which is not an argument"))
-    };
-    let zero = k
-        .zero
-        .iter()
-        .map(|&z| caller(z))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    if scratch.len() > MAX_SCRATCH {
-        return Err(format!("more than {MAX_SCRATCH} scratch parameters"));
-    }
-    for s in scratch.iter_mut() {
-        let decl = k
-            .scratch
-            .iter()
-            .find(|d| d.param as usize == s.entry)
-            .ok_or_else(|| format!("scratch parameter `{}` has no length", s.name))?;
-        let mut len = decl.len();
-        if len.of != NONE {
-            len.of = caller(len.of)? as u8;
-        }
-        s.len = len;
-    }
-    let mut require = Vec::with_capacity(k.require.len());
-    for r in &k.require {
-        let cmp = r
-            .cmp()
-            .ok_or_else(|| format!("unknown comparison `{}`", r.op))?;
-        let remap = |o: Operand| -> std::result::Result<Operand, String> {
-            Ok(match o {
-                Operand::Int(v) => Operand::Int(v),
-                Operand::Scalar(p) => Operand::Scalar(caller(p)? as u8),
-                Operand::Len(p) => Operand::Len(caller(p)? as u8),
-                Operand::Dim(p, a) => Operand::Dim(caller(p)? as u8, a),
-                Operand::Ptr(p) => Operand::Ptr(caller(p)? as u8),
-            })
-        };
-        let (lhs, rhs) = (remap(r.lhs.into())?, remap(r.rhs.into())?);
-        let arg = lhs.param().or(rhs.param()).unwrap_or(0) as usize;
-        let show = |o: Operand| operand_text(o, params);
-        let text = if cmp == Cmp::Finite {
-            format!("finite({})", show(lhs))
-        } else {
-            format!("{} {} {}", show(lhs), cmp.symbol(), show(rhs))
-        };
-        require.push(Requirement {
-            lhs,
-            cmp,
-            rhs,
-            message: r.message.clone(),
-            text,
-            arg,
-        });
-    }
-    Ok(Resolved { zero, require })
-}
-
-fn operand_text(o: Operand, params: &[Param]) -> String {
-    let name = |p: u8| params.get(p as usize).map_or("?", |p| p.name.as_str());
-    match o {
-        Operand::Int(v) => v.to_string(),
-        Operand::Scalar(p) => name(p).to_string(),
-        Operand::Len(p) => format!("{}.len()", name(p)),
-        Operand::Dim(p, a) => format!("{}.shape[{a}]", name(p)),
-        Operand::Ptr(p) => format!("{}.ptr()", name(p)),
-    }
-}
 
 /// The array of an array argument.
 fn array<'a>(a: &Arg<'a>) -> Option<&'a ArrayDesc> {
@@ -392,7 +266,7 @@ pub(crate) unsafe fn before_launch(
     sig: &Signature,
     zero: impl Iterator<Item = (usize, (u64, u64))>,
     plan: &ScratchPlan,
-    s: sys::CUstream,
+    s: StreamHandle,
     captured: bool,
 ) -> Result<Workspace> {
     for (z, (lo, hi)) in zero {
@@ -455,7 +329,7 @@ pub(crate) unsafe fn before_launch(
 ///
 /// `w` comes from [`before_launch`] on `s`, and nothing enqueued on another stream uses an
 /// owned allocation.
-pub(crate) unsafe fn after_launch(w: Workspace, s: sys::CUstream) -> Result<()> {
+pub(crate) unsafe fn after_launch(w: Workspace, s: StreamHandle) -> Result<()> {
     match w {
         // SAFETY: the caller's contract.
         Workspace::Owned(ptr) => unsafe { cu::mem_free_async(ptr, s) },
