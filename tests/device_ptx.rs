@@ -1007,7 +1007,12 @@ fn bundled_linear_selects_by_architecture_and_layout() {
     // more contiguous array.
     let bias = desc(DType::BF16, &[n], None, 0xa000_0000);
     let mut members = vec![
-        ("linear", DType::F32, "linear_bf16_f32", "linear_bf16_f32_sm90"),
+        (
+            "linear",
+            DType::F32,
+            "linear_bf16_f32",
+            "linear_bf16_f32_sm90",
+        ),
         ("linear", DType::BF16, "linear_bf16", "linear_bf16_sm90"),
         (
             "linear_bias",
@@ -1030,7 +1035,10 @@ fn bundled_linear_selects_by_architecture_and_layout() {
     for (family, portable, hopper) in &fused {
         for k in [portable, hopper] {
             let names: Vec<&str> = module.family(family).map(|k| k.name()).collect();
-            assert!(names.contains(&k.as_str()), "{k} not in {family}: {names:?}");
+            assert!(
+                names.contains(&k.as_str()),
+                "{k} not in {family}: {names:?}"
+            );
         }
         members.push((family, DType::BF16, portable, hopper));
     }
