@@ -42,7 +42,9 @@ pub(crate) use capture::{blocking, idle, Relaxed};
 pub use capture::{capture_plan, capture_state, order_before};
 pub(crate) use context::KeptWorkspace;
 pub use context::{CallerContext, Context, DeviceLimits};
-pub use result::{init, is_sticky, last_kernel, LaunchAttrs, PointerInfo, MAX_DEVICES};
+pub use result::{
+    init, is_sticky, is_sticky_code, last_kernel, LaunchAttrs, PointerInfo, MAX_DEVICES,
+};
 pub(crate) use streams::{raw_stream, DriverOps};
 pub use streams::{synchronize, Fence, Stream};
 
