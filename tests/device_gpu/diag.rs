@@ -18,6 +18,9 @@ pub const TESTS: &[crate::Test] = &[
     ("diag_shared_bounds_location", || {
         failure(2, "let _ = tile.get(4 + i)")
     }),
+    ("diag_shared_vector_alignment_location", || {
+        failure(3, "quads.get_vector(2)")
+    }),
 ];
 
 /// The kernels' source, for the line numbers the device records.
