@@ -21,6 +21,7 @@ with cargo).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -131,6 +132,36 @@ report(r)
 )
 
 
+#: argv: manifest path; stdin: the README's block (python/README.md, "Errors"), run after
+#: the trap in place of the program's own synchronization.
+README_CHILD = (
+    PRELUDE
+    + r"""
+import torch
+mod = ferrocuda.load(sys.argv[1])
+torch.zeros(1, device="cuda")
+out = ferrocuda.DeviceArray.from_numpy(np.zeros(1000, np.uint32))
+try:
+    mod.fail_on_purpose[4, 256](out, 517, 0)
+except ferrocuda.CudaError:
+    pass
+r = {"reraised": None}
+try:
+    block = compile(sys.stdin.read(), "README.md Errors block", "exec")
+    exec(block, {"torch": torch, "ferrocuda": ferrocuda})
+except RuntimeError as e:
+    r["reraised"] = type(e).__qualname__
+report(r)
+"""
+)
+
+
+def readme_trap_block() -> str:
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    text = readme.read_text().split("\n### Errors\n", 1)[1].split("\n## ", 1)[0]
+    return next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "last_trap" in b)
+
+
 def run_child(script: str, *args: str, stdin: str | None = None) -> dict[str, Any]:
     r = subprocess.run(
         [sys.executable, "-c", script, *args],
@@ -141,7 +172,9 @@ def run_child(script: str, *args: str, stdin: str | None = None) -> dict[str, An
     )
     line = next((x for x in r.stdout.splitlines() if x.startswith("REPORT ")), None)
     assert line is not None, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    return json.loads(line[len("REPORT ") :])
+    out: dict[str, Any] = json.loads(line[len("REPORT ") :])
+    out["stdout"] = r.stdout
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -230,3 +263,14 @@ def test_inline_kernel_error_names_its_line() -> None:
     check_trap(r["trap"], "kernel.rs", line, "trap_on_purpose", whole_path=False)
     assert f"kernel.rs:{line}:" in r["message"], r
     assert r["last_trap"] == r["trap"], r
+
+
+def test_readme_block_names_the_check_after_torch_raises(
+    manifest: Path, diag_source: list[str]
+) -> None:
+    pytest.importorskip("torch")
+    line = line_of(diag_source, MARKERS[0])
+    r = run_child(README_CHILD, str(manifest), stdin=readme_trap_block())
+    # The block re-raises torch's error after printing where the kernel stopped.
+    assert r["reraised"] is not None, r
+    assert f"src/diag.rs {line} (5, 0, 0) fail_on_purpose" in r["stdout"], r["stdout"]
