@@ -6,7 +6,7 @@
 //! `CudaError` for an error that ends the context (a kernel faulted) carries the failed
 //! device check of a ferrocuda kernel, if one was recorded, as `.trap` (a [`PyTrap`]).
 
-use ferrocuda_host::driver::trap::{self as host_trap, Trap};
+use ferrocuda_host::driver::trap::{self as host_trap, Trap, TRAP_NOTE};
 use ferrocuda_host::driver::{is_sticky_code, MAX_DEVICES};
 use ferrocuda_host::{Error, ErrorKind};
 use pyo3::exceptions::{
@@ -46,10 +46,6 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         _ => cuda_error(py, msg, None),
     }
 }
-
-/// The message driver errors carry before a recorded trap (see `ferrocuda_host`'s
-/// `cuda_error`).
-const TRAP_NOTE: &str = "a device check failed at";
 
 fn cuda_error(py: Python<'_>, mut msg: String, code: Option<u32>) -> PyErr {
     // After a fault, the record of a failed device check (host memory: readable although

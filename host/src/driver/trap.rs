@@ -18,6 +18,10 @@ use ferrocuda_abi::diag::TrapRecord;
 use std::fmt;
 use std::sync::Mutex;
 
+/// The words that introduce a trap record in an error message (`…; a device check failed at
+/// src/diag.rs:36:22, block (2, 0, 0), thread (5, 0, 0)`).
+pub const TRAP_NOTE: &str = "a device check failed at";
+
 /// Where a ferrocuda kernel stopped: a written trap record, read back on the host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Trap {

@@ -112,7 +112,7 @@ pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
             Some(d) => super::trap::describe(d),
             None => super::trap::last_trap(None).map(|t| t.to_string()),
         }
-        .map(|t| format!("; a device check failed at {t}"))
+        .map(|t| format!("; {} {t}", super::trap::TRAP_NOTE))
         .unwrap_or_default();
         format!(
             " [sticky error: a kernel faulted{last}{trap}. The CUDA context of this device is \
