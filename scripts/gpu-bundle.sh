@@ -2,7 +2,7 @@
 # Gathers everything a GPU run needs into .gpu/ (git-ignored), built here on x86-64:
 #   .gpu/bin/       compiled Rust test binaries (release, stripped)
 #   .gpu/device-kernels/ PTX + manifest of tests/device-kernels (the device-primitive tests, Rust
-#                   and Python) and device/src/math.rs (the math accuracy bounds)
+#                   and Python), device/src/math.rs (the math accuracy bounds) and the kernels' diag.rs
 #   .gpu/wheels/    the abi3 wheel of the Python package (if the Python env exists)
 #   .gpu/python/    the Python tests and benchmark scripts
 #   .gpu/bin-bench/ the Rust launch benchmark binary (criterion; run by .gpu/bench/run.sh)
@@ -145,9 +145,11 @@ strip .gpu/bin/* 2>/dev/null || true
 cargo test --release --quiet --test device_ptx >/dev/null
 mkdir -p .gpu/device-kernels
 cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.* .gpu/device-kernels/
-# The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py.
+# The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py, and the
+# failed checks' source (their lines) for python/tests/test_gpu_traps.py.
 cp device/src/math.rs .gpu/device-kernels/math.rs
-echo "bundled .gpu/device-kernels (the test kernels' PTX, parts, cubins and manifest; math.rs)"
+cp tests/device-kernels/src/diag.rs .gpu/device-kernels/diag.rs
+echo "bundled .gpu/device-kernels (the test kernels' PTX, parts, cubins and manifest; math.rs, diag.rs)"
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart

@@ -207,6 +207,44 @@ fn shared_atomics_use_the_shared_space_at_block_scope() {
     assert_eq!(count("shared_atomics", "bar.sync"), 2);
 }
 
+/// The 16-byte vector accessors: of shared arrays (`get_vector`/`write_vector` of a 1-D
+/// array, a 2-D `f64` tile and the dynamic array) as `ld.shared.v4`/`st.shared.v4` and
+/// `.v2` for `f64`, and of views' rows as `ld.global.v4`/`st.global.v4`; the misaligned
+/// access of `fail_on_purpose` traps.
+#[test]
+fn vector_accessors_are_16_byte_accesses_in_their_state_space() {
+    let n = |k: &str, instr: &str| count(k, instr);
+    for (instr, at_least) in [
+        ("ld.shared.v4.", 2),
+        ("st.shared.v4.", 2),
+        ("ld.shared.v2.", 2),
+        ("st.shared.v2.", 2),
+    ] {
+        let got = n("shared_vectors", instr);
+        assert!(
+            got >= at_least,
+            "shared_vectors: {got} `{instr}`, want {at_least}"
+        );
+    }
+    for instr in ["ld.global.v4.", "st.global.v4."] {
+        assert!(
+            n("view_row_vectors", instr) >= 1,
+            "view_row_vectors: no `{instr}`"
+        );
+    }
+    // No generic vector accesses: the state spaces are known.
+    for k in ["shared_vectors", "view_row_vectors"] {
+        for instr in ["ld.v2.", "ld.v4.", "st.v2.", "st.v4."] {
+            assert_eq!(n(k, instr), 0, "{k}: a generic `{instr}`");
+        }
+    }
+    assert!(
+        n("flat_row_sums", "ld.global.v4.") >= 1,
+        "flat_row_sums: no vector loads"
+    );
+    assert!(n("fail_on_purpose", "trap") >= 1);
+}
+
 #[test]
 fn release_acquire_and_fences() {
     has(

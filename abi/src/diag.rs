@@ -24,7 +24,7 @@
 //!    per context (the context is dead after the first trap anyway).
 //!
 //! The record does not name the kernel (the device does not know its entry's name); the
-//! host names the last kernel it launched on the module.
+//! host names the last kernel it launched on the device.
 
 /// The symbol of the module global that holds the device address of the [`TrapRecord`]
 /// (a `.global .u64`, 0 until the host sets it).

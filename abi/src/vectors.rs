@@ -19,8 +19,33 @@
 //! together (an input and an output) can use the vectors only when their heads have the same
 //! length — both pointers equally misaligned — which the caller checks; otherwise it falls back
 //! to scalar accesses.
+//!
+//! # Rows of N-D views
+//!
+//! A [`View`] (or [`ViewMut`]) whose last axis is contiguous reads and writes its rows in
+//! vectors too: [`View::get_vector`] loads the `L` elements `idx ..` along the last axis in
+//! one 16-byte access, [`ViewMut::write_vector`] stores them. Both check the bounds (the `L`
+//! elements in the row) and that the `L` elements are one aligned 16-byte run — the last
+//! axis's stride 1 and the address a multiple of 16 — and abort the kernel with the caller's
+//! location recorded ([`diag`](crate::diag)) when they are not. [`View::has_vector_rows`]
+//! says, once per kernel, whether every vector at a column that is a multiple of `L` is
+//! aligned (the rows contiguous, the base 16-byte aligned, every other stride a multiple of
+//! `L`), so a kernel chooses its vector or scalar path before it reads:
+//!
+//! ```ignore
+//! if x.has_vector_rows::<4>() && out.has_vector_rows::<4>() {
+//!     for c in (0..cols - cols % 4).step_by(4) {
+//!         let v = x.get_vector::<4>([r, c]).unwrap();     // one ld.global.v4
+//!         unsafe { out.write_vector([r, c], v) };          // one st.global.v4
+//!     }
+//!     // columns cols - cols % 4 .. cols element by element
+//! }
+//! ```
+//!
+//! [`load_vector`] and [`store_vector`] are the raw 16-byte accesses behind all of these (and
+//! behind the shared arrays' vector accessors in `ferrocuda-device`).
 
-use crate::params::{Slice, SliceMut};
+use crate::params::{Slice, SliceMut, View, ViewMut};
 use crate::space;
 
 /// The 16 bytes of one vector access as an LLVM vector of `size_of::<T>()`-byte integers on
@@ -119,6 +144,36 @@ unsafe fn store16<T, const L: usize>(p: *mut T, value: [T; L]) {
             _ => store_as::<bits::B4, T, L>(p, value),
         }
     }
+}
+
+/// One 16-byte load of the `L` elements of `T` at `p` (`ld.v4.b32`, `ld.v2.b64`, … in the
+/// state space the code generator knows `p` to address: `ld.global.v4` for array parameters,
+/// `ld.shared.v4` for shared arrays). `L * size_of::<T>()` must be 16 (a compile-time error
+/// otherwise).
+///
+/// # Safety
+///
+/// 1. `p` is 16-byte aligned.
+/// 2. `p` is valid for reads of `L` elements of `T` (16 bytes), which hold values of `T`.
+/// 3. No other thread writes those 16 bytes concurrently.
+#[inline(always)]
+pub unsafe fn load_vector<T, const L: usize>(p: *const T) -> [T; L] {
+    // SAFETY: the caller's contract (1, 2, 3) is `load16`'s.
+    unsafe { load16(p) }
+}
+
+/// One 16-byte store of `value` at `p` (`st.v4.b32`, `st.v2.b64`, … in `p`'s state space, as
+/// [`load_vector`]). `L * size_of::<T>()` must be 16.
+///
+/// # Safety
+///
+/// 1. `p` is 16-byte aligned.
+/// 2. `p` is valid for writes of `L` elements of `T` (16 bytes).
+/// 3. No other thread accesses those 16 bytes concurrently.
+#[inline(always)]
+pub unsafe fn store_vector<T, const L: usize>(p: *mut T, value: [T; L]) {
+    // SAFETY: the caller's contract (1, 2, 3) is `store16`'s.
+    unsafe { store16(p, value) }
 }
 
 /// Compile-time check that `L` elements of `T` are exactly 16 bytes.
@@ -381,9 +436,148 @@ impl<T> SliceMut<T> {
     }
 }
 
+/// The element offset of the vector of `L` elements at `idx` along the last axis of
+/// `indexer`, if its `L` elements are in bounds; whether they are one aligned 16-byte run at
+/// `base` is [`vector_at`]'s to check.
+#[inline(always)]
+fn vector_offset<const N: usize, const L: usize>(
+    indexer: &crate::indexer::Indexer<N>,
+    idx: [usize; N],
+) -> Option<isize> {
+    const { assert!(N > 0, "vector access needs a view of at least one axis") };
+    let off = indexer.get_offset(idx)?;
+    // idx[N - 1] < shape[N - 1] (checked above): no underflow.
+    (indexer.shape[N - 1] - idx[N - 1] >= L).then_some(off)
+}
+
+/// `base + off` after checking that the `L` elements there, along a last axis of stride
+/// `stride`, are one 16-byte aligned run; aborts the kernel (the caller's location
+/// recorded) otherwise.
+#[inline(always)]
+#[track_caller]
+fn vector_at<T, const L: usize>(base: *const T, off: isize, stride: isize) -> *const T {
+    let () = VectorShape::<T, L>::OK;
+    let p = base.wrapping_offset(off);
+    if stride != 1 || !(p as usize).is_multiple_of(16) {
+        crate::abort();
+    }
+    p
+}
+
+/// Whether `L`-element vectors at every column that is a multiple of `L` are aligned in a
+/// view at `base` with `indexer`.
+#[inline(always)]
+fn vector_rows<T, const N: usize, const L: usize>(
+    base: *const T,
+    indexer: &crate::indexer::Indexer<N>,
+) -> bool {
+    let () = VectorShape::<T, L>::OK;
+    const { assert!(N > 0, "vector access needs a view of at least one axis") };
+    let mut ok = indexer.strides[N - 1] == 1 && (base as usize).is_multiple_of(16);
+    for d in 0..N - 1 {
+        ok &= indexer.strides[d] % L as isize == 0;
+    }
+    ok
+}
+
+impl<T, const N: usize> View<T, N> {
+    /// Whether the view's rows take `L`-element vectors ([module docs](crate::vectors)):
+    /// the last axis has stride 1, the base address is 16-byte aligned and every other
+    /// stride is a multiple of `L`, so that [`get_vector`](Self::get_vector) at any in-bounds
+    /// `idx` whose last index is a multiple of `L` is one aligned 16-byte load. A few integer
+    /// operations: ask once per kernel.
+    #[inline(always)]
+    pub fn has_vector_rows<const L: usize>(&self) -> bool {
+        vector_rows::<T, N, L>(self.as_ptr(), self.indexer())
+    }
+
+    /// The `L` elements at `idx` and the `L - 1` after it along the last axis, in one 16-byte
+    /// load (`ld.global.v4`), or `None` if they are not all in the view. Aborts the kernel
+    /// (the caller's location recorded: [`diag`](crate::diag)) when they are in the view but
+    /// not one 16-byte aligned run — the last axis's stride is not 1 or the address is not a
+    /// multiple of 16 (see [`has_vector_rows`](Self::has_vector_rows)).
+    /// `L * size_of::<T>()` must be 16 (4 `f32`, 2 `f64`, 8 `f16`).
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_vector<const L: usize>(&self, idx: [usize; N]) -> Option<[T; L]> {
+        let off = vector_offset::<N, L>(self.indexer(), idx)?;
+        let p = vector_at::<T, L>(self.as_ptr(), off, self.indexer().strides[N - 1]);
+        // SAFETY: the `L` elements are in the view (valid for reads: the constructor's
+        // contract) and one aligned 16-byte run (checked above).
+        Some(unsafe { load16(p) })
+    }
+
+    /// [`get_vector`](Self::get_vector) without its checks.
+    ///
+    /// # Safety
+    ///
+    /// 1. `idx` is in bounds and `idx[N - 1] + L <= shape[N - 1]`.
+    /// 2. The last axis has stride 1.
+    /// 3. The address of element `idx` is a multiple of 16.
+    /// 4. `L * size_of::<T>() == 16` (a compile-time error otherwise).
+    #[inline(always)]
+    pub unsafe fn get_vector_unchecked<const L: usize>(&self, idx: [usize; N]) -> [T; L] {
+        let off = self.indexer().offset(idx);
+        // SAFETY: the caller's contract (1: in the view; 2, 3: one aligned run).
+        unsafe { load16(self.as_ptr().offset(off)) }
+    }
+}
+
+impl<T, const N: usize> ViewMut<T, N> {
+    /// [`View::has_vector_rows`] of this view.
+    #[inline(always)]
+    pub fn has_vector_rows<const L: usize>(&self) -> bool {
+        self.as_view().has_vector_rows::<L>()
+    }
+
+    /// [`View::get_vector`] of this view.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_vector<const L: usize>(&self, idx: [usize; N]) -> Option<[T; L]> {
+        self.as_view().get_vector(idx)
+    }
+
+    /// Writes the `L` elements at `idx` and after it along the last axis in one 16-byte store
+    /// (`st.global.v4`). Aborts the kernel (the caller's location recorded:
+    /// [`diag`](crate::diag)) when they are not all in the view, or not one 16-byte aligned
+    /// run (see [`View::get_vector`]).
+    ///
+    /// # Safety
+    ///
+    /// No other thread of the launch accesses these elements concurrently.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn write_vector<const L: usize>(&self, idx: [usize; N], value: [T; L]) {
+        let Some(off) = vector_offset::<N, L>(self.indexer(), idx) else {
+            crate::abort()
+        };
+        let p = vector_at::<T, L>(self.as_mut_ptr(), off, self.indexer().strides[N - 1]);
+        // SAFETY: in the view (valid for writes: the constructor's contract), one aligned run
+        // (checked above); exclusivity is the caller's contract.
+        unsafe { store16(p.cast_mut(), value) }
+    }
+
+    /// [`write_vector`](Self::write_vector) without its checks.
+    ///
+    /// # Safety
+    ///
+    /// 1. `idx` is in bounds and `idx[N - 1] + L <= shape[N - 1]`.
+    /// 2. The last axis has stride 1.
+    /// 3. The address of element `idx` is a multiple of 16.
+    /// 4. No other thread of the launch accesses these elements concurrently.
+    /// 5. `L * size_of::<T>() == 16` (a compile-time error otherwise).
+    #[inline(always)]
+    pub unsafe fn write_vector_unchecked<const L: usize>(&self, idx: [usize; N], value: [T; L]) {
+        let off = self.indexer().offset(idx);
+        // SAFETY: the caller's contract (1: in the view; 2, 3: one aligned run; 4).
+        unsafe { store16(self.as_mut_ptr().offset(off), value) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::indexer::Indexer;
 
     /// `L` elements of `T` with 16-byte alignment.
     #[repr(C, align(16))]
@@ -433,5 +627,103 @@ mod tests {
         let v = unsafe { VectorsMut::<u64, 2>::from_raw_parts(one.0.as_mut_ptr(), 1) };
         // SAFETY: single-threaded.
         unsafe { v.write(1, [1, 2]) };
+    }
+
+    /// A 3×8 `u32` matrix in a 16-byte aligned buffer with row stride `rs` (≥ 8) elements.
+    #[repr(C, align(16))]
+    struct Rows([u32; 40]);
+
+    fn matrix(rs: usize) -> Rows {
+        let mut m = Rows([u32::MAX; 40]);
+        for r in 0..3 {
+            for c in 0..8 {
+                m.0[r * rs + c] = (10 * r + c) as u32;
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn view_rows_read_and_write_in_vectors() {
+        let mut m = matrix(12);
+        let p = m.0.as_mut_ptr();
+        // SAFETY: 3 rows of 8 at stride 12 lie in the 40 elements; used only here.
+        let v = unsafe { ViewMut::<u32, 2>::from_raw_parts(p, Indexer::new([3, 8], [12, 1])) };
+        assert!(v.has_vector_rows::<4>());
+        assert_eq!(v.get_vector::<4>([2, 4]), Some([24, 25, 26, 27]));
+        assert_eq!(v.as_view().get_vector::<4>([1, 0]), Some([10, 11, 12, 13]));
+        // Past the row's end, or past the last row: none.
+        assert_eq!(v.get_vector::<4>([0, 5]), None);
+        assert_eq!(v.get_vector::<4>([0, 8]), None);
+        assert_eq!(v.get_vector::<4>([3, 0]), None);
+        // SAFETY: in bounds, aligned, single-threaded.
+        unsafe {
+            v.write_vector([1, 4], [7, 8, 9, 6]);
+            assert_eq!(v.as_view().get_vector_unchecked::<4>([1, 4]), [7, 8, 9, 6]);
+            v.write_vector_unchecked([2, 0], [1, 2, 3, 4]);
+            assert_eq!(v.as_view().get_vector_unchecked::<4>([2, 0]), [1, 2, 3, 4]);
+        }
+        assert_eq!(
+            m.0[12..24],
+            [
+                10,
+                11,
+                12,
+                13,
+                7,
+                8,
+                9,
+                6,
+                u32::MAX,
+                u32::MAX,
+                u32::MAX,
+                u32::MAX
+            ]
+        );
+        assert_eq!(m.0[24..28], [1, 2, 3, 4]);
+        // Rows of 10 elements: row 1 starts at element 10, not a 16-byte boundary.
+        let m = matrix(10);
+        // SAFETY: 3 rows of 8 at stride 10 lie in the 40 elements.
+        let v =
+            unsafe { View::<u32, 2>::from_raw_parts(m.0.as_ptr(), Indexer::new([3, 8], [10, 1])) };
+        assert!(!v.has_vector_rows::<4>());
+        assert_eq!(v.get_vector::<4>([0, 4]), Some([4, 5, 6, 7]));
+        // A transposed view: the last axis is not contiguous.
+        // SAFETY: 8 rows of 3 at strides (1, 12) lie in the 40 elements.
+        let t =
+            unsafe { View::<u32, 2>::from_raw_parts(m.0.as_ptr(), Indexer::new([8, 3], [1, 12])) };
+        assert!(!t.has_vector_rows::<4>());
+    }
+
+    #[test]
+    #[should_panic(expected = "out-of-bounds")]
+    fn misaligned_view_vectors_abort() {
+        let m = matrix(10);
+        // SAFETY: as above.
+        let v =
+            unsafe { View::<u32, 2>::from_raw_parts(m.0.as_ptr(), Indexer::new([3, 8], [10, 1])) };
+        let _ = v.get_vector::<4>([1, 0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "out-of-bounds")]
+    fn strided_view_vectors_abort() {
+        let m = matrix(12);
+        // SAFETY: 3 rows of 4 at strides (12, 2) lie in the 40 elements.
+        let v =
+            unsafe { View::<u32, 2>::from_raw_parts(m.0.as_ptr(), Indexer::new([3, 4], [12, 2])) };
+        let _ = v.get_vector::<4>([0, 0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "out-of-bounds")]
+    fn view_vector_writes_check_the_bound() {
+        let mut m = matrix(12);
+        // SAFETY: as in the first test.
+        let v = unsafe {
+            ViewMut::<u32, 2>::from_raw_parts(m.0.as_mut_ptr(), Indexer::new([3, 8], [12, 1]))
+        };
+        // SAFETY: single-threaded.
+        unsafe { v.write_vector([0, 6], [0, 0, 0, 0]) };
     }
 }

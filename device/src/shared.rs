@@ -43,6 +43,18 @@
 //! Out-of-bounds indices abort the kernel with their location recorded
 //! ([`diag`](crate::diag)); the `_unchecked` forms leave the check to the caller.
 //!
+//! # 16-byte vectors
+//!
+//! Every handle reads and writes `L` consecutive elements in one 16-byte access
+//! (`ld.shared.v4.b32`, `st.shared.v2.b64`, …; SASS `LDS.128`/`STS.128`) with
+//! `get_vector::<L>(i)` and `write_vector(i, [T; L])` — `L * size_of::<T>()` must be 16 (4
+//! `f32`, 2 `f64`, 8 `f16`/`bf16`). Elements `i .. i + L` must be in the array (for a 2-D tile:
+//! `c .. c + L` in row `r`) and start at a 16-byte aligned address; otherwise the kernel aborts
+//! with the caller's location recorded. Declare the array with `align = 16` (dynamic shared
+//! memory is 16-byte aligned) and use indices that are multiples of `L` (for a tile, also a
+//! row length `C * size_of::<T>()` that is a multiple of 16). The `_unchecked` forms leave
+//! both checks to the caller.
+//!
 //! # Shared-window addresses
 //!
 //! The instructions that name `.shared` memory through a 32-bit register — `cp.async`
@@ -53,6 +65,7 @@
 
 use crate::diag::fail;
 use core::marker::PhantomData;
+use ferrocuda_abi::vectors::{load_vector, store_vector};
 
 /// Element types of shared arrays: `Copy` types of which every bit pattern is a value, so that
 /// reading never-written (indeterminate) shared memory is not undefined behaviour.
@@ -187,6 +200,79 @@ macro_rules! accessors {
     };
 }
 
+/// Elements `i .. i + L` of `len` at `ptr` as one 16-byte aligned run: their address, after
+/// aborting the kernel (the caller's location recorded) when they are not all in bounds or
+/// the address is not a multiple of 16.
+#[inline(always)]
+#[track_caller]
+fn vector_at<T, const L: usize>(ptr: *mut T, len: usize, i: usize) -> *mut T {
+    let p = ptr.wrapping_add(i);
+    if i >= len || len - i < L || !(p as usize).is_multiple_of(16) {
+        fail();
+    }
+    p
+}
+
+/// The 16-byte vector accessors of the 1-D handles (see the [module docs](self)).
+macro_rules! vector_accessors {
+    () => {
+        /// Elements `i .. i + L` in one 16-byte load (`ld.shared.v4`). Aborts the kernel (the
+        /// caller's location recorded) when they are not all in the array or do not start at
+        /// a 16-byte aligned address. `L * size_of::<T>()` must be 16.
+        #[inline(always)]
+        #[track_caller]
+        pub fn get_vector<const L: usize>(&self, i: usize) -> [T; L] {
+            let p = vector_at::<T, L>(self.ptr, self.len(), i);
+            // SAFETY: in bounds and aligned (checked above); any bits are a `T`.
+            unsafe { load_vector(p) }
+        }
+
+        /// [`get_vector`](Self::get_vector) without its checks.
+        ///
+        /// # Safety
+        ///
+        /// 1. `i + L <= self.len()`.
+        /// 2. The address of element `i` is a multiple of 16.
+        /// 3. `L * size_of::<T>() == 16` (a compile-time error otherwise).
+        #[inline(always)]
+        pub unsafe fn get_vector_unchecked<const L: usize>(&self, i: usize) -> [T; L] {
+            // SAFETY: the caller's contract (1, 2); any bits are a `T`.
+            unsafe { load_vector(self.ptr.add(i)) }
+        }
+
+        /// Writes elements `i .. i + L` in one 16-byte store (`st.shared.v4`). Aborts the
+        /// kernel (the caller's location recorded) when they are not all in the array or do
+        /// not start at a 16-byte aligned address.
+        ///
+        /// # Safety
+        ///
+        /// No other thread of the block accesses these elements concurrently (a barrier
+        /// orders this write before other threads' later accesses).
+        #[inline(always)]
+        #[track_caller]
+        pub unsafe fn write_vector<const L: usize>(&self, i: usize, value: [T; L]) {
+            let p = vector_at::<T, L>(self.ptr, self.len(), i);
+            // SAFETY: in bounds and aligned (checked above); exclusivity is the caller's
+            // contract.
+            unsafe { store_vector(p, value) }
+        }
+
+        /// [`write_vector`](Self::write_vector) without its checks.
+        ///
+        /// # Safety
+        ///
+        /// 1. `i + L <= self.len()`.
+        /// 2. The address of element `i` is a multiple of 16.
+        /// 3. No other thread of the block accesses these elements concurrently.
+        /// 4. `L * size_of::<T>() == 16` (a compile-time error otherwise).
+        #[inline(always)]
+        pub unsafe fn write_vector_unchecked<const L: usize>(&self, i: usize, value: [T; L]) {
+            // SAFETY: the caller's contract (1, 2, 3).
+            unsafe { store_vector(self.ptr.add(i), value) }
+        }
+    };
+}
+
 /// `as_ptr` and `as_mut_ptr` of a handle with a `ptr` field.
 macro_rules! pointers {
     () => {
@@ -237,6 +323,7 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     }
 
     accessors!(|_: &Self| N);
+    vector_accessors!();
 }
 
 /// The 32-bit address in the shared state space of `ptr`, a generic address of shared memory
@@ -394,11 +481,78 @@ impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
         unsafe { self.ptr.add(r * C + c).write(value) }
     }
 
+    /// Elements `[r][c .. c + L]` in one 16-byte load (`ld.shared.v4`). Aborts the kernel
+    /// (the caller's location recorded) when `r >= R`, `c + L > C`, or the address of
+    /// `[r][c]` is not a multiple of 16. `L * size_of::<T>()` must be 16.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_vector<const L: usize>(&self, r: usize, c: usize) -> [T; L] {
+        let p = Self::vector::<L>(self.ptr, r, c);
+        // SAFETY: in the row and aligned (checked in `vector`); any bits are a `T`.
+        unsafe { load_vector(p) }
+    }
+
+    /// [`get_vector`](Self::get_vector) without its checks.
+    ///
+    /// # Safety
+    ///
+    /// 1. `r < R` and `c + L <= C`.
+    /// 2. The address of `[r][c]` is a multiple of 16.
+    /// 3. `L * size_of::<T>() == 16` (a compile-time error otherwise).
+    #[inline(always)]
+    pub unsafe fn get_vector_unchecked<const L: usize>(&self, r: usize, c: usize) -> [T; L] {
+        // SAFETY: the caller's contract (1, 2); any bits are a `T`.
+        unsafe { load_vector(self.ptr.add(r * C + c)) }
+    }
+
+    /// Writes elements `[r][c .. c + L]` in one 16-byte store (`st.shared.v4`). Aborts the
+    /// kernel (the caller's location recorded) when `r >= R`, `c + L > C`, or the address of
+    /// `[r][c]` is not a multiple of 16.
+    ///
+    /// # Safety
+    ///
+    /// No other thread of the block accesses these elements concurrently.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn write_vector<const L: usize>(&self, r: usize, c: usize, value: [T; L]) {
+        let p = Self::vector::<L>(self.ptr, r, c);
+        // SAFETY: in the row and aligned (checked in `vector`); exclusivity is the caller's
+        // contract.
+        unsafe { store_vector(p, value) }
+    }
+
+    /// [`write_vector`](Self::write_vector) without its checks.
+    ///
+    /// # Safety
+    ///
+    /// 1. `r < R` and `c + L <= C`.
+    /// 2. The address of `[r][c]` is a multiple of 16.
+    /// 3. No other thread of the block accesses these elements concurrently.
+    /// 4. `L * size_of::<T>() == 16` (a compile-time error otherwise).
+    #[inline(always)]
+    pub unsafe fn write_vector_unchecked<const L: usize>(&self, r: usize, c: usize, value: [T; L]) {
+        // SAFETY: the caller's contract (1, 2, 3).
+        unsafe { store_vector(self.ptr.add(r * C + c), value) }
+    }
+
+    /// The address of `[r][c]` after checking that `[r][c .. c + L]` is in the tile and
+    /// 16-byte aligned (aborting the kernel otherwise).
+    #[inline(always)]
+    #[track_caller]
+    fn vector<const L: usize>(ptr: *mut T, r: usize, c: usize) -> *mut T {
+        if r >= R {
+            fail();
+        }
+        // Within row `r`: elements `c .. c + L` of the row's `C`.
+        vector_at::<T, L>(ptr.wrapping_add(r * C), C, c)
+    }
+
     pointers!();
 }
 
 impl<T: SharedElement> DynamicSharedArray<T> {
     accessors!(|s: &Self| s.len);
+    vector_accessors!();
 
     /// The same memory as an array of `U` (the length is recomputed from the bytes).
     #[inline(always)]
@@ -542,4 +696,64 @@ macro_rules! shared_array {
             $crate::shared::SharedArray::<$t, { $n }>::from_raw((&raw mut STORAGE).cast::<$t>())
         }
     }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(16))]
+    struct Aligned([u32; 16]);
+
+    #[test]
+    fn vectors_of_a_shared_array() {
+        let mut mem = Aligned([0; 16]);
+        // SAFETY: 16 elements used only through this handle, here.
+        let a = unsafe { SharedArray::<u32, 16>::from_raw(mem.0.as_mut_ptr()) };
+        // SAFETY: single-threaded; in bounds and aligned.
+        unsafe {
+            a.write_vector(4, [1, 2, 3, 4]);
+            a.write_vector_unchecked(12, [9, 8, 7, 6]);
+        }
+        assert_eq!(a.get_vector::<4>(4), [1, 2, 3, 4]);
+        // SAFETY: in bounds and aligned.
+        assert_eq!(unsafe { a.get_vector_unchecked::<4>(12) }, [9, 8, 7, 6]);
+        assert_eq!(a.get_vector::<4>(0), [0; 4]);
+        assert_eq!(mem.0[4..8], [1, 2, 3, 4]);
+        // The same memory as a 4×4 tile: row 3 is elements 12..16.
+        // SAFETY: as above.
+        let t = unsafe { SharedArray2::<u32, 4, 4>::from_raw(mem.0.as_mut_ptr()) };
+        assert_eq!(t.get_vector::<4>(3, 0), [9, 8, 7, 6]);
+        // SAFETY: single-threaded; in the tile and aligned.
+        unsafe { t.write_vector(2, 0, [5, 5, 5, 5]) };
+        assert_eq!(mem.0[8..12], [5, 5, 5, 5]);
+    }
+
+    fn array(mem: &mut Aligned) -> SharedArray<u32, 16> {
+        // SAFETY: 16 elements used only through this handle.
+        unsafe { SharedArray::<u32, 16>::from_raw(mem.0.as_mut_ptr()) }
+    }
+
+    #[test]
+    #[should_panic(expected = "device assertion failed")]
+    fn misaligned_shared_vectors_abort() {
+        let _ = array(&mut Aligned([0; 16])).get_vector::<4>(2);
+    }
+
+    #[test]
+    #[should_panic(expected = "device assertion failed")]
+    fn shared_vectors_past_the_end_abort() {
+        // SAFETY: single-threaded (the write aborts before it happens).
+        unsafe { array(&mut Aligned([0; 16])).write_vector(16, [0u32; 4]) };
+    }
+
+    #[test]
+    #[should_panic(expected = "device assertion failed")]
+    fn tile_vectors_stay_in_their_row() {
+        let mut mem = Aligned([0; 16]);
+        // SAFETY: as above, 2×8.
+        let t = unsafe { SharedArray2::<u32, 2, 8>::from_raw(mem.0.as_mut_ptr()) };
+        // [0][6 .. 10] would run into row 1.
+        let _ = t.get_vector::<4>(0, 6);
+    }
 }

@@ -192,10 +192,69 @@ fn manifests_with_bad_extras_are_refused() {
     assert!(e.contains("zero(x)"), "{e}");
     let e = Manifest::from_json(&base("", &format!("{slice}, {scratch}"))).unwrap_err();
     assert!(e.contains("`w`"), "{e}");
-    let e = Manifest::from_json(&base(
-        r#", "require": [{"lhs": {"dim": [0, 1]}, "op": "==", "rhs": {"int": 1}}]"#,
-        slice,
-    ))
-    .unwrap_err();
+    // A view's rank is fixed: axis 1 of a rank-1 view does not exist. (A slice takes arrays
+    // of any rank: the same rule on a slice is checked per launch, below.)
+    let view = r#"{"name": "x", "kind": "view", "dtype": "float32", "rank": 1, "mutable": false, "size": 24, "align": 8}"#;
+    let dim1 = r#", "require": [{"lhs": {"dim": [0, 1]}, "op": "==", "rhs": {"int": 1}}]"#;
+    let e = Manifest::from_json(&base(dim1, view)).unwrap_err();
     assert!(e.contains("requirement"), "{e}");
+    Manifest::from_json(&base(dim1, slice)).unwrap();
+}
+
+/// `rows(x: Slice<f32>, out: SliceMut<f32>, cols: u32)` with `require(x.shape[1] == cols)`
+/// and `require(out.shape[0] == x.shape[0])`: rules on the axes of C-contiguous arrays that
+/// the kernel sees flat, checked against the arrays passed.
+#[test]
+fn requirements_read_the_axes_of_slice_arguments() {
+    let json = r#"{
+      "format": 1, "arch": "sm_80", "ptx": "k.ptx",
+      "kernels": [
+        {"name": "rows", "family": "rows", "params": [
+          {"name": "x", "kind": "slice", "dtype": "float32", "rank": 1, "mutable": false, "size": 16, "align": 8},
+          {"name": "out", "kind": "slice", "dtype": "float32", "rank": 1, "mutable": true, "size": 16, "align": 8},
+          {"name": "cols", "kind": "scalar", "dtype": "uint32", "rank": 0, "mutable": false, "size": 4, "align": 4}],
+         "require": [
+           {"lhs": {"dim": [0, 1]}, "op": "==", "rhs": {"scalar": 2}, "message": "cols is the row length"},
+           {"lhs": {"dim": [1, 0]}, "op": "==", "rhs": {"dim": [0, 0]}}]}
+      ]}"#;
+    let m = Module::new(".version 7.0\n", Manifest::from_json(json).unwrap()).unwrap();
+    let sig = m.kernel("rows").unwrap().signature();
+    let cols = |v: u32| Arg::Scalar(Scalar::U32(v));
+    let x = arr(DType::F32, &[7, 33], None, 0x1000);
+    let out = arr(DType::F32, &[7], None, 0x9000);
+    check_args(sig, &[Arg::Array(&x), Arg::Array(&out), cols(33)]).unwrap();
+    // A 3-D x: axis 1 is still its second extent.
+    let x3 = arr(DType::F32, &[7, 33, 2], None, 0x1000);
+    check_args(sig, &[Arg::Array(&x3), Arg::Array(&out), cols(33)]).unwrap();
+    for bad in [32, 34, 7 * 33, 0] {
+        let e = check_args(sig, &[Arg::Array(&x), Arg::Array(&out), cols(bad)]).unwrap_err();
+        assert_eq!((e.kind(), e.arg()), (ErrorKind::Value, Some("x")), "{e}");
+        let want = format!(
+            "requires x.shape[1] == cols (cols is the row length); got x.shape[1] = 33, cols = {bad}"
+        );
+        assert!(e.to_string().contains(&want), "{e}");
+    }
+    // The same elements as one flat run: x has no axis 1, which the error says (rather than
+    // comparing a made-up extent).
+    let flat = arr(DType::F32, &[7 * 33], None, 0x1000);
+    let e = check_args(sig, &[Arg::Array(&flat), Arg::Array(&out), cols(33)]).unwrap_err();
+    assert_eq!((e.kind(), e.arg()), (ErrorKind::Value, Some("x")), "{e}");
+    assert!(
+        e.to_string().contains("reads axis 1 of `x`; got an array of shape [231] (1 axis): pass `x` with at least 2 axes"),
+        "{e}"
+    );
+    // The second rule: out's first extent against x's, with out named.
+    let short = arr(DType::F32, &[6], None, 0x9000);
+    let e = check_args(sig, &[Arg::Array(&x), Arg::Array(&short), cols(33)]).unwrap_err();
+    assert_eq!(e.arg(), Some("out"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("got out.shape[0] = 6, x.shape[0] = 7"),
+        "{e}"
+    );
+    // A 0-d array has no axis 0.
+    let scalar_out = arr(DType::F32, &[], None, 0x9000);
+    let e = check_args(sig, &[Arg::Array(&x), Arg::Array(&scalar_out), cols(33)]).unwrap_err();
+    assert_eq!(e.arg(), Some("out"), "{e}");
+    assert!(e.to_string().contains("reads axis 0 of `out`"), "{e}");
 }

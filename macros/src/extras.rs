@@ -114,6 +114,7 @@ impl Ctx<'_> {
 }
 
 const SCALAR: u8 = 1;
+const SLICE: u8 = 2;
 const SCRATCH: u8 = 4;
 
 /// Resolves the options against the parameters `names` of types `types`, of which those at
@@ -442,10 +443,12 @@ fn operand(cx: &mut Ctx<'_>, e: &Expr) -> syn::Result<TokenStream2> {
             let k = int_opt(&ix.index).filter(|&k| k < 32).ok_or_else(bad)? as u8;
             let i = cx.index(id, "require(…)")?;
             array_check(cx, i, id);
+            // A view's rank is fixed; a slice takes C-contiguous arrays of any rank, so the
+            // host checks that the array passed has the axis.
             cx.assert(
                 i,
                 ix.index.span(),
-                quote! { (d.rank as usize) > #k as usize },
+                quote! { d.kind as u8 == #SLICE || (d.rank as usize) > #k as usize },
                 format!("require(…): `{id}.shape[{k}]`: `{id}` has fewer axes"),
             );
             Ok(quote!(#op::Dim(#i, #k)))

@@ -39,7 +39,11 @@ Main entry points:
 * :mod:`ferrocuda.jax` -- the same kernels inside ``jax.jit`` (XLA FFI handlers on XLA's
   stream; imported on first use: importing ferrocuda never imports JAX);
 * :class:`CudaError` -- driver failures (also: no driver); validation errors are
-  ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key.
+  ``TypeError``/``ValueError``/``NotImplementedError`` naming the argument and the key;
+* :func:`last_trap` -- where a ferrocuda kernel failed a device check (``device_assert!``, a
+  checked access out of bounds): file, line, thread and kernel, as a :class:`Trap` (also
+  ``CudaError.trap``), readable after another library (``torch.cuda.synchronize()``) reported
+  the fault.
 
 Host (NumPy) arrays are accepted by every launcher as Numba accepts them: copied to the device
 before the launch and back afterwards when the kernel writes them, with a
@@ -88,6 +92,7 @@ from ._ferrocuda import (
     Launcher,
     Module,
     PerformanceWarning,
+    Trap,
     __version__,
     as_cuda_array,
     build,
@@ -98,6 +103,7 @@ from ._ferrocuda import (
     from_cuda_array_interface,
     inline,
     is_cuda_array,
+    last_trap,
     load,
     new_crate,
     normalize_stream,
@@ -124,6 +130,7 @@ __all__ = [
     "Module",
     "PerformanceWarning",
     "SyncMode",
+    "Trap",
     "__version__",
     "as_cuda_array",
     "autotune",
@@ -137,6 +144,7 @@ __all__ = [
     "inline_kernel",
     "is_cuda_array",
     "kernels",
+    "last_trap",
     "load",
     "new_crate",
     "normalize_stream",

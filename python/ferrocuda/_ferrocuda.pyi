@@ -22,6 +22,7 @@ __all__ = [
     "Launcher",
     "Module",
     "PerformanceWarning",
+    "Trap",
     "__version__",
     "_bundled_cubin",
     "_bundled_part_file",
@@ -53,6 +54,7 @@ __all__ = [
     "from_cuda_array_interface",
     "inline",
     "is_cuda_array",
+    "last_trap",
     "load",
     "new_crate",
     "normalize_stream",
@@ -78,6 +80,33 @@ class CudaError(RuntimeError):
     """A CUDA driver call failed, or no CUDA driver/device is available."""
 
     code: int | None
+    #: The failed device check a ferrocuda kernel recorded, when the error ended the context.
+    trap: Trap | None
+
+@final
+class Trap:
+    """Where a ferrocuda kernel stopped: a failed device check recorded before the trap."""
+
+    @property
+    def device(self) -> int: ...
+    @property
+    def kernel(self) -> str | None: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+    @property
+    def block(self) -> tuple[int, int, int]: ...
+    @property
+    def thread(self) -> tuple[int, int, int]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+def last_trap(device: int | None = None) -> Trap | None: ...
 
 class PerformanceWarning(UserWarning):
     """A launch copied host (NumPy) arrays to the device and back."""

@@ -2,8 +2,12 @@
 //! to Python exceptions, and the failures of reading a producer's objects.
 //!
 //! Host-crate errors map by kind: `Type` → `TypeError`, `Value` → `ValueError`,
-//! `Unsupported` → `NotImplementedError`, `Cuda`/`NoDriver` → `ferrocuda.CudaError`.
+//! `Unsupported` → `NotImplementedError`, `Cuda`/`NoDriver` → `ferrocuda.CudaError`. A
+//! `CudaError` for an error that ends the context (a kernel faulted) carries the failed
+//! device check of a ferrocuda kernel, if one was recorded, as `.trap` (a [`PyTrap`]).
 
+use ferrocuda_host::driver::trap::{self as host_trap, Trap, TRAP_NOTE};
+use ferrocuda_host::driver::{is_sticky_code, MAX_DEVICES};
 use ferrocuda_host::{Error, ErrorKind};
 use pyo3::exceptions::{
     PyNotImplementedError, PyRuntimeError, PyTypeError, PyUserWarning, PyValueError,
@@ -16,7 +20,10 @@ pyo3::create_exception!(
     CudaError,
     PyRuntimeError,
     "A CUDA driver call failed, or no CUDA driver/device is available.\n\n\
-     The attribute ``code`` holds the raw ``CUresult`` (``None`` when no driver was found)."
+     The attribute ``code`` holds the raw ``CUresult`` (``None`` when no driver was found). \
+     ``trap`` is a :class:`Trap` when the error ended the CUDA context (a kernel faulted) and a \
+     ferrocuda kernel recorded a failed device check (``device_assert!``, a checked access out \
+     of bounds): its file, line, thread and kernel; else ``None``."
 );
 
 pyo3::create_exception!(
@@ -40,11 +47,109 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
-fn cuda_error(py: Python<'_>, msg: String, code: Option<u32>) -> PyErr {
+fn cuda_error(py: Python<'_>, mut msg: String, code: Option<u32>) -> PyErr {
+    // After a fault, the record of a failed device check (host memory: readable although
+    // the context is dead). The host's message names it when the failing call ran with the
+    // device's context current; where it did not, the record is added here.
+    let trap = code
+        .filter(|&c| is_sticky_code(c))
+        .and_then(|_| host_trap::last_trap(None));
+    if let Some(t) = &trap {
+        if !msg.contains(TRAP_NOTE) {
+            msg.push_str(&format!(" [{TRAP_NOTE} {t}]"));
+        }
+    }
     let err = CudaError::new_err(msg);
     // Best effort: an exception instance always accepts attributes.
-    let _ = err.value(py).setattr(intern!(py, "code"), code);
+    let value = err.value(py);
+    let _ = value.setattr(intern!(py, "code"), code);
+    let _ = value.setattr(intern!(py, "trap"), trap.map(PyTrap));
     err
+}
+
+/// Where a ferrocuda kernel stopped: a failed device check (``device_assert!``, a checked
+/// access out of bounds) that the kernel recorded before it trapped.
+///
+/// Returned by :func:`last_trap` and set as ``CudaError.trap``. ``file``, ``line`` and
+/// ``column`` locate the check in the kernel's source (the path as the compiler recorded it;
+/// ``truncated`` when only its end was kept), ``block`` and ``thread`` are the failing
+/// thread's ``blockIdx`` and ``threadIdx``, ``kernel`` is the kernel ferrocuda launched last
+/// on ``device`` (the record itself does not name it), or ``None``.
+#[pyclass(name = "Trap", module = "ferrocuda", frozen, eq, hash)]
+#[derive(PartialEq, Hash)]
+pub struct PyTrap(pub Trap);
+
+#[pymethods]
+impl PyTrap {
+    /// The device (ordinal) of the failed check.
+    #[getter]
+    fn device(&self) -> usize {
+        self.0.device
+    }
+    /// The kernel ferrocuda launched last on the device, or ``None``.
+    #[getter]
+    fn kernel(&self) -> Option<&'static str> {
+        self.0.kernel
+    }
+    /// The source path of the check, as the compiler recorded it.
+    #[getter]
+    fn file(&self) -> &str {
+        &self.0.file
+    }
+    /// Whether ``file`` is only the end of a longer path.
+    #[getter]
+    fn truncated(&self) -> bool {
+        self.0.truncated
+    }
+    /// The source line (1-based).
+    #[getter]
+    fn line(&self) -> u32 {
+        self.0.line
+    }
+    /// The source column (1-based).
+    #[getter]
+    fn column(&self) -> u32 {
+        self.0.column
+    }
+    /// ``blockIdx`` of the failing thread, ``(x, y, z)``.
+    #[getter]
+    fn block(&self) -> (u32, u32, u32) {
+        let [x, y, z] = self.0.block;
+        (x, y, z)
+    }
+    /// ``threadIdx`` of the failing thread, ``(x, y, z)``.
+    #[getter]
+    fn thread(&self) -> (u32, u32, u32) {
+        let [x, y, z] = self.0.thread;
+        (x, y, z)
+    }
+    fn __str__(&self) -> String {
+        self.0.to_string()
+    }
+    fn __repr__(&self) -> String {
+        format!("<ferrocuda.Trap {}>", self.0)
+    }
+}
+
+/// The failed device check a ferrocuda kernel recorded on ``device`` (``None``: any device)
+/// before it trapped, as a :class:`Trap`; ``None`` if no kernel failed a check.
+///
+/// For the case where another library reports the fault first: after a trap the CUDA context
+/// is dead, and the next driver call of any library fails — ``torch.cuda.synchronize()``
+/// raises ``RuntimeError: CUDA error: an illegal instruction was encountered``, CuPy a
+/// ``CUDARuntimeError`` — without saying where. The record is host memory, so this reads it
+/// without the driver: ``ferrocuda.last_trap()`` names the file, line, thread and kernel.
+/// (A ``CudaError`` raised by ferrocuda carries the same as ``.trap``.)
+#[pyfunction]
+#[pyo3(signature = (device = None))]
+pub fn last_trap(device: Option<usize>) -> PyResult<Option<PyTrap>> {
+    if let Some(d) = device.filter(|&d| d >= MAX_DEVICES) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "argument `device`: {d} is not a device ordinal (ferrocuda addresses devices 0 to {})",
+            MAX_DEVICES - 1
+        )));
+    }
+    Ok(host_trap::last_trap(device).map(PyTrap))
 }
 
 /// Extension trait: `.py_err(py)?` on host-crate results.

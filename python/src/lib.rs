@@ -13,7 +13,7 @@
 //! 1. [`util`] — small helpers: integers, short strings, tuples and lists, type names, NumPy
 //!    attributes.
 //! 2. [`errors`] — `CudaError`, `PerformanceWarning`, host errors as Python exceptions,
-//!    failures of reading a producer's objects.
+//!    failures of reading a producer's objects, `Trap` and `last_trap` (failed device checks).
 //! 3. [`read`] — readers of foreign objects, each producing the host crate's description:
 //!    interface dictionaries (`read::cai`), CuPy and torch fast paths (`read::fast`), DLPack
 //!    capsules (`read::dlpack`), NumPy host arrays (`read::host`), stream and sync arguments
@@ -60,7 +60,7 @@ pub mod read;
 pub mod util;
 pub mod xla;
 
-pub use errors::{to_py, CudaError, IntoPyResult, PerformanceWarning};
+pub use errors::{to_py, CudaError, IntoPyResult, PerformanceWarning, PyTrap};
 
 /// The extension module.
 #[pymodule]
@@ -81,6 +81,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<launcher::PyFamily>()?;
     m.add_class::<launcher::PyConfigured>()?;
     m.add_class::<bind::PyBound>()?;
+    m.add_class::<errors::PyTrap>()?;
     m.add_function(wrap_pyfunction!(module::bundled, m)?)?;
     m.add_function(wrap_pyfunction!(module::load, m)?)?;
     m.add_function(wrap_pyfunction!(module::inline, m)?)?;
@@ -120,5 +121,6 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(f::normalize_stream, m)?)?;
     m.add_function(wrap_pyfunction!(f::normalize_sync, m)?)?;
     m.add_function(wrap_pyfunction!(f::synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::last_trap, m)?)?;
     Ok(())
 }

@@ -41,7 +41,21 @@ pub unsafe fn axpby<T: Element + core::ops::Mul<Output = T> + core::ops::Add<Out
 }
 """
 
-ALL = (SCALE, AXPBY)
+#: Fails a check on purpose: thread ``who`` runs ``device_assert!`` on a false condition (a
+#: trap that records this string's line), every other thread writes ``out[i] = 1``. Run in a
+#: child process: the trap ends the CUDA context.
+TRAP = r"""
+#[kernel]
+pub unsafe fn trap_on_purpose(out: SliceMut<u32>, who: u32) {
+    let i = thread::index_1d();
+    device_assert!(i != who as usize);
+    if i < out.len() {
+        unsafe { out.write(i, 1) };
+    }
+}
+"""
+
+ALL = (SCALE, AXPBY, TRAP)
 
 
 def readme_blocks() -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import device_kernels
 import ferrocuda
 from ferrocuda import _config
 
@@ -38,30 +39,13 @@ RESULTS: dict[str, dict[str, Any]] = {}
 N_RANDOM = _config.count("FERROCUDA_MATH_SAMPLES", 1500)
 
 
-def _find(candidates: list[Path]) -> Path | None:
-    return next((p for p in candidates if p.is_file()), None)
-
-
 def _manifest() -> Path | None:
-    env = _config.path("FERROCUDA_DEVICE_KERNELS")
-    here = Path(__file__).resolve()
-    return _find(
-        ([env] if env else [])
-        + [
-            p / "device-kernels" / "ferrocuda_device_kernels.json"
-            for p in (here.parents[2], here.parents[1], Path.cwd() / ".gpu")
-        ]
-        + [REPO / "target" / "tmp" / "device-kernels" / "sm_80" / "ferrocuda_device_kernels.json"],
-    )
+    return device_kernels.manifest()
 
 
 def _bounds() -> dict[str, tuple[int, int]]:
     """``ACCURACY_BOUNDS`` of device/src/math.rs (shipped next to the bundled manifest)."""
-    manifest = _manifest()
-    candidates = [REPO / "device" / "src" / "math.rs"]
-    if manifest is not None:
-        candidates.insert(0, manifest.parent / "math.rs")
-    path = _find(candidates)
+    path = device_kernels.source("math.rs", REPO / "device" / "src" / "math.rs")
     if path is None:
         pytest.skip("device/src/math.rs (ACCURACY_BOUNDS) not found")
     text = path.read_text()

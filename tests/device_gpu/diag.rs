@@ -1,6 +1,7 @@
 //! Device printf and failed checks, each in a child process (a trap leaves the CUDA context
 //! unusable): the child is this binary again with `FERROCUDA_DEVICE_CHILD=<scenario>`; it
-//! prints what it saw, and the parent checks the output.
+//! prints what it saw — the error, and `driver::trap::last_trap` — and the parent checks the
+//! output.
 
 use crate::{down, ensure, err, launch, scalar, up, TestResult, DEV};
 use ferrocuda::host::driver;
@@ -17,6 +18,9 @@ pub const TESTS: &[crate::Test] = &[
     }),
     ("diag_shared_bounds_location", || {
         failure(2, "let _ = tile.get(4 + i)")
+    }),
+    ("diag_shared_vector_alignment_location", || {
+        failure(3, "quads.get_vector(2)")
     }),
 ];
 
@@ -68,6 +72,11 @@ pub fn run_child(scenario: &str) -> i32 {
         }
         Err(e) => {
             println!("child: error: {}", e.message().unwrap_or("?"));
+            // The same record, read as a program does that saw the fault elsewhere.
+            match driver::trap::last_trap(None) {
+                Some(t) => println!("child: last_trap: {t}"),
+                None => println!("child: last_trap: none"),
+            }
             3
         }
     }
@@ -91,11 +100,18 @@ fn failure(mode: u32, marker: &str) -> TestResult {
         + 1;
     let (code, text) = child(&format!("fail{mode}"))?;
     let at = format!("src/diag.rs:{line}:");
+    let trap = text
+        .lines()
+        .find_map(|l| l.strip_prefix("child: last_trap: "))
+        .unwrap_or("");
     ensure(
         code == 3
             && text.contains(&at)
             && text.contains("block (2, 0, 0), thread (5, 0, 0)")
-            && text.contains("fail_on_purpose"),
+            && text.contains("fail_on_purpose")
+            && trap.starts_with("`fail_on_purpose` at ")
+            && trap.contains(&at)
+            && trap.ends_with("block (2, 0, 0), thread (5, 0, 0) (device 0)"),
         || format!("exit {code}; want {at:?}, the thread and the kernel in:\n{text}"),
     )
 }

@@ -1,13 +1,15 @@
 //! Static and dynamic shared memory: isolation between blocks, distinct arrays, 2-D tiles,
-//! the dynamic array's length for several `shared_mem_bytes`.
+//! the dynamic array's length for several `shared_mem_bytes`, 16-byte vector accesses.
 
-use crate::{down, ensure, launch, scalar, up, TestResult};
+use crate::{down, ensure, launch, rng, scalar, up, TestResult};
+use rand::RngExt;
 
 pub const TESTS: &[crate::Test] = &[
     ("shared_isolation", shared_isolation),
     ("shared_reverse_two_arrays", shared_reverse),
     ("shared_transpose_2d", shared_transpose),
     ("dynamic_shared_sizes", dynamic_shared_sizes),
+    ("shared_vectors", shared_vectors),
 ];
 
 const POISON: u32 = 0xDEAD_BEEF;
@@ -113,6 +115,53 @@ fn dynamic_shared_sizes() -> TestResult {
                 )
             })?;
         }
+    }
+    Ok(())
+}
+
+/// Each thread's 4 words through three shared arrays in 16-byte vectors (`u32` 1-D, `f64`
+/// tile, dynamic `u32`), read back by its neighbour in the block: `out[4g + k]` is 3 times
+/// (wrapping) the neighbour's word `k`; words past the end of `x` are 0, and nothing is
+/// written past `out`'s end.
+fn shared_vectors() -> TestResult {
+    let mut r = rng(94);
+    for n in [1u32, 2, 32, 100, 256] {
+        let blocks = 5u32;
+        let total = (blocks * n) as usize;
+        // A few words short of 4 per thread: the last threads read zeros.
+        let x: Vec<u32> = (0..4 * total - 3).map(|_| r.random::<u32>()).collect();
+        let dx = up(&x)?;
+        let out = up(&vec![POISON; 4 * total + 1])?;
+        let o = crate::memory::view(&out, 0, &[4 * total], None, false)?;
+        launch(
+            "shared_vectors",
+            &[dx.arg(), ferrocuda::Arg::Array(&o)],
+            [blocks, 1, 1],
+            [n, 1, 1],
+            16 * n,
+        )?;
+        let got = down(&out)?;
+        for g in 0..total {
+            let (b, t) = (g / n as usize, g % n as usize);
+            let neighbour = b * n as usize + (t + 1) % n as usize;
+            for k in 0..4 {
+                let want = x
+                    .get(4 * neighbour + k)
+                    .copied()
+                    .unwrap_or(0)
+                    .wrapping_mul(3);
+                ensure(got[4 * g + k] == want, || {
+                    format!(
+                        "block size {n}: out[{}] = {:#x}, want {want:#x}",
+                        4 * g + k,
+                        got[4 * g + k]
+                    )
+                })?;
+            }
+        }
+        ensure(got[4 * total] == POISON, || {
+            format!("block size {n}: shared_vectors wrote past out")
+        })?;
     }
     Ok(())
 }

@@ -219,10 +219,13 @@ impl KernelSig {
                     Operand::Len(p) | Operand::Ptr(p) => {
                         kind(p).is_some_and(|k| k.is_array() && k.is_argument())
                     }
-                    Operand::Dim(p, axis) => {
-                        kind(p).is_some_and(|k| k.is_array() && k.is_argument())
-                            && self.params[p as usize].rank > axis
-                    }
+                    // A slice takes C-contiguous arrays of any rank: the host checks
+                    // that the array passed has the axis.
+                    Operand::Dim(p, axis) => kind(p).is_some_and(|k| {
+                        k.is_array()
+                            && k.is_argument()
+                            && (!k.fixes_rank() || self.params[p as usize].rank > axis)
+                    }),
                 };
                 if !ok {
                     return Err(format!(

@@ -46,7 +46,9 @@ pub(crate) use capture::{blocking, idle, Relaxed};
 pub use capture::{capture_plan, capture_state};
 pub(crate) use context::KeptWorkspace;
 pub use context::{CallerContext, Context, DeviceLimits};
-pub use result::{init, is_sticky, last_kernel, LaunchAttrs, PointerInfo, MAX_DEVICES};
+pub use result::{
+    init, is_sticky, is_sticky_code, last_kernel, LaunchAttrs, PointerInfo, MAX_DEVICES,
+};
 pub(crate) use result::{raw_stream, FunctionHandle, ModuleHandle, StreamHandle};
 pub(crate) use streams::DriverOps;
 pub use streams::{order_before, synchronize, Fence, Stream};

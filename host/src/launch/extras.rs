@@ -33,7 +33,7 @@ use super::Arg;
 use crate::cai::ArrayDesc;
 use crate::driver::{result as cu, Context, KeptWorkspace, StreamHandle};
 use crate::error::{Error, Result};
-use crate::module::{operand_text, ScratchParam, Signature, MAX_SCRATCH};
+use crate::module::{operand_text, Requirement, ScratchParam, Signature, MAX_SCRATCH};
 use crate::scalar::Scalar;
 
 /// Alignment of each workspace inside a launch's allocation, in bytes.
@@ -64,7 +64,8 @@ fn scalar_value(s: &Scalar) -> Value {
     }
 }
 
-/// The value of `o` for `args` (checked arguments: kinds and ranks match the parameters).
+/// The value of `o` for `args` (checked arguments: kinds and ranks match the parameters, and
+/// every axis an operand reads exists: [`missing_axis`]).
 fn value(o: Operand, args: &[Arg<'_>]) -> Value {
     let arg = |p: u8| args.get(p as usize);
     let int = |v: usize| Value::Int(v as i128);
@@ -102,9 +103,37 @@ fn value_text(v: Value) -> String {
     }
 }
 
+/// The error for a requirement that reads `x.shape[k]` of an array with `k` axes or fewer:
+/// a slice parameter takes C-contiguous arrays of any rank, so its axes are the array's.
+fn missing_axis(sig: &Signature, r: &Requirement, args: &[Arg<'_>]) -> Option<Error> {
+    [r.lhs, r.rhs].into_iter().find_map(|o| {
+        let Operand::Dim(p, axis) = o else {
+            return None;
+        };
+        let d = args.get(p as usize).and_then(array)?;
+        let name = &sig.params[p as usize].name;
+        (d.ndim() <= axis as usize).then(|| {
+            Error::value(format!(
+                "kernel `{}` requires {}, which reads axis {axis} of `{name}`; got an array of \
+                 shape {:?} ({} {}): pass `{name}` with at least {} axes",
+                sig.name,
+                r.text,
+                d.shape(),
+                d.ndim(),
+                if d.ndim() == 1 { "axis" } else { "axes" },
+                axis as usize + 1
+            ))
+            .with_arg(name.clone())
+        })
+    })
+}
+
 /// Checks the kernel's requirements and its zeroed outputs' layout against checked `args`.
 pub(crate) fn check(sig: &Signature, args: &[Arg<'_>]) -> Result<()> {
     for r in &sig.require {
+        if let Some(e) = missing_axis(sig, r, args) {
+            return Err(e);
+        }
         let (a, b) = (value(r.lhs, args), value(r.rhs, args));
         if r.cmp.holds(a, b) || [r.lhs, r.rhs].into_iter().any(|o| empty_ptr(o, args)) {
             continue;

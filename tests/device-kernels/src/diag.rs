@@ -24,19 +24,23 @@ pub unsafe fn printf_line(x: Slice<f32>) {
 }
 
 /// Fails a check on purpose in thread `who` (global x index) — `mode` 0: `device_assert!`,
-/// 1: an out-of-bounds `SliceMut::write`, 2: an out-of-bounds shared-array read. Every other
-/// thread writes `out[i] = 1`.
+/// 1: an out-of-bounds `SliceMut::write`, 2: an out-of-bounds shared-array read, 3: a
+/// misaligned 16-byte shared-array read (in bounds). Every other thread writes `out[i] = 1`.
 #[kernel]
 pub unsafe fn fail_on_purpose(out: SliceMut<u32>, who: u32, mode: u32) {
     #[cfg(target_arch = "nvptx64")]
     {
         let i = thread::index_1d();
         let tile = shared_array!(u32, 4);
+        let quads = shared_array!(u32, 8, align = 16);
         if i == who as usize {
             match mode {
                 0 => device_assert!(i != who as usize),
                 // SAFETY: the index is out of bounds on purpose: the write traps.
                 1 => unsafe { out.write(out.len(), 0) },
+                3 => {
+                    let _: [u32; 4] = quads.get_vector(2);
+                }
                 _ => {
                     let _ = tile.get(4 + i);
                 }

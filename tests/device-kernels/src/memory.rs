@@ -1,11 +1,13 @@
 //! Global-memory access forms: 16-byte vector loads and stores (`split_vectors`) and loads
 //! through the read-only data cache (`get_nc`, `read_at_nc`, the vectors' `get_nc_unchecked`).
+//! The rows of 2-D views in vectors (`get_vector`, `write_vector`), and rules on the axes of a
+//! C-contiguous array that the kernel sees flat (`require(x.shape[1] == cols)`).
 //! `tests/device_ptx.rs` checks their SASS (`LDG.E.128`, `STG.E.128`, `LDG.E…CONSTANT`);
 //! `tests/device_gpu/memory.rs` their results, on misaligned and empty arrays and any grid.
 
+use ferrocuda_device::{kernel, Slice, SliceMut, View, ViewMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{thread, Element, GridStride};
-use ferrocuda_device::{kernel, Slice, SliceMut, View};
 
 /// `y = alpha * x + y` (two roundings). `x` is read through the read-only cache — the
 /// caller passes an `x` that no output aliases — in 16-byte vectors when `x` and `y` are
@@ -111,6 +113,67 @@ pub unsafe fn row_sums_nc(x: View<f32, 2>, out: SliceMut<f32>) {
             }
             // SAFETY: r < out.len(); one thread per row.
             unsafe { out.write_unchecked(r, s) };
+        }
+    }
+}
+
+/// `out[r, c] = 2 x[r, c] + r` over 2-D views: one thread per row and group of 4 columns; the
+/// group in one 16-byte load and store (`View::get_vector`, `ViewMut::write_vector`) when both
+/// views have vector rows (`has_vector_rows`) and the group is whole, element by element
+/// otherwise.
+#[kernel(same_shape(x, out))]
+pub unsafe fn view_row_vectors(x: View<f32, 2>, out: ViewMut<f32, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let [rows, cols] = out.shape();
+        let groups = cols.div_ceil(4);
+        let vectors = x.has_vector_rows::<4>() && out.has_vector_rows::<4>();
+        let (tid, threads) = (thread::index_1d(), thread::grid_size_1d());
+        for g in GridStride::new(tid, threads, rows * groups) {
+            let (r, c) = (g / groups, g % groups * 4);
+            let f = |v: f32| 2.0 * v + r as f32;
+            if vectors {
+                if let Some(v) = x.get_vector::<4>([r, c]) {
+                    // SAFETY: this thread's group; in the view and aligned (vector rows, c a
+                    // multiple of 4), which `write_vector` checks again.
+                    unsafe { out.write_vector([r, c], v.map(f)) };
+                    continue;
+                }
+            }
+            for k in c..cols.min(c + 4) {
+                // SAFETY: one thread per element; in bounds (same shape).
+                unsafe { out.write([r, k], f(x.get([r, k]).unwrap_or(0.0))) };
+            }
+        }
+    }
+}
+
+/// `out[r] = Σ_c x[r * cols + c]`: the row sums of a C-contiguous 2-D `x` that the kernel
+/// sees flat, its row length given as `cols` — which the host checks against `x`'s second
+/// extent (`require(x.shape[1] == cols)`), and `out` against its first. One thread per row,
+/// the row in 16-byte vectors where it is aligned.
+#[kernel(require(x.shape[1] == cols, "cols is the length of x's rows"),
+         require(out.len() == x.shape[0], "out holds one sum per row of x"))]
+pub unsafe fn flat_row_sums(x: Slice<f32>, out: SliceMut<f32>, cols: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let cols = cols as usize;
+        for r in GridStride::new(thread::index_1d(), thread::grid_size_1d(), out.len()) {
+            let (row, _) = x.split_at(r * cols).1.split_at(cols);
+            let (head, body, tail) = row.split_vectors::<4>();
+            let mut s = 0.0f32;
+            for i in 0..head.len() {
+                s += head.get(i).unwrap_or(0.0);
+            }
+            for j in 0..body.len() {
+                let [a, b, c, d] = body.get(j).unwrap_or([0.0; 4]);
+                s += a + b + c + d;
+            }
+            for i in 0..tail.len() {
+                s += tail.get(i).unwrap_or(0.0);
+            }
+            // SAFETY: one thread per row; r < out.len().
+            unsafe { out.write(r, s) };
         }
     }
 }

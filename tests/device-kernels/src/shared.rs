@@ -1,9 +1,9 @@
 //! Static and dynamic shared memory: isolation between blocks, two arrays at two call
-//! sites, a 2-D tile, the dynamic array's length.
+//! sites, a 2-D tile, the dynamic array's length, 16-byte vector accesses.
 
+use ferrocuda_device::{kernel, Slice, SliceMut};
 #[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::{shared::dynamic_shared, shared_array, thread};
-use ferrocuda_device::{kernel, SliceMut};
 
 /// A block's pattern value for rank `r` in round `k`.
 #[cfg(target_arch = "nvptx64")]
@@ -130,6 +130,64 @@ pub unsafe fn dynamic_shared_len(out: SliceMut<u32>) {
             out.write(3 * g, smem.len() as u32);
             out.write(3 * g + 1, smem.cast::<u64>().len() as u32);
             out.write(3 * g + 2, x);
+        }
+    }
+}
+
+/// 16-byte vectors through shared memory, in three arrays: 1-D blocks of `n` ≤ 256 threads;
+/// thread `t` of block `b` owns the 4 `u32` of `x` at `4 (b n + t)` (0 past its end).
+///
+/// 1. `u32` (`L = 4`): thread `t` writes its 4 to a 1-D array with `write_vector(4t)`; after
+///    a barrier it reads `get_vector(4 ((t + 1) % n))`, its neighbour's.
+/// 2. `f64` (`L = 2`) in a `[128][4]` tile: thread `t` writes its 4 values as `f64` to row
+///    `t / 2`, columns `2 (t % 2) .. + 2`, as two vectors (`write_vector(r, c)`), the second
+///    with the unchecked form; after a barrier it reads the neighbour's with `get_vector` and
+///    `get_vector_unchecked`.
+/// 3. Dynamic shared memory (`4 n` `u32` at least) the same as 1., unchecked forms.
+///
+/// `out[4 g + k]` (`g = b n + t`) = neighbour's value from 1. + from 2. (as `u32`) + from 3.
+/// (each wrapping): `3 x[4 g'+ k]` for the neighbour `g'`.
+#[kernel]
+pub unsafe fn shared_vectors(x: Slice<u32>, out: SliceMut<u32>) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let flat = shared_array!(u32, 1024, align = 16);
+        let tile = shared_array!(f64, [128, 4], align = 16);
+        let dynamic = dynamic_shared::<u32>();
+        let (t, n) = (
+            thread::thread_idx().x as usize,
+            thread::block_dim().x as usize,
+        );
+        let g = thread::block_idx().x as usize * n + t;
+        let mine: [u32; 4] = core::array::from_fn(|k| x.get(4 * g + k).unwrap_or(0));
+        let (r, c) = (t / 2, 2 * (t % 2));
+        // SAFETY: each thread writes its own 16 bytes of each array (in bounds and aligned
+        // for n <= 256 and a dynamic array of 4 n words: the unchecked forms' contract).
+        unsafe {
+            flat.write_vector(4 * t, mine);
+            tile.write_vector(r, c, [mine[0] as f64, mine[1] as f64]);
+            tile.write_vector_unchecked(r + 64, c, [mine[2] as f64, mine[3] as f64]);
+            dynamic.write_vector_unchecked(4 * t, mine);
+        }
+        thread::sync_threads();
+        let j = (t + 1) % n;
+        let (rj, cj) = (j / 2, 2 * (j % 2));
+        let a: [u32; 4] = flat.get_vector(4 * j);
+        let lo: [f64; 2] = tile.get_vector(rj, cj);
+        // SAFETY: the neighbour's vectors, written before the barrier (in bounds, aligned).
+        let (hi, d): ([f64; 2], [u32; 4]) = unsafe {
+            (
+                tile.get_vector_unchecked(rj + 64, cj),
+                dynamic.get_vector_unchecked(4 * j),
+            )
+        };
+        let b = [lo[0], lo[1], hi[0], hi[1]];
+        for k in 0..4 {
+            if 4 * g + k < out.len() {
+                let v = a[k].wrapping_add(b[k] as u32).wrapping_add(d[k]);
+                // SAFETY: one thread per element.
+                unsafe { out.write(4 * g + k, v) };
+            }
         }
     }
 }

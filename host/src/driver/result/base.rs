@@ -46,10 +46,13 @@ pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
                 )
             })
             .unwrap_or_default();
-        let trap = dev
-            .and_then(crate::driver::trap::describe)
-            .map(|t| format!("; a device check failed at {t}"))
-            .unwrap_or_default();
+        // Without a current context (the device unknown), any device's record.
+        let trap = match dev {
+            Some(d) => crate::driver::trap::describe(d),
+            None => crate::driver::trap::last_trap(None).map(|t| t.to_string()),
+        }
+        .map(|t| format!("; {} {t}", crate::driver::trap::TRAP_NOTE))
+        .unwrap_or_default();
         format!(
             " [sticky error: a kernel faulted{last}{trap}. The CUDA context of this device is \
              now unusable for every library in the process; restart the process]"
@@ -72,21 +75,29 @@ pub(crate) fn cuda_error(res: sys::CUresult, call: &'static str) -> Error {
 /// Errors after which the context is unusable (a kernel faulted): they are reported by the
 /// next driver call on the context, whichever library makes it.
 pub fn is_sticky(res: sys::CUresult) -> bool {
-    use sys::CUresult::*;
-    matches!(
-        res,
-        CUDA_ERROR_ILLEGAL_ADDRESS
-            | CUDA_ERROR_LAUNCH_FAILED
-            | CUDA_ERROR_MISALIGNED_ADDRESS
-            | CUDA_ERROR_ILLEGAL_INSTRUCTION
-            | CUDA_ERROR_INVALID_ADDRESS_SPACE
-            | CUDA_ERROR_INVALID_PC
-            | CUDA_ERROR_HARDWARE_STACK_ERROR
-            | CUDA_ERROR_ASSERT
-            | CUDA_ERROR_LAUNCH_TIMEOUT
-            | CUDA_ERROR_ECC_UNCORRECTABLE
-    )
+    STICKY.contains(&res)
 }
+
+/// [`is_sticky`] for a raw `CUresult` code (as [`ErrorKind::Cuda`] holds it).
+pub fn is_sticky_code(code: u32) -> bool {
+    STICKY.iter().any(|&r| r as u32 == code)
+}
+
+const STICKY: [sys::CUresult; 10] = {
+    use sys::CUresult::*;
+    [
+        CUDA_ERROR_ILLEGAL_ADDRESS,
+        CUDA_ERROR_LAUNCH_FAILED,
+        CUDA_ERROR_MISALIGNED_ADDRESS,
+        CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        CUDA_ERROR_INVALID_ADDRESS_SPACE,
+        CUDA_ERROR_INVALID_PC,
+        CUDA_ERROR_HARDWARE_STACK_ERROR,
+        CUDA_ERROR_ASSERT,
+        CUDA_ERROR_LAUNCH_TIMEOUT,
+        CUDA_ERROR_ECC_UNCORRECTABLE,
+    ]
+};
 
 static LAST_KERNEL: [AtomicPtr<String>; MAX_DEVICES] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];

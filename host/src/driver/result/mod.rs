@@ -45,7 +45,7 @@ use base::{check, exported, Named};
 pub(crate) use base::{
     cuda_error, current_ordinal, set_last_kernel, FunctionHandle, ModuleHandle, StreamHandle,
 };
-pub use base::{init, is_sticky, last_kernel, MAX_DEVICES};
+pub use base::{init, is_sticky, is_sticky_code, last_kernel, MAX_DEVICES};
 pub(crate) use device::{
     current_context, device, device_attribute, device_count, primary_context_retain,
     set_current_context,
