@@ -144,7 +144,7 @@ strip .gpu/bin/* 2>/dev/null || true
 # (`#[kernel(arch = …)]`) and the cubins.
 cargo test --release --quiet --test device_ptx >/dev/null
 mkdir -p .gpu/device-kernels
-cp target/tmp/device-kernels/sm_80/ferrocuda_device_kernels.* .gpu/device-kernels/
+cp "${CARGO_TARGET_DIR:-target}"/tmp/device-kernels/sm_80/ferrocuda_device_kernels.* .gpu/device-kernels/
 # The math accuracy bounds (ACCURACY_BOUNDS) for python/tests/test_gpu_device_math.py, and the
 # failed checks' source (their lines) for python/tests/test_gpu_traps.py.
 cp device/src/math.rs .gpu/device-kernels/math.rs
@@ -153,7 +153,7 @@ echo "bundled .gpu/device-kernels (the test kernels' PTX, parts, cubins and mani
 
 # The examples of the main job (scripts/run.sh), to run them on the GPU.
 cargo build --release --quiet --example quickstart
-mkdir -p .gpu/bin-examples && cp target/release/examples/quickstart .gpu/bin-examples/ && strip .gpu/bin-examples/*
+mkdir -p .gpu/bin-examples && cp "${CARGO_TARGET_DIR:-target}"/release/examples/quickstart .gpu/bin-examples/ && strip .gpu/bin-examples/*
 
 # The Rust launch benchmark (a criterion binary; not a test, so not in .gpu/bin).
 cargo bench --no-run --message-format=json -p ferrocuda --bench launch 2>/dev/null \

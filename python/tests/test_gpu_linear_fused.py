@@ -186,7 +186,7 @@ def test_bad_arguments(torch: Any) -> None:
         K.linear_bias_gelu(x, torch.ones(6, 9, dtype=bf, device="cuda"), b, out)
     with pytest.raises(ValueError, match=r"out must have x's row count"):
         K.linear_bias_gelu(x, w, b, torch.empty(5, 6, dtype=bf, device="cuda"))
-    with pytest.raises(ValueError, match=r"out must not be bias"):
+    with pytest.raises(ValueError, match=r"argument `out`.*overlaps argument `bias`"):
         K.linear_bias_gelu(x[:1], w, b, b.view(1, 6))
     with pytest.raises(TypeError, match="no variant"):
         K.linear_bias_gelu(x, w, b, torch.empty(4, 6, dtype=torch.float32, device="cuda"))

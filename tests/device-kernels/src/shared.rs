@@ -139,10 +139,10 @@ pub unsafe fn dynamic_shared_len(out: SliceMut<u32>) {
 ///
 /// 1. `u32` (`L = 4`): thread `t` writes its 4 to a 1-D array with `write_vector(4t)`; after
 ///    a barrier it reads `get_vector(4 ((t + 1) % n))`, its neighbour's.
-/// 2. `f64` (`L = 2`) in a `[128][4]` tile: thread `t` writes its 4 values as `f64` to row
-///    `t / 2`, columns `2 (t % 2) .. + 2`, as two vectors (`write_vector(r, c)`), the second
-///    with the unchecked form; after a barrier it reads the neighbour's with `get_vector` and
-///    `get_vector_unchecked`.
+/// 2. `f64` (`L = 2`) in a `[256][4]` tile: thread `t` writes its 4 values as `f64` in two
+///    vectors, the first to row `t / 2`, columns `2 (t % 2) .. + 2` (`write_vector(r, c)`), the
+///    second to row `t / 2 + 128` with the unchecked form; after a barrier it reads the
+///    neighbour's with `get_vector` and `get_vector_unchecked`.
 /// 3. Dynamic shared memory (`4 n` `u32` at least) the same as 1., unchecked forms.
 ///
 /// `out[4 g + k]` (`g = b n + t`) = neighbour's value from 1. + from 2. (as `u32`) + from 3.
@@ -152,7 +152,7 @@ pub unsafe fn shared_vectors(x: Slice<u32>, out: SliceMut<u32>) {
     #[cfg(target_arch = "nvptx64")]
     {
         let flat = shared_array!(u32, 1024, align = 16);
-        let tile = shared_array!(f64, [128, 4], align = 16);
+        let tile = shared_array!(f64, [256, 4], align = 16);
         let dynamic = dynamic_shared::<u32>();
         let (t, n) = (
             thread::thread_idx().x as usize,
@@ -162,11 +162,12 @@ pub unsafe fn shared_vectors(x: Slice<u32>, out: SliceMut<u32>) {
         let mine: [u32; 4] = core::array::from_fn(|k| x.get(4 * g + k).unwrap_or(0));
         let (r, c) = (t / 2, 2 * (t % 2));
         // SAFETY: each thread writes its own 16 bytes of each array (in bounds and aligned
-        // for n <= 256 and a dynamic array of 4 n words: the unchecked forms' contract).
+        // for n <= 256 — rows t / 2 + 128 < 256 of the tile — and a dynamic array of 4 n
+        // words: the unchecked forms' contract).
         unsafe {
             flat.write_vector(4 * t, mine);
             tile.write_vector(r, c, [mine[0] as f64, mine[1] as f64]);
-            tile.write_vector_unchecked(r + 64, c, [mine[2] as f64, mine[3] as f64]);
+            tile.write_vector_unchecked(r + 128, c, [mine[2] as f64, mine[3] as f64]);
             dynamic.write_vector_unchecked(4 * t, mine);
         }
         thread::sync_threads();
@@ -177,7 +178,7 @@ pub unsafe fn shared_vectors(x: Slice<u32>, out: SliceMut<u32>) {
         // SAFETY: the neighbour's vectors, written before the barrier (in bounds, aligned).
         let (hi, d): ([f64; 2], [u32; 4]) = unsafe {
             (
-                tile.get_vector_unchecked(rj + 64, cj),
+                tile.get_vector_unchecked(rj + 128, cj),
                 dynamic.get_vector_unchecked(4 * j),
             )
         };
