@@ -7,7 +7,7 @@
 //! | rule | what | builder | `ferrocuda-ptx-check` |
 //! | --- | --- | --- | --- |
 //! | [`Rule::Extern`] | an unresolved `.extern` (only `.extern .shared`, dynamic shared memory, and the driver's [`DRIVER_FUNCTIONS`] — `vprintf` — are allowed) | error | error |
-//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: functions, calls, message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
+//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: a kernel that reaches a panic function of the standard library through its calls ([`panic`]), message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
 //! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
 //! | [`Rule::MBarrier`] | an mbarrier wait in a kernel that never arrives on an mbarrier ([`waits`]) | error | error |
@@ -21,6 +21,7 @@
 //! of every memory access, for the tests of the generated code.
 
 pub mod barrier;
+pub mod panic;
 pub mod parse;
 pub mod ptxas;
 pub mod sass;
@@ -37,7 +38,7 @@ use std::fmt;
 pub enum Rule {
     /// An unresolved `.extern` declaration or a call to one.
     Extern,
-    /// A panic-machinery function (defined, declared or called).
+    /// A kernel that reaches panic machinery through its calls.
     Panic,
     /// A byte array holding a panic message or a source path.
     PanicText,
@@ -165,10 +166,10 @@ pub fn check_text(ptx: &str) -> TextCheck {
     if let Some(t) = target.as_deref().and_then(ferrocuda_abi::arch::Arch::parse) {
         findings.extend(functions.iter().filter_map(|f| arch_finding(f, &t)));
     }
+    findings.extend(panic::panic_findings(&functions));
     let barrier_funcs = functions_with_barriers(&functions);
     let aborting = functions_that_abort(&functions);
     for f in &functions {
-        findings.extend(panic_findings(f));
         if let Some(used) = local_memory(f) {
             findings.push(Finding::new(
                 Some(&f.name),
@@ -507,56 +508,6 @@ pub fn calls(f: &PtxFunction) -> Vec<String> {
             parse::Statement::Label(_) => None,
         })
         .collect()
-}
-
-/// Name fragments of the panic machinery (legacy and v0 manglings carry path segments
-/// literally).
-const PANIC_NAMES: [&str; 13] = [
-    "panic",
-    "rust_begin_unwind",
-    "unwrap_failed",
-    "expect_failed",
-    "assert_failed",
-    "slice_index_fail",
-    "slice_start_index_len_fail",
-    "slice_end_index_len_fail",
-    "slice_index_order_fail",
-    "slice_error_fail",
-    "str_index_overflow_fail",
-    "len_mismatch_fail",
-    "index_overflow_fail",
-];
-
-/// Whether a function name belongs to the panic machinery.
-pub fn is_panic_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    PANIC_NAMES.iter().any(|p| lower.contains(p))
-}
-
-fn panic_findings(f: &PtxFunction) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if is_panic_name(&f.name) {
-        let what = if f.body.is_some() {
-            "defined"
-        } else {
-            "declared"
-        };
-        out.push(Finding::new(
-            Some(&f.name),
-            Rule::Panic,
-            Severity::Error,
-            format!("panic-machinery function {what} at line {}", f.line),
-        ));
-    }
-    for target in calls(f).into_iter().filter(|t| is_panic_name(t)) {
-        out.push(Finding::new(
-            Some(&f.name),
-            Rule::Panic,
-            Severity::Error,
-            format!("calls panic-machinery function {target}"),
-        ));
-    }
-    out
 }
 
 /// What in a function uses the `.local` state space, if anything.
