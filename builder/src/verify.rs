@@ -101,6 +101,11 @@ pub(crate) fn verify(
         match report {
             Ok(report) => {
                 let props = ptxas::parse_report(&report, arch);
+                // ptxas knows the stack: no `.local` warning for a function it gives none.
+                warnings.retain(|w| {
+                    let no_stack = w.function.as_ref().and_then(|f| props.get(f));
+                    w.rule != Rule::Local || no_stack.is_none_or(|r| r.stack != Some(0))
+                });
                 let (e, w): (Vec<Finding>, Vec<Finding>) =
                     ptxas::check_report(&props, &entries, arch)
                         .into_iter()

@@ -510,26 +510,70 @@ pub fn calls(f: &PtxFunction) -> Vec<String> {
         .collect()
 }
 
-/// What in a function uses the `.local` state space, if anything.
+/// What in a function uses the `.local` state space, if anything: a `.local` array (LLVM's
+/// `__local_depot`, the stack frame) that an instruction reads, writes or takes the address
+/// of, or a `.local` access. LLVM's prologue alone (`mov.u64 %SPL, __local_depot0;
+/// cvta.local.u64 %SP, %SPL;` with neither register used again) is no stack: ptxas removes
+/// it and reports 0 bytes.
 pub fn local_memory(f: &PtxFunction) -> Option<String> {
     let body = f.body.as_deref()?;
-    let decls: Vec<String> = body
+    let decls: Vec<&str> = body
         .split(';')
         .map(str::trim)
         .filter(|s| s.starts_with(".local"))
         .filter_map(|s| s.split_whitespace().last())
-        .map(|n| format!(".local {}", n.split('[').next().unwrap_or(n)))
+        .map(|n| n.split('[').next().unwrap_or(n))
         .collect();
-    if !decls.is_empty() {
-        return Some(decls.join(", "));
-    }
-    if body.contains("__local_depot") {
-        return Some("__local_depot".into());
-    }
-    let stack = parse::registers(body)
+    let instrs: Vec<parse::Instr> = parse::statements(body, f.body_line)
         .into_iter()
-        .any(|r| r == "%SP" || r == "%SPL");
-    stack.then(|| "%SP/%SPL stack pointer".into())
+        .filter_map(|s| match s {
+            parse::Statement::Instr(i) if !i.opcode.starts_with('.') => Some(i),
+            _ => None,
+        })
+        .collect();
+    // The prologue: `mov %SPL, <depot>` and `cvta.local %SP, %SPL`.
+    let prologue = |i: &parse::Instr| {
+        let dest = i.operands.first().map(String::as_str);
+        (i.base() == "mov" && dest == Some("%SPL"))
+            || (i.opcode.starts_with("cvta.local") && dest == Some("%SP"))
+    };
+    // What is used, each with its first use.
+    let mut used: Vec<(String, String)> = Vec::new();
+    for i in instrs.iter().filter(|i| !prologue(i)) {
+        let names_depot = decls
+            .iter()
+            .find(|d| i.operands.iter().any(|o| mentions(o, d)));
+        let stack_reg = i
+            .operands
+            .iter()
+            .flat_map(|o| parse::registers(o))
+            .find(|r| *r == "%SP" || *r == "%SPL");
+        let what = if let Some(d) = names_depot {
+            format!(".local {d}")
+        } else if let Some(r) = stack_reg {
+            format!("the stack pointer {r}")
+        } else if i.opcode.contains(".local") {
+            "a .local access".to_string()
+        } else {
+            continue;
+        };
+        if used.iter().all(|(w, _)| *w != what) {
+            let at = format!("line {}: `{}`", i.line, truncate(&i.text, 60));
+            used.push((what, at));
+        }
+    }
+    let list: Vec<String> = used.iter().map(|(w, at)| format!("{w} ({at})")).collect();
+    (!list.is_empty()).then(|| list.join(", "))
+}
+
+/// Whether `operand` names the symbol `name` (not a longer one that starts with it).
+fn mentions(operand: &str, name: &str) -> bool {
+    operand.match_indices(name).any(|(at, _)| {
+        let after = operand[at + name.len()..].chars().next();
+        let before = operand[..at].chars().next_back();
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+        !after.is_some_and(ident) && !before.is_some_and(ident)
+    })
 }
 
 /// The first target of the `.target` directive (e.g. `sm_80`).

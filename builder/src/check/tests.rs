@@ -439,13 +439,32 @@ fn panic_text_and_byte_arrays() {
 
 #[test]
 fn local_memory_is_a_warning() {
-    let body = "\t.local .align 4 .b8 __local_depot1[64];\n\t.reg .b64 %SP;\n\tmov.u64 %SPL, __local_depot1;\n\tret;";
+    // The depot used: its address taken through %SP and a store through it.
+    let body = "\t.local .align 4 .b8 __local_depot1[64];\n\t.reg .b64 %SP;\n\t.reg .b64 %SPL;\n\t\
+                mov.u64 %SPL, __local_depot1;\n\tcvta.local.u64 %SP, %SPL;\n\t\
+                add.u64 %rd1, %SP, 0;\n\tst.u32 [%rd1], %r1;\n\tret;";
     let c = check_text(&entry("depot", body));
     assert_eq!(
         rules(&c),
         [("depot".to_string(), Rule::Local, Severity::Warning)]
     );
-    assert!(c.findings[0].message.contains("__local_depot1"));
+    assert!(c.findings[0].message.contains("%SP"), "{}", c.findings[0]);
+    // A .local array read directly.
+    let direct =
+        "\t.local .align 4 .b8 __local_depot2[8];\n\tld.local.u32 %r1, [__local_depot2];\n\tret;";
+    let c = check_text(&entry("direct", direct));
+    assert_eq!(rules(&c).len(), 1, "{:#?}", c.findings);
+    assert!(
+        c.findings[0].message.contains("__local_depot2"),
+        "{}",
+        c.findings[0]
+    );
+    // LLVM's prologue alone, registers never used again: ptxas reports 0 bytes, no warning.
+    let prologue =
+        "\t.local .align 4 .b8 __local_depot3[64];\n\t.reg .b64 %SP;\n\t.reg .b64 %SPL;\n\t\
+                    mov.u64 %SPL, __local_depot3;\n\tcvta.local.u64 %SP, %SPL;\n\tret;";
+    let c = check_text(&entry("prologue", prologue));
+    assert!(c.findings.is_empty(), "{:#?}", c.findings);
 }
 
 const REPORT_OK: &str = "\
