@@ -871,3 +871,105 @@ fn ptxas_serializing_wgmma_is_a_warning_naming_the_function() {
         super::ptxas::wgmma_findings("ptxas info    : Used 90 registers\n", "sm_90a").is_empty()
     );
 }
+
+/// The dynamic-tile loop as rustc compiles it: thread 0 takes a tile with an atomic and stores
+/// it to `SLOT`; a barrier; every thread reads `SLOT` (`{READ}`), returns when it is past the
+/// end, works, and meets the next barrier. `{AFTER}` is put right after the read.
+const TILE_LOOP: &str = "\
+\t.shared .align 4 .u32 SLOT;
+\t.shared .align 4 .u32 OTHER;
+\tld.param.b32 %r2, [k_param_1];
+\tld.param.b64 %rd10, [k_param_0];
+\tmov.u32 %r3, %tid.x;
+\tsetp.ne.b32 %p1, %r3, 0;
+\tbra.uni $L__BB1_1;
+$L__BB1_12:
+\tbar.sync 0;
+$L__BB1_1:
+\t@%p1 bra $L__BB1_4;
+\tatom.relaxed.gpu.global.add.u32 %r5, [%rd10], 1;
+\tst.shared.b32 [SLOT], %r5;
+$L__BB1_4:
+{BARRIER}
+{READ}
+{AFTER}
+\tsetp.lt.u32 %p3, %r7, %r2;
+\t@!%p3 bra $L__BB1_5;
+\tst.shared.b32 [OTHER], %r3;
+\tbra.uni $L__BB1_12;
+$L__BB1_5:
+\tret;";
+
+fn tile_loop(barrier: &str, read: &str, after: &str) -> Vec<Finding> {
+    barrier_findings(
+        &TILE_LOOP
+            .replace("{BARRIER}", barrier)
+            .replace("{READ}", read)
+            .replace("{AFTER}", after),
+    )
+}
+
+#[test]
+fn a_value_every_thread_reads_from_shared_memory_after_a_barrier_is_uniform() {
+    let bar = "\tbar.sync 0;";
+    let read = "\tld.shared.b32 %r7, [SLOT];";
+    // The pattern: accepted (a store to another shared array before the next barrier is no
+    // write of SLOT).
+    assert_eq!(tile_loop(bar, read, ""), [], "the dynamic-tile pattern");
+    assert_eq!(tile_loop("\tbarrier.sync.aligned 0;", read, ""), []);
+    // A read-only global value at the same address in every thread: uniform too.
+    let nc = "\tld.global.nc.b32 %r7, [%rd10];";
+    assert_eq!(tile_loop(bar, nc, ""), []);
+
+    let severities = |found: &[Finding]| -> Vec<Severity> {
+        found.iter().map(|f| f.severity).collect::<Vec<_>>()
+    };
+    // Both barriers of the loop are reported, as depending on loaded data.
+    let data_dependent = |found: &[Finding]| {
+        found.len() == 2
+            && found
+                .iter()
+                .all(|f| f.severity == Severity::Warning && f.message.contains("loaded value"))
+    };
+    // Refused: the address depends on the thread.
+    let by_thread =
+        "\tmul.wide.u32 %rd3, %r3, 4;\n\tmov.u64 %rd4, SLOT;\n\tadd.s64 %rd5, %rd4, %rd3;\n\
+                     \tld.shared.b32 %r7, [%rd5];";
+    let found = tile_loop(bar, by_thread, "");
+    assert_eq!(
+        severities(&found),
+        [Severity::Error, Severity::Error],
+        "{found:#?}"
+    );
+    assert!(found[0].message.contains("%tid.x"), "{}", found[0]);
+    // Reported: no barrier between thread 0's store and the read…
+    let found = tile_loop("", read, "");
+    assert_eq!(severities(&found), [Severity::Warning], "{found:#?}");
+    assert!(found[0].message.contains("loaded value"), "{}", found[0]);
+    // … a barrier that only some threads wait at (a thread count), or one that does not wait;
+    for partial in ["\tbar.sync 1, 64;", "\tbar.arrive 0, 64;"] {
+        assert!(!tile_loop(partial, read, "").is_empty(), "{partial}");
+    }
+    // … a value from (writable) global memory;
+    let global = "\tld.global.b32 %r7, [%rd10];";
+    let found = tile_loop(bar, global, "");
+    assert!(data_dependent(&found), "{found:#?}");
+    // … a thread writing the location after the barrier, before the next one (its write
+    // races with the others' reads): after the read, on another path, or through a generic
+    // pointer or a call.
+    for write in [
+        "\t@%p1 bra $L__BB1_9;\n\tst.shared.b32 [SLOT], %r2;\n$L__BB1_9:",
+        "\tst.shared.b32 [SLOT+0], %r2;",
+        "\tst.u32 [%rd10], %r2;",
+        "\tatom.shared.add.u32 %r9, [SLOT], 1;",
+        "\tcall.uni helper, ();",
+    ] {
+        let found = tile_loop(bar, read, write);
+        assert!(data_dependent(&found), "{write}: {found:#?}");
+    }
+    // … and a write on a path that does not read: thread 0 stores while the others read.
+    let side = "\tbar.sync 0;\n\t@%p1 bra $L__BB1_7;\n\tst.shared.b32 [SLOT], %r2;\n\t\
+                bra.uni $L__BB1_8;\n$L__BB1_7:";
+    let found = tile_loop(side, read, "$L__BB1_8:");
+    assert!(data_dependent(&found), "{found:#?}");
+}
