@@ -760,10 +760,16 @@ impl PtxBuilder {
             .iter()
             .map(|a| (a.clone(), pipeline.file(&format!("{a}.cubin"))))
             .collect();
+        let dynamic_shared = processed_ptx
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k.name.clone(), k.launch.shared_bytes?)))
+            .collect();
         let checked = control
             .stage("checks: PTX rules, ptxas, cubins", || {
                 verify::verify(
                     &ptx,
+                    &dynamic_shared,
                     &processed,
                     arch,
                     fallback.as_deref(),

@@ -4,7 +4,7 @@
 //! its cubin).
 
 use crate::check::ptxas::{self, Resources};
-use crate::check::{check_text, Finding, Rule, Severity};
+use crate::check::{check_module, Finding, Rule, Severity};
 use crate::{fail, BuildError, BuildErrorKind};
 use std::path::{Path, PathBuf};
 
@@ -28,11 +28,13 @@ fn too_old(e: &str) -> bool {
     e.contains("Unsupported .version") || e.contains("Unsupported .target")
 }
 
-/// Checks `ptx` (the text, manifest records removed) and, with ptxas, `ptx_file` (the
-/// same module as generated) for `arch`, and assembles `ptx_file` into each of `cubins`
-/// (arch, output file).
+/// Checks `ptx` (the text, manifest records removed; `dynamic_shared`: kernel → the dynamic
+/// shared memory it declares) and, with ptxas, `ptx_file` (the same module as generated) for
+/// `arch`, and assembles `ptx_file` into each of `cubins` (arch, output file).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify(
     ptx: &str,
+    dynamic_shared: &std::collections::BTreeMap<String, u32>,
     ptx_file: &Path,
     arch: &str,
     ptxas_root: Option<&Path>,
@@ -40,7 +42,7 @@ pub(crate) fn verify(
     download: bool,
     cubins: &[(String, PathBuf)],
 ) -> Result<Verified, BuildError> {
-    let text = check_text(ptx);
+    let text = check_module(ptx, dynamic_shared);
     let entries = text.entries();
     let (mut errors, mut warnings): (Vec<Finding>, Vec<Finding>) = text
         .findings

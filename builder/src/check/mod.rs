@@ -9,6 +9,7 @@
 //! | [`Rule::Extern`] | an unresolved `.extern` (only `.extern .shared`, dynamic shared memory, and the driver's [`DRIVER_FUNCTIONS`] — `vprintf` — are allowed) | error | error |
 //! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: a kernel that reaches a panic function of the standard library through its calls ([`panic`]), message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
 //! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
+//! | [`Rule::Shared`] | a kernel's static shared memory over 48 KiB, or static plus declared dynamic (`shared_bytes`) over its arch's per-block maximum ([`shared_size`]) | error | error |
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
 //! | [`Rule::MBarrier`] | an mbarrier wait in a kernel that never arrives on an mbarrier ([`waits`]) | error | error |
 //! | [`Rule::CpAsync`] | a `cp.async` group wait in a kernel that never commits a group ([`waits`]) | error | error |
@@ -25,6 +26,7 @@ pub mod panic;
 pub mod parse;
 pub mod ptxas;
 pub mod sass;
+pub mod shared_size;
 pub mod waits;
 pub mod wgmma;
 
@@ -62,6 +64,8 @@ pub enum Rule {
     Entry,
     /// An instruction the module's target architecture does not have.
     Arch,
+    /// Shared memory over the device's limits.
+    Shared,
     /// A `wgmma.mma_async` without its fence, commit or wait (or serialized by ptxas).
     Wgmma,
 }
@@ -83,6 +87,7 @@ impl Rule {
             Rule::Manifest => "manifest",
             Rule::Entry => "entry",
             Rule::Arch => "arch",
+            Rule::Shared => "shared",
             Rule::Wgmma => "wgmma",
         }
     }
@@ -157,12 +162,28 @@ impl TextCheck {
 }
 
 /// Runs the text rules (externs, panic machinery, local memory, divergent barriers, waits
-/// nothing can complete).
+/// nothing can complete, static shared memory over 48 KiB).
 pub fn check_text(ptx: &str) -> TextCheck {
+    check_module(ptx, &Default::default())
+}
+
+/// [`check_text`], with the dynamic shared memory the kernels declare (kernel → bytes of
+/// `#[kernel(shared_bytes = n)]`, from the manifest): static plus dynamic shared memory over
+/// the `.target`'s per-block maximum is refused too.
+pub fn check_module(
+    ptx: &str,
+    dynamic_shared: &std::collections::BTreeMap<String, u32>,
+) -> TextCheck {
     let src = strip_comments(ptx);
     let functions = parse_functions(&src);
     let mut findings = extern_findings(&src, &functions);
     let target = ptx_target(&src);
+    findings.extend(shared_size::shared_findings(
+        &src,
+        &functions,
+        target.as_deref(),
+        dynamic_shared,
+    ));
     if let Some(t) = target.as_deref().and_then(ferrocuda_abi::arch::Arch::parse) {
         findings.extend(functions.iter().filter_map(|f| arch_finding(f, &t)));
     }
@@ -567,7 +588,7 @@ pub fn local_memory(f: &PtxFunction) -> Option<String> {
 }
 
 /// Whether `operand` names the symbol `name` (not a longer one that starts with it).
-fn mentions(operand: &str, name: &str) -> bool {
+pub(crate) fn mentions(operand: &str, name: &str) -> bool {
     operand.match_indices(name).any(|(at, _)| {
         let after = operand[at + name.len()..].chars().next();
         let before = operand[..at].chars().next_back();
