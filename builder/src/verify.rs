@@ -103,10 +103,16 @@ pub(crate) fn verify(
         match report {
             Ok(report) => {
                 let props = ptxas::parse_report(&report, arch);
-                // ptxas knows the stack: no `.local` warning for a function it gives none.
+                // ptxas knows the stack: no `.local` warning for a function that no kernel
+                // with a stack frame executes (a `.func`'s frame is its callers' once ptxas
+                // inlines it).
+                let callers = crate::check::entries_reaching(&text.functions);
                 warnings.retain(|w| {
-                    let no_stack = w.function.as_ref().and_then(|f| props.get(f));
-                    w.rule != Rule::Local || no_stack.is_none_or(|r| r.stack != Some(0))
+                    let Some(f) = w.function.as_deref().filter(|_| w.rule == Rule::Local) else {
+                        return true;
+                    };
+                    let no_stack = |k: &String| props.get(k).is_some_and(|r| r.stack == Some(0));
+                    callers.get(f).is_none_or(|ks| !ks.iter().all(no_stack))
                 });
                 let (e, w): (Vec<Finding>, Vec<Finding>) =
                     ptxas::check_report(&props, &entries, arch)
@@ -159,4 +165,52 @@ pub(crate) fn verify(
     }
     out.warnings = warnings;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.local` store ptxas removes (nothing reads it): the text rule reports it without
+    /// ptxas; ptxas's 0-byte frame clears it.
+    const DEAD_LOCAL: &str = ".version 7.1\n.target sm_80\n.address_size 64\n\
+        .visible .entry dead(\n\t.param .u32 dead_param_0\n)\n{\n\
+        \t.local .align 4 .b8 __local_depot0[16];\n\t.reg .b32 %r<3>;\n\t.reg .b64 %SP;\n\
+        \t.reg .b64 %SPL;\n\tmov.u64 %SPL, __local_depot0;\n\tcvta.local.u64 %SP, %SPL;\n\
+        \tld.param.u32 %r1, [dead_param_0];\n\tst.local.u32 [__local_depot0], %r1;\n\tret;\n}\n";
+
+    #[test]
+    fn local_memory_ptxas_gives_no_frame_is_not_reported() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/nvcc/nvidia/cuda_nvcc");
+        assert!(
+            root.join("bin/ptxas").is_file(),
+            "no nvcc wheel at {}: run scripts/ensure_ptxas.sh",
+            root.display()
+        );
+        let dir = std::env::temp_dir().join(format!("ferrocuda-verify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("dead.ptx");
+        std::fs::write(&file, DEAD_LOCAL).unwrap();
+        let none = Default::default();
+        let run = |ptxas: bool| {
+            verify(
+                DEAD_LOCAL,
+                &none,
+                &file,
+                "sm_80",
+                Some(&root),
+                ptxas,
+                false,
+                &[],
+            )
+        };
+        let without = run(false).unwrap();
+        let rules: Vec<Rule> = without.warnings.iter().map(|w| w.rule).collect();
+        assert_eq!(rules, [Rule::Local], "{:#?}", without.warnings);
+        let with = run(true).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(with.resources.len(), 1, "{:#?}", with.resources);
+        assert_eq!(with.resources[0].stack, Some(0));
+        assert!(with.warnings.is_empty(), "{:#?}", with.warnings);
+    }
 }

@@ -517,6 +517,32 @@ fn truncate(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
+/// Function → the kernels (`.entry`) that execute it: itself for an entry, the entries that
+/// reach it through calls for a `.func`.
+pub fn entries_reaching(
+    functions: &[PtxFunction],
+) -> std::collections::HashMap<String, std::collections::BTreeSet<String>> {
+    let graph: std::collections::HashMap<&str, Vec<String>> = functions
+        .iter()
+        .filter(|f| f.body.is_some())
+        .map(|f| (f.name.as_str(), calls(f)))
+        .collect();
+    let mut out: std::collections::HashMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for e in functions
+        .iter()
+        .filter(|f| f.is_entry() && f.body.is_some())
+    {
+        let mut work = vec![e.name.clone()];
+        while let Some(f) = work.pop() {
+            if out.entry(f.clone()).or_default().insert(e.name.clone()) {
+                work.extend(graph.get(f.as_str()).into_iter().flatten().cloned());
+            }
+        }
+    }
+    out
+}
+
 /// Direct call targets of a function (indirect calls through a register have no name).
 pub fn calls(f: &PtxFunction) -> Vec<String> {
     let Some(body) = f.body.as_deref() else {
