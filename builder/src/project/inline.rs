@@ -95,6 +95,8 @@ pub fn key(req: &InlineRequest, sources: &CrateSources) -> String {
     h = fnv_field(h, env!("CARGO_PKG_VERSION").as_bytes());
     h = fnv_field(h, &sources.fingerprint().to_le_bytes());
     h = fnv_field(h, toolchain_id(sources).as_bytes());
+    // A ptxas (or libdevice) found later makes another entry, with cubins.
+    h = fnv_field(h, super::cache::tools_id(None).as_bytes());
     let cubins = std::env::var("FERROCUDA_CUBIN_ARCHS").unwrap_or_default();
     for part in [
         TARGET,
