@@ -7,7 +7,7 @@
 //! | rule | what | builder | `ferrocuda-ptx-check` |
 //! | --- | --- | --- | --- |
 //! | [`Rule::Extern`] | an unresolved `.extern` (only `.extern .shared`, dynamic shared memory, and the driver's [`DRIVER_FUNCTIONS`] — `vprintf` — are allowed) | error | error |
-//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: a kernel that reaches a panic function of the standard library through its calls ([`panic`]), message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
+//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: a kernel that reaches a panic function of the standard library through its calls ([`panic`](mod@panic)), message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
 //! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
 //! | [`Rule::Shared`] | a kernel's static shared memory over 48 KiB, or static plus declared dynamic (`shared_bytes`) over its arch's per-block maximum ([`shared_size`]) | error | error |
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |

@@ -9,7 +9,7 @@
 //!   `RUSTUP_TOOLCHAIN`), plus `rustc -vV` when the channel is not pinned to a version or a
 //!   date (`stable`, `nightly`: the same name means another compiler tomorrow);
 //! * the target: triple, arch, profile, floating-point contraction;
-//! * the CUDA tools a build would use ([`tools_id`]): the ptxas and the libdevice found (path,
+//! * the CUDA tools a build would use (`tools_id`): the ptxas and the libdevice found (path,
 //!   size, modification time) or their absence — a ptxas installed after a PTX-only build
 //!   makes the next build assemble the cubins;
 //! * every input file the compiler's dep-info listed (the crate's sources, `Cargo.toml`,
