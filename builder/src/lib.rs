@@ -143,6 +143,7 @@ mod files;
 mod ir;
 pub mod launchers;
 mod llvm;
+mod locate;
 mod parts;
 pub mod project;
 mod ptx;

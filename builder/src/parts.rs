@@ -5,6 +5,7 @@
 use crate::child::{self, ChildBuild};
 use crate::files::{write_bytes_if_changed, write_if_changed};
 use crate::llvm::Pipeline;
+use crate::locate::Located;
 use crate::toolchain::Toolchain;
 use crate::{
     arch_number, check, cuda, fail, process_ptx, verify, BuildError, BuildErrorKind, BuildOutput,
@@ -113,6 +114,7 @@ impl PtxBuilder {
             release: self.release,
             bitcode: Path::new(""),
             control: &self.control,
+            line_tables: false,
         };
         Ok(BuildOutput {
             ptx: base.ptx,
@@ -171,6 +173,7 @@ impl PtxBuilder {
             fp_contract: self.fp_contract,
             stem: &stem,
             find_libdevice: &find_libdevice,
+            line_tables: false,
         };
         let bitcode = pipeline.file("bc");
         let child = ChildBuild {
@@ -182,6 +185,7 @@ impl PtxBuilder {
             release: self.release,
             bitcode: &bitcode,
             control,
+            line_tables: false,
         };
         let what = part.map_or(String::new(), |p| format!(", its {p} kernels"));
         control.stage(
@@ -234,6 +238,19 @@ impl PtxBuilder {
             })
             .map_err(|e| in_crate(e.kind, e.message))?;
         control.check()?;
+        if !checked.errors.is_empty() {
+            let mut errors = checked.errors;
+            // The Rust lines of the findings, from a second build with line tables (only
+            // read: what ships is never built with them).
+            let located = control.stage("checks: finding the Rust lines", || {
+                Ok(self.located_ptx(job, arch, part, &find_libdevice))
+            })?;
+            if let Some(located) = located {
+                Located::new(&ptx, &located, job.crate_dir).locate(&mut errors);
+            }
+            control.check()?;
+            return Err(in_crate(BuildErrorKind::Check, verify::failure(&errors)));
+        }
         let prefix = match part {
             None => lib_name.to_string(),
             Some(a) => format!("{lib_name}.{a}"),
@@ -263,6 +280,52 @@ impl PtxBuilder {
             note: checked.note,
             libdevice: generated.libdevice,
         })
+    }
+
+    /// The crate's module built once more with line tables, records removed as in the
+    /// checked module; `None` when that build fails (the findings then go unlocated).
+    fn located_ptx(
+        &self,
+        job: &Job<'_>,
+        arch: &str,
+        part: Option<&str>,
+        find_libdevice: &dyn Fn() -> cuda::Search,
+    ) -> Option<String> {
+        // Its own target directory: the other debuginfo setting would rebuild every crate of
+        // the plain build's (and back).
+        let target_dir = job.target_dir.join("ferrocuda-lines");
+        std::fs::create_dir_all(&target_dir).ok()?;
+        let stem = target_dir.join(format!(
+            "{}.{arch}{}.{}.{:016x}",
+            job.lib_name,
+            part.map_or(String::new(), |p| format!("+{p}")),
+            child::profile(self.release).1,
+            child::path_hash(job.crate_dir)
+        ));
+        let pipeline = Pipeline {
+            control: &self.control,
+            toolchain: job.toolchain,
+            arch,
+            fp_contract: self.fp_contract,
+            stem: &stem,
+            find_libdevice,
+            line_tables: true,
+        };
+        let bitcode = pipeline.file("bc");
+        let child = ChildBuild {
+            cargo_toml: job.cargo_toml,
+            crate_name: job.crate_name,
+            arch,
+            part,
+            target_dir: &target_dir,
+            release: self.release,
+            bitcode: &bitcode,
+            control: &self.control,
+            line_tables: true,
+        };
+        child.run().ok()?;
+        let generated = pipeline.run(&bitcode).ok()?;
+        Some(process_ptx(&generated.ptx).map_or(generated.ptx, |p| p.ptx))
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::check::ptxas::{self, Resources};
 use crate::check::{check_module, Finding, Rule, Severity};
-use crate::{fail, BuildError, BuildErrorKind};
+use crate::BuildError;
 use std::path::{Path, PathBuf};
 
 /// What the checks found, when nothing fails the build.
@@ -17,6 +17,8 @@ pub(crate) struct Verified {
     pub ptxas: Option<PathBuf>,
     /// Findings that do not fail the build.
     pub warnings: Vec<Finding>,
+    /// Findings that fail it (the build reports them with [`failure`]).
+    pub errors: Vec<Finding>,
     /// The cubins assembled: (arch, file), in the order asked for.
     pub cubins: Vec<(String, PathBuf)>,
     /// A one-line note for the build's user (no ptxas: PTX only).
@@ -91,6 +93,8 @@ pub(crate) fn verify(
                 tool.display()
             ),
             arch: Some(a.into()),
+            line: None,
+            source: None,
         };
         let rejects = |a: &str, e: &str| Finding {
             function: None,
@@ -98,6 +102,8 @@ pub(crate) fn verify(
             severity: Severity::Error,
             message: format!("ptxas ({}) rejects the PTX: {e}", tool.display()),
             arch: Some(a.into()),
+            line: None,
+            source: None,
         };
         let mut made: Vec<&str> = Vec::new();
         match report {
@@ -151,20 +157,20 @@ pub(crate) fn verify(
              first loads; set FERROCUDA_PTXAS or CUDA_HOME to build cubins){why}"
         ));
     }
-    if !errors.is_empty() {
-        let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();
-        return fail(
-            BuildErrorKind::Check,
-            format!(
-                "the generated PTX breaks {} rule{}:\n{}",
-                errors.len(),
-                if errors.len() == 1 { "" } else { "s" },
-                list.join("\n")
-            ),
-        );
-    }
     out.warnings = warnings;
+    out.errors = errors;
     Ok(out)
+}
+
+/// The message of a build that breaks the rules of `errors`.
+pub(crate) fn failure(errors: &[Finding]) -> String {
+    let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();
+    format!(
+        "the generated PTX breaks {} rule{}:\n{}",
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" },
+        list.join("\n")
+    )
 }
 
 #[cfg(test)]

@@ -379,9 +379,10 @@ pub unsafe fn bad(y: SliceMut<f32>) {
 }
 "#;
     let e = build(&tmp.0.join("k"), src, |b| b).unwrap_err().to_string();
+    // Each finding names the Rust line it comes from (the barrier's `asm!`, line 15), then the
+    // PTX detail.
     for want in [
-        "bad: barrier",
-        "bar.sync 0",
+        "bad: barrier: src/lib.rs:15: `bar.sync 0` (line",
         "derives from %tid.x",
         "cbrtf: extern",
         "ferrocuda_device::math",
@@ -533,10 +534,12 @@ fn dynamic_tiles_pass_the_barrier_check_and_racy_reads_do_not() {
     let e = build(&tmp.0.join("k"), RACY_TILES, |b| b.ptxas_report(false))
         .unwrap_err()
         .to_string();
+    // Located in the Rust source: the barriers' `sync_threads()` lines (17 and 27 of the
+    // racy crate, 17 again where LLVM merged the two; 51 in the second kernel).
     for want in [
-        "tiles_by_thread: barrier",
+        "tiles_by_thread: barrier: src/lib.rs:17: `bar.sync 0`",
         "derives from %tid.x",
-        "tiles_unsynced: barrier",
+        "tiles_unsynced: barrier: src/lib.rs:51: `bar.sync 0`",
     ] {
         assert!(e.contains(want), "missing {want:?} in:\n{e}");
     }
@@ -585,8 +588,9 @@ pub unsafe fn small_tile(y: SliceMut<f32>) {
     let e = build(&tmp.0.join("k"), src, |b| b.ptxas_report(false))
         .unwrap_err()
         .to_string();
+    // No instruction to point at: the kernel's own line (its `#[kernel]`, line 6).
     assert!(
-        e.contains("big_tile: shared: 65536 bytes of static shared memory")
+        e.contains("big_tile: shared: src/lib.rs:6: 65536 bytes of static shared memory")
             && e.contains("at most 49152 bytes"),
         "{e}"
     );

@@ -115,17 +115,36 @@ pub struct Finding {
     pub message: String,
     /// The architecture of a ptxas finding.
     pub arch: Option<String>,
+    /// The PTX line (1-based) of the instruction concerned, where there is one.
+    pub line: Option<usize>,
+    /// Where in the Rust sources (`src/lib.rs:17`), when a build located it (see
+    /// [`PtxBuilder`](crate::PtxBuilder): a build that fails its checks finds the line in
+    /// the kernel crate that the instruction — or else the kernel — comes from).
+    pub source: Option<String>,
 }
 
 impl Finding {
-    fn new(function: Option<&str>, rule: Rule, severity: Severity, message: String) -> Finding {
+    pub(crate) fn new(
+        function: Option<&str>,
+        rule: Rule,
+        severity: Severity,
+        message: String,
+    ) -> Finding {
         Finding {
             function: function.map(str::to_string),
             rule,
             severity,
             message,
             arch: None,
+            line: None,
+            source: None,
         }
+    }
+
+    /// The same, about the instruction at PTX line `line`.
+    pub(crate) fn at(mut self, line: usize) -> Finding {
+        self.line = Some(line);
+        self
     }
 }
 
@@ -133,9 +152,13 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let who = self.function.as_deref().unwrap_or("<module>");
         match &self.arch {
-            Some(a) => write!(f, "{who} [{a}]: {}: {}", self.rule.name(), self.message),
-            None => write!(f, "{who}: {}: {}", self.rule.name(), self.message),
+            Some(a) => write!(f, "{who} [{a}]: {}: ", self.rule.name())?,
+            None => write!(f, "{who}: {}: ", self.rule.name())?,
         }
+        if let Some(s) = &self.source {
+            write!(f, "{s}: ")?;
+        }
+        f.write_str(&self.message)
     }
 }
 
@@ -198,6 +221,10 @@ pub fn check_module(
                 Severity::Warning,
                 format!("uses .local memory: {used}"),
             ));
+            if let Some((_, line)) = local_use(f) {
+                let last = findings.len() - 1;
+                findings[last].line = Some(line);
+            }
         }
         findings.extend(
             divergent_barriers(f, &barrier_funcs, &aborting)
@@ -209,24 +236,19 @@ pub fn check_module(
                         Severity::Warning
                     };
                     Finding::new(Some(&f.name), Rule::Barrier, severity, barrier_message(&d))
+                        .at(d.line)
                 }),
         );
     }
     for (kernel, w) in waits::unmatched_waits(&functions) {
-        findings.push(Finding::new(
-            Some(&kernel),
-            w.rule,
-            Severity::Error,
-            wait_message(&w),
-        ));
+        findings.push(
+            Finding::new(Some(&kernel), w.rule, Severity::Error, wait_message(&w)).at(w.line),
+        );
     }
     for p in wgmma::unfenced(&functions, &aborting) {
-        findings.push(Finding::new(
-            Some(&p.function),
-            Rule::Wgmma,
-            Severity::Error,
-            p.message,
-        ));
+        findings.push(
+            Finding::new(Some(&p.function), Rule::Wgmma, Severity::Error, p.message).at(p.line),
+        );
     }
     // Source paths are expected where ferrocuda's checks record their location for the host
     // (`ferrocuda_abi::diag`): the module then defines the trap record.
@@ -291,18 +313,21 @@ fn arch_finding(f: &PtxFunction, target: &ferrocuda_abi::arch::Arch) -> Option<F
                 continue;
             }
             let instruction: String = line.chars().take(60).collect();
-            return Some(Finding::new(
-                Some(&f.name),
-                Rule::Arch,
-                Severity::Error,
-                format!(
-                    "`{instruction}` (line {}) needs {needs}, but this module is built for \
+            return Some(
+                Finding::new(
+                    Some(&f.name),
+                    Rule::Arch,
+                    Severity::Error,
+                    format!(
+                        "`{instruction}` (line {}) needs {needs}, but this module is built for \
                      {target}: declare the kernel `#[kernel(arch = \"{needs}\")]` (it is then \
                      built for {needs} and launched only where that runs; keep a portable \
                      kernel of the same family for other GPUs)",
-                    f.body_line + n,
-                ),
-            ));
+                        f.body_line + n,
+                    ),
+                )
+                .at(f.body_line + n),
+            );
         }
     }
     None
@@ -563,6 +588,11 @@ pub fn calls(f: &PtxFunction) -> Vec<String> {
 /// cvta.local.u64 %SP, %SPL;` with neither register used again) is no stack: ptxas removes
 /// it and reports 0 bytes.
 pub fn local_memory(f: &PtxFunction) -> Option<String> {
+    local_use(f).map(|(what, _)| what)
+}
+
+/// [`local_memory`], with the PTX line of the first use.
+fn local_use(f: &PtxFunction) -> Option<(String, usize)> {
     let body = f.body.as_deref()?;
     let decls: Vec<&str> = body
         .split(';')
@@ -585,7 +615,7 @@ pub fn local_memory(f: &PtxFunction) -> Option<String> {
             || (i.opcode.starts_with("cvta.local") && dest == Some("%SP"))
     };
     // What is used, each with its first use.
-    let mut used: Vec<(String, String)> = Vec::new();
+    let mut used: Vec<(String, String, usize)> = Vec::new();
     for i in instrs.iter().filter(|i| !prologue(i)) {
         let names_depot = decls
             .iter()
@@ -604,13 +634,17 @@ pub fn local_memory(f: &PtxFunction) -> Option<String> {
         } else {
             continue;
         };
-        if used.iter().all(|(w, _)| *w != what) {
+        if used.iter().all(|(w, _, _)| *w != what) {
             let at = format!("line {}: `{}`", i.line, truncate(&i.text, 60));
-            used.push((what, at));
+            used.push((what, at, i.line));
         }
     }
-    let list: Vec<String> = used.iter().map(|(w, at)| format!("{w} ({at})")).collect();
-    (!list.is_empty()).then(|| list.join(", "))
+    let list: Vec<String> = used
+        .iter()
+        .map(|(w, at, _)| format!("{w} ({at})"))
+        .collect();
+    let first = used.first()?.2;
+    Some((list.join(", "), first))
 }
 
 /// Whether `operand` names the symbol `name` (not a longer one that starts with it).

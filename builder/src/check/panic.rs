@@ -136,7 +136,20 @@ pub(super) fn panic_findings(functions: &[PtxFunction]) -> Vec<Finding> {
         }
         chain.reverse();
         let shown: Vec<String> = chain.iter().map(|s| crate::ir::display_path(s)).collect();
-        out.push(Finding::new(
+        // The kernel's own call on the way there.
+        let call_line = entry.body.as_deref().and_then(|body| {
+            super::parse::statements(body, entry.body_line)
+                .into_iter()
+                .find_map(|s| match s {
+                    super::parse::Statement::Instr(i)
+                        if super::barrier::call_target(&i) == chain.get(1).map(String::as_str) =>
+                    {
+                        Some(i.line)
+                    }
+                    _ => None,
+                })
+        });
+        let mut finding = Finding::new(
             Some(&entry.name),
             Rule::Panic,
             Severity::Error,
@@ -148,7 +161,9 @@ pub(super) fn panic_findings(functions: &[PtxFunction]) -> Vec<Finding> {
                 crate::ir::display_path(&target),
                 shown.join(" → ")
             ),
-        ));
+        );
+        finding.line = call_line;
+        out.push(finding);
     }
     out
 }
