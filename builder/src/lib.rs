@@ -82,9 +82,13 @@
 //!    `ferrocuda_abi::launch`) are removed too, their bounds written into the entries
 //!    (`.maxntid` / `.reqntid`) and recorded in the manifest.
 //! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
-//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, block barriers
-//!    under thread-dependent branches, and waits nothing in their kernel can complete (an
-//!    mbarrier wait with no arrive, a `cp.async` group wait with no commit) fail the build;
+//!    `cbrtf` is pointed to `ferrocuda_device::math`), kernels that reach panic machinery
+//!    through their calls, block barriers under thread-dependent branches, shared memory over
+//!    the device's limits, and waits nothing in their kernel can complete (an mbarrier wait
+//!    with no arrive, a `cp.async` group wait with no commit) fail the build — each finding
+//!    with the kernel crate's file and line it comes from: a failing build compiles the crate
+//!    once more with line tables (`.loc` directives, inlined call sites included), into
+//!    `<target>/ferrocuda-lines` and never shipped, to find them;
 //!    then **ptxas**, when one is found
 //!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, a Python's
 //!    nvcc wheel, [`PtxBuilder::cuda_fallback`], the builder's own copy of the wheel — which
