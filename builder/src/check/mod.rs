@@ -644,7 +644,11 @@ fn local_use(f: &PtxFunction) -> Option<(String, usize)> {
         .map(|(w, at, _)| format!("{w} ({at})"))
         .collect();
     let first = used.first()?.2;
-    Some((list.join(", "), first))
+    let what = match decls.as_slice() {
+        [] => list.join(", "),
+        d => format!(".local {}, used through {}", d.join(", "), list.join(", ")),
+    };
+    Some((what, first))
 }
 
 /// Whether `operand` names the symbol `name` (not a longer one that starts with it).
