@@ -641,40 +641,54 @@ fn address_symbol(operand: &str) -> Option<&str> {
         .then_some(sym)
 }
 
-/// Whether `i` may write the shared memory that `read` (a `ld.shared` of `[symbol…]` or a
-/// register address) reads: a store, atomic, reduction, asynchronous copy, mbarrier operation
-/// or matrix store to shared or generic memory (a different symbol's own address excepted), or
-/// a call (other than to a function that never returns).
-fn may_write(i: &Instr, read: &Instr, aborting: &HashSet<String>) -> bool {
+/// What shared memory an instruction may write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Write {
+    /// Possibly any location (a generic or register address, a copy, a call).
+    Anything,
+    /// Only at the named shared symbol's own address (`st.shared [SYM+4]`).
+    Symbol(String),
+}
+
+/// What shared memory `i` may write: a store, atomic, reduction, asynchronous copy, mbarrier
+/// operation or matrix store to shared or generic memory, or a call (other than to a function
+/// that never returns); `None` when it writes none.
+fn shared_write(i: &Instr, aborting: &HashSet<String>) -> Option<Write> {
     if i.base() == "call" {
-        return !call_target(i).is_some_and(|t| aborting.contains(t));
+        return (!call_target(i).is_some_and(|t| aborting.contains(t))).then_some(Write::Anything);
     }
     let writes = matches!(
         i.base(),
         "st" | "atom" | "red" | "cp" | "mbarrier" | "stmatrix" | "wmma" | "tensormap"
     );
     if !writes || (i.base() == "wmma" && !i.opcode.starts_with("wmma.store")) {
-        return false;
+        return None;
     }
     let elsewhere = i
         .opcode
         .split('.')
         .any(|m| matches!(m, "global" | "local" | "param" | "const"));
     if elsewhere && i.base() != "cp" {
-        return false;
+        return None;
     }
-    // A store to another shared symbol's own address cannot reach this one's.
     let shared = i
         .opcode
         .split('.')
         .any(|m| m == "shared" || m == "shared::cta");
-    match (
-        shared,
-        i.operands.first().and_then(|o| address_symbol(o)),
-        read.operands.get(1).and_then(|o| address_symbol(o)),
-    ) {
-        (true, Some(w), Some(r)) => w == r,
-        _ => true,
+    match i.operands.first().and_then(|o| address_symbol(o)) {
+        Some(w) if shared && i.base() != "cp" => Some(Write::Symbol(w.to_string())),
+        _ => Some(Write::Anything),
+    }
+}
+
+/// Whether `i` may write the shared memory that `read` (a `ld.shared` of `[symbol…]` or of a
+/// register address) reads (a different symbol's own address excepted).
+fn may_write(i: &Instr, read: &Instr, aborting: &HashSet<String>) -> bool {
+    let read_sym = read.operands.get(1).and_then(|o| address_symbol(o));
+    match shared_write(i, aborting) {
+        None => false,
+        Some(Write::Anything) => true,
+        Some(Write::Symbol(w)) => read_sym.is_none_or(|r| r == w),
     }
 }
 
@@ -693,6 +707,8 @@ fn uniform_shared_loads(blocks: &[Block], aborting: &HashSet<String>) -> HashSet
         }
     }
     let mut out = HashSet::new();
+    // The writes of each barrier's interval, computed once.
+    let mut intervals: HashMap<(usize, usize), Option<HashSet<String>>> = HashMap::new();
     for (k, b) in blocks.iter().enumerate() {
         for (n, load) in b.instrs.iter().enumerate() {
             let own_shared = load.base() == "ld"
@@ -707,7 +723,16 @@ fn uniform_shared_loads(blocks: &[Block], aborting: &HashSet<String>) -> HashSet
             let Some(barrier) = barrier_before(blocks, &preds, k, n, load, aborting) else {
                 continue;
             };
-            if !written_before_next_barrier(blocks, barrier, load, aborting) {
+            let writes = intervals
+                .entry(barrier)
+                .or_insert_with(|| interval_writes(blocks, barrier, aborting));
+            let read_sym = load.operands.get(1).and_then(|o| address_symbol(o));
+            let untouched = match (writes, read_sym) {
+                (None, _) => false,
+                (Some(w), Some(r)) => !w.contains(r),
+                (Some(w), None) => w.is_empty(),
+            };
+            if untouched {
                 out.insert(load.line);
             }
         }
@@ -748,30 +773,35 @@ fn barrier_before(
     }
 }
 
-/// Whether some path from the barrier at `(block, index)` to the next barrier (or the end of
-/// the function) may write `load`'s location.
-fn written_before_next_barrier(
+/// The shared symbols that some path from the barrier at `(block, index)` to the next
+/// block-wide barrier (or the end of the function) may write; `None` when a write there may
+/// reach any location.
+fn interval_writes(
     blocks: &[Block],
     (k, n): (usize, usize),
-    load: &Instr,
     aborting: &HashSet<String>,
-) -> bool {
-    // The rest of the barrier's block, then whole blocks.
-    let scan = |instrs: &[Instr]| -> Option<bool> {
+) -> Option<HashSet<String>> {
+    let mut symbols = HashSet::new();
+    // `Some(true)`: the interval ends in these instructions.
+    let mut scan = |instrs: &[Instr]| -> Option<bool> {
         for i in instrs {
             // Only a barrier every thread waits at ends the interval (after a `bar.arrive`
             // or a barrier of some threads, a write may still race with a read).
             if is_block_wide_sync(i) {
-                return Some(false);
-            }
-            if may_write(i, load, aborting) {
                 return Some(true);
             }
+            match shared_write(i, aborting) {
+                Some(Write::Anything) => return None,
+                Some(Write::Symbol(w)) => {
+                    symbols.insert(w);
+                }
+                None => {}
+            }
         }
-        None
+        Some(false)
     };
-    if let Some(w) = scan(&blocks[k].instrs[n + 1..]) {
-        return w;
+    if scan(&blocks[k].instrs[n + 1..])? {
+        return Some(symbols);
     }
     let mut seen = vec![false; blocks.len()];
     let mut work: Vec<usize> = blocks[k].succs.clone();
@@ -779,11 +809,9 @@ fn written_before_next_barrier(
         if std::mem::replace(&mut seen[b], true) {
             continue;
         }
-        match scan(&blocks[b].instrs) {
-            Some(true) => return true,
-            Some(false) => {}
-            None => work.extend(&blocks[b].succs),
+        if !scan(&blocks[b].instrs)? {
+            work.extend(&blocks[b].succs);
         }
     }
-    false
+    Some(symbols)
 }

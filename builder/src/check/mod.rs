@@ -594,6 +594,9 @@ pub fn local_memory(f: &PtxFunction) -> Option<String> {
 /// [`local_memory`], with the PTX line of the first use.
 fn local_use(f: &PtxFunction) -> Option<(String, usize)> {
     let body = f.body.as_deref()?;
+    if !body.contains(".local") && !body.contains("%SP") {
+        return None;
+    }
     let decls: Vec<&str> = body
         .split(';')
         .map(str::trim)

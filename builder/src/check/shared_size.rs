@@ -125,7 +125,8 @@ pub fn kernel_shared(src: &str, functions: &[PtxFunction]) -> BTreeMap<String, V
         let mut arrays: Vec<SharedDecl> = Vec::new();
         while let Some(f) = work.pop() {
             let body = f.body.as_deref().unwrap_or("");
-            for s in body.split(';') {
+            let declares = body.contains(".shared");
+            for s in body.split(';').filter(|_| declares) {
                 if let Some(d) = parse_decl(s.trim()).filter(|d| d.bytes > 0) {
                     if !arrays.contains(&d) {
                         arrays.push(d);
