@@ -14,12 +14,15 @@ file, every finding a failure -- the policy for the repository's own kernels. Th
 builds that command (cargo, once) and runs it:
 
   * no `.extern` declaration but `.extern .shared` (dynamic shared memory);
-  * no panic machinery: functions, calls, message strings, source paths;
-  * no `.local` memory;
+  * no kernel that reaches panic machinery (the standard library's panic and formatting
+    functions) through its calls; no panic message strings or source paths;
+  * no `.local` memory used (LLVM's stack-frame prologue alone is none);
+  * no kernel with more than 48 KiB of static shared memory;
   * no block barrier (`bar.sync`, `barrier.sync`, `bar.arrive`, `bar.red`, or a call to a
     function that executes one) that only some threads of a block may reach: under a branch
     whose predicate derives from %tid/%laneid/... or from a loaded value (branches on
-    %ctaid, %ntid, kernel parameters, and `bra.uni` are uniform);
+    %ctaid, %ntid, kernel parameters, `bra.uni`, and values every thread reads from one
+    shared-memory location after a barrier with no write before the next are uniform);
   * no mbarrier wait (`mbarrier.test_wait`/`try_wait`) in a kernel that never arrives on an
     mbarrier, no `cp.async.wait_group` in a kernel that never commits a group;
   * no `wgmma.mma_async` reached with no `wgmma.fence` on some path, or in a kernel that never

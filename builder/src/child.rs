@@ -28,6 +28,8 @@ pub(crate) struct ChildBuild<'a> {
     pub bitcode: &'a Path,
     /// Progress and cancellation.
     pub control: &'a crate::Control,
+    /// Line tables in the bitcode (`debug = "line-tables-only"`), for locating findings.
+    pub line_tables: bool,
 }
 
 /// Cargo profile settings of every kernel build: one codegen unit with fat LTO (pulls `core`
@@ -76,6 +78,11 @@ impl ChildBuild<'_> {
             .arg(self.target_dir)
             .args(["--profile", profile]);
         for (k, v) in PROFILE {
+            let v = if k == "debug" && self.line_tables {
+                "\"line-tables-only\""
+            } else {
+                v
+            };
             cmd.arg("--config")
                 .arg(format!("profile.{profile}.{k}={v}"));
         }

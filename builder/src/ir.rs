@@ -348,7 +348,24 @@ pub(crate) fn is_uninit(init: &str) -> bool {
 /// A readable form of a Rust symbol for messages: `crate::path::NAME` for the v0 and legacy
 /// manglings of plain paths, else the symbol itself.
 pub(crate) fn display_symbol(symbol: &str) -> String {
-    let demangled = symbol
+    match demangle(symbol) {
+        Some(path) if path != symbol => format!("`{path}` (symbol `{symbol}`)"),
+        _ => format!("`{symbol}`"),
+    }
+}
+
+/// `crate::path::name` of a symbol in backquotes, or the symbol itself when it is not a plain
+/// Rust path.
+pub(crate) fn display_path(symbol: &str) -> String {
+    format!(
+        "`{}`",
+        demangle(symbol).unwrap_or_else(|| symbol.to_string())
+    )
+}
+
+/// The path of a v0 or legacy Rust symbol made of plain names.
+fn demangle(symbol: &str) -> Option<String> {
+    symbol
         .strip_prefix("_R")
         .and_then(|s| {
             let mut p = V0 {
@@ -357,11 +374,7 @@ pub(crate) fn display_symbol(symbol: &str) -> String {
             };
             p.path()
         })
-        .or_else(|| legacy(symbol));
-    match demangled {
-        Some(path) if path != symbol => format!("`{path}` (symbol `{symbol}`)"),
-        _ => format!("`{symbol}`"),
-    }
+        .or_else(|| legacy(symbol))
 }
 
 /// Legacy mangling `_ZN<len><seg>…17h<hash>E`.

@@ -19,7 +19,8 @@
 //! `ptx` (`ptx::PTX`, `ptx::MANIFEST_JSON`, `ptx::CUBINS`, `ptx::module()`, which parses them
 //! once).
 
-use crate::{fail, write_if_changed, BuildError, BuildErrorKind, BuildOutput};
+use crate::files::write_if_changed;
+use crate::{fail, BuildError, BuildErrorKind, BuildOutput};
 use ferrocuda_abi::manifest::Manifest;
 use ferrocuda_abi::ParamKind;
 use std::fmt::Write as _;

@@ -82,9 +82,13 @@
 //!    `ferrocuda_abi::launch`) are removed too, their bounds written into the entries
 //!    (`.maxntid` / `.reqntid`) and recorded in the manifest.
 //! 8. **Checks** ([`check`]): unresolved `.extern` functions (a C math function such as
-//!    `cbrtf` is pointed to `ferrocuda_device::math`), panic machinery, block barriers
-//!    under thread-dependent branches, and waits nothing in their kernel can complete (an
-//!    mbarrier wait with no arrive, a `cp.async` group wait with no commit) fail the build;
+//!    `cbrtf` is pointed to `ferrocuda_device::math`), kernels that reach panic machinery
+//!    through their calls, block barriers under thread-dependent branches, shared memory over
+//!    the device's limits, and waits nothing in their kernel can complete (an mbarrier wait
+//!    with no arrive, a `cp.async` group wait with no commit) fail the build — each finding
+//!    with the kernel crate's file and line it comes from: a failing build compiles the crate
+//!    once more with line tables (`.loc` directives, inlined call sites included), into
+//!    `<target>/ferrocuda-lines` and never shipped, to find them;
 //!    then **ptxas**, when one is found
 //!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, a Python's
 //!    nvcc wheel, [`PtxBuilder::cuda_fallback`], the builder's own copy of the wheel — which
@@ -138,9 +142,13 @@ pub mod cli;
 pub mod control;
 pub mod cuda;
 pub mod doctor;
+mod error;
+mod files;
 mod ir;
 pub mod launchers;
 mod llvm;
+mod locate;
+mod parts;
 pub mod project;
 mod ptx;
 mod shared;
@@ -152,14 +160,13 @@ pub use ferrocuda_abi::manifest::FpContract;
 pub use launchers::Launchers;
 pub use ptx::{process_ptx, ptx_entries, Processed, PtxEntry};
 
-use child::ChildBuild;
 pub use control::Control;
-use ferrocuda_abi::manifest::{self, Manifest};
-use llvm::Pipeline;
-use std::fmt;
+use error::fail;
+pub use error::{BuildError, BuildErrorKind};
+use ferrocuda_abi::manifest::Manifest;
+pub(crate) use files::write_atomically;
+pub use parts::PartOutput;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
-use toolchain::Toolchain;
 
 /// The NVPTX target triple.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
@@ -224,64 +231,6 @@ pub struct BuildOutput {
     pub note: Option<String>,
     /// Wall-clock seconds the build took (child cargo included).
     pub seconds: f64,
-}
-
-/// What kind of failure a [`BuildError`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BuildErrorKind {
-    /// The builder was configured wrongly (an arch not of the form `sm_XY`, a kernel crate
-    /// without a package name).
-    Config,
-    /// A file could not be read, written or created.
-    Io,
-    /// The toolchain is missing or incomplete (cargo, rustc or an LLVM tool cannot run, no
-    /// `rust-src` or `llvm-tools` component, no libdevice for a kernel that needs it).
-    Toolchain,
-    /// The kernel crate did not compile for the NVPTX target (rustc or an LLVM tool failed).
-    Compile,
-    /// The PTX does not agree with the kernels' manifest records.
-    Manifest,
-    /// The generated PTX breaks a rule of [`check`] (an unresolved function, a barrier under
-    /// a thread-dependent branch, …) or ptxas rejects it.
-    Check,
-    /// The build was cancelled through its [`Control`].
-    Cancelled,
-}
-
-/// Why a build failed: a [`BuildErrorKind`], and a message whose `Display` form says what to
-/// do about it.
-#[derive(Debug)]
-pub struct BuildError {
-    kind: BuildErrorKind,
-    message: String,
-}
-
-impl BuildError {
-    /// What kind of failure it is.
-    pub fn kind(&self) -> BuildErrorKind {
-        self.kind
-    }
-
-    /// The message (also the `Display` form).
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for BuildError {}
-
-fn fail<T>(kind: BuildErrorKind, message: impl Into<String>) -> Result<T, BuildError> {
-    Err(BuildError {
-        kind,
-        message: message.into(),
-    })
 }
 
 /// Environment variables a build reads (for `cargo:rerun-if-env-changed`).
@@ -554,355 +503,6 @@ impl PtxBuilder {
         }
         Ok((crate_dir, cargo_toml, crate_name))
     }
-
-    /// Builds the kernel crate and writes `<lib>.ptx` and `<lib>.json` to the output directory
-    /// — and, when kernels declare another architecture (`#[kernel(arch = "sm_90a")]`), one
-    /// more PTX per such architecture (`<lib>.sm_90a.ptx`, its cubins beside it), named in the
-    /// manifest's `parts`.
-    pub fn build(&self) -> Result<BuildOutput, BuildError> {
-        let start = Instant::now();
-        let (crate_dir, cargo_toml, crate_name) = self.crate_info()?;
-        let cubin_archs = self.cubin_list()?;
-        let lib_name = crate_name.replace('-', "_");
-        let (out_dir, target_dir) = self.dirs(&crate_dir)?;
-        let toolchain = Toolchain::detect(&crate_dir)?;
-        let job = Job {
-            crate_dir: &crate_dir,
-            cargo_toml: &cargo_toml,
-            crate_name: &crate_name,
-            lib_name: &lib_name,
-            out_dir: &out_dir,
-            target_dir: &target_dir,
-            toolchain: &toolchain,
-        };
-        let base = self.build_part(&job, &self.arch, None, &cubin_archs)?;
-        let mut kernels = base.kernels;
-        let mut resources = base.resources;
-        let mut warnings = base.warnings;
-        let mut libdevice = base.libdevice;
-        let mut parts = std::collections::BTreeMap::new();
-        let mut part_files = std::collections::BTreeMap::new();
-        // The architectures the base build's kernels asked for, each with its kernels.
-        let mut wanted: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for (kernel, arch) in &base.requests {
-            wanted.entry(arch.clone()).or_default().push(kernel.clone());
-        }
-        for (arch, names) in &wanted {
-            let part_cubins = part_cubin_archs(arch, &cubin_archs);
-            let built = self.build_part(&job, arch, Some(arch), &part_cubins)?;
-            let got: Vec<&String> = built.kernels.iter().map(|k| &k.name).collect();
-            let mut want: Vec<&String> = names.iter().collect();
-            want.sort();
-            if got != want {
-                return fail(
-                    BuildErrorKind::Manifest,
-                    format!(
-                        "kernel crate `{crate_name}`: the {arch} build made kernels {got:?}, but \
-                         the kernels declared for {arch} are {want:?}"
-                    ),
-                );
-            }
-            kernels.extend(built.kernels.into_iter().map(|mut k| {
-                k.arch = Some(arch.clone());
-                k
-            }));
-            resources.extend(built.resources);
-            warnings.extend(built.warnings);
-            libdevice = libdevice.or(built.libdevice);
-            parts.insert(
-                arch.clone(),
-                manifest::Part {
-                    ptx: file_name(&built.ptx),
-                    cubins: built
-                        .cubins
-                        .iter()
-                        .map(|(a, p)| (a.clone(), file_name(p)))
-                        .collect(),
-                },
-            );
-            part_files.insert(
-                arch.clone(),
-                PartOutput {
-                    ptx: built.ptx,
-                    cubins: built.cubins,
-                },
-            );
-        }
-        kernels.sort_by(|a, b| a.name.cmp(&b.name));
-        let manifest = Manifest {
-            format: manifest::format_for(&kernels, !parts.is_empty()),
-            arch: self.arch.clone(),
-            ptx: file_name(&base.ptx),
-            fp_contract: self.fp_contract,
-            kernels,
-            cubins: base
-                .cubins
-                .iter()
-                .map(|(a, p)| (a.clone(), file_name(p)))
-                .collect(),
-            parts,
-        };
-        let manifest_path = out_dir.join(format!("{lib_name}.json"));
-        write_if_changed(&manifest_path, &(manifest.to_json() + "\n"))?;
-        let child = ChildBuild {
-            cargo_toml: &cargo_toml,
-            crate_name: &crate_name,
-            arch: &self.arch,
-            part: None,
-            target_dir: &target_dir,
-            release: self.release,
-            bitcode: Path::new(""),
-            control: &self.control,
-        };
-        Ok(BuildOutput {
-            ptx: base.ptx,
-            manifest_path,
-            manifest,
-            sources: child.sources(&lib_name),
-            libdevice,
-            resources,
-            ptxas: base.ptxas,
-            warnings,
-            cubins: base.cubins,
-            parts: part_files,
-            note: note_with_download(base.note, start),
-            seconds: start.elapsed().as_secs_f64(),
-        })
-    }
-
-    /// Builds one part of the crate: the base (`part` = `None`: every kernel without an
-    /// `arch`), or the kernels declared for `part`; `arch` is the target CPU. Writes its PTX
-    /// and cubins to the output directory.
-    fn build_part(
-        &self,
-        job: &Job<'_>,
-        arch: &str,
-        part: Option<&str>,
-        cubin_archs: &[String],
-    ) -> Result<BuiltPart, BuildError> {
-        let crate_name = job.crate_name;
-        let lib_name = job.lib_name;
-        // Cargo leaves rustc's output alone when it finds the crate fresh, so every file name
-        // must be private to this crate, profile and arch: a target directory shared by two
-        // crates of one library name (or one crate in both profiles) must never hand back the
-        // other's module.
-        // A part's files are the base arch's too: two builds of one crate for two base archs
-        // (running at once) each build their own copy of a part.
-        let stem = job.target_dir.join(format!(
-            "{lib_name}.{}{}.{}.{:016x}",
-            self.arch,
-            part.map_or(String::new(), |p| format!("+{p}")),
-            child::profile(self.release).1,
-            child::path_hash(job.crate_dir)
-        ));
-        let explicit = self.libdevice.as_deref().map(|p| self.resolve(p));
-        let fallback = self.cuda_fallback.as_deref().map(|p| self.resolve(p));
-        let find_libdevice = || {
-            cuda::or_download(
-                || cuda::find_libdevice(explicit.as_deref(), fallback.as_deref()),
-                self.download,
-            )
-        };
-        let control = &self.control;
-        let pipeline = Pipeline {
-            control,
-            toolchain: job.toolchain,
-            arch,
-            fp_contract: self.fp_contract,
-            stem: &stem,
-            find_libdevice: &find_libdevice,
-        };
-        let bitcode = pipeline.file("bc");
-        let child = ChildBuild {
-            cargo_toml: job.cargo_toml,
-            crate_name,
-            arch,
-            part,
-            target_dir: job.target_dir,
-            release: self.release,
-            bitcode: &bitcode,
-            control,
-        };
-        let what = part.map_or(String::new(), |p| format!(", its {p} kernels"));
-        control.stage(
-            &format!("cargo: compiling `{crate_name}` for {arch}{what}"),
-            || child.run(),
-        )?;
-        let in_crate = |kind: BuildErrorKind, m: String| BuildError {
-            kind,
-            message: match part {
-                None => format!("kernel crate `{crate_name}`: {m}"),
-                Some(a) => format!("kernel crate `{crate_name}`, its {a} kernels: {m}"),
-            },
-        };
-        let generated = control
-            .stage("LLVM: bitcode to PTX", || pipeline.run(&bitcode))
-            .map_err(|e| in_crate(e.kind, e.message))?;
-        let processed_ptx =
-            process_ptx(&generated.ptx).map_err(|m| in_crate(BuildErrorKind::Manifest, m))?;
-        if part.is_some() && !processed_ptx.requests.is_empty() {
-            return Err(in_crate(
-                BuildErrorKind::Manifest,
-                "a part's build asked for further architectures".into(),
-            ));
-        }
-        let ptx = processed_ptx.ptx;
-        // ptxas checks the module as it ships: records removed, launch bounds written in.
-        let processed = pipeline.file("processed.ptx");
-        write_if_changed(&processed, &ptx)?;
-        let cubin_files: Vec<(String, PathBuf)> = cubin_archs
-            .iter()
-            .map(|a| (a.clone(), pipeline.file(&format!("{a}.cubin"))))
-            .collect();
-        let checked = control
-            .stage("checks: PTX rules, ptxas, cubins", || {
-                verify::verify(
-                    &ptx,
-                    &processed,
-                    arch,
-                    fallback.as_deref(),
-                    self.ptxas_report,
-                    self.download,
-                    &cubin_files,
-                )
-            })
-            .map_err(|e| in_crate(e.kind, e.message))?;
-        control.check()?;
-        let prefix = match part {
-            None => lib_name.to_string(),
-            Some(a) => format!("{lib_name}.{a}"),
-        };
-        let mut cubins = std::collections::BTreeMap::new();
-        for (cubin_arch, made) in &checked.cubins {
-            let bytes = std::fs::read(made).or_else(|e| {
-                fail(
-                    BuildErrorKind::Io,
-                    format!("cannot read {}: {e}", made.display()),
-                )
-            })?;
-            let path = job.out_dir.join(format!("{prefix}.{cubin_arch}.cubin"));
-            write_bytes_if_changed(&path, &bytes)?;
-            cubins.insert(cubin_arch.clone(), path);
-        }
-        let ptx_path = job.out_dir.join(format!("{prefix}.ptx"));
-        write_if_changed(&ptx_path, &ptx)?;
-        Ok(BuiltPart {
-            ptx: ptx_path,
-            kernels: processed_ptx.kernels,
-            requests: processed_ptx.requests,
-            cubins,
-            resources: checked.resources,
-            ptxas: checked.ptxas,
-            warnings: checked.warnings,
-            note: checked.note,
-            libdevice: generated.libdevice,
-        })
-    }
-}
-
-/// `note`, after a line saying what the builder downloaded during the build that began at
-/// `start` (if it did).
-fn note_with_download(note: Option<String>, start: Instant) -> Option<String> {
-    let downloaded = cuda::last_download()
-        .filter(|d| d.at >= start)
-        .and_then(|d| d.result.ok())
-        .filter(|m| m.starts_with("downloaded"));
-    match (downloaded, note) {
-        (Some(d), Some(n)) => Some(format!("{d}; {n}")),
-        (d, n) => d.or(n),
-    }
-}
-
-/// What every part of one build shares.
-struct Job<'a> {
-    crate_dir: &'a Path,
-    cargo_toml: &'a Path,
-    crate_name: &'a str,
-    lib_name: &'a str,
-    out_dir: &'a Path,
-    target_dir: &'a Path,
-    toolchain: &'a Toolchain,
-}
-
-/// One part's build.
-struct BuiltPart {
-    ptx: PathBuf,
-    kernels: Vec<manifest::KernelSig>,
-    /// Kernel → architecture, of the kernels the base build found declared for another.
-    requests: std::collections::BTreeMap<String, String>,
-    cubins: std::collections::BTreeMap<String, PathBuf>,
-    resources: Vec<check::ptxas::Resources>,
-    ptxas: Option<PathBuf>,
-    warnings: Vec<check::Finding>,
-    note: Option<String>,
-    libdevice: Option<PathBuf>,
-}
-
-/// The files of one further part of a build (see [`BuildOutput::parts`]).
-#[derive(Clone, Debug)]
-pub struct PartOutput {
-    /// The part's PTX file.
-    pub ptx: PathBuf,
-    /// Its cubins: arch → file.
-    pub cubins: std::collections::BTreeMap<String, PathBuf>,
-}
-
-/// The cubins of a part built for `arch`: an architecture-specific or family target only for
-/// itself (its machine code runs on nothing else); a portable one for itself and every arch
-/// of the crate's cubin list newer than it.
-fn part_cubin_archs(arch: &str, crate_list: &[String]) -> Vec<String> {
-    use ferrocuda_abi::arch::{Arch, Variant};
-    let Some(a) = Arch::parse(arch) else {
-        return Vec::new();
-    };
-    if a.variant != Variant::Portable {
-        return vec![arch.to_string()];
-    }
-    std::iter::once(arch.to_string())
-        .chain(
-            crate_list
-                .iter()
-                .filter(|c| arch_number(c).is_some_and(|n| n > a.number()))
-                .cloned(),
-        )
-        .collect()
-}
-
-/// The file name of `path` (as the manifest names the files beside it).
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn write_if_changed(path: &Path, contents: &str) -> Result<(), BuildError> {
-    write_bytes_if_changed(path, contents.as_bytes())
-}
-
-fn write_bytes_if_changed(path: &Path, contents: &[u8]) -> Result<(), BuildError> {
-    if std::fs::read(path).ok().as_deref() == Some(contents) {
-        return Ok(());
-    }
-    write_atomically(path, contents)
-}
-
-/// Writes `contents` to a temporary file beside `path`, then renames it: a reader (another
-/// process loading the module) sees the old file or the new one, never half of one.
-fn write_atomically(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), BuildError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, contents)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .or_else(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            fail(
-                BuildErrorKind::Io,
-                format!("cannot write {}: {e}", path.display()),
-            )
-        })
 }
 
 #[cfg(test)]

@@ -66,6 +66,10 @@ pub(crate) struct Pipeline<'a> {
     pub stem: &'a Path,
     /// Finds libdevice (called only when the module calls a libdevice function).
     pub find_libdevice: &'a dyn Fn() -> Search,
+    /// The bitcode has line tables (a build that locates its findings in the Rust sources):
+    /// `llc` writes them as `.loc` directives only (LLVM's `DebugDirectivesOnly`), with the
+    /// call sites of inlined functions (PTX ISA 7.2 and newer). Never a shipped module.
+    pub line_tables: bool,
 }
 
 /// What the pipeline produced.
@@ -101,9 +105,15 @@ impl Pipeline<'_> {
         let text = read(&text_path)?;
         let needs = shared::needs(&text).or_else(|m| fail(BuildErrorKind::Compile, m))?;
         let mut input = bitcode.to_path_buf();
-        if needs.rewrite() {
+        if needs.rewrite() || self.line_tables {
             input = self.file("rewritten.ll");
             let mut rewritten = text;
+            if self.line_tables {
+                rewritten = rewritten.replace(
+                    "emissionKind: LineTablesOnly",
+                    "emissionKind: DebugDirectivesOnly",
+                );
+            }
             if needs.shared_rewrite() {
                 rewritten = shared::rewrite(&rewritten, &needs)
                     .or_else(|m| fail(BuildErrorKind::Compile, m))?;
@@ -216,7 +226,13 @@ impl Pipeline<'_> {
             FpContract::Fast => "fast",
         };
         let mut args: Vec<OsString> = vec!["-O3".into(), format!("-mcpu={}", self.arch).into()];
-        if let Some(isa) = ptx_isa(self.arch) {
+        let isa = match ptx_isa(self.arch) {
+            // `.loc … inlined_at` needs PTX ISA 7.2 (LLVM's own choice for sm_80 and sm_86
+            // is older).
+            _ if self.line_tables && matches!(self.arch, "sm_80" | "sm_86") => Some("+ptx72"),
+            isa => isa,
+        };
+        if let Some(isa) = isa {
             args.push(format!("-mattr={isa}").into());
         }
         args.extend([

@@ -4,8 +4,8 @@
 //! its cubin).
 
 use crate::check::ptxas::{self, Resources};
-use crate::check::{check_text, Finding, Rule, Severity};
-use crate::{fail, BuildError, BuildErrorKind};
+use crate::check::{check_module, Finding, Rule, Severity};
+use crate::BuildError;
 use std::path::{Path, PathBuf};
 
 /// What the checks found, when nothing fails the build.
@@ -17,6 +17,8 @@ pub(crate) struct Verified {
     pub ptxas: Option<PathBuf>,
     /// Findings that do not fail the build.
     pub warnings: Vec<Finding>,
+    /// Findings that fail it (the build reports them with [`failure`]).
+    pub errors: Vec<Finding>,
     /// The cubins assembled: (arch, file), in the order asked for.
     pub cubins: Vec<(String, PathBuf)>,
     /// A one-line note for the build's user (no ptxas: PTX only).
@@ -28,11 +30,13 @@ fn too_old(e: &str) -> bool {
     e.contains("Unsupported .version") || e.contains("Unsupported .target")
 }
 
-/// Checks `ptx` (the text, manifest records removed) and, with ptxas, `ptx_file` (the
-/// same module as generated) for `arch`, and assembles `ptx_file` into each of `cubins`
-/// (arch, output file).
+/// Checks `ptx` (the text, manifest records removed; `dynamic_shared`: kernel → the dynamic
+/// shared memory it declares) and, with ptxas, `ptx_file` (the same module as generated) for
+/// `arch`, and assembles `ptx_file` into each of `cubins` (arch, output file).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify(
     ptx: &str,
+    dynamic_shared: &std::collections::BTreeMap<String, u32>,
     ptx_file: &Path,
     arch: &str,
     ptxas_root: Option<&Path>,
@@ -40,7 +44,7 @@ pub(crate) fn verify(
     download: bool,
     cubins: &[(String, PathBuf)],
 ) -> Result<Verified, BuildError> {
-    let text = check_text(ptx);
+    let text = check_module(ptx, dynamic_shared);
     let entries = text.entries();
     let (mut errors, mut warnings): (Vec<Finding>, Vec<Finding>) = text
         .findings
@@ -89,6 +93,8 @@ pub(crate) fn verify(
                 tool.display()
             ),
             arch: Some(a.into()),
+            line: None,
+            source: None,
         };
         let rejects = |a: &str, e: &str| Finding {
             function: None,
@@ -96,11 +102,24 @@ pub(crate) fn verify(
             severity: Severity::Error,
             message: format!("ptxas ({}) rejects the PTX: {e}", tool.display()),
             arch: Some(a.into()),
+            line: None,
+            source: None,
         };
         let mut made: Vec<&str> = Vec::new();
         match report {
             Ok(report) => {
                 let props = ptxas::parse_report(&report, arch);
+                // ptxas knows the stack: no `.local` warning for a function that no kernel
+                // with a stack frame executes (a `.func`'s frame is its callers' once ptxas
+                // inlines it).
+                let callers = crate::check::entries_reaching(&text.functions);
+                warnings.retain(|w| {
+                    let Some(f) = w.function.as_deref().filter(|_| w.rule == Rule::Local) else {
+                        return true;
+                    };
+                    let no_stack = |k: &String| props.get(k).is_some_and(|r| r.stack == Some(0));
+                    callers.get(f).is_none_or(|ks| !ks.iter().all(no_stack))
+                });
                 let (e, w): (Vec<Finding>, Vec<Finding>) =
                     ptxas::check_report(&props, &entries, arch)
                         .into_iter()
@@ -138,18 +157,66 @@ pub(crate) fn verify(
              first loads; set FERROCUDA_PTXAS or CUDA_HOME to build cubins){why}"
         ));
     }
-    if !errors.is_empty() {
-        let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();
-        return fail(
-            BuildErrorKind::Check,
-            format!(
-                "the generated PTX breaks {} rule{}:\n{}",
-                errors.len(),
-                if errors.len() == 1 { "" } else { "s" },
-                list.join("\n")
-            ),
-        );
-    }
     out.warnings = warnings;
+    out.errors = errors;
     Ok(out)
+}
+
+/// The message of a build that breaks the rules of `errors`.
+pub(crate) fn failure(errors: &[Finding]) -> String {
+    let list: Vec<String> = errors.iter().map(|f| format!("  - {f}")).collect();
+    format!(
+        "the generated PTX breaks {} rule{}:\n{}",
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" },
+        list.join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.local` store ptxas removes (nothing reads it): the text rule reports it without
+    /// ptxas; ptxas's 0-byte frame clears it.
+    const DEAD_LOCAL: &str = ".version 7.1\n.target sm_80\n.address_size 64\n\
+        .visible .entry dead(\n\t.param .u32 dead_param_0\n)\n{\n\
+        \t.local .align 4 .b8 __local_depot0[16];\n\t.reg .b32 %r<3>;\n\t.reg .b64 %SP;\n\
+        \t.reg .b64 %SPL;\n\tmov.u64 %SPL, __local_depot0;\n\tcvta.local.u64 %SP, %SPL;\n\
+        \tld.param.u32 %r1, [dead_param_0];\n\tst.local.u32 [__local_depot0], %r1;\n\tret;\n}\n";
+
+    #[test]
+    fn local_memory_ptxas_gives_no_frame_is_not_reported() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/nvcc/nvidia/cuda_nvcc");
+        assert!(
+            root.join("bin/ptxas").is_file(),
+            "no nvcc wheel at {}: run scripts/ensure_ptxas.sh",
+            root.display()
+        );
+        let dir = std::env::temp_dir().join(format!("ferrocuda-verify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("dead.ptx");
+        std::fs::write(&file, DEAD_LOCAL).unwrap();
+        let none = Default::default();
+        let run = |ptxas: bool| {
+            verify(
+                DEAD_LOCAL,
+                &none,
+                &file,
+                "sm_80",
+                Some(&root),
+                ptxas,
+                false,
+                &[],
+            )
+        };
+        let without = run(false).unwrap();
+        let rules: Vec<Rule> = without.warnings.iter().map(|w| w.rule).collect();
+        assert_eq!(rules, [Rule::Local], "{:#?}", without.warnings);
+        let with = run(true).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(with.resources.len(), 1, "{:#?}", with.resources);
+        assert_eq!(with.resources[0].stack, Some(0));
+        assert!(with.warnings.is_empty(), "{:#?}", with.warnings);
+    }
 }

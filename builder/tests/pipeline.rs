@@ -20,7 +20,14 @@
 //!   becomes `fma.rn` with `FpContract::Fast`; the manifest records the mode;
 //! * `gpu_check_fixture_builds`: the kernels of `tests/fixtures/device-lang` (which
 //!   `scripts/gpu_pipeline_check.py` runs on a GPU) build, with the expected shared memory,
-//!   one barrier each, libdevice inlined, and only `sinf`'s stack reported;
+//!   one barrier each, libdevice inlined, and nothing reported (`sinf`'s local array, which
+//!   ptxas keeps in registers, only without ptxas);
+//! * `dynamic_tiles_pass_the_barrier_check_and_racy_reads_do_not`: the dynamic-tile pattern
+//!   builds with nothing reported, a kernel named after panics too; the same read from a
+//!   thread-dependent shared address or without the barrier fails, from global memory is
+//!   reported;
+//! * `shared_memory_over_the_limit_fails_without_ptxas`: a 64 KiB static shared array fails
+//!   the build (no ptxas run) naming the kernel and the sizes;
 //! * `stack_and_local_memory_are_reported_not_refused`: libdevice's `sinf` (a local array for
 //!   huge arguments) builds, with warnings and a stack frame in ptxas's report.
 //!
@@ -373,15 +380,222 @@ pub unsafe fn bad(y: SliceMut<f32>) {
 }
 "#;
     let e = build(&tmp.0.join("k"), src, |b| b).unwrap_err().to_string();
+    // Each finding names the Rust line it comes from (the barrier's `asm!`, line 15), then the
+    // PTX detail.
     for want in [
-        "bad: barrier",
-        "bar.sync 0",
+        "bad: barrier: src/lib.rs:15: `bar.sync 0` (line",
         "derives from %tid.x",
         "cbrtf: extern",
         "ferrocuda_device::math",
     ] {
         assert!(e.contains(want), "missing {want:?} in:\n{e}");
     }
+}
+
+/// The dynamic-tile pattern (thread 0 takes a tile with an atomic and stores it to shared
+/// memory, a barrier, every thread reads it and returns when past the end, more barriers).
+const TILES: &str = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+use ferrocuda_device::atomic::{AtomicSlice, Order, Scope};
+use ferrocuda_device::{kernel, shared_array, thread, Slice, SliceMut};
+
+/// A kernel whose name says "panic", which reaches no panic machinery.
+#[kernel]
+pub unsafe fn no_panic_fill(y: SliceMut<f32>) {
+    let t = thread::index_1d();
+    if t < y.len() {
+        // SAFETY: one thread per element.
+        unsafe { y.write_unchecked(t, 1.0) };
+    }
+}
+
+
+/// Dynamic tiles: thread 0 takes the next tile, every thread reads it from shared memory.
+#[kernel]
+pub unsafe fn tiles(next: AtomicSlice<u32>, y: SliceMut<f32>, tiles: u32) {
+    let slot = shared_array!(u32, 1);
+    let t = thread::thread_idx().x as usize;
+    loop {
+        if t == 0 {
+            let tile = next.at(0).fetch_add(1, Order::Relaxed, Scope::Device);
+            // SAFETY: only thread 0 writes, the barrier orders the reads.
+            unsafe { slot.write(0, tile) };
+        }
+        thread::sync_threads();
+        let tile = slot.get(0);
+        if tile >= tiles {
+            return;
+        }
+        let i = tile as usize * 256 + t;
+        if i < y.len() {
+            // SAFETY: one thread per element.
+            unsafe { y.write_unchecked(i, tile as f32) };
+        }
+        thread::sync_threads();
+    }
+}
+
+/// The tile count read from global memory.
+#[kernel]
+pub unsafe fn tiles_global(counts: Slice<u32>, y: SliceMut<f32>) {
+    let t = thread::thread_idx().x as usize;
+    let mut tile = 0;
+    while tile < counts.get(0).unwrap_or(0) {
+        let i = tile as usize * 256 + t;
+        if i < y.len() {
+            // SAFETY: one thread per element.
+            unsafe { y.write_unchecked(i, tile as f32) };
+        }
+        thread::sync_threads();
+        tile += 1;
+    }
+}
+"#;
+
+/// The same pattern gone wrong: each thread reads its own slot (a thread-dependent address),
+/// or reads without the barrier after thread 0's store.
+const RACY_TILES: &str = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+use ferrocuda_device::atomic::{AtomicSlice, Order, Scope};
+use ferrocuda_device::{kernel, shared_array, thread, SliceMut};
+
+/// Each thread reads its own slot: a thread-dependent address.
+#[kernel]
+pub unsafe fn tiles_by_thread(next: AtomicSlice<u32>, y: SliceMut<f32>, tiles: u32) {
+    let slots = shared_array!(u32, 32);
+    let t = thread::thread_idx().x as usize;
+    loop {
+        if t < 32 {
+            let tile = next.at(0).fetch_add(1, Order::Relaxed, Scope::Device);
+            // SAFETY: one thread per slot, the barrier orders the reads.
+            unsafe { slots.write(t, tile) };
+        }
+        thread::sync_threads();
+        let tile = slots.get(t % 32);
+        if tile >= tiles {
+            return;
+        }
+        let i = tile as usize * 256 + t;
+        if i < y.len() {
+            // SAFETY: one thread per element.
+            unsafe { y.write_unchecked(i, tile as f32) };
+        }
+        thread::sync_threads();
+    }
+}
+
+/// The tile read without a barrier after thread 0's store.
+#[kernel]
+pub unsafe fn tiles_unsynced(next: AtomicSlice<u32>, y: SliceMut<f32>, tiles: u32) {
+    let slot = shared_array!(u32, 1);
+    let t = thread::thread_idx().x as usize;
+    loop {
+        if t == 0 {
+            let tile = next.at(0).fetch_add(1, Order::Relaxed, Scope::Device);
+            // SAFETY: the bug under test: no barrier before the reads.
+            unsafe { slot.write(0, tile) };
+        }
+        let tile = slot.get(0);
+        if tile >= tiles {
+            return;
+        }
+        let i = tile as usize * 256 + t;
+        if i < y.len() {
+            // SAFETY: one thread per element.
+            unsafe { y.write_unchecked(i, tile as f32) };
+        }
+        thread::sync_threads();
+    }
+}
+
+"#;
+
+#[test]
+fn dynamic_tiles_pass_the_barrier_check_and_racy_reads_do_not() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-tiles");
+    let out =
+        build(&tmp.0.join("k"), TILES, |b| b.ptxas_report(false)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        kernel_names(&out.manifest),
+        ["no_panic_fill", "tiles", "tiles_global"]
+    );
+    // The tile kernel and the kernel named after panics: nothing to report. The count read from
+    // (writable) global memory: reported, not refused.
+    let reported: Vec<String> = out.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(
+        out.warnings
+            .iter()
+            .all(|w| w.rule == Rule::Barrier && w.function.as_deref() == Some("tiles_global")),
+        "{reported:#?}"
+    );
+    assert!(!out.warnings.is_empty(), "{reported:#?}");
+    assert!(reported[0].contains("loaded value"), "{reported:#?}");
+
+    let e = build(&tmp.0.join("k"), RACY_TILES, |b| b.ptxas_report(false))
+        .unwrap_err()
+        .to_string();
+    // Located in the Rust source: the barriers' `sync_threads()` lines (17 and 27 of the
+    // racy crate, 17 again where LLVM merged the two; 51 in the second kernel).
+    for want in [
+        "tiles_by_thread: barrier: src/lib.rs:17: `bar.sync 0`",
+        "derives from %tid.x",
+        "tiles_unsynced: barrier: src/lib.rs:51: `bar.sync 0`",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in:\n{e}");
+    }
+}
+
+#[test]
+fn shared_memory_over_the_limit_fails_without_ptxas() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-smem");
+    let src = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx))]
+use ferrocuda_device::{kernel, shared_array, thread, SliceMut};
+
+/// Stages 64 KiB through shared memory: more than a kernel may declare statically.
+#[kernel]
+pub unsafe fn big_tile(y: SliceMut<f32>) {
+    let tile = shared_array!(f32, 16384);
+    let t = thread::thread_idx().x as usize;
+    for i in (t..16384).step_by(256) {
+        // SAFETY: each element written by one thread.
+        unsafe { tile.write(i, i as f32) };
+    }
+    thread::sync_threads();
+    if t < y.len() {
+        // SAFETY: one thread per element.
+        unsafe { y.write_unchecked(t, tile.get(16383 - t % 16384)) };
+    }
+}
+
+/// 1 KiB: fine.
+#[kernel]
+pub unsafe fn small_tile(y: SliceMut<f32>) {
+    let tile = shared_array!(f32, 256);
+    let t = thread::thread_idx().x as usize;
+    if t < 256 {
+        // SAFETY: one thread per element.
+        unsafe { tile.write(t, t as f32) };
+    }
+    thread::sync_threads();
+    if t < y.len() {
+        // SAFETY: one thread per element.
+        unsafe { y.write_unchecked(t, tile.get(255 - t % 256)) };
+    }
+}
+"#;
+    let e = build(&tmp.0.join("k"), src, |b| b.ptxas_report(false))
+        .unwrap_err()
+        .to_string();
+    // No instruction to point at: the kernel's own line (its `#[kernel]`, line 6).
+    assert!(
+        e.contains("big_tile: shared: src/lib.rs:6: 65536 bytes of static shared memory")
+            && e.contains("at most 49152 bytes"),
+        "{e}"
+    );
+    assert!(!e.contains("small_tile"), "{e}");
 }
 
 #[test]
@@ -521,10 +735,23 @@ fn gpu_check_fixture_builds() {
     for k in ["block_reverse", "dynamic_reverse", "staged_copy"] {
         assert_eq!(entry(&ptx, k).matches("bar.sync").count(), 1, "{k}");
     }
-    // Only sinf's reduction of huge arguments uses local memory (a stack frame).
-    assert!(!out.warnings.is_empty());
-    for w in &out.warnings {
-        assert_eq!(w.function.as_deref(), Some("math_f32"), "{w}");
-        assert!(matches!(w.rule, Rule::Local | Rule::Stack), "{w}");
-    }
+    // sinf's reduction of huge arguments declares a local array, which ptxas keeps in
+    // registers (a 0-byte frame): nothing to report.
+    assert_eq!(res("math_f32").stack, Some(0));
+    assert_eq!(out.warnings, [], "{:#?}", out.warnings);
+    // Without ptxas the PTX is all there is: its use of the array is reported.
+    let quiet = PtxBuilder::new(repo_root().join("builder/tests/fixtures/device-lang"))
+        .arch("sm_80")
+        .out_dir(&tmp.0)
+        .target_dir(shared_target_dir())
+        .cuda_fallback(&root)
+        .ptxas_report(false)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reported: Vec<(Option<&str>, Rule)> = quiet
+        .warnings
+        .iter()
+        .map(|w| (w.function.as_deref(), w.rule))
+        .collect();
+    assert_eq!(reported, [(Some("math_f32"), Rule::Local)]);
 }

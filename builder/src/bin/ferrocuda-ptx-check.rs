@@ -199,6 +199,8 @@ fn finding(rule: Rule, message: String, arch: Option<&str>) -> Finding {
         severity: Severity::Error,
         message,
         arch: arch.map(str::to_string),
+        line: None,
+        source: None,
     }
 }
 

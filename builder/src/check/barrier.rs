@@ -9,9 +9,17 @@
 //! 1. **Divergence**: a register is *thread-dependent* when it derives from `%tid`, `%laneid`,
 //!    `%warpid`, `%lanemask_*`, `%clock*`, or from a warp-level operation (`shfl`, `vote`,
 //!    `match`, `activemask`); *data-dependent* when it derives from a loaded value (`ld` other
-//!    than of the entry's own parameters or from `.const`, atomics), a call's result, or a
-//!    `.func`'s parameters. Values derived from `%ctaid`, `%ntid`, `%nctaid` and the entry's
-//!    parameters are uniform. Propagation goes through every operand and the guard predicate;
+//!    than of the entry's own parameters, from `.const` or read-only `ld.global.nc`, atomics),
+//!    a call's result, or a `.func`'s parameters. Values derived from `%ctaid`, `%ntid`,
+//!    `%nctaid` and the entry's parameters are uniform, and so is a value every thread of the
+//!    block reads from one shared-memory location after a barrier (the dynamic-tile pattern:
+//!    thread 0 takes a tile with an atomic and stores it, a barrier, every thread reads it):
+//!    a `ld.shared` whose every execution has one block-wide barrier (`bar.sync 0`, no thread
+//!    count) as the last before it — in its basic block or a chain of single-predecessor
+//!    blocks — with no path from that barrier to the next one that may write the location (a
+//!    store, atomic, asynchronous copy or call; to shared or generic memory, a different
+//!    shared symbol's own address excepted). Its address must be uniform too: a read from a
+//!    thread-dependent address stays thread-dependent. Propagation goes through every operand and the guard predicate;
 //!    a register assigned on the two sides of a divergent branch (a φ in the PTX) is divergent
 //!    too.
 //! 2. **Control flow**: the basic blocks of the function, with post-dominators computed toward
@@ -370,8 +378,15 @@ fn source_taint(reg: &str, taints: &Taints) -> Option<(Taint, String)> {
 }
 
 /// The taint an instruction gives its destinations by itself (loads, atomics, warp ops).
-fn inherent_taint(i: &Instr, uniform_params: &HashSet<&str>) -> Option<(Taint, String)> {
+fn inherent_taint(
+    i: &Instr,
+    uniform_params: &HashSet<&str>,
+    uniform_loads: &HashSet<usize>,
+) -> Option<(Taint, String)> {
     let base = i.base();
+    if uniform_loads.contains(&i.line) {
+        return None;
+    }
     if THREAD_OPS.contains(&base) {
         return Some((Taint::Thread, format!("`{}` (line {})", i.opcode, i.line)));
     }
@@ -387,7 +402,9 @@ fn inherent_taint(i: &Instr, uniform_params: &HashSet<&str>) -> Option<(Taint, S
         .unwrap_or("");
     let own_param =
         space == "param" && uniform_params.contains(addr.split('+').next().unwrap_or(""));
-    if base == "ld" && (own_param || space == "const") {
+    // `ld.global.nc`: memory the kernel never writes while it runs.
+    let read_only = space == "global" && i.opcode.split('.').any(|m| m == "nc");
+    if base == "ld" && (own_param || space == "const" || read_only) {
         return None;
     }
     let what = if base == "ld" {
@@ -399,7 +416,12 @@ fn inherent_taint(i: &Instr, uniform_params: &HashSet<&str>) -> Option<(Taint, S
 }
 
 /// Propagates taints through `instrs` until nothing changes.
-fn propagate(instrs: &[&Instr], taints: &mut Taints, uniform_params: &HashSet<&str>) {
+fn propagate(
+    instrs: &[&Instr],
+    taints: &mut Taints,
+    uniform_params: &HashSet<&str>,
+    uniform_loads: &HashSet<usize>,
+) {
     let mut changed = true;
     while changed {
         changed = false;
@@ -407,7 +429,7 @@ fn propagate(instrs: &[&Instr], taints: &mut Taints, uniform_params: &HashSet<&s
             if NO_DEST.contains(&i.base()) || i.operands.is_empty() {
                 continue;
             }
-            let mut worst = inherent_taint(i, uniform_params);
+            let mut worst = inherent_taint(i, uniform_params, uniform_loads);
             let sources = i.operands[1..].iter().flat_map(|o| registers(o));
             for r in sources.chain(i.guard.as_deref()) {
                 if let Some(t) = source_taint(r, taints) {
@@ -464,15 +486,21 @@ fn multiply_defined<'a>(instrs: &[&'a Instr]) -> HashSet<&'a str> {
 }
 
 /// Taints of every register of the function, φs of divergent branches included.
-fn taints(f: &PtxFunction, blocks: &[Block], ipdom: &[Option<usize>]) -> Taints {
+fn taints(
+    f: &PtxFunction,
+    blocks: &[Block],
+    ipdom: &[Option<usize>],
+    aborting: &HashSet<String>,
+) -> Taints {
     // An entry's parameters are the same in every thread; a `.func`'s are not known.
     let names = f.param_names();
     let uniform_params: HashSet<&str> = names.iter().copied().filter(|_| f.is_entry()).collect();
     let all: Vec<&Instr> = blocks.iter().flat_map(|b| &b.instrs).collect();
     let phis = multiply_defined(&all);
+    let uniform_loads = uniform_shared_loads(blocks, aborting);
     let mut taints = Taints::new();
     loop {
-        propagate(&all, &mut taints, &uniform_params);
+        propagate(&all, &mut taints, &uniform_params, &uniform_loads);
         let mut changed = false;
         for (k, b) in blocks.iter().enumerate() {
             let Some((t, _, br)) = divergent_branch(b, &taints) else {
@@ -515,7 +543,7 @@ pub fn divergent_barriers(
     };
     let blocks = blocks(&statements(body, f.body_line), aborting);
     let ipdom = ipdoms(&blocks);
-    let taints = taints(f, &blocks, &ipdom);
+    let taints = taints(f, &blocks, &ipdom, aborting);
     let is_sync =
         |i: &Instr| is_barrier(i) || call_target(i).is_some_and(|t| barrier_funcs.contains(t));
     let mut found: BTreeMap<usize, DivergentBarrier> = BTreeMap::new();
@@ -592,4 +620,198 @@ fn reach_from(blocks: &[Block], from: usize, stop: Option<usize>) -> Vec<bool> {
         work.extend(&blocks[b].succs);
     }
     seen
+}
+
+/// Whether `i` is a barrier of every thread of the block that waits (`bar.sync 0`,
+/// `barrier.sync.aligned 1`, `barrier.cta.sync 0`: no thread count, so all of the block's
+/// threads take part), after which the block's shared-memory writes before it are visible.
+fn is_block_wide_sync(i: &Instr) -> bool {
+    let sync = matches!(
+        i.opcode.as_str(),
+        "bar.sync" | "barrier.sync" | "barrier.sync.aligned" | "barrier.cta.sync"
+    ) || i.opcode == "barrier.cta.sync.aligned";
+    sync && i.guard.is_none() && i.operands.len() == 1
+}
+
+/// The `[symbol]` or `[symbol+offset]` an address operand names, if it names no register.
+fn address_symbol(operand: &str) -> Option<&str> {
+    let inner = operand.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let sym = inner.split('+').next()?.trim();
+    (!sym.is_empty() && !sym.starts_with('%') && !sym.starts_with(|c: char| c.is_ascii_digit()))
+        .then_some(sym)
+}
+
+/// What shared memory an instruction may write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Write {
+    /// Possibly any location (a generic or register address, a copy, a call).
+    Anything,
+    /// Only at the named shared symbol's own address (`st.shared [SYM+4]`).
+    Symbol(String),
+}
+
+/// What shared memory `i` may write: a store, atomic, reduction, asynchronous copy, mbarrier
+/// operation or matrix store to shared or generic memory, or a call (other than to a function
+/// that never returns); `None` when it writes none.
+fn shared_write(i: &Instr, aborting: &HashSet<String>) -> Option<Write> {
+    if i.base() == "call" {
+        return (!call_target(i).is_some_and(|t| aborting.contains(t))).then_some(Write::Anything);
+    }
+    let writes = matches!(
+        i.base(),
+        "st" | "atom" | "red" | "cp" | "mbarrier" | "stmatrix" | "wmma" | "tensormap"
+    );
+    if !writes || (i.base() == "wmma" && !i.opcode.starts_with("wmma.store")) {
+        return None;
+    }
+    let elsewhere = i
+        .opcode
+        .split('.')
+        .any(|m| matches!(m, "global" | "local" | "param" | "const"));
+    if elsewhere && i.base() != "cp" {
+        return None;
+    }
+    let shared = i
+        .opcode
+        .split('.')
+        .any(|m| m == "shared" || m == "shared::cta");
+    match i.operands.first().and_then(|o| address_symbol(o)) {
+        Some(w) if shared && i.base() != "cp" => Some(Write::Symbol(w.to_string())),
+        _ => Some(Write::Anything),
+    }
+}
+
+/// Whether `i` may write the shared memory that `read` (a `ld.shared` of `[symbol…]` or of a
+/// register address) reads (a different symbol's own address excepted).
+fn may_write(i: &Instr, read: &Instr, aborting: &HashSet<String>) -> bool {
+    let read_sym = read.operands.get(1).and_then(|o| address_symbol(o));
+    match shared_write(i, aborting) {
+        None => false,
+        Some(Write::Anything) => true,
+        Some(Write::Symbol(w)) => read_sym.is_none_or(|r| r == w),
+    }
+}
+
+/// The lines of the shared-memory loads whose value is the same in every thread of the block:
+/// `ld.shared` (of the block's own shared memory) that every thread executing it reaches from
+/// one block-wide barrier — the same basic block or a chain of single-predecessor blocks, no
+/// possible write in between — such that no path from that barrier to the next one writes
+/// the location (the dynamic-tile pattern: thread 0 stores, barrier, every thread reads).
+/// Whether the address is the same in every thread is the taint propagation's part: a load
+/// from a thread-dependent address stays thread-dependent.
+fn uniform_shared_loads(blocks: &[Block], aborting: &HashSet<String>) -> HashSet<usize> {
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+    for (k, b) in blocks.iter().enumerate() {
+        for &s in &b.succs {
+            preds[s].push(k);
+        }
+    }
+    let mut out = HashSet::new();
+    // The writes of each barrier's interval, computed once.
+    let mut intervals: HashMap<(usize, usize), Option<HashSet<String>>> = HashMap::new();
+    for (k, b) in blocks.iter().enumerate() {
+        for (n, load) in b.instrs.iter().enumerate() {
+            let own_shared = load.base() == "ld"
+                && load
+                    .opcode
+                    .split('.')
+                    .nth(1)
+                    .is_some_and(|s| s == "shared" || s == "shared::cta");
+            if !own_shared {
+                continue;
+            }
+            let Some(barrier) = barrier_before(blocks, &preds, k, n, load, aborting) else {
+                continue;
+            };
+            let writes = intervals
+                .entry(barrier)
+                .or_insert_with(|| interval_writes(blocks, barrier, aborting));
+            let read_sym = load.operands.get(1).and_then(|o| address_symbol(o));
+            let untouched = match (writes, read_sym) {
+                (None, _) => false,
+                (Some(w), Some(r)) => !w.contains(r),
+                (Some(w), None) => w.is_empty(),
+            };
+            if untouched {
+                out.insert(load.line);
+            }
+        }
+    }
+    out
+}
+
+/// The block-wide barrier `(block, index)` that every path to `blocks[k].instrs[n]` passes
+/// last, with no possible write of `load`'s location between; `None` if there is none.
+fn barrier_before(
+    blocks: &[Block],
+    preds: &[Vec<usize>],
+    mut k: usize,
+    mut n: usize,
+    load: &Instr,
+    aborting: &HashSet<String>,
+) -> Option<(usize, usize)> {
+    let mut seen = HashSet::new();
+    loop {
+        for m in (0..n).rev() {
+            let i = &blocks[k].instrs[m];
+            if is_block_wide_sync(i) {
+                return Some((k, m));
+            }
+            if is_barrier(i) || may_write(i, load, aborting) {
+                return None;
+            }
+        }
+        // The only way in: the single predecessor (never the function's first block, which
+        // the function is entered at too).
+        match preds[k].as_slice() {
+            [p] if k != 0 && seen.insert(*p) => {
+                k = *p;
+                n = blocks[k].instrs.len();
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The shared symbols that some path from the barrier at `(block, index)` to the next
+/// block-wide barrier (or the end of the function) may write; `None` when a write there may
+/// reach any location.
+fn interval_writes(
+    blocks: &[Block],
+    (k, n): (usize, usize),
+    aborting: &HashSet<String>,
+) -> Option<HashSet<String>> {
+    let mut symbols = HashSet::new();
+    // `Some(true)`: the interval ends in these instructions.
+    let mut scan = |instrs: &[Instr]| -> Option<bool> {
+        for i in instrs {
+            // Only a barrier every thread waits at ends the interval (after a `bar.arrive`
+            // or a barrier of some threads, a write may still race with a read).
+            if is_block_wide_sync(i) {
+                return Some(true);
+            }
+            match shared_write(i, aborting) {
+                Some(Write::Anything) => return None,
+                Some(Write::Symbol(w)) => {
+                    symbols.insert(w);
+                }
+                None => {}
+            }
+        }
+        Some(false)
+    };
+    if scan(&blocks[k].instrs[n + 1..])? {
+        return Some(symbols);
+    }
+    let mut seen = vec![false; blocks.len()];
+    let mut work: Vec<usize> = blocks[k].succs.clone();
+    while let Some(b) = work.pop() {
+        if std::mem::replace(&mut seen[b], true) {
+            continue;
+        }
+        if !scan(&blocks[b].instrs)? {
+            work.extend(&blocks[b].succs);
+        }
+    }
+    Some(symbols)
 }

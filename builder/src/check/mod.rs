@@ -7,8 +7,9 @@
 //! | rule | what | builder | `ferrocuda-ptx-check` |
 //! | --- | --- | --- | --- |
 //! | [`Rule::Extern`] | an unresolved `.extern` (only `.extern .shared`, dynamic shared memory, and the driver's [`DRIVER_FUNCTIONS`] — `vprintf` — are allowed) | error | error |
-//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: functions, calls, message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
+//! | [`Rule::Panic`], [`Rule::PanicText`] | panic machinery: a kernel that reaches a panic function of the standard library through its calls ([`panic`](mod@panic)), message strings, source paths (allowed in a module with `ferrocuda_abi::diag`'s trap record, whose checks record their location) | error | error |
 //! | [`Rule::Barrier`] | a block barrier under a thread-dependent branch ([`barrier`]) | error (warning when it depends only on loaded data) | error |
+//! | [`Rule::Shared`] | a kernel's static shared memory over 48 KiB, or static plus declared dynamic (`shared_bytes`) over its arch's per-block maximum ([`shared_size`]) | error | error |
 //! | [`Rule::Arch`] | an instruction the module's `.target` lacks (`wgmma` outside `sm_90a`, TMA or cluster instructions below `sm_90`): the kernel needs `#[kernel(arch = "…")]` | error | error |
 //! | [`Rule::MBarrier`] | an mbarrier wait in a kernel that never arrives on an mbarrier ([`waits`]) | error | error |
 //! | [`Rule::CpAsync`] | a `cp.async` group wait in a kernel that never commits a group ([`waits`]) | error | error |
@@ -21,9 +22,11 @@
 //! of every memory access, for the tests of the generated code.
 
 pub mod barrier;
+pub mod panic;
 pub mod parse;
 pub mod ptxas;
 pub mod sass;
+pub mod shared_size;
 pub mod waits;
 pub mod wgmma;
 
@@ -37,7 +40,7 @@ use std::fmt;
 pub enum Rule {
     /// An unresolved `.extern` declaration or a call to one.
     Extern,
-    /// A panic-machinery function (defined, declared or called).
+    /// A kernel that reaches panic machinery through its calls.
     Panic,
     /// A byte array holding a panic message or a source path.
     PanicText,
@@ -61,6 +64,8 @@ pub enum Rule {
     Entry,
     /// An instruction the module's target architecture does not have.
     Arch,
+    /// Shared memory over the device's limits.
+    Shared,
     /// A `wgmma.mma_async` without its fence, commit or wait (or serialized by ptxas).
     Wgmma,
 }
@@ -82,6 +87,7 @@ impl Rule {
             Rule::Manifest => "manifest",
             Rule::Entry => "entry",
             Rule::Arch => "arch",
+            Rule::Shared => "shared",
             Rule::Wgmma => "wgmma",
         }
     }
@@ -109,17 +115,36 @@ pub struct Finding {
     pub message: String,
     /// The architecture of a ptxas finding.
     pub arch: Option<String>,
+    /// The PTX line (1-based) of the instruction concerned, where there is one.
+    pub line: Option<usize>,
+    /// Where in the Rust sources (`src/lib.rs:17`), when a build located it (see
+    /// [`PtxBuilder`](crate::PtxBuilder): a build that fails its checks finds the line in
+    /// the kernel crate that the instruction — or else the kernel — comes from).
+    pub source: Option<String>,
 }
 
 impl Finding {
-    fn new(function: Option<&str>, rule: Rule, severity: Severity, message: String) -> Finding {
+    pub(crate) fn new(
+        function: Option<&str>,
+        rule: Rule,
+        severity: Severity,
+        message: String,
+    ) -> Finding {
         Finding {
             function: function.map(str::to_string),
             rule,
             severity,
             message,
             arch: None,
+            line: None,
+            source: None,
         }
+    }
+
+    /// The same, about the instruction at PTX line `line`.
+    pub(crate) fn at(mut self, line: usize) -> Finding {
+        self.line = Some(line);
+        self
     }
 }
 
@@ -127,9 +152,13 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let who = self.function.as_deref().unwrap_or("<module>");
         match &self.arch {
-            Some(a) => write!(f, "{who} [{a}]: {}: {}", self.rule.name(), self.message),
-            None => write!(f, "{who}: {}: {}", self.rule.name(), self.message),
+            Some(a) => write!(f, "{who} [{a}]: {}: ", self.rule.name())?,
+            None => write!(f, "{who}: {}: ", self.rule.name())?,
         }
+        if let Some(s) = &self.source {
+            write!(f, "{s}: ")?;
+        }
+        f.write_str(&self.message)
     }
 }
 
@@ -156,19 +185,35 @@ impl TextCheck {
 }
 
 /// Runs the text rules (externs, panic machinery, local memory, divergent barriers, waits
-/// nothing can complete).
+/// nothing can complete, static shared memory over 48 KiB).
 pub fn check_text(ptx: &str) -> TextCheck {
+    check_module(ptx, &Default::default())
+}
+
+/// [`check_text`], with the dynamic shared memory the kernels declare (kernel → bytes of
+/// `#[kernel(shared_bytes = n)]`, from the manifest): static plus dynamic shared memory over
+/// the `.target`'s per-block maximum is refused too.
+pub fn check_module(
+    ptx: &str,
+    dynamic_shared: &std::collections::BTreeMap<String, u32>,
+) -> TextCheck {
     let src = strip_comments(ptx);
     let functions = parse_functions(&src);
     let mut findings = extern_findings(&src, &functions);
     let target = ptx_target(&src);
+    findings.extend(shared_size::shared_findings(
+        &src,
+        &functions,
+        target.as_deref(),
+        dynamic_shared,
+    ));
     if let Some(t) = target.as_deref().and_then(ferrocuda_abi::arch::Arch::parse) {
         findings.extend(functions.iter().filter_map(|f| arch_finding(f, &t)));
     }
+    findings.extend(panic::panic_findings(&functions));
     let barrier_funcs = functions_with_barriers(&functions);
     let aborting = functions_that_abort(&functions);
     for f in &functions {
-        findings.extend(panic_findings(f));
         if let Some(used) = local_memory(f) {
             findings.push(Finding::new(
                 Some(&f.name),
@@ -176,6 +221,10 @@ pub fn check_text(ptx: &str) -> TextCheck {
                 Severity::Warning,
                 format!("uses .local memory: {used}"),
             ));
+            if let Some((_, line)) = local_use(f) {
+                let last = findings.len() - 1;
+                findings[last].line = Some(line);
+            }
         }
         findings.extend(
             divergent_barriers(f, &barrier_funcs, &aborting)
@@ -187,24 +236,19 @@ pub fn check_text(ptx: &str) -> TextCheck {
                         Severity::Warning
                     };
                     Finding::new(Some(&f.name), Rule::Barrier, severity, barrier_message(&d))
+                        .at(d.line)
                 }),
         );
     }
     for (kernel, w) in waits::unmatched_waits(&functions) {
-        findings.push(Finding::new(
-            Some(&kernel),
-            w.rule,
-            Severity::Error,
-            wait_message(&w),
-        ));
+        findings.push(
+            Finding::new(Some(&kernel), w.rule, Severity::Error, wait_message(&w)).at(w.line),
+        );
     }
     for p in wgmma::unfenced(&functions, &aborting) {
-        findings.push(Finding::new(
-            Some(&p.function),
-            Rule::Wgmma,
-            Severity::Error,
-            p.message,
-        ));
+        findings.push(
+            Finding::new(Some(&p.function), Rule::Wgmma, Severity::Error, p.message).at(p.line),
+        );
     }
     // Source paths are expected where ferrocuda's checks record their location for the host
     // (`ferrocuda_abi::diag`): the module then defines the trap record.
@@ -269,18 +313,21 @@ fn arch_finding(f: &PtxFunction, target: &ferrocuda_abi::arch::Arch) -> Option<F
                 continue;
             }
             let instruction: String = line.chars().take(60).collect();
-            return Some(Finding::new(
-                Some(&f.name),
-                Rule::Arch,
-                Severity::Error,
-                format!(
-                    "`{instruction}` (line {}) needs {needs}, but this module is built for \
+            return Some(
+                Finding::new(
+                    Some(&f.name),
+                    Rule::Arch,
+                    Severity::Error,
+                    format!(
+                        "`{instruction}` (line {}) needs {needs}, but this module is built for \
                      {target}: declare the kernel `#[kernel(arch = \"{needs}\")]` (it is then \
                      built for {needs} and launched only where that runs; keep a portable \
                      kernel of the same family for other GPUs)",
-                    f.body_line + n,
-                ),
-            ));
+                        f.body_line + n,
+                    ),
+                )
+                .at(f.body_line + n),
+            );
         }
     }
     None
@@ -495,6 +542,32 @@ fn truncate(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
+/// Function → the kernels (`.entry`) that execute it: itself for an entry, the entries that
+/// reach it through calls for a `.func`.
+pub fn entries_reaching(
+    functions: &[PtxFunction],
+) -> std::collections::HashMap<String, std::collections::BTreeSet<String>> {
+    let graph: std::collections::HashMap<&str, Vec<String>> = functions
+        .iter()
+        .filter(|f| f.body.is_some())
+        .map(|f| (f.name.as_str(), calls(f)))
+        .collect();
+    let mut out: std::collections::HashMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for e in functions
+        .iter()
+        .filter(|f| f.is_entry() && f.body.is_some())
+    {
+        let mut work = vec![e.name.clone()];
+        while let Some(f) = work.pop() {
+            if out.entry(f.clone()).or_default().insert(e.name.clone()) {
+                work.extend(graph.get(f.as_str()).into_iter().flatten().cloned());
+            }
+        }
+    }
+    out
+}
+
 /// Direct call targets of a function (indirect calls through a register have no name).
 pub fn calls(f: &PtxFunction) -> Vec<String> {
     let Some(body) = f.body.as_deref() else {
@@ -509,76 +582,86 @@ pub fn calls(f: &PtxFunction) -> Vec<String> {
         .collect()
 }
 
-/// Name fragments of the panic machinery (legacy and v0 manglings carry path segments
-/// literally).
-const PANIC_NAMES: [&str; 13] = [
-    "panic",
-    "rust_begin_unwind",
-    "unwrap_failed",
-    "expect_failed",
-    "assert_failed",
-    "slice_index_fail",
-    "slice_start_index_len_fail",
-    "slice_end_index_len_fail",
-    "slice_index_order_fail",
-    "slice_error_fail",
-    "str_index_overflow_fail",
-    "len_mismatch_fail",
-    "index_overflow_fail",
-];
-
-/// Whether a function name belongs to the panic machinery.
-pub fn is_panic_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    PANIC_NAMES.iter().any(|p| lower.contains(p))
-}
-
-fn panic_findings(f: &PtxFunction) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if is_panic_name(&f.name) {
-        let what = if f.body.is_some() {
-            "defined"
-        } else {
-            "declared"
-        };
-        out.push(Finding::new(
-            Some(&f.name),
-            Rule::Panic,
-            Severity::Error,
-            format!("panic-machinery function {what} at line {}", f.line),
-        ));
-    }
-    for target in calls(f).into_iter().filter(|t| is_panic_name(t)) {
-        out.push(Finding::new(
-            Some(&f.name),
-            Rule::Panic,
-            Severity::Error,
-            format!("calls panic-machinery function {target}"),
-        ));
-    }
-    out
-}
-
-/// What in a function uses the `.local` state space, if anything.
+/// What in a function uses the `.local` state space, if anything: a `.local` array (LLVM's
+/// `__local_depot`, the stack frame) that an instruction reads, writes or takes the address
+/// of, or a `.local` access. LLVM's prologue alone (`mov.u64 %SPL, __local_depot0;
+/// cvta.local.u64 %SP, %SPL;` with neither register used again) is no stack: ptxas removes
+/// it and reports 0 bytes.
 pub fn local_memory(f: &PtxFunction) -> Option<String> {
+    local_use(f).map(|(what, _)| what)
+}
+
+/// [`local_memory`], with the PTX line of the first use.
+fn local_use(f: &PtxFunction) -> Option<(String, usize)> {
     let body = f.body.as_deref()?;
-    let decls: Vec<String> = body
+    if !body.contains(".local") && !body.contains("%SP") {
+        return None;
+    }
+    let decls: Vec<&str> = body
         .split(';')
         .map(str::trim)
         .filter(|s| s.starts_with(".local"))
         .filter_map(|s| s.split_whitespace().last())
-        .map(|n| format!(".local {}", n.split('[').next().unwrap_or(n)))
+        .map(|n| n.split('[').next().unwrap_or(n))
         .collect();
-    if !decls.is_empty() {
-        return Some(decls.join(", "));
-    }
-    if body.contains("__local_depot") {
-        return Some("__local_depot".into());
-    }
-    let stack = parse::registers(body)
+    let instrs: Vec<parse::Instr> = parse::statements(body, f.body_line)
         .into_iter()
-        .any(|r| r == "%SP" || r == "%SPL");
-    stack.then(|| "%SP/%SPL stack pointer".into())
+        .filter_map(|s| match s {
+            parse::Statement::Instr(i) if !i.opcode.starts_with('.') => Some(i),
+            _ => None,
+        })
+        .collect();
+    // The prologue: `mov %SPL, <depot>` and `cvta.local %SP, %SPL`.
+    let prologue = |i: &parse::Instr| {
+        let dest = i.operands.first().map(String::as_str);
+        (i.base() == "mov" && dest == Some("%SPL"))
+            || (i.opcode.starts_with("cvta.local") && dest == Some("%SP"))
+    };
+    // What is used, each with its first use.
+    let mut used: Vec<(String, String, usize)> = Vec::new();
+    for i in instrs.iter().filter(|i| !prologue(i)) {
+        let names_depot = decls
+            .iter()
+            .find(|d| i.operands.iter().any(|o| mentions(o, d)));
+        let stack_reg = i
+            .operands
+            .iter()
+            .flat_map(|o| parse::registers(o))
+            .find(|r| *r == "%SP" || *r == "%SPL");
+        let what = if let Some(d) = names_depot {
+            format!(".local {d}")
+        } else if let Some(r) = stack_reg {
+            format!("the stack pointer {r}")
+        } else if i.opcode.contains(".local") {
+            "a .local access".to_string()
+        } else {
+            continue;
+        };
+        if used.iter().all(|(w, _, _)| *w != what) {
+            let at = format!("line {}: `{}`", i.line, truncate(&i.text, 60));
+            used.push((what, at, i.line));
+        }
+    }
+    let list: Vec<String> = used
+        .iter()
+        .map(|(w, at, _)| format!("{w} ({at})"))
+        .collect();
+    let first = used.first()?.2;
+    let what = match decls.as_slice() {
+        [] => list.join(", "),
+        d => format!(".local {}, used through {}", d.join(", "), list.join(", ")),
+    };
+    Some((what, first))
+}
+
+/// Whether `operand` names the symbol `name` (not a longer one that starts with it).
+pub(crate) fn mentions(operand: &str, name: &str) -> bool {
+    operand.match_indices(name).any(|(at, _)| {
+        let after = operand[at + name.len()..].chars().next();
+        let before = operand[..at].chars().next_back();
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+        !after.is_some_and(ident) && !before.is_some_and(ident)
+    })
 }
 
 /// The first target of the `.target` directive (e.g. `sm_80`).

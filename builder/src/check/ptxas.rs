@@ -109,6 +109,8 @@ pub fn check_report(
             severity,
             message,
             arch: Some(arch.to_string()),
+            line: None,
+            source: None,
         });
     };
     for &name in entries {
@@ -179,6 +181,8 @@ pub fn wgmma_findings(report: &str, arch: &str) -> Vec<Finding> {
                  (ferrocuda_device::wgmma's thread model)"
             ),
             arch: Some(arch.to_string()),
+            line: None,
+            source: None,
         })
         .collect()
 }

@@ -343,18 +343,59 @@ fn panic_machinery() {
     );
     let c = check_text(&ptx);
     let got: Vec<(String, Rule, Severity)> = rules(&c);
+    // The kernels that reach the machinery, each once; not the machinery's own definition.
     assert_eq!(
         got,
         [
-            (PANIC_FN.to_string(), Rule::Panic, Severity::Error),
             ("gather".into(), Rule::Panic, Severity::Error),
-            (PANIC_FN.to_string(), Rule::Panic, Severity::Error),
             ("legacy".into(), Rule::Panic, Severity::Error),
         ],
         "{:#?}",
         c.findings
     );
+    assert!(
+        c.findings[0]
+            .message
+            .contains("`core::panicking::panic_bounds_check`"),
+        "{}",
+        c.findings[0]
+    );
+    assert!(
+        c.findings[1]
+            .message
+            .contains("`legacy` → `core::panicking::panic`"),
+        "{}",
+        c.findings[1]
+    );
     assert_eq!(c.entries(), ["gather", "legacy"]);
+}
+
+#[test]
+fn panic_is_decided_by_calls_not_names() {
+    // A kernel named after panics, calling a helper that reaches the machinery two calls down;
+    // a kernel with "panic" in its name that reaches nothing; a user function named `panic`.
+    let ptx = format!(
+        "{HEADER}\n.func {PANIC_FN}(\n\t.param .b64 p0\n)\n.noreturn\n{{\n\ttrap;\n}}\n\
+         .func _RNvCs1_2uc5inner()\n{{\n\tcall.uni {PANIC_FN}, (param0);\n\tret;\n}}\n\
+         .func _RNvCs1_2uc5outer()\n{{\n\tcall.uni _RNvCs1_2uc5inner, ();\n\tret;\n}}\n\
+         .func _RNvCs1_2uc5panic()\n{{\n\tret;\n}}\n\
+         .visible .entry panic_free_sum()\n{{\n\tcall.uni _RNvCs1_2uc5panic, ();\n\tret;\n}}\n\
+         .visible .entry deep()\n{{\n\tcall.uni _RNvCs1_2uc5outer, ();\n\tret;\n}}\n"
+    );
+    let c = check_text(&ptx);
+    assert_eq!(
+        rules(&c),
+        [("deep".to_string(), Rule::Panic, Severity::Error)],
+        "{:#?}",
+        c.findings
+    );
+    assert!(
+        c.findings[0]
+            .message
+            .contains("`deep` → `uc::outer` → `uc::inner` → `core::panicking::panic_bounds_check`"),
+        "{}",
+        c.findings[0]
+    );
 }
 
 #[test]
@@ -398,13 +439,32 @@ fn panic_text_and_byte_arrays() {
 
 #[test]
 fn local_memory_is_a_warning() {
-    let body = "\t.local .align 4 .b8 __local_depot1[64];\n\t.reg .b64 %SP;\n\tmov.u64 %SPL, __local_depot1;\n\tret;";
+    // The depot used: its address taken through %SP and a store through it.
+    let body = "\t.local .align 4 .b8 __local_depot1[64];\n\t.reg .b64 %SP;\n\t.reg .b64 %SPL;\n\t\
+                mov.u64 %SPL, __local_depot1;\n\tcvta.local.u64 %SP, %SPL;\n\t\
+                add.u64 %rd1, %SP, 0;\n\tst.u32 [%rd1], %r1;\n\tret;";
     let c = check_text(&entry("depot", body));
     assert_eq!(
         rules(&c),
         [("depot".to_string(), Rule::Local, Severity::Warning)]
     );
-    assert!(c.findings[0].message.contains("__local_depot1"));
+    assert!(c.findings[0].message.contains("%SP"), "{}", c.findings[0]);
+    // A .local array read directly.
+    let direct =
+        "\t.local .align 4 .b8 __local_depot2[8];\n\tld.local.u32 %r1, [__local_depot2];\n\tret;";
+    let c = check_text(&entry("direct", direct));
+    assert_eq!(rules(&c).len(), 1, "{:#?}", c.findings);
+    assert!(
+        c.findings[0].message.contains("__local_depot2"),
+        "{}",
+        c.findings[0]
+    );
+    // LLVM's prologue alone, registers never used again: ptxas reports 0 bytes, no warning.
+    let prologue =
+        "\t.local .align 4 .b8 __local_depot3[64];\n\t.reg .b64 %SP;\n\t.reg .b64 %SPL;\n\t\
+                    mov.u64 %SPL, __local_depot3;\n\tcvta.local.u64 %SP, %SPL;\n\tret;";
+    let c = check_text(&entry("prologue", prologue));
+    assert!(c.findings.is_empty(), "{:#?}", c.findings);
 }
 
 const REPORT_OK: &str = "\
@@ -810,4 +870,106 @@ fn ptxas_serializing_wgmma_is_a_warning_naming_the_function() {
     assert!(
         super::ptxas::wgmma_findings("ptxas info    : Used 90 registers\n", "sm_90a").is_empty()
     );
+}
+
+/// The dynamic-tile loop as rustc compiles it: thread 0 takes a tile with an atomic and stores
+/// it to `SLOT`; a barrier; every thread reads `SLOT` (`{READ}`), returns when it is past the
+/// end, works, and meets the next barrier. `{AFTER}` is put right after the read.
+const TILE_LOOP: &str = "\
+\t.shared .align 4 .u32 SLOT;
+\t.shared .align 4 .u32 OTHER;
+\tld.param.b32 %r2, [k_param_1];
+\tld.param.b64 %rd10, [k_param_0];
+\tmov.u32 %r3, %tid.x;
+\tsetp.ne.b32 %p1, %r3, 0;
+\tbra.uni $L__BB1_1;
+$L__BB1_12:
+\tbar.sync 0;
+$L__BB1_1:
+\t@%p1 bra $L__BB1_4;
+\tatom.relaxed.gpu.global.add.u32 %r5, [%rd10], 1;
+\tst.shared.b32 [SLOT], %r5;
+$L__BB1_4:
+{BARRIER}
+{READ}
+{AFTER}
+\tsetp.lt.u32 %p3, %r7, %r2;
+\t@!%p3 bra $L__BB1_5;
+\tst.shared.b32 [OTHER], %r3;
+\tbra.uni $L__BB1_12;
+$L__BB1_5:
+\tret;";
+
+fn tile_loop(barrier: &str, read: &str, after: &str) -> Vec<Finding> {
+    barrier_findings(
+        &TILE_LOOP
+            .replace("{BARRIER}", barrier)
+            .replace("{READ}", read)
+            .replace("{AFTER}", after),
+    )
+}
+
+#[test]
+fn a_value_every_thread_reads_from_shared_memory_after_a_barrier_is_uniform() {
+    let bar = "\tbar.sync 0;";
+    let read = "\tld.shared.b32 %r7, [SLOT];";
+    // The pattern: accepted (a store to another shared array before the next barrier is no
+    // write of SLOT).
+    assert_eq!(tile_loop(bar, read, ""), [], "the dynamic-tile pattern");
+    assert_eq!(tile_loop("\tbarrier.sync.aligned 0;", read, ""), []);
+    // A read-only global value at the same address in every thread: uniform too.
+    let nc = "\tld.global.nc.b32 %r7, [%rd10];";
+    assert_eq!(tile_loop(bar, nc, ""), []);
+
+    let severities = |found: &[Finding]| -> Vec<Severity> {
+        found.iter().map(|f| f.severity).collect::<Vec<_>>()
+    };
+    // Both barriers of the loop are reported, as depending on loaded data.
+    let data_dependent = |found: &[Finding]| {
+        found.len() == 2
+            && found
+                .iter()
+                .all(|f| f.severity == Severity::Warning && f.message.contains("loaded value"))
+    };
+    // Refused: the address depends on the thread.
+    let by_thread =
+        "\tmul.wide.u32 %rd3, %r3, 4;\n\tmov.u64 %rd4, SLOT;\n\tadd.s64 %rd5, %rd4, %rd3;\n\
+                     \tld.shared.b32 %r7, [%rd5];";
+    let found = tile_loop(bar, by_thread, "");
+    assert_eq!(
+        severities(&found),
+        [Severity::Error, Severity::Error],
+        "{found:#?}"
+    );
+    assert!(found[0].message.contains("%tid.x"), "{}", found[0]);
+    // Reported: no barrier between thread 0's store and the read…
+    let found = tile_loop("", read, "");
+    assert_eq!(severities(&found), [Severity::Warning], "{found:#?}");
+    assert!(found[0].message.contains("loaded value"), "{}", found[0]);
+    // … a barrier that only some threads wait at (a thread count), or one that does not wait;
+    for partial in ["\tbar.sync 1, 64;", "\tbar.arrive 0, 64;"] {
+        assert!(!tile_loop(partial, read, "").is_empty(), "{partial}");
+    }
+    // … a value from (writable) global memory;
+    let global = "\tld.global.b32 %r7, [%rd10];";
+    let found = tile_loop(bar, global, "");
+    assert!(data_dependent(&found), "{found:#?}");
+    // … a thread writing the location after the barrier, before the next one (its write
+    // races with the others' reads): after the read, on another path, or through a generic
+    // pointer or a call.
+    for write in [
+        "\t@%p1 bra $L__BB1_9;\n\tst.shared.b32 [SLOT], %r2;\n$L__BB1_9:",
+        "\tst.shared.b32 [SLOT+0], %r2;",
+        "\tst.u32 [%rd10], %r2;",
+        "\tatom.shared.add.u32 %r9, [SLOT], 1;",
+        "\tcall.uni helper, ();",
+    ] {
+        let found = tile_loop(bar, read, write);
+        assert!(data_dependent(&found), "{write}: {found:#?}");
+    }
+    // … and a write on a path that does not read: thread 0 stores while the others read.
+    let side = "\tbar.sync 0;\n\t@%p1 bra $L__BB1_7;\n\tst.shared.b32 [SLOT], %r2;\n\t\
+                bra.uni $L__BB1_8;\n$L__BB1_7:";
+    let found = tile_loop(side, read, "$L__BB1_8:");
+    assert!(data_dependent(&found), "{found:#?}");
 }

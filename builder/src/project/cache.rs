@@ -9,6 +9,9 @@
 //!   `RUSTUP_TOOLCHAIN`), plus `rustc -vV` when the channel is not pinned to a version or a
 //!   date (`stable`, `nightly`: the same name means another compiler tomorrow);
 //! * the target: triple, arch, profile, floating-point contraction;
+//! * the CUDA tools a build would use (`tools_id`): the ptxas and the libdevice found (path,
+//!   size, modification time) or their absence — a ptxas installed after a PTX-only build
+//!   makes the next build assemble the cubins;
 //! * every input file the compiler's dep-info listed (the crate's sources, `Cargo.toml`,
 //!   `Cargo.lock`, other path dependencies), by path and contents — paths inside the crate
 //!   relative to it, so a copied crate keeps its cache.
@@ -35,7 +38,7 @@ pub struct Stamp {
 }
 
 /// The revision of the stamp's rules, part of every key.
-const STAMP_REVISION: &str = "stamp-2";
+const STAMP_REVISION: &str = "stamp-3";
 
 /// The part of the key that does not depend on the input files.
 pub(crate) fn key_base(
@@ -44,18 +47,45 @@ pub(crate) fn key_base(
     arch: &str,
     release: bool,
     fp_contract: FpContract,
+    tools: &str,
 ) -> u64 {
     let mut h = fnv_field(FNV_OFFSET, env!("CARGO_PKG_VERSION").as_bytes());
     // The stamp's rules: a new revision retires every older stamp (revision 2: a crate inside
     // a ferrocuda checkout records its own sources; revision-1 stamps of such crates listed
-    // none, so they looked current after any edit).
+    // none, so they looked current after any edit; revision 3: the CUDA tools found are part
+    // of the key).
     h = fnv_field(h, STAMP_REVISION.as_bytes());
+    h = fnv_field(h, tools.as_bytes());
     h = fnv_field(h, &fingerprint.to_le_bytes());
     h = fnv_field(h, toolchain_id(crate_dir).as_bytes());
     for part in [TARGET, arch, if release { "release" } else { "dev" }] {
         h = fnv_field(h, part.as_bytes());
     }
     fnv_field(h, fp_contract.name().as_bytes())
+}
+
+/// What identifies the CUDA tools a build finds (`cuda_fallback`: see
+/// [`PtxBuilder::cuda_fallback`](crate::PtxBuilder::cuda_fallback)): the ptxas and the
+/// libdevice the builder's searches find — path, size and modification time — or their absence.
+/// (The LLVM tools come with the toolchain, which the key covers.)
+pub(crate) fn tools_id(cuda_fallback: Option<&Path>) -> String {
+    let describe = |found: Option<PathBuf>| match found {
+        Some(p) => {
+            let meta = std::fs::metadata(&p).ok();
+            let len = meta.as_ref().map_or(0, |m| m.len());
+            let modified = meta
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{} {len} {modified}", p.display())
+        }
+        None => "absent".to_string(),
+    };
+    format!(
+        "ptxas: {}\nlibdevice: {}",
+        describe(crate::cuda::find_ptxas(cuda_fallback).found),
+        describe(crate::cuda::find_libdevice(None, cuda_fallback).found)
+    )
 }
 
 /// What identifies the toolchain the crate directory selects (see the module docs).
@@ -193,6 +223,38 @@ mod tests {
         std::fs::write(root.join("device/src/lib.rs"), "d").unwrap();
         let sources = [krate.join("src/lib.rs"), root.join("device/src/lib.rs")];
         assert_eq!(inputs(&sources, &krate, &root), ["src/lib.rs"]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_key_follows_the_tools_found() {
+        let root = std::env::temp_dir().join(format!("fc-tools-{}", std::process::id()));
+        let ptxas = root.join("bin/ptxas");
+        std::fs::create_dir_all(ptxas.parent().unwrap()).unwrap();
+        std::fs::write(&ptxas, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let without = tools_id(None);
+        let with = tools_id(Some(&root));
+        let base = |tools: &str| key_base(&root, 1, "sm_80", true, FpContract::Off, tools);
+        if crate::cuda::find_ptxas(Some(&root)).found.as_deref() == Some(ptxas.as_path()) {
+            // The fallback's ptxas is the one a build would use (nothing earlier in the search
+            // order found one): it is named, and the key is another than without it.
+            assert!(with.contains(&ptxas.display().to_string()), "{with}");
+            assert!(!without.contains(&ptxas.display().to_string()), "{without}");
+            assert_ne!(base(&with), base(&without));
+        } else {
+            // A ptxas found earlier (CUDA_HOME, PATH, …) wins either way.
+            assert_eq!(with.lines().next(), without.lines().next());
+        }
+        // Replacing the ptxas (another size) changes the id.
+        std::fs::write(&ptxas, "#!/bin/sh\n# another version\n").unwrap();
+        if crate::cuda::find_ptxas(Some(&root)).found.as_deref() == Some(ptxas.as_path()) {
+            assert_ne!(tools_id(Some(&root)), with);
+        }
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -169,6 +169,7 @@ pub fn build_crate(
         &req.arch,
         req.release,
         req.fp_contract,
+        &cache::tools_id(req.cuda_fallback.as_deref()),
     );
     if !req.force {
         if let Some(_stamp) = cache::fresh(&stamp_path, base, &dir, &ptx, &manifest_path) {
