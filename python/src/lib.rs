@@ -10,32 +10,31 @@
 //!
 //! Each module uses only the modules listed above it:
 //!
-//! 1. [`util`] — small helpers: integers, short strings, tuples and lists, type names, NumPy
+//! 1. [`config`] — the environment variables' table and values, for the pure-Python
+//!    package.
+//! 2. [`util`] — small helpers: integers, short strings, tuples and lists, type names, NumPy
 //!    attributes.
-//! 2. [`errors`] — `CudaError`, `PerformanceWarning`, host errors as Python exceptions,
+//! 3. [`errors`] — `CudaError`, `PerformanceWarning`, host errors as Python exceptions,
 //!    failures of reading a producer's objects, `Trap` and `last_trap` (failed device checks).
-//! 3. [`read`] — readers of foreign objects, each producing the host crate's description:
+//! 4. [`read`] — readers of foreign objects, each producing the host crate's description:
 //!    interface dictionaries (`read::cai`), CuPy and torch fast paths (`read::fast`), DLPack
 //!    capsules (`read::dlpack`), NumPy host arrays (`read::host`), stream and sync arguments
 //!    (`read::streams`).
-//! 4. [`arrays`] — the array objects: `DeviceArray`, `ForeignArray`, the DLPack export, and
+//! 5. [`arrays`] — the array objects: `DeviceArray`, `ForeignArray`, the DLPack export, and
 //!    the capsules held until a kernel completes.
-//! 5. [`args`] — argument classification: what each launch argument is.
-//! 6. [`docs`] — signatures and docstrings of launchers.
-//! 7. [`call`] — the call path: options, kernel selection, scalars, the launch through the
+//! 6. [`args`] — argument classification: what each launch argument is.
+//! 7. [`docs`] — signatures and docstrings of launchers.
+//! 8. [`call`] — the call path: options, kernel selection, scalars, the launch through the
 //!    host crate's two phases (host arrays staged between them).
-//! 8. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
+//! 9. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
 //!    second half per launch with what can change read again (streams, moved memory).
-//! 9. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
-//!    differ only in selection; `ConfiguredLauncher`.
-//! 10. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
+//! 10. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
+//!     differ only in selection; `ConfiguredLauncher`.
+//! 11. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
 //!     `BuildError` (through `ferrocuda_builder::project`).
-//! 11. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
-//! 12. [`functions`] — the module-level functions.
-//! 13. [`xla`] — XLA FFI handlers (`jax.jit`), over the host crate and [`module`].
-//!
-//! [`config`] — the environment variables' table and values, for the pure-Python package —
-//! uses none of them.
+//! 12. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
+//! 13. [`functions`] — the module-level functions.
+//! 14. [`xla`] — XLA FFI handlers (`jax.jit`), over the host crate and [`module`].
 //!
 //! This file registers the classes and functions (it uses every layer).
 //!

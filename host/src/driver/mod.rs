@@ -6,7 +6,8 @@
 //! Layered as cudarc is; each module uses only those above it:
 //!
 //! 1. [`trap`] — the registry of kernels' trap records (host-mapped memory the device fills
-//!    before a failed check traps), read when a sticky error is reported; no driver calls.
+//!    before a failed check traps) and of the last kernel launched on each device, read when
+//!    a sticky error is reported; no driver calls.
 //! 2. `result` — thin `Result` wrappers over the raw calls (cudarc's own `result` functions
 //!    where it has them), each `unsafe` with a `# Safety` section when it has preconditions;
 //!    the only module that calls the driver.

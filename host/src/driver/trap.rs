@@ -16,6 +16,7 @@
 
 use ferrocuda_abi::diag::TrapRecord;
 use std::fmt;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 /// The words that introduce a trap record in an error message (`…; a device check failed at
@@ -49,7 +50,7 @@ impl Trap {
     fn from_record(device: usize, rec: &TrapRecord) -> Option<Trap> {
         rec.is_written().then(|| Trap {
             device,
-            kernel: crate::driver::last_kernel(device),
+            kernel: last_kernel(device),
             file: String::from_utf8_lossy(rec.file_bytes()).into_owned(),
             truncated: rec.flags & TrapRecord::TRUNCATED != 0,
             line: rec.line,
@@ -127,6 +128,28 @@ pub fn describe(device: usize) -> Option<String> {
         let rec = unsafe { std::ptr::read_volatile(r.record) };
         rec.describe()
     })
+}
+
+/// Most devices ferrocuda addresses in one process.
+pub const MAX_DEVICES: usize = 64;
+
+static LAST_KERNEL: [AtomicPtr<String>; MAX_DEVICES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
+
+/// Records the most recent kernel launched on `device` (so that a later fault can name it).
+/// `name` must live for the rest of the process (modules leak their kernel names for this).
+#[inline]
+pub(crate) fn set_last_kernel(device: usize, name: &'static String) {
+    if let Some(slot) = LAST_KERNEL.get(device) {
+        slot.store(name as *const String as *mut String, Ordering::Relaxed);
+    }
+}
+
+/// The most recent kernel ferrocuda launched on `device`, if any.
+pub fn last_kernel(device: usize) -> Option<&'static str> {
+    let p = LAST_KERNEL.get(device)?.load(Ordering::Relaxed);
+    // SAFETY: only `set_last_kernel` stores here, always a `&'static String`.
+    (!p.is_null()).then(|| unsafe { (*p).as_str() })
 }
 
 #[cfg(test)]

@@ -2,15 +2,13 @@
 //! fault, the last kernel and the device check that failed), [`init`], and whether the driver
 //! exports a symbol.
 
+pub(crate) use crate::driver::trap::set_last_kernel;
+pub use crate::driver::trap::{last_kernel, MAX_DEVICES};
 use crate::error::{Error, ErrorKind, Result};
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
-
-/// Most devices ferrocuda addresses in one process.
-pub const MAX_DEVICES: usize = 64;
 
 /// Names the call in a cudarc error.
 pub(super) trait Named<T> {
@@ -98,25 +96,6 @@ const STICKY: [sys::CUresult; 10] = {
         CUDA_ERROR_ECC_UNCORRECTABLE,
     ]
 };
-
-static LAST_KERNEL: [AtomicPtr<String>; MAX_DEVICES] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_DEVICES];
-
-/// Records the most recent kernel launched on `device` (so that a later fault can name it).
-/// `name` must live for the rest of the process (modules leak their kernel names for this).
-#[inline]
-pub(crate) fn set_last_kernel(device: usize, name: &'static String) {
-    if let Some(slot) = LAST_KERNEL.get(device) {
-        slot.store(name as *const String as *mut String, Ordering::Relaxed);
-    }
-}
-
-/// The most recent kernel ferrocuda launched on `device`, if any.
-pub fn last_kernel(device: usize) -> Option<&'static str> {
-    let p = LAST_KERNEL.get(device)?.load(Ordering::Relaxed);
-    // SAFETY: only `set_last_kernel` stores here, always a `&'static String`.
-    (!p.is_null()).then(|| unsafe { (*p).as_str() })
-}
 
 /// `true` when `libcuda.so` can be loaded.
 fn library_present() -> bool {

@@ -56,7 +56,7 @@ mod torch;
 
 pub use cupy::cupy_stream_source;
 use cupy::{cupy, cupy_layout, cupy_stream, cupy_unchanged};
-use shared::{dtype_code, dtype_of_code, int_tuple, PtrTable, CUPY_NULL, CUPY_ON, DTYPES};
+use shared::{dtype_code, dtype_of_code, int_tuple, switch, PtrTable, CUPY_NULL, CUPY_ON, DTYPES};
 pub use shared::{CallState, Layout};
 pub use torch::{refuse_lazy_bits, torch_read_source, torch_stream};
 use torch::{torch, torch_api, torch_layout, torch_stream_on, torch_view};
@@ -132,17 +132,6 @@ pub fn kind_of(obj: &Bound<'_, PyAny>) -> Kind {
     };
     KINDS.insert(&ty, kind as u8);
     kind
-}
-
-/// A switch of [`ferrocuda_config`] read once into `cell`; a value it does not take is a
-/// `ValueError` (at every call: the launch that reads it fails).
-pub(super) fn switch(
-    var: &ferrocuda_config::Var,
-    cell: &OnceLock<Result<bool, ferrocuda_config::Error>>,
-) -> PyResult<bool> {
-    cell.get_or_init(|| var.switch())
-        .clone()
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
 /// `FERROCUDA_FAST_PATHS`, read once.

@@ -172,3 +172,17 @@ where
     }
     Some(n)
 }
+
+// ---------------------------------------------------------------------------------------
+// Configuration switches.
+
+/// A switch of [`ferrocuda_config`] read once into `cell`; a value it does not take is a
+/// `ValueError` (at every call: the launch that reads it fails).
+pub(super) fn switch(
+    var: &ferrocuda_config::Var,
+    cell: &std::sync::OnceLock<Result<bool, ferrocuda_config::Error>>,
+) -> PyResult<bool> {
+    cell.get_or_init(|| var.switch())
+        .clone()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}

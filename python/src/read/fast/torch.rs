@@ -150,7 +150,7 @@ pub(super) fn torch_stream_on(
 pub(super) fn torch_api(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
     static ON: std::sync::OnceLock<Result<bool, ferrocuda_config::Error>> =
         std::sync::OnceLock::new();
-    if !super::switch(&ferrocuda_config::TORCH_EXCHANGE, &ON)? {
+    if !super::shared::switch(&ferrocuda_config::TORCH_EXCHANGE, &ON)? {
         return Ok(None);
     }
     static API: PyOnceLock<Option<ExchangeApi>> = PyOnceLock::new();
