@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from linear_ref import bound, reference
 
 pytestmark = pytest.mark.gpu
 
@@ -105,33 +106,6 @@ def activation_tol(torch: Any, dtype: Any) -> Any:
         return t
 
     return tol
-
-
-def fused_reference(torch: Any, x: Any, w: Any, b: Any, act: str) -> Any:
-    """``act(x @ w.T + b)`` in float64 (the fused-epilogue ``linear_bias*`` families)."""
-    s = x.double() @ w.double().t() + b.double()
-    f = torch.nn.functional
-    return {
-        "none": lambda v: v,
-        "relu": torch.relu,
-        "gelu": f.gelu,
-        "gelu_tanh": lambda v: f.gelu(v, approximate="tanh"),
-        "silu": f.silu,
-    }[act](s)
-
-
-def fused_tol(torch: Any, x: Any, w: Any, b: Any, want: Any, k: int, odtype: Any) -> Any:
-    """The error bound of a fused ``linear_bias*`` result: the f32 sums' (``(K + 2)`` f32
-    ulps of ``Σ|xw|``) and the bias addition's (one ulp of ``|s|``), through an activation of
-    slope at most 1.13 (GELU's largest), the activation's own (8 f32 ulps of the result and
-    of its argument), then one rounding to the output type."""
-    e32 = eps(torch, torch.float32)
-    mag = x.double().abs() @ w.double().abs().t()
-    s = (x.double() @ w.double().t() + b.double()).abs()
-    tl = 1.13 * ((k + 2) * e32 * mag + e32 * s) + 8 * e32 * (want.abs() + s) + 1e-30
-    if odtype != torch.float32:
-        tl = tl + eps(torch, odtype) * want.abs() + float(torch.finfo(odtype).tiny)
-    return tl
 
 
 def views(torch: Any, gen: Any, dtype: Any) -> list[tuple[str, Any]]:
@@ -396,12 +370,10 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
             b = rand(t, gen, (n,), t.bfloat16, 1.0)
 
             def expect(d: dict[str, Any], act: str = act) -> dict[str, Any]:
-                return {"out": fused_reference(t, d["x"], d["w"], d["bias"], act)}
+                return {"out": reference(t, d["x"], d["w"], d["bias"], act)}
 
-            def tol(
-                name: str, want: Any, d: dict[str, Any], k: int = k, odtype: Any = odtype
-            ) -> Any:
-                return fused_tol(t, d["x"], d["w"], d["bias"], want, k, odtype)
+            def tol(name: str, want: Any, d: dict[str, Any], odtype: Any = odtype) -> Any:
+                return bound(t, d["x"], d["w"], d["bias"], want, odtype)
 
             out.append(
                 Case(
