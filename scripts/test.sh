@@ -54,7 +54,13 @@ outdir="$(cargo build --quiet --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "build-script-executed" and "#ferrocuda@" in m["package_id"]:
+    if m.get("reason") != "build-script-executed":
+        continue
+    # "path+file:///…/dir#name@version", or "…/ferrocuda#version" when the directory has
+    # the package name (cargo then leaves the name out).
+    url, _, frag = m["package_id"].partition("#")
+    name = frag.split("@")[0] if "@" in frag else url.rstrip("/").rsplit("/", 1)[-1]
+    if name == "ferrocuda":
         print(m["out_dir"])
 ' | tail -1)"
 python3 scripts/check_ptx.py "$outdir/ferrocuda_kernels.ptx" --manifest "$outdir/ferrocuda_kernels.json" \
