@@ -72,7 +72,7 @@ def report(r):
 """
 
 #: argv: manifest path, mode. ferrocuda alone: its own synchronization reports the fault.
-FERROCUDA_CHILD = (
+ALONE_CHILD = (
     PRELUDE
     + r"""
 mod = ferrocuda.load(sys.argv[1])
@@ -219,7 +219,7 @@ def test_ferrocuda_error_names_the_failed_check(
     manifest: Path, diag_source: list[str], mode: int
 ) -> None:
     line = line_of(diag_source, MARKERS[mode])
-    r = run_child(FERROCUDA_CHILD, str(manifest), str(mode))
+    r = run_child(ALONE_CHILD, str(manifest), str(mode))
     assert r["raised"] == "CudaError", r
     msg = r["message"]
     assert f"src/diag.rs:{line}:" in msg, msg

@@ -95,8 +95,10 @@ pub fn key(req: &InlineRequest, sources: &CrateSources) -> String {
     h = fnv_field(h, env!("CARGO_PKG_VERSION").as_bytes());
     h = fnv_field(h, &sources.fingerprint().to_le_bytes());
     h = fnv_field(h, toolchain_id(sources).as_bytes());
-    // A ptxas (or libdevice) found later makes another entry, with cubins.
-    h = fnv_field(h, super::cache::tools_id(None).as_bytes());
+    // The CUDA tools found are not part of the key: a hit must stay a file lookup (no
+    // search that runs Python, and the same entry whatever PATH holds), and a build that
+    // fetched libdevice must find its own entry next. An entry built before a ptxas was
+    // installed has no cubins (the driver compiles its PTX); `force` rebuilds it with them.
     // Unset (the default list) hashes as before; a list by its items, empty included.
     let cubins = match ferrocuda_config::CUBIN_ARCHS.list() {
         Ok(None) => String::new(),
