@@ -173,6 +173,12 @@ impl<'a> Launchers<'a> {
             };
             let extras = extras_doc(k);
             let (variants_doc, launch) = layout_variants(self.manifest, k, rt);
+            // The body's own names: `args` is bound from the parameters before `k` shadows any
+            // of them; the options parameter takes a name no kernel parameter has.
+            let mut opts = String::from("opts");
+            while k.params.iter().any(|p| p.name == opts) {
+                opts.push('_');
+            }
             let _ = writeln!(
                 code,
                 "/// Launches kernel `{name}` of {origin} (family `{family}`): {sig}.{extras}\
@@ -181,13 +187,13 @@ impl<'a> Launchers<'a> {
                  shapes, read-only arrays, overlap, pointers); see \
                  [`Kernel::launch`]({rt}::Kernel::launch).{safety_doc}\n\
                  #[allow(clippy::too_many_arguments)]\n\
-                 pub {unsafety}fn {name}({params}{comma}opts: &{rt}::LaunchOptions) \
+                 pub {unsafety}fn {name}({params}{comma}{opts}: &{rt}::LaunchOptions) \
                  -> {rt}::Result<{rt}::Launched> {{\n    \
+                 let args: [{rt}::Arg<'_>; {nargs}] = [{args}];\n    \
                  let k = {module_fn}()?.kernel_at({index})?;\n    \
                  debug_assert_eq!(k.name(), {name:?});\n    \
-                 let args: [{rt}::Arg<'_>; {nargs}] = [{args}];\n    \
                  // SAFETY: {safety}.\n    \
-                 unsafe {{ {launch}.launch(&args, opts) }}\n}}\n",
+                 unsafe {{ {launch}.launch(&args, {opts}) }}\n}}\n",
                 name = k.name,
                 origin = self.origin,
                 family = k.family,
@@ -196,6 +202,7 @@ impl<'a> Launchers<'a> {
                 comma = if params.is_empty() { "" } else { ", " },
                 args = args.join(", "),
                 nargs = args.len(),
+                opts = opts,
             );
         }
         Ok(code)
@@ -365,6 +372,35 @@ mod tests {
             param("y", "slice", 16)
         ))
         .unwrap()
+    }
+
+    /// Kernel parameters named like the launcher's own bindings (`k`, `args`, `opts`) are
+    /// read before the body's `k` shadows them, and the options parameter steps aside.
+    #[test]
+    fn parameters_named_like_the_launchers_bindings() {
+        let m = Manifest::from_json(
+            r#"{"format": 1, "arch": "sm_80", "ptx": "k.ptx", "kernels": [
+                {"name": "clash", "family": "clash", "params": [
+                  {"name": "k", "kind": "slice", "dtype": "float32", "rank": 1, "mutable": false, "size": 16, "align": 8},
+                  {"name": "args", "kind": "slice", "dtype": "float32", "rank": 1, "mutable": true, "size": 16, "align": 8},
+                  {"name": "opts", "kind": "scalar", "dtype": "float32", "rank": 0, "mutable": false, "size": 4, "align": 4}]}]}"#,
+        )
+        .unwrap();
+        let code = Launchers::with_module_fn(&m, "crate::m").code().unwrap();
+        let (bind_args, bind_k) = (
+            code.find("let args:").unwrap(),
+            code.find("let k = crate::m()").unwrap(),
+        );
+        assert!(bind_args < bind_k, "{code}");
+        assert!(
+            code.contains("opts: f32, opts_: &::ferrocuda_host::LaunchOptions)"),
+            "{code}"
+        );
+        assert!(code.contains("launch(&args, opts_)"), "{code}");
+        assert!(
+            code.contains("AsArg::as_arg(k), ::ferrocuda_host::AsArg::as_arg(args)"),
+            "{code}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! | `cute::GMMA::Layout_K_SW128_Atom<T>` … | [`Swizzle`], [`Swizzle::offset`] (where element (row, byte) of a tile lives) |
 //! | `warpgroup_arrive()` (`wgmma.fence`) | [`fence`] |
 //! | `wgmma.mma_async…m64n128k16.f32.bf16.bf16` | [`mma_bf16::<128>`](mma_bf16) (`N` = 8 … 256 in steps of 8) |
+//! | the same with A from registers, B N-major (`imm-trans-b` 1) | [`mma_bf16_rs_nb`], descriptor [`MatrixDesc::n_major`] |
 //! | `warpgroup_commit_batch()` / `warpgroup_wait<N>()` | [`commit_group`] / [`wait_group`] |
 //! | `warpgroup_fence_operand(acc)` | [`fence_operand`] |
 //! | `cutlass::arch::warpgroup_reg_alloc<N>()` / `_dealloc` | [`setmaxnreg_inc`] / [`setmaxnreg_dec`] |
@@ -208,6 +209,21 @@ impl MatrixDesc {
         MatrixDesc::new(addr, 16, swizzle.base_alignment(), swizzle)
     }
 
+    /// The descriptor of an **N-major** (or M-major) swizzled tile at `addr`, for the
+    /// `_nb` instructions (`mma_bf16_rs_nb`): the K × N tile is stored
+    /// as *panels* of `row_bytes` along N (64 bf16 for [`Swizzle::B128`]), each a stack of
+    /// K rows (one row per k, swizzled as [`Swizzle::offset`] says), panels `panel_bytes`
+    /// apart (the LBO field); groups of 8 k-rows are one atom apart (the SBO field). Step k16
+    /// of such a tile is `16 * row_bytes` bytes further ([`advance`](Self::advance)).
+    ///
+    /// Checked as [`new`](Self::new); [`Swizzle::None`] has no panels of this form (use `new`).
+    pub const fn n_major(addr: u32, panel_bytes: u32, swizzle: Swizzle) -> Result<Self, DescError> {
+        if matches!(swizzle, Swizzle::None) {
+            return Err(DescError::BadOffset);
+        }
+        MatrixDesc::new(addr, panel_bytes, swizzle.base_alignment(), swizzle)
+    }
+
     /// The same descriptor with its start address `bytes` further (a multiple of 16): the next
     /// k16 step within a swizzled row is 32 bytes on (bf16, f16, tf32 k8).
     pub const fn advance(self, bytes: u32) -> Self {
@@ -404,8 +420,17 @@ mod device {
                 #[inline(always)]
                 unsafe fn rs(acc: &mut [f32; $regs], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: Ty) {
                     match ty {
-                        Ty::Bf16 => mma_ss!(@asm_rs $n, "bf16.bf16", acc, a, b, scale_d, [$($i)*], $last),
-                        _ => mma_ss!(@asm_rs $n, "f16.f16", acc, a, b, scale_d, [$($i)*], $last),
+                        Ty::Bf16 => mma_ss!(@asm_rs $n, "bf16.bf16", "0", acc, a, b, scale_d, [$($i)*], $last),
+                        _ => mma_ss!(@asm_rs $n, "f16.f16", "0", acc, a, b, scale_d, [$($i)*], $last),
+                    }
+                }
+
+                /// `rs` with B N-major (`imm-trans-b` = 1).
+                #[inline(always)]
+                unsafe fn rs_nb(acc: &mut [f32; $regs], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: Ty) {
+                    match ty {
+                        Ty::Bf16 => mma_ss!(@asm_rs $n, "bf16.bf16", "1", acc, a, b, scale_d, [$($i)*], $last),
+                        _ => mma_ss!(@asm_rs $n, "f16.f16", "1", acc, a, b, scale_d, [$($i)*], $last),
                     }
                 }
             }
@@ -430,7 +455,7 @@ mod device {
                 )
             }
         };
-        (@asm_rs $n:literal, $ty:literal, $acc:ident, $a:ident, $b:ident, $sd:ident, [$($i:literal)*], $last:literal) => {
+        (@asm_rs $n:literal, $ty:literal, $tb:literal, $acc:ident, $a:ident, $b:ident, $sd:ident, [$($i:literal)*], $last:literal) => {
             // SAFETY: as above.
             unsafe {
                 asm!(
@@ -438,7 +463,7 @@ mod device {
                         "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; ",
                         "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.", $ty, " {{",
                         $("{", $i, "}, ",)* "{", $last, "}",
-                        "}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 0; }}"
+                        "}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, ", $tb, "; }}"
                     ),
                     $(inout(reg32) $acc[$i],)*
                     inout(reg32) $acc[$last],
@@ -485,6 +510,8 @@ mod device {
         unsafe fn ss(acc: &mut [f32; R], a: MatrixDesc, b: MatrixDesc, scale_d: bool, ty: u8);
         #[doc(hidden)]
         unsafe fn rs(acc: &mut [f32; R], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: u8);
+        #[doc(hidden)]
+        unsafe fn rs_nb(acc: &mut [f32; R], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: u8);
     }
 
     /// `N` columns as a type (`Cols<128>`), for [`WgmmaN`].
@@ -502,6 +529,11 @@ mod device {
                 unsafe fn rs(acc: &mut [f32; $r], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: u8) {
                     // SAFETY: the caller's contract.
                     unsafe { Shape::<$n>::rs(acc, a, b, scale_d, ty_of(ty)) }
+                }
+                #[inline(always)]
+                unsafe fn rs_nb(acc: &mut [f32; $r], a: [u32; 4], b: MatrixDesc, scale_d: bool, ty: u8) {
+                    // SAFETY: the caller's contract.
+                    unsafe { Shape::<$n>::rs_nb(acc, a, b, scale_d, ty_of(ty)) }
                 }
             }
         )*};
@@ -620,11 +652,71 @@ mod device {
         // SAFETY: the caller's contract.
         unsafe { <Cols<N> as WgmmaN<R>>::rs(acc, a, b, scale_d, 1) }
     }
+
+    /// [`mma_bf16_rs`] with B **N-major** (`imm-trans-b` = 1): the 16 × N B tile stored
+    /// with N contiguous — row `k` of a K × N row-major tile, as a `(seq, head_dim)` tile of
+    /// attention's `V` lies — described by [`MatrixDesc::n_major`](super::MatrixDesc::n_major).
+    /// `acc (+)= A · B` with that B (no transpose in the product: the flag only names the
+    /// layout).
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_bf16`] (for `b` only).
+    #[inline(always)]
+    pub unsafe fn mma_bf16_rs_nb<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: [u32; 4],
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::rs_nb(acc, a, b, scale_d, 0) }
+    }
+
+    /// [`mma_bf16_rs_nb`] for f16 inputs.
+    ///
+    /// # Safety
+    ///
+    /// As [`mma_bf16`] (for `b` only).
+    #[inline(always)]
+    pub unsafe fn mma_f16_rs_nb<const N: usize, const R: usize>(
+        acc: &mut [f32; R],
+        a: [u32; 4],
+        b: MatrixDesc,
+        scale_d: bool,
+    ) where
+        Cols<N>: WgmmaN<R>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { <Cols<N> as WgmmaN<R>>::rs_nb(acc, a, b, scale_d, 1) }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn n_major_descriptor_fields() {
+        // V's two 64-column panels 16 KiB apart: LBO = the panel stride, SBO = one atom.
+        let d = MatrixDesc::n_major(0x2000, 16384, Swizzle::B128).unwrap();
+        assert_eq!(d.0 & 0x3FFF, 0x2000 >> 4);
+        assert_eq!((d.0 >> 16) & 0x3FFF, 16384 >> 4);
+        assert_eq!((d.0 >> 32) & 0x3FFF, 1024 >> 4);
+        assert_eq!(d.0 >> 62, Swizzle::B128.code());
+        // The next k16 step: 16 rows of 128 bytes on.
+        assert_eq!(d.advance(2048).addr(), 0x2000 + 2048);
+        assert_eq!(
+            MatrixDesc::n_major(0x2000, 16384, Swizzle::None),
+            Err(DescError::BadOffset)
+        );
+        assert_eq!(
+            MatrixDesc::n_major(0x2200, 16384, Swizzle::B128),
+            Err(DescError::Misaligned)
+        );
+    }
 
     #[test]
     fn every_accumulator_element_has_one_owner() {

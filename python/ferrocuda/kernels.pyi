@@ -170,6 +170,94 @@ class _Kernel3(Protocol):
 
 @type_check_only
 class _Family4(Protocol):
+    """A family launcher taking (q, k, v, out, scale, causal)."""
+
+    def __call__(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> None: ...
+    def bind(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kernels(self) -> tuple[Kernel, ...]: ...
+
+@type_check_only
+class _Kernel5(Protocol):
+    """A kernel launcher taking (q, k, v, out, scale, causal)."""
+
+    def __call__(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> None: ...
+    def bind(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def params(self) -> tuple[tuple[str, str, str, int, bool], ...]: ...
+    @property
+    def signature(self) -> str: ...
+
+@type_check_only
+class _Family6(Protocol):
     """A family launcher taking (alpha, x, y)."""
 
     def __call__(
@@ -205,7 +293,7 @@ class _Family4(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel5(Protocol):
+class _Kernel7(Protocol):
     """A kernel launcher taking (alpha, x, y)."""
 
     def __call__(
@@ -245,7 +333,7 @@ class _Kernel5(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family6(Protocol):
+class _Family8(Protocol):
     """A family launcher taking (x, index, value)."""
 
     def __call__(
@@ -281,7 +369,7 @@ class _Family6(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Family7(Protocol):
+class _Family9(Protocol):
     """A family launcher taking (x, out)."""
 
     def __call__(
@@ -315,7 +403,7 @@ class _Family7(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel8(Protocol):
+class _Kernel10(Protocol):
     """A kernel launcher taking (x, out)."""
 
     def __call__(
@@ -353,7 +441,7 @@ class _Kernel8(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family9(Protocol):
+class _Family11(Protocol):
     """A family launcher taking (x, d, out)."""
 
     def __call__(
@@ -389,7 +477,7 @@ class _Family9(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel10(Protocol):
+class _Kernel12(Protocol):
     """A kernel launcher taking (x, d, out)."""
 
     def __call__(
@@ -429,7 +517,7 @@ class _Kernel10(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family11(Protocol):
+class _Family13(Protocol):
     """A family launcher taking (x, value, iters)."""
 
     def __call__(
@@ -465,7 +553,7 @@ class _Family11(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Family12(Protocol):
+class _Family14(Protocol):
     """A family launcher taking (x, bins, lo, hi)."""
 
     def __call__(
@@ -503,7 +591,7 @@ class _Family12(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel13(Protocol):
+class _Kernel15(Protocol):
     """A kernel launcher taking (x, bins, lo, hi)."""
 
     def __call__(
@@ -545,7 +633,7 @@ class _Kernel13(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family14(Protocol):
+class _Family16(Protocol):
     """A family launcher taking (x, w, out)."""
 
     def __call__(
@@ -581,7 +669,7 @@ class _Family14(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel15(Protocol):
+class _Kernel17(Protocol):
     """A kernel launcher taking (x, w, out)."""
 
     def __call__(
@@ -621,7 +709,7 @@ class _Kernel15(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family16(Protocol):
+class _Family18(Protocol):
     """A family launcher taking (x, w, bias, out)."""
 
     def __call__(
@@ -659,7 +747,7 @@ class _Family16(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel17(Protocol):
+class _Kernel19(Protocol):
     """A kernel launcher taking (x, w, bias, out)."""
 
     def __call__(
@@ -701,7 +789,7 @@ class _Kernel17(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family18(Protocol):
+class _Family20(Protocol):
     """A family launcher taking (a, b, c, alpha, beta)."""
 
     def __call__(
@@ -741,7 +829,7 @@ class _Family18(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel19(Protocol):
+class _Kernel21(Protocol):
     """A kernel launcher taking (a, b, c, alpha, beta)."""
 
     def __call__(
@@ -785,7 +873,7 @@ class _Kernel19(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family20(Protocol):
+class _Family22(Protocol):
     """A family launcher taking (x, y)."""
 
     def __call__(
@@ -819,7 +907,7 @@ class _Family20(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel21(Protocol):
+class _Kernel23(Protocol):
     """A kernel launcher taking (x, y)."""
 
     def __call__(
@@ -904,169 +992,171 @@ add_index_i64_1d: _Kernel3
 add_index_i64_2d: _Kernel3
 add_index_i64_3d: _Kernel3
 add_index_i64_4d: _Kernel3
-axpy: _Family4
-axpy_bf16: _Kernel5
-axpy_bf16_1d: _Kernel5
-axpy_bf16_2d: _Kernel5
-axpy_bf16_3d: _Kernel5
-axpy_bf16_4d: _Kernel5
-axpy_f16: _Kernel5
-axpy_f16_1d: _Kernel5
-axpy_f16_2d: _Kernel5
-axpy_f16_3d: _Kernel5
-axpy_f16_4d: _Kernel5
-checked_write: _Family6
-cumsum: _Family7
-cumsum_exclusive: _Family7
-cumsum_exclusive_f32: _Kernel8
-cumsum_exclusive_f64: _Kernel8
-cumsum_exclusive_i32: _Kernel8
-cumsum_exclusive_i32_i64: _Kernel8
-cumsum_exclusive_i64: _Kernel8
-cumsum_f32: _Kernel8
-cumsum_f64: _Kernel8
-cumsum_i32: _Kernel8
-cumsum_i32_i64: _Kernel8
-cumsum_i64: _Kernel8
-div_by: _Family9
-div_by_f32: _Kernel10
-div_by_f64: _Kernel10
-fill_slow: _Family11
-gelu: _Family7
-gelu_bf16: _Kernel8
-gelu_bf16_1d: _Kernel8
-gelu_bf16_2d: _Kernel8
-gelu_bf16_3d: _Kernel8
-gelu_bf16_4d: _Kernel8
-gelu_f16: _Kernel8
-gelu_f16_1d: _Kernel8
-gelu_f16_2d: _Kernel8
-gelu_f16_3d: _Kernel8
-gelu_f16_4d: _Kernel8
-gelu_f32: _Kernel8
-gelu_f32_1d: _Kernel8
-gelu_f32_2d: _Kernel8
-gelu_f32_3d: _Kernel8
-gelu_f32_4d: _Kernel8
-gelu_tanh: _Family7
-gelu_tanh_bf16: _Kernel8
-gelu_tanh_bf16_1d: _Kernel8
-gelu_tanh_bf16_2d: _Kernel8
-gelu_tanh_bf16_3d: _Kernel8
-gelu_tanh_bf16_4d: _Kernel8
-gelu_tanh_f16: _Kernel8
-gelu_tanh_f16_1d: _Kernel8
-gelu_tanh_f16_2d: _Kernel8
-gelu_tanh_f16_3d: _Kernel8
-gelu_tanh_f16_4d: _Kernel8
-gelu_tanh_f32: _Kernel8
-gelu_tanh_f32_1d: _Kernel8
-gelu_tanh_f32_2d: _Kernel8
-gelu_tanh_f32_3d: _Kernel8
-gelu_tanh_f32_4d: _Kernel8
-histogram: _Family12
-histogram_f32: _Kernel13
-histogram_f64: _Kernel13
-histogram_i32: _Kernel13
-histogram_u8: _Kernel13
+attention: _Family4
+attention_bf16_sm90: _Kernel5
+axpy: _Family6
+axpy_bf16: _Kernel7
+axpy_bf16_1d: _Kernel7
+axpy_bf16_2d: _Kernel7
+axpy_bf16_3d: _Kernel7
+axpy_bf16_4d: _Kernel7
+axpy_f16: _Kernel7
+axpy_f16_1d: _Kernel7
+axpy_f16_2d: _Kernel7
+axpy_f16_3d: _Kernel7
+axpy_f16_4d: _Kernel7
+checked_write: _Family8
+cumsum: _Family9
+cumsum_exclusive: _Family9
+cumsum_exclusive_f32: _Kernel10
+cumsum_exclusive_f64: _Kernel10
+cumsum_exclusive_i32: _Kernel10
+cumsum_exclusive_i32_i64: _Kernel10
+cumsum_exclusive_i64: _Kernel10
+cumsum_f32: _Kernel10
+cumsum_f64: _Kernel10
+cumsum_i32: _Kernel10
+cumsum_i32_i64: _Kernel10
+cumsum_i64: _Kernel10
+div_by: _Family11
+div_by_f32: _Kernel12
+div_by_f64: _Kernel12
+fill_slow: _Family13
+gelu: _Family9
+gelu_bf16: _Kernel10
+gelu_bf16_1d: _Kernel10
+gelu_bf16_2d: _Kernel10
+gelu_bf16_3d: _Kernel10
+gelu_bf16_4d: _Kernel10
+gelu_f16: _Kernel10
+gelu_f16_1d: _Kernel10
+gelu_f16_2d: _Kernel10
+gelu_f16_3d: _Kernel10
+gelu_f16_4d: _Kernel10
+gelu_f32: _Kernel10
+gelu_f32_1d: _Kernel10
+gelu_f32_2d: _Kernel10
+gelu_f32_3d: _Kernel10
+gelu_f32_4d: _Kernel10
+gelu_tanh: _Family9
+gelu_tanh_bf16: _Kernel10
+gelu_tanh_bf16_1d: _Kernel10
+gelu_tanh_bf16_2d: _Kernel10
+gelu_tanh_bf16_3d: _Kernel10
+gelu_tanh_bf16_4d: _Kernel10
+gelu_tanh_f16: _Kernel10
+gelu_tanh_f16_1d: _Kernel10
+gelu_tanh_f16_2d: _Kernel10
+gelu_tanh_f16_3d: _Kernel10
+gelu_tanh_f16_4d: _Kernel10
+gelu_tanh_f32: _Kernel10
+gelu_tanh_f32_1d: _Kernel10
+gelu_tanh_f32_2d: _Kernel10
+gelu_tanh_f32_3d: _Kernel10
+gelu_tanh_f32_4d: _Kernel10
+histogram: _Family14
+histogram_f32: _Kernel15
+histogram_f64: _Kernel15
+histogram_i32: _Kernel15
+histogram_u8: _Kernel15
 index_grid: _Family2
 index_grid_2d: _Kernel3
 index_grid_3d: _Kernel3
 initialize_array: _Family2
-linear: _Family14
-linear_bf16: _Kernel15
-linear_bf16_f32: _Kernel15
-linear_bf16_f32_sm90: _Kernel15
-linear_bf16_sm90: _Kernel15
-linear_bias: _Family16
-linear_bias_bf16: _Kernel17
-linear_bias_bf16_f32: _Kernel17
-linear_bias_bf16_f32_sm90: _Kernel17
-linear_bias_bf16_sm90: _Kernel17
-linear_bias_gelu: _Family16
-linear_bias_gelu_bf16: _Kernel17
-linear_bias_gelu_bf16_sm90: _Kernel17
-linear_bias_gelu_tanh: _Family16
-linear_bias_gelu_tanh_bf16: _Kernel17
-linear_bias_gelu_tanh_bf16_sm90: _Kernel17
-linear_bias_relu: _Family16
-linear_bias_relu_bf16: _Kernel17
-linear_bias_relu_bf16_sm90: _Kernel17
-linear_bias_silu: _Family16
-linear_bias_silu_bf16: _Kernel17
-linear_bias_silu_bf16_sm90: _Kernel17
-log_softmax: _Family7
-log_softmax_bf16: _Kernel8
-log_softmax_f16: _Kernel8
-log_softmax_f32: _Kernel8
-log_softmax_f64: _Kernel8
-matmul: _Family18
-matmul_f32: _Kernel19
-max: _Family7
-max_f32: _Kernel8
-max_f64: _Kernel8
-max_i32: _Kernel8
-max_i64: _Kernel8
-min: _Family7
-min_f32: _Kernel8
-min_f64: _Kernel8
-min_i32: _Kernel8
-min_i64: _Kernel8
-normalize: _Family7
-normalize_f32: _Kernel8
-normalize_f64: _Kernel8
-saxpy: _Family4
-saxpy_bf16: _Kernel5
-saxpy_bf16_1d: _Kernel5
-saxpy_bf16_2d: _Kernel5
-saxpy_bf16_3d: _Kernel5
-saxpy_bf16_4d: _Kernel5
-saxpy_f16: _Kernel5
-saxpy_f16_1d: _Kernel5
-saxpy_f16_2d: _Kernel5
-saxpy_f16_3d: _Kernel5
-saxpy_f16_4d: _Kernel5
-saxpy_f32: _Kernel5
-saxpy_f32_1d: _Kernel5
-saxpy_f32_2d: _Kernel5
-saxpy_f32_3d: _Kernel5
-saxpy_f32_4d: _Kernel5
-saxpy_f64: _Kernel5
-saxpy_f64_1d: _Kernel5
-saxpy_f64_2d: _Kernel5
-saxpy_f64_3d: _Kernel5
-saxpy_f64_4d: _Kernel5
-shared_reverse: _Family20
-shared_reverse_f32: _Kernel21
-silu: _Family7
-silu_bf16: _Kernel8
-silu_bf16_1d: _Kernel8
-silu_bf16_2d: _Kernel8
-silu_bf16_3d: _Kernel8
-silu_bf16_4d: _Kernel8
-silu_f16: _Kernel8
-silu_f16_1d: _Kernel8
-silu_f16_2d: _Kernel8
-silu_f16_3d: _Kernel8
-silu_f16_4d: _Kernel8
-silu_f32: _Kernel8
-silu_f32_1d: _Kernel8
-silu_f32_2d: _Kernel8
-silu_f32_3d: _Kernel8
-silu_f32_4d: _Kernel8
-softmax: _Family7
-softmax_bf16: _Kernel8
-softmax_f16: _Kernel8
-softmax_f32: _Kernel8
-softmax_f64: _Kernel8
-stencil5: _Family7
-stencil5_f32: _Kernel8
-stencil5_f64: _Kernel8
-sum: _Family7
-sum_f32: _Kernel8
-sum_f64: _Kernel8
-sum_i32: _Kernel8
-sum_i64: _Kernel8
-sum_rows: _Family7
-sum_rows_f32: _Kernel8
-sum_rows_f64: _Kernel8
+linear: _Family16
+linear_bf16: _Kernel17
+linear_bf16_f32: _Kernel17
+linear_bf16_f32_sm90: _Kernel17
+linear_bf16_sm90: _Kernel17
+linear_bias: _Family18
+linear_bias_bf16: _Kernel19
+linear_bias_bf16_f32: _Kernel19
+linear_bias_bf16_f32_sm90: _Kernel19
+linear_bias_bf16_sm90: _Kernel19
+linear_bias_gelu: _Family18
+linear_bias_gelu_bf16: _Kernel19
+linear_bias_gelu_bf16_sm90: _Kernel19
+linear_bias_gelu_tanh: _Family18
+linear_bias_gelu_tanh_bf16: _Kernel19
+linear_bias_gelu_tanh_bf16_sm90: _Kernel19
+linear_bias_relu: _Family18
+linear_bias_relu_bf16: _Kernel19
+linear_bias_relu_bf16_sm90: _Kernel19
+linear_bias_silu: _Family18
+linear_bias_silu_bf16: _Kernel19
+linear_bias_silu_bf16_sm90: _Kernel19
+log_softmax: _Family9
+log_softmax_bf16: _Kernel10
+log_softmax_f16: _Kernel10
+log_softmax_f32: _Kernel10
+log_softmax_f64: _Kernel10
+matmul: _Family20
+matmul_f32: _Kernel21
+max: _Family9
+max_f32: _Kernel10
+max_f64: _Kernel10
+max_i32: _Kernel10
+max_i64: _Kernel10
+min: _Family9
+min_f32: _Kernel10
+min_f64: _Kernel10
+min_i32: _Kernel10
+min_i64: _Kernel10
+normalize: _Family9
+normalize_f32: _Kernel10
+normalize_f64: _Kernel10
+saxpy: _Family6
+saxpy_bf16: _Kernel7
+saxpy_bf16_1d: _Kernel7
+saxpy_bf16_2d: _Kernel7
+saxpy_bf16_3d: _Kernel7
+saxpy_bf16_4d: _Kernel7
+saxpy_f16: _Kernel7
+saxpy_f16_1d: _Kernel7
+saxpy_f16_2d: _Kernel7
+saxpy_f16_3d: _Kernel7
+saxpy_f16_4d: _Kernel7
+saxpy_f32: _Kernel7
+saxpy_f32_1d: _Kernel7
+saxpy_f32_2d: _Kernel7
+saxpy_f32_3d: _Kernel7
+saxpy_f32_4d: _Kernel7
+saxpy_f64: _Kernel7
+saxpy_f64_1d: _Kernel7
+saxpy_f64_2d: _Kernel7
+saxpy_f64_3d: _Kernel7
+saxpy_f64_4d: _Kernel7
+shared_reverse: _Family22
+shared_reverse_f32: _Kernel23
+silu: _Family9
+silu_bf16: _Kernel10
+silu_bf16_1d: _Kernel10
+silu_bf16_2d: _Kernel10
+silu_bf16_3d: _Kernel10
+silu_bf16_4d: _Kernel10
+silu_f16: _Kernel10
+silu_f16_1d: _Kernel10
+silu_f16_2d: _Kernel10
+silu_f16_3d: _Kernel10
+silu_f16_4d: _Kernel10
+silu_f32: _Kernel10
+silu_f32_1d: _Kernel10
+silu_f32_2d: _Kernel10
+silu_f32_3d: _Kernel10
+silu_f32_4d: _Kernel10
+softmax: _Family9
+softmax_bf16: _Kernel10
+softmax_f16: _Kernel10
+softmax_f32: _Kernel10
+softmax_f64: _Kernel10
+stencil5: _Family9
+stencil5_f32: _Kernel10
+stencil5_f64: _Kernel10
+sum: _Family9
+sum_f32: _Kernel10
+sum_f64: _Kernel10
+sum_i32: _Kernel10
+sum_i64: _Kernel10
+sum_rows: _Family9
+sum_rows_f32: _Kernel10
+sum_rows_f64: _Kernel10

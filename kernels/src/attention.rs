@@ -1,0 +1,563 @@
+//! `attention`: the forward pass of scaled dot-product attention, FlashAttention-style, on
+//! Hopper's tensor cores — `out = softmax(scale · q · kᵀ [+ causal mask]) · v` for bf16
+//! `q`, `k`, `v` of shape (B, H, S, D) (PyTorch's `F.scaled_dot_product_attention` layout),
+//! f32 accumulation, bf16 `out`, never materialising the S × S scores.
+//!
+//! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM)
+//!
+//! * **Work**: an item is 128 query rows of one (batch, head); blocks are persistent over the
+//!   items (block `b` takes items `b`, `b + grid`, …). Without a mask the query tiles of one
+//!   head are adjacent items (the blocks running together share that head's `k` and `v` in
+//!   L2); with the causal mask the items go longest first (the last query tiles, which see
+//!   the most keys), heads adjacent, so that the blocks' shares of work even out.
+//! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
+//!   (boxes of 128 rows × 64 columns, 128-byte swizzle: one box per 64 of the head dimension):
+//!   the item's `q` tile once, then each 128-row tile of `k` and of `v` into a ring of 2
+//!   stages, `k` and `v` on barriers of their own so that the scores start before `v` lands;
+//!   it keeps 40 registers (`setmaxnreg.dec`). Warpgroups 1 and 2 are the *consumers*
+//!   (`setmaxnreg.inc` to 232), 64 query rows each.
+//! * **Per key tile**, a consumer: `S = q · kᵀ` (64 × 128, f32: `wgmma m64n128k16`, A and B
+//!   from shared memory, D / 16 steps); masks (keys past the end, keys after the query under
+//!   the causal mask — only in the tiles that need it); the *online softmax* in registers:
+//!   each row's running maximum `m` and sum `l` (a row's 128 scores live in the 4 lanes of a
+//!   quad: two shuffles), `P = 2^(S·scale·log₂e − m)`, the output rescaled by `2^(m_old −
+//!   m)`; then `O += P · v` with `P` converted to bf16 **in registers** — the f32 accumulator's
+//!   layout is the A-fragment layout of the next `wgmma` (`m64nDk16`, A from registers, `v`
+//!   N-major from shared memory: `mma_bf16_rs_nb`) — and releases the stage.
+//! * **Head dimensions**: the tiles are 64 or 128 columns wide (`D` ≤ 64 or ≤ 128): TMA
+//!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
+//!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
+//!   read as zeros, their keys are masked, their queries not stored.
+//! * **Epilogue**: `O / l` rounded to bf16, stored pairwise (4 bytes where `out`'s rows are
+//!   contiguous and aligned) into `out` of any strides.
+//!
+//! Numerics: scores and sums in f32 (the products of bf16 inputs exact, sums in the tensor
+//! cores' order); `P` is rounded to bf16 before `P · v` (as FlashAttention does), which
+//! bounds the relative error of each output near 2⁻⁸; exponentials by `ex2.approx` (2 ulp).
+//! A query row with no key (`S_kv = 0`) gives zeros.
+//!
+//! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; [`ATTENTION_SMEM`] bytes of dynamic
+//! shared memory.
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+use crate::prelude::*;
+use ferrocuda_device::half::bf16;
+use ferrocuda_device::{kernel, TensorMap, ViewMut};
+
+/// Query rows per item (two consumer warpgroups of 64) and key rows per tile.
+#[cfg(ferrocuda_arch = "sm_90a")]
+const BM: u32 = 128;
+#[cfg(ferrocuda_arch = "sm_90a")]
+const BN: u32 = 128;
+/// Bytes of one box: 128 rows × 64 bf16.
+#[cfg(ferrocuda_arch = "sm_90a")]
+const PANEL: u32 = 128 * 64 * 2;
+/// Stages of the `k`/`v` ring.
+#[cfg(ferrocuda_arch = "sm_90a")]
+const STAGES: usize = 2;
+/// Bytes of the `q` tile (two panels) and of one stage (`k` and `v`, two panels each).
+#[cfg(ferrocuda_arch = "sm_90a")]
+const Q_BYTES: u32 = 2 * PANEL;
+#[cfg(ferrocuda_arch = "sm_90a")]
+const STAGE_BYTES: u32 = 4 * PANEL;
+
+/// Dynamic shared memory of an `attention` launch: the `q` tile (32 KiB), two stages of
+/// `k` and `v` (64 KiB each), 8 mbarriers, and 1 KiB to align the tiles to the 128-byte
+/// swizzle's 1024-byte atom.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
+pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 8 * 8 + 1024;
+
+/// The map of `q`, `k` or `v` (B, H, S, D): boxes of one head's 128 rows × 64 columns,
+/// 128-byte swizzle.
+pub type HeadsMap = TensorMap<bf16, 128, 1, 1, 128, 64>;
+
+/// `out = softmax(scale · q · kᵀ) · v` per (batch, head) — with `causal = 1`, query `i` sees
+/// keys `0 ..= i` only (the mask of `is_causal=True`, aligned at the top left) — for bf16 `q`
+/// (B, H, S_q, D), `k` and `v` (B, H, S_kv, D) whose rows are contiguous and 16-byte aligned
+/// (TMA), D ≤ 128; `out` (B, H, S_q, D) any strides. Built for sm_90a (H100/H200).
+#[kernel(family = "attention", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+         shared_bytes = ATTENTION_SMEM,
+         require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128"),
+         require(k.shape[3] == q.shape[3], "k must have q's head dimension (shape[3])"),
+         require(v.shape[3] == q.shape[3], "v must have q's head dimension (shape[3])"),
+         require(k.shape[0] == q.shape[0], "k must have q's batch size (shape[0])"),
+         require(v.shape[0] == q.shape[0], "v must have q's batch size (shape[0])"),
+         require(k.shape[1] == q.shape[1], "k must have q's number of heads (shape[1])"),
+         require(v.shape[1] == q.shape[1], "v must have q's number of heads (shape[1])"),
+         require(v.shape[2] == k.shape[2], "v must have k's sequence length (shape[2])"),
+         require(out.shape[0] == q.shape[0], "out must have q's shape"),
+         require(out.shape[1] == q.shape[1], "out must have q's shape"),
+         require(out.shape[2] == q.shape[2], "out must have q's shape"),
+         require(out.shape[3] == q.shape[3], "out must have q's shape"),
+         require(causal <= 1, "causal must be 0 or 1"))]
+pub unsafe fn attention_bf16_sm90(
+    q: HeadsMap,
+    k: HeadsMap,
+    v: HeadsMap,
+    out: ViewMut<bf16, 4>,
+    scale: f32,
+    causal: u32,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: launched as a kernel with the block and shared memory it declares, over
+    // host-validated arguments whose shapes agree.
+    unsafe {
+        forward(q, k, v, out, scale, causal != 0)
+    }
+}
+
+/// The (batch × heads + head, query tile) of item `item` (see the module documentation's
+/// order).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+fn item_coords(item: u32, bh_count: u32, tiles_m: u32, causal: bool) -> (u32, u32) {
+    if causal {
+        (item % bh_count, tiles_m - 1 - item / bh_count)
+    } else {
+        (item / tiles_m, item % tiles_m)
+    }
+}
+
+/// The key tiles query tile `tm` visits: all of them, or up to the diagonal under the mask.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+fn kv_tiles(tm: u32, s_kv: u32, causal: bool) -> u32 {
+    let all = s_kv.div_ceil(BN);
+    if causal {
+        all.min(tm + 1)
+    } else {
+        all
+    }
+}
+
+/// `x`, through an instruction the compiler cannot look through or move: values derived
+/// from it stay where they are computed. The epilogue's 32 column offsets (`col · stride`) are
+/// invariant over the item loop; hoisted out of it they would stay live across the main loop
+/// (64 registers, and spills).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+fn here(x: isize) -> isize {
+    let mut y = x as i64;
+    // SAFETY: a register move.
+    unsafe { core::arch::asm!("mov.b64 {y}, {y};", y = inout(reg64) y, options(nomem, nostack)) };
+    y as isize
+}
+
+/// The epilogue's view of `out` for one head: rows and columns inside it, strides.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[derive(Clone, Copy)]
+struct Head {
+    ptr: *mut bf16,
+    rows: u32,
+    cols: u32,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Head {
+    /// Head `(b, h)` of `out`, its strides computed here (see [`here`]).
+    #[inline(always)]
+    fn of(out: ViewMut<bf16, 4>, b: u32, h: u32) -> Head {
+        let ix = out.indexer();
+        let [_, _, rows, cols] = out.shape();
+        Head {
+            ptr: out
+                .as_mut_ptr()
+                .wrapping_offset(ix.offset([b as usize, h as usize, 0, 0])),
+            rows: rows as u32,
+            cols: cols as u32,
+            row_stride: here(ix.strides[2]),
+            col_stride: here(ix.strides[3]),
+        }
+    }
+
+    /// Stores two adjacent elements (row `row`, columns `col`, `col + 1`) that lie inside
+    /// the head: one 4-byte store when the row is contiguous and the pair aligned.
+    #[inline(always)]
+    fn store_pair(self, row: u32, col: u32, v0: f32, v1: f32) {
+        if row >= self.rows || col >= self.cols {
+            return;
+        }
+        let bits = ferrocuda_device::half::bf16x2::from_f32s(v0, v1).to_bits();
+        let at = (row as isize).wrapping_mul(self.row_stride)
+            + (col as isize).wrapping_mul(self.col_stride);
+        let p = self.ptr.wrapping_offset(at);
+        if self.col_stride == 1 && col + 1 < self.cols && (p as usize).is_multiple_of(4) {
+            // SAFETY: two elements inside `out` (checked), 4-byte aligned; one owner thread.
+            unsafe { p.cast::<u32>().write(bits) };
+            return;
+        }
+        // SAFETY: inside `out` (checked); each element has one owner thread.
+        unsafe { p.write(bf16::from_bits(bits as u16)) };
+        if col + 1 < self.cols {
+            // SAFETY: as above, the next column.
+            unsafe {
+                p.wrapping_offset(self.col_stride)
+                    .write(bf16::from_bits((bits >> 16) as u16))
+            };
+        }
+    }
+}
+
+/// The producer and consumer loops.
+///
+/// # Safety
+///
+/// Launched with 384 threads per block and at least [`ATTENTION_SMEM`] bytes of dynamic
+/// shared memory; `q`, `k`, `v` the maps of (B, H, S, D) bf16 arrays whose shapes agree as
+/// the kernel requires, D ≤ 128.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+unsafe fn forward(
+    q: HeadsMap,
+    k: HeadsMap,
+    v: HeadsMap,
+    out: ViewMut<bf16, 4>,
+    scale: f32,
+    causal: bool,
+) {
+    use ferrocuda_device::mbarrier::{self, RingState};
+    use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
+    use ferrocuda_device::tma::Tma;
+    use ferrocuda_device::wgmma;
+
+    let smem = dynamic_shared::<u8>();
+    // Launched with too little shared memory: abort, location recorded.
+    ferrocuda_device::device_assert!(smem.len() >= ATTENTION_SMEM as usize);
+    let raw = smem.as_mut_ptr();
+    let skew = (1024 - (shared_addr_of(raw) & 1023)) & 1023;
+    let tiles = raw.wrapping_add(skew as usize);
+    let base = shared_addr_of(tiles);
+    // Barriers: q full, q empty, then per stage k full, v full, empty.
+    let bars = tiles
+        .wrapping_add((Q_BYTES + STAGES as u32 * STAGE_BYTES) as usize)
+        .cast::<u64>();
+    let tid = thread::rank_in_block();
+    if tid == 0 {
+        // SAFETY: 8-byte aligned shared memory of this block, not yet initialised, that only
+        // mbarrier operations touch.
+        unsafe {
+            mbarrier::init(bars, 1);
+            mbarrier::init(bars.add(1), 2);
+            for i in 0..STAGES {
+                mbarrier::init(bars.add(2 + 3 * i), 1);
+                mbarrier::init(bars.add(3 + 3 * i), 1);
+                mbarrier::init(bars.add(4 + 3 * i), 2);
+            }
+        }
+    }
+    thread::sync_threads();
+    let bars = Bars(bars);
+    let (q_full, q_empty) = (bars.q_full(), bars.q_empty());
+    let (batch, heads, s_q, d) = (
+        q.dim(0) as u32,
+        q.dim(1) as u32,
+        q.dim(2) as u32,
+        q.dim(3) as u32,
+    );
+    let s_kv = k.dim(2) as u32;
+    let panels = if d <= 64 { 1 } else { 2 };
+    let tiles_m = s_q.div_ceil(BM);
+    let bh_count = batch * heads;
+    let items = bh_count * tiles_m;
+    let (first, step) = (thread::block_idx().x, thread::grid_dim().x);
+    let wg = tid / 128;
+    if wg == 0 {
+        // SAFETY: every thread of the producer warpgroup, convergently; the consumers'
+        // increase (2 × 128 × 232) and this (128 × 40) fit the SM's 65 536 registers.
+        unsafe { wgmma::setmaxnreg_dec::<40>() };
+        if tid == 0 {
+            q.prefetch();
+            k.prefetch();
+            v.prefetch();
+            let mut qs = RingState::<1>::producer();
+            let mut st = RingState::<STAGES>::producer();
+            let mut item = first;
+            while item < items {
+                let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
+                let (b, h) = ((bh / heads) as i32, (bh % heads) as i32);
+                q_empty.wait_ring(&qs);
+                // SAFETY: the q tile is free (both consumers released it); the barrier
+                // expects exactly the boxes' bytes, which the loads deliver.
+                unsafe {
+                    q_full.arrive_expect_tx(panels * PANEL);
+                    for p in 0..panels {
+                        let dst = base + p * PANEL;
+                        let c = [b, h, (tm * BM) as i32, (p * 64) as i32];
+                        q.load(dst, q_full.shared_addr(), &c);
+                    }
+                }
+                qs.advance();
+                for j in 0..kv_tiles(tm, s_kv, causal) {
+                    let s = st.index();
+                    bars.empty(s).wait_ring(&st);
+                    let stage = base + Q_BYTES + s as u32 * STAGE_BYTES;
+                    // SAFETY: the stage is free; each barrier expects its boxes' bytes.
+                    unsafe {
+                        bars.k_full(s).arrive_expect_tx(panels * PANEL);
+                        for p in 0..panels {
+                            let c = [b, h, (j * BN) as i32, (p * 64) as i32];
+                            k.load(stage + p * PANEL, bars.k_full(s).shared_addr(), &c);
+                        }
+                        bars.v_full(s).arrive_expect_tx(panels * PANEL);
+                        for p in 0..panels {
+                            let c = [b, h, (j * BN) as i32, (p * 64) as i32];
+                            v.load(
+                                stage + 2 * PANEL + p * PANEL,
+                                bars.v_full(s).shared_addr(),
+                                &c,
+                            );
+                        }
+                    }
+                    st.advance();
+                }
+                item += step;
+            }
+        }
+    } else {
+        // SAFETY: every thread of each consumer warpgroup, convergently (see above).
+        unsafe { wgmma::setmaxnreg_inc::<232>() };
+        let ctx = Consumer {
+            base,
+            bars,
+            cw: wg - 1,
+            t: tid % 128,
+            s_kv,
+            heads,
+            scale_log2: scale * core::f32::consts::LOG2_E,
+            causal,
+        };
+        let (mut qs, mut st) = (RingState::<1>::consumer(), RingState::<STAGES>::consumer());
+        let mut item = first;
+        while item < items {
+            let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
+            q_full.wait_ring(&qs);
+            qs.advance();
+            // SAFETY: the whole warpgroup runs this (a uniform branch), after the item's q
+            // tile was waited for, its ring in step with the producer's.
+            unsafe {
+                if panels == 1 {
+                    ctx.item::<64, 32, 1>(bh, tm, &mut st, out)
+                } else {
+                    ctx.item::<128, 64, 2>(bh, tm, &mut st, out)
+                }
+            }
+            item += step;
+        }
+    }
+}
+
+/// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
+/// producer's, plus the bytes), `q` empty (2: one per consumer), then per stage `k` full,
+/// `v` full (1 each, plus the bytes) and empty (2).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[derive(Clone, Copy)]
+struct Bars(*mut u64);
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Bars {
+    #[inline(always)]
+    fn at(self, i: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        // SAFETY: `forward` initialised the barriers before the block barrier that precedes
+        // every use.
+        unsafe { ferrocuda_device::mbarrier::MBarrier::from_shared_ptr(self.0.add(i)) }
+    }
+    #[inline(always)]
+    fn q_full(self) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(0)
+    }
+    #[inline(always)]
+    fn q_empty(self) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(1)
+    }
+    #[inline(always)]
+    fn k_full(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(2 + 3 * s)
+    }
+    #[inline(always)]
+    fn v_full(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(3 + 3 * s)
+    }
+    #[inline(always)]
+    fn empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(4 + 3 * s)
+    }
+}
+
+/// What a consumer warpgroup knows of the launch.
+#[cfg(ferrocuda_arch = "sm_90a")]
+struct Consumer {
+    base: u32,
+    bars: Bars,
+    /// Which consumer (0 or 1): its 64 rows of the item's 128.
+    cw: u32,
+    /// Thread of the warpgroup.
+    t: u32,
+    s_kv: u32,
+    heads: u32,
+    scale_log2: f32,
+    causal: bool,
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Consumer {
+    /// One item: the key tiles, then the epilogue. `D` = tile width (64 or 128), `R` = D / 2
+    /// output registers per thread, `P` = D / 64 panels.
+    ///
+    /// # Safety
+    ///
+    /// Run by all 128 threads of the consumer warpgroup, convergently, after the item's q
+    /// tile was waited for; `st` in step with the producer's ring.
+    // (`unroll!` writes its counters out as literals, 0 included: `8 * KK + 2 * RR` and
+    // `K > 0` are the fragment indices and first-step test, alike for each step.)
+    #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
+    #[inline(always)]
+    unsafe fn item<const D: usize, const R: usize, const P: u32>(
+        &self,
+        bh: u32,
+        tm: u32,
+        st: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        out: ViewMut<bf16, 4>,
+    ) where
+        ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
+        [f32; R]: ferrocuda_device::wgmma::Accumulator,
+    {
+        use ferrocuda_device::half::bf16x2;
+        use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
+        use ferrocuda_device::GpuFloat;
+
+        let (t, bars) = (self.t, self.bars);
+        let row0 = tm * BM + self.cw * 64;
+        let q_desc = |p: u32| {
+            MatrixDesc::k_major(self.base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
+                .unwrap_or(MatrixDesc(0))
+        };
+        let mut o = [0f32; R];
+        let mut m = [f32::NEG_INFINITY; 2];
+        let mut l = [0f32; 2];
+        wgmma::fence_operand(&mut o);
+        let n_kv = kv_tiles(tm, self.s_kv, self.causal);
+        for j in 0..n_kv {
+            let s = st.index();
+            let stage = self.base + Q_BYTES + s as u32 * STAGE_BYTES;
+            bars.k_full(s).wait_ring(st);
+            // S = q · kᵀ: 64 × 128, D / 16 k-steps (4 per 64-column panel).
+            let mut sc = [0f32; 64];
+            wgmma::fence_operand(&mut sc);
+            // SAFETY: the whole warpgroup; q and this stage's k were written by TMA (their
+            // barriers waited on) and are not rewritten before the wait below.
+            unsafe {
+                wgmma::fence();
+                for p in 0..P {
+                    let kd = MatrixDesc::k_major(stage + p * PANEL, Swizzle::B128)
+                        .unwrap_or(MatrixDesc(0));
+                    let qd = q_desc(p);
+                    ferrocuda_device::unroll!(K in 0..4 {
+                        wgmma::mma_bf16::<128, 64>(
+                            &mut sc,
+                            qd.advance(32 * K),
+                            kd.advance(32 * K),
+                            p > 0 || K > 0,
+                        );
+                    });
+                }
+                wgmma::commit_group();
+                wgmma::wait_group::<0>();
+            }
+            wgmma::fence_operand(&mut sc);
+            // Scale to the log2 domain and mask.
+            let kv0 = j * BN;
+            let sl2 = self.scale_log2;
+            let edge = kv0 + BN > self.s_kv;
+            let diag = self.causal && kv0 + BN - 1 > row0;
+            if edge || diag {
+                let (s_kv, causal) = (self.s_kv, self.causal);
+                sc.map_each(|r, x| {
+                    let (row, col) = wgmma::acc_coords(t, r);
+                    let key = kv0 + col;
+                    if key >= s_kv || (causal && key > row0 + row) {
+                        f32::NEG_INFINITY
+                    } else {
+                        x * sl2
+                    }
+                });
+            } else {
+                sc.map_each(|_, x| x * sl2);
+            }
+            // Row maxima over the quad (the 4 lanes that hold a row).
+            let mut mx = m;
+            sc.each_pair(|r, a, b| {
+                let h = ((r / 2) % 2) as usize;
+                mx[h] = mx[h].max(a).max(b);
+            });
+            let mut corr = [0f32; 2];
+            let mut use_m = [0f32; 2];
+            for h in 0..2 {
+                mx[h] = mx[h].max(warp::shfl_xor_sync(u32::MAX, mx[h], 1));
+                mx[h] = mx[h].max(warp::shfl_xor_sync(u32::MAX, mx[h], 2));
+                // A row whose keys are all masked so far keeps m = -inf: subtract 0 instead.
+                use_m[h] = if mx[h] == f32::NEG_INFINITY {
+                    0.0
+                } else {
+                    mx[h]
+                };
+                corr[h] = GpuFloat::exp2(m[h] - use_m[h]);
+                m[h] = mx[h];
+            }
+            let mut sum = [0f32; 2];
+            sc.map_each(|r, x| {
+                let h = ((r / 2) % 2) as usize;
+                let e = GpuFloat::exp2(x - use_m[h]);
+                sum[h] += e;
+                e
+            });
+            for h in 0..2 {
+                l[h] = l[h] * corr[h] + sum[h];
+            }
+            o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
+            // P in bf16, as the A fragments of the eight k16 steps of P · v.
+            let mut a = [[0u32; 4]; 8];
+            ferrocuda_device::unroll!(KK in 0..8 {
+                ferrocuda_device::unroll!(RR in 0..4 {
+                    a[KK][RR] = bf16x2::from_f32s(sc[8 * KK + 2 * RR], sc[8 * KK + 2 * RR + 1])
+                        .to_bits();
+                });
+            });
+            bars.v_full(s).wait_ring(st);
+            let vd = MatrixDesc::n_major(stage + 2 * PANEL, PANEL, Swizzle::B128)
+                .unwrap_or(MatrixDesc(0));
+            // SAFETY: the whole warpgroup; this stage's v was written by TMA (its barrier
+            // waited on) and is released only after the wait below.
+            unsafe {
+                wgmma::fence();
+                ferrocuda_device::unroll!(KK in 0..8 {
+                    wgmma::mma_bf16_rs_nb::<D, R>(&mut o, a[KK], vd.advance(2048 * KK), true);
+                });
+                wgmma::commit_group();
+                wgmma::wait_group::<0>();
+            }
+            wgmma::fence_operand(&mut o);
+            if t == 0 {
+                bars.empty(s).arrive();
+            }
+            st.advance();
+        }
+        // The q tile is free for the next item.
+        if t == 0 {
+            bars.q_empty().arrive();
+        }
+        let mut inv = [0f32; 2];
+        for h in 0..2 {
+            l[h] += warp::shfl_xor_sync(u32::MAX, l[h], 1);
+            l[h] += warp::shfl_xor_sync(u32::MAX, l[h], 2);
+            inv[h] = if l[h] > 0.0 { 1.0 / l[h] } else { 0.0 };
+        }
+        let head = Head::of(out, bh / self.heads, bh % self.heads);
+        o.each_pair(|r, v0, v1| {
+            let (row, col) = wgmma::acc_coords(t, r);
+            let f = inv[((r / 2) % 2) as usize];
+            head.store_pair(row0 + row, col, v0 * f, v1 * f);
+        });
+    }
+}

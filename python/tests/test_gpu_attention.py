@@ -1,0 +1,197 @@
+"""The ``attention`` family (scaled dot-product attention, forward, FlashAttention-style on
+the H100's tensor cores) on the GPU: every element against a float64 reference with the
+error bound of the arithmetic — causal and not, head dimensions 64 and 128 and the widths
+padded up to them (32, 96), sequence lengths that are not multiples of the 128-row tiles,
+queries and keys of different lengths, the (B, S, H, D) projection layout seen as (B, H, S,
+D), persistent grids of any size, large scores; bad arguments refused naming what is wrong
+(GPU; skipped without one)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferrocuda
+
+pytestmark = pytest.mark.gpu
+
+K = ferrocuda.kernels
+
+
+def sm90(torch: Any) -> None:
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the attention kernel is built for sm_90a (H100/H200)")
+
+
+def reference(torch: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple[Any, Any]:
+    """The exact result in float64, and the error bound of the kernel's arithmetic per element:
+    P rounded to bf16 before P·v (half an ulp, 2⁻⁸ relative, of each weight: at most
+    2⁻⁸·Σ p|v| / Σ p, doubled for the sum's different rounding), the output's rounding to bf16
+    (2⁻⁸·|out|), and f32 sums and ex2.approx (2⁻¹⁶ of Σ p|v| / Σ p covers them)."""
+    qd, kd, vd = q.double(), k.double(), v.double()
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    if causal:
+        sq, skv = s.shape[-2], s.shape[-1]
+        keep = torch.ones(sq, skv, dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    want = p @ vd
+    spread = p @ vd.abs()
+    tol = spread * (2.0**-7 + 2.0**-16) + want.abs() * 2.0**-8 + 1e-30
+    return want, tol
+
+
+def check(torch: Any, got: Any, q: Any, k: Any, v: Any, scale: float, causal: bool, what: str):
+    want, tol = reference(torch, q, k, v, scale, causal)
+    g = got.double()
+    ok = (g - want).abs() <= tol
+    if not bool(ok.all()):
+        at = tuple((~ok).nonzero()[0].tolist())
+        raise AssertionError(
+            f"{what}: {int((~ok).sum())} of {ok.numel()} wrong; first at {at}: "
+            f"got {got[at].item()}, want {want[at].item()} ± {tol[at].item()}"
+        )
+
+
+@pytest.fixture
+def gen(torch: Any, rng: np.random.Generator) -> Any:
+    g = torch.Generator(device="cuda")
+    g.manual_seed(int(rng.integers(1 << 62)))
+    return g
+
+
+def qkv(torch: Any, gen: Any, b: int, h: int, sq: int, skv: int, d: int, mag: float = 1.0):
+    def r(s: int) -> Any:
+        x = torch.randn(b, h, s, d, generator=gen, device="cuda") * mag
+        return x.to(torch.bfloat16)
+
+    return r(sq), r(skv), r(skv)
+
+
+SHAPES = [
+    # (B, H, S_q, S_kv, D)
+    (1, 1, 1, 1, 64),
+    (2, 3, 128, 128, 64),
+    (1, 2, 200, 333, 128),
+    (2, 2, 1000, 1000, 128),
+    (1, 1, 77, 50, 32),
+    (1, 2, 130, 260, 96),
+    (1, 1, 513, 129, 64),
+    (3, 1, 64, 700, 128),
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_family_on_torch(torch: Any, gen: Any, causal: bool) -> None:
+    sm90(torch)
+    for b, h, sq, skv, d in SHAPES:
+        q, k, v = qkv(torch, gen, b, h, sq, skv, d)
+        scale = 1.0 / math.sqrt(d)
+        out = torch.full_like(q, float("nan"))
+        K.attention(q, k, v, out, scale, int(causal))
+        torch.cuda.synchronize()
+        check(torch, out, q, k, v, scale, causal, f"{(b, h, sq, skv, d)} causal={causal}")
+
+
+def test_agrees_with_torch_sdpa(torch: Any, gen: Any) -> None:
+    """Beside the float64 reference, the peer: torch's FlashAttention backend on the same
+    inputs. (Not torch's own pick: on an H100 that is cuDNN's kernel, in which
+    compute-sanitizer's racecheck reports hazards of its own.)"""
+    sm90(torch)
+    F = torch.nn.functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    for causal in (False, True):
+        q, k, v = qkv(torch, gen, 2, 4, 1024, 1024, 128)
+        out = torch.empty_like(q)
+        K.attention(q, k, v, out, 1.0 / math.sqrt(128), int(causal))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            peer = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        torch.cuda.synchronize()
+        diff = (out.float() - peer.float()).abs().max().item()
+        assert diff < 0.02, f"causal={causal}: max |ours - sdpa| = {diff}"
+
+
+def test_projection_layout_and_strided_out(torch: Any, gen: Any) -> None:
+    """q, k, v as the views a model has after its projection — (B, S, H, D) memory seen as
+    (B, H, S, D), rows of one head H·D apart — and out a view of the same kind."""
+    sm90(torch)
+    b, h, s, d = 2, 4, 300, 64
+    scale = 0.125
+
+    def proj() -> Any:
+        x = torch.randn(b, s, h, d, generator=gen, device="cuda").to(torch.bfloat16)
+        return x.transpose(1, 2)
+
+    q, k, v = proj(), proj(), proj()
+    assert not q.is_contiguous()
+    for causal in (False, True):
+        out = torch.full((b, s, h, d), float("nan"), dtype=torch.bfloat16, device="cuda")
+        out = out.transpose(1, 2)
+        K.attention(q, k, v, out, scale, int(causal))
+        torch.cuda.synchronize()
+        check(torch, out, q, k, v, scale, causal, f"projection layout causal={causal}")
+    # An out whose columns are not contiguous (element stores).
+    wide = torch.full((b, h, s, 2 * d), float("nan"), dtype=torch.bfloat16, device="cuda")
+    out = wide[..., ::2]
+    K.attention(q, k, v, out, scale, 0)
+    torch.cuda.synchronize()
+    check(torch, out, q, k, v, scale, False, "out with column stride 2")
+    assert bool(wide[..., 1::2].isnan().all()), "a store outside out"
+
+
+def test_grids_and_scales(torch: Any, gen: Any) -> None:
+    """Persistent blocks: a grid of 1, 3 or 1000 blocks gives the same result (each item once,
+    the rings' phases kept across items); scales of either sign and a large one (scores in
+    the hundreds: the running maximum keeps the exponentials finite)."""
+    sm90(torch)
+    q, k, v = qkv(torch, gen, 2, 3, 300, 260, 128)
+    for grid in (1, 3, 1000):
+        for causal in (False, True):
+            out = torch.full_like(q, float("nan"))
+            K.attention(q, k, v, out, 0.09, int(causal), grid=grid)
+            torch.cuda.synchronize()
+            check(torch, out, q, k, v, 0.09, causal, f"grid {grid} causal={causal}")
+    for scale in (-0.3, 8.0):
+        out = torch.full_like(q, float("nan"))
+        K.attention(q, k, v, out, scale, 1)
+        torch.cuda.synchronize()
+        assert bool(out.isfinite().all()), f"scale {scale}: non-finite output"
+        check(torch, out, q, k, v, scale, True, f"scale {scale}")
+
+
+def test_large_values(torch: Any, gen: Any) -> None:
+    sm90(torch)
+    q, k, v = qkv(torch, gen, 1, 2, 256, 384, 64, mag=20.0)
+    out = torch.full_like(q, float("nan"))
+    K.attention(q, k, v, out, 1.0, 0)
+    torch.cuda.synchronize()
+    check(torch, out, q, k, v, 1.0, False, "scores in the thousands")
+
+
+def test_bad_arguments(torch: Any) -> None:
+    sm90(torch)
+    bf = torch.bfloat16
+
+    def t(*shape: int, dtype: Any = bf) -> Any:
+        return torch.zeros(*shape, dtype=dtype, device="cuda")
+
+    q, k, v, out = t(1, 2, 64, 64), t(1, 2, 80, 64), t(1, 2, 80, 64), t(1, 2, 64, 64)
+    with pytest.raises(ValueError, match=r"head dimension \(q.shape\[3\]\) must be at most 128"):
+        K.attention(t(1, 2, 64, 256), t(1, 2, 80, 256), t(1, 2, 80, 256), t(1, 2, 64, 256), 1.0, 0)
+    with pytest.raises(ValueError, match=r"v must have k's sequence length"):
+        K.attention(q, k, t(1, 2, 81, 64), out, 1.0, 0)
+    with pytest.raises(ValueError, match=r"k must have q's number of heads"):
+        K.attention(q, t(1, 1, 80, 64), t(1, 1, 80, 64), out, 1.0, 0)
+    with pytest.raises(ValueError, match=r"out must have q's shape"):
+        K.attention(q, k, v, t(1, 2, 63, 64), 1.0, 0)
+    with pytest.raises(ValueError, match=r"causal must be 0 or 1"):
+        K.attention(q, k, v, out, 1.0, 2)
+    with pytest.raises(TypeError, match="argument `q`: expected a bfloat16 array, got float16"):
+        K.attention(q.half(), k.half(), v.half(), out.half(), 1.0, 0)
+    # A head dimension with a stride (the TMA boxes need unit-stride rows): refused, named.
+    with pytest.raises((ValueError, TypeError), match="`q`"):
+        K.attention(t(1, 2, 64, 128)[..., ::2], k, v, out, 1.0, 0)
