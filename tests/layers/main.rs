@@ -32,16 +32,6 @@ fn read(dir: &str) -> Crate {
 const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
     (
         "builder/src",
-        &[
-            "check/mod.rs",
-            "check/panic.rs",
-            "check/shared_size.rs",
-            "check/waits.rs",
-            "check/wgmma.rs",
-        ],
-    ),
-    (
-        "builder/src",
         &["child.rs", "lib.rs", "llvm.rs", "parts.rs", "toolchain.rs"],
     ),
     (

@@ -22,6 +22,7 @@
 //! of every memory access, for the tests of the generated code.
 
 pub mod barrier;
+pub mod cfg;
 pub mod panic;
 pub mod parse;
 pub mod ptxas;
@@ -30,137 +31,14 @@ pub mod shared_size;
 pub mod waits;
 pub mod wgmma;
 
+mod rules;
+
+pub(crate) use rules::mentions;
+pub use rules::{calls, Finding, Rule, Severity, DRIVER_FUNCTIONS};
+
 use barrier::{divergent_barriers, functions_that_abort, functions_with_barriers, Taint};
 use ferrocuda_abi::manifest::Manifest;
 use parse::{parse_functions, strip_comments, PtxFunction};
-use std::fmt;
-
-/// Which rule a finding breaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
-    /// An unresolved `.extern` declaration or a call to one.
-    Extern,
-    /// A kernel that reaches panic machinery through its calls.
-    Panic,
-    /// A byte array holding a panic message or a source path.
-    PanicText,
-    /// A function using `.local` memory.
-    Local,
-    /// A barrier that not every thread of a block may reach.
-    Barrier,
-    /// An mbarrier wait in a kernel with no arrive on any mbarrier.
-    MBarrier,
-    /// A `cp.async` group wait in a kernel that commits no group.
-    CpAsync,
-    /// A non-zero (or unknown) stack frame, from ptxas.
-    Stack,
-    /// Register spills, from ptxas.
-    Spill,
-    /// ptxas failed, or did not report an entry.
-    Ptxas,
-    /// The manifest and the PTX disagree.
-    Manifest,
-    /// The module defines no `.entry`.
-    Entry,
-    /// An instruction the module's target architecture does not have.
-    Arch,
-    /// Shared memory over the device's limits.
-    Shared,
-    /// A `wgmma.mma_async` without its fence, commit or wait (or serialized by ptxas).
-    Wgmma,
-}
-
-impl Rule {
-    /// The rule's short name (`extern`, `panic-text`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Extern => "extern",
-            Rule::Panic => "panic",
-            Rule::PanicText => "panic-text",
-            Rule::Local => "local",
-            Rule::Barrier => "barrier",
-            Rule::MBarrier => "mbarrier",
-            Rule::CpAsync => "cp-async",
-            Rule::Stack => "stack",
-            Rule::Spill => "spill",
-            Rule::Ptxas => "ptxas",
-            Rule::Manifest => "manifest",
-            Rule::Entry => "entry",
-            Rule::Arch => "arch",
-            Rule::Shared => "shared",
-            Rule::Wgmma => "wgmma",
-        }
-    }
-}
-
-/// Whether a finding fails a [`PtxBuilder`](crate::PtxBuilder) build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// Reported (`cargo:warning=`), the build goes on.
-    Warning,
-    /// The build fails.
-    Error,
-}
-
-/// One broken rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// The function (entry or `.func`) concerned; `None` for the module.
-    pub function: Option<String>,
-    /// The rule.
-    pub rule: Rule,
-    /// For a build.
-    pub severity: Severity,
-    /// What is wrong and, where known, what to do.
-    pub message: String,
-    /// The architecture of a ptxas finding.
-    pub arch: Option<String>,
-    /// The PTX line (1-based) of the instruction concerned, where there is one.
-    pub line: Option<usize>,
-    /// Where in the Rust sources (`src/lib.rs:17`), when a build located it (see
-    /// [`PtxBuilder`](crate::PtxBuilder): a build that fails its checks finds the line in
-    /// the kernel crate that the instruction — or else the kernel — comes from).
-    pub source: Option<String>,
-}
-
-impl Finding {
-    pub(crate) fn new(
-        function: Option<&str>,
-        rule: Rule,
-        severity: Severity,
-        message: String,
-    ) -> Finding {
-        Finding {
-            function: function.map(str::to_string),
-            rule,
-            severity,
-            message,
-            arch: None,
-            line: None,
-            source: None,
-        }
-    }
-
-    /// The same, about the instruction at PTX line `line`.
-    pub(crate) fn at(mut self, line: usize) -> Finding {
-        self.line = Some(line);
-        self
-    }
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let who = self.function.as_deref().unwrap_or("<module>");
-        match &self.arch {
-            Some(a) => write!(f, "{who} [{a}]: {}: ", self.rule.name())?,
-            None => write!(f, "{who}: {}: ", self.rule.name())?,
-        }
-        if let Some(s) = &self.source {
-            write!(f, "{s}: ")?;
-        }
-        f.write_str(&self.message)
-    }
-}
 
 /// The functions of a module and the findings of the text rules.
 #[derive(Clone, Debug)]
@@ -475,9 +353,6 @@ pub fn unresolved_function_hint(name: &str) -> String {
     }
 }
 
-/// External functions the CUDA driver resolves when it loads a module: device `printf`.
-pub const DRIVER_FUNCTIONS: [&str; 1] = ["vprintf"];
-
 fn extern_findings(src: &str, functions: &[PtxFunction]) -> Vec<Finding> {
     let mut out = Vec::new();
     let unresolved =
@@ -568,20 +443,6 @@ pub fn entries_reaching(
     out
 }
 
-/// Direct call targets of a function (indirect calls through a register have no name).
-pub fn calls(f: &PtxFunction) -> Vec<String> {
-    let Some(body) = f.body.as_deref() else {
-        return Vec::new();
-    };
-    parse::statements(body, f.body_line)
-        .iter()
-        .filter_map(|s| match s {
-            parse::Statement::Instr(i) => barrier::call_target(i).map(str::to_string),
-            parse::Statement::Label(_) => None,
-        })
-        .collect()
-}
-
 /// What in a function uses the `.local` state space, if anything: a `.local` array (LLVM's
 /// `__local_depot`, the stack frame) that an instruction reads, writes or takes the address
 /// of, or a `.local` access. LLVM's prologue alone (`mov.u64 %SPL, __local_depot0;
@@ -652,16 +513,6 @@ fn local_use(f: &PtxFunction) -> Option<(String, usize)> {
         d => format!(".local {}, used through {}", d.join(", "), list.join(", ")),
     };
     Some((what, first))
-}
-
-/// Whether `operand` names the symbol `name` (not a longer one that starts with it).
-pub(crate) fn mentions(operand: &str, name: &str) -> bool {
-    operand.match_indices(name).any(|(at, _)| {
-        let after = operand[at + name.len()..].chars().next();
-        let before = operand[..at].chars().next_back();
-        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
-        !after.is_some_and(ident) && !before.is_some_and(ident)
-    })
 }
 
 /// The first target of the `.target` directive (e.g. `sm_80`).

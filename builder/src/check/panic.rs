@@ -4,7 +4,7 @@
 //! its calls — never because of the name of the kernel itself.
 
 use super::parse::PtxFunction;
-use super::{calls, Finding, Rule, Severity};
+use super::rules::{calls, Finding, Rule, Severity};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Functions of `core`/`alloc`/`std` whose last path segment makes them panic machinery
@@ -142,7 +142,7 @@ pub(super) fn panic_findings(functions: &[PtxFunction]) -> Vec<Finding> {
                 .into_iter()
                 .find_map(|s| match s {
                     super::parse::Statement::Instr(i)
-                        if super::barrier::call_target(&i) == chain.get(1).map(String::as_str) =>
+                        if super::cfg::call_target(&i) == chain.get(1).map(String::as_str) =>
                     {
                         Some(i.line)
                     }

@@ -1,7 +1,7 @@
 //! ptxas: assembling the PTX for a GPU architecture and reading its resource report
 //! (`ptxas -v`): registers, stack frame, spills, shared memory, barriers per function.
 
-use super::{Finding, Rule, Severity};
+use super::rules::{Finding, Rule, Severity};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

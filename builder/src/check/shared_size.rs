@@ -4,7 +4,7 @@
 //! (`#[kernel(shared_bytes = n)]`) exceeds its architecture's opt-in maximum can never launch.
 
 use super::parse::PtxFunction;
-use super::{calls, Finding, Rule, Severity};
+use super::rules::{calls, Finding, Rule, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Static shared memory a kernel may declare (every architecture): 48 KiB.
@@ -133,7 +133,10 @@ pub fn kernel_shared(src: &str, functions: &[PtxFunction]) -> BTreeMap<String, V
                     }
                 }
             }
-            for d in module.iter().filter(|d| super::mentions(body, &d.name)) {
+            for d in module
+                .iter()
+                .filter(|d| super::rules::mentions(body, &d.name))
+            {
                 if !arrays.contains(d) {
                     arrays.push(d.clone());
                 }

@@ -30,9 +30,9 @@
 //! PTX in execution order, so "a commit before the wait" cannot be read off the text soundly;
 //! the rule finds the kernels with no commit (or no arrive) at all.
 
-use super::barrier::call_target;
+use super::cfg::call_target;
 use super::parse::{statements, Instr, PtxFunction, Statement};
-use super::{Rule, DRIVER_FUNCTIONS};
+use super::rules::{Rule, DRIVER_FUNCTIONS};
 use std::collections::HashMap;
 
 /// A wait that nothing in its kernel can complete.

@@ -1,5 +1,5 @@
 //! Warpgroup MMAs (`wgmma.mma_async`, sm_90a) used without the fence, commit or wait their
-//! asynchrony needs ([`Rule::Wgmma`](super::Rule::Wgmma)).
+//! asynchrony needs ([`Rule::Wgmma`](super::rules::Rule::Wgmma)).
 //!
 //! A `wgmma.mma_async` reads its A fragment and accumulators from registers and writes the
 //! accumulators *asynchronously*. The PTX ISA requires:
@@ -27,12 +27,12 @@
 //! and says so ("wgmma.mma_async instructions are serialized due to …", advisory C7515 and
 //! kin), which [`serialized`] turns into a warning of the same rule.
 
-use super::barrier::{blocks, call_target, Block};
+use super::cfg::{blocks, call_target, Block};
 use super::parse::{statements, Instr, PtxFunction};
-use super::DRIVER_FUNCTIONS;
+use super::rules::DRIVER_FUNCTIONS;
 use std::collections::HashSet;
 
-/// One finding of rule 1, before it becomes a [`Finding`](super::Finding).
+/// One finding of rule 1, before it becomes a [`Finding`](super::rules::Finding).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WgmmaProblem {
     /// The function the problem is in.
