@@ -340,7 +340,7 @@ fn extras_doc(k: &ferrocuda_abi::manifest::KernelSig) -> String {
         let why = if r.message.is_empty() {
             String::new()
         } else {
-            format!(" ({})", r.message)
+            format!(" ({})", doc_text(&r.message))
         };
         let _ = write!(
             doc,
@@ -348,6 +348,26 @@ fn extras_doc(k: &ferrocuda_abi::manifest::KernelSig) -> String {
         );
     }
     doc
+}
+
+/// `text` (a kernel author's message) as literal text in a doc comment: one line, and the
+/// characters Markdown or rustdoc would read as a link (`[3]`), an HTML tag (`<T>`),
+/// emphasis or code escaped.
+fn doc_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '[' | ']' | '*' | '_' | '`' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -372,6 +392,14 @@ mod tests {
             param("y", "slice", 16)
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn messages_are_literal_text_in_the_docs() {
+        assert_eq!(
+            doc_text("q.shape[3] <= 128, not Vec<T> *or* `x`_y\\\nnext"),
+            "q.shape\\[3\\] &lt;= 128, not Vec&lt;T&gt; \\*or\\* \\`x\\`\\_y\\\\ next"
+        );
     }
 
     /// Kernel parameters named like the launcher's own bindings (`k`, `args`, `opts`) are
