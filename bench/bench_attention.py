@@ -18,25 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 
-
-def gpu_ms(torch, fn, reps, trials):
-    """Median over ``trials`` batches of ``reps`` calls of ``fn``: milliseconds per call."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(trials):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return statistics.median(times)
+from bench_common import gpu_ms
 
 
 def runners(ferrocuda, F, sdpa_kernel, SDPBackend, q, k, v, out, causal):
@@ -105,7 +89,7 @@ def main(argv=None):
                     "device": dev,
                 }
                 for name, fn in (("ferrocuda", ours), ("sdpa_flash", flash), ("sdpa_best", best)):
-                    ms = gpu_ms(torch, fn, args.reps, args.trials)
+                    ms = gpu_ms(torch, fn, args.reps, args.trials)[0]
                     row[f"{name}_ms"] = ms
                     row[f"{name}_tflops"] = flops / ms / 1e9
                 row["vs_flash"] = row["sdpa_flash_ms"] / row["ferrocuda_ms"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 import sys
 import time
 
@@ -439,3 +440,21 @@ def compare(np, got, want):
         got[bad[0]],
         want[bad[0]],
     )
+
+
+def gpu_ms(torch, fn, reps, trials):
+    """GPU milliseconds per call of ``fn`` (torch CUDA events): (median, min, max) over
+    ``trials`` batches of ``reps`` calls, after 3 warm-up calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(trials):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    return statistics.median(times), min(times), max(times)

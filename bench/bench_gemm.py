@@ -24,26 +24,10 @@ import argparse
 import functools
 import json
 import pathlib
-import statistics
 import sys
 import tempfile
 
-
-def gpu_ms(torch, fn, reps, trials):
-    """Median over ``trials`` batches of ``reps`` calls of ``fn``: milliseconds per call."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(trials):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return statistics.median(times), min(times), max(times)
+from bench_common import gpu_ms
 
 
 def portable_module(ferrocuda, directory):
