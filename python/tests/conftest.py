@@ -172,6 +172,17 @@ def write_bundled_parts(directory: Any, manifest: dict[str, Any]) -> None:
             (Path(directory) / name).write_bytes(data)
 
 
+def assert_elements(ok: Any, got: Any, want: Any, tol: Any, what: str) -> None:
+    """Fails unless every element of the boolean tensor ``ok`` is true, saying how many are
+    not and the first one: its index, ``got``, ``want`` ± ``tol`` there."""
+    if not bool(ok.all()):
+        at = tuple((~ok).nonzero()[0].tolist())
+        raise AssertionError(
+            f"{what}: {int((~ok).sum())} of {ok.numel()} wrong; first at {at}: "
+            f"got {got[at].item()}, want {want[at].item()} ± {tol[at].item()}"
+        )
+
+
 #: Marks tests of the behaviour without a CUDA driver (skipped where one is present).
 NO_DRIVER = pytest.mark.skipif(
     ferrocuda.driver_available(),

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from conftest import assert_elements
 
 pytestmark = pytest.mark.gpu
 
@@ -47,13 +48,7 @@ def reference(torch: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) ->
 def check(torch: Any, got: Any, q: Any, k: Any, v: Any, scale: float, causal: bool, what: str):
     want, tol = reference(torch, q, k, v, scale, causal)
     g = got.double()
-    ok = (g - want).abs() <= tol
-    if not bool(ok.all()):
-        at = tuple((~ok).nonzero()[0].tolist())
-        raise AssertionError(
-            f"{what}: {int((~ok).sum())} of {ok.numel()} wrong; first at {at}: "
-            f"got {got[at].item()}, want {want[at].item()} ± {tol[at].item()}"
-        )
+    assert_elements((g - want).abs() <= tol, got, want, tol, what)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from conftest import assert_elements
 from linear_ref import bound, reference
 
 pytestmark = pytest.mark.gpu
@@ -33,12 +34,7 @@ def check(torch: Any, got: Any, x: Any, w: Any, b: Any, act: str, what: str) -> 
     g = got.double()
     tl = bound(torch, x, w, b, want, got.dtype)
     ok = ((g - want).abs() <= tl) | (g.isnan() & want.isnan()) | (g.isinf() & (g == want))
-    if not bool(ok.all()):
-        at = tuple((~ok).nonzero()[0].tolist())
-        raise AssertionError(
-            f"{what}: {int((~ok).sum())} of {ok.numel()} wrong; first at {at}: "
-            f"got {got[at].item()}, want {want[at].item()} ± {tl[at].item()}"
-        )
+    assert_elements(ok, got, want, tl, what)
 
 
 @pytest.fixture(scope="module")
