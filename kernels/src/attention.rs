@@ -33,7 +33,8 @@
 //!
 //! Numerics: scores and sums in f32 (the products of bf16 inputs exact, sums in the tensor
 //! cores' order); `P` is rounded to bf16 before `P · v` (as FlashAttention does), which
-//! bounds the relative error of each output near 2⁻⁸; exponentials by `ex2.approx` (2 ulp).
+//! bounds the relative error of each output near 2⁻⁸; exponentials by `ex2.approx.ftz` (2 ulp;
+//! weights below 2⁻¹²⁶ of the row's largest flush to zero), one FFMA and one MUFU per score.
 //! A query row with no key (`S_kv = 0`) gives zeros.
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; [`ATTENTION_SMEM`] bytes of dynamic
@@ -325,7 +326,13 @@ unsafe fn forward(
             t: tid % 128,
             s_kv,
             heads,
-            scale_log2: scale * core::f32::consts::LOG2_E,
+            // A scale of 0 (every allowed key weighted alike) as the smallest normal scale:
+            // its products flush to 0 alike, and masked (infinite) scores stay infinite.
+            scale_log2: if scale == 0.0 {
+                f32::MIN_POSITIVE
+            } else {
+                scale * core::f32::consts::LOG2_E
+            },
             causal,
         };
         let (mut qs, mut st) = (RingState::<1>::consumer(), RingState::<STAGES>::consumer());
@@ -424,8 +431,8 @@ impl Consumer {
         [f32; R]: ferrocuda_device::wgmma::Accumulator,
     {
         use ferrocuda_device::half::bf16x2;
+        use ferrocuda_device::math::FastMath;
         use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
-        use ferrocuda_device::GpuFloat;
 
         let (t, bars) = (self.t, self.bars);
         let row0 = tm * BM + self.cw * 64;
@@ -466,49 +473,69 @@ impl Consumer {
                 wgmma::wait_group::<0>();
             }
             wgmma::fence_operand(&mut sc);
-            // Scale to the log2 domain and mask.
+            // Mask, then each row's extreme raw score: with `scale_log2 > 0` the maximum (the
+            // largest scaled score), with `< 0` the minimum (masked scores are set past the
+            // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
             let kv0 = j * BN;
             let sl2 = self.scale_log2;
-            let edge = kv0 + BN > self.s_kv;
-            let diag = self.causal && kv0 + BN - 1 > row0;
-            if edge || diag {
+            let pos = sl2 > 0.0;
+            let far = if pos {
+                f32::NEG_INFINITY
+            } else {
+                f32::INFINITY
+            };
+            if kv0 + BN > self.s_kv || (self.causal && kv0 + BN - 1 > row0) {
                 let (s_kv, causal) = (self.s_kv, self.causal);
                 sc.map_each(|r, x| {
                     let (row, col) = wgmma::acc_coords(t, r);
                     let key = kv0 + col;
                     if key >= s_kv || (causal && key > row0 + row) {
-                        f32::NEG_INFINITY
+                        far
                     } else {
-                        x * sl2
+                        x
                     }
                 });
-            } else {
-                sc.map_each(|_, x| x * sl2);
             }
-            // Row maxima over the quad (the 4 lanes that hold a row).
-            let mut mx = m;
-            sc.each_pair(|r, a, b| {
-                let h = ((r / 2) % 2) as usize;
-                mx[h] = mx[h].max(a).max(b);
-            });
+            let mut ext = [far; 2];
+            if pos {
+                sc.each_pair(|r, a, b| {
+                    let h = ((r / 2) % 2) as usize;
+                    ext[h] = ext[h].max(a).max(b);
+                });
+            } else {
+                sc.each_pair(|r, a, b| {
+                    let h = ((r / 2) % 2) as usize;
+                    ext[h] = ext[h].min(a).min(b);
+                });
+            }
             let mut corr = [0f32; 2];
-            let mut use_m = [0f32; 2];
+            let mut neg_m = [0f32; 2];
             for h in 0..2 {
-                mx[h] = mx[h].max(warp::shfl_xor_sync(u32::MAX, mx[h], 1));
-                mx[h] = mx[h].max(warp::shfl_xor_sync(u32::MAX, mx[h], 2));
-                // A row whose keys are all masked so far keeps m = -inf: subtract 0 instead.
-                use_m[h] = if mx[h] == f32::NEG_INFINITY {
+                let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 1));
+                ext[h] = if pos { a.max(b) } else { a.min(b) };
+                let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 2));
+                ext[h] = if pos { a.max(b) } else { a.min(b) };
+                // Every key of the row masked so far: the maximum stays -inf, and 0 is
+                // subtracted instead (the exponentials of masked scores are 0 either way).
+                let tile_m = if ext[h] == far {
+                    f32::NEG_INFINITY
+                } else {
+                    ext[h] * sl2
+                };
+                let new_m = m[h].max(tile_m);
+                let use_m = if new_m == f32::NEG_INFINITY {
                     0.0
                 } else {
-                    mx[h]
+                    new_m
                 };
-                corr[h] = GpuFloat::exp2(m[h] - use_m[h]);
-                m[h] = mx[h];
+                corr[h] = (m[h] - use_m).exp2_fast();
+                m[h] = new_m;
+                neg_m[h] = -use_m;
             }
             let mut sum = [0f32; 2];
             sc.map_each(|r, x| {
                 let h = ((r / 2) % 2) as usize;
-                let e = GpuFloat::exp2(x - use_m[h]);
+                let e = fma(x, sl2, neg_m[h]).exp2_fast();
                 sum[h] += e;
                 e
             });
