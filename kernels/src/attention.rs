@@ -63,10 +63,10 @@ const Q_BYTES: u32 = 2 * PANEL;
 const STAGE_BYTES: u32 = 4 * PANEL;
 
 /// Dynamic shared memory of an `attention` launch: the `q` tile (32 KiB), two stages of
-/// `k` and `v` (64 KiB each), 8 mbarriers, and 1 KiB to align the tiles to the 128-byte
+/// `k` and `v` (64 KiB each), 10 mbarriers, and 1 KiB to align the tiles to the 128-byte
 /// swizzle's 1024-byte atom.
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 8 * 8 + 1024;
+pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 10 * 8 + 1024;
 
 /// The map of `q`, `k` or `v` (B, H, S, D): boxes of one head's 128 rows × 64 columns,
 /// 128-byte swizzle.
@@ -246,6 +246,8 @@ unsafe fn forward(
                 mbarrier::init(bars.add(3 + 3 * i), 1);
                 mbarrier::init(bars.add(4 + 3 * i), 2);
             }
+            mbarrier::init(bars.add(2 + 3 * STAGES), 1);
+            mbarrier::init(bars.add(3 + 3 * STAGES), 1);
         }
     }
     thread::sync_threads();
@@ -336,6 +338,12 @@ unsafe fn forward(
             causal,
         };
         let (mut qs, mut st) = (RingState::<1>::consumer(), RingState::<STAGES>::consumer());
+        // The turns alternate, consumer 0 first: its first wait passes (a producer's parity).
+        let mut turn = if wg == 1 {
+            RingState::<1>::producer()
+        } else {
+            RingState::<1>::consumer()
+        };
         let mut item = first;
         while item < items {
             let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
@@ -345,9 +353,9 @@ unsafe fn forward(
             // tile was waited for, its ring in step with the producer's.
             unsafe {
                 if panels == 1 {
-                    ctx.item::<64, 32, 1>(bh, tm, &mut st, out)
+                    ctx.item::<64, 32, 1>(bh, tm, &mut st, &mut turn, out)
                 } else {
-                    ctx.item::<128, 64, 2>(bh, tm, &mut st, out)
+                    ctx.item::<128, 64, 2>(bh, tm, &mut st, &mut turn, out)
                 }
             }
             item += step;
@@ -390,6 +398,11 @@ impl Bars {
     fn empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(4 + 3 * s)
     }
+    /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the other consumer's).
+    #[inline(always)]
+    fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(2 + 3 * STAGES + cw as usize)
+    }
 }
 
 /// What a consumer warpgroup knows of the launch.
@@ -425,6 +438,7 @@ impl Consumer {
         bh: u32,
         tm: u32,
         st: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        turn: &mut ferrocuda_device::mbarrier::RingState<1>,
         out: ViewMut<bf16, 4>,
     ) where
         ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
@@ -449,6 +463,10 @@ impl Consumer {
             let s = st.index();
             let stage = self.base + Q_BYTES + s as u32 * STAGE_BYTES;
             bars.k_full(s).wait_ring(st);
+            // Ping-pong: the two consumers issue their `q · kᵀ` in turns, so that one's
+            // softmax runs under the other's MMAs (FlashAttention-3's inter-warpgroup order).
+            bars.turn(self.cw).wait_ring(turn);
+            turn.advance();
             // S = q · kᵀ: 64 × 128, D / 16 k-steps (4 per 64-column panel).
             let mut sc = [0f32; 64];
             wgmma::fence_operand(&mut sc);
@@ -470,6 +488,9 @@ impl Consumer {
                     });
                 }
                 wgmma::commit_group();
+                if t == 0 {
+                    bars.turn(1 - self.cw).arrive();
+                }
                 wgmma::wait_group::<0>();
             }
             wgmma::fence_operand(&mut sc);
