@@ -324,6 +324,7 @@ mod nv_fast {
 /// | method | CUDA | maximum error |
 /// | --- | --- | --- |
 /// | `exp_fast` | `__expf` | 2 + ⌊1.173·\|x\|⌋ ulp (via `ex2.approx`) |
+/// | `exp2_fast` | `exp2f` under `-use_fast_math` (`ex2.approx.ftz.f32`, one instruction) | 2 ulp; results below 2^-126 (x < −126) are 0 |
 /// | `exp10_fast` | `__exp10f` | 2 + ⌊2.97·\|x\|⌋ ulp |
 /// | `ln_fast` | `__logf` | 2^-21.41 absolute for x in [0.5, 2], else 3 ulp |
 /// | `log2_fast` | `__log2f` | 2^-22 absolute for x in [0.5, 2], else 2 ulp |
@@ -337,6 +338,10 @@ mod nv_fast {
 pub trait FastMath: Copy {
     /// Approximate e^self.
     fn exp_fast(self) -> Self;
+    /// Approximate 2^self, subnormal results flushed to zero: the one instruction softmax
+    /// and attention kernels want (`exp2` without `_fast` handles subnormal results with
+    /// three more instructions per call).
+    fn exp2_fast(self) -> Self;
     /// Approximate 10^self.
     fn exp10_fast(self) -> Self;
     /// Approximate ln(self).
@@ -360,6 +365,23 @@ pub trait FastMath: Copy {
 macro_rules! fast_math {
     ($($m:ident: $dev:ident / $host:ident;)* | $($bm:ident($b:ident): $bdev:ident / $bhost:expr;)*) => {
         impl FastMath for f32 {
+            #[inline(always)]
+            fn exp2_fast(self) -> f32 {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let r: f32;
+                    // SAFETY: one arithmetic instruction on registers.
+                    unsafe {
+                        core::arch::asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r,
+                            x = in(reg32) self, options(pure, nomem, nostack));
+                    }
+                    r
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    GpuFloat::exp2(self)
+                }
+            }
             $(
                 #[inline(always)]
                 fn $m(self) -> f32 {
@@ -408,6 +430,7 @@ mod tests {
         assert_eq!(GpuFloat::log(8.0f64, 2.0), 3.0);
         assert!((GpuFloat::erf(0.5f64) - 0.520_499_877_813_046_5).abs() < 1e-15);
         assert_eq!(2.0f32.div_fast(4.0), 0.5);
+        assert_eq!(3.0f32.exp2_fast(), 8.0);
         assert_eq!(GpuFloat::exp10(2.0f32), 100.0);
     }
 }

@@ -33,7 +33,8 @@
 //!
 //! Numerics: scores and sums in f32 (the products of bf16 inputs exact, sums in the tensor
 //! cores' order); `P` is rounded to bf16 before `P · v` (as FlashAttention does), which
-//! bounds the relative error of each output near 2⁻⁸; exponentials by `ex2.approx` (2 ulp).
+//! bounds the relative error of each output near 2⁻⁸; exponentials by `ex2.approx.ftz` (2 ulp;
+//! weights below 2⁻¹²⁶ of the row's largest flush to zero), one FFMA and one MUFU per score.
 //! A query row with no key (`S_kv = 0`) gives zeros.
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; [`ATTENTION_SMEM`] bytes of dynamic
@@ -62,10 +63,10 @@ const Q_BYTES: u32 = 2 * PANEL;
 const STAGE_BYTES: u32 = 4 * PANEL;
 
 /// Dynamic shared memory of an `attention` launch: the `q` tile (32 KiB), two stages of
-/// `k` and `v` (64 KiB each), 8 mbarriers, and 1 KiB to align the tiles to the 128-byte
+/// `k` and `v` (64 KiB each), 10 mbarriers, and 1 KiB to align the tiles to the 128-byte
 /// swizzle's 1024-byte atom.
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 8 * 8 + 1024;
+pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 10 * 8 + 1024;
 
 /// The map of `q`, `k` or `v` (B, H, S, D): boxes of one head's 128 rows × 64 columns,
 /// 128-byte swizzle.
@@ -245,6 +246,8 @@ unsafe fn forward(
                 mbarrier::init(bars.add(3 + 3 * i), 1);
                 mbarrier::init(bars.add(4 + 3 * i), 2);
             }
+            mbarrier::init(bars.add(2 + 3 * STAGES), 1);
+            mbarrier::init(bars.add(3 + 3 * STAGES), 1);
         }
     }
     thread::sync_threads();
@@ -325,10 +328,22 @@ unsafe fn forward(
             t: tid % 128,
             s_kv,
             heads,
-            scale_log2: scale * core::f32::consts::LOG2_E,
+            // A scale of 0 (every allowed key weighted alike) as the smallest normal scale:
+            // its products flush to 0 alike, and masked (infinite) scores stay infinite.
+            scale_log2: if scale == 0.0 {
+                f32::MIN_POSITIVE
+            } else {
+                scale * core::f32::consts::LOG2_E
+            },
             causal,
         };
         let (mut qs, mut st) = (RingState::<1>::consumer(), RingState::<STAGES>::consumer());
+        // The turns alternate, consumer 0 first: its first wait passes (a producer's parity).
+        let mut turn = if wg == 1 {
+            RingState::<1>::producer()
+        } else {
+            RingState::<1>::consumer()
+        };
         let mut item = first;
         while item < items {
             let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
@@ -338,9 +353,9 @@ unsafe fn forward(
             // tile was waited for, its ring in step with the producer's.
             unsafe {
                 if panels == 1 {
-                    ctx.item::<64, 32, 1>(bh, tm, &mut st, out)
+                    ctx.item::<64, 32, 1>(bh, tm, &mut st, &mut turn, out)
                 } else {
-                    ctx.item::<128, 64, 2>(bh, tm, &mut st, out)
+                    ctx.item::<128, 64, 2>(bh, tm, &mut st, &mut turn, out)
                 }
             }
             item += step;
@@ -383,6 +398,11 @@ impl Bars {
     fn empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(4 + 3 * s)
     }
+    /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the other consumer's).
+    #[inline(always)]
+    fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(2 + 3 * STAGES + cw as usize)
+    }
 }
 
 /// What a consumer warpgroup knows of the launch.
@@ -418,14 +438,15 @@ impl Consumer {
         bh: u32,
         tm: u32,
         st: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        turn: &mut ferrocuda_device::mbarrier::RingState<1>,
         out: ViewMut<bf16, 4>,
     ) where
         ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
         [f32; R]: ferrocuda_device::wgmma::Accumulator,
     {
         use ferrocuda_device::half::bf16x2;
+        use ferrocuda_device::math::FastMath;
         use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
-        use ferrocuda_device::GpuFloat;
 
         let (t, bars) = (self.t, self.bars);
         let row0 = tm * BM + self.cw * 64;
@@ -442,6 +463,10 @@ impl Consumer {
             let s = st.index();
             let stage = self.base + Q_BYTES + s as u32 * STAGE_BYTES;
             bars.k_full(s).wait_ring(st);
+            // Ping-pong: the two consumers issue their `q · kᵀ` in turns, so that one's
+            // softmax runs under the other's MMAs (FlashAttention-3's inter-warpgroup order).
+            bars.turn(self.cw).wait_ring(turn);
+            turn.advance();
             // S = q · kᵀ: 64 × 128, D / 16 k-steps (4 per 64-column panel).
             let mut sc = [0f32; 64];
             wgmma::fence_operand(&mut sc);
@@ -463,52 +488,75 @@ impl Consumer {
                     });
                 }
                 wgmma::commit_group();
+                if t == 0 {
+                    bars.turn(1 - self.cw).arrive();
+                }
                 wgmma::wait_group::<0>();
             }
             wgmma::fence_operand(&mut sc);
-            // Scale to the log2 domain and mask.
+            // Mask, then each row's extreme raw score: with `scale_log2 > 0` the maximum (the
+            // largest scaled score), with `< 0` the minimum (masked scores are set past the
+            // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
             let kv0 = j * BN;
             let sl2 = self.scale_log2;
-            let edge = kv0 + BN > self.s_kv;
-            let diag = self.causal && kv0 + BN - 1 > row0;
-            if edge || diag {
+            let pos = sl2 > 0.0;
+            let far = if pos {
+                f32::NEG_INFINITY
+            } else {
+                f32::INFINITY
+            };
+            if kv0 + BN > self.s_kv || (self.causal && kv0 + BN - 1 > row0) {
                 let (s_kv, causal) = (self.s_kv, self.causal);
                 sc.map_each(|r, x| {
                     let (row, col) = wgmma::acc_coords(t, r);
                     let key = kv0 + col;
                     if key >= s_kv || (causal && key > row0 + row) {
-                        f32::NEG_INFINITY
+                        far
                     } else {
-                        x * sl2
+                        x
                     }
                 });
-            } else {
-                sc.map_each(|_, x| x * sl2);
             }
-            // Row maxima over the quad (the 4 lanes that hold a row).
-            let mut mx = m;
-            sc.each_pair(|r, a, b| {
-                let h = ((r / 2) % 2) as usize;
-                mx[h] = mx[h].max(a).max(b);
-            });
+            let mut ext = [far; 2];
+            if pos {
+                sc.each_pair(|r, a, b| {
+                    let h = ((r / 2) % 2) as usize;
+                    ext[h] = ext[h].max(a).max(b);
+                });
+            } else {
+                sc.each_pair(|r, a, b| {
+                    let h = ((r / 2) % 2) as usize;
+                    ext[h] = ext[h].min(a).min(b);
+                });
+            }
             let mut corr = [0f32; 2];
-            let mut use_m = [0f32; 2];
+            let mut neg_m = [0f32; 2];
             for h in 0..2 {
-                mx[h] = mx[h].max(warp::shfl_xor_sync(u32::MAX, mx[h], 1));
-                mx[h] = mx[h].max(warp::shfl_xor_sync(u32::MAX, mx[h], 2));
-                // A row whose keys are all masked so far keeps m = -inf: subtract 0 instead.
-                use_m[h] = if mx[h] == f32::NEG_INFINITY {
+                let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 1));
+                ext[h] = if pos { a.max(b) } else { a.min(b) };
+                let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 2));
+                ext[h] = if pos { a.max(b) } else { a.min(b) };
+                // Every key of the row masked so far: the maximum stays -inf, and 0 is
+                // subtracted instead (the exponentials of masked scores are 0 either way).
+                let tile_m = if ext[h] == far {
+                    f32::NEG_INFINITY
+                } else {
+                    ext[h] * sl2
+                };
+                let new_m = m[h].max(tile_m);
+                let use_m = if new_m == f32::NEG_INFINITY {
                     0.0
                 } else {
-                    mx[h]
+                    new_m
                 };
-                corr[h] = GpuFloat::exp2(m[h] - use_m[h]);
-                m[h] = mx[h];
+                corr[h] = (m[h] - use_m).exp2_fast();
+                m[h] = new_m;
+                neg_m[h] = -use_m;
             }
             let mut sum = [0f32; 2];
             sc.map_each(|r, x| {
                 let h = ((r / 2) % 2) as usize;
-                let e = GpuFloat::exp2(x - use_m[h]);
+                let e = fma(x, sl2, neg_m[h]).exp2_fast();
                 sum[h] += e;
                 e
             });

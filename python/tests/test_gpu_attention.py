@@ -141,7 +141,8 @@ def test_projection_layout_and_strided_out(torch: Any, gen: Any) -> None:
 def test_grids_and_scales(torch: Any, gen: Any) -> None:
     """Persistent blocks: a grid of 1, 3 or 1000 blocks gives the same result (each item once,
     the rings' phases kept across items); scales of either sign and a large one (scores in
-    the hundreds: the running maximum keeps the exponentials finite)."""
+    the hundreds: the running maximum keeps the exponentials finite; 0: every allowed key
+    weighted alike)."""
     sm90(torch)
     q, k, v = qkv(torch, gen, 2, 3, 300, 260, 128)
     for grid in (1, 3, 1000):
@@ -150,7 +151,7 @@ def test_grids_and_scales(torch: Any, gen: Any) -> None:
             K.attention(q, k, v, out, 0.09, int(causal), grid=grid)
             torch.cuda.synchronize()
             check(torch, out, q, k, v, 0.09, causal, f"grid {grid} causal={causal}")
-    for scale in (-0.3, 8.0):
+    for scale in (-0.3, 8.0, 0.0):
         out = torch.full_like(q, float("nan"))
         K.attention(q, k, v, out, scale, 1)
         torch.cuda.synchronize()
