@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
-from conftest import assert_elements
+from conftest import assert_elements, bundled_without_parts
 
 pytestmark = pytest.mark.gpu
 
@@ -51,6 +51,22 @@ def check(torch: Any, got: Any, q: Any, k: Any, v: Any, scale: float, causal: bo
     assert_elements((g - want).abs() <= tol, got, want, tol, what)
 
 
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory: Any) -> Any:
+    """The bundled module without its sm_90a part: ``attention`` is then the portable
+    ``mma.sync`` kernel alone (any strides, any GPU from sm_80)."""
+    return bundled_without_parts(tmp_path_factory.mktemp("portable"))
+
+
+@pytest.fixture(params=["sm90", "portable"])
+def attention(request: Any, torch: Any) -> Any:
+    """The family as an H100 runs it (the sm_90a kernel), and the portable kernel by name."""
+    if request.param == "sm90":
+        sm90(torch)
+        return K.attention
+    return request.getfixturevalue("portable").attention_bf16
+
+
 @pytest.fixture
 def gen(torch: Any, rng: np.random.Generator) -> Any:
     g = torch.Generator(device="cuda")
@@ -80,13 +96,12 @@ SHAPES = [
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_family_on_torch(torch: Any, gen: Any, causal: bool) -> None:
-    sm90(torch)
+def test_family_on_torch(torch: Any, gen: Any, attention: Any, causal: bool) -> None:
     for b, h, sq, skv, d in SHAPES:
         q, k, v = qkv(torch, gen, b, h, sq, skv, d)
         scale = 1.0 / math.sqrt(d)
         out = torch.full_like(q, float("nan"))
-        K.attention(q, k, v, out, scale, int(causal))
+        attention(q, k, v, out, scale, int(causal))
         torch.cuda.synchronize()
         check(torch, out, q, k, v, scale, causal, f"{(b, h, sq, skv, d)} causal={causal}")
 
@@ -110,10 +125,9 @@ def test_agrees_with_torch_sdpa(torch: Any, gen: Any) -> None:
         assert diff < 0.02, f"causal={causal}: max |ours - sdpa| = {diff}"
 
 
-def test_projection_layout_and_strided_out(torch: Any, gen: Any) -> None:
+def test_projection_layout_and_strided_out(torch: Any, gen: Any, attention: Any) -> None:
     """q, k, v as the views a model has after its projection — (B, S, H, D) memory seen as
     (B, H, S, D), rows of one head H·D apart — and out a view of the same kind."""
-    sm90(torch)
     b, h, s, d = 2, 4, 300, 64
     scale = 0.125
 
@@ -126,44 +140,42 @@ def test_projection_layout_and_strided_out(torch: Any, gen: Any) -> None:
     for causal in (False, True):
         out = torch.full((b, s, h, d), float("nan"), dtype=torch.bfloat16, device="cuda")
         out = out.transpose(1, 2)
-        K.attention(q, k, v, out, scale, int(causal))
+        attention(q, k, v, out, scale, int(causal))
         torch.cuda.synchronize()
         check(torch, out, q, k, v, scale, causal, f"projection layout causal={causal}")
     # An out whose columns are not contiguous (element stores).
     wide = torch.full((b, h, s, 2 * d), float("nan"), dtype=torch.bfloat16, device="cuda")
     out = wide[..., ::2]
-    K.attention(q, k, v, out, scale, 0)
+    attention(q, k, v, out, scale, 0)
     torch.cuda.synchronize()
     check(torch, out, q, k, v, scale, False, "out with column stride 2")
     assert bool(wide[..., 1::2].isnan().all()), "a store outside out"
 
 
-def test_grids_and_scales(torch: Any, gen: Any) -> None:
+def test_grids_and_scales(torch: Any, gen: Any, attention: Any) -> None:
     """Persistent blocks: a grid of 1, 3 or 1000 blocks gives the same result (each item once,
     the rings' phases kept across items); scales of either sign and a large one (scores in
     the hundreds: the running maximum keeps the exponentials finite; 0: every allowed key
     weighted alike)."""
-    sm90(torch)
     q, k, v = qkv(torch, gen, 2, 3, 300, 260, 128)
     for grid in (1, 3, 1000):
         for causal in (False, True):
             out = torch.full_like(q, float("nan"))
-            K.attention(q, k, v, out, 0.09, int(causal), grid=grid)
+            attention(q, k, v, out, 0.09, int(causal), grid=grid)
             torch.cuda.synchronize()
             check(torch, out, q, k, v, 0.09, causal, f"grid {grid} causal={causal}")
     for scale in (-0.3, 8.0, 0.0):
         out = torch.full_like(q, float("nan"))
-        K.attention(q, k, v, out, scale, 1)
+        attention(q, k, v, out, scale, 1)
         torch.cuda.synchronize()
         assert bool(out.isfinite().all()), f"scale {scale}: non-finite output"
         check(torch, out, q, k, v, scale, True, f"scale {scale}")
 
 
-def test_large_values(torch: Any, gen: Any) -> None:
-    sm90(torch)
+def test_large_values(torch: Any, gen: Any, attention: Any) -> None:
     q, k, v = qkv(torch, gen, 1, 2, 256, 384, 64, mag=20.0)
     out = torch.full_like(q, float("nan"))
-    K.attention(q, k, v, out, 1.0, 0)
+    attention(q, k, v, out, 1.0, 0)
     torch.cuda.synchronize()
     check(torch, out, q, k, v, 1.0, False, "scores in the thousands")
 
@@ -188,6 +200,20 @@ def test_bad_arguments(torch: Any) -> None:
         K.attention(q, k, v, out, 1.0, 2)
     with pytest.raises(TypeError, match="argument `q`: expected a bfloat16 array, got float16"):
         K.attention(q.half(), k.half(), v.half(), out.half(), 1.0, 0)
-    # A head dimension with a stride (the TMA boxes need unit-stride rows): refused, named.
-    with pytest.raises((ValueError, TypeError), match="`q`"):
-        K.attention(t(1, 2, 64, 128)[..., ::2], k, v, out, 1.0, 0)
+
+
+def test_the_family_falls_back_to_the_portable_kernel(torch: Any, gen: Any) -> None:
+    """Arrays the sm_90a kernel's tensor maps cannot take — a head dimension with a stride, a
+    row pitch that is no multiple of 16 bytes — go to the portable kernel, same results."""
+    sm90(torch)
+    b, h, s, d = 1, 2, 150, 64
+    wide = torch.randn(b, h, s, 2 * d, generator=gen, device="cuda").to(torch.bfloat16)
+    q = wide[..., ::2]
+    odd = torch.randn(b, h, s, d + 3, generator=gen, device="cuda").to(torch.bfloat16)
+    k = odd[..., :d]
+    v = torch.randn(b, h, s, d, generator=gen, device="cuda").to(torch.bfloat16)
+    for causal in (False, True):
+        out = torch.full_like(v, float("nan"))
+        K.attention(q, k, v, out, 0.125, int(causal))
+        torch.cuda.synchronize()
+        check(torch, out, q, k, v, 0.125, causal, f"strided q, odd-pitch k, causal={causal}")

@@ -8,15 +8,13 @@ values; bad arguments refused naming the argument (GPU; skipped without one)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import ferrocuda
-from conftest import assert_elements
+from conftest import assert_elements, bundled_without_parts
 from linear_ref import bound, reference
 
 pytestmark = pytest.mark.gpu
@@ -41,17 +39,7 @@ def check(torch: Any, got: Any, x: Any, w: Any, b: Any, act: str, what: str) -> 
 def portable(tmp_path_factory: Any) -> Any:
     """The bundled module without its sm_90a part: each family has only its portable
     ``mma.sync`` kernels, so a call runs exactly them, on any device."""
-    d = Path(tmp_path_factory.mktemp("portable"))
-    man = json.loads(ferrocuda.bundled().manifest)
-    man["kernels"] = [k for k in man["kernels"] if not k.get("arch")]
-    man["parts"] = {}
-    (d / man["ptx"]).write_text(ferrocuda._ferrocuda._bundled_ptx())
-    for arch, name in man.get("cubins", {}).items():
-        image = ferrocuda._ferrocuda._bundled_cubin(arch)
-        if image is not None:
-            (d / name).write_bytes(image)
-    (d / "portable.json").write_text(json.dumps(man))
-    return ferrocuda.load(d / "portable.json")
+    return bundled_without_parts(tmp_path_factory.mktemp("portable"))
 
 
 def operands(torch: Any, gen: Any, m: int, n: int, k: int, scale: float = 1.0) -> Any:
