@@ -1,5 +1,6 @@
 """Attention forward on the tensor cores: ferrocuda's ``attention`` (bf16 q, k, v of shape
-(B, H, S, D), f32 accumulation, bf16 out; the sm_90a kernel) beside PyTorch's
+(B, H, S, D), f32 accumulation, bf16 out; the sm_90a kernel, and the portable ``mma.sync``
+kernel ``attention_bf16`` that every GPU from sm_80 runs) beside PyTorch's
 ``F.scaled_dot_product_attention`` with its FlashAttention backend (FlashAttention-2) and
 with the backend torch picks by itself (on an H100 with torch 2.11 usually cuDNN's), in one
 process, GPU time by CUDA events.
@@ -19,17 +20,21 @@ import argparse
 import json
 import math
 import sys
+import tempfile
 
 from bench_common import gpu_ms
 
 
-def runners(ferrocuda, F, sdpa_kernel, SDPBackend, q, k, v, out, causal):
-    """The three calls on one set of inputs: ours (into ``out``), torch's flash backend, and
-    torch's own choice."""
+def runners(ferrocuda, portable_kernels, F, sdpa_kernel, SDPBackend, q, k, v, out, causal):
+    """The four calls on one set of inputs: ours (into ``out``; the family, then the portable
+    kernel by name), torch's flash backend, and torch's own choice."""
     scale = 1.0 / math.sqrt(q.shape[-1])
 
     def ours():
         ferrocuda.kernels.attention(q, k, v, out, scale, int(causal))
+
+    def portable():
+        portable_kernels.attention_bf16(q, k, v, out, scale, int(causal))
 
     def flash():
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
@@ -38,7 +43,7 @@ def runners(ferrocuda, F, sdpa_kernel, SDPBackend, q, k, v, out, causal):
     def best():
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    return ours, flash, best
+    return ours, portable, flash, best
 
 
 def main(argv=None):
@@ -59,6 +64,10 @@ def main(argv=None):
     import ferrocuda
 
     dev = torch.cuda.get_device_name()
+    # The portable kernel by name would run its sm_90a variant on an H100: load the bundled
+    # module without its parts.
+    tmp = tempfile.TemporaryDirectory()
+    portable_kernels = ferrocuda._bundled_without_parts(tmp.name)
     rows = []
     for d in [int(x) for x in args.dims.split(",")]:
         for s in [int(x) for x in args.seqs.split(",")]:
@@ -69,13 +78,16 @@ def main(argv=None):
             )
             out = torch.empty_like(q)
             for causal in (False, True):
-                ours, flash, best = runners(
-                    ferrocuda, F, sdpa_kernel, SDPBackend, q, k, v, out, causal
+                ours, portable, flash, best = runners(
+                    ferrocuda, portable_kernels, F, sdpa_kernel, SDPBackend, q, k, v, out, causal
                 )
-                ours()
                 peer = flash()
-                torch.cuda.synchronize()
-                err = (out.float() - peer.float()).abs().max().item()
+                err = 0.0
+                for fn in (ours, portable):
+                    out.fill_(float("nan"))
+                    fn()
+                    torch.cuda.synchronize()
+                    err = max(err, (out.float() - peer.float()).abs().max().item())
                 if not err < 0.02:
                     sys.exit(f"B={b} H={h} S={s} D={d} causal={causal}: max |ours - flash| {err}")
                 flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
@@ -88,16 +100,24 @@ def main(argv=None):
                     "max_abs_diff_vs_flash": err,
                     "device": dev,
                 }
-                for name, fn in (("ferrocuda", ours), ("sdpa_flash", flash), ("sdpa_best", best)):
+                for name, fn in (
+                    ("ferrocuda", ours),
+                    ("ferrocuda_portable", portable),
+                    ("sdpa_flash", flash),
+                    ("sdpa_best", best),
+                ):
                     ms = gpu_ms(torch, fn, args.reps, args.trials)[0]
                     row[f"{name}_ms"] = ms
                     row[f"{name}_tflops"] = flops / ms / 1e9
                 row["vs_flash"] = row["sdpa_flash_ms"] / row["ferrocuda_ms"]
                 row["vs_best"] = row["sdpa_best_ms"] / row["ferrocuda_ms"]
+                row["portable_vs_flash"] = row["sdpa_flash_ms"] / row["ferrocuda_portable_ms"]
                 rows.append(row)
                 print(
                     f"B={b:3d} H={h} S={s:6d} D={d:3d} causal={causal!s:5}  "
-                    f"ours {row['ferrocuda_tflops']:6.1f}  flash {row['sdpa_flash_tflops']:6.1f}  "
+                    f"ours {row['ferrocuda_tflops']:6.1f}  "
+                    f"portable {row['ferrocuda_portable_tflops']:6.1f}  "
+                    f"flash {row['sdpa_flash_tflops']:6.1f}  "
                     f"best {row['sdpa_best_tflops']:6.1f} TFLOPS  "
                     f"x{row['vs_flash']:.2f} flash  x{row['vs_best']:.2f} best",
                     flush=True,

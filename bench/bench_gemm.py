@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import pathlib
 import sys
 import tempfile
 
@@ -34,18 +33,7 @@ def portable_module(ferrocuda, directory):
     """The bundled kernels without their parts (the sm_90a kernels), loaded from ``directory``:
     its ``linear_bf16_f32`` and ``linear_bf16`` are the portable ``mma.sync`` kernels, with
     no architecture or TMA variant a launch could choose instead."""
-    bundled = ferrocuda.bundled()
-    man = json.loads(bundled.manifest)
-    man["kernels"] = [k for k in man["kernels"] if not k.get("arch")]
-    man["parts"] = {}
-    d = pathlib.Path(directory)
-    (d / man["ptx"]).write_text(ferrocuda._ferrocuda._bundled_ptx())
-    for arch, name in man.get("cubins", {}).items():
-        image = ferrocuda._ferrocuda._bundled_cubin(arch)
-        if image is not None:
-            (d / name).write_bytes(image)
-    (d / "portable.json").write_text(json.dumps(man))
-    return ferrocuda.load(d / "portable.json")
+    return ferrocuda._bundled_without_parts(directory)
 
 
 def max_error(out, ref):

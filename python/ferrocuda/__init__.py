@@ -291,6 +291,27 @@ kernels = _make_kernels(bundled(), __name__ + ".kernels")
 sys.modules[kernels.__name__] = kernels
 
 
+def _bundled_without_parts(directory: Any) -> Module:
+    """The bundled module without its parts (the kernels built for sm_90a), written to and
+    loaded from ``directory``: each family keeps only its portable kernels, and a kernel
+    called by name has no architecture variant a launch could pick instead. How the tests and
+    benchmarks run an H100's fallback kernels on an H100."""
+    import json
+    from pathlib import Path
+
+    man = json.loads(bundled().manifest)
+    man["kernels"] = [k for k in man["kernels"] if not k.get("arch")]
+    man["parts"] = {}
+    d = Path(directory)
+    (d / man["ptx"]).write_text(_ferrocuda._bundled_ptx())
+    for arch, name in man.get("cubins", {}).items():
+        image = _ferrocuda._bundled_cubin(arch)
+        if image is not None:
+            (d / name).write_bytes(image)
+    (d / "portable.json").write_text(json.dumps(man))
+    return load(d / "portable.json")
+
+
 #: Submodules imported on first access (``ferrocuda.torch.add``, ``ferrocuda.jax.add``):
 #: importing ferrocuda never imports torch or JAX.
 _LAZY = ("torch", "jax")

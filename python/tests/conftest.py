@@ -10,7 +10,6 @@ the seed is printed, so a failing test's captured output shows how to reproduce 
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -188,17 +187,7 @@ def bundled_without_parts(directory: Any) -> Any:
     """The bundled module without its parts (the kernels built for sm_90a), loaded from
     ``directory``: each family keeps only its portable kernels, so a call runs exactly them,
     on any device (the way to test an H100's fallback kernels on an H100)."""
-    man = json.loads(ferrocuda.bundled().manifest)
-    man["kernels"] = [k for k in man["kernels"] if not k.get("arch")]
-    man["parts"] = {}
-    d = Path(directory)
-    (d / man["ptx"]).write_text(ferrocuda._ferrocuda._bundled_ptx())
-    for arch, name in man.get("cubins", {}).items():
-        image = ferrocuda._ferrocuda._bundled_cubin(arch)
-        if image is not None:
-            (d / name).write_bytes(image)
-    (d / "portable.json").write_text(json.dumps(man))
-    return ferrocuda.load(d / "portable.json")
+    return ferrocuda._bundled_without_parts(directory)
 
 
 #: Marks tests of the behaviour without a CUDA driver (skipped where one is present).

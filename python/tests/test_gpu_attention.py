@@ -198,7 +198,7 @@ def test_bad_arguments(torch: Any) -> None:
         K.attention(q, k, v, t(1, 2, 63, 64), 1.0, 0)
     with pytest.raises(ValueError, match=r"causal must be 0 or 1"):
         K.attention(q, k, v, out, 1.0, 2)
-    with pytest.raises(TypeError, match="argument `q`: expected a bfloat16 array, got float16"):
+    with pytest.raises(TypeError, match=r"family `attention` has no variant for \(float16 4-D"):
         K.attention(q.half(), k.half(), v.half(), out.half(), 1.0, 0)
 
 
