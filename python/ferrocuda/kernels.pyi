@@ -993,6 +993,7 @@ add_index_i64_2d: _Kernel3
 add_index_i64_3d: _Kernel3
 add_index_i64_4d: _Kernel3
 attention: _Family4
+attention_bf16: _Kernel5
 attention_bf16_sm90: _Kernel5
 axpy: _Family6
 axpy_bf16: _Kernel7
