@@ -1,10 +1,11 @@
-"""The ``attention`` family (scaled dot-product attention, forward, FlashAttention-style on
-the H100's tensor cores) on the GPU: every element against a float64 reference with the
-error bound of the arithmetic — causal and not, head dimensions 64 and 128 and the widths
-padded up to them (32, 96), sequence lengths that are not multiples of the 128-row tiles,
-queries and keys of different lengths, the (B, S, H, D) projection layout seen as (B, H, S,
-D), persistent grids of any size, large scores; bad arguments refused naming what is wrong
-(GPU; skipped without one)."""
+"""The ``attention`` and ``attention_lse`` families (scaled dot-product attention, forward,
+FlashAttention-style on the tensor cores) on the GPU, each test run on the sm_90a kernels and
+the portable ones, bf16 and f16: every element against a float64 reference with the error
+bound of the arithmetic — causal and not, head dimensions 64 and 128 and the widths padded up
+to them (32, 96), sequence lengths that are not multiples of the tiles, queries and keys of
+different lengths, the (B, S, H, D) projection layout seen as (B, H, S, D), persistent grids of
+any size, large scores, the log-sum-exp; bad arguments refused naming what is wrong (GPU;
+skipped without one)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from attention_ref import lse_reference, reference
 from conftest import assert_elements, bundled_without_parts
 
 pytestmark = pytest.mark.gpu
@@ -25,24 +27,6 @@ K = ferrocuda.kernels
 def sm90(torch: Any) -> None:
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the attention kernel is built for sm_90a (H100/H200)")
-
-
-def reference(torch: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple[Any, Any]:
-    """The exact result in float64, and the error bound of the kernel's arithmetic per element:
-    P rounded to bf16 before P·v (half an ulp, 2⁻⁸ relative, of each weight: at most
-    2⁻⁸·Σ p|v| / Σ p, doubled for the sum's different rounding), the output's rounding to bf16
-    (2⁻⁸·|out|), and f32 sums and ex2.approx (2⁻¹⁶ of Σ p|v| / Σ p covers them)."""
-    qd, kd, vd = q.double(), k.double(), v.double()
-    s = (qd @ kd.transpose(-1, -2)) * scale
-    if causal:
-        sq, skv = s.shape[-2], s.shape[-1]
-        keep = torch.ones(sq, skv, dtype=torch.bool, device=s.device).tril()
-        s = s.masked_fill(~keep, float("-inf"))
-    p = torch.softmax(s, dim=-1)
-    want = p @ vd
-    spread = p @ vd.abs()
-    tol = spread * (2.0**-7 + 2.0**-16) + want.abs() * 2.0**-8 + 1e-30
-    return want, tol
 
 
 def check(torch: Any, got: Any, q: Any, k: Any, v: Any, scale: float, causal: bool, what: str):
@@ -58,13 +42,37 @@ def portable(tmp_path_factory: Any) -> Any:
     return bundled_without_parts(tmp_path_factory.mktemp("portable"))
 
 
-@pytest.fixture(params=["sm90", "portable"])
-def attention(request: Any, torch: Any) -> Any:
-    """The family as an H100 runs it (the sm_90a kernel), and the portable kernel by name."""
-    if request.param == "sm90":
+class Attention:
+    """The kernels under test: ``self(q, k, v, out, scale, causal)`` (the ``attention``
+    family or kernel), ``self.lse(q, k, v, out, lse, scale, causal)`` (``attention_lse``),
+    and the element type of their inputs."""
+
+    def __init__(self, call: Any, lse: Any, dtype: Any) -> None:
+        self.call, self.lse, self.dtype = call, lse, dtype
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.call(*args, **kwargs)
+
+
+@pytest.fixture(
+    params=[
+        ("sm90", "bf16"),
+        ("sm90", "f16"),
+        ("portable", "bf16"),
+        ("portable", "f16"),
+    ],
+    ids=lambda p: "-".join(p),
+)
+def attention(request: Any, torch: Any) -> Attention:
+    """The families as an H100 runs them (the sm_90a kernels), and the portable kernels by
+    name; bf16 and f16."""
+    kind, dt = request.param
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
+    if kind == "sm90":
         sm90(torch)
-        return K.attention
-    return request.getfixturevalue("portable").attention_bf16
+        return Attention(K.attention, K.attention_lse, dtype)
+    m = request.getfixturevalue("portable")
+    return Attention(getattr(m, f"attention_{dt}"), getattr(m, f"attention_lse_{dt}"), dtype)
 
 
 @pytest.fixture
@@ -74,10 +82,20 @@ def gen(torch: Any, rng: np.random.Generator) -> Any:
     return g
 
 
-def qkv(torch: Any, gen: Any, b: int, h: int, sq: int, skv: int, d: int, mag: float = 1.0):
+def qkv(
+    torch: Any,
+    gen: Any,
+    b: int,
+    h: int,
+    sq: int,
+    skv: int,
+    d: int,
+    mag: float = 1.0,
+    dtype: Any = None,
+):
     def r(s: int) -> Any:
         x = torch.randn(b, h, s, d, generator=gen, device="cuda") * mag
-        return x.to(torch.bfloat16)
+        return x.to(dtype or torch.bfloat16)
 
     return r(sq), r(skv), r(skv)
 
@@ -98,7 +116,7 @@ SHAPES = [
 @pytest.mark.parametrize("causal", [False, True])
 def test_family_on_torch(torch: Any, gen: Any, attention: Any, causal: bool) -> None:
     for b, h, sq, skv, d in SHAPES:
-        q, k, v = qkv(torch, gen, b, h, sq, skv, d)
+        q, k, v = qkv(torch, gen, b, h, sq, skv, d, dtype=attention.dtype)
         scale = 1.0 / math.sqrt(d)
         out = torch.full_like(q, float("nan"))
         attention(q, k, v, out, scale, int(causal))
@@ -132,19 +150,19 @@ def test_projection_layout_and_strided_out(torch: Any, gen: Any, attention: Any)
     scale = 0.125
 
     def proj() -> Any:
-        x = torch.randn(b, s, h, d, generator=gen, device="cuda").to(torch.bfloat16)
+        x = torch.randn(b, s, h, d, generator=gen, device="cuda").to(attention.dtype)
         return x.transpose(1, 2)
 
     q, k, v = proj(), proj(), proj()
     assert not q.is_contiguous()
     for causal in (False, True):
-        out = torch.full((b, s, h, d), float("nan"), dtype=torch.bfloat16, device="cuda")
+        out = torch.full((b, s, h, d), float("nan"), dtype=attention.dtype, device="cuda")
         out = out.transpose(1, 2)
         attention(q, k, v, out, scale, int(causal))
         torch.cuda.synchronize()
         check(torch, out, q, k, v, scale, causal, f"projection layout causal={causal}")
     # An out whose columns are not contiguous (element stores).
-    wide = torch.full((b, h, s, 2 * d), float("nan"), dtype=torch.bfloat16, device="cuda")
+    wide = torch.full((b, h, s, 2 * d), float("nan"), dtype=attention.dtype, device="cuda")
     out = wide[..., ::2]
     attention(q, k, v, out, scale, 0)
     torch.cuda.synchronize()
@@ -157,7 +175,7 @@ def test_grids_and_scales(torch: Any, gen: Any, attention: Any) -> None:
     the rings' phases kept across items); scales of either sign and a large one (scores in
     the hundreds: the running maximum keeps the exponentials finite; 0: every allowed key
     weighted alike)."""
-    q, k, v = qkv(torch, gen, 2, 3, 300, 260, 128)
+    q, k, v = qkv(torch, gen, 2, 3, 300, 260, 128, dtype=attention.dtype)
     for grid in (1, 3, 1000):
         for causal in (False, True):
             out = torch.full_like(q, float("nan"))
@@ -173,7 +191,7 @@ def test_grids_and_scales(torch: Any, gen: Any, attention: Any) -> None:
 
 
 def test_large_values(torch: Any, gen: Any, attention: Any) -> None:
-    q, k, v = qkv(torch, gen, 1, 2, 256, 384, 64, mag=20.0)
+    q, k, v = qkv(torch, gen, 1, 2, 256, 384, 64, mag=20.0, dtype=attention.dtype)
     out = torch.full_like(q, float("nan"))
     attention(q, k, v, out, 1.0, 0)
     torch.cuda.synchronize()
@@ -198,8 +216,54 @@ def test_bad_arguments(torch: Any) -> None:
         K.attention(q, k, v, t(1, 2, 63, 64), 1.0, 0)
     with pytest.raises(ValueError, match=r"causal must be 0 or 1"):
         K.attention(q, k, v, out, 1.0, 2)
-    with pytest.raises(TypeError, match=r"family `attention` has no variant for \(float16 4-D"):
-        K.attention(q.half(), k.half(), v.half(), out.half(), 1.0, 0)
+    with pytest.raises(TypeError, match=r"family `attention` has no variant for \(float32 4-D"):
+        K.attention(q.float(), k.float(), v.float(), out.float(), 1.0, 0)
+    with pytest.raises(TypeError, match=r"family `attention` has no variant for \(bfloat16 4-D"):
+        K.attention(q, k.half(), v.half(), out.half(), 1.0, 0)
+    lse = t(1, 2, 64, dtype=torch.float32)
+    with pytest.raises(ValueError, match=r"lse must have shape \(B, H, S_q\) of q"):
+        K.attention_lse(q, k, v, out, t(1, 2, 65, dtype=torch.float32), 1.0, 0)
+    with pytest.raises(ValueError, match=r"must be at least 1 with lse"):
+        z = t(1, 2, 64, 0)
+        K.attention_lse(z, t(1, 2, 80, 0), t(1, 2, 80, 0), z, lse, 1.0, 0)
+    with pytest.raises(TypeError, match=r"family `attention_lse` has no variant"):
+        K.attention_lse(q, k, v, out, lse.double(), 1.0, 0)
+
+
+def test_lse(torch: Any, gen: Any, attention: Any) -> None:
+    """``attention_lse``: ``out`` as ``attention``'s, and each query row's log-sum-exp of its
+    scaled scores over the keys it sees, every element against float64 — odd shapes, both
+    masks, scales of either sign, an ``lse`` with strides (rows of another array)."""
+    for (b, h, sq, skv, d), scale in [
+        ((1, 2, 200, 333, 128), 0.088),
+        ((2, 1, 77, 50, 64), -0.3),
+        ((1, 3, 513, 129, 96), 2.0),
+    ]:
+        q, k, v = qkv(torch, gen, b, h, sq, skv, d, dtype=attention.dtype)
+        for causal in (False, True):
+            out = torch.full_like(q, float("nan"))
+            wide = torch.full((b, h, sq, 3), float("nan"), device="cuda")
+            lse = wide[..., 1]
+            attention.lse(q, k, v, out, lse, scale, int(causal))
+            torch.cuda.synchronize()
+            what = f"{(b, h, sq, skv, d)} scale={scale} causal={causal}"
+            check(torch, out, q, k, v, scale, causal, what)
+            want, tol = lse_reference(torch, q, k, scale, causal)
+            assert_elements((lse.double() - want).abs() <= tol, lse, want, tol, f"lse {what}")
+            assert bool(wide[..., 0::2].isnan().all()), "a store outside lse"
+
+
+def test_no_keys(torch: Any, gen: Any) -> None:
+    """``S_kv = 0``: every query sees no key — ``out`` zeros, ``lse`` −∞ (the family's
+    portable kernel: TMA takes no empty array)."""
+    for dtype in (torch.bfloat16, torch.float16):
+        q, k, v = qkv(torch, gen, 2, 2, 70, 0, 64, dtype=dtype)
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((2, 2, 70), float("nan"), device="cuda")
+        K.attention_lse(q, k, v, out, lse, 0.125, 0)
+        torch.cuda.synchronize()
+        assert bool((out == 0).all()), f"{dtype}: out not zeros"
+        assert bool((lse == float("-inf")).all()), f"{dtype}: lse not -inf"
 
 
 def test_the_family_falls_back_to_the_portable_kernel(torch: Any, gen: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import attention_ref
 import ferrocuda
 from linear_ref import bound, reference
 
@@ -383,6 +384,49 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
                     expect,
                     tol,
                     kwargs={"out_dtype": odtype} if len(odtypes) > 1 else {},
+                )
+            )
+    elif family in ("attention", "attention_lse"):
+        with_lse = family == "attention_lse"
+        for (b, h, sq, skv, d), dtype, causal in [
+            ((1, 2, 100, 130, 64), t.bfloat16, False),
+            ((2, 1, 70, 70, 128), t.float16, True),
+            ((1, 1, 0, 5, 64), t.bfloat16, False),
+        ]:
+            q, k, v = (rand(t, gen, (b, h, s, d), dtype, 1.0) for s in (sq, skv, skv))
+            scale = d**-0.5
+
+            def expect(
+                dd: dict[str, Any], causal: bool = causal, scale: float = scale
+            ) -> dict[str, Any]:
+                want = {
+                    "out": attention_ref.reference(t, dd["q"], dd["k"], dd["v"], scale, causal)[0]
+                }
+                if with_lse:
+                    want["lse"] = attention_ref.lse_reference(t, dd["q"], dd["k"], scale, causal)[0]
+                return want
+
+            def tol(
+                name: str,
+                want: Any,
+                dd: dict[str, Any],
+                causal: bool = causal,
+                scale: float = scale,
+            ) -> Any:
+                if name == "lse":
+                    return attention_ref.lse_reference(t, dd["q"], dd["k"], scale, causal)[1]
+                return attention_ref.reference(t, dd["q"], dd["k"], dd["v"], scale, causal)[1]
+
+            outputs = {"out": poison(t, t.empty_like(q))}
+            if with_lse:
+                outputs["lse"] = poison(t, t.empty((b, h, sq), device="cuda"))
+            out.append(
+                Case(
+                    f"{(b, h, sq, skv, d)}-{dtype}-causal={causal}",
+                    {"q": q, "k": k, "v": v, "scale": scale, "causal": int(causal)},
+                    outputs,
+                    expect,
+                    tol,
                 )
             )
     elif family in ("softmax", "log_softmax"):

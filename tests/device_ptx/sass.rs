@@ -647,3 +647,101 @@ fn bundled_linear_runs_on_the_tensor_cores() {
         );
     }
 }
+
+/// The bundled attention kernels (`kernels/src/attention/`) as their schedules say, for bf16
+/// and f16, with and without `lse`: the portable ones (bundled PTX; ptxas for sm_80 and sm_90)
+/// with no spill and no stack, on `HMMA.16816.F32` of their own element type only, fed by
+/// `LDSM` (`.MT88` for `v`); the sm_90a ones (the part's PTX) with no spill and no stack, on
+/// `HGMMA` of their element type only, their tiles loaded by TMA (`UTMALDG`) and waited for
+/// on mbarriers (`SYNCS`).
+#[test]
+fn bundled_attention_runs_on_the_tensor_cores() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
+        eprintln!("ptxas check SKIPPED: no ptxas found");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = dir.join("bundled-attention.ptx");
+    std::fs::write(&base, ferrocuda::bundled::PTX).unwrap();
+    let (name, part) = ferrocuda::bundled::PART_FILES
+        .iter()
+        .find(|(n, _)| n.ends_with(".ptx"))
+        .expect("the bundled module's sm_90a part");
+    let part_path = dir.join(name);
+    std::fs::write(&part_path, part).unwrap();
+    let portable = [
+        ("attention_bf16", true),
+        ("attention_f16", false),
+        ("attention_lse_bf16", true),
+        ("attention_lse_f16", false),
+    ];
+    let hopper: Vec<(String, bool)> = portable
+        .iter()
+        .map(|(k, bf)| (format!("{k}_sm90"), *bf))
+        .collect();
+    let no_spills = |path: &Path, arch: &str, names: &mut dyn Iterator<Item = &str>| {
+        let report = ptxas::run(&p, arch, path).unwrap_or_else(|e| panic!("{e}"));
+        let props = ptxas::parse_report(&report, arch);
+        for k in names {
+            let r = &props[k];
+            eprintln!("{k} [{arch}]: {:?} registers", r.registers);
+            assert!(
+                r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
+                "{k} [{arch}]: {r:?}"
+            );
+        }
+    };
+    for arch in ["sm_80", "sm_90"] {
+        no_spills(&base, arch, &mut portable.iter().map(|(k, _)| *k));
+    }
+    no_spills(
+        &part_path,
+        "sm_90a",
+        &mut hopper.iter().map(|(k, _)| k.as_str()),
+    );
+    let Some(sass) = sass_sm90(&base) else {
+        return;
+    };
+    for (k, bf) in portable {
+        let f = function(&sass, k);
+        let ops = tensor_ops(f);
+        let all = f.count("HMMA", &[]);
+        assert!(all > 0, "{k}: {ops:?}");
+        assert_eq!(f.count("HMMA", &["16816", "F32"]), all, "{k}: {ops:?}");
+        assert_eq!(
+            f.count("HMMA", &["BF16"]),
+            if bf { all } else { 0 },
+            "{k}: {ops:?}"
+        );
+        assert!(
+            f.count("LDSM", &["MT88"]) > 0 && f.count("LDSM", &["M88", "4"]) > 0,
+            "{k}: {ops:?}"
+        );
+    }
+    let nvdisasm = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13")))
+        .expect("nvdisasm (found above)");
+    let sass90a =
+        sass::disassemble(&p, &nvdisasm, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
+    for (k, bf) in &hopper {
+        let f = function(&sass90a, k);
+        let gmma = f.count("HGMMA", &[]);
+        let opcodes: Vec<&str> = f
+            .opcodes
+            .iter()
+            .map(String::as_str)
+            .filter(|o| o.starts_with("HGMMA") || o.starts_with("HMMA"))
+            .collect();
+        assert!(gmma > 0 && !f.has("HMMA"), "{k}: {opcodes:?}");
+        assert_eq!(
+            f.count("HGMMA", &["BF16"]),
+            if *bf { gmma } else { 0 },
+            "{k}: {opcodes:?}"
+        );
+        assert!(
+            f.has("UTMALDG") && f.has("SYNCS"),
+            "{k}: {:?}",
+            memory_ops(f)
+        );
+    }
+}

@@ -1,6 +1,6 @@
-//! `attention` on every GPU from sm_80 (A100 on): the family's portable member beside the
-//! sm_90a kernel of `attention.rs` — the same function, `out = softmax(scale · q · kᵀ
-//! [causal]) · v` for bf16 (B, H, S, D) views of **any strides**, D ≤ 128, on the warp-level
+//! The portable attention kernels (`attention_{bf16,f16}`, `attention_lse_{bf16,f16}`), on every
+//! GPU from sm_80 (A100 on): the families' members beside the sm_90a kernels of [`super::sm90`]
+//! — the same function for (B, H, S, D) views of **any strides**, D ≤ 128, on the warp-level
 //! tensor cores (`mma.sync.m16n8k16`), FlashAttention-2's schedule.
 //!
 //! The launchers choose by the one selection rule: on an H100 the sm_90a kernel runs whenever
@@ -20,61 +20,25 @@
 //!   padded by 8 elements so that `ldmatrix`'s 8 rows fall in distinct banks.
 //! * **Per key tile**, a warp: `S = q · kᵀ` (16 × 32: 4 accumulators `Acc16x8F32`, B from
 //!   `k`'s rows by `ldmatrix.x2`), the masks, the online softmax (a row's 32 scores are in the
-//!   4 lanes of a quad), then `O += P · v` with P converted to bf16 **in registers** (two
+//!   4 lanes of a quad), then `O += P · v` with P converted to bf16 (f16) **in registers** (two
 //!   adjacent 16 × 8 accumulators are one 16 × 16 A fragment) and `v` by `ldmatrix.x2.trans`.
-//! * **Epilogue**: `O / l` rounded to bf16, pairs stored into `out` of any strides.
+//! * **Epilogue**: `O / l` rounded to the inputs' type, pairs stored into `out` of any
+//!   strides; with `lse`, each row's log-sum-exp.
 //!
-//! Numerics as the sm_90a kernel's: f32 scores and sums, P rounded to bf16 before `P · v`.
+//! Numerics as the sm_90a kernel's: f32 scores and sums, P rounded to the inputs' type before
+//! `P · v`.
 
 #[cfg(target_arch = "nvptx64")]
-use crate::prelude::*;
-use ferrocuda_device::half::bf16;
-use ferrocuda_device::{kernel, View, ViewMut};
-
-/// `out = softmax(scale · q · kᵀ) · v` per (batch, head) — with `causal = 1`, query `i` sees
-/// keys `0 ..= i` only — for bf16 `q` (B, H, S_q, D), `k` and `v` (B, H, S_kv, D) and `out`
-/// (B, H, S_q, D) of any strides, D ≤ 128, on every GPU from sm_80. The family launcher runs
-/// it where `attention_bf16_sm90` cannot.
-#[kernel(family = "attention", block = 128,
-         require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128"),
-         require(k.shape[3] == q.shape[3], "k must have q's head dimension (shape[3])"),
-         require(v.shape[3] == q.shape[3], "v must have q's head dimension (shape[3])"),
-         require(k.shape[0] == q.shape[0], "k must have q's batch size (shape[0])"),
-         require(v.shape[0] == q.shape[0], "v must have q's batch size (shape[0])"),
-         require(k.shape[1] == q.shape[1], "k must have q's number of heads (shape[1])"),
-         require(v.shape[1] == q.shape[1], "v must have q's number of heads (shape[1])"),
-         require(v.shape[2] == k.shape[2], "v must have k's sequence length (shape[2])"),
-         require(out.shape[0] == q.shape[0], "out must have q's shape"),
-         require(out.shape[1] == q.shape[1], "out must have q's shape"),
-         require(out.shape[2] == q.shape[2], "out must have q's shape"),
-         require(out.shape[3] == q.shape[3], "out must have q's shape"),
-         require(q.shape[2] < 2147483648, "q must have fewer than 2^31 rows per head"),
-         require(k.shape[2] < 2147483648, "k must have fewer than 2^31 rows per head"),
-         require(causal <= 1, "causal must be 0 or 1"))]
-pub unsafe fn attention_bf16(
-    q: View<bf16, 4>,
-    k: View<bf16, 4>,
-    v: View<bf16, 4>,
-    out: ViewMut<bf16, 4>,
-    scale: f32,
-    causal: u32,
-) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched with 128 threads per block (`.reqntid`), over host-validated views
-    // whose shapes agree.
-    unsafe {
-        gpu::forward(q, k, v, out, scale, causal != 0)
-    }
-}
+pub(super) use gpu::forward;
 
 /// The device code.
 #[cfg(target_arch = "nvptx64")]
 mod gpu {
-    use super::*;
-    use ferrocuda_device::half::bf16x2;
-    use ferrocuda_device::mma::{self, Acc16x8F32, FragA16x16, FragB16x8};
+    use super::super::common::{here32, item_coords, pack, store_lse, OutHead};
+    use crate::prelude::*;
+    use ferrocuda_device::mma::{self, Acc16x8F32, FragA16x16, FragB16x8, Half16};
     use ferrocuda_device::shared::SharedArray2;
-    use ferrocuda_device::GpuFloat;
+    use ferrocuda_device::{GpuFloat, View, ViewMut};
 
     /// Query rows per item (16 per warp) and keys per tile.
     const BM: u32 = 64;
@@ -83,12 +47,13 @@ mod gpu {
     /// apart cover the 32 banks once per 8 rows).
     const COLS: usize = 136;
 
-    type Tile<const R: usize> = SharedArray2<bf16, R, COLS>;
+    /// A tile of 16-bit elements (their bits: the tiles are read by `ldmatrix` alone).
+    type Tile<const R: usize> = SharedArray2<u16, R, COLS>;
 
     /// A (B, H, S, D) operand's head: its base and strides (rows, columns), extents.
     #[derive(Clone, Copy)]
     struct Head {
-        ptr: *const bf16,
+        ptr: *const u16,
         s_row: isize,
         s_col: isize,
         rows: u32,
@@ -97,13 +62,14 @@ mod gpu {
 
     impl Head {
         #[inline(always)]
-        fn of(v: View<bf16, 4>, b: u32, h: u32) -> Head {
+        fn of<T: Half16>(v: View<T, 4>, b: u32, h: u32) -> Head {
             let ix = v.indexer();
             let [_, _, rows, cols] = v.shape();
             Head {
                 ptr: v
                     .as_ptr()
-                    .wrapping_offset(ix.offset([b as usize, h as usize, 0, 0])),
+                    .wrapping_offset(ix.offset([b as usize, h as usize, 0, 0]))
+                    .cast::<u16>(),
                 s_row: ix.strides[2],
                 s_col: ix.strides[3],
                 rows: rows as u32,
@@ -124,7 +90,7 @@ mod gpu {
             // SAFETY: the clamped index is an element of the head.
             let x = unsafe { self.ptr.wrapping_offset(at).read() };
             if r < self.rows && c < self.cols {
-                x.to_bits() as u32
+                x as u32
             } else {
                 0
             }
@@ -156,113 +122,26 @@ mod gpu {
         }
     }
 
-    /// `x`, through an instruction the compiler cannot look through or move: the epilogue's
-    /// column offsets (`col · stride`, 32 of them) are invariant over the item loop, and
-    /// hoisted out of it they stay live across the main loop (registers, spills).
-    #[inline(always)]
-    fn here(x: isize) -> isize {
-        let mut y = x as i64;
-        // SAFETY: a register move.
-        unsafe {
-            core::arch::asm!("mov.b64 {y}, {y};", y = inout(reg64) y, options(nomem, nostack))
-        };
-        y as isize
-    }
-
-    /// [`here`] for a 32-bit value: the shared addresses of the fragment loads, made per key
-    /// tile, so that the 72 addresses derived from them are a register plus an immediate
-    /// offset each, not 72 loop-invariant registers.
-    #[inline(always)]
-    fn here32(x: u32) -> u32 {
-        let mut y = x;
-        // SAFETY: a register move.
-        unsafe {
-            core::arch::asm!("mov.b32 {y}, {y};", y = inout(reg32) y, options(nomem, nostack))
-        };
-        y
-    }
-
     /// Bytes between two rows of a shared tile.
     const ROW: u32 = 2 * COLS as u32;
-
-    /// The output head: pairs stored where inside it.
-    #[derive(Clone, Copy)]
-    struct OutHead {
-        ptr: *mut bf16,
-        s_row: isize,
-        s_col: isize,
-        rows: u32,
-        cols: u32,
-    }
-
-    impl OutHead {
-        #[inline(always)]
-        fn of(v: ViewMut<bf16, 4>, b: u32, h: u32) -> OutHead {
-            let ix = v.indexer();
-            let [_, _, rows, cols] = v.shape();
-            OutHead {
-                ptr: v
-                    .as_mut_ptr()
-                    .wrapping_offset(ix.offset([b as usize, h as usize, 0, 0])),
-                s_row: here(ix.strides[2]),
-                s_col: here(ix.strides[3]),
-                rows: rows as u32,
-                cols: cols as u32,
-            }
-        }
-
-        #[inline(always)]
-        fn store_pair(self, r: u32, c: u32, v0: f32, v1: f32) {
-            if r >= self.rows || c >= self.cols {
-                return;
-            }
-            let bits = bf16x2::from_f32s(v0, v1).to_bits();
-            let p = self
-                .ptr
-                .wrapping_offset(r as isize * self.s_row + c as isize * self.s_col);
-            if self.s_col == 1 && c + 1 < self.cols && (p as usize).is_multiple_of(4) {
-                // SAFETY: two elements inside `out` (checked), 4-byte aligned; one owner.
-                unsafe { p.cast::<u32>().write(bits) };
-                return;
-            }
-            // SAFETY: inside `out` (checked); one owner thread per element.
-            unsafe { p.write(bf16::from_bits(bits as u16)) };
-            if c + 1 < self.cols {
-                // SAFETY: as above, the next column.
-                unsafe {
-                    p.wrapping_offset(self.s_col)
-                        .write(bf16::from_bits((bits >> 16) as u16))
-                };
-            }
-        }
-    }
-
-    /// The (batch × heads + head, query tile) of item `item`, as the sm_90a kernel orders them.
-    #[inline(always)]
-    fn item_coords(item: u32, bh_count: u32, tiles_m: u32, causal: bool) -> (u32, u32) {
-        if causal {
-            (item % bh_count, tiles_m - 1 - item / bh_count)
-        } else {
-            (item / tiles_m, item % tiles_m)
-        }
-    }
 
     /// # Safety
     ///
     /// Launched with 128 threads per block over views whose shapes agree as the kernel
     /// requires.
     #[inline(always)]
-    pub(super) unsafe fn forward(
-        q: View<bf16, 4>,
-        k: View<bf16, 4>,
-        v: View<bf16, 4>,
-        out: ViewMut<bf16, 4>,
+    pub(in super::super) unsafe fn forward<T: Half16>(
+        q: View<T, 4>,
+        k: View<T, 4>,
+        v: View<T, 4>,
+        out: ViewMut<T, 4>,
+        lse: Option<ViewMut<f32, 3>>,
         scale: f32,
         causal: bool,
     ) {
-        let q_s: Tile<64> = shared_array!(bf16, [64, COLS], align = 16);
-        let k_s: Tile<32> = shared_array!(bf16, [32, COLS], align = 16);
-        let v_s: Tile<32> = shared_array!(bf16, [32, COLS], align = 16);
+        let q_s: Tile<64> = shared_array!(u16, [64, COLS], align = 16);
+        let k_s: Tile<32> = shared_array!(u16, [32, COLS], align = 16);
+        let v_s: Tile<32> = shared_array!(u16, [32, COLS], align = 16);
         let [batch, heads, s_q, d] = q.shape();
         let s_kv = k.shape()[2] as u32;
         if d == 0 || s_q == 0 {
@@ -288,9 +167,9 @@ mod gpu {
             // SAFETY: every thread of the block, in a loop whose trip count is uniform.
             unsafe {
                 if d <= 64 {
-                    ctx.item64(q, k, v, out, b, h, tm)
+                    ctx.item64(q, k, v, out, lse, b, h, tm)
                 } else {
-                    ctx.item128(q, k, v, out, b, h, tm)
+                    ctx.item128(q, k, v, out, lse, b, h, tm)
                 }
             }
             item += thread::grid_dim().x;
@@ -317,12 +196,13 @@ mod gpu {
             /// Every thread of the block calls it (its barriers are the block's).
             #[allow(clippy::too_many_arguments, clippy::erasing_op, clippy::identity_op)]
             #[inline(always)]
-            unsafe fn $name(
+            unsafe fn $name<T: Half16>(
                 &self,
-                q: View<bf16, 4>,
-                k: View<bf16, 4>,
-                v: View<bf16, 4>,
-                out: ViewMut<bf16, 4>,
+                q: View<T, 4>,
+                k: View<T, 4>,
+                v: View<T, 4>,
+                out: ViewMut<T, 4>,
+                lse: Option<ViewMut<f32, 3>>,
                 b: u32,
                 h: u32,
                 tm: u32,
@@ -374,10 +254,10 @@ mod gpu {
                     ferrocuda_device::unroll!(KK in 0..$ks {
                         // SAFETY: 16 aligned bytes of q_s per lane (rows of 272 bytes, columns
                         // a multiple of 8), the whole warp together.
-                        let a = FragA16x16::<bf16>::from_regs(unsafe { mma::ldmatrix_x4(qa + 32 * KK) });
+                        let a = FragA16x16::<T>::from_regs(unsafe { mma::ldmatrix_x4(qa + 32 * KK) });
                         ferrocuda_device::unroll!(NT in 0..4 {
                             // SAFETY: as above, of k_s.
-                            let bf = FragB16x8::<bf16>::from_regs(unsafe {
+                            let bf = FragB16x8::<T>::from_regs(unsafe {
                                 mma::ldmatrix_x2(ka + 8 * NT * ROW + 32 * KK)
                             });
                             s[NT] = mma::mma(a, bf, s[NT]);
@@ -424,18 +304,17 @@ mod gpu {
                     });
                     // P (16 × 32) as two A fragments: accumulators 2 KK and 2 KK + 1 side by
                     // side are one 16 × 16 A fragment.
-                    let pack = |a: f32, b: f32| bf16x2::from_f32s(a, b).to_bits();
                     ferrocuda_device::unroll!(KK in 0..2 {
                         let (x, y) = (s[2 * KK].regs, s[2 * KK + 1].regs);
-                        let a = FragA16x16::<bf16>::from_regs([
-                            pack(x[0], x[1]),
-                            pack(x[2], x[3]),
-                            pack(y[0], y[1]),
-                            pack(y[2], y[3]),
+                        let a = FragA16x16::<T>::from_regs([
+                            pack::<T>(x[0], x[1]),
+                            pack::<T>(x[2], x[3]),
+                            pack::<T>(y[0], y[1]),
+                            pack::<T>(y[2], y[3]),
                         ]);
                         ferrocuda_device::unroll!(NT in 0..$nt {
                             // SAFETY: 16 aligned bytes of v_s per lane, the whole warp together.
-                            let bf = FragB16x8::<bf16>::from_regs(unsafe {
+                            let bf = FragB16x8::<T>::from_regs(unsafe {
                                 mma::ldmatrix_x2_trans(va + 16 * KK * ROW + 16 * NT)
                             });
                             o[NT] = mma::mma(a, bf, o[NT]);
@@ -448,12 +327,19 @@ mod gpu {
                     l[H] += warp::shfl_xor_sync(u32::MAX, l[H], 2);
                     inv[H] = if l[H] > 0.0 { 1.0 / l[H] } else { 0.0 };
                 });
+                if let Some(lse) = lse {
+                    // The quad's first lane stores its two rows' (the quad shares m and l).
+                    if tq == 0 {
+                        store_lse(lse, b, h, rows[0], m[0], l[0]);
+                        store_lse(lse, b, h, rows[1], m[1], l[1]);
+                    }
+                }
                 let oh = OutHead::of(out, b, h);
                 ferrocuda_device::unroll!(NT in 0..$nt {
                     let c = 8 * NT + 2 * tq;
                     let r = o[NT].regs;
-                    oh.store_pair(rows[0], c, r[0] * inv[0], r[1] * inv[0]);
-                    oh.store_pair(rows[1], c, r[2] * inv[1], r[3] * inv[1]);
+                    oh.store_pair::<T>(rows[0], c, r[0] * inv[0], r[1] * inv[0]);
+                    oh.store_pair::<T>(rows[1], c, r[2] * inv[1], r[3] * inv[1]);
                 });
             }
         };

@@ -1,7 +1,6 @@
-//! `attention`: the forward pass of scaled dot-product attention, FlashAttention-style, on
-//! Hopper's tensor cores — `out = softmax(scale · q · kᵀ [+ causal mask]) · v` for bf16
-//! `q`, `k`, `v` of shape (B, H, S, D) (PyTorch's `F.scaled_dot_product_attention` layout),
-//! f32 accumulation, bf16 `out`, never materialising the S × S scores.
+//! The sm_90a attention kernels (`attention_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_sm90`):
+//! the forward pass on Hopper's tensor cores, generic over the 16-bit element type and over
+//! the log-sum-exp output.
 //!
 //! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM)
 //!
@@ -21,36 +20,42 @@
 //!   the causal mask — only in the tiles that need it); the *online softmax* in registers:
 //!   each row's running maximum `m` and sum `l` (a row's 128 scores live in the 4 lanes of a
 //!   quad: two shuffles), `P = 2^(S·scale·log₂e − m)`, the output rescaled by `2^(m_old −
-//!   m)`; then `O += P · v` with `P` converted to bf16 **in registers** — the f32 accumulator's
+//!   m)`; then `O += P · v` with `P` converted to bf16 (f16) **in registers** — the f32 accumulator's
 //!   layout is the A-fragment layout of the next `wgmma` (`m64nDk16`, A from registers, `v`
-//!   N-major from shared memory: `mma_bf16_rs_nb`) — and releases the stage.
+//!   N-major from shared memory: `mma_bf16_rs_nb`, `mma_f16_rs_nb`) — and releases the stage.
 //! * **Head dimensions**: the tiles are 64 or 128 columns wide (`D` ≤ 64 or ≤ 128): TMA
 //!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
 //!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
 //!   read as zeros, their keys are masked, their queries not stored.
-//! * **Epilogue**: `O / l` rounded to bf16, stored pairwise (4 bytes where `out`'s rows are
+//! * **Epilogue**: `O / l` rounded to the inputs' type, stored pairwise (4 bytes where `out`'s rows are
 //!   contiguous and aligned) into `out` of any strides.
 //!
-//! Numerics: scores and sums in f32 (the products of bf16 inputs exact, sums in the tensor
-//! cores' order); `P` is rounded to bf16 before `P · v` (as FlashAttention does), which
-//! bounds the relative error of each output near 2⁻⁸; exponentials by `ex2.approx.ftz` (2 ulp;
-//! weights below 2⁻¹²⁶ of the row's largest flush to zero), one FFMA and one MUFU per score.
-//! A query row with no key (`S_kv = 0`) gives zeros.
+//! * **Ping-pong**: the two consumers issue their `q · kᵀ` in turns (two "turn" mbarriers,
+//!   FlashAttention-3's inter-warpgroup order), so that one's softmax runs under the other's
+//!   MMAs.
+//! * **Softmax**: one FFMA and one `ex2.approx.ftz` per score — `2^(s · c − m)` with
+//!   `c = scale · log₂e` and `m` the row's extreme raw score, signed by the scale (weights
+//!   below 2⁻¹²⁶ of the row's largest flush to zero).
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; [`ATTENTION_SMEM`] bytes of dynamic
 //! shared memory.
 
 #[cfg(ferrocuda_arch = "sm_90a")]
+use super::common::{item_coords, pack, store_lse, OutHead};
+#[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
-use ferrocuda_device::half::bf16;
-use ferrocuda_device::{kernel, TensorMap, ViewMut};
+#[cfg(ferrocuda_arch = "sm_90a")]
+use ferrocuda_device::mma::Half16;
+use ferrocuda_device::TensorMap;
+#[cfg(ferrocuda_arch = "sm_90a")]
+use ferrocuda_device::ViewMut;
 
 /// Query rows per item (two consumer warpgroups of 64) and key rows per tile.
 #[cfg(ferrocuda_arch = "sm_90a")]
 const BM: u32 = 128;
 #[cfg(ferrocuda_arch = "sm_90a")]
 const BN: u32 = 128;
-/// Bytes of one box: 128 rows × 64 bf16.
+/// Bytes of one box: 128 rows × 64 16-bit elements.
 #[cfg(ferrocuda_arch = "sm_90a")]
 const PANEL: u32 = 128 * 64 * 2;
 /// Stages of the `k`/`v` ring.
@@ -68,56 +73,9 @@ const STAGE_BYTES: u32 = 4 * PANEL;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
 pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 10 * 8 + 1024;
 
-/// The map of `q`, `k` or `v` (B, H, S, D): boxes of one head's 128 rows × 64 columns,
-/// 128-byte swizzle.
-pub type HeadsMap = TensorMap<bf16, 128, 1, 1, 128, 64>;
-
-/// `out = softmax(scale · q · kᵀ) · v` per (batch, head) — with `causal = 1`, query `i` sees
-/// keys `0 ..= i` only (the mask of `is_causal=True`, aligned at the top left) — for bf16 `q`
-/// (B, H, S_q, D), `k` and `v` (B, H, S_kv, D) whose rows are contiguous and 16-byte aligned
-/// (TMA), D ≤ 128; `out` (B, H, S_q, D) any strides. Built for sm_90a (H100/H200).
-#[kernel(family = "attention", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
-         shared_bytes = ATTENTION_SMEM,
-         require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128"),
-         require(k.shape[3] == q.shape[3], "k must have q's head dimension (shape[3])"),
-         require(v.shape[3] == q.shape[3], "v must have q's head dimension (shape[3])"),
-         require(k.shape[0] == q.shape[0], "k must have q's batch size (shape[0])"),
-         require(v.shape[0] == q.shape[0], "v must have q's batch size (shape[0])"),
-         require(k.shape[1] == q.shape[1], "k must have q's number of heads (shape[1])"),
-         require(v.shape[1] == q.shape[1], "v must have q's number of heads (shape[1])"),
-         require(v.shape[2] == k.shape[2], "v must have k's sequence length (shape[2])"),
-         require(out.shape[0] == q.shape[0], "out must have q's shape"),
-         require(out.shape[1] == q.shape[1], "out must have q's shape"),
-         require(out.shape[2] == q.shape[2], "out must have q's shape"),
-         require(out.shape[3] == q.shape[3], "out must have q's shape"),
-         require(causal <= 1, "causal must be 0 or 1"))]
-pub unsafe fn attention_bf16_sm90(
-    q: HeadsMap,
-    k: HeadsMap,
-    v: HeadsMap,
-    out: ViewMut<bf16, 4>,
-    scale: f32,
-    causal: u32,
-) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: launched as a kernel with the block and shared memory it declares, over
-    // host-validated arguments whose shapes agree.
-    unsafe {
-        forward(q, k, v, out, scale, causal != 0)
-    }
-}
-
-/// The (batch × heads + head, query tile) of item `item` (see the module documentation's
-/// order).
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-fn item_coords(item: u32, bh_count: u32, tiles_m: u32, causal: bool) -> (u32, u32) {
-    if causal {
-        (item % bh_count, tiles_m - 1 - item / bh_count)
-    } else {
-        (item / tiles_m, item % tiles_m)
-    }
-}
+/// The map of `q`, `k` or `v` (B, H, S, D) of `T` (bf16 or f16): boxes of one head's 128
+/// rows × 64 columns, 128-byte swizzle.
+pub type HeadsMap<T> = TensorMap<T, 128, 1, 1, 128, 64>;
 
 /// The key tiles query tile `tm` visits: all of them, or up to the diagonal under the mask.
 #[cfg(ferrocuda_arch = "sm_90a")]
@@ -131,90 +89,21 @@ fn kv_tiles(tm: u32, s_kv: u32, causal: bool) -> u32 {
     }
 }
 
-/// `x`, through an instruction the compiler cannot look through or move: values derived
-/// from it stay where they are computed. The epilogue's 32 column offsets (`col · stride`) are
-/// invariant over the item loop; hoisted out of it they would stay live across the main loop
-/// (64 registers, and spills).
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-fn here(x: isize) -> isize {
-    let mut y = x as i64;
-    // SAFETY: a register move.
-    unsafe { core::arch::asm!("mov.b64 {y}, {y};", y = inout(reg64) y, options(nomem, nostack)) };
-    y as isize
-}
-
-/// The epilogue's view of `out` for one head: rows and columns inside it, strides.
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[derive(Clone, Copy)]
-struct Head {
-    ptr: *mut bf16,
-    rows: u32,
-    cols: u32,
-    row_stride: isize,
-    col_stride: isize,
-}
-
-#[cfg(ferrocuda_arch = "sm_90a")]
-impl Head {
-    /// Head `(b, h)` of `out`, its strides computed here (see [`here`]).
-    #[inline(always)]
-    fn of(out: ViewMut<bf16, 4>, b: u32, h: u32) -> Head {
-        let ix = out.indexer();
-        let [_, _, rows, cols] = out.shape();
-        Head {
-            ptr: out
-                .as_mut_ptr()
-                .wrapping_offset(ix.offset([b as usize, h as usize, 0, 0])),
-            rows: rows as u32,
-            cols: cols as u32,
-            row_stride: here(ix.strides[2]),
-            col_stride: here(ix.strides[3]),
-        }
-    }
-
-    /// Stores two adjacent elements (row `row`, columns `col`, `col + 1`) that lie inside
-    /// the head: one 4-byte store when the row is contiguous and the pair aligned.
-    #[inline(always)]
-    fn store_pair(self, row: u32, col: u32, v0: f32, v1: f32) {
-        if row >= self.rows || col >= self.cols {
-            return;
-        }
-        let bits = ferrocuda_device::half::bf16x2::from_f32s(v0, v1).to_bits();
-        let at = (row as isize).wrapping_mul(self.row_stride)
-            + (col as isize).wrapping_mul(self.col_stride);
-        let p = self.ptr.wrapping_offset(at);
-        if self.col_stride == 1 && col + 1 < self.cols && (p as usize).is_multiple_of(4) {
-            // SAFETY: two elements inside `out` (checked), 4-byte aligned; one owner thread.
-            unsafe { p.cast::<u32>().write(bits) };
-            return;
-        }
-        // SAFETY: inside `out` (checked); each element has one owner thread.
-        unsafe { p.write(bf16::from_bits(bits as u16)) };
-        if col + 1 < self.cols {
-            // SAFETY: as above, the next column.
-            unsafe {
-                p.wrapping_offset(self.col_stride)
-                    .write(bf16::from_bits((bits >> 16) as u16))
-            };
-        }
-    }
-}
-
 /// The producer and consumer loops.
 ///
 /// # Safety
 ///
 /// Launched with 384 threads per block and at least [`ATTENTION_SMEM`] bytes of dynamic
-/// shared memory; `q`, `k`, `v` the maps of (B, H, S, D) bf16 arrays whose shapes agree as
+/// shared memory; `q`, `k`, `v` the maps of (B, H, S, D) arrays whose shapes agree as
 /// the kernel requires, D ≤ 128.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-unsafe fn forward(
-    q: HeadsMap,
-    k: HeadsMap,
-    v: HeadsMap,
-    out: ViewMut<bf16, 4>,
+pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
+    q: HeadsMap<T>,
+    k: HeadsMap<T>,
+    v: HeadsMap<T>,
+    out: ViewMut<T, 4>,
+    lse: Option<ViewMut<f32, 3>>,
     scale: f32,
     causal: bool,
 ) {
@@ -353,9 +242,9 @@ unsafe fn forward(
             // tile was waited for, its ring in step with the producer's.
             unsafe {
                 if panels == 1 {
-                    ctx.item::<64, 32, 1>(bh, tm, &mut st, &mut turn, out)
+                    ctx.item::<T, 64, 32, 1>(bh, tm, &mut st, &mut turn, out, lse)
                 } else {
-                    ctx.item::<128, 64, 2>(bh, tm, &mut st, &mut turn, out)
+                    ctx.item::<T, 128, 64, 2>(bh, tm, &mut st, &mut turn, out, lse)
                 }
             }
             item += step;
@@ -433,18 +322,23 @@ impl Consumer {
     // `K > 0` are the fragment indices and first-step test, alike for each step.)
     #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
     #[inline(always)]
-    unsafe fn item<const D: usize, const R: usize, const P: u32>(
+    unsafe fn item<
+        T: Half16 + ferrocuda_device::Element,
+        const D: usize,
+        const R: usize,
+        const P: u32,
+    >(
         &self,
         bh: u32,
         tm: u32,
         st: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
         turn: &mut ferrocuda_device::mbarrier::RingState<1>,
-        out: ViewMut<bf16, 4>,
+        out: ViewMut<T, 4>,
+        lse: Option<ViewMut<f32, 3>>,
     ) where
         ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
         [f32; R]: ferrocuda_device::wgmma::Accumulator,
     {
-        use ferrocuda_device::half::bf16x2;
         use ferrocuda_device::math::FastMath;
         use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
 
@@ -479,12 +373,12 @@ impl Consumer {
                         .unwrap_or(MatrixDesc(0));
                     let qd = q_desc(p);
                     ferrocuda_device::unroll!(K in 0..4 {
-                        wgmma::mma_bf16::<128, 64>(
-                            &mut sc,
-                            qd.advance(32 * K),
-                            kd.advance(32 * K),
-                            p > 0 || K > 0,
-                        );
+                        let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
+                        if T::BF16 {
+                            wgmma::mma_bf16::<128, 64>(&mut sc, qk, kk, acc);
+                        } else {
+                            wgmma::mma_f16::<128, 64>(&mut sc, qk, kk, acc);
+                        }
                     });
                 }
                 wgmma::commit_group();
@@ -564,12 +458,11 @@ impl Consumer {
                 l[h] = l[h] * corr[h] + sum[h];
             }
             o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
-            // P in bf16, as the A fragments of the eight k16 steps of P · v.
+            // P in the inputs' type, as the A fragments of the eight k16 steps of P · v.
             let mut a = [[0u32; 4]; 8];
             ferrocuda_device::unroll!(KK in 0..8 {
                 ferrocuda_device::unroll!(RR in 0..4 {
-                    a[KK][RR] = bf16x2::from_f32s(sc[8 * KK + 2 * RR], sc[8 * KK + 2 * RR + 1])
-                        .to_bits();
+                    a[KK][RR] = pack::<T>(sc[8 * KK + 2 * RR], sc[8 * KK + 2 * RR + 1]);
                 });
             });
             bars.v_full(s).wait_ring(st);
@@ -580,7 +473,11 @@ impl Consumer {
             unsafe {
                 wgmma::fence();
                 ferrocuda_device::unroll!(KK in 0..8 {
-                    wgmma::mma_bf16_rs_nb::<D, R>(&mut o, a[KK], vd.advance(2048 * KK), true);
+                    if T::BF16 {
+                        wgmma::mma_bf16_rs_nb::<D, R>(&mut o, a[KK], vd.advance(2048 * KK), true);
+                    } else {
+                        wgmma::mma_f16_rs_nb::<D, R>(&mut o, a[KK], vd.advance(2048 * KK), true);
+                    }
                 });
                 wgmma::commit_group();
                 wgmma::wait_group::<0>();
@@ -601,11 +498,21 @@ impl Consumer {
             l[h] += warp::shfl_xor_sync(u32::MAX, l[h], 2);
             inv[h] = if l[h] > 0.0 { 1.0 / l[h] } else { 0.0 };
         }
-        let head = Head::of(out, bh / self.heads, bh % self.heads);
+        let (b, h) = (bh / self.heads, bh % self.heads);
+        if let Some(lse) = lse {
+            // The quad's first lane stores its two rows' (the quad shares m and l).
+            if t % 4 == 0 {
+                for hh in 0..2 {
+                    let row = wgmma::acc_coords(t, 2 * hh as u32).0;
+                    store_lse(lse, b, h, row0 + row, m[hh], l[hh]);
+                }
+            }
+        }
+        let head = OutHead::of(out, b, h);
         o.each_pair(|r, v0, v1| {
             let (row, col) = wgmma::acc_coords(t, r);
             let f = inv[((r / 2) % 2) as usize];
-            head.store_pair(row0 + row, col, v0 * f, v1 * f);
+            head.store_pair::<T>(row0 + row, col, v0 * f, v1 * f);
         });
     }
 }

@@ -1,0 +1,129 @@
+//! What both attention kernels do alike (device code): the order of the items, the output
+//! head's pair stores, P's packing into 16-bit pairs, the log-sum-exp store, and the register
+//! moves that keep loop-invariant values from being hoisted.
+
+use ferrocuda_device::mma::Half16;
+use ferrocuda_device::{GpuFloat, ViewMut};
+
+/// `x`, through an instruction the compiler cannot look through or move: values derived
+/// from it stay where they are computed. The epilogue's column offsets (`col · stride`, 32 of
+/// them) are invariant over the item loop; hoisted out of it they would stay live across the
+/// main loop (registers, and spills).
+#[inline(always)]
+pub(super) fn here(x: isize) -> isize {
+    let mut y = x as i64;
+    // SAFETY: a register move.
+    unsafe { core::arch::asm!("mov.b64 {y}, {y};", y = inout(reg64) y, options(nomem, nostack)) };
+    y as isize
+}
+
+/// [`here`] for a 32-bit value.
+#[inline(always)]
+pub(super) fn here32(x: u32) -> u32 {
+    let mut y = x;
+    // SAFETY: a register move.
+    unsafe { core::arch::asm!("mov.b32 {y}, {y};", y = inout(reg32) y, options(nomem, nostack)) };
+    y
+}
+
+/// The (batch × heads + head, query tile) of item `item`: without the mask the query tiles of
+/// one head are adjacent items (blocks running together share that head's `k` and `v` in
+/// L2); with the causal mask the items go longest first (the last query tiles, which see the
+/// most keys), heads adjacent, so that persistent blocks' shares of work even out.
+#[inline(always)]
+pub(super) fn item_coords(item: u32, bh_count: u32, tiles_m: u32, causal: bool) -> (u32, u32) {
+    if causal {
+        (item % bh_count, tiles_m - 1 - item / bh_count)
+    } else {
+        (item / tiles_m, item % tiles_m)
+    }
+}
+
+/// Two f32 values rounded to `T` (bf16 or f16) and packed as one register, the first in the
+/// low half: an A-fragment register of `mma`/`wgmma`, or a pair of `out`.
+#[inline(always)]
+pub(super) fn pack<T: Half16>(a: f32, b: f32) -> u32 {
+    use ferrocuda_device::half::{bf16x2, f16x2};
+    if T::BF16 {
+        bf16x2::from_f32s(a, b).to_bits()
+    } else {
+        f16x2::from_f32s(a, b).to_bits()
+    }
+}
+
+/// One head of `out`: its base, strides (made per item: see [`here`]) and extents.
+#[derive(Clone, Copy)]
+pub(super) struct OutHead {
+    ptr: *mut u16,
+    rows: u32,
+    cols: u32,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+impl OutHead {
+    /// Head `(b, h)` of `out` (B, H, S_q, D).
+    #[inline(always)]
+    pub(super) fn of<T: Half16>(out: ViewMut<T, 4>, b: u32, h: u32) -> OutHead {
+        let ix = out.indexer();
+        let [_, _, rows, cols] = out.shape();
+        OutHead {
+            ptr: out
+                .as_mut_ptr()
+                .wrapping_offset(ix.offset([b as usize, h as usize, 0, 0]))
+                .cast::<u16>(),
+            rows: rows as u32,
+            cols: cols as u32,
+            row_stride: here(ix.strides[2]),
+            col_stride: here(ix.strides[3]),
+        }
+    }
+
+    /// Stores `v0`, `v1` rounded to `T` at (row `row`, columns `col`, `col + 1`) where they
+    /// lie inside the head: one 4-byte store when the row is contiguous and the pair aligned.
+    #[inline(always)]
+    pub(super) fn store_pair<T: Half16>(self, row: u32, col: u32, v0: f32, v1: f32) {
+        if row >= self.rows || col >= self.cols {
+            return;
+        }
+        let bits = pack::<T>(v0, v1);
+        let at = (row as isize).wrapping_mul(self.row_stride)
+            + (col as isize).wrapping_mul(self.col_stride);
+        let p = self.ptr.wrapping_offset(at);
+        if self.col_stride == 1 && col + 1 < self.cols && (p as usize).is_multiple_of(4) {
+            // SAFETY: two elements inside `out` (checked), 4-byte aligned; each element has
+            // one owner thread.
+            unsafe { p.cast::<u32>().write(bits) };
+            return;
+        }
+        // SAFETY: inside `out` (checked); one owner thread per element.
+        unsafe { p.write(bits as u16) };
+        if col + 1 < self.cols {
+            // SAFETY: as above, the next column.
+            unsafe {
+                p.wrapping_offset(self.col_stride)
+                    .write((bits >> 16) as u16)
+            };
+        }
+    }
+}
+
+/// Stores row `row`'s log-sum-exp into `lse` (B, H, S_q) at `(b, h, row)` when the row is
+/// inside it: `ln Σ_j exp(scale · q_row · k_j)` over the keys the row sees, from the online
+/// softmax's running maximum `m` (of the scores times `scale · log₂e`) and sum `l` (of
+/// `2^(score − m)`): `(m + log₂ l) · ln 2`; −∞ for a row that sees no key (`l = 0`).
+#[inline(always)]
+pub(super) fn store_lse(lse: ViewMut<f32, 3>, b: u32, h: u32, row: u32, m: f32, l: f32) {
+    let [_, _, rows] = lse.shape();
+    if row as usize >= rows {
+        return;
+    }
+    let value = if l > 0.0 {
+        (m + GpuFloat::log2(l)) * core::f32::consts::LN_2
+    } else {
+        f32::NEG_INFINITY
+    };
+    let at = lse.indexer().offset([b as usize, h as usize, row as usize]);
+    // SAFETY: inside `lse` (checked); each row has one owner thread.
+    unsafe { lse.as_mut_ptr().wrapping_offset(at).write(value) };
+}

@@ -1,0 +1,167 @@
+//! Scaled dot-product attention, forward, FlashAttention-style on the tensor cores:
+//! `out = softmax(scale · q · kᵀ [+ causal mask]) · v` per (batch, head) for `q` (B, H, S_q,
+//! D), `k` and `v` (B, H, S_kv, D) of bf16 or f16 (PyTorch's `F.scaled_dot_product_attention`
+//! layout), D ≤ 128, f32 accumulation, `out` (B, H, S_q, D) of the inputs' type, never
+//! materialising the S_q × S_kv scores. With `causal = 1`, query `i` sees keys `0 ..= i` only
+//! (`is_causal=True`: the mask aligned at the top left).
+//!
+//! | family | kernels (sm_90a; every GPU from sm_80) | outputs |
+//! | --- | --- | --- |
+//! | `attention` | `attention_{bf16,f16}_sm90`; `attention_{bf16,f16}` | `out` |
+//! | `attention_lse` | `attention_lse_{bf16,f16}_sm90`; `attention_lse_{bf16,f16}` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
+//!
+//! The `_sm90` kernels ([`sm90`]: TMA, `wgmma`, warp specialisation, ping-pong consumers) need
+//! `q`, `k`, `v` whose rows are contiguous and 16-byte aligned (TMA); the portable kernels
+//! ([`sm80`]: `mma.sync`, FlashAttention-2's schedule) take views of any strides. The
+//! launchers choose by the one selection rule: on an H100 the `_sm90` kernel whenever its
+//! tensor maps take the inputs, the portable one otherwise and on every other GPU.
+//!
+//! Numerics (both kernels): scores and sums in f32 (the products of 16-bit inputs exact, sums
+//! in the tensor cores' order); `P` is rounded to the inputs' type before `P · v` (as
+//! FlashAttention does), which bounds the relative error of each output near 2⁻⁸ (bf16) or
+//! 2⁻¹¹ (f16); exponentials by `ex2.approx` (2 ulp). A query row with no key (`S_kv = 0`)
+//! gives zeros (and an `lse` of −∞). Sequences need no multiple of the tile: rows past the
+//! end read as zeros, their keys are masked, their queries not stored.
+
+#[cfg(target_arch = "nvptx64")]
+mod common;
+pub(crate) mod sm80;
+pub(crate) mod sm90;
+
+pub use sm90::HeadsMap;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
+pub use sm90::ATTENTION_SMEM;
+
+use ferrocuda_device::half::{bf16, f16};
+use ferrocuda_device::{kernel, View, ViewMut};
+
+/// One attention kernel: its `#[kernel]` attribute (the family, the architecture's launch
+/// settings, the shape rules every member shares, and `lse`'s when it has one) on `$item`.
+macro_rules! attention_kernel {
+    ($family:literal, [$($launch:tt)*], [$($lse_rules:tt)*], $item:item) => {
+        #[kernel(family = $family, $($launch)*,
+                 require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128"),
+                 require(k.shape[3] == q.shape[3], "k must have q's head dimension (shape[3])"),
+                 require(v.shape[3] == q.shape[3], "v must have q's head dimension (shape[3])"),
+                 require(k.shape[0] == q.shape[0], "k must have q's batch size (shape[0])"),
+                 require(v.shape[0] == q.shape[0], "v must have q's batch size (shape[0])"),
+                 require(k.shape[1] == q.shape[1], "k must have q's number of heads (shape[1])"),
+                 require(v.shape[1] == q.shape[1], "v must have q's number of heads (shape[1])"),
+                 require(v.shape[2] == k.shape[2], "v must have k's sequence length (shape[2])"),
+                 require(out.shape[0] == q.shape[0], "out must have q's shape"),
+                 require(out.shape[1] == q.shape[1], "out must have q's shape"),
+                 require(out.shape[2] == q.shape[2], "out must have q's shape"),
+                 require(out.shape[3] == q.shape[3], "out must have q's shape"),
+                 $($lse_rules)*
+                 require(q.shape[2] < 2147483648, "q must have fewer than 2^31 rows per head"),
+                 require(k.shape[2] < 2147483648, "k must have fewer than 2^31 rows per head"),
+                 require(causal <= 1, "causal must be 0 or 1"))]
+        $item
+    };
+}
+
+/// The four kernels of one element type.
+macro_rules! attention_kernels {
+    ($($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident;)*) => {$(
+        attention_kernel!("attention",
+            [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+             shared_bytes = ATTENTION_SMEM], [],
+            #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
+                            "S_q, D), `k` and `v` (B, H, S_kv, D) whose rows are contiguous and ",
+                            "16-byte aligned (TMA), D ≤ 128; `out` (B, H, S_q, D) any strides. Built ",
+                            "for sm_90a (H100/H200): see the module documentation.")]
+            pub unsafe fn $sm90(
+                q: HeadsMap<$t>,
+                k: HeadsMap<$t>,
+                v: HeadsMap<$t>,
+                out: ViewMut<$t, 4>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: launched as a kernel with the block and shared memory it declares,
+                // over host-validated arguments whose shapes agree.
+                unsafe {
+                    sm90::forward(q, k, v, out, None, scale, causal != 0)
+                }
+            }
+        );
+
+        attention_kernel!("attention_lse",
+            [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+             shared_bytes = ATTENTION_SMEM],
+            [require(lse.shape[0] == q.shape[0], "lse must have shape (B, H, S_q) of q"),
+             require(lse.shape[1] == q.shape[1], "lse must have shape (B, H, S_q) of q"),
+             require(lse.shape[2] == q.shape[2], "lse must have shape (B, H, S_q) of q"),
+             require(q.shape[3] >= 1, "the head dimension (q.shape[3]) must be at least 1 with lse"),],
+            #[doc = concat!("[`", stringify!($sm90), "`], and each query row's log-sum-exp of ",
+                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
+            pub unsafe fn $sm90_lse(
+                q: HeadsMap<$t>,
+                k: HeadsMap<$t>,
+                v: HeadsMap<$t>,
+                out: ViewMut<$t, 4>,
+                lse: ViewMut<f32, 3>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
+                unsafe {
+                    sm90::forward(q, k, v, out, Some(lse), scale, causal != 0)
+                }
+            }
+        );
+
+        attention_kernel!("attention", [block = 128], [],
+            #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
+                            "S_q, D), `k` and `v` (B, H, S_kv, D) and `out` (B, H, S_q, D) of any ",
+                            "strides, D ≤ 128, on every GPU from sm_80. The family launcher runs it ",
+                            "where `", stringify!($sm90), "` cannot.")]
+            pub unsafe fn $port(
+                q: View<$t, 4>,
+                k: View<$t, 4>,
+                v: View<$t, 4>,
+                out: ViewMut<$t, 4>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: launched with 128 threads per block (`.reqntid`), over
+                // host-validated views whose shapes agree.
+                unsafe {
+                    sm80::forward(q, k, v, out, None, scale, causal != 0)
+                }
+            }
+        );
+
+        attention_kernel!("attention_lse", [block = 128],
+            [require(lse.shape[0] == q.shape[0], "lse must have shape (B, H, S_q) of q"),
+             require(lse.shape[1] == q.shape[1], "lse must have shape (B, H, S_q) of q"),
+             require(lse.shape[2] == q.shape[2], "lse must have shape (B, H, S_q) of q"),
+             require(q.shape[3] >= 1, "the head dimension (q.shape[3]) must be at least 1 with lse"),],
+            #[doc = concat!("[`", stringify!($port), "`], and each query row's log-sum-exp of ",
+                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
+            pub unsafe fn $port_lse(
+                q: View<$t, 4>,
+                k: View<$t, 4>,
+                v: View<$t, 4>,
+                out: ViewMut<$t, 4>,
+                lse: ViewMut<f32, 3>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
+                unsafe {
+                    sm80::forward(q, k, v, out, Some(lse), scale, causal != 0)
+                }
+            }
+        );
+    )*};
+}
+
+attention_kernels! {
+    bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16, attention_lse_bf16;
+    f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16, attention_lse_f16;
+}
