@@ -17,6 +17,11 @@
 //!   relative to it, so a copied crate keeps its cache.
 //!
 //! The outputs' hashes are recorded too: a damaged or replaced PTX or manifest is rebuilt.
+//!
+//! The stamp also records the key without the CUDA tools (`sources`): a build current in
+//! everything but the tools found — a crate built on one machine and loaded on another, whose
+//! ptxas and libdevice lie elsewhere — is [`Freshness::Sources`], which a machine without the
+//! Rust toolchain uses as it is (its PTX is complete; only cubins depend on the tools).
 
 use crate::child::{fnv_field, FNV_OFFSET};
 use crate::toolchain::{scrub_env, toolchain_file};
@@ -29,6 +34,9 @@ use std::process::Command;
 pub struct Stamp {
     /// The key (hex).
     pub key: String,
+    /// The key without the CUDA tools (hex; empty in stamps older than this field).
+    #[serde(default)]
+    pub sources: String,
     /// The input files: relative to the crate, or absolute outside it.
     pub inputs: Vec<String>,
     /// Hash of the PTX (hex).
@@ -145,14 +153,34 @@ pub(crate) fn file_hash(path: &Path) -> Option<String> {
 pub(crate) fn fresh(
     path: &Path,
     base: u64,
+    sources_base: u64,
     crate_dir: &Path,
     ptx: &Path,
     manifest: &Path,
-) -> Option<Stamp> {
-    let stamp: Stamp = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    let current = key(base, crate_dir, &stamp.inputs)?;
-    (current == stamp.key && file_hash(ptx)? == stamp.ptx && file_hash(manifest)? == stamp.manifest)
-        .then_some(stamp)
+) -> Freshness {
+    let check = || {
+        let stamp: Stamp = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        if file_hash(ptx)? != stamp.ptx || file_hash(manifest)? != stamp.manifest {
+            return None;
+        }
+        if key(base, crate_dir, &stamp.inputs)? == stamp.key {
+            return Some(Freshness::Current);
+        }
+        (key(sources_base, crate_dir, &stamp.inputs)? == stamp.sources)
+            .then_some(Freshness::Sources)
+    };
+    check().unwrap_or(Freshness::Stale)
+}
+
+/// How current a build's outputs are ([`fresh`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Freshness {
+    /// Current in everything the key covers.
+    Current,
+    /// Current but for the CUDA tools found (another ptxas or libdevice, or one appeared).
+    Sources,
+    /// Not current, damaged, or without a stamp.
+    Stale,
 }
 
 /// The inputs to record for a build whose dep-info listed `sources`: paths under the crate
@@ -193,6 +221,51 @@ mod tests {
         for c in ["stable", "nightly", "beta", "1.99", "nightly-2026"] {
             assert!(!is_pinned(c), "{c}");
         }
+    }
+
+    /// A stamp is current for its key; with other tools (another base) but the same sources
+    /// it is current for the sources alone; an edited input, a replaced output or a stamp
+    /// without the sources key (older ferrocuda) make it stale.
+    #[test]
+    fn freshness_separates_the_tools_from_the_sources() {
+        let dir = std::env::temp_dir().join(format!("fc-fresh-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "a").unwrap();
+        let (ptx, manifest) = (dir.join("k.ptx"), dir.join("k.json"));
+        std::fs::write(&ptx, "ptx").unwrap();
+        std::fs::write(&manifest, "{}").unwrap();
+        let inputs = vec!["src/lib.rs".to_string()];
+        let (here, elsewhere, sources) = (1u64, 2u64, 3u64);
+        let stamp = Stamp {
+            key: key(elsewhere, &dir, &inputs).unwrap(),
+            sources: key(sources, &dir, &inputs).unwrap(),
+            inputs,
+            ptx: file_hash(&ptx).unwrap(),
+            manifest: file_hash(&manifest).unwrap(),
+        };
+        let path = dir.join("k.stamp.json");
+        let write = |s: &Stamp| std::fs::write(&path, serde_json::to_string(s).unwrap()).unwrap();
+        write(&stamp);
+        let at = |base| fresh(&path, base, sources, &dir, &ptx, &manifest);
+        assert_eq!(at(elsewhere), Freshness::Current);
+        assert_eq!(at(here), Freshness::Sources);
+        assert_eq!(
+            fresh(&path, here, here, &dir, &ptx, &manifest),
+            Freshness::Stale
+        );
+        write(&Stamp {
+            sources: String::new(),
+            ..stamp.clone()
+        });
+        assert_eq!(at(here), Freshness::Stale);
+        write(&stamp);
+        std::fs::write(&ptx, "other ptx").unwrap();
+        assert_eq!(at(elsewhere), Freshness::Stale);
+        assert_eq!(at(here), Freshness::Stale);
+        std::fs::write(&ptx, "ptx").unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "b").unwrap();
+        assert_eq!(at(here), Freshness::Stale);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

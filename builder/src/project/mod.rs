@@ -163,33 +163,55 @@ pub fn build_crate(
     let ptx = out_dir.join(format!("{lib}.ptx"));
     let manifest_path = out_dir.join(format!("{lib}.json"));
     let stamp_path = out_dir.join(format!("{lib}.stamp.json"));
-    let base = cache::key_base(
-        &dir,
-        sources.fingerprint(),
-        &req.arch,
-        req.release,
-        req.fp_contract,
-        &cache::tools_id(req.cuda_fallback.as_deref()),
-    );
-    if !req.force {
-        if let Some(_stamp) = cache::fresh(&stamp_path, base, &dir, &ptx, &manifest_path) {
-            let kernels = std::fs::read_to_string(&manifest_path)
-                .ok()
-                .and_then(|t| ferrocuda_abi::manifest::Manifest::from_json(&t).ok())
-                .map_or(0, |m| m.kernels.len());
-            return Ok(CrateBuild {
-                name,
-                manifest_path,
-                ptx,
-                kernels,
-                cached: true,
-                seconds: start.elapsed().as_secs_f64(),
-                warnings: Vec::new(),
-            });
+    let key_base = |tools: &str| {
+        cache::key_base(
+            &dir,
+            sources.fingerprint(),
+            &req.arch,
+            req.release,
+            req.fp_contract,
+            tools,
+        )
+    };
+    let base = key_base(&cache::tools_id(req.cuda_fallback.as_deref()));
+    let sources_base = key_base("");
+    let freshness = if req.force {
+        cache::Freshness::Stale
+    } else {
+        cache::fresh(&stamp_path, base, sources_base, &dir, &ptx, &manifest_path)
+    };
+    let cached = |warnings: Vec<String>| {
+        let kernels = std::fs::read_to_string(&manifest_path)
+            .ok()
+            .and_then(|t| ferrocuda_abi::manifest::Manifest::from_json(&t).ok())
+            .map_or(0, |m| m.kernels.len());
+        CrateBuild {
+            name: name.clone(),
+            manifest_path: manifest_path.clone(),
+            ptx: ptx.clone(),
+            kernels,
+            cached: true,
+            seconds: start.elapsed().as_secs_f64(),
+            warnings,
         }
+    };
+    if freshness == cache::Freshness::Current {
+        return Ok(cached(Vec::new()));
     }
 
-    crate::toolchain::ensure(&dir, report)?;
+    if let Err(e) = crate::toolchain::ensure(&dir, report) {
+        // Built elsewhere, with other CUDA tools, and no toolchain here to build again: the
+        // PTX and manifest are current for the sources (only cubins depend on the tools).
+        if freshness == cache::Freshness::Sources {
+            return Ok(cached(vec![format!(
+                "{name} was built with other CUDA tools (ptxas, libdevice) than this machine \
+                 finds, and no Rust toolchain is here to build it again: its PTX is used as \
+                 built ({})",
+                e.message.lines().next().unwrap_or_default()
+            )]));
+        }
+        return Err(e);
+    }
     update_patch(&dir, &toml, sources)?;
     report(&format!("building {name} for {} …", req.arch));
     let mut builder = PtxBuilder::new(&dir)
@@ -217,6 +239,7 @@ pub fn build_crate(
             kind: BuildErrorKind::Io,
             message: format!("an input of {name} vanished during the build: build again"),
         })?,
+        sources: cache::key(sources_base, &dir, &inputs).unwrap_or_default(),
         inputs,
         ptx: cache::file_hash(&out.ptx).unwrap_or_default(),
         manifest: cache::file_hash(&out.manifest_path).unwrap_or_default(),

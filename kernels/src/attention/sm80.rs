@@ -8,16 +8,20 @@
 //! otherwise (a head dimension with a stride, an odd row pitch); on sm_80 and sm_89 only this
 //! one runs.
 //!
-//! # Schedule (blocks of 128 threads, 4 warps; 34 KiB of static shared memory)
+//! # Schedule (blocks of 128 threads, 4 warps; 34 KiB of static shared memory; 4 barriers per key tile)
 //!
 //! * **Work**: an item is 64 query rows of one (batch, head), 16 per warp; blocks are
 //!   persistent over the items (the automatic grid is one resident wave), in the sm_90a
 //!   kernel's order (longest first under the causal mask).
 //! * **Tiles**: the item's `q` tile (64 × D, padded to 64 or 128 columns with zeros) is loaded
 //!   once into shared memory, and its A fragments read from there for each key tile
-//!   (`ldmatrix.x4`); each 32-key tile of `k` and `v` is loaded into shared memory by the
-//!   whole block (element loads through the views' strides, zeros outside the arrays), rows
-//!   padded by 8 elements so that `ldmatrix`'s 8 rows fall in distinct banks.
+//!   (`ldmatrix.x4`). Each 32-key tile of `k` and `v` is copied into shared memory by the
+//!   whole block: where both heads' rows are contiguous and 16-byte aligned, by `cp.async`
+//!   (16 bytes, zero-filled outside the arrays), the next tile of `k` issued as soon as every
+//!   warp has read this one (its latency hidden under the softmax and `P · v`), the next of
+//!   `v` after `P · v` (hidden under the next `q · kᵀ`); otherwise by element loads through
+//!   the views' strides when the tile is due. Rows are padded by 8 elements so that
+//!   `ldmatrix`'s 8 rows fall in distinct banks.
 //! * **Per key tile**, a warp: `S = q · kᵀ` (16 × 32: 4 accumulators `Acc16x8F32`, B from
 //!   `k`'s rows by `ldmatrix.x2`), the masks, the online softmax (a row's 32 scores are in the
 //!   4 lanes of a quad), then `O += P · v` with P converted to bf16 (f16) **in registers** (two
@@ -38,7 +42,7 @@ mod gpu {
     use crate::prelude::*;
     use ferrocuda_device::mma::{self, Acc16x8F32, FragA16x16, FragB16x8, Half16};
     use ferrocuda_device::shared::SharedArray2;
-    use ferrocuda_device::{GpuFloat, View, ViewMut};
+    use ferrocuda_device::{cp_async, GpuFloat, View, ViewMut};
 
     /// Query rows per item (16 per warp) and keys per tile.
     const BM: u32 = 64;
@@ -96,30 +100,149 @@ mod gpu {
             }
         }
 
-        /// Rows `r0 .. r0 + R` (`DP` columns) of the head into `tile`, zeros outside; the
-        /// block's 128 threads each store `R · DP / 256` pairs.
+        /// `true` when the head's rows are contiguous, 16-byte aligned and a whole number
+        /// of 16-byte chunks long: [`chunk`](Self::chunk) and [`copy_chunk`](Self::copy_chunk) then read 16 bytes at a time.
+        #[inline(always)]
+        fn vectors(&self) -> bool {
+            self.s_col == 1
+                && self.s_row % 8 == 0
+                && (self.ptr as usize).is_multiple_of(16)
+                && self.cols.is_multiple_of(8)
+        }
+
+        /// Chunk `i` of this thread (8 elements, zeros outside the head) of rows `r0 ..`
+        /// (`DP` columns): chunk `t + 128 i` of the rows in row order, as [`put_chunk`] and
+        /// [`copy_chunk`](Self::copy_chunk) place it. 16-byte loads when `vec`
+        /// ([`vectors`](Self::vectors)), else element loads. A tile's chunks are loaded into
+        /// registers first and stored after ([`load_tile!`]), so that its loads are in
+        /// flight together.
         ///
         /// # Safety
         ///
-        /// `rows ≥ 1`, `cols ≥ 1`; every thread of the block calls it, and no thread reads
-        /// `tile` until a barrier after it.
+        /// `rows ≥ 1`, `cols ≥ 1`; `vec` only when [`vectors`](Self::vectors) holds.
         #[inline(always)]
-        unsafe fn load<const R: usize, const DP: u32>(&self, tile: Tile<R>, r0: u32, t: u32) {
-            let pairs = R as u32 * DP / 2;
-            let mut p = t;
-            while p < pairs {
-                let (r, c) = (p / (DP / 2), 2 * (p % (DP / 2)));
-                // SAFETY: the caller's extents; (r, c..c + 2) is inside the tile (r < R,
-                // c + 1 < DP ≤ 128).
-                unsafe {
-                    let pair = self.bits(r0 + r, c) | self.bits(r0 + r, c + 1) << 16;
-                    let addr = tile.shared_addr(r as usize, c as usize);
-                    core::arch::asm!("st.shared.b32 [{a}], {v};", a = in(reg32) addr,
-                                     v = in(reg32) pair, options(nostack));
+        unsafe fn chunk<const DP: u32>(&self, r0: u32, t: u32, i: u32, vec: bool) -> Chunk {
+            let p = t + 128 * i;
+            let (r, c) = (r0 + p / (DP / 8), 8 * (p % (DP / 8)));
+            if vec {
+                if r < self.rows && c < self.cols {
+                    let at = r as isize * self.s_row + c as isize;
+                    // SAFETY: 8 elements of the head (c + 8 ≤ cols: cols a multiple of 8),
+                    // 16-byte aligned (base, row stride and c).
+                    return unsafe { self.ptr.wrapping_offset(at).cast::<Chunk>().read() };
                 }
-                p += 128;
+                return Chunk([0; 4]);
             }
+            let mut w = [0u32; 4];
+            for (e, word) in w.iter_mut().enumerate() {
+                let c = c + 2 * e as u32;
+                // SAFETY: the caller's extents.
+                *word = unsafe { self.bits(r, c) | self.bits(r, c + 1) << 16 };
+            }
+            Chunk(w)
         }
+
+        /// Issues the `cp.async` copy of this thread's chunk `i` of rows `r0 ..` (`DP`
+        /// columns) into `tile` (`R` rows; placed as [`put_chunk`] places it), zero-filled
+        /// outside the head; not committed.
+        ///
+        /// # Safety
+        ///
+        /// [`vectors`](Self::vectors) holds; chunk `i` lies inside the tile
+        /// (`t + 128 i < R · DP / 8`); no thread accesses `tile` until a `wait_group` that
+        /// covers the copy and a barrier after it, and the previous readers of `tile` passed a
+        /// barrier before.
+        #[inline(always)]
+        unsafe fn copy_chunk<const R: usize, const DP: u32>(
+            &self,
+            tile: Tile<R>,
+            r0: u32,
+            t: u32,
+            i: u32,
+        ) {
+            let p = t + 128 * i;
+            let (r, c) = (p / (DP / 8), 8 * (p % (DP / 8)));
+            let inside = r0 + r < self.rows && c < self.cols;
+            let at = if inside {
+                (r0 + r) as isize * self.s_row + c as isize
+            } else {
+                0
+            };
+            // SAFETY: 16 bytes inside the tile, 16-byte aligned (see `put_chunk`); the source
+            // 8 elements of the head, 16-byte aligned (`vectors`), or none read (the
+            // destination zero-filled) from the head's base.
+            unsafe {
+                cp_async::cg_zfill(
+                    tile.shared_addr(r as usize, c as usize),
+                    self.ptr.wrapping_offset(at),
+                    if inside { 16 } else { 0 },
+                )
+            };
+        }
+    }
+
+    /// 16 bytes of a tile row: 8 elements' bits.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(16))]
+    struct Chunk([u32; 4]);
+
+    /// Stores this thread's chunk `i` ([`Head::chunk`]) into `tile` (`R` rows of `DP` columns).
+    ///
+    /// # Safety
+    ///
+    /// Chunk `i` lies inside the tile (`t + 128 i < R · DP / 8`); no other thread accesses
+    /// those bytes between the barriers around the store.
+    #[inline(always)]
+    unsafe fn put_chunk<const R: usize, const DP: u32>(
+        tile: Tile<R>,
+        chunk: Chunk,
+        t: u32,
+        i: u32,
+    ) {
+        let p = t + 128 * i;
+        let (r, c) = (p / (DP / 8), 8 * (p % (DP / 8)));
+        let addr = tile.shared_addr(r as usize, c as usize);
+        let [a, b, cc, d] = chunk.0;
+        // SAFETY: 16 bytes inside the tile (r < R, c + 8 ≤ DP ≤ 128), 16-byte aligned (rows of
+        // 272 bytes, c a multiple of 8, the tile 16-byte aligned).
+        unsafe {
+            core::arch::asm!("st.shared.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                             p = in(reg32) addr, a = in(reg32) a, b = in(reg32) b,
+                             c = in(reg32) cc, d = in(reg32) d, options(nostack));
+        }
+    }
+
+    /// Rows `$r0 ..` of `$head` into `$tile` (`$rows` × `$dp`, `$n` = `$rows · $dp / 1024`
+    /// chunks per thread), every thread of the block: the loads into registers first, then
+    /// the stores. `$t` is made per call (see [`here`](super::super::common::here)): the
+    /// chunks' addresses are invariant over the key tiles, and hoisted out of the loop they
+    /// would stay live across it.
+    ///
+    /// Safety: as [`Head::chunk`] and [`put_chunk`].
+    macro_rules! load_tile {
+        ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:literal, $r0:expr, $t:expr, $vec:expr) => {{
+            let t = here32($t);
+            let mut c = [Chunk([0; 4]); $n];
+            ferrocuda_device::unroll!(I in 0..$n {
+                c[I] = $head.chunk::<$dp>($r0, t, I, $vec);
+            });
+            ferrocuda_device::unroll!(I in 0..$n {
+                put_chunk::<$rows, $dp>($tile, c[I], t, I);
+            });
+        }};
+    }
+
+    /// Issues the `cp.async` copies of rows `$r0 ..` of `$head` into `$tile`, as
+    /// [`load_tile!`] places them; not committed.
+    ///
+    /// Safety: as [`Head::copy_chunk`].
+    macro_rules! copy_tile {
+        ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:literal, $r0:expr, $t:expr) => {{
+            let t = here32($t);
+            ferrocuda_device::unroll!(I in 0..$n {
+                $head.copy_chunk::<$rows, $dp>($tile, $r0, t, I);
+            });
+        }};
     }
 
     /// Bytes between two rows of a shared tile.
@@ -187,10 +310,11 @@ mod gpu {
     }
 
     /// One item's method, `$dp` columns wide (64 or 128): `$ks` = DP / 16 k-steps of
-    /// `q · kᵀ`, `$nt` = DP / 8 output accumulators per warp. Every loop over the fragment
+    /// `q · kᵀ`, `$nt` = DP / 8 output accumulators per warp, `$nq` and `$nkv` = the 16-byte
+    /// chunks per thread of the q tile and of a key tile (64 · DP / 1024, 32 · DP / 1024). Every loop over the fragment
     /// arrays is written out (`unroll!`, literal bounds), so that they stay in registers.
     macro_rules! item_fn {
-        ($name:ident, $dp:literal, $ks:literal, $nt:literal) => {
+        ($name:ident, $dp:literal, $ks:literal, $nt:literal, $nq:literal, $nkv:literal) => {
             /// # Safety
             ///
             /// Every thread of the block calls it (its barriers are the block's).
@@ -216,8 +340,9 @@ mod gpu {
                 let (qh, kh, vh) = (Head::of(q, b, h), Head::of(k, b, h), Head::of(v, b, h));
                 // The previous item's readers of q_s, k_s, v_s are done.
                 thread::sync_threads();
-                // SAFETY: the whole block; read after the barrier below.
-                unsafe { qh.load::<64, $dp>(self.q_s, row0, t) };
+                // SAFETY: the whole block; q has rows (s_q ≥ 1) and columns (D ≥ 1); read
+                // after the barrier below.
+                unsafe { load_tile!(qh, self.q_s, 64, $dp, $nq, row0, t, qh.vectors()) };
                 thread::sync_threads();
                 let mut o = [Acc16x8F32::default(); $nt];
                 let mut m = [f32::NEG_INFINITY; 2];
@@ -229,15 +354,31 @@ mod gpu {
                     all
                 };
                 let sl2 = self.scale_log2;
+                // The key tiles: where both heads' rows allow (`vectors`), `cp.async` copies
+                // straight to shared memory, each tile's issued while the previous one is in
+                // use — k's next tile once every warp has read k_s, v's once every warp has
+                // read v_s — two groups per tile (k, then v), waited for one at a time. Else
+                // loads through registers when the tile is due.
+                let asynchronous = kh.vectors() && vh.vectors();
+                if n_kv > 0 {
+                    // SAFETY: the whole block, after the barrier above (no reader of k_s, v_s
+                    // left); s_kv ≥ 1, D ≥ 1; read after a wait and a barrier below.
+                    unsafe {
+                        if asynchronous {
+                            copy_tile!(kh, self.k_s, 32, $dp, $nkv, 0, t);
+                            cp_async::commit_group();
+                            copy_tile!(vh, self.v_s, 32, $dp, $nkv, 0, t);
+                            cp_async::commit_group();
+                        } else {
+                            load_tile!(kh, self.k_s, 32, $dp, $nkv, 0, t, false);
+                            load_tile!(vh, self.v_s, 32, $dp, $nkv, 0, t, false);
+                        }
+                    }
+                }
                 for j in 0..n_kv {
                     let kv0 = j * BN;
-                    thread::sync_threads();
-                    // SAFETY: the whole block; s_kv ≥ 1 (a key tile exists); read after the
-                    // barrier below.
-                    unsafe {
-                        kh.load::<32, $dp>(self.k_s, kv0, t);
-                        vh.load::<32, $dp>(self.v_s, kv0, t);
-                    }
+                    // Tile j of k has landed (v's may still be in flight).
+                    cp_async::wait_group::<1>();
                     thread::sync_threads();
                     let mut s = [Acc16x8F32::default(); 4];
                     // This lane's `ldmatrix` row addresses (see `ferrocuda_device::mma`): A
@@ -263,6 +404,20 @@ mod gpu {
                             s[NT] = mma::mma(a, bf, s[NT]);
                         });
                     });
+                    // Every warp has read k_s: tile j + 1 of k may be written.
+                    thread::sync_threads();
+                    if j + 1 < n_kv {
+                        // SAFETY: the whole block, after the barrier above; read after a wait
+                        // and a barrier.
+                        unsafe {
+                            if asynchronous {
+                                copy_tile!(kh, self.k_s, 32, $dp, $nkv, kv0 + BN, t);
+                            } else {
+                                load_tile!(kh, self.k_s, 32, $dp, $nkv, kv0 + BN, t, false);
+                            }
+                        }
+                    }
+                    cp_async::commit_group();
                     // Scale, mask, row maxima (element I of accumulator NT: row I / 2, key
                     // 8 NT + 2 tq + I % 2 of the tile).
                     let mut mx = m;
@@ -302,6 +457,9 @@ mod gpu {
                             o[NT].regs[I] *= corr[I / 2];
                         });
                     });
+                    // Tile j of v has landed (k's next may still be in flight).
+                    cp_async::wait_group::<1>();
+                    thread::sync_threads();
                     // P (16 × 32) as two A fragments: accumulators 2 KK and 2 KK + 1 side by
                     // side are one 16 × 16 A fragment.
                     ferrocuda_device::unroll!(KK in 0..2 {
@@ -320,6 +478,19 @@ mod gpu {
                             o[NT] = mma::mma(a, bf, o[NT]);
                         });
                     });
+                    // Every warp has read v_s: tile j + 1 of v may be written.
+                    thread::sync_threads();
+                    if j + 1 < n_kv {
+                        // SAFETY: as for k above.
+                        unsafe {
+                            if asynchronous {
+                                copy_tile!(vh, self.v_s, 32, $dp, $nkv, kv0 + BN, t);
+                            } else {
+                                load_tile!(vh, self.v_s, 32, $dp, $nkv, kv0 + BN, t, false);
+                            }
+                        }
+                    }
+                    cp_async::commit_group();
                 }
                 let mut inv = [0f32; 2];
                 ferrocuda_device::unroll!(H in 0..2 {
@@ -346,7 +517,7 @@ mod gpu {
     }
 
     impl Ctx {
-        item_fn!(item64, 64, 4, 8);
-        item_fn!(item128, 128, 8, 16);
+        item_fn!(item64, 64, 4, 8, 4, 2);
+        item_fn!(item128, 128, 8, 16, 8, 4);
     }
 }
