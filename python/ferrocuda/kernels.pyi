@@ -258,6 +258,98 @@ class _Kernel5(Protocol):
 
 @type_check_only
 class _Family6(Protocol):
+    """A family launcher taking (q, k, v, out, lse, scale, causal)."""
+
+    def __call__(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        lse: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> None: ...
+    def bind(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        lse: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kernels(self) -> tuple[Kernel, ...]: ...
+
+@type_check_only
+class _Kernel7(Protocol):
+    """A kernel launcher taking (q, k, v, out, lse, scale, causal)."""
+
+    def __call__(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        lse: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> None: ...
+    def bind(
+        self,
+        q: _ArrayLike,
+        k: _ArrayLike,
+        v: _ArrayLike,
+        out: _ArrayLike,
+        lse: _ArrayLike,
+        scale: float,
+        causal: int,
+        *,
+        stream: _StreamLike = None,
+        sync: _SyncLike = None,
+        grid: _Dim3 | None = None,
+        block: _Dim3 | None = None,
+        shared_mem: int | None = None,
+        check_pointers: bool = True,
+    ) -> BoundLaunch: ...
+    def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def params(self) -> tuple[tuple[str, str, str, int, bool], ...]: ...
+    @property
+    def signature(self) -> str: ...
+
+@type_check_only
+class _Family8(Protocol):
     """A family launcher taking (alpha, x, y)."""
 
     def __call__(
@@ -293,7 +385,7 @@ class _Family6(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel7(Protocol):
+class _Kernel9(Protocol):
     """A kernel launcher taking (alpha, x, y)."""
 
     def __call__(
@@ -333,7 +425,7 @@ class _Kernel7(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family8(Protocol):
+class _Family10(Protocol):
     """A family launcher taking (x, index, value)."""
 
     def __call__(
@@ -369,7 +461,7 @@ class _Family8(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Family9(Protocol):
+class _Family11(Protocol):
     """A family launcher taking (x, out)."""
 
     def __call__(
@@ -403,7 +495,7 @@ class _Family9(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel10(Protocol):
+class _Kernel12(Protocol):
     """A kernel launcher taking (x, out)."""
 
     def __call__(
@@ -441,7 +533,7 @@ class _Kernel10(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family11(Protocol):
+class _Family13(Protocol):
     """A family launcher taking (x, d, out)."""
 
     def __call__(
@@ -477,7 +569,7 @@ class _Family11(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel12(Protocol):
+class _Kernel14(Protocol):
     """A kernel launcher taking (x, d, out)."""
 
     def __call__(
@@ -517,7 +609,7 @@ class _Kernel12(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family13(Protocol):
+class _Family15(Protocol):
     """A family launcher taking (x, value, iters)."""
 
     def __call__(
@@ -553,7 +645,7 @@ class _Family13(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Family14(Protocol):
+class _Family16(Protocol):
     """A family launcher taking (x, bins, lo, hi)."""
 
     def __call__(
@@ -591,7 +683,7 @@ class _Family14(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel15(Protocol):
+class _Kernel17(Protocol):
     """A kernel launcher taking (x, bins, lo, hi)."""
 
     def __call__(
@@ -633,7 +725,7 @@ class _Kernel15(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family16(Protocol):
+class _Family18(Protocol):
     """A family launcher taking (x, w, out)."""
 
     def __call__(
@@ -669,7 +761,7 @@ class _Family16(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel17(Protocol):
+class _Kernel19(Protocol):
     """A kernel launcher taking (x, w, out)."""
 
     def __call__(
@@ -709,7 +801,7 @@ class _Kernel17(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family18(Protocol):
+class _Family20(Protocol):
     """A family launcher taking (x, w, bias, out)."""
 
     def __call__(
@@ -747,7 +839,7 @@ class _Family18(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel19(Protocol):
+class _Kernel21(Protocol):
     """A kernel launcher taking (x, w, bias, out)."""
 
     def __call__(
@@ -789,7 +881,7 @@ class _Kernel19(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family20(Protocol):
+class _Family22(Protocol):
     """A family launcher taking (a, b, c, alpha, beta)."""
 
     def __call__(
@@ -829,7 +921,7 @@ class _Family20(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel21(Protocol):
+class _Kernel23(Protocol):
     """A kernel launcher taking (a, b, c, alpha, beta)."""
 
     def __call__(
@@ -873,7 +965,7 @@ class _Kernel21(Protocol):
     def signature(self) -> str: ...
 
 @type_check_only
-class _Family22(Protocol):
+class _Family24(Protocol):
     """A family launcher taking (x, y)."""
 
     def __call__(
@@ -907,7 +999,7 @@ class _Family22(Protocol):
     def kernels(self) -> tuple[Kernel, ...]: ...
 
 @type_check_only
-class _Kernel23(Protocol):
+class _Kernel25(Protocol):
     """A kernel launcher taking (x, y)."""
 
     def __call__(
@@ -995,169 +1087,176 @@ add_index_i64_4d: _Kernel3
 attention: _Family4
 attention_bf16: _Kernel5
 attention_bf16_sm90: _Kernel5
-axpy: _Family6
-axpy_bf16: _Kernel7
-axpy_bf16_1d: _Kernel7
-axpy_bf16_2d: _Kernel7
-axpy_bf16_3d: _Kernel7
-axpy_bf16_4d: _Kernel7
-axpy_f16: _Kernel7
-axpy_f16_1d: _Kernel7
-axpy_f16_2d: _Kernel7
-axpy_f16_3d: _Kernel7
-axpy_f16_4d: _Kernel7
-checked_write: _Family8
-cumsum: _Family9
-cumsum_exclusive: _Family9
-cumsum_exclusive_f32: _Kernel10
-cumsum_exclusive_f64: _Kernel10
-cumsum_exclusive_i32: _Kernel10
-cumsum_exclusive_i32_i64: _Kernel10
-cumsum_exclusive_i64: _Kernel10
-cumsum_f32: _Kernel10
-cumsum_f64: _Kernel10
-cumsum_i32: _Kernel10
-cumsum_i32_i64: _Kernel10
-cumsum_i64: _Kernel10
-div_by: _Family11
-div_by_f32: _Kernel12
-div_by_f64: _Kernel12
-fill_slow: _Family13
-gelu: _Family9
-gelu_bf16: _Kernel10
-gelu_bf16_1d: _Kernel10
-gelu_bf16_2d: _Kernel10
-gelu_bf16_3d: _Kernel10
-gelu_bf16_4d: _Kernel10
-gelu_f16: _Kernel10
-gelu_f16_1d: _Kernel10
-gelu_f16_2d: _Kernel10
-gelu_f16_3d: _Kernel10
-gelu_f16_4d: _Kernel10
-gelu_f32: _Kernel10
-gelu_f32_1d: _Kernel10
-gelu_f32_2d: _Kernel10
-gelu_f32_3d: _Kernel10
-gelu_f32_4d: _Kernel10
-gelu_tanh: _Family9
-gelu_tanh_bf16: _Kernel10
-gelu_tanh_bf16_1d: _Kernel10
-gelu_tanh_bf16_2d: _Kernel10
-gelu_tanh_bf16_3d: _Kernel10
-gelu_tanh_bf16_4d: _Kernel10
-gelu_tanh_f16: _Kernel10
-gelu_tanh_f16_1d: _Kernel10
-gelu_tanh_f16_2d: _Kernel10
-gelu_tanh_f16_3d: _Kernel10
-gelu_tanh_f16_4d: _Kernel10
-gelu_tanh_f32: _Kernel10
-gelu_tanh_f32_1d: _Kernel10
-gelu_tanh_f32_2d: _Kernel10
-gelu_tanh_f32_3d: _Kernel10
-gelu_tanh_f32_4d: _Kernel10
-histogram: _Family14
-histogram_f32: _Kernel15
-histogram_f64: _Kernel15
-histogram_i32: _Kernel15
-histogram_u8: _Kernel15
+attention_f16: _Kernel5
+attention_f16_sm90: _Kernel5
+attention_lse: _Family6
+attention_lse_bf16: _Kernel7
+attention_lse_bf16_sm90: _Kernel7
+attention_lse_f16: _Kernel7
+attention_lse_f16_sm90: _Kernel7
+axpy: _Family8
+axpy_bf16: _Kernel9
+axpy_bf16_1d: _Kernel9
+axpy_bf16_2d: _Kernel9
+axpy_bf16_3d: _Kernel9
+axpy_bf16_4d: _Kernel9
+axpy_f16: _Kernel9
+axpy_f16_1d: _Kernel9
+axpy_f16_2d: _Kernel9
+axpy_f16_3d: _Kernel9
+axpy_f16_4d: _Kernel9
+checked_write: _Family10
+cumsum: _Family11
+cumsum_exclusive: _Family11
+cumsum_exclusive_f32: _Kernel12
+cumsum_exclusive_f64: _Kernel12
+cumsum_exclusive_i32: _Kernel12
+cumsum_exclusive_i32_i64: _Kernel12
+cumsum_exclusive_i64: _Kernel12
+cumsum_f32: _Kernel12
+cumsum_f64: _Kernel12
+cumsum_i32: _Kernel12
+cumsum_i32_i64: _Kernel12
+cumsum_i64: _Kernel12
+div_by: _Family13
+div_by_f32: _Kernel14
+div_by_f64: _Kernel14
+fill_slow: _Family15
+gelu: _Family11
+gelu_bf16: _Kernel12
+gelu_bf16_1d: _Kernel12
+gelu_bf16_2d: _Kernel12
+gelu_bf16_3d: _Kernel12
+gelu_bf16_4d: _Kernel12
+gelu_f16: _Kernel12
+gelu_f16_1d: _Kernel12
+gelu_f16_2d: _Kernel12
+gelu_f16_3d: _Kernel12
+gelu_f16_4d: _Kernel12
+gelu_f32: _Kernel12
+gelu_f32_1d: _Kernel12
+gelu_f32_2d: _Kernel12
+gelu_f32_3d: _Kernel12
+gelu_f32_4d: _Kernel12
+gelu_tanh: _Family11
+gelu_tanh_bf16: _Kernel12
+gelu_tanh_bf16_1d: _Kernel12
+gelu_tanh_bf16_2d: _Kernel12
+gelu_tanh_bf16_3d: _Kernel12
+gelu_tanh_bf16_4d: _Kernel12
+gelu_tanh_f16: _Kernel12
+gelu_tanh_f16_1d: _Kernel12
+gelu_tanh_f16_2d: _Kernel12
+gelu_tanh_f16_3d: _Kernel12
+gelu_tanh_f16_4d: _Kernel12
+gelu_tanh_f32: _Kernel12
+gelu_tanh_f32_1d: _Kernel12
+gelu_tanh_f32_2d: _Kernel12
+gelu_tanh_f32_3d: _Kernel12
+gelu_tanh_f32_4d: _Kernel12
+histogram: _Family16
+histogram_f32: _Kernel17
+histogram_f64: _Kernel17
+histogram_i32: _Kernel17
+histogram_u8: _Kernel17
 index_grid: _Family2
 index_grid_2d: _Kernel3
 index_grid_3d: _Kernel3
 initialize_array: _Family2
-linear: _Family16
-linear_bf16: _Kernel17
-linear_bf16_f32: _Kernel17
-linear_bf16_f32_sm90: _Kernel17
-linear_bf16_sm90: _Kernel17
-linear_bias: _Family18
-linear_bias_bf16: _Kernel19
-linear_bias_bf16_f32: _Kernel19
-linear_bias_bf16_f32_sm90: _Kernel19
-linear_bias_bf16_sm90: _Kernel19
-linear_bias_gelu: _Family18
-linear_bias_gelu_bf16: _Kernel19
-linear_bias_gelu_bf16_sm90: _Kernel19
-linear_bias_gelu_tanh: _Family18
-linear_bias_gelu_tanh_bf16: _Kernel19
-linear_bias_gelu_tanh_bf16_sm90: _Kernel19
-linear_bias_relu: _Family18
-linear_bias_relu_bf16: _Kernel19
-linear_bias_relu_bf16_sm90: _Kernel19
-linear_bias_silu: _Family18
-linear_bias_silu_bf16: _Kernel19
-linear_bias_silu_bf16_sm90: _Kernel19
-log_softmax: _Family9
-log_softmax_bf16: _Kernel10
-log_softmax_f16: _Kernel10
-log_softmax_f32: _Kernel10
-log_softmax_f64: _Kernel10
-matmul: _Family20
-matmul_f32: _Kernel21
-max: _Family9
-max_f32: _Kernel10
-max_f64: _Kernel10
-max_i32: _Kernel10
-max_i64: _Kernel10
-min: _Family9
-min_f32: _Kernel10
-min_f64: _Kernel10
-min_i32: _Kernel10
-min_i64: _Kernel10
-normalize: _Family9
-normalize_f32: _Kernel10
-normalize_f64: _Kernel10
-saxpy: _Family6
-saxpy_bf16: _Kernel7
-saxpy_bf16_1d: _Kernel7
-saxpy_bf16_2d: _Kernel7
-saxpy_bf16_3d: _Kernel7
-saxpy_bf16_4d: _Kernel7
-saxpy_f16: _Kernel7
-saxpy_f16_1d: _Kernel7
-saxpy_f16_2d: _Kernel7
-saxpy_f16_3d: _Kernel7
-saxpy_f16_4d: _Kernel7
-saxpy_f32: _Kernel7
-saxpy_f32_1d: _Kernel7
-saxpy_f32_2d: _Kernel7
-saxpy_f32_3d: _Kernel7
-saxpy_f32_4d: _Kernel7
-saxpy_f64: _Kernel7
-saxpy_f64_1d: _Kernel7
-saxpy_f64_2d: _Kernel7
-saxpy_f64_3d: _Kernel7
-saxpy_f64_4d: _Kernel7
-shared_reverse: _Family22
-shared_reverse_f32: _Kernel23
-silu: _Family9
-silu_bf16: _Kernel10
-silu_bf16_1d: _Kernel10
-silu_bf16_2d: _Kernel10
-silu_bf16_3d: _Kernel10
-silu_bf16_4d: _Kernel10
-silu_f16: _Kernel10
-silu_f16_1d: _Kernel10
-silu_f16_2d: _Kernel10
-silu_f16_3d: _Kernel10
-silu_f16_4d: _Kernel10
-silu_f32: _Kernel10
-silu_f32_1d: _Kernel10
-silu_f32_2d: _Kernel10
-silu_f32_3d: _Kernel10
-silu_f32_4d: _Kernel10
-softmax: _Family9
-softmax_bf16: _Kernel10
-softmax_f16: _Kernel10
-softmax_f32: _Kernel10
-softmax_f64: _Kernel10
-stencil5: _Family9
-stencil5_f32: _Kernel10
-stencil5_f64: _Kernel10
-sum: _Family9
-sum_f32: _Kernel10
-sum_f64: _Kernel10
-sum_i32: _Kernel10
-sum_i64: _Kernel10
-sum_rows: _Family9
-sum_rows_f32: _Kernel10
-sum_rows_f64: _Kernel10
+linear: _Family18
+linear_bf16: _Kernel19
+linear_bf16_f32: _Kernel19
+linear_bf16_f32_sm90: _Kernel19
+linear_bf16_sm90: _Kernel19
+linear_bias: _Family20
+linear_bias_bf16: _Kernel21
+linear_bias_bf16_f32: _Kernel21
+linear_bias_bf16_f32_sm90: _Kernel21
+linear_bias_bf16_sm90: _Kernel21
+linear_bias_gelu: _Family20
+linear_bias_gelu_bf16: _Kernel21
+linear_bias_gelu_bf16_sm90: _Kernel21
+linear_bias_gelu_tanh: _Family20
+linear_bias_gelu_tanh_bf16: _Kernel21
+linear_bias_gelu_tanh_bf16_sm90: _Kernel21
+linear_bias_relu: _Family20
+linear_bias_relu_bf16: _Kernel21
+linear_bias_relu_bf16_sm90: _Kernel21
+linear_bias_silu: _Family20
+linear_bias_silu_bf16: _Kernel21
+linear_bias_silu_bf16_sm90: _Kernel21
+log_softmax: _Family11
+log_softmax_bf16: _Kernel12
+log_softmax_f16: _Kernel12
+log_softmax_f32: _Kernel12
+log_softmax_f64: _Kernel12
+matmul: _Family22
+matmul_f32: _Kernel23
+max: _Family11
+max_f32: _Kernel12
+max_f64: _Kernel12
+max_i32: _Kernel12
+max_i64: _Kernel12
+min: _Family11
+min_f32: _Kernel12
+min_f64: _Kernel12
+min_i32: _Kernel12
+min_i64: _Kernel12
+normalize: _Family11
+normalize_f32: _Kernel12
+normalize_f64: _Kernel12
+saxpy: _Family8
+saxpy_bf16: _Kernel9
+saxpy_bf16_1d: _Kernel9
+saxpy_bf16_2d: _Kernel9
+saxpy_bf16_3d: _Kernel9
+saxpy_bf16_4d: _Kernel9
+saxpy_f16: _Kernel9
+saxpy_f16_1d: _Kernel9
+saxpy_f16_2d: _Kernel9
+saxpy_f16_3d: _Kernel9
+saxpy_f16_4d: _Kernel9
+saxpy_f32: _Kernel9
+saxpy_f32_1d: _Kernel9
+saxpy_f32_2d: _Kernel9
+saxpy_f32_3d: _Kernel9
+saxpy_f32_4d: _Kernel9
+saxpy_f64: _Kernel9
+saxpy_f64_1d: _Kernel9
+saxpy_f64_2d: _Kernel9
+saxpy_f64_3d: _Kernel9
+saxpy_f64_4d: _Kernel9
+shared_reverse: _Family24
+shared_reverse_f32: _Kernel25
+silu: _Family11
+silu_bf16: _Kernel12
+silu_bf16_1d: _Kernel12
+silu_bf16_2d: _Kernel12
+silu_bf16_3d: _Kernel12
+silu_bf16_4d: _Kernel12
+silu_f16: _Kernel12
+silu_f16_1d: _Kernel12
+silu_f16_2d: _Kernel12
+silu_f16_3d: _Kernel12
+silu_f16_4d: _Kernel12
+silu_f32: _Kernel12
+silu_f32_1d: _Kernel12
+silu_f32_2d: _Kernel12
+silu_f32_3d: _Kernel12
+silu_f32_4d: _Kernel12
+softmax: _Family11
+softmax_bf16: _Kernel12
+softmax_f16: _Kernel12
+softmax_f32: _Kernel12
+softmax_f64: _Kernel12
+stencil5: _Family11
+stencil5_f32: _Kernel12
+stencil5_f64: _Kernel12
+sum: _Family11
+sum_f32: _Kernel12
+sum_f64: _Kernel12
+sum_i32: _Kernel12
+sum_i64: _Kernel12
+sum_rows: _Family11
+sum_rows_f32: _Kernel12
+sum_rows_f64: _Kernel12
