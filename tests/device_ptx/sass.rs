@@ -651,7 +651,7 @@ fn bundled_linear_runs_on_the_tensor_cores() {
 /// The bundled attention kernels (`kernels/src/attention/`) as their schedules say, for bf16
 /// and f16, with and without `lse`: the portable ones (bundled PTX; ptxas for sm_80 and sm_90)
 /// with no spill and no stack, on `HMMA.16816.F32` of their own element type only, fed by
-/// `LDSM` (`.MT88` for `v`), their key tiles copied by `cp.async` (`LDGSTS`); the sm_90a ones (the part's PTX) with no spill and no stack, on
+/// `LDSM` (`.MT88` for `v`), their key tiles copied by `cp.async` (`LDGSTS.E.BYPASS.128`); the sm_90a ones (the part's PTX) with no spill and no stack, on
 /// `HGMMA` of their element type only, their tiles loaded by TMA (`UTMALDG`) and waited for
 /// on mbarriers (`SYNCS`).
 #[test]
@@ -718,11 +718,15 @@ fn bundled_attention_runs_on_the_tensor_cores() {
             f.count("LDSM", &["MT88"]) > 0 && f.count("LDSM", &["M88", "4"]) > 0,
             "{k}: {ops:?}"
         );
-        // The key tiles by `cp.async` (16 bytes, zero-filling), the fallback by element loads.
+        // The key tiles by `cp.async` (16 bytes, `.cg`: L2 only), the fallback by element
+        // loads.
         assert!(
-            f.count("LDGSTS", &["128", "ZFILL"]) > 0 && f.has("LDG"),
+            f.count("LDGSTS", &["BYPASS", "128"]) > 0 && f.has("LDG"),
             "{k}: {:?}",
-            memory_ops(f)
+            f.opcodes
+                .iter()
+                .filter(|o| o.starts_with("LDG"))
+                .collect::<Vec<_>>()
         );
     }
     let nvdisasm = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13")))
