@@ -20,8 +20,9 @@
 //!
 //! The stamp also records the key without the CUDA tools (`sources`): a build current in
 //! everything but the tools found — a crate built on one machine and loaded on another, whose
-//! ptxas and libdevice lie elsewhere — is [`Freshness::Sources`], which a machine without the
-//! Rust toolchain uses as it is (its PTX is complete; only cubins depend on the tools).
+//! ptxas and libdevice lie elsewhere — is current for its sources only
+//! (`Freshness::Sources`), which a machine without the Rust toolchain uses as it is (its PTX
+//! is complete; only cubins depend on the tools).
 
 use crate::child::{fnv_field, FNV_OFFSET};
 use crate::toolchain::{scrub_env, toolchain_file};
