@@ -4,6 +4,8 @@ and mask, a line per implementation. Needs matplotlib.
 
     python bench/plot_attention.py bench/results/2026-11-28-attention.json \
         bench/results/2026-11-28-attention-16k.json --out bench/results/2026-11-28-attention.png
+    python bench/plot_attention.py bench/results/2026-11-28-attention-run2.json \
+        --dtype bf16 --out bench/results/2026-11-28-attention-run2.png
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="JSON files of bench_attention.py")
     ap.add_argument("--out", required=True, help="the PNG to write")
+    ap.add_argument(
+        "--dtype", default="bf16", help="the element type drawn (rows without one are bf16)"
+    )
     args = ap.parse_args(argv)
 
     import matplotlib
@@ -34,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     for path in args.runs:
         with open(path) as f:
             run = json.load(f)
-        rows.extend(run["rows"])
+        rows.extend(r for r in run["rows"] if r.get("dtype", "bf16") == args.dtype)
         device = run.get("device", device)
     dims = sorted({r["D"] for r in rows})
     fig, axes = plt.subplots(len(dims), 2, figsize=(11, 4 * len(dims)), squeeze=False)
@@ -52,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
             ax.set_xlabel("sequence length S (B·S = 16384 tokens, H = 16)")
             ax.set_ylabel("TFLOPS")
             ax.set_ylim(bottom=0)
-            ax.set_title(f"bf16, D = {d}, {'causal' if causal else 'not causal'}")
+            ax.set_title(f"{args.dtype}, D = {d}, {'causal' if causal else 'not causal'}")
             ax.grid(True, alpha=0.3)
             ax.legend(loc="lower right", fontsize=8)
     fig.suptitle(f"Attention forward on {device}")
