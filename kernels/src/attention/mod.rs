@@ -36,9 +36,20 @@ use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, View, ViewMut};
 
 /// One attention kernel: its `#[kernel]` attribute (the family, the architecture's launch
-/// settings, the shape rules every member shares, and `lse`'s when it has one) on `$item`.
+/// settings, the shape rules every member shares, and with `lse` the output's) on `$item`.
 macro_rules! attention_kernel {
-    ($family:literal, [$($launch:tt)*], [$($lse_rules:tt)*], $item:item) => {
+    ($family:literal, [$($launch:tt)*], plain, $item:item) => {
+        attention_kernel!(@rules $family, [$($launch)*], [], $item);
+    };
+    ($family:literal, [$($launch:tt)*], lse, $item:item) => {
+        attention_kernel!(@rules $family, [$($launch)*],
+            [require(lse.shape[0] == q.shape[0], "lse must have shape (B, H, S_q) of q"),
+             require(lse.shape[1] == q.shape[1], "lse must have shape (B, H, S_q) of q"),
+             require(lse.shape[2] == q.shape[2], "lse must have shape (B, H, S_q) of q"),
+             require(q.shape[3] >= 1, "the head dimension (q.shape[3]) must be at least 1 with lse"),],
+            $item);
+    };
+    (@rules $family:literal, [$($launch:tt)*], [$($lse_rules:tt)*], $item:item) => {
         #[kernel(family = $family, $($launch)*,
                  require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128"),
                  require(k.shape[3] == q.shape[3], "k must have q's head dimension (shape[3])"),
@@ -65,7 +76,7 @@ macro_rules! attention_kernels {
     ($($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident;)*) => {$(
         attention_kernel!("attention",
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
-             shared_bytes = ATTENTION_SMEM], [],
+             shared_bytes = ATTENTION_SMEM], plain,
             #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
                             "S_q, D), `k` and `v` (B, H, S_kv, D) whose rows are contiguous and ",
                             "16-byte aligned (TMA), D ≤ 128; `out` (B, H, S_q, D) any strides. Built ",
@@ -90,10 +101,7 @@ macro_rules! attention_kernels {
         attention_kernel!("attention_lse",
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = ATTENTION_SMEM],
-            [require(lse.shape[0] == q.shape[0], "lse must have shape (B, H, S_q) of q"),
-             require(lse.shape[1] == q.shape[1], "lse must have shape (B, H, S_q) of q"),
-             require(lse.shape[2] == q.shape[2], "lse must have shape (B, H, S_q) of q"),
-             require(q.shape[3] >= 1, "the head dimension (q.shape[3]) must be at least 1 with lse"),],
+            lse,
             #[doc = concat!("[`", stringify!($sm90), "`], and each query row's log-sum-exp of ",
                             "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
             pub unsafe fn $sm90_lse(
@@ -113,7 +121,7 @@ macro_rules! attention_kernels {
             }
         );
 
-        attention_kernel!("attention", [block = 128], [],
+        attention_kernel!("attention", [block = 128], plain,
             #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
                             "S_q, D), `k` and `v` (B, H, S_kv, D) and `out` (B, H, S_q, D) of any ",
                             "strides, D ≤ 128, on every GPU from sm_80. The family launcher runs it ",
@@ -136,10 +144,7 @@ macro_rules! attention_kernels {
         );
 
         attention_kernel!("attention_lse", [block = 128],
-            [require(lse.shape[0] == q.shape[0], "lse must have shape (B, H, S_q) of q"),
-             require(lse.shape[1] == q.shape[1], "lse must have shape (B, H, S_q) of q"),
-             require(lse.shape[2] == q.shape[2], "lse must have shape (B, H, S_q) of q"),
-             require(q.shape[3] >= 1, "the head dimension (q.shape[3]) must be at least 1 with lse"),],
+            lse,
             #[doc = concat!("[`", stringify!($port), "`], and each query row's log-sum-exp of ",
                             "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
             pub unsafe fn $port_lse(
