@@ -245,6 +245,20 @@ mod gpu {
         }};
     }
 
+    /// Key tile rows `$r0 ..` of `$head` into `$tile` (32 rows): by [`copy_tile!`] when
+    /// `$asynchronous` (not committed), else by [`load_tile!`] through registers.
+    ///
+    /// Safety: as [`copy_tile!`] and [`load_tile!`].
+    macro_rules! key_tile {
+        ($asynchronous:expr, $head:expr, $tile:expr, $dp:literal, $n:literal, $r0:expr, $t:expr) => {
+            if $asynchronous {
+                copy_tile!($head, $tile, 32, $dp, $n, $r0, $t);
+            } else {
+                load_tile!($head, $tile, 32, $dp, $n, $r0, $t, false);
+            }
+        };
+    }
+
     /// Bytes between two rows of a shared tile.
     const ROW: u32 = 2 * COLS as u32;
 
@@ -364,15 +378,10 @@ mod gpu {
                     // SAFETY: the whole block, after the barrier above (no reader of k_s, v_s
                     // left); s_kv ≥ 1, D ≥ 1; read after a wait and a barrier below.
                     unsafe {
-                        if asynchronous {
-                            copy_tile!(kh, self.k_s, 32, $dp, $nkv, 0, t);
-                            cp_async::commit_group();
-                            copy_tile!(vh, self.v_s, 32, $dp, $nkv, 0, t);
-                            cp_async::commit_group();
-                        } else {
-                            load_tile!(kh, self.k_s, 32, $dp, $nkv, 0, t, false);
-                            load_tile!(vh, self.v_s, 32, $dp, $nkv, 0, t, false);
-                        }
+                        key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, 0, t);
+                        cp_async::commit_group();
+                        key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, 0, t);
+                        cp_async::commit_group();
                     }
                 }
                 for j in 0..n_kv {
@@ -409,13 +418,7 @@ mod gpu {
                     if j + 1 < n_kv {
                         // SAFETY: the whole block, after the barrier above; read after a wait
                         // and a barrier.
-                        unsafe {
-                            if asynchronous {
-                                copy_tile!(kh, self.k_s, 32, $dp, $nkv, kv0 + BN, t);
-                            } else {
-                                load_tile!(kh, self.k_s, 32, $dp, $nkv, kv0 + BN, t, false);
-                            }
-                        }
+                        unsafe { key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, kv0 + BN, t) };
                     }
                     cp_async::commit_group();
                     // Scale, mask, row maxima (element I of accumulator NT: row I / 2, key
@@ -482,13 +485,7 @@ mod gpu {
                     thread::sync_threads();
                     if j + 1 < n_kv {
                         // SAFETY: as for k above.
-                        unsafe {
-                            if asynchronous {
-                                copy_tile!(vh, self.v_s, 32, $dp, $nkv, kv0 + BN, t);
-                            } else {
-                                load_tile!(vh, self.v_s, 32, $dp, $nkv, kv0 + BN, t, false);
-                            }
-                        }
+                        unsafe { key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, kv0 + BN, t) };
                     }
                     cp_async::commit_group();
                 }
