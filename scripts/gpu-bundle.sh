@@ -79,6 +79,9 @@ own_part() {
     pkg="$(mktemp -d)"
     .venv/bin/python -m pip install --quiet --no-deps --target "$pkg" .gpu/wheels/*.whl
     PYTHONPATH="$pkg" .venv/bin/python -m ferrocuda new "$own/my_kernels" >/dev/null
+    # With tensor-core kernels of a user's own (mma.sync, cp.async; TMA, mbarrier, wgmma).
+    cp builder/tests/fixtures/own-tensor-cores.rs "$own/my_kernels/src/tensor_cores.rs"
+    printf '\npub mod tensor_cores;\n' >> "$own/my_kernels/src/lib.rs"
     # With the nvcc wheel's ptxas, as a user with a CUDA toolkit has it: the crate gets cubins.
     FERROCUDA_PTXAS="$(bash scripts/ensure_ptxas.sh)" PYTHONPATH="$pkg" \
       .venv/bin/python -m ferrocuda build "$own/my_kernels" >/dev/null

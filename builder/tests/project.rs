@@ -18,6 +18,12 @@
 //!   parameter is one error naming the parameter and the allowed types; a directory without
 //!   `Cargo.toml`, a `new` into a non-empty directory, bad crate names and bad usage are clear
 //!   errors.
+//! * `tensor_cores_in_a_new_crate`: the tensor-core kernels of
+//!   `fixtures/own-tensor-cores.rs` (`mma.sync`, `ldmatrix`, `cp.async`; TMA, an mbarrier and
+//!   `wgmma` on sm_90a), added to a scaffolded crate, build without inline assembly or an
+//!   unstable feature of their own and without a warning: one family of an sm_80 and an
+//!   sm_90a kernel, each part's PTX with its instructions, and the host `cargo check` clean
+//!   (the GPU tests run them: `python/tests/test_gpu_own_crate.py`).
 //! * `host_example_type_checks`: the scaffold's Rust host example (typed launchers generated
 //!   by its `build.rs`, `my_kernels::scale_f32(…)` in `main.rs`) passes `cargo check`.
 //!
@@ -378,4 +384,104 @@ fn host_example_type_checks() {
             || w.contains("downloaded nvidia-cuda-nvcc-cu12")),
         "{stderr}"
     );
+}
+
+#[test]
+fn tensor_cores_in_a_new_crate() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("tensor-cores");
+    let dir = tmp.0.join("my_kernels");
+    let made = ferrocuda(&tmp.0, &["new", "my_kernels"], &[]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let src =
+        fs::read_to_string(repo_root().join("builder/tests/fixtures/own-tensor-cores.rs")).unwrap();
+    for own in [
+        "asm!(",
+        "global_asm!",
+        "#![feature",
+        "#![cfg_attr",
+        "llvm_asm",
+    ] {
+        assert!(!src.contains(own), "the user's kernels use `{own}`");
+    }
+    let lib = dir.join("src/lib.rs");
+    let root = fs::read_to_string(&lib).unwrap();
+    // The crate root keeps the scaffold's one feature gate (abi_ptx, for `#[kernel]`).
+    let gates: Vec<&str> = root.lines().filter(|l| l.contains("feature(")).collect();
+    assert_eq!(
+        gates,
+        ["#![cfg_attr(target_arch = \"nvptx64\", feature(abi_ptx))]"]
+    );
+    fs::write(dir.join("src/tensor_cores.rs"), &src).unwrap();
+    fs::write(&lib, format!("{root}\npub mod tensor_cores;\n")).unwrap();
+
+    let (ok, stdout, stderr) = build(&dir, &[]);
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let manifest_path = PathBuf::from(stdout.trim());
+    let manifest =
+        ferrocuda_abi::manifest::Manifest::from_json(&fs::read_to_string(&manifest_path).unwrap())
+            .unwrap();
+    let tc: Vec<(&str, Option<&str>)> = manifest
+        .kernels
+        .iter()
+        .filter(|k| k.family == "tc_linear")
+        .map(|k| (k.name.as_str(), k.arch.as_deref()))
+        .collect();
+    assert_eq!(
+        tc,
+        [
+            ("tc_linear_bf16", None),
+            ("tc_linear_bf16_sm90", Some("sm_90a"))
+        ]
+    );
+    let base = fs::read_to_string(manifest_path.with_file_name(&manifest.ptx)).unwrap();
+    let part = &manifest.parts["sm_90a"];
+    let hopper = fs::read_to_string(manifest_path.with_file_name(&part.ptx)).unwrap();
+    assert_eq!(entries(&hopper), ["tc_linear_bf16_sm90"]);
+    assert!(hopper.contains(".target sm_90a"));
+    for (ptx, needs, lacks) in [
+        (
+            &base,
+            &[
+                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                "cp.async.cg.shared.global",
+                "cp.async.wait_group 1",
+            ][..],
+            &["wgmma", "cp.async.bulk"][..],
+        ),
+        (
+            &hopper,
+            &[
+                "wgmma.fence.sync.aligned",
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
+                "wgmma.commit_group.sync.aligned",
+                "wgmma.wait_group.sync.aligned 0",
+                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+                "mbarrier.arrive.expect_tx",
+            ][..],
+            &["mma.sync", ".local"][..],
+        ),
+    ] {
+        for n in needs {
+            assert!(ptx.contains(n), "no `{n}` in the PTX");
+        }
+        for l in lacks {
+            assert!(!ptx.contains(l), "`{l}` in the PTX");
+        }
+    }
+    assert!(!base.contains(".local"));
+
+    // The host's view of the crate: no errors, no warnings.
+    let check = Command::new("cargo")
+        .current_dir(&dir)
+        .args(["check", "--quiet", "--offline", "--target-dir"])
+        .arg(tmp.0.join("host-check"))
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .unwrap();
+    let stderr = text(&check.stderr);
+    assert!(check.status.success(), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
 }

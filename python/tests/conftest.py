@@ -205,7 +205,9 @@ def cai_array(shape: Any = (4,), typestr: str = "<f4", ptr: int = PTR, **kw: Any
 @pytest.fixture(scope="session")
 def own_crate(tmp_path_factory: Any) -> Path:
     """A kernel crate of one's own: ``$FERROCUDA_OWN_CRATE`` (the GPU bundle scaffolds and
-    builds one), else one made by ``ferrocuda new`` here (skipped without cargo)."""
+    builds one), else one made by ``ferrocuda new`` here (skipped without cargo); both with
+    the tensor-core kernels of ``builder/tests/fixtures/own-tensor-cores.rs`` added as its
+    module ``tensor_cores``."""
     given = _config.path("FERROCUDA_OWN_CRATE")
     if given:
         return given
@@ -213,4 +215,10 @@ def own_crate(tmp_path_factory: Any) -> Path:
         pytest.skip("no FERROCUDA_OWN_CRATE and no cargo to build a crate with")
     tmp = tmp_path_factory.mktemp("own")
     subprocess.run([sys.executable, "-m", "ferrocuda", "new", "my_kernels"], cwd=tmp, check=True)
-    return tmp / "my_kernels"
+    crate = tmp / "my_kernels"
+    fixture = Path(__file__).resolve().parents[2] / "builder/tests/fixtures/own-tensor-cores.rs"
+    if fixture.exists():
+        shutil.copy(fixture, crate / "src" / "tensor_cores.rs")
+        with open(crate / "src" / "lib.rs", "a") as f:
+            f.write("\npub mod tensor_cores;\n")
+    return crate

@@ -64,3 +64,50 @@ def test_on_host_arrays(mod: Any) -> None:
     with pytest.warns(ferrocuda.PerformanceWarning):
         mod.scale(4.0, x, y)
     np.testing.assert_array_equal(y, 4.0 * x)
+
+
+def test_tensor_cores_of_ones_own(mod: Any, torch: Any) -> None:
+    """The crate's tensor-core family ``tc_linear`` (``builder/tests/fixtures/own-tensor-cores.rs``:
+    ``mma.sync`` + ``cp.async`` everywhere, TMA + ``wgmma`` on sm_90a, written without inline
+    assembly), both members by name and the family's choice, against torch's product in f64 on
+    shapes that are and are not multiples of the tiles (K a multiple of 8: the copies' rule)."""
+    if not hasattr(mod, "tc_linear"):
+        pytest.skip("this crate has no tensor_cores module")
+    hopper = torch.cuda.get_device_capability() >= (9, 0)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    for m, n, k in [
+        (64, 64, 64),
+        (128, 192, 256),
+        (100, 72, 40),
+        (1, 1, 8),
+        (17, 300, 136),
+        (65, 9, 0),
+    ]:
+        x = (torch.rand(m, k, device="cuda", generator=g) * 2 - 1).to(torch.bfloat16)
+        w = (torch.rand(n, k, device="cuda", generator=g) * 2 - 1).to(torch.bfloat16)
+        ref = (x.double() @ w.double().T).float()
+        # f32 accumulation of k exact products of values below 1: |error| ≤ k · 2⁻²³ · k.
+        bound = max(k, 1) ** 2 * 2.0**-23 + 1e-7
+        launchers = [("tc_linear", mod.tc_linear), ("tc_linear_bf16", mod.tc_linear_bf16)]
+        if hopper and k > 0:
+            launchers.append(("tc_linear_bf16_sm90", mod.tc_linear_bf16_sm90))
+        for name, launch in launchers:
+            c = torch.full((m, n), float("nan"), device="cuda")
+            launch(x, w, c, k)
+            torch.cuda.synchronize()
+            err = (c - ref).abs().max().item() if c.numel() else 0.0
+            assert err <= bound, f"{name} {m}x{n}x{k}: max error {err} > {bound}"
+    # The copies' alignment rule: K not a multiple of 8 is refused by the sm_90a member's
+    # tensor map (naming x) and traps in the portable one's device check.
+    if hopper:
+        x = torch.ones(16, 12, device="cuda", dtype=torch.bfloat16)
+        w = torch.ones(16, 12, device="cuda", dtype=torch.bfloat16)
+        with pytest.raises(ValueError, match="x"):
+            mod.tc_linear_bf16_sm90(x, w, torch.empty(16, 16, device="cuda"), 12)
+    # Shapes that disagree are refused before any launch, naming the rule.
+    x = torch.ones(16, 16, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(8, 16, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="c must have a column per row of w"):
+        mod.tc_linear(x, w, torch.empty(16, 16, device="cuda"), 16)
+    with pytest.raises(ValueError, match="k columns"):
+        mod.tc_linear(x, w, torch.empty(16, 8, device="cuda"), 8)
