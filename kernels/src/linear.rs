@@ -1,20 +1,30 @@
-//! `linear`: `out = x · wᵀ` on Hopper's tensor cores (bf16 inputs, f32 accumulation) — the
-//! product of PyTorch's `F.linear(x, w)` with `x` of shape (M, K) and a weight `w` of shape
-//! (N, K), both row-major (K contiguous: the "TN" layout of BLAS, which `wgmma` reads
-//! without transposing).
+//! `linear`: `out = x · wᵀ` on Hopper's tensor cores (f32 accumulation) — the product of
+//! PyTorch's `F.linear(x, w)` with `x` of shape (M, K) and a weight `w` of shape (N, K), both
+//! row-major (K contiguous: the "TN" layout of BLAS, which `wgmma` reads without
+//! transposing).
+//!
+//! | inputs | kernels (out f32; out of the input type) | family |
+//! | --- | --- | --- |
+//! | bf16 | `linear_bf16_f32_sm90`; `linear_bf16_sm90` | `linear` |
+//! | f16 | `linear_f16_f32_sm90`; `linear_f16_sm90` | `linear` |
+//! | f32, multiplied in TF32 | `linear_tf32_sm90` | `linear_tf32` (by name: `matmul` stays exact f32) |
+//!
+//! One schedule for every input type (`Input`): a stage holds 128-byte rows of K (64 bf16
+//! or f16, 32 f32), so the tiles, the shared memory and the ring are the same; only the
+//! `wgmma` differs (`m64n256k16` for 16-bit inputs, `m64n256k8.tf32`).
 //!
 //! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM)
 //!
 //! * **Tiles**: each block computes 128 × 256 tiles of `out`, persistent over the tiles (block
 //!   `b` takes tiles `b`, `b + grid`, …; the automatic grid is one block per SM), walking K
-//!   in steps of 64.
+//!   in steps of one 128-byte row (`Input::BK`: 64 bf16/f16, 32 TF32).
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
-//!   of each step's 128 × 64 tile of `x` and 256 × 64 tile of `w` into a ring of 4 shared
+//!   of each step's 128-row tile of `x` and 256-row tile of `w` into a ring of 4 shared
 //!   stages (48 KiB each, 128-byte swizzle, the layout `wgmma`'s descriptors read), counting
 //!   their bytes on the stage's "full" mbarrier — and gives most of its registers away
 //!   (`setmaxnreg.dec` to 40); warpgroups 1 and 2 are the *consumers* (`setmaxnreg.inc` to
 //!   232): each owns 64 rows of the tile, waits for a stage to be full, issues four
-//!   `wgmma.mma_async.m64n256k16` (one per 16 of the 64 k), keeps one batch in flight
+//!   `wgmma.mma_async.m64n256k16` (one per 32 bytes of K: k16, or k8 for TF32), keeps one batch in flight
 //!   (`wgmma.wait_group 1`) and releases the previous stage to the producer on its "empty"
 //!   mbarrier.
 //! * **Edges**: TMA fills the parts of a box outside `x` or `w` with zeros, so partial tiles
@@ -28,24 +38,24 @@
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
-use ferrocuda_device::half::bf16;
+use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, TensorMap, ViewMut};
 
-/// Tile rows (M), columns (N) and depth (K) of one step.
+/// Tile rows (M) and columns (N); each step's depth (K) is one 128-byte swizzled row of the
+/// input type: 64 bf16 or f16, 32 f32 (TF32) — `Input::BK`.
 #[cfg(ferrocuda_arch = "sm_90a")]
 const BM: u32 = 128;
 #[cfg(ferrocuda_arch = "sm_90a")]
 const BN: u32 = 256;
-#[cfg(ferrocuda_arch = "sm_90a")]
-const BK: u32 = 64;
 /// Shared stages of the ring.
 #[cfg(ferrocuda_arch = "sm_90a")]
 const STAGES: usize = 4;
-/// Bytes of one stage's `x` tile (128 × 64 bf16) and `w` tile (256 × 64 bf16).
+/// Bytes of one stage's `x` tile (128 rows of 128 bytes) and `w` tile (256 rows): the same
+/// for every input type.
 #[cfg(ferrocuda_arch = "sm_90a")]
-const A_BYTES: u32 = BM * BK * 2;
+const A_BYTES: u32 = BM * 128;
 #[cfg(ferrocuda_arch = "sm_90a")]
-const B_BYTES: u32 = BN * BK * 2;
+const B_BYTES: u32 = BN * 128;
 #[cfg(ferrocuda_arch = "sm_90a")]
 const STAGE_BYTES: u32 = A_BYTES + B_BYTES;
 
@@ -58,6 +68,60 @@ pub const LINEAR_SMEM: u32 = 4 * (128 * 64 * 2 + 256 * 64 * 2) + 2 * 4 * 8 + 102
 pub type XMap = TensorMap<bf16, 128, 128, 64>;
 /// See [`XMap`].
 pub type WMap = TensorMap<bf16, 128, 256, 64>;
+/// [`XMap`] of f16.
+pub type XMapF16 = TensorMap<f16, 128, 128, 64>;
+/// [`WMap`] of f16.
+pub type WMapF16 = TensorMap<f16, 128, 256, 64>;
+/// The TF32 kernel's maps: 128 × 32 and 256 × 32 f32 (the same 128-byte rows).
+pub type XMapTf32 = TensorMap<f32, 128, 128, 32>;
+/// See [`XMapTf32`].
+pub type WMapTf32 = TensorMap<f32, 128, 256, 32>;
+
+/// The input types of the sm_90a GEMM and the `wgmma` that multiplies them: one k-step of a
+/// 64-row slice of the `x` tile by the 256-row `w` tile, both K-major in the 128-byte swizzle,
+/// 32 bytes of each row (16 bf16/f16, 8 TF32 operands).
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(crate) trait Input: ferrocuda_device::Element {
+    /// Elements of K per stage: one 128-byte row.
+    const BK: u32;
+
+    /// `acc (+)= a · bᵀ` for one k-step (`scale_d = false`: overwrite).
+    ///
+    /// # Safety
+    ///
+    /// [`wgmma::mma_bf16`](ferrocuda_device::wgmma::mma_bf16)'s contract.
+    unsafe fn mma(
+        acc: &mut [f32; 128],
+        a: ferrocuda_device::wgmma::MatrixDesc,
+        b: ferrocuda_device::wgmma::MatrixDesc,
+        scale_d: bool,
+    );
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+macro_rules! inputs {
+    ($($t:ty, $bk:literal, $mma:ident;)*) => {$(
+        impl Input for $t {
+            const BK: u32 = $bk;
+            #[inline(always)]
+            unsafe fn mma(
+                acc: &mut [f32; 128],
+                a: ferrocuda_device::wgmma::MatrixDesc,
+                b: ferrocuda_device::wgmma::MatrixDesc,
+                scale_d: bool,
+            ) {
+                // SAFETY: the caller's contract.
+                unsafe { ferrocuda_device::wgmma::$mma::<256, 128>(acc, a, b, scale_d) }
+            }
+        }
+    )*};
+}
+#[cfg(ferrocuda_arch = "sm_90a")]
+inputs! {
+    bf16, 64, mma_bf16;
+    f16, 64, mma_f16;
+    f32, 32, mma_tf32;
+}
 
 /// `out = x · wᵀ` (f32): `x` (M, K) and `w` (N, K) row-major bf16 with rows of a multiple of 8
 /// elements (TMA: 16-byte strides), `out` (M, N) any strides. Accumulates in f32 on the
@@ -95,22 +159,118 @@ pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
     }
 }
 
+/// `out = x · wᵀ` (f32) for f16 `x` and `w`: [`linear_bf16_f32_sm90`]'s schedule and
+/// numerics (every product of two f16 is exact in f32).
+#[kernel(family = "linear", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+         shared_bytes = LINEAR_SMEM,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"))]
+pub unsafe fn linear_f16_f32_sm90(x: XMapF16, w: WMapF16, out: ViewMut<f32, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `linear_bf16_f32_sm90`.
+    unsafe {
+        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
+    }
+}
+
+/// `out = x · wᵀ` rounded to f16 (one rounding of the f32 sum, to nearest even; overflow to
+/// ±∞): [`linear_f16_f32_sm90`] with f16 output, the product cuBLAS's f16 GEMM returns.
+#[kernel(family = "linear", arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+         shared_bytes = LINEAR_SMEM,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"))]
+pub unsafe fn linear_f16_sm90(x: XMapF16, w: WMapF16, out: ViewMut<f16, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `linear_bf16_f32_sm90`.
+    unsafe {
+        gemm(x, w, |row, col, v0, v1| store_pair_16(out, row, col, v0, v1))
+    }
+}
+
+/// `out = x · wᵀ` on the tensor cores in **TF32** (family `linear_tf32`, asked for by name:
+/// the f32 `matmul` stays exact f32): f32 `x` (M, K) and `w` (N, K) with rows of a multiple
+/// of 4 elements (TMA: 16-byte strides), `out` (M, N) f32 any strides. The tensor cores read
+/// each operand's top 19 bits (8 of exponent, 10 of mantissa: the low 13 are ignored, a
+/// truncation, as `torch.backends.cuda.matmul.allow_tf32` allows), multiply exactly and add
+/// in f32: relative error per product ≲ 2⁻⁹, then K·2⁻²³·Σ|xw| for the sum. Built for sm_90a:
+/// [`linear_bf16_f32_sm90`]'s schedule with 32 of K per stage (128-byte rows of f32).
+#[kernel(family = "linear_tf32", arch = "sm_90a", block = 384, min_blocks = 1,
+         dynamic_shared = u8, shared_bytes = LINEAR_SMEM,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"))]
+pub unsafe fn linear_tf32_sm90(x: XMapTf32, w: WMapTf32, out: ViewMut<f32, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `linear_bf16_f32_sm90`.
+    unsafe {
+        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
+    }
+}
+
+/// The 16-bit output types: an f32 rounded to nearest (ties to even), and its bits.
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(crate) trait Out16: Copy {
+    /// `v` rounded.
+    fn round(v: f32) -> Self;
+    /// The value's bits.
+    fn bits(self) -> u16;
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Out16 for bf16 {
+    #[inline(always)]
+    fn round(v: f32) -> bf16 {
+        bf16::from_f32(v)
+    }
+    #[inline(always)]
+    fn bits(self) -> u16 {
+        self.to_bits()
+    }
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Out16 for f16 {
+    #[inline(always)]
+    fn round(v: f32) -> f16 {
+        v as f16
+    }
+    #[inline(always)]
+    fn bits(self) -> u16 {
+        self.to_bits()
+    }
+}
+
 /// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
 /// it, rounded to bf16: one 4-byte store when the row is contiguous and the pair aligned.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 pub(crate) fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) {
+    store_pair_16(out, row, col, v0, v1)
+}
+
+/// [`store_pair_bf16`] for either 16-bit type.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+pub(crate) fn store_pair_16<T: Out16 + ferrocuda_device::Element>(
+    out: ViewMut<T, 2>,
+    row: u32,
+    col: u32,
+    v0: f32,
+    v1: f32,
+) {
     let [m, n] = out.shape();
     let (row, col) = (row as usize, col as usize);
     if row >= m || col >= n {
         return;
     }
-    let (a, b) = (bf16::from_f32(v0), bf16::from_f32(v1));
+    let (a, b) = (T::round(v0), T::round(v1));
     let at = out.indexer().offset([row, col]);
     let p = out.as_mut_ptr().wrapping_offset(at);
     let unit = out.indexer().strides[1] == 1;
     if unit && col + 1 < n && (p as usize).is_multiple_of(4) {
-        let pair = a.to_bits() as u32 | (b.to_bits() as u32) << 16;
+        let pair = a.bits() as u32 | (b.bits() as u32) << 16;
         // SAFETY: two elements inside `out` (checked), 4-byte aligned; one owner thread.
         unsafe { p.cast::<u32>().write(pair) };
         return;
@@ -171,7 +331,12 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(crate) unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32, f32)) {
+pub(crate) unsafe fn gemm<E: Input, const BK: u32>(
+    x: TensorMap<E, 128, 128, BK>,
+    w: TensorMap<E, 128, 256, BK>,
+    mut store: impl FnMut(u32, u32, f32, f32),
+) {
+    const { assert!(BK == E::BK) };
     use ferrocuda_device::mbarrier::{self, MBarrier, RingState};
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
     use ferrocuda_device::tma::Tma;
@@ -269,7 +434,7 @@ pub(crate) unsafe fn gemm(x: XMap, w: WMap, mut store: impl FnMut(u32, u32, f32,
                 unsafe {
                     wgmma::fence();
                     ferrocuda_device::unroll!(K in 0..4 {
-                        wgmma::mma_bf16::<256, 128>(
+                        E::mma(
                             &mut acc,
                             da.advance(32 * K),
                             db.advance(32 * K),

@@ -60,7 +60,7 @@
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
-use ferrocuda_device::half::bf16;
+use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, View, ViewMut};
 
 /// Block tile rows (M) and columns (N).
@@ -125,14 +125,55 @@ pub unsafe fn linear_bf16(x: View<bf16, 2>, w: View<bf16, 2>, out: ViewMut<bf16,
     }
 }
 
+/// `out = x · wᵀ` (f32) for f16 `x` and `w`: [`linear_bf16_f32`] for f16 inputs (every
+/// product of two f16 is exact in f32), on every GPU from sm_80; the family launcher runs it
+/// where `linear_f16_f32_sm90` cannot.
+#[kernel(family = "linear", block = 256, min_blocks = 2, dynamic_shared = u8,
+         shared_bytes = LINEAR_SM80_SMEM,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"),
+         require(x.shape[0] < 2147483648, "x must have fewer than 2^31 rows"),
+         require(x.shape[1] < 2147483648, "x and w must have fewer than 2^31 columns"),
+         require(w.shape[0] < 2147483648, "w must have fewer than 2^31 rows"))]
+pub unsafe fn linear_f16_f32(x: View<f16, 2>, w: View<f16, 2>, out: ViewMut<f32, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `linear_bf16_f32`.
+    unsafe {
+        gpu::linear(x, w, out, crate::epilogue::Plain)
+    }
+}
+
+/// `out = x · wᵀ` rounded to f16 (nearest even; overflow to ±∞): [`linear_f16_f32`] with f16
+/// output. `out` must be neither `x` nor `w`.
+#[kernel(family = "linear", block = 256, min_blocks = 2, dynamic_shared = u8,
+         shared_bytes = LINEAR_SM80_SMEM,
+         require(x.shape[1] == w.shape[1], "x and w must have the same number of columns (K)"),
+         require(out.shape[0] == x.shape[0], "out must have x's row count"),
+         require(out.shape[1] == w.shape[0], "out must have as many columns as w has rows"),
+         require(out.ptr() != x.ptr(), "out must not be x"),
+         require(out.ptr() != w.ptr(), "out must not be w"),
+         require(x.shape[0] < 2147483648, "x must have fewer than 2^31 rows"),
+         require(x.shape[1] < 2147483648, "x and w must have fewer than 2^31 columns"),
+         require(w.shape[0] < 2147483648, "w must have fewer than 2^31 rows"))]
+pub unsafe fn linear_f16(x: View<f16, 2>, w: View<f16, 2>, out: ViewMut<f16, 2>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `linear_bf16_f32`.
+    unsafe {
+        gpu::linear(x, w, out, crate::epilogue::Plain)
+    }
+}
+
 /// The device code.
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod gpu {
     use super::*;
     use crate::epilogue::Epilogue;
     use ferrocuda_device::cp_async::{self, Pipeline};
-    use ferrocuda_device::half::bf16x2;
-    use ferrocuda_device::mma::{self, ldmatrix_x4, Acc16x8F32, FragA16x16, FragB16x8, Fragment};
+    use ferrocuda_device::half::{bf16x2, f16, f16x2};
+    use ferrocuda_device::mma::{
+        self, ldmatrix_x4, Acc16x8F32, FragA16x16, FragB16x8, Fragment, Half16,
+    };
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
 
     /// Threads per block.
@@ -149,7 +190,8 @@ pub(crate) mod gpu {
     /// strides `s0` (rows) and `s1` (K).
     #[derive(Clone, Copy)]
     struct Operand {
-        ptr: *const bf16,
+        /// The elements' bits (bf16 or f16: the loader moves bits).
+        ptr: *const u16,
         s0: isize,
         s1: isize,
         rows: u32,
@@ -159,11 +201,11 @@ pub(crate) mod gpu {
     impl Operand {
         /// The operand of `v`, whose extents are below 2³¹.
         #[inline(always)]
-        fn of(v: View<bf16, 2>) -> Operand {
+        fn of<H: Input>(v: View<H, 2>) -> Operand {
             let [rows, k] = v.shape();
             let [s0, s1] = v.indexer().strides;
             Operand {
-                ptr: v.as_ptr(),
+                ptr: v.as_ptr().cast::<u16>(),
                 s0,
                 s1,
                 rows: rows as u32,
@@ -173,7 +215,7 @@ pub(crate) mod gpu {
 
         /// Element `(r, k)`'s address (not dereferenced).
         #[inline(always)]
-        fn at(&self, r: u32, k: u32) -> *const bf16 {
+        fn at(&self, r: u32, k: u32) -> *const u16 {
             self.ptr
                 .wrapping_offset(r as isize * self.s0 + k as isize * self.s1)
         }
@@ -239,7 +281,7 @@ pub(crate) mod gpu {
             // SAFETY: the clamped index is an element of the operand.
             let v = unsafe { self.at(r.min(self.rows - 1), k.min(self.k - 1)).read() };
             if r < self.rows && k < self.k {
-                v.to_bits() as u32
+                v as u32
             } else {
                 0
             }
@@ -328,6 +370,23 @@ pub(crate) mod gpu {
         }
     }
 
+    impl OutElem for f16 {
+        #[inline(always)]
+        fn from_acc(v: f32) -> f16 {
+            v as f16
+        }
+        #[inline(always)]
+        unsafe fn write_pair(p: *mut f16, v0: f32, v1: f32) {
+            // SAFETY: the caller's contract (4 aligned bytes).
+            unsafe { p.cast::<u32>().write(f16x2::from_f32s(v0, v1).to_bits()) }
+        }
+    }
+
+    /// The input types: 16-bit floats the tensor cores multiply (`mma.sync m16n8k16`).
+    pub(crate) trait Input: Half16 + ferrocuda_device::Element {}
+    impl Input for bf16 {}
+    impl Input for f16 {}
+
     /// Stores the pair `(v0, v1)` at `out[row, col]`, `out[row, col + 1]`, the part inside
     /// `out` (`m` × `n`); `pairs`: `out` has unit column stride and every even column is
     /// aligned to two elements.
@@ -368,8 +427,8 @@ pub(crate) mod gpu {
     /// 16 of K for one warp: the A fragments of its 4 row blocks, the B fragments of its 4
     /// column blocks, 16 `mma.sync`. `a`, `b`: this lane's `ldmatrix` addresses in the stage.
     #[inline(always)]
-    fn step16(acc: &mut [[Acc16x8F32; 4]; 4], a: u32, b: u32) {
-        let fa: [FragA16x16<bf16>; 4] = core::array::from_fn(|i| {
+    fn step16<H: Input>(acc: &mut [[Acc16x8F32; 4]; 4], a: u32, b: u32) {
+        let fa: [FragA16x16<H>; 4] = core::array::from_fn(|i| {
             // SAFETY: the whole warp runs this (no lane-dependent branch around it); each lane
             // addresses a 16-byte aligned row of a tile the last barrier published (`tiles`).
             FragA16x16::from_regs(unsafe { ldmatrix_x4(a + i as u32 * 16 * ROW) })
@@ -377,7 +436,7 @@ pub(crate) mod gpu {
         // SAFETY: as for `fa`: the whole warp, aligned rows of a published tile.
         let pb: [[u32; 4]; 2] =
             core::array::from_fn(|j| unsafe { ldmatrix_x4(b + j as u32 * 16 * ROW) });
-        let fb: [FragB16x8<bf16>; 4] = core::array::from_fn(|j| {
+        let fb: [FragB16x8<H>; 4] = core::array::from_fn(|j| {
             let r = pb[j / 2];
             FragB16x8::from_regs(if j % 2 == 0 {
                 [r[0], r[1]]
@@ -400,9 +459,9 @@ pub(crate) mod gpu {
     /// dynamic shared memory, over views whose shapes agree and whose extents are below 2³¹
     /// (the kernels' requirements), and an `out` that overlaps neither input.
     #[inline(always)]
-    pub(crate) unsafe fn linear<T: OutElem, E: Epilogue>(
-        x: View<bf16, 2>,
-        w: View<bf16, 2>,
+    pub(crate) unsafe fn linear<H: Input, T: OutElem, E: Epilogue>(
+        x: View<H, 2>,
+        w: View<H, 2>,
         out: ViewMut<T, 2>,
         epi: E,
     ) {
@@ -415,10 +474,10 @@ pub(crate) mod gpu {
         // SAFETY: (every arm) forwarded; the paths are the operands' own.
         unsafe {
             match (ox.chunked(), ow.chunked()) {
-                (true, true) => tiles::<true, true, T, E>(ox, ow, out, base, epi),
-                (true, false) => tiles::<true, false, T, E>(ox, ow, out, base, epi),
-                (false, true) => tiles::<false, true, T, E>(ox, ow, out, base, epi),
-                (false, false) => tiles::<false, false, T, E>(ox, ow, out, base, epi),
+                (true, true) => tiles::<true, true, H, T, E>(ox, ow, out, base, epi),
+                (true, false) => tiles::<true, false, H, T, E>(ox, ow, out, base, epi),
+                (false, true) => tiles::<false, true, H, T, E>(ox, ow, out, base, epi),
+                (false, false) => tiles::<false, false, H, T, E>(ox, ow, out, base, epi),
             }
         }
     }
@@ -432,7 +491,7 @@ pub(crate) mod gpu {
     /// `base` is the shared address of the dynamic shared memory.
     #[inline(always)]
     #[allow(clippy::erasing_op, clippy::identity_op)] // unroll!'s literal 0 (the epilogue)
-    unsafe fn tiles<const CX: bool, const CW: bool, T: OutElem, E: Epilogue>(
+    unsafe fn tiles<const CX: bool, const CW: bool, H: Input, T: OutElem, E: Epilogue>(
         x: Operand,
         w: Operand,
         out: ViewMut<T, 2>,
@@ -500,7 +559,7 @@ pub(crate) mod gpu {
                 }
                 let off = s * STAGE;
                 for k16 in 0..BK32 / 16 {
-                    step16(&mut acc, a_lane + off + 32 * k16, b_lane + off + 32 * k16);
+                    step16::<H>(&mut acc, a_lane + off + 32 * k16, b_lane + off + 32 * k16);
                 }
                 pipe.consumer_release();
             }

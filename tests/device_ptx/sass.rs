@@ -557,7 +557,8 @@ fn async_copies_and_mbarriers_in_sass() {
 
 /// The bundled portable `linear` kernels (`kernels/src/linear_sm80.rs`) as the schedule says:
 /// four instances of the tile loop (`cp.async` or element loads for each operand), each with
-/// 32 `HMMA.16816.F32.BF16` fed by 12 `LDSM.16.M88.4` per 32 of K — no other matrix
+/// 32 `HMMA.16816.F32` (`.BF16` for bf16 inputs, none for f16) fed by 12 `LDSM.16.M88.4` per
+/// 32 of K — no other matrix
 /// instruction, none duplicated —, the copies as `LDGSTS.E.BYPASS.128.ZFILL` (one zero-filling
 /// form for whole, partial and empty chunks) with `LDGDEPBAR`/`DEPBAR.LE`, the element path's
 /// `LDG.E.U16` and `STS`, the epilogue's pair stores (`STG.E.64` for f32, `STG.E` for two
@@ -572,6 +573,8 @@ fn bundled_linear_runs_on_the_tensor_cores() {
     let kernels = [
         "linear_bf16_f32",
         "linear_bf16",
+        "linear_f16_f32",
+        "linear_f16",
         "linear_bias_bf16_f32",
         "linear_bias_bf16",
         "linear_bias_relu_bf16",
@@ -607,9 +610,12 @@ fn bundled_linear_runs_on_the_tensor_cores() {
         let f = function(&sass, k);
         let ops = tensor_ops(f);
         assert_eq!(f.count("HMMA", &[]), 128, "{k}: {ops:?}");
+        assert_eq!(f.count("HMMA", &["16816", "F32"]), 128, "{k}: {ops:?}");
+        // bf16 or f16 multiplies, as the kernel's inputs are.
+        let bf16 = !k.starts_with("linear_f16");
         assert_eq!(
-            f.count("HMMA", &["16816", "F32", "BF16"]),
-            128,
+            f.count("HMMA", &["BF16"]),
+            if bf16 { 128 } else { 0 },
             "{k}: {ops:?}"
         );
         assert_eq!(f.count("LDSM", &[]), 48, "{k}: {ops:?}");
@@ -748,6 +754,72 @@ fn bundled_attention_runs_on_the_tensor_cores() {
             if *bf { gmma } else { 0 },
             "{k}: {opcodes:?}"
         );
+        assert!(
+            f.has("UTMALDG") && f.has("SYNCS"),
+            "{k}: {:?}",
+            memory_ops(f)
+        );
+    }
+}
+
+/// The bundled sm_90a `linear` kernels (`kernels/src/linear.rs`) for each input type —
+/// bf16, f16 and TF32 (`linear_tf32_sm90`) — and the fused-epilogue ones: ptxas for sm_90a
+/// finds no spill and no stack, and each runs on `HGMMA` of its input type only (`.BF16`,
+/// `.TF32`, neither for f16), no `HMMA`, its tiles loaded by TMA (`UTMALDG`) and waited for on
+/// mbarriers (`SYNCS`).
+#[test]
+fn bundled_linear_sm90a_kernels_run_on_wgmma() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
+        eprintln!("ptxas check SKIPPED: no ptxas found");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (name, part) = ferrocuda::bundled::PART_FILES
+        .iter()
+        .find(|(n, _)| n.ends_with(".ptx"))
+        .expect("the bundled module's sm_90a part");
+    let part_path = dir.join(format!("linear-{name}"));
+    std::fs::write(&part_path, part).unwrap();
+    let kernels = [
+        ("linear_bf16_f32_sm90", "BF16"),
+        ("linear_bf16_sm90", "BF16"),
+        ("linear_f16_f32_sm90", "F16"),
+        ("linear_f16_sm90", "F16"),
+        // (the SASS spells f16 inputs with no suffix: `HGMMA.64x256x16.F32`)
+        ("linear_tf32_sm90", "TF32"),
+        ("linear_bias_gelu_bf16_sm90", "BF16"),
+    ];
+    let report = ptxas::run(&p, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
+    let props = ptxas::parse_report(&report, "sm_90a");
+    for (k, _) in kernels {
+        let r = &props[k];
+        eprintln!("{k} [sm_90a]: {:?} registers", r.registers);
+        assert!(
+            r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
+            "{k}: {r:?}"
+        );
+    }
+    let Some(nvdisasm) = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13"))) else {
+        eprintln!("SASS check SKIPPED: no nvdisasm found");
+        return;
+    };
+    let sass90a =
+        sass::disassemble(&p, &nvdisasm, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
+    for (k, ty) in kernels {
+        let f = function(&sass90a, k);
+        let gmma = f.count("HGMMA", &[]);
+        let opcodes: Vec<&str> = f
+            .opcodes
+            .iter()
+            .map(String::as_str)
+            .filter(|o| o.starts_with("HGMMA") || o.starts_with("HMMA"))
+            .collect();
+        assert!(gmma > 0 && !f.has("HMMA"), "{k}: {opcodes:?}");
+        for other in ["BF16", "TF32"] {
+            let want = if other == ty { gmma } else { 0 };
+            assert_eq!(f.count("HGMMA", &[other]), want, "{k}: {opcodes:?}");
+        }
         assert!(
             f.has("UTMALDG") && f.has("SYNCS"),
             "{k}: {:?}",
