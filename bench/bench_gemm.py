@@ -41,6 +41,63 @@ def max_error(out, ref):
     return (out.float() - ref).abs().max().item()
 
 
+def other_type(torch, F, ferrocuda, t, m, n, k, args):
+    """The rows of input type ``t`` (``f16`` or ``tf32``) at (m, n, k): ferrocuda's kernel and
+    cuBLAS's through torch, each result checked against the f32 cuBLAS product."""
+    flops = 2.0 * m * n * k
+    if t == "f16":
+        dtype, ours = torch.float16, ferrocuda.kernels.linear
+        out = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    elif t == "tf32":
+        dtype, ours = torch.float32, ferrocuda.kernels.linear_tf32
+        out = torch.empty(m, n, device="cuda", dtype=torch.float32)
+    else:
+        raise SystemExit(f"--types: {t!r} is not f16 or tf32")
+    x = (torch.rand(m, k, device="cuda") * 2 - 1).to(dtype)
+    w = (torch.rand(n, k, device="cuda") * 2 - 1).to(dtype)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ref = x.float() @ w.float().T
+    top = ref.abs().max().item()
+    mine = functools.partial(ours, x, w, out)
+    mine()
+    err = max_error(out, ref)
+    # f32 sums of K terms; TF32 operands keep 10 mantissa bits; an f16 output rounds once.
+    bound = k * 2.0**-20 * top + 1e-6
+    bound += k * 2.0**-9 if t == "tf32" else 2.0**-10 * top
+    ok = err <= bound
+    if not ok:
+        print(f"  {m}x{n}x{k} {t}: WRONG OUTPUT, max error {err} > {bound}", flush=True)
+    del ref
+    torch.backends.cuda.matmul.allow_tf32 = t == "tf32"
+    reps = max(1, min(args.reps, int(2e12 / flops) or 1))
+    rows, ms = [], {}
+    impls = [
+        (f"ferrocuda {'linear_tf32' if t == 'tf32' else 'linear f16'}", mine, ok),
+        (f"cuBLAS F.linear ({t})", functools.partial(F.linear, x, w), None),
+    ]
+    for impl, fn, checked in impls:
+        med, lo, hi = gpu_ms(torch, fn, reps, args.trials)
+        ms[impl] = med
+        row = {
+            "shape": [m, n, k],
+            "impl": impl,
+            "ms": med,
+            "ms_min": lo,
+            "ms_max": hi,
+            "tflops": flops / med / 1e9,
+            "checked": checked,
+        }
+        rows.append(row)
+        print(
+            f"  {m:>6}x{n:>6}x{k:>6}  {impl:<40} {med:9.4f} ms  {row['tflops']:7.1f} TFLOPS",
+            flush=True,
+        )
+    torch.backends.cuda.matmul.allow_tf32 = False
+    (a, _, _), (b, _, _) = impls
+    print(f"    {a} / cuBLAS throughput: {ms[b] / ms[a]:.3f}", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="4096,8192", help="square sizes, or MxNxK entries")
@@ -52,6 +109,13 @@ def main(argv=None):
         action="store_true",
         help="also time the fused bias + GELU kernel (linear_bias_gelu, bf16 out) against "
         "torch's F.gelu(x @ w.T + b) and F.gelu(F.linear(x, w, b))",
+    )
+    ap.add_argument(
+        "--types",
+        default="",
+        help="also time these input types against cuBLAS: f16 (linear, f16 out, against "
+        "F.linear in f16) and tf32 (linear_tf32, f32 in and out, against F.linear with TF32 "
+        "allowed), comma-separated; 'only' before them skips the bf16 rows",
     )
     ap.add_argument(
         "--no-portable",
@@ -73,9 +137,16 @@ def main(argv=None):
     fam = ferrocuda.kernels.linear
     tmp = tempfile.TemporaryDirectory()
     portable = portable_module(ferrocuda, tmp.name) if args.portable else None
+    types = [t for t in args.types.split(",") if t]
+    only = "only" in types
     for spec in args.sizes.split(","):
         m, n, k = (int(v) for v in spec.split("x")) if "x" in spec else (int(spec),) * 3
         flops = 2.0 * m * n * k
+        for t in types:
+            if t != "only":
+                rows += other_type(torch, F, ferrocuda, t, m, n, k, args)
+        if only:
+            continue
         x = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
         w = torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
         out = torch.empty(m, n, device="cuda", dtype=torch.float32)
