@@ -1185,6 +1185,12 @@ linear_bias_relu_bf16_sm90: _Kernel21
 linear_bias_silu: _Family20
 linear_bias_silu_bf16: _Kernel21
 linear_bias_silu_bf16_sm90: _Kernel21
+linear_f16: _Kernel19
+linear_f16_f32: _Kernel19
+linear_f16_f32_sm90: _Kernel19
+linear_f16_sm90: _Kernel19
+linear_tf32: _Family18
+linear_tf32_sm90: _Kernel19
 log_softmax: _Family11
 log_softmax_bf16: _Kernel12
 log_softmax_f16: _Kernel12
