@@ -227,12 +227,12 @@ pub unsafe fn tma_multicast(
             // the barrier's phase completes; the cluster holds ranks 0 and 1.
             unsafe {
                 bar.arrive_expect_tx(2048);
-                let halves: &[u32] = match (mode, rank) {
-                    (0, r) => &[r],
-                    (_, 0) => &[0, 1],
-                    _ => &[],
-                };
-                for &h in halves {
+                for h in 0..2u32 {
+                    // Mode 0: this block's own half; mode 1: rank 0 both.
+                    let mine = if mode == 0 { h == rank } else { rank == 0 };
+                    if !mine {
+                        continue;
+                    }
                     src.load_multicast(
                         tile.shared_addr(256 * h as usize),
                         bar.shared_addr(),
