@@ -128,6 +128,7 @@ pub mod math;
 pub mod mbarrier;
 pub mod mma;
 pub mod shared;
+mod stride;
 pub mod tma;
 pub mod wgmma;
 
