@@ -103,10 +103,15 @@ impl Ctx<'_> {
     /// A compile-time assertion about parameter `i`'s description.
     fn assert(&mut self, i: u8, span: Span, cond: TokenStream2, msg: String) {
         let ty = &self.types[i as usize];
+        // `d` resolves where the conditions' `d` (written with `quote!`) does, at the call
+        // site, whatever expansion the spanned parameter name came from: a rule written in
+        // one `macro_rules!` arm and put on a `#[kernel]` in another carries that arm's
+        // hygiene, and a `d` bound there would not be the one the condition names.
+        let d = Ident::new("d", Span::call_site().located_at(span));
         self.checks.push(quote_spanned! {span=>
             const _: () = {
-                let d = <#ty as ::ferrocuda_device::__private::KernelParam>::DESC;
-                let _ = &d;
+                let #d = <#ty as ::ferrocuda_device::__private::KernelParam>::DESC;
+                let _ = &#d;
                 assert!(#cond, #msg);
             };
         });

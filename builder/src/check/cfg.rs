@@ -140,60 +140,85 @@ pub(super) fn blocks(st: &[Statement], aborting: &HashSet<String>) -> Vec<Block>
 /// Immediate post-dominator of every block: `Some(j)` a block, `None` the function's exit
 /// (or, for a block that can only abort, nothing).
 pub(super) fn ipdoms(blocks: &[Block]) -> Vec<Option<usize>> {
+    // The post-dominator tree is the dominator tree of the reversed graph rooted at a virtual
+    // exit node, found by Cooper, Harvey and Kennedy's iteration ("A Simple, Fast Dominance
+    // Algorithm") in reverse postorder of that graph: near-linear on the graphs compilers
+    // make, where bit-set iteration is cubic (large kernels have thousands of blocks).
     let n = blocks.len();
-    let exit = n; // the virtual exit node
-    let succs = |k: usize| -> Vec<usize> {
+    let exit = n;
+    // Predecessors in the reversed graph are the successors in the forward one; the exit's
+    // successors in the reversed graph are the blocks that end the function.
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for (k, b) in blocks.iter().enumerate() {
+        for &s in &b.succs {
+            preds[s].push(k);
+        }
+        if b.exits {
+            preds[exit].push(k);
+        }
+    }
+    let rsuccs = |k: usize| -> Vec<usize> {
         let mut s = blocks[k].succs.clone();
         if blocks[k].exits {
             s.push(exit);
         }
         s
     };
-    // Blocks that can reach the exit (the others can only abort).
-    let mut live = vec![false; n + 1];
-    live[exit] = true;
+    // Postorder of the reversed graph from the exit (iterative DFS); blocks it never reaches
+    // can only abort and have no post-dominator.
+    const UNSEEN: usize = usize::MAX;
+    let mut order = vec![UNSEEN; n + 1];
+    let mut post = Vec::with_capacity(n + 1);
+    let mut visited = vec![false; n + 1];
+    let mut stack: Vec<(usize, usize)> = vec![(exit, 0)];
+    visited[exit] = true;
+    while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+        if let Some(&p) = preds[v].get(*i) {
+            *i += 1;
+            if !visited[p] {
+                visited[p] = true;
+                stack.push((p, 0));
+            }
+        } else {
+            order[v] = post.len();
+            post.push(v);
+            stack.pop();
+        }
+    }
+    let mut idom = vec![UNSEEN; n + 1];
+    idom[exit] = exit;
+    let intersect = |idom: &[usize], mut a: usize, mut b: usize| {
+        while a != b {
+            while order[a] < order[b] {
+                a = idom[a];
+            }
+            while order[b] < order[a] {
+                b = idom[b];
+            }
+        }
+        a
+    };
     let mut changed = true;
     while changed {
         changed = false;
-        for k in 0..n {
-            if !live[k] && succs(k).iter().any(|&s| live[s]) {
-                live[k] = true;
-                changed = true;
+        for &v in post.iter().rev().filter(|&&v| v != exit) {
+            let mut new = UNSEEN;
+            for s in rsuccs(v) {
+                if idom[s] == UNSEEN {
+                    continue;
+                }
+                new = if new == UNSEEN { s } else { intersect(&idom, s, new) };
             }
-        }
-    }
-    // pd[k][j]: j post-dominates k.
-    let mut pd: Vec<Vec<bool>> = (0..=n)
-        .map(|k| {
-            (0..=n)
-                .map(|j| if live[k] && k != exit { true } else { j == k })
-                .collect()
-        })
-        .collect();
-    changed = true;
-    while changed {
-        changed = false;
-        for k in (0..n).filter(|&k| live[k]) {
-            let mut set = vec![true; n + 1];
-            for s in succs(k).into_iter().filter(|&s| live[s]) {
-                set.iter_mut().zip(&pd[s]).for_each(|(a, &b)| *a &= b);
-            }
-            set[k] = true;
-            if set != pd[k] {
-                pd[k] = set;
+            if new != UNSEEN && idom[v] != new {
+                idom[v] = new;
                 changed = true;
             }
         }
     }
     (0..n)
-        .map(|k| {
-            let strict: Vec<usize> = (0..=n).filter(|&j| j != k && pd[k][j]).collect();
-            // The immediate one is post-dominated by every other strict post-dominator.
-            let i = strict
-                .iter()
-                .copied()
-                .find(|&c| strict.iter().all(|&o| pd[c][o]))?;
-            (i != exit).then_some(i)
+        .map(|k| match idom[k] {
+            UNSEEN => None,
+            i => (i != exit).then_some(i),
         })
         .collect()
 }
@@ -220,4 +245,130 @@ pub(super) fn reach_from(blocks: &[Block], from: usize, stop: Option<usize>) -> 
         work.extend(&blocks[b].succs);
     }
     seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, by sets: `j` post-dominates `k` when every path from `k` to the exit
+    /// passes `j`; the greatest fixpoint of `pd(k) = {k} ∪ ⋂ pd(s)` over the successors that
+    /// reach the exit; the immediate one is the strict post-dominator every other one
+    /// post-dominates.
+    fn ipdoms_by_sets(blocks: &[Block]) -> Vec<Option<usize>> {
+        let n = blocks.len();
+        let exit = n;
+        let succs = |k: usize| -> Vec<usize> {
+            let mut s = blocks[k].succs.clone();
+            if blocks[k].exits {
+                s.push(exit);
+            }
+            s
+        };
+        let mut live = vec![false; n + 1];
+        live[exit] = true;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for k in 0..n {
+                if !live[k] && succs(k).iter().any(|&s| live[s]) {
+                    live[k] = true;
+                    changed = true;
+                }
+            }
+        }
+        let mut pd: Vec<Vec<bool>> = (0..=n)
+            .map(|k| {
+                (0..=n)
+                    .map(|j| if live[k] && k != exit { true } else { j == k })
+                    .collect()
+            })
+            .collect();
+        changed = true;
+        while changed {
+            changed = false;
+            for k in (0..n).filter(|&k| live[k]) {
+                let mut set = vec![true; n + 1];
+                for s in succs(k).into_iter().filter(|&s| live[s]) {
+                    set.iter_mut().zip(&pd[s]).for_each(|(a, &b)| *a &= b);
+                }
+                set[k] = true;
+                if set != pd[k] {
+                    pd[k] = set;
+                    changed = true;
+                }
+            }
+        }
+        (0..n)
+            .map(|k| {
+                let strict: Vec<usize> = (0..=n).filter(|&j| j != k && pd[k][j]).collect();
+                let i = strict
+                    .iter()
+                    .copied()
+                    .find(|&c| strict.iter().all(|&o| pd[c][o]))?;
+                (i != exit).then_some(i)
+            })
+            .collect()
+    }
+
+    fn block(succs: Vec<usize>, exits: bool) -> Block {
+        Block {
+            instrs: Vec::new(),
+            succs,
+            exits,
+        }
+    }
+
+    #[test]
+    fn post_dominators_of_a_diamond_a_loop_and_an_abort() {
+        // 0 → {1, 2} → 3 → exit; 4 loops on itself and to 5, which aborts.
+        let g = vec![
+            block(vec![1, 2], false),
+            block(vec![3], false),
+            block(vec![3], false),
+            block(vec![], true),
+            block(vec![4, 5], false),
+            block(vec![], false),
+        ];
+        assert_eq!(
+            ipdoms(&g),
+            vec![Some(3), Some(3), Some(3), None, None, None]
+        );
+    }
+
+    #[test]
+    fn post_dominators_agree_with_their_definition_on_random_graphs() {
+        // xorshift: reproducible graphs of 1 to 60 blocks, forward edges mostly (as compilers
+        // lay blocks out), back edges, self loops, several exits and aborting blocks.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..3000 {
+            let n = 1 + next(60) as usize;
+            let g: Vec<Block> = (0..n)
+                .map(|k| {
+                    let mut succs = Vec::new();
+                    for _ in 0..next(3) {
+                        let t = if next(4) == 0 {
+                            next(n as u64) as usize
+                        } else {
+                            (k + 1 + next(4) as usize).min(n - 1)
+                        };
+                        succs.push(t);
+                    }
+                    succs.sort_unstable();
+                    succs.dedup();
+                    let exits = succs.is_empty() && next(5) != 0 || next(10) == 0;
+                    block(succs, exits)
+                })
+                .collect();
+            assert_eq!(ipdoms(&g), ipdoms_by_sets(&g), "graph {:?}", {
+                g.iter().map(|b| (&b.succs, b.exits)).collect::<Vec<_>>()
+            });
+        }
+    }
 }

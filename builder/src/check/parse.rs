@@ -222,6 +222,10 @@ impl Instr {
 pub fn statements(body: &str, first_line: usize) -> Vec<Statement> {
     let mut out = Vec::new();
     let mut start = 0;
+    let mut lines = LineCursor {
+        at: 0,
+        line: first_line,
+    };
     let b = body.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -230,7 +234,7 @@ pub fn statements(body: &str, first_line: usize) -> Vec<Statement> {
             // statement it is a vector operand (`{%r1, %r2}`).
             b'{' | b'}' if body[start..i].trim().is_empty() => start = i + 1,
             b';' => {
-                push_statement(&mut out, body, start, i, first_line);
+                push_statement(&mut out, body, start, i, &mut lines);
                 start = i + 1;
             }
             b':' => {
@@ -245,8 +249,25 @@ pub fn statements(body: &str, first_line: usize) -> Vec<Statement> {
         }
         i += 1;
     }
-    push_statement(&mut out, body, start, body.len(), first_line);
+    push_statement(&mut out, body, start, body.len(), &mut lines);
     out
+}
+
+/// Where line counting has reached in a body: a byte offset and the line it lies on. Each
+/// statement's line is counted on from the previous one's (statements come in order), so a
+/// body's lines are counted once, not once per statement.
+struct LineCursor {
+    at: usize,
+    line: usize,
+}
+
+impl LineCursor {
+    /// The line of byte `pos` (at or after the last one asked for).
+    fn line_of(&mut self, body: &str, pos: usize) -> usize {
+        self.line += body[self.at..pos].matches('\n').count();
+        self.at = pos;
+        self.line
+    }
 }
 
 fn push_statement(
@@ -254,7 +275,7 @@ fn push_statement(
     body: &str,
     start: usize,
     end: usize,
-    first_line: usize,
+    lines: &mut LineCursor,
 ) {
     let raw = &body[start..end];
     let text = raw.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -262,7 +283,7 @@ fn push_statement(
         return;
     }
     let lead = raw.len() - raw.trim_start().len();
-    let line = first_line + body[..start + lead].matches('\n').count();
+    let line = lines.line_of(body, start + lead);
     let (guard, rest) = match text.strip_prefix('@') {
         Some(g) => {
             let (pred, rest) = g.split_once(' ').unwrap_or((g, ""));
