@@ -207,7 +207,11 @@ pub(super) fn ipdoms(blocks: &[Block]) -> Vec<Option<usize>> {
                 if idom[s] == UNSEEN {
                     continue;
                 }
-                new = if new == UNSEEN { s } else { intersect(&idom, s, new) };
+                new = if new == UNSEEN {
+                    s
+                } else {
+                    intersect(&idom, s, new)
+                };
             }
             if new != UNSEEN && idom[v] != new {
                 idom[v] = new;
