@@ -1,9 +1,10 @@
 //! The child `cargo rustc` that compiles a kernel crate (with `core`) to one LTO'd LLVM
 //! bitcode module, and what is read back from its outputs (dep-info, package name).
 
+use crate::arch::TARGET;
 use crate::llvm::explain_llvm_error;
 use crate::toolchain::scrub_env;
-use crate::{fail, BuildError, BuildErrorKind, TARGET};
+use crate::{fail, BuildError, BuildErrorKind};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;

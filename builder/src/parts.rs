@@ -2,15 +2,14 @@
 //! kernels declare (`#[kernel(arch = "sm_90a")]`), each compiled, checked and assembled into
 //! its cubins, then the manifest that names them all.
 
+use crate::arch::arch_number;
+use crate::builder::{BuildOutput, PartOutput, PtxBuilder};
 use crate::child::{self, ChildBuild};
 use crate::files::{write_bytes_if_changed, write_if_changed};
 use crate::llvm::Pipeline;
 use crate::locate::Located;
 use crate::toolchain::Toolchain;
-use crate::{
-    arch_number, check, cuda, fail, process_ptx, verify, BuildError, BuildErrorKind, BuildOutput,
-    PtxBuilder,
-};
+use crate::{check, cuda, fail, process_ptx, verify, BuildError, BuildErrorKind};
 use ferrocuda_abi::manifest::{self, Manifest};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -365,15 +364,6 @@ struct BuiltPart {
     warnings: Vec<check::Finding>,
     note: Option<String>,
     libdevice: Option<PathBuf>,
-}
-
-/// The files of one further part of a build (see [`BuildOutput::parts`]).
-#[derive(Clone, Debug)]
-pub struct PartOutput {
-    /// The part's PTX file.
-    pub ptx: PathBuf,
-    /// Its cubins: arch → file.
-    pub cubins: std::collections::BTreeMap<String, PathBuf>,
 }
 
 /// The cubins of a part built for `arch`: an architecture-specific or family target only for

@@ -1,6 +1,7 @@
 //! The Rust toolchain that builds a kernel crate, and the LLVM tools that ship with it.
 
-use crate::{fail, BuildError, BuildErrorKind, TARGET};
+use crate::arch::TARGET;
+use crate::{fail, BuildError, BuildErrorKind};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

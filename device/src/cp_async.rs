@@ -74,8 +74,8 @@
 use crate::diag::fail;
 use crate::shared::{shared_addr_of, DynamicSharedArray, SharedArray, SharedArray2, SharedElement};
 use crate::thread::sync_threads;
-use crate::Slice;
 use core::arch::asm;
+use ferrocuda_abi::Slice;
 
 /// `cvta.to.global` then `cp.async.<op>.shared.global [dst], [src], BYTES{, n};`, one `asm!` per
 /// copy size (the size is an immediate of the instruction).

@@ -65,6 +65,32 @@
 //! [`diag`]). On the host only the target-independent parts ([`GridStride`], [`math`], the
 //! handles' types, the re-exports) exist, so they can be unit-tested; these docs are complete
 //! when built for the device (`scripts/device-docs.sh`).
+//!
+//! # Layers
+//!
+//! Each module uses only the modules listed above it (checked by the workspace's
+//! `tests/layers`); the parameter types and the element-type table come from
+//! `ferrocuda-abi`, below all of them, and this file declares the modules and re-exports:
+//!
+//! 1. `nvvm` — the NVVM intrinsics the other modules call (device only).
+//! 2. [`diag`] — device `printf`, assertions, and the failure path of every check.
+//! 3. [`half`] — `f16`, `bf16` and their packed pairs.
+//! 4. [`math`] — [`GpuFloat`] and [`math::FastMath`].
+//! 5. `stride` — [`GridStride`], the grid-stride loop's iterator.
+//! 6. [`thread`] — thread, block and grid indices, the block barrier, clocks.
+//! 7. [`warp`] — lane id, shuffles, votes, match, `redux.sync`.
+//! 8. [`atomic`] — atomics with an explicit order and scope, fences, [`atomic::AtomicSlice`].
+//! 9. [`shared`] — block-shared memory: static and dynamic arrays, their atomics.
+//! 10. [`grid`] — the grid's linear ranks and [`grid::GridBarrier`].
+//! 11. [`block`] — warp and block reductions and scans.
+//! 12. [`cp_async`] — asynchronous copies from global to shared memory.
+//! 13. [`mbarrier`] — split arrive/wait barriers in shared memory.
+//! 14. [`cluster`] — thread-block clusters and distributed shared memory.
+//! 15. [`mma`] — the tensor cores, warp by warp.
+//! 16. [`tma`] — the Tensor Memory Accelerator.
+//! 17. [`wgmma`] — Hopper's warpgroup MMA.
+//! 18. [`prelude`] — the names most kernels use.
+//! 19. `__private` — what the code `#[kernel]` generates uses (not a public API).
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -128,6 +154,7 @@ pub mod math;
 pub mod mbarrier;
 pub mod mma;
 pub mod shared;
+mod stride;
 pub mod tma;
 pub mod wgmma;
 

@@ -41,7 +41,7 @@
 //! GEMMs that also use `wgmma`): a `TensorMap` parameter in an older kernel is a compile
 //! error.
 
-use crate::{Element, TensorMap, TensorMapMut};
+use ferrocuda_abi::{Element, TensorMap, TensorMapMut};
 
 /// TMA copies through a tensor-map parameter (implemented for [`TensorMap`] and
 /// [`TensorMapMut`]).

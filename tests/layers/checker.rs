@@ -643,17 +643,6 @@ impl Crate {
             .map(|f| f.name.as_str())
             .collect()
     }
-
-    /// The file sets of the circles (as `circles` names them).
-    pub fn circle_sets(&self) -> Vec<Vec<String>> {
-        self.circles()
-            .iter()
-            .map(|c| {
-                let inner = &c["circle among {".len()..c.find('}').expect("closing brace")];
-                inner.split(", ").map(str::to_string).collect()
-            })
-            .collect()
-    }
 }
 
 /// The `mod x;` declarations of `items` (not `#[cfg(test)]` ones), with inline modules walked.

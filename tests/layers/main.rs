@@ -27,46 +27,12 @@ fn read(dir: &str) -> Crate {
     Crate::read(&lib).unwrap_or_else(|e| panic!("reading {dir}: {e}"))
 }
 
-/// Circles not mended yet, by crate and files; each must still be there (remove it from
-/// the list when it is mended), and no other may appear.
-const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    (
-        "builder/src",
-        &["child.rs", "lib.rs", "llvm.rs", "parts.rs", "toolchain.rs"],
-    ),
-    (
-        "device/src",
-        &[
-            "atomic/mod.rs",
-            "atomic/ops.rs",
-            "grid.rs",
-            "half/mod.rs",
-            "lib.rs",
-            "thread.rs",
-        ],
-    ),
-];
-
 #[test]
 fn no_circles() {
     let mut report = String::new();
     for dir in CRATES {
-        let krate = read(dir);
-        let sets = krate.circle_sets();
-        for (c, set) in krate.circles().iter().zip(&sets) {
-            if !KNOWN_CIRCLES
-                .iter()
-                .any(|(d, files)| d == dir && files == set)
-            {
-                report.push_str(&format!("{dir}: {c}\n"));
-            }
-        }
-        for (_, files) in KNOWN_CIRCLES.iter().filter(|(d, _)| d == dir) {
-            if !sets.iter().any(|s| s == files) {
-                report.push_str(&format!(
-                    "{dir}: the known circle {files:?} is gone: take it off KNOWN_CIRCLES\n"
-                ));
-            }
+        for c in read(dir).circles() {
+            report.push_str(&format!("{dir}: {c}\n"));
         }
     }
     assert!(
@@ -78,7 +44,13 @@ fn no_circles() {
 /// The crates whose `lib.rs` states their layers (the test above checks the order).
 #[test]
 fn layer_lists_are_there() {
-    for dir in ["abi/src", "host/src", "python/src"] {
+    for dir in [
+        "abi/src",
+        "host/src",
+        "python/src",
+        "builder/src",
+        "device/src",
+    ] {
         assert!(
             read(dir).layered_files().contains(&"lib.rs"),
             "{dir}/lib.rs has no `# Layers` section"

@@ -322,7 +322,7 @@ pub fn locations(message: &str) -> Vec<(u32, u32)> {
 /// Builds the inline kernel of `req` (after its key's lock), or finds it built.
 pub fn build(req: &InlineRequest, sources: &CrateSources) -> Result<InlineBuild, BuildError> {
     let start = Instant::now();
-    if crate::arch_number(&req.arch).is_none() {
+    if crate::arch::arch_number(&req.arch).is_none() {
         return Err(BuildError {
             kind: BuildErrorKind::Config,
             message: format!("arch `{}` is not of the form sm_XY (e.g. sm_80)", req.arch),

@@ -69,26 +69,26 @@ impl f16 {
 
 // SAFETY: 16 bits, `repr(transparent)` over `u16`, every bit pattern valid: `float16`.
 #[cfg(not(target_arch = "nvptx64"))]
-unsafe impl crate::Element for f16 {
-    const DTYPE: crate::DType = crate::DType::F16;
+unsafe impl ferrocuda_abi::Element for f16 {
+    const DTYPE: ferrocuda_abi::DType = ferrocuda_abi::DType::F16;
 }
 
 // SAFETY: passed by value; the description is computed from the type (2 bytes, align 2),
 // the layout of the device's `f16` primitive.
 #[cfg(not(target_arch = "nvptx64"))]
-unsafe impl crate::KernelParam for f16 {
-    const DESC: crate::ParamDesc = crate::ParamDesc::scalar::<f16>();
+unsafe impl ferrocuda_abi::KernelParam for f16 {
+    const DESC: ferrocuda_abi::ParamDesc = ferrocuda_abi::ParamDesc::scalar::<f16>();
 }
 
 // SAFETY: `repr(transparent)` over `u16` with bfloat16's bit layout; every bit pattern is a
 // value: exactly `bfloat16`.
-unsafe impl crate::Element for bf16 {
-    const DTYPE: crate::DType = crate::DType::BF16;
+unsafe impl ferrocuda_abi::Element for bf16 {
+    const DTYPE: ferrocuda_abi::DType = ferrocuda_abi::DType::BF16;
 }
 
 // SAFETY: passed by value; the description is computed from the type.
-unsafe impl crate::KernelParam for bf16 {
-    const DESC: crate::ParamDesc = crate::ParamDesc::scalar::<bf16>();
+unsafe impl ferrocuda_abi::KernelParam for bf16 {
+    const DESC: ferrocuda_abi::ParamDesc = ferrocuda_abi::ParamDesc::scalar::<bf16>();
 }
 
 /// bfloat16: the upper half of an `f32` (8 exponent bits, 8 significand bits).

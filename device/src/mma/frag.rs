@@ -181,7 +181,12 @@ pub trait Fragment: Copy {
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
-    fn load_slice(src: crate::Slice<Self::Elem>, row0: usize, col0: usize, ld: usize) -> Self {
+    fn load_slice(
+        src: ferrocuda_abi::Slice<Self::Elem>,
+        row0: usize,
+        col0: usize,
+        ld: usize,
+    ) -> Self {
         Self::from_fn(crate::warp::lane_id(), |r, c| {
             match src.get((row0 + r) * ld + col0 + c) {
                 Some(v) => Self::__from_memory(v),
@@ -195,7 +200,7 @@ pub trait Fragment: Copy {
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
-    fn load_view(src: crate::View<Self::Elem, 2>, row0: usize, col0: usize) -> Self {
+    fn load_view(src: ferrocuda_abi::View<Self::Elem, 2>, row0: usize, col0: usize) -> Self {
         Self::from_fn(crate::warp::lane_id(), |r, c| {
             match src.get([row0 + r, col0 + c]) {
                 Some(v) => Self::__from_memory(v),
@@ -244,7 +249,7 @@ pub trait Fragment: Copy {
     #[track_caller]
     unsafe fn store_slice(
         &self,
-        dst: crate::SliceMut<Self::Elem>,
+        dst: ferrocuda_abi::SliceMut<Self::Elem>,
         row0: usize,
         col0: usize,
         ld: usize,
@@ -264,7 +269,12 @@ pub trait Fragment: Copy {
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
-    unsafe fn store_view(&self, dst: crate::ViewMut<Self::Elem, 2>, row0: usize, col0: usize) {
+    unsafe fn store_view(
+        &self,
+        dst: ferrocuda_abi::ViewMut<Self::Elem, 2>,
+        row0: usize,
+        col0: usize,
+    ) {
         self.for_each(crate::warp::lane_id(), |r, c, v| {
             // SAFETY: bounds-checked write; exclusivity is the caller's contract.
             unsafe { dst.write([row0 + r, col0 + c], v) }
