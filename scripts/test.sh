@@ -16,7 +16,14 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-step() { printf '\n==== %s\n' "$*"; }
+# Each stage's heading says how long the command has run so far (README: what takes the time).
+start=$SECONDS
+step() { printf '\n==== %s  [%d s]\n' "$*" "$((SECONDS - start))"; }
+
+# ptxas's results kept by PTX contents for the whole run (the build scripts of both profiles,
+# the PTX checks and the SASS tests assemble the same bundled kernels): README,
+# "Environment variables".
+export FERROCUDA_PTXAS_CACHE="${FERROCUDA_PTXAS_CACHE:-$root/target/ptxas-cache}"
 
 step "Python and shell lint"
 bash scripts/lint.sh
@@ -79,4 +86,4 @@ bash scripts/python-env.sh
 .venv/bin/python -m pytest -q -rs python/tests
 (cd python && ../.venv/bin/python -m mypy.stubtest ferrocuda)
 echo
-echo "all test stages passed"
+echo "all test stages passed in $((SECONDS - start)) s"

@@ -65,6 +65,9 @@ fn build(crate_dir: &Path, out_dir: &Path) -> BuildOutput {
         .target_dir(shared_target_dir())
         // libdevice (the gallery's math) from the nvcc wheel, as the root build.rs finds it.
         .cuda_fallback(repo_root().join(".tools/nvcc/nvidia/cuda_nvcc"))
+        // PTX and manifest are what this test reads: no cubins (ptxas on the whole bundled
+        // crate, three times, would be most of its time).
+        .ptxas_report(false)
         .build()
         .unwrap_or_else(|e| panic!("kernel build failed:\n{e}"))
 }

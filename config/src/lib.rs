@@ -414,6 +414,12 @@ vars! {
     PTXAS = "FERROCUDA_PTXAS", Kind::Path,
         Library, "the builder", "the path of `ptxas` (final when set)",
         "searched as libdevice, then `PATH`";
+    /// ptxas's results, kept by PTX contents.
+    PTXAS_CACHE = "FERROCUDA_PTXAS_CACHE", Kind::Path,
+        Library, "the builder, its checks and the SASS tests",
+        "a directory keeping each ptxas run's cubin and report by the PTX's exact bytes, the \
+         architecture and the ptxas (`scripts/test.sh`: `target/ptxas-cache`; 32 entries kept)",
+        "none: ptxas runs every time";
     /// nvdisasm.
     NVDISASM = "FERROCUDA_NVDISASM", Kind::Path,
         Library, "the builder's SASS checks", "the path of `nvdisasm` (final when set)",
