@@ -185,7 +185,9 @@ pub unsafe fn linear_f16_sm90(x: XMapF16, w: WMapF16, out: ViewMut<f16, 2>) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| store_pair_16(out, row, col, v0, v1))
+        gemm(x, w, |row, col, v0, v1| {
+            store_pair_16(out, row, col, v0, v1)
+        })
     }
 }
 
