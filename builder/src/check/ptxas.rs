@@ -253,7 +253,7 @@ fn assemble_uncached(ptxas: &Path, arch: &str, ptx: &Path, cubin: &Path) -> Resu
 /// equal the run's byte for byte (the key, a hash, only names the entry), so a hash collision
 /// costs a run, never a wrong cubin. Entries are written under a temporary name and renamed
 /// into place (parallel test threads and processes may race: the loser's rename fails, its
-/// result is the same); the [`KEEP`] entries used last stay, older ones are removed. Any
+/// result is the same); the [`KEEP`](cache::KEEP) entries used last stay, older ones are removed. Any
 /// failure to read or write the cache runs ptxas as without it; failed runs are not kept.
 pub mod cache {
     use std::fs;
