@@ -15,8 +15,9 @@
 //! 4. [`driver`] — the CUDA driver (through cudarc, loaded at run time), layered as cudarc
 //!    is: `driver::result` (thin `Result` wrappers, the only calls into the driver) →
 //!    contexts, streams, events, graph capture states → the safe entry points.
-//! 5. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
-//!    validation: every rule of the consumer contract, in one module.
+//! 5. [`interop`] — array interchange: the CUDA Array Interface (and SYCL USM array
+//!    interface) model and its validation ([`interop::cai`]: every rule of the consumer
+//!    contract, in one module).
 //! 6. [`scalar`] — [`Scalar`], generated from the element-type table.
 //! 7. [`module`] — PTX modules with their manifests, loaded once per device; each kernel's
 //!    signature decoded once, with its extras (requirements, zeroed outputs, scratch
@@ -52,9 +53,9 @@ macro_rules! mark {
 }
 
 pub mod array;
-pub mod cai;
 pub mod driver;
 pub mod error;
+pub mod interop;
 pub mod launch;
 pub mod module;
 pub mod scalar;
@@ -73,8 +74,8 @@ pub mod extras {
 pub use half;
 
 pub use array::{AnyDeviceArray, AsArg, DeviceArray};
-pub use cai::ArrayDesc;
 pub use error::{Error, ErrorKind, Key, Protocol, Result};
+pub use interop::cai::ArrayDesc;
 pub use launch::{Arg, ArgList, BoundLaunch, LaunchOptions, Launched, Packed, Prepared};
 pub use module::{choose_cubin, Kernel, Module};
 pub use scalar::Scalar;

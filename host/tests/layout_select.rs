@@ -6,7 +6,7 @@
 
 use ferrocuda_abi::manifest::Manifest;
 use ferrocuda_abi::DType;
-use ferrocuda_host::cai::ArrayDesc;
+use ferrocuda_host::interop::cai::ArrayDesc;
 use ferrocuda_host::launch::{check_args, select, Operand, SelectionKey, SelectionMemo};
 use ferrocuda_host::{Arg, ErrorKind, Kernel, Module, Scalar};
 

@@ -70,7 +70,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BuildError", py.get_type::<project::BuildError>())?;
     m.add("CompileError", py.get_type::<project::CompileError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("MAX_NDIM", ferrocuda_host::cai::MAX_NDIM)?;
+    m.add("MAX_NDIM", ferrocuda_host::interop::cai::MAX_NDIM)?;
     m.add("SYNC_ENV_VAR", ferrocuda_host::stream::SYNC_ENV_VAR)?;
     m.add_class::<arrays::PyDeviceArray>()?;
     m.add_class::<arrays::PyForeignArray>()?;

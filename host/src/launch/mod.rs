@@ -60,8 +60,8 @@ pub use extras::{ScratchPlan, SCRATCH_ALIGN};
 pub use prepare::Prepared;
 pub use select::{select, Operand, SelectionKey, SelectionMemo};
 
-use crate::cai::ArrayDesc;
 use crate::error::{Error, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{Kernel, MAX_PARAMS};
 use crate::scalar::Scalar;
 use crate::stream::{Plan, StreamRef, SyncMode};

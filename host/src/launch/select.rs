@@ -24,8 +24,8 @@
 use std::fmt::Write as _;
 
 use super::Arg;
-use crate::cai::ArrayDesc;
 use crate::error::{Error, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{Kernel, Module, Param, MAX_PARAMS};
 use ferrocuda_abi::{layout, ArrayLayout};
 

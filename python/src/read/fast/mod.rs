@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use ferrocuda_abi::DType;
-use ferrocuda_host::cai::ArrayDesc;
+use ferrocuda_host::interop::cai::ArrayDesc;
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::PyRuntimeWarning;
 use pyo3::intern;

@@ -23,7 +23,7 @@
 //! ([`torch_stream`]).
 
 use ferrocuda_abi::{layout, DType};
-use ferrocuda_host::cai::{ArrayDesc, MAX_NDIM};
+use ferrocuda_host::interop::cai::{ArrayDesc, MAX_NDIM};
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
