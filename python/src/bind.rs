@@ -49,7 +49,7 @@
 //! polled, so in the event and off modes a bound launch makes no host-synchronizing driver
 //! call (no stream synchronization, no event query).
 
-use ferrocuda_host::driver::{CallerContext, Fence};
+use ferrocuda_host::runtime::{CallerContext, Fence};
 use ferrocuda_host::{Arg, ArgList, ArrayDesc, Packed, Prepared, StreamRef, SyncMode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;

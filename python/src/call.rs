@@ -39,9 +39,9 @@
 use std::fmt::Write as _;
 
 use ferrocuda_host::array::Staging;
-use ferrocuda_host::driver::CallerContext;
 use ferrocuda_host::launch::{self, Operand, SelectionKey, SelectionMemo};
 use ferrocuda_host::module::{Param, Signature};
+use ferrocuda_host::runtime::CallerContext;
 use ferrocuda_host::stream;
 use ferrocuda_host::{
     Arg, ArgList, ArrayDesc, Kernel, LaunchOptions, Launched, Scalar, StreamRef, SyncMode,

@@ -4,7 +4,10 @@
 //! (`__cuda_array_interface__` v0–v3, `__sycl_usm_array_interface__`, DLPack, NumPy),
 //! normalizes stream arguments, converts scalars by the kernel manifest, and hands everything
 //! to the host crate, which validates, orders the launch against the producers' streams and
-//! launches.
+//! launches. What it needs of the CUDA driver — devices, stream synchronization and ordering,
+//! fences, the caller's context, trap records — comes through the host's facade,
+//! `ferrocuda_host::runtime`; no module here names the driver layer (`tests/layers` checks
+//! it).
 //!
 //! # Layers
 //!

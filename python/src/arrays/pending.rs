@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ferrocuda_host::driver::Fence;
+use ferrocuda_host::runtime::{self, Fence};
 use ferrocuda_host::StreamRef;
 use pyo3::prelude::*;
 
@@ -62,7 +62,7 @@ pub fn defer(
         }
         Err(e) => {
             // Cannot fence: wait for the kernel instead, then release.
-            let r = py.detach(|| ferrocuda_host::driver::synchronize_on(device, stream));
+            let r = py.detach(|| runtime::synchronize(device, stream));
             drop(owners);
             r.map_err(|_| e).py_err(py)
         }
