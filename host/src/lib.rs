@@ -18,9 +18,10 @@
 //! 5. [`runtime`] — the facade above the driver for bindings and applications: whether a
 //!    driver and devices are there, device properties, stream synchronization and ordering,
 //!    fences, the caller's context, the trap records of failed device checks.
-//! 6. [`interop`] — array interchange: the CUDA Array Interface (and SYCL USM array
-//!    interface) model and its validation ([`interop::cai`]: every rule of the consumer
-//!    contract, in one module).
+//! 6. [`interop`] — array interchange: the CUDA Array Interface (and SYCL USM array interface)
+//!    model and its validation ([`interop::cai`]: every rule of the consumer contract, in one
+//!    module), and DLPack ([`interop::dlpack`]: the C structures, import into an
+//!    [`ArrayDesc`], export, a producer's exchange API).
 //! 7. [`scalar`] — [`Scalar`], generated from the element-type table.
 //! 8. [`module`] — PTX modules with their manifests, loaded once per device; each kernel's
 //!    signature decoded once, with its extras (requirements, zeroed outputs, scratch

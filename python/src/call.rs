@@ -39,6 +39,7 @@
 use std::fmt::Write as _;
 
 use ferrocuda_host::array::Staging;
+use ferrocuda_host::interop::dlpack::ManagedTensor;
 use ferrocuda_host::launch::{self, Operand, SelectionKey, SelectionMemo};
 use ferrocuda_host::module::{Param, Signature};
 use ferrocuda_host::runtime::CallerContext;
@@ -53,9 +54,9 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
 use crate::args::{probe_into, ArgScratch, Probed};
 use crate::arrays::pending::{defer, release_completed};
+use crate::dlpack;
 use crate::docs::signature_text;
 use crate::errors::{IntoPyResult, PerformanceWarning};
-use crate::read::dlpack::{self, DlpackOwner};
 use crate::read::host::{host_view, HostView};
 use crate::read::streams::{parse_stream, parse_sync};
 use crate::util::{numpy_attr, read_int, repr, type_name};
@@ -452,7 +453,7 @@ fn import_dlpack(
     args: &Bound<'_, PyTuple>,
     c: &mut Classified<'_>,
     caller: Option<StreamRef>,
-) -> PyResult<Vec<DlpackOwner>> {
+) -> PyResult<Vec<ManagedTensor>> {
     let producers = c.producers();
     let s = stream::launch_stream(&producers[..c.arrays], caller).as_raw();
     let s = i64::try_from(s)
@@ -568,7 +569,7 @@ fn launch_with_hosts(
 /// view), the DLPack imports, the selected kernel.
 pub type ReadArgs<'py> = (
     Vec<(usize, HostView<'py>)>,
-    Vec<DlpackOwner>,
+    Vec<ManagedTensor>,
     Kernel<'static>,
 );
 

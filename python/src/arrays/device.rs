@@ -3,6 +3,7 @@
 
 use ferrocuda_abi::DType;
 use ferrocuda_host::array::{AnyDeviceArray, HostArray};
+use ferrocuda_host::interop::dlpack::KDL_CUDA;
 use ferrocuda_host::runtime;
 use ferrocuda_host::{ArrayDesc, Error, StreamRef};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
@@ -10,9 +11,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
-use super::export;
+use crate::dlpack;
 use crate::errors::IntoPyResult;
-use crate::read::dlpack::KDL_CUDA;
 use crate::read::host::{host_view, parse_dtype};
 use crate::read::streams::parse_stream;
 use crate::util::{numpy_attr, read_int, type_name};
@@ -362,7 +362,7 @@ impl PyDeviceArray {
             py.detach(|| runtime::order_before(device, own, consumer))
                 .py_err(py)?;
         }
-        export::export(
+        dlpack::export(
             py,
             slf.clone().into_any().unbind(),
             this.desc(),
