@@ -31,10 +31,13 @@
 //!    types, the plan around `cuLaunchKernel`, or `cuLaunchKernelEx` for cooperative and
 //!    cluster kernels); [`Kernel::bind`] prepares once for a [`BoundLaunch`] executed many
 //!    times. The extras are checked and carried out around the launch here.
-//! 10. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`],
+//! 10. [`launcher`] — the launcher facade: a launcher's [`Target`](launcher::Target) (one
+//!     kernel, or a family's kernels) and its one call per launch that decides which kernel
+//!     runs: the argument count, the selection rule, the "no variant" error.
+//! 11. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`],
 //!     [`ForeignArray`](array::ForeignArray) with the import-sync rule, and the staging of host
 //!     arrays.
-//! 11. [`extras`] — the extras' types under one path (re-exports from [`module`] and
+//! 12. [`extras`] — the extras' types under one path (re-exports from [`module`] and
 //!     [`launch`]).
 #![warn(missing_docs)]
 
@@ -61,6 +64,7 @@ pub mod driver;
 pub mod error;
 pub mod interop;
 pub mod launch;
+pub mod launcher;
 pub mod module;
 pub mod runtime;
 pub mod scalar;

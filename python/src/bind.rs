@@ -50,6 +50,7 @@
 //! call (no stream synchronization, no event query).
 
 use ferrocuda_host::interop::dlpack::ManagedTensor;
+use ferrocuda_host::launcher::Target;
 use ferrocuda_host::runtime::{CallerContext, Fence};
 use ferrocuda_host::{Arg, ArgList, ArrayDesc, Packed, Prepared, StreamRef, SyncMode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -60,7 +61,7 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::args::{probe, ArgScratch, Found};
 use crate::arrays::device::stream_owner;
 use crate::arrays::{PyDeviceArray, PyForeignArray};
-use crate::call::{arguments, read, CallOpts, Classified, Slot, Target};
+use crate::call::{arguments, read, CallOpts, Classified, Slot};
 use crate::errors::IntoPyResult;
 use crate::read::fast::{self, CallState, Kind};
 use crate::read::streams::sync_name;
@@ -120,7 +121,7 @@ pub struct PyBound {
 /// object, kept alive.
 pub fn bind(
     py: Python<'_>,
-    t: &Target,
+    t: &Target<'static>,
     args: &Bound<'_, PyTuple>,
     opts: CallOpts,
     stream: Option<&Bound<'_, PyAny>>,

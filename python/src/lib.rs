@@ -4,7 +4,8 @@
 //! (`__cuda_array_interface__` v0–v3, `__sycl_usm_array_interface__`, DLPack, NumPy),
 //! normalizes stream arguments, converts scalars by the kernel manifest, and hands everything
 //! to the host crate, which validates (`ferrocuda_host::interop`: the CAI and DLPack rules),
-//! orders the launch against the producers' streams and launches. What it needs of the CUDA driver — devices, stream
+//! chooses the kernel (`ferrocuda_host::launcher::Target`), orders the launch against the
+//! producers' streams and launches. What it needs of the CUDA driver — devices, stream
 //! synchronization and ordering, fences, the caller's context, trap records — comes through
 //! the host's facade, `ferrocuda_host::runtime`; no module here names the driver layer
 //! (`tests/layers` checks it).
@@ -28,9 +29,10 @@
 //! 6. [`arrays`] — the array objects: `DeviceArray` (with its DLPack export), `ForeignArray`,
 //!    and the DLPack imports held until a kernel completes.
 //! 7. [`args`] — argument classification: what each launch argument is.
-//! 8. [`docs`] — signatures and docstrings of launchers.
-//! 9. [`call`] — the call path: options, kernel selection, scalars, the launch through the
-//!    host crate's two phases (host arrays staged between them).
+//! 8. [`docs`] — docstrings of launchers.
+//! 9. [`call`] — the call path: options, the kernel chosen by the host's launcher target,
+//!    scalars, the launch through the host crate's two phases (host arrays staged between
+//!    them).
 //! 10. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
 //!     second half per launch with what can change read again (streams, moved memory).
 //! 11. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
