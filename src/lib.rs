@@ -8,7 +8,7 @@
 //! * [`bundled::module`] — the bundled PTX module and its cubins, loaded once per device;
 //! * [`kernels`] — one typed launcher per bundled kernel, generated from the manifest;
 //! * [`DeviceArray`], [`ForeignArray`](host::array::ForeignArray), [`ArrayDesc`] and the
-//!   CAI validation in [`host::cai`].
+//!   CAI validation in [`host::interop::cai`].
 //!
 //! ```no_run
 //! use ferrocuda::{kernels, DeviceArray, LaunchOptions, StreamRef};

@@ -15,21 +15,29 @@
 //! 4. [`driver`] — the CUDA driver (through cudarc, loaded at run time), layered as cudarc
 //!    is: `driver::result` (thin `Result` wrappers, the only calls into the driver) →
 //!    contexts, streams, events, graph capture states → the safe entry points.
-//! 5. [`cai`] — the CUDA Array Interface (and SYCL USM array interface) model and its
-//!    validation: every rule of the consumer contract, in one module.
-//! 6. [`scalar`] — [`Scalar`], generated from the element-type table.
-//! 7. [`module`] — PTX modules with their manifests, loaded once per device; each kernel's
+//! 5. [`runtime`] — the facade above the driver for bindings and applications: whether a
+//!    driver and devices are there, device properties, stream synchronization and ordering,
+//!    fences, the caller's context, the trap records of failed device checks.
+//! 6. [`interop`] — array interchange: the CUDA Array Interface (and SYCL USM array interface)
+//!    model and its validation ([`interop::cai`]: every rule of the consumer contract, in one
+//!    module), and DLPack ([`interop::dlpack`]: the C structures, import into an
+//!    [`ArrayDesc`], export, a producer's exchange API).
+//! 7. [`scalar`] — [`Scalar`], generated from the element-type table.
+//! 8. [`module`] — PTX modules with their manifests, loaded once per device; each kernel's
 //!    signature decoded once, with its extras (requirements, zeroed outputs, scratch
 //!    workspaces) resolved against its parameters.
-//! 8. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
+//! 9. [`launch`] — the two-phase launch: [`Kernel::prepare`] (checks, producers, device,
 //!    stream plan, configuration), then [`Prepared::execute`] (parameters packed from the abi
 //!    types, the plan around `cuLaunchKernel`, or `cuLaunchKernelEx` for cooperative and
 //!    cluster kernels); [`Kernel::bind`] prepares once for a [`BoundLaunch`] executed many
 //!    times. The extras are checked and carried out around the launch here.
-//! 9. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`],
-//!    [`ForeignArray`](array::ForeignArray) with the import-sync rule, and the staging of host
-//!    arrays.
-//! 10. [`extras`] — the extras' types under one path (re-exports from [`module`] and
+//! 10. [`launcher`] — the launcher facade: a launcher's [`Target`](launcher::Target) (one
+//!     kernel, or a family's kernels) and its one call per launch that decides which kernel
+//!     runs: the argument count, the selection rule, the "no variant" error.
+//! 11. [`array`](mod@array) — [`DeviceArray`] and [`AnyDeviceArray`],
+//!     [`ForeignArray`](array::ForeignArray) with the import-sync rule, and the staging of host
+//!     arrays.
+//! 12. [`extras`] — the extras' types under one path (re-exports from [`module`] and
 //!     [`launch`]).
 #![warn(missing_docs)]
 
@@ -52,11 +60,13 @@ macro_rules! mark {
 }
 
 pub mod array;
-pub mod cai;
 pub mod driver;
 pub mod error;
+pub mod interop;
 pub mod launch;
+pub mod launcher;
 pub mod module;
+pub mod runtime;
 pub mod scalar;
 pub mod stream;
 #[cfg(feature = "launch-timing")]
@@ -73,8 +83,8 @@ pub mod extras {
 pub use half;
 
 pub use array::{AnyDeviceArray, AsArg, DeviceArray};
-pub use cai::ArrayDesc;
 pub use error::{Error, ErrorKind, Key, Protocol, Result};
+pub use interop::cai::ArrayDesc;
 pub use launch::{Arg, ArgList, BoundLaunch, LaunchOptions, Launched, Packed, Prepared};
 pub use module::{choose_cubin, Kernel, Module};
 pub use scalar::Scalar;

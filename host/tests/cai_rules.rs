@@ -4,7 +4,9 @@
 //! indexer rules; and a property check against enumerating the elements.
 
 use ferrocuda_abi::DType;
-use ferrocuda_host::cai::{parse_typestr, validate, ArrayDesc, Protocol, RawInterface, RawValue};
+use ferrocuda_host::interop::cai::{
+    parse_typestr, validate, ArrayDesc, Protocol, RawInterface, RawValue,
+};
 use ferrocuda_host::stream::StreamRef;
 use ferrocuda_host::{ErrorKind, Result};
 use std::num::NonZeroU64;

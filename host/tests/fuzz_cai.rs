@@ -11,7 +11,7 @@
 //! default). A long run: `FERROCUDA_FUZZ_CASES=10000000 cargo test --release -p
 //! ferrocuda-host --test fuzz_cai`.
 
-use ferrocuda_host::cai::{validate, Protocol, RawInterface, RawValue, MAX_NDIM};
+use ferrocuda_host::interop::cai::{validate, Protocol, RawInterface, RawValue, MAX_NDIM};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 

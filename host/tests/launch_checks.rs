@@ -5,7 +5,7 @@
 
 use ferrocuda_abi::manifest::Manifest;
 use ferrocuda_abi::DType;
-use ferrocuda_host::cai::ArrayDesc;
+use ferrocuda_host::interop::cai::ArrayDesc;
 use ferrocuda_host::launch::check_args;
 use ferrocuda_host::{Arg, ArgList, ErrorKind, LaunchOptions, Module, Scalar};
 

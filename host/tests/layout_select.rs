@@ -1,13 +1,15 @@
 //! The selection rule (`launch::select`) on array descriptions, without a GPU: which kernel of
 //! a family with a contiguous and strided variants runs for contiguous, stepped, reversed,
 //! transposed, broadcast and misaligned arrays; how a kernel's typed launcher finds its
-//! layout variant; and that what the selection lets through is still checked (outputs whose
-//! elements overlap, partial overlaps, strides that split elements).
+//! layout variant; a launcher's [`Target`] (the one call that counts the arguments, chooses
+//! and names the variants when none fits); and that what the selection lets through is still
+//! checked (outputs whose elements overlap, partial overlaps, strides that split elements).
 
 use ferrocuda_abi::manifest::Manifest;
 use ferrocuda_abi::DType;
-use ferrocuda_host::cai::ArrayDesc;
+use ferrocuda_host::interop::cai::ArrayDesc;
 use ferrocuda_host::launch::{check_args, select, Operand, SelectionKey, SelectionMemo};
+use ferrocuda_host::launcher::Target;
 use ferrocuda_host::{Arg, ErrorKind, Kernel, Module, Scalar};
 
 /// A parameter record as the builder writes it.
@@ -232,7 +234,13 @@ fn layouts_no_variant_takes_are_named_by_the_argument_check() {
         text.contains("no variant for (uint16 1-D array, uint16 1-D array"),
         "{text}"
     );
-    assert!(text.contains("add_f32_4d(a, b, out)"), "{text}");
+    assert!(
+        text.contains(
+            "\n    add_f32_4d(a: float32 4-D array (any strides), b: float32 4-D array (any \
+             strides), out: float32 4-D array (any strides, written))"
+        ),
+        "{text}"
+    );
     let e = m.select("nope", &[]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Value, "{e}");
 }
@@ -410,4 +418,71 @@ fn equal_selection_keys_select_the_same_kernel() {
     for (i, k) in keys.iter().enumerate().skip(1) {
         assert_eq!(memo.get(k), Some(i));
     }
+}
+
+/// A launcher's target chooses as `Module::select` and the typed launchers do, remembers its
+/// choice, counts the arguments, and refuses a family with no variant for them with the
+/// message `Module::select` gives.
+#[test]
+fn a_launcher_target_chooses_counts_and_names_the_variants() {
+    let m = module();
+    let add = Target::family("add".into(), m.family("add").collect()).unwrap();
+    assert!(add.is_family());
+    assert_eq!((add.name(), add.what()), ("add", "kernel family"));
+    assert_eq!(add.first().name(), "add_f32");
+    // Every variant takes three arrays, with the same names.
+    assert_eq!(
+        (add.is_array(0), add.is_array(2), add.is_array(3)),
+        (Some(true), Some(true), None)
+    );
+    assert!(add.renamed().is_none());
+    assert_eq!(add.param_name(2), "out");
+    let c = |ptr| f32s(&[4, 3], None, ptr);
+    let t = f32s(&[4, 3], Some(&[4, 16]), P);
+    for (a, b, out) in [(c(P), c(P + 64), c(P + 128)), (t, c(P + 64), c(P + 128))] {
+        let args = [Arg::Array(&a), Arg::Array(&b), Arg::Array(&out)];
+        let ops: Vec<Operand<'_>> = args.iter().map(Operand::from).collect();
+        let want = m.select("add", &args).unwrap().name();
+        assert_eq!(add.choose(&ops).unwrap().name(), want);
+        // Remembered by the operands' key: the same answer again.
+        assert_eq!(add.choose(&ops).unwrap().name(), want);
+        // A kernel's target runs the kernel's own layout variant, as its typed launcher does.
+        let k = m.kernel("add_f32").unwrap();
+        let kernel = Target::kernel(k);
+        assert!(!kernel.is_family());
+        assert_eq!(
+            kernel.choose(&ops).unwrap().name(),
+            k.variant_for(&args).name()
+        );
+        // Too few arguments.
+        let e = add.choose(&ops[..2]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Type);
+        assert_eq!(
+            e.to_string(),
+            "kernel family `add` takes 3 argument(s) (a, b, out), got 2"
+        );
+        assert_eq!(
+            kernel.check_arity(4).unwrap_err().to_string(),
+            "kernel `add_f32` takes 3 argument(s) (a, b, out), got 4"
+        );
+    }
+    // No variant takes uint16 arrays: the message of Module::select.
+    let u = |ptr| ArrayDesc::from_parts(DType::U16, &[8], None, ptr, false, None).unwrap();
+    let (a, b, out) = (u(P), u(P + 64), u(P + 128));
+    let args = [Arg::Array(&a), Arg::Array(&b), Arg::Array(&out)];
+    let ops: Vec<Operand<'_>> = args.iter().map(Operand::from).collect();
+    let e = add.choose(&ops).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Type);
+    assert_eq!(e, m.select("add", &args).unwrap_err());
+    assert!(
+        e.to_string().starts_with(
+            "kernel family `add` has no variant for (uint16 1-D array, uint16 1-D array, \
+             uint16 1-D array); variants:\n    add_f32(a: float32[:] (C-contiguous), b: \
+             float32[:] (C-contiguous), out: float32[:] (C-contiguous, written))\n"
+        ),
+        "{e}"
+    );
+    // A family has kernels.
+    let e = Target::family("none".into(), Vec::new()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Value);
 }

@@ -2,6 +2,7 @@
 //! an object with an array interface (read by a fast path or the generic reader), a
 //! DLPack-only object, or a host array — with the torch stream rule applied.
 
+use ferrocuda_host::interop::dlpack::KDL_CPU;
 use ferrocuda_host::{ArrayDesc, Protocol};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -192,5 +193,5 @@ fn dlpack_device_is_cpu(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         return Ok(false);
     };
     let ty = dev.get_item(0).and_then(|t| t.extract::<i64>());
-    Ok(matches!(ty, Ok(1)))
+    Ok(ty.is_ok_and(|t| t == i64::from(KDL_CPU)))
 }

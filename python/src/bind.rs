@@ -49,7 +49,9 @@
 //! polled, so in the event and off modes a bound launch makes no host-synchronizing driver
 //! call (no stream synchronization, no event query).
 
-use ferrocuda_host::driver::{CallerContext, Fence};
+use ferrocuda_host::interop::dlpack::ManagedTensor;
+use ferrocuda_host::launcher::Target;
+use ferrocuda_host::runtime::{CallerContext, Fence};
 use ferrocuda_host::{Arg, ArgList, ArrayDesc, Packed, Prepared, StreamRef, SyncMode};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -59,9 +61,8 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::args::{probe, ArgScratch, Found};
 use crate::arrays::device::stream_owner;
 use crate::arrays::{PyDeviceArray, PyForeignArray};
-use crate::call::{arguments, read, CallOpts, Classified, Slot, Target};
+use crate::call::{arguments, read, CallOpts, Classified, Slot};
 use crate::errors::IntoPyResult;
-use crate::read::dlpack::DlpackOwner;
 use crate::read::fast::{self, CallState, Kind};
 use crate::read::streams::sync_name;
 use crate::util::type_name;
@@ -111,7 +112,7 @@ pub struct PyBound {
     /// The `MemoryPointer` (`data`) of each CuPy array as bound: it holds the allocation the
     /// launches write, even if the array object is later given other memory.
     _memory: Vec<Py<PyAny>>,
-    _dlpack: Vec<DlpackOwner>,
+    _dlpack: Vec<ManagedTensor>,
     /// A `stream=` object: the stream must outlive the launches on it.
     _stream: Option<Py<PyAny>>,
 }
@@ -120,7 +121,7 @@ pub struct PyBound {
 /// object, kept alive.
 pub fn bind(
     py: Python<'_>,
-    t: &Target,
+    t: &Target<'static>,
     args: &Bound<'_, PyTuple>,
     opts: CallOpts,
     stream: Option<&Bound<'_, PyAny>>,

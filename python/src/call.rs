@@ -10,11 +10,12 @@
 //! 2. DLPack producers are asked for their capsule with the stream the launch will go on (the
 //!    caller's, else the producers' common stream, else the legacy default stream); they order
 //!    their own work before it.
-//! 3. The kernel is chosen by the host crate's rule (`ferrocuda_host::launch::select`): a
-//!    family picks its kernel by the arrays' element types, ranks and layouts (its contiguous
-//!    kernel whenever every array is C-contiguous, a strided one otherwise), a kernel
-//!    launcher runs its kernel or, when the arrays' layouts need it, that kernel's layout
-//!    variant.
+//! 3. The kernel is chosen by the host crate, in one call of the launcher's
+//!    `ferrocuda_host::launcher::Target` (the argument count, the rule of
+//!    `ferrocuda_host::launch::select`, the "no variant" error): a family picks its kernel by
+//!    the arrays' element types, ranks and layouts (its contiguous kernel whenever every array
+//!    is C-contiguous, a strided one otherwise), a kernel launcher runs its kernel or, when the
+//!    arrays' layouts need it, that kernel's layout variant.
 //! 4. Scalars are converted to the parameter's type (range-checked).
 //! 5. The host crate checks everything against the manifest, orders the launch against the
 //!    producers' streams and launches — with the GIL released. Host arrays go through the
@@ -36,12 +37,12 @@
 //! parameters take `int`, `float` or `__float__` objects — never `bool`; a finite value beyond
 //! `float32`'s range is an `OverflowError`.
 
-use std::fmt::Write as _;
-
 use ferrocuda_host::array::Staging;
-use ferrocuda_host::driver::CallerContext;
-use ferrocuda_host::launch::{self, Operand, SelectionKey, SelectionMemo};
+use ferrocuda_host::interop::dlpack::ManagedTensor;
+use ferrocuda_host::launch::Operand;
+use ferrocuda_host::launcher::Target;
 use ferrocuda_host::module::{Param, Signature};
+use ferrocuda_host::runtime::CallerContext;
 use ferrocuda_host::stream;
 use ferrocuda_host::{
     Arg, ArgList, ArrayDesc, Kernel, LaunchOptions, Launched, Scalar, StreamRef, SyncMode,
@@ -53,9 +54,8 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
 use crate::args::{probe_into, ArgScratch, Probed};
 use crate::arrays::pending::{defer, release_completed};
-use crate::docs::signature_text;
-use crate::errors::{IntoPyResult, PerformanceWarning};
-use crate::read::dlpack::{self, DlpackOwner};
+use crate::dlpack;
+use crate::errors::{to_py, IntoPyResult, PerformanceWarning};
 use crate::read::host::{host_view, HostView};
 use crate::read::streams::{parse_stream, parse_sync};
 use crate::util::{numpy_attr, read_int, repr, type_name};
@@ -64,71 +64,7 @@ const MAX_ARRAYS: usize = ferrocuda_host::stream::MAX_PRODUCERS;
 const MAX_ARGS: usize = ferrocuda_host::module::MAX_PARAMS;
 
 // ---------------------------------------------------------------------------------------
-// Targets and options.
-
-/// What one launcher may launch: one kernel, or a family's kernels.
-pub struct Target {
-    /// The kernel's or family's name.
-    pub name: String,
-    is_family: bool,
-    /// The kernels, in manifest order (one for a kernel).
-    pub kernels: Box<[Kernel<'static>]>,
-    /// Per parameter, whether it is an array, when every kernel agrees (`None` if they
-    /// differ: arguments are then classified by their Python type). A family's contiguous
-    /// and strided variants agree: only their array kinds differ.
-    kinds: Option<Box<[bool]>>,
-    /// A kernel whose parameter names differ from the first kernel's (then arguments can
-    /// only be passed by position), found once here rather than per keyword call.
-    pub renamed: Option<usize>,
-    /// The kernels chosen for the last few selection keys.
-    memo: SelectionMemo<Kernel<'static>>,
-}
-
-impl Target {
-    /// A launcher of `kernels` (one kernel, or a family's), named `name`.
-    pub fn new(name: String, is_family: bool, kernels: Vec<Kernel<'static>>) -> Self {
-        let first: Vec<bool> = kernels[0]
-            .signature()
-            .params
-            .iter()
-            .map(|p| p.kind.is_array())
-            .collect();
-        let same = kernels.iter().all(|k| {
-            let ps = &k.signature().params;
-            ps.len() == first.len() && ps.iter().zip(&first).all(|(p, &f)| p.kind.is_array() == f)
-        });
-        let names = |k: &Kernel<'static>| -> Vec<String> {
-            k.signature()
-                .params
-                .iter()
-                .map(|p| p.name.clone())
-                .collect()
-        };
-        let renamed = kernels.iter().position(|k| names(k) != names(&kernels[0]));
-        Target {
-            name,
-            is_family,
-            kinds: same.then(|| first.into_boxed_slice()),
-            renamed,
-            memo: SelectionMemo::default(),
-            kernels: kernels.into_boxed_slice(),
-        }
-    }
-
-    /// Whether this launches a family (else one kernel).
-    pub fn is_family(&self) -> bool {
-        self.is_family
-    }
-
-    fn param_name(&self, i: usize) -> &str {
-        self.kernels[0]
-            .signature()
-            .params
-            .get(i)
-            .map(|p| p.name.as_str())
-            .unwrap_or("?")
-    }
-}
+// Options.
 
 /// Launch options of one call.
 #[derive(Clone, Copy, Debug)]
@@ -407,12 +343,16 @@ impl Classified<'_> {
 
 /// Classifies every argument (scalar or array, by the parameter kinds when a family's kernels
 /// share them) and describes the arrays (see [`probe`]).
-fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>, c: &mut Classified<'py>) -> PyResult<()> {
+fn classify<'py>(
+    t: &Target<'static>,
+    args: &Bound<'py, PyTuple>,
+    c: &mut Classified<'py>,
+) -> PyResult<()> {
     let mut scratch = ArgScratch::new();
     for i in 0..c.n {
         let a = args.get_item(i)?;
-        let is_scalar = match &t.kinds {
-            Some(k) => !k[i],
+        let is_scalar = match t.is_array(i) {
+            Some(array) => !array,
             None => is_number(&a),
         };
         if is_scalar {
@@ -448,11 +388,11 @@ fn classify<'py>(t: &Target, args: &Bound<'py, PyTuple>, c: &mut Classified<'py>
 /// launch will go on ([`stream::launch_stream`]: the arrays imported here name no stream, so
 /// the launch's plan agrees).
 fn import_dlpack(
-    t: &Target,
+    t: &Target<'static>,
     args: &Bound<'_, PyTuple>,
     c: &mut Classified<'_>,
     caller: Option<StreamRef>,
-) -> PyResult<Vec<DlpackOwner>> {
+) -> PyResult<Vec<ManagedTensor>> {
     let producers = c.producers();
     let s = stream::launch_stream(&producers[..c.arrays], caller).as_raw();
     let s = i64::try_from(s)
@@ -500,18 +440,10 @@ pub fn arguments<'d>(
                 }
             }
         };
-        argv.push(arg).map_err(|_| arity_error_of(sig, c.n))?;
+        argv.push(arg)
+            .map_err(|_| to_py(args.py(), sig.arity_error(c.n)))?;
     }
     Ok(())
-}
-
-fn arity_error_of(sig: &Signature, n: usize) -> PyErr {
-    PyTypeError::new_err(format!(
-        "kernel `{}` takes {} argument(s) ({}), got {n}",
-        sig.name,
-        sig.params.len(),
-        sig.param_list()
-    ))
 }
 
 /// A launch with host arrays: prepared, the host arrays staged on its device and stream (the
@@ -568,23 +500,23 @@ fn launch_with_hosts(
 /// view), the DLPack imports, the selected kernel.
 pub type ReadArgs<'py> = (
     Vec<(usize, HostView<'py>)>,
-    Vec<DlpackOwner>,
+    Vec<ManagedTensor>,
     Kernel<'static>,
 );
 
 /// Steps 1–3 of a call (see the module documentation), shared by calls and `bind`: classifies
 /// `args` into `c`, imports DLPack arguments for the launch stream that `caller` and the
-/// producers decide, and selects the kernel (arity checked).
+/// producers decide, and selects the kernel (the host's [`Target::choose`]: arity, selection,
+/// the "no variant" error).
 pub fn read<'py>(
-    t: &Target,
+    t: &Target<'static>,
     args: &Bound<'py, PyTuple>,
     c: &mut Classified<'py>,
     caller: Option<StreamRef>,
 ) -> PyResult<ReadArgs<'py>> {
-    let n = args.len();
-    if t.kinds.as_ref().is_some_and(|k| n != k.len()) || n > MAX_ARGS {
-        return Err(arity_error(t, n));
-    }
+    let py = args.py();
+    // Before anything is read (or imported): a wrong number of arguments fails first.
+    t.check_arity(args.len()).py_err(py)?;
     classify(t, args, c)?;
     let hosts = std::mem::take(&mut c.hosts);
     ferrocuda_host::mark!("py: describe the arguments");
@@ -593,15 +525,19 @@ pub fn read<'py>(
     } else {
         Vec::new()
     };
-    let kernel = select(t, c.slots(), &c.descs)?;
-    if kernel.signature().params.len() != n {
-        return Err(arity_error(t, n));
-    }
+    let mut ops = [Operand::Scalar; MAX_ARGS];
+    let n = operands(c.slots(), &c.descs, &mut ops);
+    let kernel = t.choose(&ops[..n]).py_err(py)?;
     Ok((hosts, owners, kernel))
 }
 
 /// Launches `t` on `args`: the whole per-call path (see the module documentation).
-pub fn call(py: Python<'_>, t: &Target, args: &Bound<'_, PyTuple>, opts: CallOpts) -> PyResult<()> {
+pub fn call(
+    py: Python<'_>,
+    t: &Target<'static>,
+    args: &Bound<'_, PyTuple>,
+    opts: CallOpts,
+) -> PyResult<()> {
     ferrocuda_host::mark!(start);
     release_completed(py);
     ferrocuda_host::mark!("py: call entry, options, completed releases");
@@ -648,21 +584,6 @@ fn is_number(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()
 }
 
-fn arity_error(t: &Target, n: usize) -> PyErr {
-    let sig = t.kernels[0].signature();
-    PyTypeError::new_err(format!(
-        "{} `{}` takes {} argument(s) ({}), got {n}",
-        if t.is_family {
-            "kernel family"
-        } else {
-            "kernel"
-        },
-        t.name,
-        sig.params.len(),
-        sig.param_list()
-    ))
-}
-
 /// What the host's selection rule sees of the arguments: scalars, and arrays by their
 /// descriptions (an array not described yet is seen as a scalar, which no array parameter
 /// takes).
@@ -680,50 +601,6 @@ fn operands<'d>(
         };
     }
     slots.len()
-}
-
-/// The kernel to launch, by the host crate's rule: a family's kernel for the arguments'
-/// element types, ranks and layouts; a kernel, or its layout variant for the arguments.
-fn select(t: &Target, slots: &[Slot], descs: &[Option<ArrayDesc>]) -> PyResult<Kernel<'static>> {
-    let mut all = [Operand::Scalar; MAX_ARGS];
-    let n = operands(slots, descs, &mut all);
-    let ops = &all[..n];
-    // Kernels built for several architectures: the choice depends on the launch's device too.
-    // Without a driver no launch can happen: the architectures are not weighed then.
-    let cc = if t.kernels[0].module().has_parts() {
-        launch::select::launch_capability(ops, None).ok()
-    } else {
-        None
-    };
-    // The rule's choice depends only on the key: remembered per launcher.
-    let key = SelectionKey::of(ops).map(|k| cc.map_or(k, |cc| k.on(cc)));
-    if let Some(k) = key.as_ref().and_then(|key| t.memo.get(key)) {
-        return Ok(k);
-    }
-    let chosen = if t.is_family {
-        launch::select::select_for(t.kernels.iter().copied(), ops, cc)
-    } else {
-        Some(t.kernels[0].variant_on(ops, cc))
-    };
-    if let Some(k) = chosen {
-        if let Some(key) = key {
-            t.memo.insert(key, k);
-        }
-        return Ok(k);
-    }
-    if t.kernels.len() == 1 {
-        // The host's argument check names the mismatch.
-        return Ok(t.kernels[0]);
-    }
-    let mut variants = String::new();
-    for k in t.kernels.iter() {
-        let _ = write!(variants, "\n    {}", signature_text(k));
-    }
-    Err(PyTypeError::new_err(format!(
-        "kernel family `{}` has no variant for ({}); variants:{variants}",
-        t.name,
-        launch::select::describe(ops)
-    )))
 }
 
 /// Checks that the host array behind a mutable parameter can be written back.

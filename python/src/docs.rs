@@ -1,43 +1,9 @@
-//! Documentation text of launchers: signatures, and the docstrings of kernels and families.
+//! Documentation text of launchers: the docstrings of kernels and families (signatures as the
+//! host crate writes them, `Signature::text`).
 
 use std::fmt::Write as _;
 
-use ferrocuda_abi::ParamKind;
-use ferrocuda_host::module::Param;
 use ferrocuda_host::Kernel;
-
-fn param_text(p: &Param) -> String {
-    let dt = p.dtype.name();
-    match p.kind {
-        ParamKind::Scalar => format!("{}: {dt}", p.name),
-        ParamKind::Slice => format!(
-            "{}: {dt}[:] (C-contiguous{})",
-            p.name,
-            if p.mutable { ", written" } else { "" }
-        ),
-        ParamKind::View => format!(
-            "{}: {dt} {}-D array (any strides{})",
-            p.name,
-            p.rank,
-            if p.mutable { ", written" } else { "" }
-        ),
-        ParamKind::TensorMap => format!(
-            "{}: {dt} {}-D array (read by the Tensor Memory Accelerator: unit inner stride, \
-             16-byte multiple strides{})",
-            p.name,
-            p.rank,
-            if p.mutable { ", written" } else { "" }
-        ),
-        // Never an argument: signatures list the caller's parameters only.
-        ParamKind::Scratch => format!("{}: {dt} workspace (provided by the launcher)", p.name),
-    }
-}
-
-pub fn signature_text(k: &Kernel<'_>) -> String {
-    let sig = k.signature();
-    let ps: Vec<String> = sig.params.iter().map(param_text).collect();
-    format!("{}({})", sig.name, ps.join(", "))
-}
 
 const CALL_DOC: &str = "\
 Arrays may be any objects exporting ``__cuda_array_interface__`` (v0-v3) or
@@ -162,7 +128,7 @@ pub fn kernel_doc(k: &Kernel<'_>) -> String {
          shared_mem=None, check_pointers=True)``.\n",
         sig.name,
         sig.family,
-        signature_text(k),
+        sig.text(),
         sig.name,
         names.join(", ")
     );
@@ -204,7 +170,7 @@ pub fn family_doc(name: &str, ks: &[Kernel<'_>]) -> String {
         names.join(", ")
     );
     for k in ks {
-        let _ = writeln!(s, "    {}", signature_text(k));
+        let _ = writeln!(s, "    {}", k.signature().text());
     }
     let sig = ks[0].signature();
     for g in &sig.same_shape {

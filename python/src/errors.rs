@@ -6,8 +6,7 @@
 //! `CudaError` for an error that ends the context (a kernel faulted) carries the failed
 //! device check of a ferrocuda kernel, if one was recorded, as `.trap` (a [`PyTrap`]).
 
-use ferrocuda_host::driver::trap::{self as host_trap, Trap, TRAP_NOTE};
-use ferrocuda_host::driver::{is_sticky_code, MAX_DEVICES};
+use ferrocuda_host::runtime::{self, Trap, TRAP_NOTE};
 use ferrocuda_host::{Error, ErrorKind};
 use pyo3::exceptions::{
     PyNotImplementedError, PyRuntimeError, PyTypeError, PyUserWarning, PyValueError,
@@ -51,9 +50,7 @@ fn cuda_error(py: Python<'_>, mut msg: String, code: Option<u32>) -> PyErr {
     // After a fault, the record of a failed device check (host memory: readable although
     // the context is dead). The host's message names it when the failing call ran with the
     // device's context current; where it did not, the record is added here.
-    let trap = code
-        .filter(|&c| is_sticky_code(c))
-        .and_then(|_| host_trap::last_trap(None));
+    let trap = code.and_then(runtime::trap_of_error);
     if let Some(t) = &trap {
         if !msg.contains(TRAP_NOTE) {
             msg.push_str(&format!(" [{TRAP_NOTE} {t}]"));
@@ -142,14 +139,8 @@ impl PyTrap {
 /// (A ``CudaError`` raised by ferrocuda carries the same as ``.trap``.)
 #[pyfunction]
 #[pyo3(signature = (device = None))]
-pub fn last_trap(device: Option<usize>) -> PyResult<Option<PyTrap>> {
-    if let Some(d) = device.filter(|&d| d >= MAX_DEVICES) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "argument `device`: {d} is not a device ordinal (ferrocuda addresses devices 0 to {})",
-            MAX_DEVICES - 1
-        )));
-    }
-    Ok(host_trap::last_trap(device).map(PyTrap))
+pub fn last_trap(py: Python<'_>, device: Option<usize>) -> PyResult<Option<PyTrap>> {
+    Ok(runtime::last_trap(device).py_err(py)?.map(PyTrap))
 }
 
 /// Extension trait: `.py_err(py)?` on host-crate results.

@@ -1,6 +1,7 @@
 //! The module-level Python functions of `ferrocuda._ferrocuda`.
 
 use ferrocuda_host::array::import;
+use ferrocuda_host::runtime;
 use ferrocuda_host::{ArrayDesc, Protocol, StreamRef};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -9,9 +10,9 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::args::{generic_cuda, probe, ArgScratch, Found};
 use crate::arrays::pending::{pending, release_completed};
 use crate::arrays::{PyDeviceArray, PyForeignArray};
+use crate::dlpack;
 use crate::errors::IntoPyResult;
 use crate::read::cai::{read_interface, Scratch};
-use crate::read::dlpack;
 use crate::read::fast;
 use crate::read::host::host_view;
 use crate::read::streams::{parse_stream, parse_sync, sync_name};
@@ -20,13 +21,13 @@ use crate::util::type_name;
 /// `True` when a CUDA driver loads and reports at least one device. Never raises.
 #[pyfunction]
 pub fn driver_available(py: Python<'_>) -> bool {
-    py.detach(ferrocuda_host::driver::is_available)
+    py.detach(runtime::is_available)
 }
 
 /// Number of CUDA devices. Raises `CudaError` when no driver can be loaded.
 #[pyfunction]
 pub fn device_count(py: Python<'_>) -> PyResult<usize> {
-    py.detach(ferrocuda_host::driver::device_count).py_err(py)
+    py.detach(runtime::device_count).py_err(py)
 }
 
 /// The properties of `device` that decide how fast a kernel runs on it, as a dict:
@@ -37,23 +38,14 @@ pub fn device_count(py: Python<'_>) -> PyResult<usize> {
 #[pyfunction]
 #[pyo3(signature = (device = 0))]
 pub fn device_properties(py: Python<'_>, device: usize) -> PyResult<Bound<'_, PyDict>> {
-    let (cc, sms, total, shared) = py
-        .detach(|| {
-            let c = ferrocuda_host::driver::Context::get(device)?;
-            let (_, total) = ferrocuda_host::driver::mem_get_info(device)?;
-            Ok::<_, ferrocuda_host::Error>((
-                c.compute_capability(),
-                c.sm_count(),
-                total,
-                c.limits().shared_optin,
-            ))
-        })
+    let p = py
+        .detach(|| runtime::device_properties(device))
         .py_err(py)?;
     let d = PyDict::new(py);
-    d.set_item("compute_capability", cc)?;
-    d.set_item("multiprocessors", sms)?;
-    d.set_item("total_memory", total)?;
-    d.set_item("max_shared_per_block", shared)?;
+    d.set_item("compute_capability", p.compute_capability)?;
+    d.set_item("multiprocessors", p.multiprocessors)?;
+    d.set_item("total_memory", p.total_memory)?;
+    d.set_item("max_shared_per_block", p.max_shared_per_block)?;
     Ok(d)
 }
 
@@ -69,8 +61,7 @@ pub fn _home_dir() -> std::path::PathBuf {
 #[pyfunction]
 #[pyo3(signature = (device = 0))]
 pub fn _pooled_events(py: Python<'_>, device: usize) -> PyResult<usize> {
-    py.detach(|| ferrocuda_host::driver::Context::get(device).map(|c| c.pooled_events()))
-        .py_err(py)
+    py.detach(|| runtime::pooled_events(device)).py_err(py)
 }
 
 /// Number of DLPack capsules still held for kernels that may be running (for tests).
@@ -288,8 +279,7 @@ pub fn synchronize(
     device: usize,
 ) -> PyResult<()> {
     let s = parse_stream(stream)?.unwrap_or(StreamRef::Legacy);
-    py.detach(|| ferrocuda_host::driver::synchronize_on(device, s))
-        .py_err(py)?;
+    py.detach(|| runtime::synchronize(device, s)).py_err(py)?;
     release_completed(py);
     Ok(())
 }

@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferrocuda_host::launcher::Target;
 use ferrocuda_host::{Kernel, StreamRef};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -20,15 +21,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyTuple};
 
 use crate::bind::{bind, PyBound};
-use crate::call::{call, parse_config, CallOpts, Target};
-use crate::docs::signature_text;
+use crate::call::{call, parse_config, CallOpts};
+use crate::errors::IntoPyResult;
 use crate::read::streams::parse_sync;
 
 /// Launches kernels on arrays and scalars: the common base of :class:`Kernel` and
 /// :class:`Family`, which differ only in how the kernel is selected (see their ``__doc__``).
 #[pyclass(name = "Launcher", module = "ferrocuda", subclass, frozen, dict)]
 pub struct PyLauncher {
-    target: Arc<Target>,
+    target: Arc<Target<'static>>,
     origin: Origin,
 }
 
@@ -59,38 +60,34 @@ impl Origin {
 /// keyword, or one given twice). A family's kernels must agree on the names of their
 /// parameters (its variants do: they differ in types, ranks and layouts).
 pub fn with_keywords<'py>(
-    t: &Target,
+    t: &Target<'static>,
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let Some(kwargs) = kwargs.filter(|k| !k.is_empty()) else {
         return Ok(args.clone());
     };
-    let params = &t.kernels[0].signature().params;
-    let what = if t.is_family() {
-        "kernel family"
-    } else {
-        "kernel"
-    };
+    let params = &t.first().signature().params;
+    let what = t.what();
     let named = |i: usize| params[i].name.as_str();
-    if let Some(k) = t.renamed.map(|i| &t.kernels[i]) {
+    if let Some(k) = t.renamed() {
         return Err(PyTypeError::new_err(format!(
             "{what} `{}`: its kernels name their parameters differently ({} and {}); pass the \
              arguments by position",
-            t.name,
-            t.kernels[0].signature().param_list(),
+            t.name(),
+            t.first().signature().param_list(),
             k.signature().param_list()
         )));
     }
     for (key, _) in kwargs.iter() {
         let key: String = key.extract().map_err(|_| {
-            PyTypeError::new_err(format!("{what} `{}`: keywords must be strings", t.name))
+            PyTypeError::new_err(format!("{what} `{}`: keywords must be strings", t.name()))
         })?;
         match params.iter().position(|p| p.name == key) {
             None => {
                 return Err(PyTypeError::new_err(format!(
                     "{what} `{}` has no parameter `{key}` (its parameters: {})",
-                    t.name,
+                    t.name(),
                     params
                         .iter()
                         .map(|p| p.name.as_str())
@@ -101,7 +98,7 @@ pub fn with_keywords<'py>(
             Some(i) if i < args.len() => {
                 return Err(PyTypeError::new_err(format!(
                     "{what} `{}`: argument `{key}` given by position and by keyword",
-                    t.name
+                    t.name()
                 )))
             }
             Some(_) => {}
@@ -118,9 +115,9 @@ pub fn with_keywords<'py>(
     if !missing.is_empty() {
         return Err(PyTypeError::new_err(format!(
             "{what} `{}` is missing argument(s) {} ({})",
-            t.name,
+            t.name(),
             missing.join(", "),
-            t.kernels[0].signature().param_list()
+            t.first().signature().param_list()
         )));
     }
     PyTuple::new(args.py(), all)
@@ -191,7 +188,7 @@ impl PyLauncher {
     /// The kernel's (PTX entry) name, or the family's name.
     #[getter]
     fn name(&self) -> &str {
-        &self.target.name
+        self.target.name()
     }
 
     /// Pickles by name: unpickling returns the launcher of the same name in the same module
@@ -206,15 +203,19 @@ impl PyLauncher {
         let family = slf.is_instance_of::<PyFamily>();
         Ok((
             extension_function(py, "_launcher")?,
-            (this.origin.pickle_arg(), this.target.name.clone(), family),
+            (
+                this.origin.pickle_arg(),
+                this.target.name().to_owned(),
+                family,
+            ),
         ))
     }
 }
 
 impl PyLauncher {
     /// The first (for a kernel: the) kernel.
-    fn kernel(&self) -> &Kernel<'static> {
-        &self.target.kernels[0]
+    fn kernel(&self) -> Kernel<'static> {
+        self.target.first()
     }
 }
 
@@ -225,7 +226,7 @@ pub struct PyKernel;
 impl PyKernel {
     /// A launcher of kernel `k` of the module from `origin`.
     pub fn new(k: Kernel<'static>, origin: Origin) -> PyClassInitializer<Self> {
-        let target = Target::new(k.name().to_owned(), false, vec![k]);
+        let target = Target::kernel(k);
         PyClassInitializer::from(PyLauncher {
             target: Arc::new(target),
             origin,
@@ -272,13 +273,13 @@ impl PyKernel {
     /// The signature as text, e.g. ``add_f32(a: float32[:] (C-contiguous), …)``.
     #[getter]
     fn signature(slf: PyRef<'_, Self>) -> String {
-        signature_text(slf.as_super().kernel())
+        slf.as_super().kernel().signature().text()
     }
 
     fn __repr__(slf: PyRef<'_, Self>) -> String {
         format!(
             "<ferrocuda.Kernel {}>",
-            signature_text(slf.as_super().kernel())
+            slf.as_super().kernel().signature().text()
         )
     }
 }
@@ -293,17 +294,23 @@ pub struct PyFamily {
 impl PyFamily {
     /// A launcher of family `name` of the module from `origin`, whose kernels are `kernels`
     /// with the launcher objects `objects`.
+    ///
+    /// # Errors
+    ///
+    /// `ValueError` when `kernels` is empty.
     pub fn new(
+        py: Python<'_>,
         name: String,
         kernels: Vec<Kernel<'static>>,
         objects: Py<PyTuple>,
         origin: Origin,
-    ) -> PyClassInitializer<Self> {
-        PyClassInitializer::from(PyLauncher {
-            target: Arc::new(Target::new(name, true, kernels)),
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let target = Target::family(name, kernels).py_err(py)?;
+        Ok(PyClassInitializer::from(PyLauncher {
+            target: Arc::new(target),
             origin,
         })
-        .add_subclass(PyFamily { kernels: objects })
+        .add_subclass(PyFamily { kernels: objects }))
     }
 }
 
@@ -317,15 +324,15 @@ impl PyFamily {
 
     fn __repr__(slf: PyRef<'_, Self>) -> String {
         let t = &slf.as_super().target;
-        let names: Vec<&str> = t.kernels.iter().map(|k| k.name()).collect();
-        format!("<ferrocuda.Family {} [{}]>", t.name, names.join(", "))
+        let names: Vec<&str> = t.kernels().iter().map(|k| k.name()).collect();
+        format!("<ferrocuda.Family {} [{}]>", t.name(), names.join(", "))
     }
 }
 
 /// A kernel or family with a fixed launch configuration (``launcher[grid, block, stream]``).
 #[pyclass(name = "ConfiguredLauncher", module = "ferrocuda", frozen)]
 pub struct PyConfigured {
-    target: Arc<Target>,
+    target: Arc<Target<'static>>,
     opts: CallOpts,
 }
 
@@ -353,7 +360,7 @@ impl PyConfigured {
     fn __repr__(&self) -> String {
         format!(
             "<ferrocuda.ConfiguredLauncher {} grid={:?} block={:?} stream={:?} shared_mem={}>",
-            self.target.name,
+            self.target.name(),
             self.opts.grid,
             self.opts.block,
             self.opts.stream.map(StreamRef::as_raw),

@@ -3,8 +3,12 @@
 //! A thin layer over [`ferrocuda_host`]: it reads the array interfaces of Python objects
 //! (`__cuda_array_interface__` v0–v3, `__sycl_usm_array_interface__`, DLPack, NumPy),
 //! normalizes stream arguments, converts scalars by the kernel manifest, and hands everything
-//! to the host crate, which validates, orders the launch against the producers' streams and
-//! launches.
+//! to the host crate, which validates (`ferrocuda_host::interop`: the CAI and DLPack rules),
+//! chooses the kernel (`ferrocuda_host::launcher::Target`), orders the launch against the
+//! producers' streams and launches. What it needs of the CUDA driver — devices, stream
+//! synchronization and ordering, fences, the caller's context, trap records — comes through
+//! the host's facade, `ferrocuda_host::runtime`; no module here names the driver layer
+//! (`tests/layers` checks it).
 //!
 //! # Layers
 //!
@@ -16,25 +20,28 @@
 //!    attributes.
 //! 3. [`errors`] — `CudaError`, `PerformanceWarning`, host errors as Python exceptions,
 //!    failures of reading a producer's objects, `Trap` and `last_trap` (failed device checks).
-//! 4. [`read`] — readers of foreign objects, each producing the host crate's description:
-//!    interface dictionaries (`read::cai`), CuPy and torch fast paths (`read::fast`), DLPack
-//!    capsules (`read::dlpack`), NumPy host arrays (`read::host`), stream and sync arguments
-//!    (`read::streams`).
-//! 5. [`arrays`] — the array objects: `DeviceArray`, `ForeignArray`, the DLPack export, and
-//!    the capsules held until a kernel completes.
-//! 6. [`args`] — argument classification: what each launch argument is.
-//! 7. [`docs`] — signatures and docstrings of launchers.
-//! 8. [`call`] — the call path: options, kernel selection, scalars, the launch through the
-//!    host crate's two phases (host arrays staged between them).
-//! 9. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
-//!    second half per launch with what can change read again (streams, moved memory).
-//! 10. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
+//! 4. [`dlpack`] — DLPack's Python side over the host's model: a producer's capsule taken
+//!    (import), ferrocuda's managed tensors in capsules (export), a producer type's exchange
+//!    API.
+//! 5. [`read`] — readers of foreign objects, each producing the host crate's description:
+//!    interface dictionaries (`read::cai`), CuPy and torch fast paths (`read::fast`), NumPy
+//!    host arrays (`read::host`), stream and sync arguments (`read::streams`).
+//! 6. [`arrays`] — the array objects: `DeviceArray` (with its DLPack export), `ForeignArray`,
+//!    and the DLPack imports held until a kernel completes.
+//! 7. [`args`] — argument classification: what each launch argument is.
+//! 8. [`docs`] — docstrings of launchers.
+//! 9. [`call`] — the call path: options, the kernel chosen by the host's launcher target,
+//!    scalars, the launch through the host crate's two phases (host arrays staged between
+//!    them).
+//! 10. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
+//!     second half per launch with what can change read again (streams, moved memory).
+//! 11. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
 //!     differ only in selection; `ConfiguredLauncher`.
-//! 11. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
+//! 12. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
 //!     `BuildError` (through `ferrocuda_builder::project`).
-//! 12. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
-//! 13. [`functions`] — the module-level functions.
-//! 14. [`xla`] — XLA FFI handlers (`jax.jit`), over the host crate and [`module`].
+//! 13. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
+//! 14. [`functions`] — the module-level functions.
+//! 15. [`xla`] — XLA FFI handlers (`jax.jit`), over the host crate and [`module`].
 //!
 //! This file registers the classes and functions (it uses every layer).
 //!
@@ -49,6 +56,7 @@ pub mod arrays;
 pub mod bind;
 pub mod call;
 pub mod config;
+pub mod dlpack;
 pub mod docs;
 pub mod errors;
 pub mod functions;
@@ -70,7 +78,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BuildError", py.get_type::<project::BuildError>())?;
     m.add("CompileError", py.get_type::<project::CompileError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("MAX_NDIM", ferrocuda_host::cai::MAX_NDIM)?;
+    m.add("MAX_NDIM", ferrocuda_host::interop::cai::MAX_NDIM)?;
     m.add("SYNC_ENV_VAR", ferrocuda_host::stream::SYNC_ENV_VAR)?;
     m.add_class::<arrays::PyDeviceArray>()?;
     m.add_class::<arrays::PyForeignArray>()?;

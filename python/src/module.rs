@@ -56,7 +56,7 @@ fn make_module(py: Python<'_>, module: &'static Module, origin: Origin) -> PyRes
         let ks: Vec<Kernel<'static>> = members.iter().map(|(k, _)| *k).collect();
         let doc = family_doc(fam, &ks);
         let objs = PyTuple::new(py, members.iter().map(|(_, o)| o.clone_ref(py)))?;
-        let f = PyFamily::new(fam.to_owned(), ks, objs.unbind(), origin.clone());
+        let f = PyFamily::new(py, fam.to_owned(), ks, objs.unbind(), origin.clone())?;
         let f = Py::new(py, f)?;
         f.bind(py).setattr(intern!(py, "__doc__"), doc)?;
         families.set_item(fam, f)?;

@@ -344,7 +344,7 @@ pub fn new_crate(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 #[pyfunction]
 pub fn _cli(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
     let driver = || -> Result<String, String> {
-        match ferrocuda_host::driver::device_count() {
+        match ferrocuda_host::runtime::device_count() {
             Ok(0) => Err("a CUDA driver loads, but reports no device".into()),
             Ok(n) => Ok(format!(
                 "CUDA driver loaded, {n} device{}",

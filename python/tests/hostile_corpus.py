@@ -8,7 +8,7 @@ runs every entry through ``ferrocuda.validate_interface(obj, name="arg")`` and t
 launch, on any machine (argument errors come before "no CUDA driver") and, on a GPU, with real
 allocations that are poisoned and checked afterwards: a refused launch writes nothing.
 
-What the entries pin down (read off ``host/src/cai/`` and ``python/src/read/cai.rs``, and
+What the entries pin down (read off ``host/src/interop/cai/`` and ``python/src/read/cai.rs``, and
 checked against the extension):
 
 * every rule violation of the interface itself is a ``ValueError`` naming the key — also a

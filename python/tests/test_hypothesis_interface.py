@@ -4,7 +4,7 @@ Each example is an interface (a CUDA Array Interface or SYCL USM dict, mostly we
 wrong types, huge and negative numbers, overflowing shape x stride products, bools for ints,
 NumPy scalars, ``__index__`` objects, dict/tuple/list/str/int subclasses that lie) inside a
 producer object (a plain property, a class attribute, a property that raises). An independent
-Python model of the rules (``host/src/cai/`` and ``python/src/read/cai.rs``) predicts the
+Python model of the rules (``host/src/interop/cai/`` and ``python/src/read/cai.rs``) predicts the
 outcome, and the test checks that
 
 * an accepted interface is described exactly as the model computes it: dtype, shape, size =
@@ -294,7 +294,7 @@ def model(d: dict[Any, Any], sycl: bool) -> dict[str, Any]:
     stream = MISSING if sycl else opt_int(g("stream"))
     offset = opt_int(g("offset"))
 
-    # ---- validation (host/src/cai/) ----------------------------------------------------------
+    # ---- validation (host/src/interop/cai/) --------------------------------------------------
     for v in (version, typestr, shape, data):
         if v is MISSING or v is None:
             raise Refused("required")

@@ -74,6 +74,9 @@ pub struct Crate {
     pub files: Vec<File>,
     modules: BTreeMap<ModPath, Module>,
     pub edges: Vec<Edge>,
+    /// Paths into other crates: file, line, the path as written — with a `use` alias of an
+    /// outside path (`use ferrocuda_host as h;`, `use ferrocuda_host::driver;`) expanded.
+    outside: Vec<(usize, usize, Vec<String>)>,
 }
 
 /// A path reference found in a file, before resolution.
@@ -412,7 +415,24 @@ impl Crate {
             files,
             modules,
             edges: Vec::new(),
+            outside: Vec::new(),
         };
+        // Aliases of outside paths, by module and name.
+        let mut aliases: HashMap<(ModPath, String), Vec<String>> = HashMap::new();
+        for raw in &raws {
+            for u in &raw.uses {
+                for (name, segs) in &u.flat {
+                    let first = segs.first().map(String::as_str);
+                    if name != "*"
+                        && !matches!(first, Some("crate" | "self" | "super"))
+                        && absolute(&krate.modules, &u.module, segs).is_none()
+                    {
+                        aliases.insert((u.module.clone(), name.clone()), segs.clone());
+                    }
+                }
+            }
+        }
+        let mut outside = Vec::new();
         // Edges.
         let mut edges = Vec::new();
         for (idx, raw) in raws.iter_mut().enumerate() {
@@ -437,6 +457,17 @@ impl Crate {
                     }
                 }
                 let Some(abs) = absolute(&krate.modules, &r.module, &r.segments) else {
+                    let first = r.segments.first().map(String::as_str);
+                    if !matches!(first, Some("crate" | "self" | "super")) {
+                        let mut path = r.segments.clone();
+                        if r.from_use.is_none() {
+                            let key = (r.module.clone(), path[0].clone());
+                            if let Some(target) = aliases.get(&key) {
+                                path.splice(..1, target.iter().cloned());
+                            }
+                        }
+                        outside.push((idx, r.line, path));
+                    }
                     continue;
                 };
                 let target = if r.segments.last().map(String::as_str) == Some("*") {
@@ -463,6 +494,7 @@ impl Crate {
             }
         }
         krate.edges = edges;
+        krate.outside = outside;
         krate
     }
 
@@ -633,6 +665,26 @@ impl Crate {
             }
         }
         out
+    }
+
+    /// The paths into other crates that start with `prefix` (`["ferrocuda_host", "driver"]`),
+    /// in `use` items or code (macro arguments included, `#[cfg(test)]` items not), as
+    /// `file:line uses path`.
+    pub fn outside_uses(&self, prefix: &[&str]) -> Vec<String> {
+        let mut found: Vec<(&str, usize, String)> = self
+            .outside
+            .iter()
+            .filter(|(_, _, p)| {
+                p.len() >= prefix.len() && p.iter().zip(prefix).all(|(a, b)| a == b)
+            })
+            .map(|(f, line, p)| (self.files[*f].name.as_str(), *line, p.join("::")))
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+            .into_iter()
+            .map(|(f, line, p)| format!("{f}:{line} uses {p}"))
+            .collect()
     }
 
     /// The names of the files with a `# Layers` section.
@@ -978,6 +1030,36 @@ mod tests {
             "{}",
             c[0]
         );
+    }
+
+    #[test]
+    fn paths_into_another_crate_are_found_however_they_are_written() {
+        let files: &[(&str, &[&str], &str)] = &[
+            ("lib.rs", &[], "mod a;\nmod b;"),
+            (
+                "a.rs",
+                &["a"],
+                "use other::{driver::Fence, runtime};\nfn f() { other::driver::sync(); }",
+            ),
+            (
+                "b.rs",
+                &["b"],
+                "use other as o;\nuse other::driver;\nfn g() { let _ = format!(\"{:?}\", o::driver::X); driver::y(); runtime::z(); }",
+            ),
+        ];
+        let got = krate(files).outside_uses(&["other", "driver"]);
+        assert_eq!(
+            got,
+            [
+                "a.rs:1 uses other::driver::Fence",
+                "a.rs:2 uses other::driver::sync",
+                "b.rs:2 uses other::driver",
+                "b.rs:3 uses other::driver::X",
+                "b.rs:3 uses other::driver::y",
+            ],
+            "{got:?}"
+        );
+        assert!(krate(files).outside_uses(&["another"]).is_empty());
     }
 
     #[test]

@@ -68,3 +68,22 @@ fn layer_orders_hold() {
     }
     assert!(report.is_empty(), "layer orders broken:\n{report}");
 }
+
+/// The Python binding reaches the CUDA driver only through the host crate's facade
+/// (`ferrocuda_host::runtime`): no path of `python/src` names the driver layer.
+#[test]
+fn the_python_binding_names_no_driver() {
+    let krate = read("python/src");
+    let mut report = Vec::new();
+    for prefix in [
+        &["ferrocuda_host", "driver"][..],
+        &["ferrocuda", "host", "driver"],
+    ] {
+        report.extend(krate.outside_uses(prefix));
+    }
+    assert!(
+        report.is_empty(),
+        "python/src names the host's driver layer (use ferrocuda_host::runtime):\n{}",
+        report.join("\n")
+    );
+}

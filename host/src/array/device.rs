@@ -1,9 +1,9 @@
 //! Device memory ferrocuda owns: [`AnyDeviceArray`] (element type known at run time) and
 //! [`DeviceArray<T>`] (typed), one allocation type with one free.
 
-use crate::cai::{ArrayDesc, MAX_NDIM};
 use crate::driver::{self, raw_stream, result as cu, Context};
 use crate::error::{Error, Result};
+use crate::interop::cai::{ArrayDesc, MAX_NDIM};
 use crate::launch::Arg;
 use crate::stream::{Capture, StreamRef};
 use ferrocuda_abi::{layout, DType, Element};

@@ -1,9 +1,9 @@
 //! Another library's memory: [`ForeignArray`] and the import-time synchronization rule,
 //! [`import`] — Numba's `as_cuda_array` / `from_cuda_array_interface`.
 
-use crate::cai::ArrayDesc;
 use crate::driver::{self, Context};
 use crate::error::Result;
+use crate::interop::cai::ArrayDesc;
 use crate::launch::{default_sync_mode, Arg};
 use crate::stream::{Capture, SyncMode};
 

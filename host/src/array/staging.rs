@@ -8,9 +8,9 @@
 //! loop.
 
 use super::device::{AnyDeviceArray, DeviceArray};
-use crate::cai::ArrayDesc;
 use crate::driver;
 use crate::error::{Error, ErrorKind, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::launch::{Arg, ArgList, LaunchOptions, Prepared};
 use crate::module::Kernel;
 use crate::scalar::Scalar;

@@ -2,8 +2,8 @@
 
 use super::select::has_layout;
 use super::Arg;
-use crate::cai::ArrayDesc;
 use crate::error::{Error, Key, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{Param, Signature};
 use ferrocuda_abi::{layout, ArrayLayout, MAX_NDIM};
 

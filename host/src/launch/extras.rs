@@ -30,9 +30,9 @@
 use ferrocuda_abi::extras::{Cmp, Operand, Value, NONE};
 
 use super::Arg;
-use crate::cai::ArrayDesc;
 use crate::driver::{result as cu, Context, KeptWorkspace, StreamHandle};
 use crate::error::{Error, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{operand_text, Requirement, ScratchParam, Signature, MAX_SCRATCH};
 use crate::scalar::Scalar;
 

@@ -22,7 +22,9 @@
 //! family's kernel for the arguments' element types, ranks and layouts (the contiguous,
 //! vectorised variant whenever every array allows it, a strided one otherwise), and a typed
 //! launcher the kernel's layout variant ([`Kernel::variant_for`]); [`Kernel::launch`] runs
-//! the kernel it is called on.
+//! the kernel it is called on. A launcher holding one kernel or a family's kernels asks
+//! [`Target::choose`](crate::launcher::Target::choose) once per launch: the argument count, that choice (remembered per
+//! launcher) and the "no variant" error.
 //!
 //! [`Kernel::launch`] runs both. Between them a caller may stage host arrays on the prepared
 //! device and launch stream ([`Arg::Host`]; the array module's `Staging`) — the one path by
@@ -60,8 +62,8 @@ pub use extras::{ScratchPlan, SCRATCH_ALIGN};
 pub use prepare::Prepared;
 pub use select::{select, Operand, SelectionKey, SelectionMemo};
 
-use crate::cai::ArrayDesc;
 use crate::error::{Error, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{Kernel, MAX_PARAMS};
 use crate::scalar::Scalar;
 use crate::stream::{Plan, StreamRef, SyncMode};

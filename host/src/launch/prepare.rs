@@ -3,9 +3,9 @@
 
 use super::extras::ScratchPlan;
 use super::{check_args, default_sync_mode, shape, Arg, LaunchOptions};
-use crate::cai::ArrayDesc;
 use crate::driver::{self, result as cu, Context, LaunchAttrs, PointerInfo};
 use crate::error::{Error, Key, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{Function, Kernel, Param, MAX_PARAMS};
 use crate::stream::{self, Plan, StreamRef};
 

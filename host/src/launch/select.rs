@@ -24,8 +24,8 @@
 use std::fmt::Write as _;
 
 use super::Arg;
-use crate::cai::ArrayDesc;
 use crate::error::{Error, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::{Kernel, Module, Param, MAX_PARAMS};
 use ferrocuda_abi::{layout, ArrayLayout};
 
@@ -402,7 +402,8 @@ impl Module {
     /// # Errors
     ///
     /// `Value` when the module has no such family; `Type` when no variant takes the
-    /// arguments' kinds, element types and ranks (the message lists the variants).
+    /// arguments' kinds, element types and ranks ([`no_variant`]: the message lists the
+    /// variants' signatures).
     pub fn select<'m>(&'m self, family: &str, args: &[Arg<'_>]) -> Result<Kernel<'m>> {
         let mut ops = [Operand::Scalar; MAX_PARAMS];
         let n = operands(args, &mut ops).ok_or_else(|| {
@@ -430,18 +431,25 @@ impl Module {
         if let Some(k) = select_for(members(), &ops[..n], cc) {
             return Ok(k);
         }
-        let mut variants = String::new();
-        for k in members() {
-            let _ = write!(
-                variants,
-                "\n    {}({})",
-                k.name(),
-                k.signature().param_list()
-            );
-        }
-        Err(Error::type_error(format!(
-            "kernel family `{family}` has no variant for ({}); variants:{variants}",
-            describe(&ops[..n])
-        )))
+        Err(no_variant(family, members(), &ops[..n]))
     }
+}
+
+/// The `TypeError` of a launch of family `family` whose `variants` take none of `ops`'s
+/// kinds, element types and ranks: what selection saw ([`describe`]), and each variant's
+/// [`Signature::text`](crate::module::Signature::text). The one "no variant" message, of
+/// [`Module::select`] and of launchers ([`Target::choose`](crate::launcher::Target::choose)).
+pub fn no_variant<'m>(
+    family: &str,
+    variants: impl IntoIterator<Item = Kernel<'m>>,
+    ops: &[Operand<'_>],
+) -> Error {
+    let mut list = String::new();
+    for k in variants {
+        let _ = write!(list, "\n    {}", k.signature().text());
+    }
+    Error::type_error(format!(
+        "kernel family `{family}` has no variant for ({}); variants:{list}",
+        describe(ops)
+    ))
 }

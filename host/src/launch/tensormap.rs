@@ -9,9 +9,9 @@
 //! special code in the kernel. L2 promotion is 256 bytes (CUTLASS's default for GEMM
 //! operands).
 
-use crate::cai::ArrayDesc;
 use crate::driver::result as cu;
 use crate::error::{Error, Result};
+use crate::interop::cai::ArrayDesc;
 use crate::module::Param;
 use ferrocuda_abi::tensormap::{TENSOR_MAP_BYTES, TENSOR_MAP_MAX_RANK, TENSOR_MAP_PARAM_BYTES};
 

@@ -209,6 +209,50 @@ impl Signature {
             .collect::<Vec<_>>()
             .join(", ")
     }
+
+    /// `"add_f32(a: float32[:] (C-contiguous), …, out: float32[:] (C-contiguous, written))"`
+    /// — the signature as launchers show it (messages, documentation).
+    pub fn text(&self) -> String {
+        let ps: Vec<String> = self.params.iter().map(Param::text).collect();
+        format!("{}({})", self.name, ps.join(", "))
+    }
+
+    /// The `TypeError` of a launch of this kernel with `n` arguments: ``kernel `add_f32`
+    /// takes 3 argument(s) (a, b, out), got 2``.
+    pub fn arity_error(&self, n: usize) -> Error {
+        Error::type_error(format!(
+            "kernel `{}` takes {} argument(s) ({}), got {n}",
+            self.name,
+            self.params.len(),
+            self.param_list()
+        ))
+    }
+}
+
+impl Param {
+    /// `"out: float32[:] (C-contiguous, written)"` — the parameter as [`Signature::text`]
+    /// shows it.
+    pub fn text(&self) -> String {
+        let dt = self.dtype.name();
+        let written = if self.mutable { ", written" } else { "" };
+        match self.kind {
+            ParamKind::Scalar => format!("{}: {dt}", self.name),
+            ParamKind::Slice => format!("{}: {dt}[:] (C-contiguous{written})", self.name),
+            ParamKind::View => format!(
+                "{}: {dt} {}-D array (any strides{written})",
+                self.name, self.rank
+            ),
+            ParamKind::TensorMap => format!(
+                "{}: {dt} {}-D array (read by the Tensor Memory Accelerator: unit inner stride, \
+                 16-byte multiple strides{written})",
+                self.name, self.rank
+            ),
+            // Never an argument: signatures list the caller's parameters only.
+            ParamKind::Scratch => {
+                format!("{}: {dt} workspace (provided by the launcher)", self.name)
+            }
+        }
+    }
 }
 
 /// Most scratch parameters a kernel may have.

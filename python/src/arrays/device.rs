@@ -3,15 +3,16 @@
 
 use ferrocuda_abi::DType;
 use ferrocuda_host::array::{AnyDeviceArray, HostArray};
+use ferrocuda_host::interop::dlpack::KDL_CUDA;
+use ferrocuda_host::runtime;
 use ferrocuda_host::{ArrayDesc, Error, StreamRef};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
-use super::export;
+use crate::dlpack;
 use crate::errors::IntoPyResult;
-use crate::read::dlpack::KDL_CUDA;
 use crate::read::host::{host_view, parse_dtype};
 use crate::read::streams::parse_stream;
 use crate::util::{numpy_attr, read_int, type_name};
@@ -244,8 +245,7 @@ impl PyDeviceArray {
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.inner.stream();
         let dev = self.inner.device();
-        py.detach(|| ferrocuda_host::driver::synchronize_on(dev, s))
-            .py_err(py)
+        py.detach(|| runtime::synchronize(dev, s)).py_err(py)
     }
 
     /// The extents, a tuple of ints.
@@ -359,10 +359,10 @@ impl PyDeviceArray {
             let own = this.inner.stream();
             // An event edge, by the capture rules: refused when the consumer's stream is
             // capturing a graph that the array's stream is not part of.
-            py.detach(|| ferrocuda_host::driver::order_before(device, own, consumer))
+            py.detach(|| runtime::order_before(device, own, consumer))
                 .py_err(py)?;
         }
-        export::export(
+        dlpack::export(
             py,
             slf.clone().into_any().unbind(),
             this.desc(),

@@ -1,12 +1,12 @@
 //! `ferrocuda.ForeignArray`: another library's device array, validated, with the object that
 //! owns its memory (and a DLPack import) kept alive.
 
+use ferrocuda_host::interop::dlpack::ManagedTensor;
 use ferrocuda_host::{ArrayDesc, StreamRef};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::device::{cai_dict, numpy_dtype};
-use crate::read::dlpack::DlpackOwner;
 
 /// Another library's device array, validated, with the object that owns its memory kept
 /// alive (what :func:`ferrocuda.as_cuda_array` and :func:`ferrocuda.from_cuda_array_interface`
@@ -19,13 +19,13 @@ pub struct PyForeignArray {
     desc: ArrayDesc,
     owner: Py<PyAny>,
     /// A DLPack import, released when the array is.
-    _dlpack: Option<DlpackOwner>,
+    _dlpack: Option<ManagedTensor>,
 }
 
 impl PyForeignArray {
     /// An array of `desc` (already imported by the host crate's import rule) kept alive by
     /// `owner` and, for a DLPack import, `dlpack`.
-    pub fn new(desc: ArrayDesc, owner: Py<PyAny>, dlpack: Option<DlpackOwner>) -> Self {
+    pub fn new(desc: ArrayDesc, owner: Py<PyAny>, dlpack: Option<ManagedTensor>) -> Self {
         PyForeignArray {
             desc,
             owner,

@@ -1,11 +1,10 @@
-//! Array objects: `ferrocuda.DeviceArray` ([`device`]), `ferrocuda.ForeignArray`
-//! ([`foreign`]), the DLPack export ([`export`]) and the capsules held until a kernel
+//! Array objects: `ferrocuda.DeviceArray` ([`device`], exported through the CAI and DLPack),
+//! `ferrocuda.ForeignArray` ([`foreign`]) and the DLPack imports held until a kernel
 //! completes ([`pending`]).
 //!
-//! Order (each uses only those above it): `pending`, `export`, `device`, `foreign`.
+//! Order (each uses only those above it): `pending`, `device`, `foreign`.
 
 pub mod device;
-pub mod export;
 pub mod foreign;
 pub mod pending;
 

@@ -8,14 +8,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ferrocuda_host::driver::Fence;
+use ferrocuda_host::interop::dlpack::ManagedTensor;
+use ferrocuda_host::runtime::{self, Fence};
 use ferrocuda_host::StreamRef;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPyResult;
-use crate::read::dlpack::DlpackOwner;
 
-type Pending = (Fence, Vec<DlpackOwner>);
+type Pending = (Fence, Vec<ManagedTensor>);
 
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 static PENDING_LEN: AtomicUsize = AtomicUsize::new(0);
@@ -51,7 +51,7 @@ pub fn defer(
     py: Python<'_>,
     device: usize,
     stream: StreamRef,
-    owners: Vec<DlpackOwner>,
+    owners: Vec<ManagedTensor>,
 ) -> PyResult<()> {
     match py.detach(|| Fence::record(device, stream)) {
         Ok(f) => {
@@ -62,7 +62,7 @@ pub fn defer(
         }
         Err(e) => {
             // Cannot fence: wait for the kernel instead, then release.
-            let r = py.detach(|| ferrocuda_host::driver::synchronize_on(device, stream));
+            let r = py.detach(|| runtime::synchronize(device, stream));
             drop(owners);
             r.map_err(|_| e).py_err(py)
         }

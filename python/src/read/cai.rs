@@ -23,7 +23,7 @@
 
 use std::borrow::Cow;
 
-use ferrocuda_host::cai::{self, ArrayDesc, RawInterface, RawValue, MAX_NDIM};
+use ferrocuda_host::interop::cai::{self, ArrayDesc, RawInterface, RawValue, MAX_NDIM};
 use ferrocuda_host::{Error, Key, Protocol};
 use pyo3::intern;
 use pyo3::prelude::*;

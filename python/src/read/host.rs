@@ -4,7 +4,7 @@
 
 use ferrocuda_abi::DType;
 use ferrocuda_host::array::{AnyDeviceArray, HostArray, HostArrayMut};
-use ferrocuda_host::cai::{self, ArrayDesc};
+use ferrocuda_host::interop::cai::{self, ArrayDesc};
 use ferrocuda_host::{Error, Protocol, Result, StreamRef};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;

@@ -3,15 +3,14 @@
 //! [`SyncMode`](ferrocuda_host::SyncMode)), applying the host crate's rules.
 //!
 //! * [`cai`] — interface dictionaries (CAI, SYCL USM, NumPy's `__array_interface__`);
-//! * [`fast`] — exact CuPy arrays and torch tensors, read field by field;
-//! * [`dlpack`] — DLPack capsules (the consumer) and the DLPack C structures;
+//! * [`fast`] — exact CuPy arrays and torch tensors, read field by field (torch's through its
+//!   DLPack exchange API, [`crate::dlpack::Exchange`], where it has one);
 //! * [`host`] — NumPy host arrays and dtype-likes;
 //! * [`streams`] — `stream=` and `sync=` arguments.
 //!
 //! `host` uses `cai`; the others use only the modules below this layer.
 
 pub mod cai;
-pub mod dlpack;
 pub mod fast;
 pub mod host;
 pub mod streams;

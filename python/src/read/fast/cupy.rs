@@ -14,7 +14,7 @@
 use std::sync::atomic::Ordering;
 
 use ferrocuda_abi::{layout, DType};
-use ferrocuda_host::cai::{self, ArrayDesc, Protocol, MAX_NDIM};
+use ferrocuda_host::interop::cai::{self, ArrayDesc, Protocol, MAX_NDIM};
 use ferrocuda_host::StreamRef;
 use pyo3::intern;
 use pyo3::prelude::*;

@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use ferrocuda_abi::DType;
-use ferrocuda_host::cai::ArrayDesc;
+use ferrocuda_host::interop::cai::ArrayDesc;
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::PyRuntimeWarning;
 use pyo3::intern;
@@ -177,11 +177,11 @@ pub fn same_layout(
     Ok(match kind {
         Kind::Cupy if CUPY_ON.load(Ordering::Relaxed) => cupy_unchanged(obj, desc),
         Kind::Torch if TORCH_ON.load(Ordering::Relaxed) => match torch_api(obj.py())? {
-            Some(api) => match torch_view(obj, &api, &mut l) {
+            Some(api) => match torch_view(obj, api, &mut l) {
                 Some((dtype, device)) if dtype == desc.dtype() => {
                     let same = l.matches(desc);
                     if same && state.torch.is_none() {
-                        torch_stream_on(obj.py(), &api, device, state)?;
+                        torch_stream_on(obj.py(), api, device, state)?;
                     }
                     Some(same)
                 }

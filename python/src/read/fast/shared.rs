@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use ferrocuda_abi::{layout, DType};
-use ferrocuda_host::cai::{ArrayDesc, MAX_NDIM};
+use ferrocuda_host::interop::cai::{ArrayDesc, MAX_NDIM};
 use ferrocuda_host::StreamRef;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;

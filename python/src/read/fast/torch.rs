@@ -23,7 +23,7 @@
 //! ([`torch_stream`]).
 
 use ferrocuda_abi::{layout, DType};
-use ferrocuda_host::cai::{ArrayDesc, MAX_NDIM};
+use ferrocuda_host::interop::cai::{ArrayDesc, MAX_NDIM};
 use ferrocuda_host::StreamRef;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
@@ -32,7 +32,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
 use super::{dtype_code, dtype_of_code, int_tuple, CallState, Layout, DTYPES};
-use crate::read::dlpack::{self, ExchangeApi};
+use crate::dlpack::Exchange;
+use ferrocuda_host::interop::dlpack::{DLDataType, DLDevice, KDL_CUDA};
 
 /// The element types the torch fast path reads: those torch's `__cuda_array_interface__`
 /// getter exports (its typestr table), and `bfloat16`, which newer getters export as `"<V2"`
@@ -99,13 +100,11 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     if let Some(api) = torch_api(py)? {
         // The device through the exchange API too (a C call, where `get_device()` is a
         // Python method call).
-        let mut shape = [0i64; MAX_NDIM];
-        let mut strides = [0i64; MAX_NDIM];
         if let Some(v) = api
-            .view(tensor, &mut shape, &mut strides)
-            .filter(|v| v.device.device_type == dlpack::KDL_CUDA)
+            .view(tensor)
+            .filter(|v| v.device.device_type == KDL_CUDA)
         {
-            return torch_stream_on(py, &api, v.device, state);
+            return torch_stream_on(py, api, v.device, state);
         }
     }
     let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
@@ -134,8 +133,8 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
 /// legacy stream), remembered for the rest of the launch in `state`.
 pub(super) fn torch_stream_on(
     py: Python<'_>,
-    api: &ExchangeApi,
-    device: dlpack::DLDevice,
+    api: &Exchange,
+    device: DLDevice,
     state: &mut CallState,
 ) -> PyResult<StreamRef> {
     let s = StreamRef::from_cai(api.current_stream(py, device)?).unwrap_or(StreamRef::Legacy);
@@ -147,17 +146,19 @@ pub(super) fn torch_stream_on(
 /// itself: subclasses are read by the generic path), looked up once; `None` for a torch
 /// without it (or an unusable one) and with `FERROCUDA_TORCH_EXCHANGE=0`.
 /// A value of `FERROCUDA_TORCH_EXCHANGE` other than `1`, `0` or empty is a `ValueError`.
-pub(super) fn torch_api(py: Python<'_>) -> PyResult<Option<ExchangeApi>> {
+pub(super) fn torch_api(py: Python<'_>) -> PyResult<Option<&'static Exchange>> {
     static ON: std::sync::OnceLock<Result<bool, ferrocuda_config::Error>> =
         std::sync::OnceLock::new();
     if !super::shared::switch(&ferrocuda_config::TORCH_EXCHANGE, &ON)? {
         return Ok(None);
     }
-    static API: PyOnceLock<Option<ExchangeApi>> = PyOnceLock::new();
-    Ok(*API.get_or_init(py, || {
-        let ty = py.import("torch").ok()?.getattr("Tensor").ok()?;
-        ExchangeApi::of_type(ty.cast::<pyo3::types::PyType>().ok()?)
-    }))
+    static API: PyOnceLock<Option<Exchange>> = PyOnceLock::new();
+    Ok(API
+        .get_or_init(py, || {
+            let ty = py.import("torch").ok()?.getattr("Tensor").ok()?;
+            Exchange::of_type(ty.cast::<pyo3::types::PyType>().ok()?)
+        })
+        .as_ref())
 }
 
 /// `"exchange"` when torch tensors are read through torch's exchange API, else
@@ -171,7 +172,7 @@ pub fn torch_read_source(py: Python<'_>) -> PyResult<&'static str> {
 
 /// The element type of a tensor viewed through the exchange API: the dtypes the getter
 /// exports ([`TORCH_EXPORTS`]), else `None`.
-fn torch_dl_dtype(t: dlpack::DLDataType) -> Option<DType> {
+fn torch_dl_dtype(t: DLDataType) -> Option<DType> {
     let d = (t.lanes == 1)
         .then(|| DType::from_dlpack(t.code, t.bits))
         .flatten()?;
@@ -182,24 +183,23 @@ fn torch_dl_dtype(t: dlpack::DLDataType) -> Option<DType> {
 /// tensors only, of an exported dtype. Returns the element type and device too.
 pub(super) fn torch_view(
     obj: &Bound<'_, PyAny>,
-    api: &ExchangeApi,
+    api: &Exchange,
     l: &mut Layout,
-) -> Option<(DType, dlpack::DLDevice)> {
-    let mut shape = [0i64; MAX_NDIM];
-    let mut elem = [0i64; MAX_NDIM];
-    let v = api.view(obj, &mut shape, &mut elem)?;
-    if v.device.device_type != dlpack::KDL_CUDA {
+) -> Option<(DType, DLDevice)> {
+    let v = api.view(obj)?;
+    if v.device.device_type != KDL_CUDA {
         return None;
     }
     let dtype = torch_dl_dtype(v.dtype)?;
-    l.n = v.ndim;
-    for (slot, &n) in l.shape.iter_mut().zip(&shape[..v.ndim]) {
+    let shape = v.shape();
+    l.n = shape.len();
+    for (slot, &n) in l.shape.iter_mut().zip(shape) {
         *slot = usize::try_from(n).ok()?;
     }
     l.strided = v.strided;
-    if l.strided {
+    if let Some(elem) = v.strides() {
         let mut e = [0isize; MAX_NDIM];
-        for (slot, &s) in e.iter_mut().zip(&elem[..v.ndim]) {
+        for (slot, &s) in e.iter_mut().zip(elem) {
             *slot = isize::try_from(s).ok()?;
         }
         layout::byte_strides(&e[..l.n], dtype.itemsize(), &mut l.strides).ok()?;
@@ -207,7 +207,7 @@ pub(super) fn torch_view(
     // An empty tensor's pointer is 0, as the getter exports it (views keep an address).
     l.ptr = match layout::element_count(l.shape())? {
         0 => 0,
-        _ => v.ptr,
+        _ => v.ptr()?,
     };
     Some((dtype, v.device))
 }
@@ -217,7 +217,7 @@ pub(super) fn torch_view(
 /// bits, which the exchange API does not report, are read as attributes.
 fn torch_exchanged(
     obj: &Bound<'_, PyAny>,
-    api: &ExchangeApi,
+    api: &Exchange,
     arg: &str,
     state: &mut CallState,
     slot: &mut Option<ArrayDesc>,
@@ -251,7 +251,7 @@ pub(super) fn torch(
     slot: &mut Option<ArrayDesc>,
 ) -> PyResult<bool> {
     if let Some(api) = torch_api(obj.py())? {
-        return torch_exchanged(obj, &api, arg, state, slot);
+        return torch_exchanged(obj, api, arg, state, slot);
     }
     let py = obj.py();
     let flag = |name: &Bound<'_, PyString>| -> PyResult<bool> { obj.getattr(name)?.is_truthy() };

@@ -91,7 +91,7 @@
 //!
 //! ```
 //! use ferrocuda_abi::DType;
-//! use ferrocuda_host::cai::{self, Protocol, RawInterface, RawValue};
+//! use ferrocuda_host::interop::cai::{self, Protocol, RawInterface, RawValue};
 //! use ferrocuda_host::stream::StreamRef;
 //! use ferrocuda_host::ErrorKind;
 //!
