@@ -1,7 +1,8 @@
 """TFLOPS against problem size for the tensor-core GEMMs, drawn from the JSON files
 ``bench/bench_gemm.py --out`` writes: one panel per input type (bf16, and f16 / TF32 where the
 run timed them with ``--types``), a line per implementation, square problems M = N = K only.
-Rows whose result failed its check are drawn hollow and named in the legend. Needs matplotlib.
+Sizes that are not multiples of 16 are crosses off the lines; rows whose result failed its
+check are ringed and counted in the legend. Needs matplotlib.
 
     python bench/bench_gemm.py --sizes 512,1024,2048,4096,8192,16384 --types f16,tf32 \
         --out gemm-sizes.json
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     for path in args.runs:
         with open(path) as f:
             run = json.load(f)
-        rows.extend(r for r in run["rows"] if len(set(r["shape"])) == 1)
+        # Refused shapes (no kernel of the family takes them) have no time: not drawn.
+        rows.extend(r for r in run["rows"] if len(set(r["shape"])) == 1 and "tflops" in r)
         device = run.get("device", device)
     if not rows:
         raise SystemExit("no square problems (M = N = K) in the runs given")
@@ -65,7 +67,15 @@ def main(argv: list[str] | None = None) -> None:
             sizes.update(p[0] for p in pts)
             bad = [p for p in pts if p[2] is False]
             label = impl + (f" ({len(bad)} WRONG)" if bad else "")
-            (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], style_of(impl), label=label)
+            # Sizes that are multiples of 16 on the line; the others (4095, 4097: rows no
+            # tensor map takes, the fallback kernels' ground) as unjoined crosses.
+            even = [p for p in pts if p[0] % 16 == 0]
+            odd = [p for p in pts if p[0] % 16]
+            (line,) = ax.plot(
+                [p[0] for p in even], [p[1] for p in even], style_of(impl), label=label
+            )
+            if odd:
+                ax.plot([p[0] for p in odd], [p[1] for p in odd], "x", ms=9, color=line.get_color())
             if bad:
                 ax.plot(
                     [p[0] for p in bad],
@@ -75,10 +85,10 @@ def main(argv: list[str] | None = None) -> None:
                     ms=12,
                     color=line.get_color(),
                 )
-        ticks = sorted(sizes)
+        ticks = sorted(v for v in sizes if v % 16 == 0)
         ax.set_xscale("log", base=2)
         ax.set_xticks(ticks, [str(s) for s in ticks], rotation=45 if len(ticks) > 6 else 0)
-        ax.set_xlabel("M = N = K")
+        ax.set_xlabel("M = N = K (crosses: 4095 and 4097, not multiples of 16)")
         ax.set_ylabel("TFLOPS (2·M·N·K / GPU time)")
         ax.set_ylim(bottom=0)
         ax.set_title(f"{panel} inputs, f32 accumulation")

@@ -358,6 +358,29 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
                     kwargs={"out_dtype": odtype},
                 )
             )
+    elif family == "linear_tf32":
+        # TF32 by name: f32 operands rounded to 10 mantissa bits (2^-11 each), f32 sums; rows
+        # of x and w a multiple of 16 bytes (the tensor maps': K a multiple of 4, K > 0).
+        for m, k, n in [(1, 4, 1), (70, 132, 50), (64, 256, 128)]:
+            x = rand(t, gen, (m, k), f32, 1.0)
+            w = rand(t, gen, (n, k), f32, 1.0)
+
+            def expect(d: dict[str, Any]) -> dict[str, Any]:
+                return {"out": d["x"].double() @ d["w"].double().t()}
+
+            def tol(name: str, want: Any, d: dict[str, Any], k: int = k) -> Any:
+                mag = d["x"].double().abs() @ d["w"].double().abs().t()
+                return (2.0**-10 + (k + 2) * eps(t, f32)) * mag + 1e-30
+
+            out.append(
+                Case(
+                    f"{m}x{k}x{n}",
+                    {"x": x, "w": w},
+                    {"out": poison(t, t.empty((m, n), dtype=f32, device="cuda"))},
+                    expect,
+                    tol,
+                )
+            )
     elif family.startswith("linear_bias"):
         act = family.removeprefix("linear_bias").removeprefix("_") or "none"
         odtypes = [f32, t.bfloat16] if act == "none" else [t.bfloat16]
