@@ -828,6 +828,24 @@ def test_tensors_that_require_grad(ft: Any, torch: Any, gen: Any) -> None:
     x = rand(torch, gen, (100,), torch.float32).requires_grad_()
     y = ft.gelu(x)
     assert torch.equal(y, ft.gelu(x.detach()))
+    # The out-form too (the tensor is detached before the launch).
+    out = torch.full((100,), float("nan"), device="cuda")
+    ft.add_out(x, x, out)
+    assert torch.equal(out, 2 * x.detach())
+
+
+def test_out_form_errors(ft: Any, torch: Any) -> None:
+    x, out = torch.ones(4, device="cuda"), torch.full((4,), -1.0, device="cuda")
+    # A CPU tensor is refused in the operator's terms before the launcher sees it (which would
+    # stage a host array), nothing written.
+    with pytest.raises(ValueError, match=r"argument `b` of ferrocuda::add_out\b.*cpu") as e:
+        ft.add_out(x, torch.ones(4), out)
+    assert e.value.__context__ is None
+    # The launcher's own refusal comes through as it is.
+    with pytest.raises(ValueError, match="shape"):
+        ft.add_out(x, torch.ones(5, device="cuda"), out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, torch.full((4,), -1.0, device="cuda"))
 
 
 def test_errors(ft: Any, torch: Any) -> None:
