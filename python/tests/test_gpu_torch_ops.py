@@ -838,9 +838,8 @@ def test_out_form_errors(ft: Any, torch: Any) -> None:
     x, out = torch.ones(4, device="cuda"), torch.full((4,), -1.0, device="cuda")
     # A CPU tensor is refused in the operator's terms before the launcher sees it (which would
     # stage a host array), nothing written.
-    with pytest.raises(ValueError, match=r"argument `b` of ferrocuda::add_out\b.*cpu") as e:
+    with pytest.raises(ValueError, match=r"argument `b` of ferrocuda::add_out\b.*cpu"):
         ft.add_out(x, torch.ones(4), out)
-    assert e.value.__context__ is None
     # The launcher's own refusal comes through as it is.
     with pytest.raises(ValueError, match="shape"):
         ft.add_out(x, torch.ones(5, device="cuda"), out)
