@@ -964,6 +964,29 @@ fn kernels_declared_for_newer_architectures_are_built_into_parts() {
 /// on every device that does not run sm_90a code; the same through each kernel's typed
 /// launcher (`Kernel::variant_on`), and by the element type of `out` for the bf16 output.
 #[test]
+fn launchers_of_one_architecture_ask_no_device_to_choose() {
+    use ferrocuda::host::launcher::Target;
+    let module = ferrocuda::bundled::module().unwrap();
+    assert!(module.has_parts(), "the bundled module has its sm_90a part");
+    let family = |n: &str| {
+        Target::family(n.into(), module.family(n).collect())
+            .unwrap()
+            .weighs_arch()
+    };
+    let kernel = |n: &str| Target::kernel(module.kernel(n).unwrap()).weighs_arch();
+    // Portable kernels (and a family of one architecture, even a newer one): no driver query
+    // per launch to choose among them.
+    for f in ["add", "sum", "gelu", "linear_tf32"] {
+        assert!(!family(f), "family {f}");
+    }
+    assert!(!kernel("add_f32"));
+    // A family with a portable and an sm_90a member, and a kernel whose layout variant is
+    // built for sm_90a: the launch's device decides.
+    assert!(family("linear"));
+    assert!(kernel("linear_bf16_f32"));
+}
+
+#[test]
 fn bundled_linear_selects_by_architecture_and_layout() {
     use ferrocuda::abi::DType;
     use ferrocuda::host::launch::select::{select_for, Operand};

@@ -27,6 +27,10 @@ pub struct Target<'m> {
     kinds: Option<Box<[bool]>>,
     /// A kernel whose parameter names differ from the first kernel's.
     renamed: Option<usize>,
+    /// Whether the choice depends on the launch's device (kernels, or a kernel's variants,
+    /// built for different architectures): decided once, so that a launcher whose kernels
+    /// are all of one architecture asks the driver nothing to choose.
+    weighs_arch: bool,
     /// The kernels chosen for the last few selection keys.
     memo: SelectionMemo<Kernel<'m>>,
 }
@@ -71,14 +75,27 @@ impl<'m> Target<'m> {
                 .collect()
         };
         let renamed = kernels.iter().position(|k| names(k) != names(&kernels[0]));
+        let weighs_arch = if is_family {
+            kernels.iter().any(|k| k.arch() != kernels[0].arch())
+        } else {
+            kernels[0].weighs_arch()
+        };
         Target {
             name,
             is_family,
+            weighs_arch,
             kinds: same.then(|| first.into_boxed_slice()),
             renamed,
             memo: SelectionMemo::default(),
             kernels,
         }
+    }
+
+    /// Whether choosing the kernel of a launch asks the driver for the launch's device:
+    /// `true` when the target's kernels (a kernel's layout and architecture variants) are
+    /// built for more than one architecture.
+    pub fn weighs_arch(&self) -> bool {
+        self.weighs_arch
     }
 
     /// The kernel's or family's name.
@@ -161,8 +178,9 @@ impl<'m> Target<'m> {
 
     /// The kernel a launch of `operands` runs (the arguments as selection sees them: an array
     /// not described is seen as a scalar, which no array parameter takes): a family's kernel
-    /// by [`select_for`] — on the launch's device ([`launch_capability`]) when the module has
-    /// kernels built for several architectures — or a kernel's own variant
+    /// by [`select_for`] — on the launch's device ([`launch_capability`]) when the target's
+    /// kernels (or the kernel's variants) are built for several architectures — or a kernel's
+    /// own variant
     /// ([`Kernel::variant_on`]); the choice is remembered by the operands' [`SelectionKey`].
     /// A family of one kernel that does not take the arguments launches it anyway (the
     /// launch's argument check names the mismatch).
@@ -186,7 +204,7 @@ impl<'m> Target<'m> {
     fn select(&self, ops: &[Operand<'_>]) -> Result<Kernel<'m>> {
         // Kernels built for several architectures: the choice depends on the launch's device
         // too. Without a driver no launch can happen: the architectures are not weighed then.
-        let cc = if self.kernels[0].module().has_parts() {
+        let cc = if self.weighs_arch {
             launch_capability(ops, None).ok()
         } else {
             None

@@ -364,17 +364,22 @@ impl<'m> Kernel<'m> {
         if !self.has_variants() {
             return *self;
         }
-        let module = self.module;
-        let arch = self.arch();
-        let weigh_arch = !module.arch_variants_of(self.index).is_empty()
-            || self.layout_variants().any(|k| k.arch() != arch);
         // Without a driver no launch can happen: the architectures are not weighed then.
-        let cc = if weigh_arch {
+        let cc = if self.weighs_arch() {
             launch_capability(operands, None).ok()
         } else {
             None
         };
         self.variant_on(operands, cc)
+    }
+
+    /// Whether the choice among this kernel and its variants depends on the launch's device:
+    /// it has architecture variants, or a layout variant built for another architecture. Only
+    /// then does a launcher ask the driver which device a launch runs on before choosing.
+    pub fn weighs_arch(&self) -> bool {
+        let arch = self.arch();
+        !self.module.arch_variants_of(self.index).is_empty()
+            || self.layout_variants().any(|k| k.arch() != arch)
     }
 
     /// [`variant_for_operands`](Self::variant_for_operands) for a device of compute
