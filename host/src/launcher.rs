@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::launch::select::{
-    launch_capability, no_variant, select_for, Operand, SelectionKey, SelectionMemo,
+    launch_capability, no_variant, select_for, spans_archs, Operand, SelectionKey, SelectionMemo,
 };
 use crate::module::{Kernel, MAX_PARAMS};
 
@@ -76,7 +76,7 @@ impl<'m> Target<'m> {
         };
         let renamed = kernels.iter().position(|k| names(k) != names(&kernels[0]));
         let weighs_arch = if is_family {
-            kernels.iter().any(|k| k.arch() != kernels[0].arch())
+            spans_archs(kernels.iter().copied())
         } else {
             kernels[0].weighs_arch()
         };

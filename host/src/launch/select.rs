@@ -377,9 +377,8 @@ impl<'m> Kernel<'m> {
     /// it has architecture variants, or a layout variant built for another architecture. Only
     /// then does a launcher ask the driver which device a launch runs on before choosing.
     pub fn weighs_arch(&self) -> bool {
-        let arch = self.arch();
         !self.module.arch_variants_of(self.index).is_empty()
-            || self.layout_variants().any(|k| k.arch() != arch)
+            || spans_archs(std::iter::once(*self).chain(self.layout_variants()))
     }
 
     /// [`variant_for_operands`](Self::variant_for_operands) for a device of compute
@@ -428,7 +427,7 @@ impl Module {
             )));
         }
         // Without a driver no launch can happen: the architectures are not weighed then.
-        let cc = if self.has_parts() {
+        let cc = if spans_archs(members()) {
             launch_capability(&ops[..n], None).ok()
         } else {
             None
@@ -438,6 +437,15 @@ impl Module {
         }
         Err(no_variant(family, members(), &ops[..n]))
     }
+}
+
+/// Whether `kernels` are built for more than one architecture: then, and only then, the
+/// choice among them depends on the launch's device ([`select_for`] with a capability), and a
+/// launcher asks the driver which device that is.
+pub fn spans_archs<'m>(kernels: impl IntoIterator<Item = Kernel<'m>>) -> bool {
+    let mut archs = kernels.into_iter().map(|k| k.arch());
+    let first = archs.next();
+    archs.any(|a| Some(a) != first)
 }
 
 /// The `TypeError` of a launch of family `family` whose `variants` take none of `ops`'s
