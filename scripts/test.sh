@@ -57,7 +57,10 @@ cargo test --workspace --quiet 2>&1
 
 step "PTX checks"
 ptxas="$(bash scripts/ensure_ptxas.sh)"
-outdir="$(cargo build --quiet --message-format=json 2>/dev/null | python3 -c '
+# The build script's output directory, from the test stage's own build (`cargo build` would
+# resolve the dependencies' features without the dev-dependencies and rebuild much of the
+# workspace for nothing).
+outdir="$(cargo test --workspace --no-run --quiet --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)

@@ -20,8 +20,9 @@
 //! first after the second (cargo finds it fresh and does not rerun rustc) still yields the
 //! first's kernels. (Release profile only: the dev profile would compile `core` a second time.)
 //!
-//! The child build's target directory is shared with `compile_fail.rs` (under
-//! `CARGO_TARGET_TMPDIR`), so `core` for the NVPTX target is compiled once and then reused.
+//! The child build's target directory is the one every child build of the test command
+//! shares (`<target>/ferrocuda-ptx`, the build script's), so `core` for the NVPTX target is
+//! compiled once per flag set and then reused.
 //! The toolchain file of the repository is copied beside the crate: in the repository the
 //! kernel crate inherits it from the root, and the child cargo resolves the toolchain from
 //! the crate's directory.

@@ -42,7 +42,9 @@ def env(tmp_path_factory: Any) -> dict[str, str]:
 
 
 def target_dir() -> str:
-    return str(REPO / "target" / "python-own-crate" / "cargo-target")
+    # The build script's child target directory: the NVPTX `core` and device crate the
+    # Rust stages compiled are reused.
+    return str(REPO / "target" / "ferrocuda-ptx")
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -9,17 +9,22 @@ pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/device-kernels")
 }
 
-/// Builds the test kernels for `arch` into the test target's temporary directory and returns
-/// the build output (PTX and manifest paths).
+/// Builds the test kernels for `arch` into the test target's temporary directory (the child
+/// build in the build script's target directory) and returns the build output (PTX and
+/// manifest paths).
 pub fn build(arch: &str) -> Result<ferrocuda_builder::BuildOutput, String> {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("device-kernels");
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = tmp.join("device-kernels");
+    // The child target directory of the build script (`<target>/ferrocuda-ptx`): the NVPTX
+    // `core`, device crate and abi it compiled are reused here.
+    let target = tmp.parent().unwrap_or(&tmp).join("ferrocuda-ptx");
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     ferrocuda_builder::PtxBuilder::new(crate_dir())
         .arch(arch)
         // scripts/ensure_ptxas.sh's ptxas and libdevice, when no CUDA is installed.
         .cuda_fallback(repo.join(".tools/nvcc/nvidia/cuda_nvcc"))
         .out_dir(base.join(arch))
-        .target_dir(base.join("target"))
+        .target_dir(target)
         .build()
         .map_err(|e| e.to_string())
 }

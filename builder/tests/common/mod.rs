@@ -18,9 +18,13 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The child-build target directory shared by the builder's integration tests.
+/// The child-build target directory shared by the builder's integration tests: the one the
+/// workspace's build scripts use (`<target>/ferrocuda-ptx`, beside `CARGO_TARGET_TMPDIR`), so
+/// that `core`, `ferrocuda-device` and `ferrocuda-abi` for the NVPTX target are compiled once
+/// per flag set for the whole test command, not once per directory.
 pub fn shared_target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("ferrocuda-ptx-tests")
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("ferrocuda-ptx")
 }
 
 /// A directory under the system temp dir, unique to this process and test, removed on drop.
