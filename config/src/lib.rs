@@ -418,7 +418,7 @@ vars! {
     PTXAS_CACHE = "FERROCUDA_PTXAS_CACHE", Kind::Path,
         Library, "the builder, its checks and the SASS tests",
         "a directory keeping each ptxas run's cubin and report by the PTX's exact bytes, the \
-         architecture and the ptxas (`scripts/test.sh`: `target/ptxas-cache`; 32 entries kept)",
+         architecture and the ptxas (`scripts/test.sh`: `target/ptxas-cache`; 256 entries kept)",
         "none: ptxas runs every time";
     /// nvdisasm.
     NVDISASM = "FERROCUDA_NVDISASM", Kind::Path,

@@ -260,8 +260,11 @@ pub mod cache {
     use std::path::Path;
     use std::time::SystemTime;
 
-    /// Entries kept (the most recently used).
-    pub const KEEP: usize = 32;
+    /// Entries kept (the most recently used). Enough for the whole test command: its build
+    /// scripts assemble the bundled kernels, then the builder's and the device tests' hundred
+    /// or so runs come before the PTX checks assemble the bundled kernels again; with 32 the
+    /// bundled entries were gone by then (most entries are a test kernel's few kilobytes).
+    pub const KEEP: usize = 256;
 
     /// FNV-1a, 64 bits, over `parts`.
     fn fnv(parts: &[&[u8]]) -> u64 {
