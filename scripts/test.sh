@@ -16,7 +16,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-# Each stage's heading says how long the command has run so far (README: what takes the time).
+# Each stage's heading says how long the command has run so far (README, "What takes the time").
 start=$SECONDS
 step() { printf '\n==== %s  [%d s]\n' "$*" "$((SECONDS - start))"; }
 
