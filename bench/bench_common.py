@@ -4,6 +4,7 @@ the interleaved launch timing, and the GPU-time measurement of one row.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -458,3 +459,36 @@ def gpu_ms(torch, fn, reps, trials):
         end.synchronize()
         times.append(start.elapsed_time(end) / reps)
     return statistics.median(times), min(times), max(times)
+
+
+# ---- pictures of a run's JSON (bench/plot_*.py; matplotlib, imported only there)
+
+
+def load_rows(paths, keep):
+    """The rows of the JSON files ``paths`` (each ``{"device": …, "rows": […]}``, as the
+    benchmark scripts write them) that ``keep`` accepts, and the device the last one names."""
+    rows, device = [], ""
+    for path in paths:
+        with open(path) as f:
+            run = json.load(f)
+        rows.extend(r for r in run["rows"] if keep(r))
+        device = run.get("device", device)
+    return rows, device
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, title, out):
+    """Titles, lays out and writes ``fig`` to the PNG ``out``."""
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")

@@ -11,7 +11,8 @@ and mask, a line per implementation. Needs matplotlib.
 from __future__ import annotations
 
 import argparse
-import json
+
+from bench_common import load_rows, pyplot, save_figure
 
 LINES = [
     ("ferrocuda", "ferrocuda attention (sm_90a)", "-o"),
@@ -29,18 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows: list[dict] = []
-    device = ""
-    for path in args.runs:
-        with open(path) as f:
-            run = json.load(f)
-        rows.extend(r for r in run["rows"] if r.get("dtype", "bf16") == args.dtype)
-        device = run.get("device", device)
+    plt = pyplot()
+    rows, device = load_rows(args.runs, lambda r: r.get("dtype", "bf16") == args.dtype)
     dims = sorted({r["D"] for r in rows})
     fig, axes = plt.subplots(len(dims), 2, figsize=(11, 4 * len(dims)), squeeze=False)
     for i, d in enumerate(dims):
@@ -60,10 +51,7 @@ def main(argv: list[str] | None = None) -> None:
             ax.set_title(f"{args.dtype}, D = {d}, {'causal' if causal else 'not causal'}")
             ax.grid(True, alpha=0.3)
             ax.legend(loc="lower right", fontsize=8)
-    fig.suptitle(f"Attention forward on {device}")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=110)
-    print(f"wrote {args.out}")
+    save_figure(fig, f"Attention forward on {device}", args.out)
 
 
 if __name__ == "__main__":

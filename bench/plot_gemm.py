@@ -12,7 +12,8 @@ check are ringed and counted in the legend. Needs matplotlib.
 from __future__ import annotations
 
 import argparse
-import json
+
+from bench_common import load_rows, pyplot, save_figure
 
 
 def panel_of(impl: str) -> str:
@@ -39,19 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, help="the PNG to write")
     args = ap.parse_args(argv)
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows: list[dict] = []
-    device = ""
-    for path in args.runs:
-        with open(path) as f:
-            run = json.load(f)
-        # Refused shapes (no kernel of the family takes them) have no time: not drawn.
-        rows.extend(r for r in run["rows"] if len(set(r["shape"])) == 1 and "tflops" in r)
-        device = run.get("device", device)
+    plt = pyplot()
+    # Refused shapes (no kernel of the family takes them) have no time: not drawn.
+    rows, device = load_rows(args.runs, lambda r: len(set(r["shape"])) == 1 and "tflops" in r)
     if not rows:
         raise SystemExit("no square problems (M = N = K) in the runs given")
     panels = sorted({panel_of(r["impl"]) for r in rows}, key=["bf16", "f16", "TF32 (f32 in)"].index)
@@ -94,10 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         ax.set_title(f"{panel} inputs, f32 accumulation")
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper left", fontsize=7)
-    fig.suptitle(f"GEMM out = x @ w.T on {device}")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=110)
-    print(f"wrote {args.out}")
+    save_figure(fig, f"GEMM out = x @ w.T on {device}", args.out)
 
 
 if __name__ == "__main__":
