@@ -10,6 +10,7 @@ the seed is printed, so a failing test's captured output shows how to reproduce 
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -170,6 +171,26 @@ def write_bundled_parts(directory: Any, manifest: dict[str, Any]) -> None:
             data = ferrocuda._ferrocuda._bundled_part_file(name)
             assert data is not None, name
             (Path(directory) / name).write_bytes(data)
+
+
+def run_child(
+    script: str, *args: str, stdin: str | None = None, timeout: float = 600
+) -> dict[str, Any]:
+    """Runs ``script`` in a fresh Python (a test whose kernel traps on purpose: a trap ends
+    the process's CUDA context) and returns the JSON object of its ``REPORT {...}`` line, with
+    its whole ``stdout`` added; fails with the child's output when there is no such line."""
+    r = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    line = next((x for x in r.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert line is not None, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    out: dict[str, Any] = json.loads(line[len("REPORT ") :])
+    out["stdout"] = r.stdout
+    return out
 
 
 def assert_elements(ok: Any, got: Any, want: Any, tol: Any, what: str) -> None:

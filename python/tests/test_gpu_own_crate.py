@@ -8,9 +8,6 @@ and runs no cargo — or, without that variable, is scaffolded and built here (n
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ import numpy as np
 import pytest
 
 import ferrocuda
+from conftest import run_child
 
 pytestmark = pytest.mark.gpu
 
@@ -127,15 +125,7 @@ def test_tensor_cores_of_ones_own(mod: Any, torch: Any, crate: Path) -> None:
     # context): rows of 24 bytes are no tensor map's, so even the sm_90a member called by name
     # runs its layout variant, the portable kernel, whose device check traps and is reported
     # with the crate's file and line.
-    r = subprocess.run(
-        [sys.executable, "-c", MISALIGNED_CHILD, str(crate)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    line = next((x for x in r.stdout.splitlines() if x.startswith("REPORT ")), None)
-    assert line is not None, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    rep = json.loads(line[len("REPORT ") :])
+    rep = run_child(MISALIGNED_CHILD, str(crate), timeout=300)
     assert rep["raised"] is not None, rep
     assert rep["kernel"] == "tc_linear_bf16", rep
     assert rep["file"].endswith("src/tensor_cores.rs") and rep["line"] > 0, rep

@@ -20,11 +20,8 @@ with cargo).
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ import pytest
 
 import device_kernels
 import ferrocuda
+from conftest import run_child
 from inline_kernels import TRAP
 
 pytestmark = pytest.mark.gpu
@@ -160,21 +158,6 @@ def readme_trap_block() -> str:
     readme = Path(__file__).resolve().parent.parent / "README.md"
     text = readme.read_text().split("\n### Errors\n", 1)[1].split("\n## ", 1)[0]
     return next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "last_trap" in b)
-
-
-def run_child(script: str, *args: str, stdin: str | None = None) -> dict[str, Any]:
-    r = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    line = next((x for x in r.stdout.splitlines() if x.startswith("REPORT ")), None)
-    assert line is not None, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    out: dict[str, Any] = json.loads(line[len("REPORT ") :])
-    out["stdout"] = r.stdout
-    return out
 
 
 @pytest.fixture(scope="module")
