@@ -80,6 +80,16 @@ def poison(torch: Any, t: Any) -> Any:
     return t.fill_(float("nan") if t.dtype.is_floating_point else -7)
 
 
+def x_wt(d: dict[str, Any]) -> dict[str, Any]:
+    """``linear``'s reference: ``out = x · wᵀ`` in float64."""
+    return {"out": d["x"].double() @ d["w"].double().t()}
+
+
+def x_wt_magnitude(d: dict[str, Any]) -> Any:
+    """``|x| · |w|ᵀ`` in float64, the scale of ``x · wᵀ``'s rounding errors."""
+    return d["x"].double().abs() @ d["w"].double().abs().t()
+
+
 def rand(torch: Any, gen: Any, shape: Any, dtype: Any, scale: float = 3.0) -> Any:
     if dtype.is_floating_point:
         x = torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32) * scale
@@ -336,13 +346,10 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
             x = rand(t, gen, (m, k), t.bfloat16, 1.0)
             w = rand(t, gen, (n, k), t.bfloat16, 1.0)
 
-            def expect(d: dict[str, Any]) -> dict[str, Any]:
-                return {"out": d["x"].double() @ d["w"].double().t()}
-
             def tol(
                 name: str, want: Any, d: dict[str, Any], k: int = k, odtype: Any = odtype
             ) -> Any:
-                mag = d["x"].double().abs() @ d["w"].double().abs().t()
+                mag = x_wt_magnitude(d)
                 tl = (k + 2) * eps(t, f32) * mag + 1e-30
                 if odtype != f32:
                     tl = tl + eps(t, odtype) * want.abs()
@@ -353,7 +360,7 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
                     f"{m}x{k}x{n}-{odtype}",
                     {"x": x, "w": w},
                     {"out": poison(t, t.empty((m, n), dtype=odtype, device="cuda"))},
-                    expect,
+                    x_wt,
                     tol,
                     kwargs={"out_dtype": odtype},
                 )
@@ -365,11 +372,8 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
             x = rand(t, gen, (m, k), f32, 1.0)
             w = rand(t, gen, (n, k), f32, 1.0)
 
-            def expect(d: dict[str, Any]) -> dict[str, Any]:
-                return {"out": d["x"].double() @ d["w"].double().t()}
-
             def tol(name: str, want: Any, d: dict[str, Any], k: int = k) -> Any:
-                mag = d["x"].double().abs() @ d["w"].double().abs().t()
+                mag = x_wt_magnitude(d)
                 return (2.0**-10 + (k + 2) * eps(t, f32)) * mag + 1e-30
 
             out.append(
@@ -377,7 +381,7 @@ def cases(family: str, torch: Any, gen: Any) -> list[Case]:
                     f"{m}x{k}x{n}",
                     {"x": x, "w": w},
                     {"out": poison(t, t.empty((m, n), dtype=f32, device="cuda"))},
-                    expect,
+                    x_wt,
                     tol,
                 )
             )
