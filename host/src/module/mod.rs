@@ -399,7 +399,8 @@ impl Module {
     }
 
     /// Whether some kernel of the module is built for another architecture than the base
-    /// (a launcher then asks which device a launch runs on before choosing a kernel).
+    /// (a part of its own). Launchers weigh the device by their own kernels, not by this:
+    /// [`spans_archs`](crate::launch::select::spans_archs).
     pub fn has_parts(&self) -> bool {
         self.images.len() > 1
     }
