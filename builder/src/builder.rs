@@ -82,6 +82,14 @@ const ENV_INPUTS: [&str; 8] = [
     "CUDA_PATH",
 ];
 
+/// The child target directory of builds under a cargo target directory `target`
+/// (`<target>/ferrocuda-ptx`): where a build script's kernel builds go, and every other child
+/// build that wants to reuse what they compiled (NVPTX `core`, the device crate), such as the
+/// test suites' kernel crates.
+pub fn child_target_dir(target: &Path) -> PathBuf {
+    target.join("ferrocuda-ptx")
+}
+
 impl PtxBuilder {
     /// A builder for the kernel crate at `crate_path` (relative paths are taken from
     /// `CARGO_MANIFEST_DIR` when run from a build script, else from the current directory).
@@ -301,7 +309,7 @@ impl PtxBuilder {
             (None, Some(d)) => PathBuf::from(d)
                 .ancestors()
                 .nth(4)
-                .map(|t| t.join("ferrocuda-ptx"))
+                .map(child_target_dir)
                 .unwrap_or_else(|| crate_dir.join("target")),
             (None, None) => crate_dir.join("target"),
         };

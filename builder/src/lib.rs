@@ -194,7 +194,7 @@ mod toolchain;
 mod verify;
 
 pub use arch::{DEFAULT_CUBIN_ARCHS, TARGET};
-pub use builder::{BuildOutput, PartOutput, PtxBuilder};
+pub use builder::{child_target_dir, BuildOutput, PartOutput, PtxBuilder};
 pub use control::Control;
 pub(crate) use error::fail;
 pub use error::{BuildError, BuildErrorKind};

@@ -42,8 +42,9 @@ def env(tmp_path_factory: Any) -> dict[str, str]:
 
 
 def target_dir() -> str:
-    # The build script's child target directory: the NVPTX `core` and device crate the
-    # Rust stages compiled are reused.
+    # The build script's child target directory (the builder's `child_target_dir` of the
+    # cargo target directory): the NVPTX `core` and device crate the Rust stages compiled
+    # are reused.
     return str(REPO / "target" / "ferrocuda-ptx")
 
 

@@ -17,7 +17,7 @@ pub fn build(arch: &str) -> Result<ferrocuda_builder::BuildOutput, String> {
     let base = tmp.join("device-kernels");
     // The child target directory of the build script (`<target>/ferrocuda-ptx`): the NVPTX
     // `core`, device crate and abi it compiled are reused here.
-    let target = tmp.parent().unwrap_or(&tmp).join("ferrocuda-ptx");
+    let target = ferrocuda_builder::child_target_dir(tmp.parent().unwrap_or(&tmp));
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     ferrocuda_builder::PtxBuilder::new(crate_dir())
         .arch(arch)

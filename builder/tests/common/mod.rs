@@ -24,7 +24,7 @@ pub fn repo_root() -> PathBuf {
 /// per flag set for the whole test command, not once per directory.
 pub fn shared_target_dir() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    tmp.parent().unwrap_or(tmp).join("ferrocuda-ptx")
+    ferrocuda_builder::child_target_dir(tmp.parent().unwrap_or(tmp))
 }
 
 /// A directory under the system temp dir, unique to this process and test, removed on drop.
