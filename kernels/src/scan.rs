@@ -11,7 +11,8 @@
 //!
 //! Blocks take tiles in order from an atomic counter — so a tile's predecessors are always
 //! held by running blocks, and any grid makes progress; the automatic grid has one block per
-//! tile. Each thread loads its vectors warp-striped (coalesced 16-byte loads); warps scan their
+//! tile, and a grid of at least one block per tile draws once per block (its draws cover
+//! every tile). Each thread loads its vectors warp-striped (coalesced 16-byte loads); warps scan their
 //! spans with shuffles, the block combines its warp totals, and the tile publishes its
 //! aggregate in its status (launcher-provided, zero-filled workspace). Warp 0 then looks back
 //! over its predecessors 32 at a time — waiting until each has published something, adding
@@ -254,6 +255,10 @@ unsafe fn cumsum<
     let vec_ok = L * core::mem::size_of::<T>() == 16 && (x.as_ptr() as usize).is_multiple_of(16);
     let out_vec =
         L * core::mem::size_of::<A>() == 16 && (out.as_mut_ptr() as usize).is_multiple_of(16);
+    // A grid of at least one block per tile (the automatic grid) draws once per block: its
+    // draws cover every tile, and a second draw would only learn that none is left — an
+    // atomic round trip and a barrier at the end of every block.
+    let once = thread::grid_dim().x as usize >= tiles;
     // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
     let counter = unsafe { status.at_unchecked(0) };
     loop {
@@ -371,6 +376,9 @@ unsafe fn cumsum<
                 });
             }
         });
+        if once {
+            return;
+        }
         // The totals and the prefix slot are rewritten only after the next tile's first
         // barrier, which every thread reaches after its reads above.
     }
