@@ -56,6 +56,11 @@ def main():
         ("ferrocuda cumsum 2^28", lambda: K.cumsum(x, outn)),
         ("cupy.cumsum 2^28", lambda: cp.cumsum(x, out=outn)),
     ]
+    from bench_gallery import _cub_scan  # the harness's CUB peer: DeviceScan, in place
+
+    cub = _cub_scan(cp)
+    if cub is not None:
+        steps += [("CUB DeviceScan 2^28 (in place)", lambda: cub(outn))]
     steps += [("ferrocuda gelu f32 2^28", lambda: K.gelu(x, outn))]
     if torch is not None:
         tx, t1 = torch.as_tensor(x, device="cuda"), torch.as_tensor(s1, device="cuda")

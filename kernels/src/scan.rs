@@ -3,31 +3,43 @@
 //!
 //! # Schedule
 //!
-//! | values | block | per thread | tile | status per tile |
-//! | --- | ---: | --- | ---: | --- |
-//! | 32-bit (`f32`, `i32`) | 128 | 8 vectors of 4 | 4096 | one word: flag and value |
-//! | 64-bit (`f64`, `i64`) | 256 | 4 vectors of 2 | 2048 | three words |
-//! | `i32 → i64` | 256 | 4 vectors of 4 | 4096 | three words |
+//! | values | path | block | per thread | tile | status per tile |
+//! | --- | --- | ---: | --- | ---: | --- |
+//! | 32-bit (`f32`, `i32`) | stage | 128 | 8 vectors of 4 | 4096 | one word: flag and value |
+//! | 64-bit (`f64`, `i64`) | stage | 256 | 4 vectors of 2 | 2048 | three words |
+//! | `i32 → i64` | registers | 256 | 4 vectors of 4 | 4096 | three words |
 //!
 //! Blocks take tiles in order from an atomic counter — so a tile's predecessors are always
 //! held by running blocks, and any grid makes progress; the automatic grid has one block per
 //! tile, and a grid of at least one block per tile draws once per block (its draws cover
-//! every tile). Each thread loads its vectors warp-striped (coalesced 16-byte loads); warps scan their
-//! spans with shuffles, the block combines its warp totals, and the tile publishes its
-//! aggregate in its status (launcher-provided, zero-filled workspace). Warp 0 then looks back
-//! over its predecessors 32 at a time — waiting until each has published something, adding
-//! aggregates until it meets a published inclusive prefix — publishes its own inclusive
-//! prefix, and the block writes its outputs. Every element is read once and written once.
+//! every tile). The tile's aggregate goes into its status (launcher-provided, zero-filled
+//! workspace) as soon as the block has summed it; warp 0 then looks back over its
+//! predecessors 32 at a time — waiting until each has published something, adding aggregates
+//! until it meets a published inclusive prefix — publishes its own inclusive prefix, and the
+//! block writes its outputs. Every element is read once from global memory and written once.
+//!
+//! **The stage** (sums of one type, `cumsum_staged`): each thread copies its warp-striped
+//! 16-byte vectors into shared memory with `cp.async` (coalesced, no register held while the
+//! copies fly); each lane then reads its *own consecutive* elements back (thread-blocked; each
+//! lane's row padded by one vector, so both patterns are free of bank conflicts — 0 under
+//! Nsight Compute), sums them, and one warp scan of the lane totals gives each lane its prefix:
+//! a single value per thread crosses the look-back. The sums are written back in place and
+//! stored striped. 48 registers for `cumsum_f32` (sm_90) against 72 when the 32 elements
+//! stayed in registers: ten blocks per SM instead of seven, and under Nsight Compute the same
+//! time as CUB's own scan kernel (BENCHMARKS.md, the `cumsum` goal). **The registers' path**
+//! (`cumsum`, the widening `i32 → i64` sum, whose output vectors are twice its input's):
+//! each thread keeps its vectors in registers, scans within them and across the warp, and
+//! adds the tile's prefix before it stores.
 //!
 //! The status of a 32-bit sum is one 64-bit word (flag and value together, relaxed atomics):
 //! publishing is one store and polling one load, with no fence. 64-bit sums keep the flag
 //! apart from the value, ordered by release and acquire. The shape of the 32-bit scans was
 //! chosen by measurement: the single-word status (no fence on the publishing path), then
-//! 128-thread blocks of 32 elements per thread (72 registers, seven blocks per SM), each made
-//! the scan faster; 256 threads of 16 or 24 elements, 128 threads of 16, 24 or 48, 64 or 96
-//! threads of 32, and a resident grid that draws its next tile ahead (whose successors then wait
-//! for the block's current tile) were slower (BENCHMARKS.md, the `cumsum` goal, and the
-//! gallery's second pass it links).
+//! 128-thread blocks of 32 elements per thread, then one draw per block and the stage, each
+//! made the scan faster; 256 threads of 16 or 24 elements, 128 threads of 16, 24 or 48, 64 or
+//! 96 threads of 32, and a resident grid that draws its next tile ahead (whose successors then
+//! wait for the block's current tile) were slower (BENCHMARKS.md, the `cumsum` goal, and the
+//! runs it links).
 //!
 //! Integers wrap (`int32` input can accumulate into `int64` output, as NumPy's default). Float
 //! results depend on which predecessors had published their prefixes when a tile looked back,
@@ -36,12 +48,15 @@
 //!
 //! The kernels declare their block (`block = 128` or `256`: PTX `.reqntid`): the launcher uses
 //! it and refuses any other, and ptxas, knowing the exact block, aims at an occupancy of its
-//! own (`cumsum_f64` needs `min_blocks = 3` to avoid a spill on sm_80). The status words are
+//! own (`cumsum_f64` and `cumsum_exclusive_f64` take `min_blocks = 5`: without it ptxas
+//! spills on sm_80). The status words are
 //! accessed unchecked: their indices are in bounds by construction, and a bounds check's trap
 //! path costs 8 to 16 registers.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
+#[cfg(target_arch = "nvptx64")]
+use ferrocuda_device::cp_async;
 use ferrocuda_device::{kernel, Scratch, Slice, SliceMut};
 
 /// The most warps a block may have (the shared totals are sized for it).
@@ -384,8 +399,221 @@ unsafe fn cumsum<
     }
 }
 
+/// The staged scan of same-type sums (`f32`, `i32`, `f64`, `i64`): [`cumsum`]'s schedule, but
+/// the tile passes through shared memory instead of registers. Each thread copies its
+/// warp-striped vectors into the stage with `cp.async` (coalesced, and nothing held in a
+/// register while the copies are in flight); the warp then reads the stage thread-blocked
+/// (lane `l` owns the warp span's elements `l·IT .. (l + 1)·IT`, `IT = VECS · L`; each lane's
+/// row is padded by one vector, which makes both the striped and the blocked accesses free of
+/// bank conflicts), so that a thread scans its own consecutive elements and only one prefix
+/// per thread crosses the look-back; the sums go back into the stage in place, and the warp
+/// stores them striped (coalesced). Fewer registers than [`cumsum`]'s 32 live elements: more
+/// blocks per SM, more tiles in flight.
+///
+/// # Safety
+///
+/// As [`cumsum`]'s, with `stage` (generic address) and `stage_addr` (its shared-window
+/// address) `THREADS · (VECS + 1) · L` elements of `A` of this block's shared memory, 16-byte
+/// aligned, used by nothing else; `L · size_of::<A>() == 16`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn cumsum_staged<
+    A: Reducible + Bits + Status,
+    const L: usize,
+    const VECS: usize,
+    const THREADS: usize,
+    const EXCL: bool,
+>(
+    x: Slice<A>,
+    out: SliceMut<A>,
+    status: Scratch<u64>,
+    stage: *mut A,
+    stage_addr: u32,
+) where
+    block::Sum: ReduceOp<A>,
+{
+    const { assert!(L * core::mem::size_of::<A>() == 16) };
+    let n = x.len();
+    // SAFETY: the workspace is only accessed atomically.
+    let status = unsafe { AtomicSlice::from_scratch(status) };
+    const { assert!(THREADS.is_multiple_of(32) && THREADS <= 32 * MAX_WARPS) };
+    let warps = THREADS / 32;
+    let items = VECS * L; // a lane's elements
+    let row = items + L; // a lane's row in the stage, padded by one vector
+    let tile_len = THREADS * items;
+    let tiles = n.div_ceil(tile_len);
+    let rank = thread::rank_in_block() as usize;
+    let (w, lane) = (rank / 32, rank % 32);
+    // The stage slot of vector v = j·32 + lane of this warp's span, in elements: its owner
+    // lane's row (v / VECS), and its place in it.
+    // Vector j·32 + lane lies j·(32 / VECS) rows below vector `lane`'s slot.
+    const { assert!(32_usize.is_multiple_of(VECS)) };
+    let slot0 = w * 32 * row + (lane / VECS) * row + (lane % VECS) * L;
+    let slot = |j: usize| slot0 + j * (32 / VECS) * row;
+    // The warps' totals, the tile's exclusive prefix, and the tile index.
+    let sh = shared_array!(u64, MAX_WARPS + 2, align = 16);
+    let vec_ok = (x.as_ptr() as usize).is_multiple_of(16);
+    let out_vec = (out.as_mut_ptr() as usize).is_multiple_of(16);
+    // A grid of at least one block per tile (the automatic grid) draws once per block.
+    let once = thread::grid_dim().x as usize >= tiles;
+    // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
+    let counter = unsafe { status.at_unchecked(0) };
+    loop {
+        if rank == 0 {
+            let t = counter.fetch_add(1, Order::Relaxed, Scope::Device);
+            // SAFETY: the block's shared tile slot; read after the barrier below.
+            unsafe { sh.write_unchecked(MAX_WARPS + 1, t) };
+        }
+        // A barrier that also tells the whole block whether a tile is left.
+        // SAFETY: (the read) written by thread 0 before the barrier.
+        let more = thread::sync_threads_or(
+            rank == 0 && unsafe { sh.get_unchecked(MAX_WARPS + 1) } < tiles as u64,
+        );
+        if !more {
+            return;
+        }
+        // SAFETY: as above.
+        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as usize;
+        // This warp's span in `x`, copied striped into the stage (zeros past the end of `x`).
+        let base = t * tile_len + w * (32 * items);
+        for_lanes!(VECS, |j| {
+            let v = j * 32 + lane;
+            let at = base + v * L;
+            let s = slot(j);
+            if vec_ok && at + L <= n {
+                // SAFETY: a whole, aligned vector inside `x`; the destination, 16 aligned bytes
+                // of the stage, is touched by no other thread until the wait and the warp
+                // barrier below. (A vector past the end of `x` goes by the scalar path: a
+                // zero-filling copy of fewer bytes would still name 16 at its source.)
+                unsafe {
+                    let dst = stage_addr + (s * core::mem::size_of::<A>()) as u32;
+                    cp_async::cg(dst, x.as_ptr().add(at));
+                }
+            } else {
+                for_lanes!(L, |k| {
+                    // SAFETY: at + k < n for the read; the slot is this thread's until the
+                    // warp barrier below.
+                    let e = if at + k < n {
+                        unsafe { x.get_unchecked(at + k) }
+                    } else {
+                        A::ZERO
+                    };
+                    unsafe { stage.add(s + k).write(e) };
+                });
+            }
+        });
+        cp_async::wait_all();
+        warp::sync_warp(warp::FULL_MASK);
+        // This lane's elements, consecutive: their total, and the lane's exclusive prefix in
+        // the warp's span.
+        let mine = w * 32 * row + lane * row;
+        let mut tot = A::ZERO;
+        for_lanes!(VECS, |j| {
+            // SAFETY: this lane's row, complete and visible (the wait and the warp barrier).
+            let c = unsafe { (stage.add(mine + j * L) as *const Chunk<A, L>).read() };
+            for_lanes!(L, |k| tot = tot.add(c.0[k]));
+        });
+        let incl = block::warp_inclusive_scan(tot, block::Sum);
+        let before = warp::shfl_up_sync(warp::FULL_MASK, incl, 1);
+        let pre = if lane == 0 { A::ZERO } else { before };
+        let running = warp::shfl_sync(warp::FULL_MASK, incl, 31);
+        if lane == 0 {
+            // SAFETY: slot w of the warp totals.
+            unsafe { sh.write_unchecked(w, running.to_u64()) };
+        }
+        thread::sync_threads();
+        // The block's total and this warp's offset, in warp order (the same in every thread).
+        let (mut aggregate, mut offset) = (A::ZERO, A::ZERO);
+        for k in 0..warps {
+            // SAFETY: the totals written before the barrier.
+            let tw = A::from_u64(unsafe { sh.get_unchecked(k) });
+            if k < w {
+                offset = offset.add(tw);
+            }
+            aggregate = aggregate.add(tw);
+        }
+        if w == 0 {
+            let prefix = if t == 0 {
+                A::ZERO
+            } else {
+                if lane == 0 {
+                    // SAFETY: t < tiles (the loop's condition).
+                    unsafe { A::publish(&status, t, AGGREGATE, aggregate) };
+                }
+                // SAFETY: t < tiles (the loop's condition).
+                unsafe { look_back::<A>(&status, t, lane) }
+            };
+            if lane == 0 {
+                // SAFETY: t < tiles.
+                unsafe { A::publish(&status, t, PREFIX, prefix.add(aggregate)) };
+                // SAFETY: the block's prefix slot; read after the barrier below.
+                unsafe { sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
+            }
+        }
+        thread::sync_threads();
+        // SAFETY: written before the barrier.
+        let mut run = A::from_u64(unsafe { sh.get_unchecked(MAX_WARPS) })
+            .add(offset)
+            .add(pre);
+        // The sums of this lane's elements, in place (inclusive, or exclusive: shifted by one).
+        for_lanes!(VECS, |j| {
+            // SAFETY: this lane's row (no other lane touches it until the warp barrier).
+            let p = unsafe { stage.add(mine + j * L) };
+            // SAFETY: as above.
+            let c = unsafe { (p as *const Chunk<A, L>).read() };
+            let mut y = [A::ZERO; L];
+            for_lanes!(L, |k| {
+                if EXCL {
+                    y[k] = run;
+                    run = run.add(c.0[k]);
+                } else {
+                    run = run.add(c.0[k]);
+                    y[k] = run;
+                }
+            });
+            // SAFETY: as above.
+            unsafe { (p as *mut Chunk<A, L>).write(Chunk(y)) };
+        });
+        warp::sync_warp(warp::FULL_MASK);
+        // Striped stores, coalesced.
+        for_lanes!(VECS, |j| {
+            let v = j * 32 + lane;
+            let at = base + v * L;
+            // SAFETY: written by its owner lane before the warp barrier above; read by this
+            // lane only until the next tile's warp barrier.
+            let c = unsafe { (stage.add(slot(j)) as *const Chunk<A, L>).read() };
+            if out_vec && at + L <= n {
+                // SAFETY: a whole, aligned vector inside `out`; this thread alone writes it.
+                unsafe { (out.as_mut_ptr().add(at) as *mut Chunk<A, L>).write(c) };
+            } else {
+                for_lanes!(L, |k| {
+                    if at + k < n {
+                        // SAFETY: at + k < n; this thread alone writes it.
+                        unsafe { out.write_unchecked(at + k, c.0[k]) };
+                    }
+                });
+            }
+        });
+        if once {
+            return;
+        }
+        // The totals and the prefix slot are rewritten only after the next tile's first
+        // barrier, which every thread reaches after its reads above. The next copies into the
+        // stage write the slots this lane has just read (program order), which their owners
+        // wrote before the warp barrier above and read no more.
+    }
+}
+
 macro_rules! scans {
-    ($($family:literal, $name:ident: $t:ty => $a:ty, excl $excl:literal, lanes $lanes:literal,
+    // The registers' path (`cumsum`) and the stage's (`cumsum_staged`).
+    (@regs $t:ty, $a:ty, $l:literal, $v:literal, $b:literal, $e:literal, $x:ident, $o:ident, $s:ident) => {
+        cumsum::<$t, $a, $l, $v, $b, $e>($x, $o, $s)
+    };
+    (@staged $t:ty, $a:ty, $l:literal, $v:literal, $b:literal, $e:literal, $x:ident, $o:ident, $s:ident) => {{
+        let stage = shared_array!($a, $b * ($v + 1) * $l, align = 16);
+        cumsum_staged::<$a, $l, $v, $b, $e>($x, $o, $s, stage.as_mut_ptr(), stage.shared_addr(0))
+    }};
+    ($($family:literal, $name:ident: $t:ty => $a:ty, $path:ident, excl $excl:literal, lanes $lanes:literal,
        vecs $vecs:literal, block $block:literal, items $items:literal, tile $tile:literal,
        words $words:literal $(, $opt:ident = $val:literal)*;)*) => {$(
         #[doc = concat!("`", $family, "`: the ", stringify!($excl), " prefix sums of `x` \
@@ -408,19 +636,20 @@ macro_rules! scans {
                 assert!($words == <$a as Status>::WORDS);
             };
             // SAFETY: launched as a kernel with the declared block and workspace.
-            unsafe { cumsum::<$t, $a, $lanes, $vecs, $block, $excl>(x, out, status) }
+            #[cfg(target_arch = "nvptx64")]
+            unsafe { scans!(@$path $t, $a, $lanes, $vecs, $block, $excl, x, out, status) }
         }
     )*};
 }
 scans! {
-    "cumsum", cumsum_f32: f32 => f32, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
-    "cumsum", cumsum_f64: f64 => f64, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 3;
-    "cumsum", cumsum_i32: i32 => i32, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
-    "cumsum", cumsum_i32_i64: i32 => i64, excl false, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
-    "cumsum", cumsum_i64: i64 => i64, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
-    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
-    "cumsum_exclusive", cumsum_exclusive_f64: f64 => f64, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
-    "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
-    "cumsum_exclusive", cumsum_exclusive_i32_i64: i32 => i64, excl true, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
-    "cumsum_exclusive", cumsum_exclusive_i64: i64 => i64, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
+    "cumsum", cumsum_f32: f32 => f32, staged, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum", cumsum_f64: f64 => f64, staged, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 5;
+    "cumsum", cumsum_i32: i32 => i32, staged, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum", cumsum_i32_i64: i32 => i64, regs, excl false, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
+    "cumsum", cumsum_i64: i64 => i64, staged, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
+    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, staged, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum_exclusive", cumsum_exclusive_f64: f64 => f64, staged, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 5;
+    "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, staged, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum_exclusive", cumsum_exclusive_i32_i64: i32 => i64, regs, excl true, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
+    "cumsum_exclusive", cumsum_exclusive_i64: i64 => i64, staged, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
 }
