@@ -21,8 +21,8 @@
 //! **The stage** (sums of one type, `cumsum_staged`): each thread copies its warp-striped
 //! 16-byte vectors into shared memory with `cp.async` (coalesced, no register held while the
 //! copies fly); each lane then reads its *own consecutive* elements back (thread-blocked; each
-//! lane's row padded by one vector, so both patterns are free of bank conflicts — 0 under
-//! Nsight Compute), sums them, and one warp scan of the lane totals gives each lane its prefix:
+//! lane's row padded by one vector, which keeps both patterns nearly free of bank conflicts:
+//! Nsight Compute counts 3.2 M on loads over a 2^28 scan, CUB's scan 8.9 M), sums them, and one warp scan of the lane totals gives each lane its prefix:
 //! a single value per thread crosses the look-back. The sums are written back in place and
 //! stored striped. 48 registers for `cumsum_f32` (sm_90) against 72 when the 32 elements
 //! stayed in registers: ten blocks per SM instead of seven, and under Nsight Compute the same
@@ -404,8 +404,8 @@ unsafe fn cumsum<
 /// warp-striped vectors into the stage with `cp.async` (coalesced, and nothing held in a
 /// register while the copies are in flight); the warp then reads the stage thread-blocked
 /// (lane `l` owns the warp span's elements `l·IT .. (l + 1)·IT`, `IT = VECS · L`; each lane's
-/// row is padded by one vector, which makes both the striped and the blocked accesses free of
-/// bank conflicts), so that a thread scans its own consecutive elements and only one prefix
+/// row is padded by one vector, so that neither the striped nor the blocked accesses of a
+/// quarter-warp share a bank), so that a thread scans its own consecutive elements and only one prefix
 /// per thread crosses the look-back; the sums go back into the stage in place, and the warp
 /// stores them striped (coalesced). Fewer registers than [`cumsum`]'s 32 live elements: more
 /// blocks per SM, more tiles in flight.
