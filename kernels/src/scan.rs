@@ -491,13 +491,13 @@ unsafe fn cumsum_staged<
                 }
             } else {
                 for_lanes!(L, |k| {
-                    // SAFETY: at + k < n for the read; the slot is this thread's until the
-                    // warp barrier below.
                     let e = if at + k < n {
+                        // SAFETY: at + k < n.
                         unsafe { x.get_unchecked(at + k) }
                     } else {
                         A::ZERO
                     };
+                    // SAFETY: the slot is this thread's until the warp barrier below.
                     unsafe { stage.add(s + k).write(e) };
                 });
             }
