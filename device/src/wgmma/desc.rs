@@ -67,6 +67,13 @@ impl Swizzle {
     }
 }
 
+/// The offset of a 32-bit shared address in its block's window: the address without the
+/// cluster rank that a block of a cluster launch finds above bit 24 of its own shared
+/// addresses (16 MiB per block in the cluster's window; a block holds at most 228 KiB).
+pub const fn block_offset(addr: u32) -> u32 {
+    addr & ((1 << 24) - 1)
+}
+
 /// A 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start
 /// address, leading- and stride-dimension byte offsets (each in 16-byte units), base offset
 /// and layout type.
@@ -102,7 +109,14 @@ impl MatrixDesc {
     /// distance between core matrices adjacent along K and `sbo` along M (or N).
     ///
     /// Checked: `addr` aligned to the swizzle atom, offsets multiples of 16 that fit.
+    ///
+    /// In a cluster launch (sm_90), a block's shared addresses carry its rank in the cluster
+    /// above bit 24 (the block of rank 1 sees its own shared memory at `0x100_0000` and up, in
+    /// the cluster's window); a descriptor reaches only the executing block's own shared
+    /// memory, by the address's offset in that block's window ([`block_offset`]), which is
+    /// what it holds and what the range check applies to.
     pub const fn new(addr: u32, lbo: u32, sbo: u32, swizzle: Swizzle) -> Result<Self, DescError> {
+        let addr = block_offset(addr);
         if !addr.is_multiple_of(swizzle.base_alignment()) {
             return Err(DescError::Misaligned);
         }

@@ -82,7 +82,7 @@
 //! of bf16 reads 32 bytes of each row: the descriptor of step `s` within a 128-byte row is the
 //! tile's descriptor [`advanced`](MatrixDesc::advance) by `32 s` bytes.
 
-pub use desc::{DescError, MatrixDesc, Swizzle};
+pub use desc::{block_offset, DescError, MatrixDesc, Swizzle};
 
 mod desc;
 
@@ -646,6 +646,18 @@ mod tests {
             Err(DescError::Misaligned)
         );
         assert!(MatrixDesc::k_major(0x200, Swizzle::B64).is_ok());
+        // A block of rank r in a cluster launch sees its shared memory at r << 24 and up: the
+        // descriptor holds the offset in the block's own window.
+        for r in 1..16u32 {
+            assert_eq!(
+                MatrixDesc::k_major((r << 24) + 0x400, Swizzle::B128),
+                MatrixDesc::k_major(0x400, Swizzle::B128)
+            );
+            assert_eq!(
+                MatrixDesc::k_major((r << 24) + (1 << 18), Swizzle::B128),
+                Err(DescError::OutOfRange)
+            );
+        }
         assert_eq!(
             MatrixDesc::new(0, 8, 16, Swizzle::None),
             Err(DescError::BadOffset)

@@ -346,7 +346,7 @@ impl Consumer {
         let row0 = tm * BM + self.cw * 64;
         let q_desc = |p: u32| {
             MatrixDesc::k_major(self.base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
-                .unwrap_or(MatrixDesc(0))
+                .unwrap_or_else(|_| ferrocuda_device::diag::fail())
         };
         let mut o = [0f32; R];
         let mut m = [f32::NEG_INFINITY; 2];
@@ -370,7 +370,7 @@ impl Consumer {
                 wgmma::fence();
                 for p in 0..P {
                     let kd = MatrixDesc::k_major(stage + p * PANEL, Swizzle::B128)
-                        .unwrap_or(MatrixDesc(0));
+                        .unwrap_or_else(|_| ferrocuda_device::diag::fail());
                     let qd = q_desc(p);
                     ferrocuda_device::unroll!(K in 0..4 {
                         let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
@@ -467,7 +467,7 @@ impl Consumer {
             });
             bars.v_full(s).wait_ring(st);
             let vd = MatrixDesc::n_major(stage + 2 * PANEL, PANEL, Swizzle::B128)
-                .unwrap_or(MatrixDesc(0));
+                .unwrap_or_else(|_| ferrocuda_device::diag::fail());
             // SAFETY: the whole warpgroup; this stage's v was written by TMA (its barrier
             // waited on) and is released only after the wait below.
             unsafe {
