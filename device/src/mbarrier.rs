@@ -13,6 +13,7 @@
 //! | `cp.async.mbarrier.arrive.noinc` (`cuda::pipeline` with a barrier) | [`bar.cp_async_arrive_noinc()`](MBarrier::cp_async_arrive_noinc) |
 //! | `mbarrier.arrive.expect_tx` (TMA consumers, sm_90) | [`bar.arrive_expect_tx(bytes)`](MBarrier::arrive_expect_tx) |
 //! | `mbarrier.try_wait.parity` (sm_90) | [`bar.try_wait(phase)`](MBarrier::try_wait) |
+//! | CUTLASS `ClusterBarrier::arrive(cta_id, pred)` (a peer block's barrier, sm_90) | [`bar.arrive_cluster(rank)`](MBarrier::arrive_cluster) |
 //!
 //! # What an mbarrier is
 //!
@@ -343,6 +344,42 @@ impl MBarrier {
             asm!("mbarrier.arrive.shared.b64 {s}, [{a}];", s = out(reg64) s, a = in(reg32) self.addr, options(nostack));
         }
         ArrivalToken(s)
+    }
+
+    /// Arrives on the barrier at this barrier's shared offset **in the block of cluster rank
+    /// `rank`** (`mapa.shared::cluster` then `mbarrier.arrive.shared::cluster`, release at CTA
+    /// scope, as CUTLASS's `ClusterBarrier::arrive(cta_id, pred)`): one of the expected
+    /// arrivals of that barrier's current phase. `rank` may be this block's own. Does not
+    /// wait. An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch =
+    /// "sm_90")]`; the builder refuses it in an older module).
+    ///
+    /// The use it serves is a consumer telling a peer's producer that a stage of this block's
+    /// shared memory, which the peer's TMA multicast refills, is no longer read (the reads were
+    /// the tensor cores', completed by `wgmma.wait_group`). Release at cluster scope
+    /// (`.release.cluster`) would also order this thread's global stores before the arrival:
+    /// in the `linear` GEMM's epilogue that fence cost a quarter of the kernel's speed, and the
+    /// pattern does not need it.
+    ///
+    /// # Safety
+    ///
+    /// 1. The kernel runs in clusters (`#[kernel(cluster = …)]`) of more than `rank` blocks.
+    /// 2. The barrier at this offset in block `rank` is initialised, its initialisation made
+    ///    visible cluster-wide before this arrival ([`fence_mbarrier_init`] by the
+    ///    initialising thread, then a cluster barrier), and not invalidated.
+    /// 3. Block `rank` has not exited: it waits at a cluster barrier after its last use of
+    ///    the barrier, which this thread reaches after this arrival.
+    #[inline(always)]
+    pub unsafe fn arrive_cluster(&self, rank: u32) {
+        // SAFETY: the caller's contract (a barrier of a running block of the cluster).
+        unsafe {
+            asm!(
+                "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {a}, {r}; \
+                 mbarrier.arrive.shared::cluster.b64 _, [ra]; }}",
+                a = in(reg32) self.addr,
+                r = in(reg32) rank,
+                options(nostack),
+            )
+        }
     }
 
     /// Arrives and leaves the protocol (`mbarrier.arrive_drop`, release at CTA scope): one
