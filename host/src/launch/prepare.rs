@@ -226,6 +226,13 @@ impl<'m> Kernel<'m> {
             .unwrap_or_else(|| shape::auto_block(decl, f.block, f.potential_block));
         shape::check_block(&sig.name, decl, &f.limits, device, block)?;
         let cluster = decl.cluster_dims();
+        // The automatic grid of a grid-stride kernel: as many blocks as are resident at once
+        // (for a cluster kernel, capped below by the clusters the device holds at once).
+        let resident_grid = opts.grid.is_none()
+            && !decl.cooperative
+            && decl.grid_dims < 2
+            && !decl.grid_rows
+            && sig.items_per_thread.is_none();
         let mut grid = match opts.grid {
             Some(g) => g,
             // Set below, once the occupancy for the launch's shared memory is known.
@@ -302,6 +309,9 @@ impl<'m> Kernel<'m> {
                 })
                 .map_err(|e| Error::new(e.kind(), format!("kernel `{}`: {e}", sig.name)))?;
             shape::check_cluster_occupancy(&sig.name, c, block, shared, active)?;
+            if resident_grid {
+                grid = shape::resident_cluster_grid(grid, c, active);
+            }
             LaunchAttrs::Cluster(c)
         } else {
             LaunchAttrs::Plain

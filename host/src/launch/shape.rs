@@ -334,6 +334,21 @@ pub fn check_cluster(
     Ok(())
 }
 
+/// The automatic grid of a grid-stride cluster kernel (a whole number of clusters, from
+/// [`cluster_grid`]) capped at the clusters the device runs at once (`active`, from
+/// `cuOccupancyMaxActiveClusters`, at least 1): blocks beyond them would wait for a second
+/// wave while the first holds the work, where a persistent kernel's grid-stride loop gives it
+/// to the resident ones. Only the x axis is capped (the kernel's grid is 1-D).
+pub fn resident_cluster_grid(grid: [u32; 3], cluster: [u32; 3], active: u32) -> [u32; 3] {
+    let c = cluster.map(|c| c.max(1));
+    // One cluster along y and z: the clusters are the x axis's.
+    if grid[1] != c[1] || grid[2] != c[2] {
+        return grid;
+    }
+    let most = u64::from(active.max(1)) * u64::from(c[0]);
+    [u64::from(grid[0]).min(most) as u32, grid[1], grid[2]]
+}
+
 /// Checks the driver's answer for a cluster launch of kernel `name`: `active` clusters of
 /// `cluster` (blocks of `block` threads with `shared` bytes of dynamic shared memory) can run
 /// at once (`cuOccupancyMaxActiveClusters`); 0 means the kernel cannot be launched so.
@@ -604,6 +619,25 @@ mod tests {
             e.contains("0 blocks per SM") && e.contains("200000 bytes"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn resident_cluster_grids_hold_the_active_clusters() {
+        // 132 blocks in pairs, 60 pairs resident: 120 blocks; fewer asked, as asked.
+        assert_eq!(
+            resident_cluster_grid([132, 1, 1], [2, 1, 1], 60),
+            [120, 1, 1]
+        );
+        assert_eq!(
+            resident_cluster_grid([132, 1, 1], [2, 1, 1], 66),
+            [132, 1, 1]
+        );
+        assert_eq!(resident_cluster_grid([8, 1, 1], [2, 1, 1], 66), [8, 1, 1]);
+        assert_eq!(resident_cluster_grid([16, 2, 1], [4, 2, 1], 2), [8, 2, 1]);
+        // Still a whole number of clusters, at least one.
+        assert_eq!(resident_cluster_grid([132, 1, 1], [2, 1, 1], 0), [2, 1, 1]);
+        // Several clusters along y: left as it is.
+        assert_eq!(resident_cluster_grid([8, 4, 1], [2, 2, 1], 1), [8, 4, 1]);
     }
 
     #[test]
