@@ -570,9 +570,16 @@ fn linear() -> TestResult {
             Arg::Array(dw.desc()),
             Arg::Array(out.desc()),
         ];
-        // The kernel's declared shared memory on one launch, given explicitly on the other.
+        // The kernel's declared shared memory on one launch, given explicitly on the other;
+        // the automatic grid, or persistent clusters of two blocks fewer than the tile
+        // pairs (one cluster; three), each taking several.
         let o = LaunchOptions {
             shared_mem_bytes: if m % 2 == 0 { 0 } else { LINEAR_SMEM },
+            grid: match m % 3 {
+                0 => None,
+                1 => Some([2, 1, 1]),
+                _ => Some([6, 1, 1]),
+            },
             ..opts()
         };
         // SAFETY: the bundled kernels are memory-safe for any arguments that pass the checks.
@@ -587,6 +594,22 @@ fn linear() -> TestResult {
             return Ok(());
         }
         launched.map_err(err)?;
+        // Built in clusters: a grid that is not a whole number of them is refused, naming the
+        // kernel.
+        let clustered = k.signature().launch.cluster_dims().is_some();
+        let odd = LaunchOptions {
+            grid: Some([3, 1, 1]),
+            ..opts()
+        };
+        if clustered {
+            // SAFETY: as above (refused before any launch).
+            let e = unsafe { k.launch(&args, &odd) }
+                .err()
+                .ok_or_else(|| err("linear_bf16_f32_sm90 launched with 3 blocks"))?;
+            ensure(e.to_string().contains("linear_bf16_f32_sm90"), || {
+                format!("odd grid: {e}")
+            })?;
+        }
         let got = download(&out)?;
         for i in 0..m {
             for j in 0..n {
