@@ -358,7 +358,7 @@ impl MBarrier {
     /// the tensor cores', completed by `wgmma.wait_group`), which needs no cluster scope. With
     /// the arrival released at cluster scope (`.release.cluster`, which also orders the
     /// thread's earlier global stores) and the producer's wait acquired at cluster scope, the
-    /// `linear` GEMM ran a quarter slower (measured on an H200, 2026-12-02).
+    /// `linear` GEMM ran markedly slower (BENCHMARKS.md, the GEMM section).
     ///
     /// # Safety
     ///

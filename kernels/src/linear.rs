@@ -21,10 +21,10 @@
 //!   tiles one above the other (the same 256 columns, so the same `w` tile) and each block
 //!   loads its own `x` tile and half of the `w` tile, multicast to both (`.multicast::cluster`);
 //!   a stage is refilled only when the consumers of both blocks have released it (each arrives
-//!   on its own block's "empty" barrier and on the peer's). Measured on an H200 on 2026-12-02
-//!   it was correct (the GPU tests) and no faster: 687 and 716 TFLOPS at 4096³ and 8192³
-//!   against 692 and 728 without clusters, so the build keeps one block per cluster (the
-//!   kernels then take no `cluster` launch attribute and the pair's code is compiled out).
+//!   on its own block's "empty" barrier and on the peer's). It passes the GPU tests and was
+//!   measured no faster than one block per cluster (BENCHMARKS.md, the GEMM section), so the
+//!   build keeps one block per cluster (the kernels then take no `cluster` launch attribute
+//!   and the pair's code is compiled out).
 //!   The automatic grid is one block per SM.
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
 //!   of each step's 128-row tile of `x` and 256-row tile of `w` into a ring of 4 shared
