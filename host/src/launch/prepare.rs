@@ -226,33 +226,34 @@ impl<'m> Kernel<'m> {
             .unwrap_or_else(|| shape::auto_block(decl, f.block, f.potential_block));
         shape::check_block(&sig.name, decl, &f.limits, device, block)?;
         let cluster = decl.cluster_dims();
-        // The automatic grid of a grid-stride kernel: as many blocks as are resident at once
-        // (for a cluster kernel, capped below by the clusters the device holds at once).
-        let resident_grid = opts.grid.is_none()
-            && !decl.cooperative
-            && decl.grid_dims < 2
-            && !decl.grid_rows
-            && sig.items_per_thread.is_none();
-        let mut grid = match opts.grid {
-            Some(g) => g,
+        // `resident_grid`: the automatic grid of a grid-stride kernel, as many blocks as are
+        // resident at once (for a cluster kernel, capped below by the clusters the device
+        // holds at once).
+        let (mut grid, resident_grid) = match opts.grid {
+            Some(g) => (g, false),
             // Set below, once the occupancy for the launch's shared memory is known.
-            None if decl.cooperative => [1, 1, 1],
-            None if decl.grid_dims >= 2 => {
-                shape::nd_grid(largest, decl.grid_dims, block, device.max_grid)
-            }
+            None if decl.cooperative => ([1, 1, 1], false),
+            None if decl.grid_dims >= 2 => (
+                shape::nd_grid(largest, decl.grid_dims, block, device.max_grid),
+                false,
+            ),
             None if decl.grid_rows => {
                 let threads = block.iter().map(|&b| b as usize).product();
-                [
-                    shape::rows_grid(largest, threads, sig.items_per_thread),
-                    1,
-                    1,
-                ]
+                (
+                    [
+                        shape::rows_grid(largest, threads, sig.items_per_thread),
+                        1,
+                        1,
+                    ],
+                    false,
+                )
             }
             None => {
                 let threads = block.iter().map(|&b| b as usize).product();
                 let resident = || ctx.sm_count() as usize * f.blocks_per_sm as usize;
                 let x = shape::auto_grid(work, threads, sig.items_per_thread, resident);
-                [x, 1, 1]
+                // `auto_grid` holds the resident blocks only without `items_per_thread`.
+                ([x, 1, 1], sig.items_per_thread.is_none())
             }
         };
         if let (Some(c), None) = (cluster, opts.grid) {
