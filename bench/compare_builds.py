@@ -5,7 +5,11 @@ that drifts of the host hit both builds alike. Prints, per variant, the median Â
 over all its rounds and the ratio B/A.
 
 Usage: python3 bench/compare_builds.py SITE_A SITE_B [--label-a before] [--label-b after]
-           [--pairs 3] [--rounds 15] [--calls 1000]
+           [--pairs 3] [--rounds 15] [--calls 1000] [--warmup 1]
+
+``--warmup`` children of each build run first and are not counted: a fresh host's first
+processes run measurably slower (clocks, caches, the driver's first loads), which would
+otherwise weigh on the build that happens to go first.
 
 SITE_A/SITE_B are directories holding an installed ``ferrocuda`` (``pip install --target``);
 each goes first on the child's PYTHONPATH.
@@ -44,9 +48,13 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
     acc: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
     order = (("a", args.site_a), ("b", args.site_b))
+    for _ in range(args.warmup):
+        for _, site in order:
+            run_once(site, 2, args.calls)
     for k in range(args.pairs):
         # A B, B A, A B, â€¦: a drift within a pair (the host warming up) favours neither build.
         for key, site in order if k % 2 == 0 else order[::-1]:

@@ -21,6 +21,14 @@
 //! assert_eq!(out.to_ndarray()?.as_slice().unwrap(), &[11.0, 22.0, 33.0]);
 //! # Ok::<(), ferrocuda::Error>(())
 //! ```
+//!
+//! # Layers
+//!
+//! Each module uses only the modules listed above it (checked by the workspace's
+//! `tests/layers`):
+//!
+//! 1. [`bundled`] — the bundled module, loaded once per device.
+//! 2. [`kernels`] — the typed launchers generated from the manifest (they load [`bundled`]).
 #![warn(missing_docs)]
 
 pub use ferrocuda_abi as abi;

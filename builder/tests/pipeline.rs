@@ -508,6 +508,18 @@ pub unsafe fn tiles_unsynced(next: AtomicSlice<u32>, y: SliceMut<f32>, tiles: u3
     }
 }
 
+/// Text that reads like a panic message, copied out by the kernel: refused as panic text, at
+/// the line that reads it.
+static MESSAGE: &[u8] = b"attempt to add with overflow";
+
+#[kernel]
+pub unsafe fn texty(y: SliceMut<u8>) {
+    let t = thread::index_1d();
+    if t < y.len() && t < MESSAGE.len() {
+        // SAFETY: one thread per element.
+        unsafe { y.write_unchecked(t, MESSAGE[t]) };
+    }
+}
 "#;
 
 #[test]
@@ -544,6 +556,22 @@ fn dynamic_tiles_pass_the_barrier_check_and_racy_reads_do_not() {
     ] {
         assert!(e.contains(want), "missing {want:?} in:\n{e}");
     }
+    // Panic text: the kernel that reads it and a line of that kernel (its `#[kernel]`
+    // attribute on: the address may be computed in the entry's prologue).
+    let body = RACY_TILES
+        .lines()
+        .position(|l| l.contains("fn texty"))
+        .unwrap();
+    let at = e
+        .split("texty: panic-text: src/lib.rs:")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no located panic-text finding of `texty` in:\n{e}"));
+    assert!(
+        (body..body + 7).contains(&at),
+        "line {at}, the kernel at {body}:\n{e}"
+    );
+    assert!(e.contains("attempt to add with overflow"), "{e}");
 }
 
 #[test]

@@ -46,8 +46,8 @@ pub unsafe fn binary<T: Element, const L: usize>(
 
 /// `out[i] = f(x[i])` for `i < min(len)`, vectorized as [`binary`], but one vector per loop
 /// iteration: `f` is the costly part here (the activations' `erff`, `tanhf`, `expf`), and two
-/// vectors in flight per thread keep twice as many of its evaluations live (48 registers for
-/// the f32 GELU, against 32 with one vector: more resident warps hide the loads instead).
+/// vectors in flight per thread keep twice as many of its evaluations live (half as many
+/// registers again for the f32 GELU: more resident warps hide the loads instead).
 ///
 /// # Safety
 ///

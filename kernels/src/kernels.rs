@@ -231,7 +231,7 @@ add_index_kernels! {
 
 // ---- fill_slow: a deliberately slow producer, for ordering tests -------------------------
 
-/// Each thread first runs `iters` dependent floating-point steps (≈ 4 cycles each), then
+/// Each thread first runs `iters` dependent floating-point steps (a few cycles each), then
 /// writes `value` to its elements: a producer that takes a controllable time, used by the
 /// stream-ordering (race) tests and benchmarks.
 #[kernel]

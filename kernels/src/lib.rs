@@ -47,6 +47,19 @@
 //! To add a kernel: write a function here (or in a module of this crate) with `#[kernel]`,
 //! rebuild; it appears in the manifest (`ferrocuda_kernels.json` in the build's `OUT_DIR`)
 //! and in the host's generic launcher.
+//!
+//! # Layers
+//!
+//! Each module uses only the modules listed above it (checked by the workspace's
+//! `tests/layers`; all of them use `ferrocuda_device`, below every one):
+//!
+//! 1. `elementwise`, `grid`, `num` — element-wise loops, where a thread sits in the launch,
+//!    the element-type traits.
+//! 2. `epilogue` — what the `linear` kernels do to their sums before the store.
+//! 3. `prelude` — the names the kernel bodies use.
+//! 4. `activations`, `attention`, `histogram`, `kernels`, `linear`, `linear_sm80`, `matmul`,
+//!    `normalize`, `reduce`, `scan`, `shape`, `softmax`, `stencil` — the kernels.
+//! 5. `linear_fused` — `linear` with a fused epilogue, built on both `linear` kernels.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, asm_experimental_arch))]
 

@@ -53,10 +53,10 @@
 //! `min_blocks = 2` (`.minnctapersm 2`): two blocks per SM on the A100 (2 × 80 KiB of its
 //! 164 KiB of shared memory) and the H100, which caps ptxas at 128 registers per thread. The
 //! 64 accumulators, the fragments (ptxas keeps both 16-wide K steps' in flight: up to 48
-//! registers) and the copy addresses fit: ptxas 12.9 reports 124–125 registers for sm_80 and
-//! 127 for sm_90, no spill, no stack. That is why indices are 32-bit (the kernels require
-//! extents below 2³¹, offsets stay 64-bit): with 64-bit tile and K indices ptxas spilled
-//! 16 bytes. A caller's grid of any size is correct; the block must be 256 threads.
+//! registers) and the copy addresses fit under that cap without a spill or a stack (the PTX
+//! checks fail a build whose kernels spill). That is why indices are 32-bit (the kernels
+//! require extents below 2³¹, offsets stay 64-bit): with 64-bit tile and K indices ptxas
+//! spilled. A caller's grid of any size is correct; the block must be 256 threads.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;

@@ -25,9 +25,9 @@
 //!
 //! Launch bounds: blocks of at most 256 threads (`max_threads = 256`, PTX `.maxntid`; larger
 //! blocks are refused by the launcher), which lets ptxas give each thread the registers the
-//! 8×8 accumulators and the double buffer need (155 on sm_80 and sm_90, no spills). Two
-//! blocks per SM (`.minnctapersm 2`) would cap a thread at 128 registers, and ptxas then
-//! spills (76 bytes on sm_90, 132 on sm_80); a fixed block (`.reqntid 256`) makes ptxas for
+//! 8×8 accumulators and the double buffer need, without spills. Two blocks per SM
+//! (`.minnctapersm 2`) would cap a thread at 128 registers, and ptxas then spills on sm_80
+//! and sm_90; a fixed block (`.reqntid 256`) makes ptxas for
 //! sm_80 cap at 128 registers and spill too. So one block of 256 threads per SM. Smaller
 //! blocks run a simple correct loop (one thread per element of `C`).
 

@@ -51,7 +51,7 @@
 //! own (`cumsum_f64` and `cumsum_exclusive_f64` take `min_blocks = 5`: without it ptxas
 //! spills on sm_80). The status words are
 //! accessed unchecked: their indices are in bounds by construction, and a bounds check's trap
-//! path costs 8 to 16 registers.
+//! path costs registers.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;

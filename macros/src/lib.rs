@@ -1,6 +1,16 @@
 //! The `#[kernel]` attribute of ferrocuda.
 //!
 //! Use it through `ferrocuda_device::kernel`; see that crate for the full picture.
+//!
+//! # Layers
+//!
+//! Each module uses only the modules listed above it (checked by the workspace's
+//! `tests/layers`); this file parses the attribute and generates the kernel with them:
+//!
+//! 1. `extras` — the `zero(…)`, `scratch(…)` and `require(…)` options and their manifest
+//!    constant.
+//! 2. `instances` — generic kernels, one entry per listed element type.
+//! 3. `launch` — the launch options and the launch record they become.
 
 mod extras;
 

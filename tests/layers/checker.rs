@@ -818,31 +818,40 @@ fn absolute(
 }
 
 /// The layers of a `# Layers` section: each numbered item's module names (before its first
-/// ` — `).
+/// ` — `, which may come on a continuation line of the item).
 fn parse_layers(doc: &str) -> Option<Vec<Vec<String>>> {
     let mut lines = doc.lines().map(str::trim_start);
     lines.find(|l| l.trim_end() == "# Layers")?;
-    let mut layers = Vec::new();
+    let mut layers: Vec<Vec<String>> = Vec::new();
+    // Whether the last item's names go on (no ` — ` seen yet).
+    let mut open = false;
     for l in lines {
         if l.starts_with('#') {
             break;
         }
-        let Some((num, rest)) = l.split_once(". ") else {
-            continue;
+        let item = l
+            .split_once(". ")
+            .filter(|(num, _)| !num.is_empty() && num.chars().all(|c| c.is_ascii_digit()));
+        let text = match item {
+            Some((_, rest)) => {
+                layers.push(Vec::new());
+                rest
+            }
+            None if open && !l.trim().is_empty() => l,
+            None => {
+                open = false;
+                continue;
+            }
         };
-        if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let head = rest.split(" — ").next().unwrap_or("");
-        let mut names = Vec::new();
-        let mut s = head;
+        open = !text.contains(" — ");
+        let mut s = text.split(" — ").next().unwrap_or("");
+        let names = layers.last_mut().expect("an item was pushed");
         while let Some(start) = s.find('`') {
             let after = &s[start + 1..];
             let Some(end) = after.find('`') else { break };
             names.push(after[..end].to_string());
             s = &after[end + 1..];
         }
-        layers.push(names);
     }
     Some(layers)
 }
@@ -1078,6 +1087,20 @@ mod tests {
                 "lib.rs: `a` is listed twice in # Layers",
                 "lib.rs: module `b` is missing from # Layers",
             ]
+        );
+    }
+
+    #[test]
+    fn an_item_s_names_may_go_on_over_lines_until_its_dash() {
+        let doc = "# Layers\n\n1. `a`, `b`,\n   `c` — first, using `x`.\n   `y` in the text.\n\
+                   2. `d` — second\n   `z` in the text.\n\n3. `e`\n\nA paragraph with `w`.";
+        assert_eq!(
+            super::parse_layers(doc),
+            Some(vec![
+                vec!["a".to_string(), "b".into(), "c".into()],
+                vec!["d".into()],
+                vec!["e".into()],
+            ])
         );
     }
 }

@@ -18,6 +18,7 @@ const CRATES: &[&str] = &[
     "macros/src",
     "kernels/src",
     "src",
+    "config/src",
 ];
 
 fn read(dir: &str) -> Crate {
@@ -50,6 +51,9 @@ fn layer_lists_are_there() {
         "python/src",
         "builder/src",
         "device/src",
+        "macros/src",
+        "kernels/src",
+        "src",
     ] {
         assert!(
             read(dir).layered_files().contains(&"lib.rs"),

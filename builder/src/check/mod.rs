@@ -131,17 +131,30 @@ pub fn check_module(
     // Source paths are expected where ferrocuda's checks record their location for the host
     // (`ferrocuda_abi::diag`): the module then defines the trap record.
     let records_locations = src.contains(ferrocuda_abi::diag::TRAP_RECORD_SYMBOL);
-    for (name, data) in byte_arrays(&src) {
-        if let Some((what, snippet)) = panic_text(&data) {
+    let arrays = byte_arrays(&src);
+    let reaching = entries_reaching(&functions);
+    for (name, data) in &arrays {
+        if let Some((what, snippet)) = panic_text(data) {
             if records_locations && what == "source path" {
                 continue;
             }
-            findings.push(Finding::new(
-                None,
-                Rule::PanicText,
-                Severity::Error,
-                format!("byte array {name} holds a {what}: {snippet:?}"),
-            ));
+            let mut message = format!("byte array {name} holds a {what}: {snippet:?}");
+            // The kernel that uses it and the instruction that does (the Rust line, once
+            // located); a module-level array nothing reads names no kernel.
+            let user = first_reference(&functions, &src, name);
+            let kernel = user.as_ref().and_then(|(f, _)| {
+                let entry = reaching.get(f)?.iter().next()?.clone();
+                if entry != *f {
+                    message.push_str(&format!(" (used by `{f}`, which the kernel calls)"));
+                }
+                Some(entry)
+            });
+            let finding =
+                Finding::new(kernel.as_deref(), Rule::PanicText, Severity::Error, message);
+            findings.push(match user {
+                Some((_, line)) => finding.at(line),
+                None => finding,
+            });
         }
     }
     TextCheck {
@@ -441,6 +454,54 @@ pub fn entries_reaching(
         }
     }
     out
+}
+
+/// The first function whose instructions name `array` (an operand `array` or `array+8`), with
+/// the line of that instruction; through one level of indirection too — a panic's location
+/// record (`.global` bytes holding `generic(array)`) that an instruction names — as rustc
+/// emits them.
+fn first_reference(functions: &[PtxFunction], src: &str, array: &str) -> Option<(String, usize)> {
+    let names = |operand: &str, what: &str| {
+        let o = operand.trim_start_matches(['[', '-', '(']);
+        o.strip_prefix(what).is_some_and(|rest| {
+            !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'))
+        })
+    };
+    let direct = |what: &str| {
+        functions.iter().find_map(|f| {
+            let body = f.body.as_deref()?;
+            if !body.contains(what) {
+                return None;
+            }
+            parse::statements(body, f.body_line)
+                .into_iter()
+                .find_map(|s| match s {
+                    parse::Statement::Instr(i) if i.operands.iter().any(|o| names(o, what)) => {
+                        Some((f.name.clone(), i.line))
+                    }
+                    _ => None,
+                })
+        })
+    };
+    direct(array).or_else(|| {
+        let needle = format!("generic({array})");
+        byte_array_names_holding(src, &needle)
+            .into_iter()
+            .find_map(|holder| direct(&holder))
+    })
+}
+
+/// The `.global`/`.const` arrays whose initializer contains `needle`.
+fn byte_array_names_holding(src: &str, needle: &str) -> Vec<String> {
+    src.split(';')
+        .map(str::trim)
+        .filter(|s| s.contains(needle) && (s.contains(".global") || s.contains(".const")))
+        .filter_map(|s| {
+            let decl = s[..s.find('=')?].trim_end();
+            let name = decl.split_whitespace().last()?.split('[').next()?;
+            Some(name.to_string())
+        })
+        .collect()
 }
 
 /// What in a function uses the `.local` state space, if anything: a `.local` array (LLVM's

@@ -400,7 +400,7 @@ mod gpu {
                     let ka = here32(self.k_s.shared_addr(0, 0) + (lane % 8) * ROW + 16 * (lane / 8 % 2));
                     let va = here32(self.v_s.shared_addr(0, 0) + (lane % 16) * ROW);
                     // The q fragments are read from shared memory for each tile rather than
-                    // kept (32 registers fewer).
+                    // kept (a whole fragment's registers fewer).
                     ferrocuda_device::unroll!(KK in 0..$ks {
                         // SAFETY: 16 aligned bytes of q_s per lane (rows of 272 bytes, columns
                         // a multiple of 8), the whole warp together.
