@@ -269,11 +269,8 @@ impl PtxBuilder {
         }
         match self.build() {
             Ok(out) => {
-                for s in out.sources.iter().chain(&self.extra_watch) {
-                    println!("cargo:rerun-if-changed={}", s.display());
-                }
-                if let Some(lib) = &out.libdevice {
-                    println!("cargo:rerun-if-changed={}", lib.display());
+                for line in self.rerun_lines(&out) {
+                    println!("{line}");
                 }
                 for w in &out.warnings {
                     let line = w.to_string().replace('\n', " ");
@@ -294,6 +291,26 @@ impl PtxBuilder {
                 std::process::exit(1);
             }
         }
+    }
+
+    /// The `cargo:rerun-if-…` lines of a build that succeeded (beyond the environment
+    /// variables it reads): the sources the PTX depends on, libdevice, and the CUDA tools —
+    /// the ptxas used (so that another version rebuilds the cubins) or, when none was found,
+    /// `PATH` (so that a ptxas put on it later gives cubins; `FERROCUDA_PTXAS`, `CUDA_HOME`
+    /// and `CUDA_PATH` are watched already).
+    pub(crate) fn rerun_lines(&self, out: &BuildOutput) -> Vec<String> {
+        let mut lines: Vec<String> = out
+            .sources
+            .iter()
+            .chain(&self.extra_watch)
+            .chain(&out.libdevice)
+            .chain(&out.ptxas)
+            .map(|s| format!("cargo:rerun-if-changed={}", s.display()))
+            .collect();
+        if out.ptxas.is_none() {
+            lines.push("cargo:rerun-if-env-changed=PATH".to_string());
+        }
+        lines
     }
 
     /// The output and child target directories.
@@ -354,6 +371,47 @@ impl PtxBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_script_reruns_for_its_tools_too() {
+        let out = |ptxas: Option<&str>| BuildOutput {
+            ptx: "k.ptx".into(),
+            manifest_path: "k.json".into(),
+            manifest: Manifest {
+                format: 0,
+                arch: "sm_80".into(),
+                ptx: "k.ptx".into(),
+                fp_contract: FpContract::default(),
+                kernels: Vec::new(),
+                cubins: Default::default(),
+                parts: Default::default(),
+            },
+            sources: vec!["/k/src/lib.rs".into()],
+            libdevice: Some("/cuda/libdevice.10.bc".into()),
+            resources: Vec::new(),
+            ptxas: ptxas.map(PathBuf::from),
+            warnings: Vec::new(),
+            cubins: Default::default(),
+            parts: Default::default(),
+            note: None,
+            seconds: 0.0,
+        };
+        let b = PtxBuilder::new("/k");
+        let with = b.rerun_lines(&out(Some("/cuda/bin/ptxas")));
+        assert_eq!(
+            with,
+            [
+                "cargo:rerun-if-changed=/k/src/lib.rs",
+                "cargo:rerun-if-changed=/cuda/libdevice.10.bc",
+                "cargo:rerun-if-changed=/cuda/bin/ptxas",
+            ]
+        );
+        // Without ptxas: a ptxas put on PATH later makes the cubins (no missing path is
+        // watched: cargo would rerun the script on every build).
+        let without = b.rerun_lines(&out(None));
+        assert_eq!(without.last().unwrap(), "cargo:rerun-if-env-changed=PATH");
+        assert!(!without.iter().any(|l| l.contains("ptxas")), "{without:?}");
+    }
 
     #[test]
     fn bad_arch_is_a_config_error() {
