@@ -154,7 +154,8 @@ pub(crate) fn verify(
             .unwrap_or_default();
         out.note = Some(format!(
             "no ptxas found: PTX only, no cubins (the driver compiles the PTX when the module \
-             first loads; set FERROCUDA_PTXAS or CUDA_HOME, or put ptxas on PATH, and the next build makes cubins){why}"
+             first loads; set FERROCUDA_PTXAS or CUDA_HOME, or put ptxas on PATH, and the next \
+             build makes cubins){why}"
         ));
     }
     out.warnings = warnings;
