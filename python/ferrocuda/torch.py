@@ -498,8 +498,9 @@ class TorchOps:
         backend, a fake implementation, and for mutating operators the C++ ADInplaceOrView
         fallback that bumps the mutated tensors' versions), without ``custom_op``'s Python
         Autograd and ADInplaceOrView kernels, which cost more per eager call than the
-        launch itself (measured in BENCHMARKS.md, "Where Python users work"). Without an autograd formula the operators are not differentiable (torch's
-        autograd fallback warns when a gradient is asked through them)."""
+        launch itself (measured in BENCHMARKS.md, "Where Python users work"). Without an
+        autograd formula the operators are not differentiable (torch's autograd fallback
+        warns when a gradient is asked through them)."""
         lib = self._lib
         lib.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
         impl.__name__ = name
