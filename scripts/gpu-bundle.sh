@@ -40,9 +40,11 @@ export FERROCUDA_CUBIN_ARCHS="${FERROCUDA_CUBIN_ARCHS:-sm_90}"
 
 # The Python package's part: its wheel, tests and benchmarks (and a NumPy for Numba).
 python_part() {
-  # The Python wheel, if the Python environment is set up.
+  # The Python wheel, if the Python environment is set up: built as wheels ship (the `dist`
+  # profile that python/pyproject.toml names, whole-program LTO), so that the launch
+  # benchmarks measure what users install.
   if [ -x .venv/bin/maturin ]; then
-    (cd python && ../.venv/bin/maturin build --release --quiet -o ../.gpu/wheels >/dev/null)
+    (cd python && ../.venv/bin/maturin build --profile dist --quiet -o ../.gpu/wheels >/dev/null)
     echo "bundled $(ls .gpu/wheels)"
     # A profiling build (stage timing of the launch path) for bench/launch_profile.py.
     if [ "${FERROCUDA_BUNDLE_PROFILING:-1}" = 1 ]; then
