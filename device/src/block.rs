@@ -46,6 +46,7 @@
 //! [`thread::sync_threads`]: crate::thread::sync_threads
 
 use crate::diag::fail;
+use crate::gpu_only;
 use crate::half::{bf16, bf16x2, f16, f16x2};
 use crate::shared::{DynamicSharedArray, SharedArray, SharedElement};
 use crate::thread::{block_threads, rank_in_block, sync_threads};
@@ -130,6 +131,7 @@ macro_rules! op_impls {
     (shuffle $op:ident, |$a:ident, $b:ident| $e:expr; $($t:ty),*) => {$(
         impl ReduceOp<$t> for $op {
             #[inline(always)]
+            #[gpu_only]
             fn combine(&self, $a: $t, $b: $t) -> $t { $e }
         }
     )*};

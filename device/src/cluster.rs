@@ -75,11 +75,14 @@
 //! accesses through `asm!`, as the `.shared::cluster` state space has no pointer type in Rust.
 
 use crate::diag::fail;
+use crate::gpu_only;
 use crate::shared::SharedElement;
 use crate::thread::Dim3;
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 use core::marker::PhantomData;
 
+#[cfg(target_arch = "nvptx64")]
 unsafe extern "C" {
     #[link_name = "llvm.nvvm.read.ptx.sreg.cluster.ctarank"]
     fn cluster_ctarank() -> u32;
@@ -122,6 +125,7 @@ unsafe extern "C" {
 /// This block's rank in its cluster, `0..size()` (`%cluster_ctarank`; cooperative groups'
 /// `cluster.block_rank()`): the rank [`map_shared_rank`] takes.
 #[inline(always)]
+#[gpu_only]
 pub fn rank() -> u32 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe { cluster_ctarank() }
@@ -129,6 +133,7 @@ pub fn rank() -> u32 {
 
 /// Blocks in this cluster (`%cluster_nctarank`; 1 without a cluster launch).
 #[inline(always)]
+#[gpu_only]
 pub fn size() -> u32 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe { cluster_nctarank() }
@@ -136,6 +141,7 @@ pub fn size() -> u32 {
 
 /// This block's index within its cluster (`%cluster_ctaid`).
 #[inline(always)]
+#[gpu_only]
 pub fn block_idx() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -149,6 +155,7 @@ pub fn block_idx() -> Dim3 {
 
 /// The cluster's shape in blocks (`%cluster_nctaid`: the kernel's `cluster = (x, y, z)`).
 #[inline(always)]
+#[gpu_only]
 pub fn dim() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -162,6 +169,7 @@ pub fn dim() -> Dim3 {
 
 /// This cluster's index in the grid of clusters (`%clusterid`).
 #[inline(always)]
+#[gpu_only]
 pub fn cluster_idx() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -176,6 +184,7 @@ pub fn cluster_idx() -> Dim3 {
 /// Clusters in the grid along x, y, z (`%nclusterid`: the grid divided by the cluster
 /// shape).
 #[inline(always)]
+#[gpu_only]
 pub fn grid_dim() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -192,6 +201,7 @@ pub fn grid_dim() -> Dim3 {
 /// the cluster must reach the same call; afterwards every block of the cluster is running and
 /// the cluster's writes before the barrier are visible (see the [module documentation](self)).
 #[inline(always)]
+#[gpu_only]
 pub fn sync() {
     // SAFETY: an arrival followed by its wait, in this thread.
     unsafe {
@@ -211,6 +221,7 @@ pub fn sync() {
 /// 2. every thread of every block of the cluster arrives for this phase (then waits), in
 ///    uniform control flow, as for [`sync`].
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn arrive() {
     // SAFETY: the caller's contract.
     unsafe { barrier_cluster_arrive() }
@@ -224,6 +235,7 @@ pub unsafe fn arrive() {
 ///
 /// As [`arrive`].
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn arrive_relaxed() {
     // SAFETY: the caller's contract.
     unsafe { barrier_cluster_arrive_relaxed() }
@@ -238,6 +250,7 @@ pub unsafe fn arrive_relaxed() {
 ///    waited since;
 /// 2. every thread of the cluster keeps [`arrive`]'s contract.
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn wait() {
     // SAFETY: the caller's contract.
     unsafe { barrier_cluster_wait() }
@@ -286,6 +299,7 @@ pub fn map_shared_rank<T>(ptr: *const T, rank: u32) -> DsmemPtr<T> {
 ///
 /// 1. `rank < size()`.
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn map_shared_rank_unchecked<T>(ptr: *const T, rank: u32) -> DsmemPtr<T> {
     let addr: u64;
     #[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is converted, not read
@@ -310,6 +324,7 @@ pub unsafe fn map_shared_rank_unchecked<T>(ptr: *const T, rank: u32) -> DsmemPtr
 /// `ld.shared::cluster.<ty>` of one register: an `asm!`, used inside the `unsafe` block of
 /// [`DsmemPtr::read`] (whose contract makes the address a mapped, aligned address of a live
 /// block's shared memory).
+#[cfg(target_arch = "nvptx64")]
 macro_rules! ld_cluster {
     ($ty:literal, $reg:ident, $bits:ty, $addr:expr) => {{
         let v: $bits;
@@ -325,6 +340,7 @@ macro_rules! ld_cluster {
 
 /// `st.shared::cluster.<ty>` of one register: an `asm!`, used inside the `unsafe` block of
 /// [`DsmemPtr::write`] (as `ld_cluster!`).
+#[cfg(target_arch = "nvptx64")]
 macro_rules! st_cluster {
     ($ty:literal, $reg:ident, $addr:expr, $v:expr) => {
         asm!(
@@ -371,6 +387,7 @@ impl<T: SharedElement> DsmemPtr<T> {
     /// 3. no other thread writes the element concurrently (a cluster barrier, or a
     ///    release/acquire pair at cluster scope, orders a write before this read).
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn read(self) -> T {
         const {
             assert!(
@@ -413,6 +430,7 @@ impl<T: SharedElement> DsmemPtr<T> {
     /// 3. no other thread reads or writes the element concurrently (a cluster barrier, or a
     ///    release/acquire pair at cluster scope, orders this write before their accesses).
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn write(self, value: T) {
         const {
             assert!(
@@ -446,6 +464,8 @@ impl<T: SharedElement> DsmemPtr<T> {
     }
 }
 
+// The atomics' types are the device's only (`crate::atomic`).
+#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement + crate::atomic::Atomic> DsmemPtr<T> {
     /// The element as an atomic reference in the cluster's shared memory
     /// (`atom.<order>.<scope>.shared::cluster…`, `red…`, `ld…`, `st…`): use
@@ -458,6 +478,7 @@ impl<T: SharedElement + crate::atomic::Atomic> DsmemPtr<T> {
     /// 3. every concurrent access to the element is atomic, with a scope that covers the
     ///    threads involved.
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn atomic<'a>(self) -> crate::atomic::AtomicRef<'a, T> {
         // SAFETY: the caller's contract is the constructor's.
         unsafe { crate::atomic::AtomicRef::from_cluster_shared_addr(self.addr) }

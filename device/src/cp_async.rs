@@ -72,13 +72,17 @@
 //! ```
 
 use crate::diag::fail;
-use crate::shared::{shared_addr_of, DynamicSharedArray, SharedArray, SharedArray2, SharedElement};
+use crate::gpu_only;
+#[cfg(target_arch = "nvptx64")]
+use crate::shared::shared_addr_of;
+use crate::shared::{DynamicSharedArray, SharedArray, SharedArray2, SharedElement};
 use crate::thread::sync_threads;
 use core::arch::asm;
 use ferrocuda_abi::Slice;
 
 /// `cvta.to.global` then `cp.async.<op>.shared.global [dst], [src], BYTES{, n};`, one `asm!` per
 /// copy size (the size is an immediate of the instruction).
+#[cfg(target_arch = "nvptx64")]
 macro_rules! cp_async_asm {
     ($op:literal, $dst:expr, $src:expr, $bytes:ident) => {
         match $bytes {
@@ -116,6 +120,7 @@ macro_rules! cp_async_asm {
 }
 
 /// The copy sizes `cp.async` has.
+#[cfg(target_arch = "nvptx64")]
 const fn valid_size(bytes: usize) -> bool {
     bytes == 4 || bytes == 8 || bytes == 16
 }
@@ -133,6 +138,7 @@ const fn valid_size(bytes: usize) -> bool {
 ///    (the issuing thread: after a [`wait_group`] covering it; other threads: after that and
 ///    a block barrier — see the [module docs](self)).
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn ca<const BYTES: usize>(dst: u32, src: *const impl Sized) {
     const { assert!(valid_size(BYTES), "cp.async copies 4, 8 or 16 bytes") };
     // SAFETY: the caller's contract.
@@ -157,6 +163,7 @@ pub unsafe fn ca<const BYTES: usize>(dst: u32, src: *const impl Sized) {
 /// 4. No thread accesses the destination bytes until the copy is complete and visible to it
 ///    (see [`ca`] and the [module docs](self)).
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn ca_zfill<const BYTES: usize>(dst: u32, src: *const impl Sized, src_bytes: u32) {
     const { assert!(valid_size(BYTES), "cp.async copies 4, 8 or 16 bytes") };
     // SAFETY: the caller's contract.
@@ -176,6 +183,7 @@ pub unsafe fn ca_zfill<const BYTES: usize>(dst: u32, src: *const impl Sized, src
 ///    until the copy's group is complete.
 /// 3. No thread accesses the destination bytes until the copy is complete and visible to it.
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn cg(dst: u32, src: *const impl Sized) {
     const B: usize = 16;
     // SAFETY: the caller's contract.
@@ -197,6 +205,7 @@ pub unsafe fn cg(dst: u32, src: *const impl Sized) {
 ///    thread writes until the copy's group is complete.
 /// 4. No thread accesses the destination bytes until the copy is complete and visible to it.
 #[inline(always)]
+#[gpu_only]
 pub unsafe fn cg_zfill(dst: u32, src: *const impl Sized, src_bytes: u32) {
     const B: usize = 16;
     // SAFETY: the caller's contract.
@@ -251,6 +260,7 @@ pub fn wait_all() {
 
 /// Whether a generic address points to global memory (`isspacep.global`).
 #[inline(always)]
+#[gpu_only]
 fn is_global<T>(p: *const T) -> bool {
     let r: u32;
     // SAFETY: tests an address; no memory access.
@@ -266,8 +276,10 @@ fn is_global<T>(p: *const T) -> bool {
 }
 
 /// 16 aligned bytes of global memory: the source operand of a checked copy that reads nothing.
+#[cfg(target_arch = "nvptx64")]
 #[repr(C, align(16))]
 struct Zeros([u8; 16]);
+#[cfg(target_arch = "nvptx64")]
 static ZEROS: Zeros = Zeros([0; 16]);
 
 /// The checked copy behind the handles' `copy_async` methods: `K = BYTES / size_of::<T>()`
@@ -276,6 +288,7 @@ static ZEROS: Zeros = Zeros([0; 16]);
 /// form when `BYTES` is 16 (a constant after inlining).
 #[inline(always)]
 #[track_caller]
+#[gpu_only]
 unsafe fn copy_checked<T: crate::shared::SharedElement, const BYTES: usize>(
     dst: *mut T,
     src: Slice<T>,

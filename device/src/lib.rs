@@ -109,7 +109,7 @@
 // intrinsics.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
-// The host build of these docs lacks the device-only modules (`thread`, `block`, `warp`) and
+// The host build of these docs lacks the device-only atomics (`atomic::AtomicSlice` …) and
 // methods, which much of the prose links to; the complete docs are built for the device
 // target, where every link must resolve (`scripts/device-docs.sh`, run by the test suite with
 // warnings denied).
@@ -122,7 +122,7 @@ pub use ferrocuda_abi::{
     DType, Element, Indexer, KernelParam, ParamDesc, ParamKind, Scratch, Slice, SliceMut,
     TensorMap, TensorMapMut, Vectors, VectorsMut, View, ViewMut,
 };
-pub use ferrocuda_macros::kernel;
+pub use ferrocuda_macros::{gpu_only, kernel};
 
 /// `unroll!(I in 0..N { … })`: the body written out `N` times with `I` a literal each time
 /// (the `seq!` macro of the `seq-macro` crate) — CUDA's `#pragma unroll`. Loops over register
@@ -136,21 +136,16 @@ pub mod grid;
 mod nvvm;
 pub use grid::GridStride;
 
-#[cfg(target_arch = "nvptx64")]
 pub mod cluster;
 
-#[cfg(target_arch = "nvptx64")]
 pub mod thread;
 
 pub mod atomic;
-#[cfg(target_arch = "nvptx64")]
 pub mod block;
-#[cfg(target_arch = "nvptx64")]
 pub mod cp_async;
 pub mod diag;
 pub mod half;
 pub mod math;
-#[cfg(target_arch = "nvptx64")]
 pub mod mbarrier;
 pub mod mma;
 pub mod shared;
@@ -162,19 +157,17 @@ pub use math::GpuFloat;
 
 /// The names most kernels use: `use ferrocuda_device::prelude::*;` (as `cuda_std::prelude`).
 ///
-/// Importing it with a glob keeps a kernel crate's host build (`cargo check`, rust-analyzer)
-/// free of gating: the device-only modules (`thread`) are in it on `nvptx64` only, where the
-/// kernel bodies that use them are compiled.
+/// Every module in it exists on the host too (`cargo check`, rust-analyzer): the device
+/// functions as `#[gpu_only]` host stubs, so a kernel crate's host build needs no gating
+/// (`#[kernel]` compiles the kernel bodies themselves for the device only).
 pub mod prelude {
     pub use crate::grid::GridBarrier;
     pub use crate::half::{bf16, f16};
     pub use crate::math::{FastMath, GpuFloat};
-    #[cfg(target_arch = "nvptx64")]
     pub use crate::{cp_async, mbarrier, shared_mbarrier, thread};
-    pub use crate::{device_assert, gpu_printf, kernel, shared_array};
+    pub use crate::{device_assert, gpu_only, gpu_printf, kernel, shared_array};
     pub use crate::{Element, GridStride, Slice, SliceMut, View, ViewMut};
 }
-#[cfg(target_arch = "nvptx64")]
 pub mod warp;
 
 /// Items used by the code `#[kernel]` generates. Not a public API.

@@ -118,7 +118,10 @@
 //! ```
 
 use crate::diag::fail;
+use crate::gpu_only;
+#[cfg(target_arch = "nvptx64")]
 use crate::shared::shared_addr_of;
+#[cfg(target_arch = "nvptx64")]
 use crate::thread;
 use core::arch::asm;
 
@@ -130,6 +133,7 @@ pub const MAX_COUNT: u32 = (1 << 20) - 1;
 /// and return the handles.
 #[derive(Debug)]
 pub struct MBarrierStorage<const N: usize> {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     ptr: *mut u64,
 }
 
@@ -162,6 +166,7 @@ impl<const N: usize> MBarrierStorage<N> {
     ///    ([`MBarrier::inval`]) since, followed by a block barrier.
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     pub unsafe fn init_all(self, count: u32) -> MBarriers<N> {
         if count == 0 || count > MAX_COUNT {
             fail();
@@ -283,6 +288,7 @@ pub struct MBarrier {
 }
 
 /// Runs a predicate-producing mbarrier instruction `$instr p, [a], <operand>;` and returns `p`.
+#[cfg(target_arch = "nvptx64")]
 macro_rules! test_asm {
     ($instr:literal, $a:expr, $op:ident = $reg:ident $v:expr) => {{
         let r: u32;
@@ -314,6 +320,7 @@ impl MBarrier {
     /// 3. The 8 bytes are accessed by mbarrier operations only, while initialised.
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     pub unsafe fn from_shared_ptr(ptr: *mut u64) -> MBarrier {
         if !(ptr as usize).is_multiple_of(8) {
             fail();
@@ -333,6 +340,7 @@ impl MBarrier {
     /// Arrives (`mbarrier.arrive`, release at CTA scope): one of the expected arrivals of the
     /// current phase. Returns the token of the phase it arrived in. Does not wait.
     #[inline(always)]
+    #[gpu_only]
     pub fn arrive(&self) -> ArrivalToken {
         let s: u64;
         // SAFETY: an initialised mbarrier (the handle's invariant); a compiler barrier for
@@ -369,6 +377,7 @@ impl MBarrier {
     /// 3. Block `rank` has not exited: it waits at a cluster barrier after its last use of
     ///    the barrier, which this thread reaches after this arrival.
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn arrive_cluster(&self, rank: u32) {
         // SAFETY: the caller's contract (a barrier of a running block of the cluster).
         unsafe {
@@ -391,6 +400,7 @@ impl MBarrier {
     /// 1. The expected arrival count stays at least 1 (PTX leaves a count of 0 undefined):
     ///    fewer `arrive_drop`s over the barrier's life than its initial count.
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn arrive_drop(&self) -> ArrivalToken {
         let s: u64;
         // SAFETY: an initialised mbarrier; the count is the caller's contract.
@@ -407,6 +417,7 @@ impl MBarrier {
     /// acquire at CTA scope when it has): `Ok(next phase)` if it has — the arriving threads'
     /// earlier accesses are then visible — else `Err(phase)` unchanged.
     #[inline(always)]
+    #[gpu_only]
     pub fn test_wait(&self, phase: Phase) -> Result<Phase, Phase> {
         #[cfg(target_feature = "sm_90")]
         let done = test_asm!(
@@ -458,6 +469,7 @@ impl MBarrier {
     /// Tests, without blocking, whether the phase `token` arrived in has completed
     /// (`mbarrier.test_wait` with the state operand, acquire at CTA scope when it has).
     #[inline(always)]
+    #[gpu_only]
     pub fn test_wait_token(&self, token: ArrivalToken) -> bool {
         #[cfg(target_feature = "sm_90")]
         let done = test_asm!(
@@ -487,6 +499,7 @@ impl MBarrier {
     /// 1. The barrier's pending count stays at most [`MAX_COUNT`] (the expected count plus
     ///    the number of these arrivals in flight at once); PTX leaves more undefined.
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn cp_async_arrive(&self) {
         // SAFETY: an initialised mbarrier; the count is the caller's contract.
         unsafe {
@@ -502,6 +515,7 @@ impl MBarrier {
     /// they only call this). A thread whose wait for the phase returns sees the copies — no
     /// `wait_group` and no block barrier.
     #[inline(always)]
+    #[gpu_only]
     pub fn cp_async_arrive_noinc(&self) {
         // SAFETY: an initialised mbarrier; the arrival is asynchronous and counted like any
         // other (the handle stays valid: invalidation is unsafe and excludes pending ones).
@@ -521,6 +535,7 @@ impl MBarrier {
     /// 2. No handle to it is used afterwards (until its storage is initialised again, after a
     ///    block barrier).
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn inval(&self) {
         // SAFETY: the caller's contract.
         unsafe {
@@ -536,6 +551,7 @@ impl MBarrier {
     /// (`mbarrier.try_wait.parity.acquire.cta`, sm_90): `Ok(next phase)` or `Err(phase)` after
     /// a system-dependent time limit. An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
     #[inline(always)]
+    #[gpu_only]
     pub fn try_wait(&self, phase: Phase) -> Result<Phase, Phase> {
         let done = test_asm!(
             "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64",
@@ -560,6 +576,7 @@ impl MBarrier {
     /// 1. The phase's transaction count stays within ±[`MAX_COUNT`] (`bytes` ≤ 2²⁰ − 1 and the
     ///    phase's expectations not exceeding it together); PTX leaves more undefined.
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn arrive_expect_tx(&self, bytes: u32) -> ArrivalToken {
         let s: u64;
         // SAFETY: an initialised mbarrier; the count is the caller's contract.
@@ -584,6 +601,7 @@ impl MBarrier {
     /// 1. As [`arrive_expect_tx`](Self::arrive_expect_tx): the transaction count stays within
     ///    ±[`MAX_COUNT`].
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn expect_tx(&self, bytes: u32) {
         // SAFETY: an initialised mbarrier; the count is the caller's contract.
         unsafe {
@@ -606,6 +624,7 @@ impl MBarrier {
     /// 1. As [`arrive_expect_tx`](Self::arrive_expect_tx): the transaction count stays within
     ///    ±[`MAX_COUNT`].
     #[inline(always)]
+    #[gpu_only]
     pub unsafe fn complete_tx(&self, bytes: u32) {
         // SAFETY: an initialised mbarrier; the count is the caller's contract.
         unsafe {
@@ -680,6 +699,7 @@ impl MBarrier {
     /// Waits (with `try_wait`, sm_90) until the phase `state` names at this barrier has
     /// completed: the wait of a ring of barriers ([`RingState`]). An sm_90 instruction: for kernels built for sm_90 or newer (`#[kernel(arch = "sm_90")]`; the builder refuses it in an older module).
     #[inline(always)]
+    #[gpu_only]
     pub fn wait_ring<const STAGES: usize>(&self, state: &RingState<STAGES>) {
         loop {
             let done = test_asm!(
@@ -707,6 +727,7 @@ impl MBarrier {
 ///    invalidated since), and no thread accesses them meanwhile.
 #[inline(always)]
 #[track_caller]
+#[gpu_only]
 pub unsafe fn init(ptr: *mut u64, count: u32) {
     if count == 0 || count > MAX_COUNT {
         fail();

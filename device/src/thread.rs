@@ -11,7 +11,10 @@
 //! violation hangs the block or desynchronizes later barriers). A barrier orders memory: the
 //! block's accesses before it (global and shared) are visible to the block after it.
 
-use crate::{nvvm, GridStride};
+#[cfg(target_arch = "nvptx64")]
+use crate::nvvm;
+use crate::{gpu_only, GridStride};
+#[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
 
 /// A 3-component index or extent.
@@ -29,6 +32,7 @@ pub struct Dim3 {
 
 /// `threadIdx`: this thread's index within its block.
 #[inline(always)]
+#[gpu_only]
 pub fn thread_idx() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -42,6 +46,7 @@ pub fn thread_idx() -> Dim3 {
 
 /// `blockIdx`: this block's index within the grid.
 #[inline(always)]
+#[gpu_only]
 pub fn block_idx() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -55,6 +60,7 @@ pub fn block_idx() -> Dim3 {
 
 /// `blockDim`: threads per block.
 #[inline(always)]
+#[gpu_only]
 pub fn block_dim() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -68,6 +74,7 @@ pub fn block_dim() -> Dim3 {
 
 /// `gridDim`: blocks per grid.
 #[inline(always)]
+#[gpu_only]
 pub fn grid_dim() -> Dim3 {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -81,6 +88,7 @@ pub fn grid_dim() -> Dim3 {
 
 /// Global x index: `blockIdx.x * blockDim.x + threadIdx.x`.
 #[inline(always)]
+#[gpu_only]
 pub fn index_1d() -> usize {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe {
@@ -112,6 +120,7 @@ pub fn index_3d() -> (usize, usize, usize) {
 
 /// Threads in the grid along x: `gridDim.x * blockDim.x`.
 #[inline(always)]
+#[gpu_only]
 pub fn grid_size_1d() -> usize {
     // SAFETY: reading a PTX special register has no preconditions.
     unsafe { (nvptx::_grid_dim_x() as u32 as usize) * (nvptx::_block_dim_x() as u32 as usize) }
@@ -128,6 +137,7 @@ pub fn grid_stride(n: usize) -> GridStride {
 /// Every thread of the block must reach the same call, or the block deadlocks; never call it
 /// under a condition that differs between threads of one block.
 #[inline(always)]
+#[gpu_only]
 pub fn sync_threads() {
     // SAFETY: a barrier has no memory-safety preconditions; reaching it uniformly is the
     // documented contract (a violation hangs, it does not corrupt memory).
@@ -153,6 +163,7 @@ pub fn rank_in_block() -> u32 {
 /// Block barrier that counts: the number of threads of the block whose `pred` is true
 /// (`bar.red.popc.u32`; CUDA `__syncthreads_count`). Every thread gets the count.
 #[inline(always)]
+#[gpu_only]
 pub fn sync_threads_count(pred: bool) -> u32 {
     // SAFETY: as `sync_threads`.
     unsafe { nvvm::barrier0_popc(pred as i32) as u32 }
@@ -161,6 +172,7 @@ pub fn sync_threads_count(pred: bool) -> u32 {
 /// Block barrier: `true` if `pred` is true in every thread of the block
 /// (`bar.red.and.pred`; CUDA `__syncthreads_and`).
 #[inline(always)]
+#[gpu_only]
 pub fn sync_threads_and(pred: bool) -> bool {
     // SAFETY: as `sync_threads`.
     unsafe { nvvm::barrier0_and(pred as i32) != 0 }
@@ -169,6 +181,7 @@ pub fn sync_threads_and(pred: bool) -> bool {
 /// Block barrier: `true` if `pred` is true in any thread of the block
 /// (`bar.red.or.pred`; CUDA `__syncthreads_or`).
 #[inline(always)]
+#[gpu_only]
 pub fn sync_threads_or(pred: bool) -> bool {
     // SAFETY: as `sync_threads`.
     unsafe { nvvm::barrier0_or(pred as i32) != 0 }
@@ -177,6 +190,7 @@ pub fn sync_threads_or(pred: bool) -> bool {
 /// Suspends the thread for about `ns` nanoseconds (0 to 1 ms, at the hardware's choice;
 /// `nanosleep.u32`, sm_70+; CUDA `__nanosleep`). For back-off in spin loops.
 #[inline(always)]
+#[gpu_only]
 pub fn nanosleep(ns: u32) {
     // SAFETY: no preconditions.
     unsafe { nvvm::nanosleep(ns) }
@@ -185,6 +199,7 @@ pub fn nanosleep(ns: u32) {
 /// The SM's 64-bit cycle counter (`%clock64`; CUDA `clock64()`). Counters of different SMs
 /// are not synchronized.
 #[inline(always)]
+#[gpu_only]
 pub fn clock64() -> u64 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvvm::clock64() }
@@ -193,6 +208,7 @@ pub fn clock64() -> u64 {
 /// The GPU's global nanosecond timer (`%globaltimer`), the same on every SM (its update
 /// granularity is about a microsecond on current GPUs).
 #[inline(always)]
+#[gpu_only]
 pub fn global_timer() -> u64 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvvm::globaltimer() }

@@ -23,6 +23,8 @@
 //! they order no memory accesses. [`sync_warp`] (`bar.warp.sync`) does: memory accesses
 //! before it by the threads in the mask are visible to those threads after it.
 
+use crate::gpu_only;
+#[cfg(target_arch = "nvptx64")]
 use crate::nvvm;
 
 /// Threads per warp (32 on every NVIDIA GPU; CUDA `warpSize`).
@@ -36,6 +38,7 @@ pub const FULL_MASK: u32 = u32::MAX;
 
 /// This thread's lane in its warp, `0..32` (`%laneid`).
 #[inline(always)]
+#[gpu_only]
 pub fn lane_id() -> u32 {
     // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::laneid() }
@@ -45,6 +48,7 @@ pub fn lane_id() -> u32 {
 /// `__activemask()`). It is a snapshot, not a guarantee that those lanes will execute the
 /// next collective together: derive member masks from the program's logic where possible.
 #[inline(always)]
+#[gpu_only]
 pub fn active_mask() -> u32 {
     // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::activemask() }
@@ -52,6 +56,7 @@ pub fn active_mask() -> u32 {
 
 /// The lanes below this one (`%lanemask_lt`).
 #[inline(always)]
+#[gpu_only]
 pub fn lane_mask_lt() -> u32 {
     // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_lt() }
@@ -59,6 +64,7 @@ pub fn lane_mask_lt() -> u32 {
 
 /// The lanes up to and including this one (`%lanemask_le`).
 #[inline(always)]
+#[gpu_only]
 pub fn lane_mask_le() -> u32 {
     // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_le() }
@@ -66,6 +72,7 @@ pub fn lane_mask_le() -> u32 {
 
 /// The lanes above this one (`%lanemask_gt`).
 #[inline(always)]
+#[gpu_only]
 pub fn lane_mask_gt() -> u32 {
     // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_gt() }
@@ -73,6 +80,7 @@ pub fn lane_mask_gt() -> u32 {
 
 /// The lanes from this one up (`%lanemask_ge`).
 #[inline(always)]
+#[gpu_only]
 pub fn lane_mask_ge() -> u32 {
     // SAFETY: reading a special register or the active mask has no preconditions.
     unsafe { nvvm::lanemask_ge() }
@@ -91,6 +99,7 @@ pub const fn first_lanes(n: u32) -> u32 {
 /// Warp barrier (`bar.warp.sync`; CUDA `__syncwarp(mask)`): waits for the threads in `mask`
 /// and orders their memory accesses (see the module's memory model).
 #[inline(always)]
+#[gpu_only]
 pub fn sync_warp(mask: u32) {
     // SAFETY: the mask contract is documented at the module level; no memory preconditions.
     unsafe { nvvm::bar_warp_sync(mask) }
@@ -134,6 +143,7 @@ shuffle_words! {
 /// `value` of lane `src_lane` (`shfl.sync.idx`; CUDA `__shfl_sync`). `src_lane` is taken
 /// modulo 32.
 #[inline(always)]
+#[gpu_only]
 pub fn shfl_sync<T: Shuffle>(mask: u32, value: T, src_lane: u32) -> T {
     // SAFETY: a register exchange; the mask contract is documented at the module level.
     value.__per_word(|w| unsafe { nvvm::shfl_sync_idx_i32(mask, w, src_lane, 0x1f) })
@@ -142,6 +152,7 @@ pub fn shfl_sync<T: Shuffle>(mask: u32, value: T, src_lane: u32) -> T {
 /// `value` of lane `lane - delta`; lanes below `delta` get their own `value`
 /// (`shfl.sync.up`; CUDA `__shfl_up_sync`).
 #[inline(always)]
+#[gpu_only]
 pub fn shfl_up_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
     // SAFETY: as in `shfl_sync`.
     value.__per_word(|w| unsafe { nvvm::shfl_sync_up_i32(mask, w, delta, 0) })
@@ -150,6 +161,7 @@ pub fn shfl_up_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
 /// `value` of lane `lane + delta`; lanes whose source is above 31 get their own `value`
 /// (`shfl.sync.down`; CUDA `__shfl_down_sync`).
 #[inline(always)]
+#[gpu_only]
 pub fn shfl_down_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
     // SAFETY: as in `shfl_sync`.
     value.__per_word(|w| unsafe { nvvm::shfl_sync_down_i32(mask, w, delta, 0x1f) })
@@ -157,6 +169,7 @@ pub fn shfl_down_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
 
 /// `value` of lane `lane ^ lane_mask` (`shfl.sync.bfly`; CUDA `__shfl_xor_sync`).
 #[inline(always)]
+#[gpu_only]
 pub fn shfl_xor_sync<T: Shuffle>(mask: u32, value: T, lane_mask: u32) -> T {
     // SAFETY: as in `shfl_sync`.
     value.__per_word(|w| unsafe { nvvm::shfl_sync_bfly_i32(mask, w, lane_mask, 0x1f) })
@@ -164,6 +177,7 @@ pub fn shfl_xor_sync<T: Shuffle>(mask: u32, value: T, lane_mask: u32) -> T {
 
 /// `true` if `pred` holds in every lane of `mask` (`vote.sync.all`; CUDA `__all_sync`).
 #[inline(always)]
+#[gpu_only]
 pub fn all_sync(mask: u32, pred: bool) -> bool {
     // SAFETY: as in `shfl_sync`.
     unsafe { nvvm::vote_all_sync(mask, pred) }
@@ -171,6 +185,7 @@ pub fn all_sync(mask: u32, pred: bool) -> bool {
 
 /// `true` if `pred` holds in any lane of `mask` (`vote.sync.any`; CUDA `__any_sync`).
 #[inline(always)]
+#[gpu_only]
 pub fn any_sync(mask: u32, pred: bool) -> bool {
     // SAFETY: as in `shfl_sync`.
     unsafe { nvvm::vote_any_sync(mask, pred) }
@@ -178,6 +193,7 @@ pub fn any_sync(mask: u32, pred: bool) -> bool {
 
 /// The lanes of `mask` where `pred` holds (`vote.sync.ballot`; CUDA `__ballot_sync`).
 #[inline(always)]
+#[gpu_only]
 pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
     // SAFETY: as in `shfl_sync`.
     unsafe { nvvm::vote_ballot_sync(mask, pred) }
@@ -195,12 +211,14 @@ macro_rules! match_words {
     ($($t:ty => $w:ty, $any:ident, $all:ident, |$x:ident| $bits:expr;)*) => {$(
         impl Match for $t {
             #[inline(always)]
+            #[gpu_only]
             fn __match_any(self, mask: u32) -> u32 {
                 let $x = self;
                 // SAFETY: as in `shfl_sync`.
                 unsafe { nvvm::$any(mask, $bits as $w) }
             }
             #[inline(always)]
+            #[gpu_only]
             fn __match_all(self, mask: u32) -> (u32, bool) {
                 let $x = self;
                 // SAFETY: as in `shfl_sync`.
@@ -253,6 +271,7 @@ pub enum ReduxOp {
 
 impl Redux for u32 {
     #[inline(always)]
+    #[gpu_only]
     fn __redux(self, op: ReduxOp, mask: u32) -> u32 {
         // SAFETY: as in `shfl_sync`.
         unsafe {
@@ -270,6 +289,7 @@ impl Redux for u32 {
 
 impl Redux for i32 {
     #[inline(always)]
+    #[gpu_only]
     fn __redux(self, op: ReduxOp, mask: u32) -> i32 {
         match op {
             // SAFETY: as in `shfl_sync`.

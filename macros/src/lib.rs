@@ -25,6 +25,38 @@ use syn::{parse_macro_input, FnArg, Ident, ItemFn, LitStr, Pat, ReturnType, Toke
 mod instances;
 mod launch;
 
+/// A function that exists on the GPU only (cuda_std's `#[gpu_only]`): compiled as written on
+/// `nvptx64`; on any other target its signature stays (so that a kernel crate, and the device
+/// crate's own modules, type-check on the host — `cargo check`, clippy, rust-analyzer —
+/// without `cfg` gates) and its body becomes a panic naming it. It is never reached on the
+/// host: kernels run on the GPU, and the host build of a kernel crate is for checking only.
+///
+/// Takes no arguments; on a free function or a method.
+#[proc_macro_attribute]
+pub fn gpu_only(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let e = syn::Error::new(Span::call_site(), "`#[gpu_only]` takes no arguments");
+        return e.to_compile_error().into();
+    }
+    let func = parse_macro_input!(item as ItemFn);
+    let ItemFn {
+        attrs, vis, sig, ..
+    } = &func;
+    let name = sig.ident.to_string();
+    let message = format!("`{name}` runs only on the GPU (nvptx64): this is its host stub");
+    quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #func
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#attrs)*
+        #[allow(unused_variables, unused_mut, dead_code, clippy::needless_pass_by_value)]
+        #vis #sig {
+            ::core::panic!(#message)
+        }
+    }
+    .into()
+}
+
 /// Turns a Rust function into a PTX kernel entry point and records its signature in the
 /// kernel manifest.
 ///
