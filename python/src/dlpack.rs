@@ -219,6 +219,12 @@ impl Exchange {
     /// producer's own error), or the tensor has more than `MAX_NDIM` axes, no shape, or an
     /// address beyond 64 bits.
     pub fn view(&self, obj: &Bound<'_, PyAny>) -> Option<Fields> {
+        self.view_with(obj, |f| *f)
+    }
+
+    /// [`view`](Self::view), with `f` reading the fields in place (the per-launch path).
+    #[inline]
+    pub fn view_with<R>(&self, obj: &Bound<'_, PyAny>, f: impl FnOnce(&Fields) -> R) -> Option<R> {
         let py = obj.py();
         if !obj.is_instance(self.ty.bind(py)).unwrap_or(false) {
             let _ = PyErr::take(py);
@@ -226,8 +232,9 @@ impl Exchange {
         }
         // SAFETY: attached to the interpreter (`obj` is bound), and `obj` is an instance of
         // the producer's type (checked above).
-        match unsafe { self.api.view(obj.as_ptr().cast()) } {
-            Ok(f) => (f.axes().is_some() && f.ptr().is_some()).then_some(f),
+        let usable = |v: &Fields| (v.axes().is_some() && v.ptr().is_some()).then(|| f(v));
+        match unsafe { self.api.view_with(obj.as_ptr().cast(), usable) } {
+            Ok(r) => r,
             Err(_) => {
                 let _ = PyErr::take(py);
                 None

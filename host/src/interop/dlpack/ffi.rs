@@ -230,6 +230,7 @@ impl Fields {
     ///
     /// 1. `t.shape` points at `t.ndim` readable integers;
     /// 2. `t.strides` is NULL or points at `t.ndim` readable integers.
+    #[inline]
     unsafe fn read(t: &DLTensor) -> Fields {
         let mut f = Fields {
             device: t.device,
@@ -498,6 +499,22 @@ impl ExchangeApi {
     /// 1. The calling thread is attached to the Python interpreter (holds the GIL);
     /// 2. `object` is a live Python object of the type this API came from.
     pub unsafe fn view(&self, object: *mut c_void) -> Result<Fields, Refused> {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.view_with(object, |f| *f) }
+    }
+
+    /// [`view`](Self::view), with `f` reading the fields where they were read (a launch's
+    /// per-array path: the fields, over 500 bytes, are not moved across calls).
+    ///
+    /// # Safety
+    ///
+    /// As [`view`](Self::view).
+    #[inline]
+    pub unsafe fn view_with<R>(
+        &self,
+        object: *mut c_void,
+        f: impl FnOnce(&Fields) -> R,
+    ) -> Result<R, Refused> {
         let mut t = DLTensor {
             data: std::ptr::null_mut(),
             device: DLDevice {
@@ -522,7 +539,8 @@ impl ExchangeApi {
         }
         // SAFETY: the producer's `shape` (and `strides` when not NULL) hold `ndim` integers,
         // valid until control returns to Python — it has not.
-        Ok(unsafe { Fields::read(&t) })
+        let fields = unsafe { Fields::read(&t) };
+        Ok(f(&fields))
     }
 
     /// The producer's current work stream on `device` (`0` for its default stream). `Err`

@@ -351,4 +351,73 @@ mod tests {
         // Each deleter ran once, the refused version's too.
         assert_eq!(DELETED.load(Ordering::SeqCst) - before, 4);
     }
+    /// A producer's exchange API, faked: `view` and `view_with` read the same fields (shape and
+    /// strides copied from the producer's arrays), and a refusal is `Err`.
+    #[test]
+    fn an_exchange_api_view_reads_the_producer_s_fields() {
+        static SHAPE: [i64; 3] = [4, 5, 6];
+        static STRIDES: [i64; 3] = [30, 6, 1];
+        unsafe extern "C" fn fill(obj: *mut c_void, out: *mut DLTensor) -> std::ffi::c_int {
+            if obj.is_null() {
+                return -1;
+            }
+            // SAFETY: `out` is the caller's writable DLTensor.
+            unsafe {
+                (*out).data = 0x1000 as *mut c_void;
+                (*out).device = DLDevice {
+                    device_type: KDL_CUDA,
+                    device_id: 1,
+                };
+                (*out).ndim = 3;
+                (*out).dtype = DLDataType {
+                    code: 2,
+                    bits: 32,
+                    lanes: 1,
+                };
+                (*out).shape = SHAPE.as_ptr().cast_mut();
+                (*out).strides = STRIDES.as_ptr().cast_mut();
+                (*out).byte_offset = 16;
+            }
+            0
+        }
+        unsafe extern "C" fn stream(_: i32, _: i32, out: *mut *mut c_void) -> std::ffi::c_int {
+            // SAFETY: `out` is the caller's writable pointer.
+            unsafe { *out = 0x77 as *mut c_void };
+            0
+        }
+        let api = DLPackExchangeAPI {
+            header: DLPackExchangeAPIHeader {
+                version: DLPackVersion { major: 1, minor: 2 },
+                prev_api: std::ptr::null_mut(),
+            },
+            managed_tensor_allocator: std::ptr::null(),
+            managed_tensor_from_py_object_no_sync: std::ptr::null(),
+            managed_tensor_to_py_object_no_sync: std::ptr::null(),
+            dltensor_from_py_object_no_sync: Some(fill),
+            current_work_stream: Some(stream),
+        };
+        let ptr = std::ptr::NonNull::from(&api).cast::<c_void>();
+        // SAFETY: a whole structure of version 1.2 with both functions, alive for the test.
+        let x = unsafe { ExchangeApi::from_raw(ptr) }.expect("a usable API");
+        let obj = 1usize as *mut c_void;
+        // SAFETY: the fake functions need no interpreter and read no object.
+        let (f, seen) = unsafe {
+            (
+                x.view(obj).unwrap(),
+                x.view_with(obj, |f| {
+                    (f.shape().to_vec(), f.strides().map(<[i64]>::to_vec))
+                }),
+            )
+        };
+        assert_eq!(f.shape(), [4, 5, 6]);
+        assert_eq!(f.strides(), Some(&[30i64, 6, 1][..]));
+        assert_eq!((f.ptr(), f.device.device_id), (Some(0x1010), 1));
+        assert_eq!(seen, Ok((vec![4, 5, 6], Some(vec![30, 6, 1]))));
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(x.view(std::ptr::null_mut()).err(), Some(Refused));
+            assert_eq!(x.view_with(std::ptr::null_mut(), |_| ()), Err(Refused));
+            assert_eq!(x.current_stream(f.device), Ok(0x77));
+        }
+    }
 }

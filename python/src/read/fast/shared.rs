@@ -182,7 +182,8 @@ pub(super) fn switch(
     var: &ferrocuda_config::Var,
     cell: &std::sync::OnceLock<Result<bool, ferrocuda_config::Error>>,
 ) -> PyResult<bool> {
-    cell.get_or_init(|| var.switch())
-        .clone()
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    match cell.get_or_init(|| var.switch()) {
+        Ok(on) => Ok(*on),
+        Err(e) => Err(pyo3::exceptions::PyValueError::new_err(e.to_string())),
+    }
 }

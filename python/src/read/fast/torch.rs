@@ -33,7 +33,7 @@ use pyo3::types::PyString;
 
 use super::{dtype_code, dtype_of_code, int_tuple, CallState, Layout, DTYPES};
 use crate::dlpack::Exchange;
-use ferrocuda_host::interop::dlpack::{DLDataType, DLDevice, KDL_CUDA};
+use ferrocuda_host::interop::dlpack::{DLDataType, DLDevice, Fields, KDL_CUDA};
 
 /// The element types the torch fast path reads: those torch's `__cuda_array_interface__`
 /// getter exports (its typestr table), and `bfloat16`, which newer getters export as `"<V2"`
@@ -100,11 +100,11 @@ pub fn torch_stream(tensor: &Bound<'_, PyAny>, state: &mut CallState) -> PyResul
     if let Some(api) = torch_api(py)? {
         // The device through the exchange API too (a C call, where `get_device()` is a
         // Python method call).
-        if let Some(v) = api
-            .view(tensor)
-            .filter(|v| v.device.device_type == KDL_CUDA)
+        if let Some(device) = api
+            .view_with(tensor, |v| v.device)
+            .filter(|d| d.device_type == KDL_CUDA)
         {
-            return torch_stream_on(py, api, v.device, state);
+            return torch_stream_on(py, api, device, state);
         }
     }
     let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
@@ -186,7 +186,12 @@ pub(super) fn torch_view(
     api: &Exchange,
     l: &mut Layout,
 ) -> Option<(DType, DLDevice)> {
-    let v = api.view(obj)?;
+    api.view_with(obj, |v| torch_layout_of(v, l)).flatten()
+}
+
+/// [`torch_view`]'s reading of the fields (in place: they are not moved per tensor).
+#[inline]
+fn torch_layout_of(v: &Fields, l: &mut Layout) -> Option<(DType, DLDevice)> {
     if v.device.device_type != KDL_CUDA {
         return None;
     }
