@@ -46,11 +46,11 @@
 //! [`thread::sync_threads`]: crate::thread::sync_threads
 
 use crate::diag::fail;
-use crate::gpu_only;
 use crate::half::{bf16, bf16x2, f16, f16x2};
 use crate::shared::{DynamicSharedArray, SharedArray, SharedElement};
 use crate::thread::{block_threads, rank_in_block, sync_threads};
 use crate::warp::{self, first_lanes, Redux, ReduxOp, Shuffle};
+use ferrocuda_macros::gpu_only;
 
 /// Largest [`scratch_len`]: the scratch of a 1024-thread block.
 pub const SCRATCH_LEN_MAX: usize = 64;

@@ -75,12 +75,12 @@
 //! accesses through `asm!`, as the `.shared::cluster` state space has no pointer type in Rust.
 
 use crate::diag::fail;
-use crate::gpu_only;
 use crate::shared::SharedElement;
 use crate::thread::Dim3;
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 use core::marker::PhantomData;
+use ferrocuda_macros::gpu_only;
 
 #[cfg(target_arch = "nvptx64")]
 unsafe extern "C" {

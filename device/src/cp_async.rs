@@ -72,13 +72,13 @@
 //! ```
 
 use crate::diag::fail;
-use crate::gpu_only;
 #[cfg(target_arch = "nvptx64")]
 use crate::shared::shared_addr_of;
 use crate::shared::{DynamicSharedArray, SharedArray, SharedArray2, SharedElement};
 use crate::thread::sync_threads;
 use core::arch::asm;
 use ferrocuda_abi::Slice;
+use ferrocuda_macros::gpu_only;
 
 /// `cvta.to.global` then `cp.async.<op>.shared.global [dst], [src], BYTES{, n};`, one `asm!` per
 /// copy size (the size is an immediate of the instruction).

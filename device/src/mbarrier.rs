@@ -118,12 +118,12 @@
 //! ```
 
 use crate::diag::fail;
-use crate::gpu_only;
 #[cfg(target_arch = "nvptx64")]
 use crate::shared::shared_addr_of;
 #[cfg(target_arch = "nvptx64")]
 use crate::thread;
 use core::arch::asm;
+use ferrocuda_macros::gpu_only;
 
 /// The largest expected arrival count of an mbarrier (2²⁰ − 1).
 pub const MAX_COUNT: u32 = (1 << 20) - 1;

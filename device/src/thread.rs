@@ -13,9 +13,10 @@
 
 #[cfg(target_arch = "nvptx64")]
 use crate::nvvm;
-use crate::{gpu_only, GridStride};
+use crate::GridStride;
 #[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
+use ferrocuda_macros::gpu_only;
 
 /// A 3-component index or extent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,9 +23,9 @@
 //! they order no memory accesses. [`sync_warp`] (`bar.warp.sync`) does: memory accesses
 //! before it by the threads in the mask are visible to those threads after it.
 
-use crate::gpu_only;
 #[cfg(target_arch = "nvptx64")]
 use crate::nvvm;
+use ferrocuda_macros::gpu_only;
 
 /// Threads per warp (32 on every NVIDIA GPU; CUDA `warpSize`).
 pub const WARP_SIZE: u32 = 32;
