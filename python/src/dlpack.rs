@@ -230,9 +230,9 @@ impl Exchange {
             let _ = PyErr::take(py);
             return None;
         }
+        let usable = |v: &Fields| (v.axes().is_some() && v.ptr().is_some()).then(|| f(v));
         // SAFETY: attached to the interpreter (`obj` is bound), and `obj` is an instance of
         // the producer's type (checked above).
-        let usable = |v: &Fields| (v.axes().is_some() && v.ptr().is_some()).then(|| f(v));
         match unsafe { self.api.view_with(obj.as_ptr().cast(), usable) } {
             Ok(r) => r,
             Err(_) => {

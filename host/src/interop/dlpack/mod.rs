@@ -399,7 +399,7 @@ mod tests {
         let ptr = std::ptr::NonNull::from(&api).cast::<c_void>();
         // SAFETY: a whole structure of version 1.2 with both functions, alive for the test.
         let x = unsafe { ExchangeApi::from_raw(ptr) }.expect("a usable API");
-        let obj = 1usize as *mut c_void;
+        let obj = std::ptr::dangling_mut::<c_void>();
         // SAFETY: the fake functions need no interpreter and read no object.
         let (f, seen) = unsafe {
             (
