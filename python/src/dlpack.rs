@@ -22,8 +22,8 @@
 //! # Exchange API
 //!
 //! [`Exchange::of_type`] finds a producer type's `__dlpack_c_exchange_api__` capsule (torch
-//! exports it on `torch.Tensor`); [`Exchange::view`] and [`Exchange::current_stream`] call its
-//! functions, handing the producer's exception back as Python's. The torch fast path
+//! exports it on `torch.Tensor`); [`Exchange::view_with`] and [`Exchange::current_stream`]
+//! call its functions, handing the producer's exception back as Python's. The torch fast path
 //! (`read::fast`) reads tensors through it when present.
 
 use std::ffi::CStr;
@@ -213,16 +213,11 @@ impl Exchange {
         })
     }
 
-    /// The fields of `obj`'s tensor through `dltensor_from_py_object_no_sync`; `None` when
-    /// `obj` is not an instance of the API's type, the producer refused (its exception is
-    /// discarded: the caller falls back to a Python-level protocol, which raises the
-    /// producer's own error), or the tensor has more than `MAX_NDIM` axes, no shape, or an
-    /// address beyond 64 bits.
-    pub fn view(&self, obj: &Bound<'_, PyAny>) -> Option<Fields> {
-        self.view_with(obj, |f| *f)
-    }
-
-    /// [`view`](Self::view), with `f` reading the fields in place (the per-launch path).
+    /// `f` of the fields of `obj`'s tensor through `dltensor_from_py_object_no_sync`, read in
+    /// place (the per-launch path: they are not moved per array); `None` when `obj` is not an
+    /// instance of the API's type, the producer refused (its exception is discarded: the
+    /// caller falls back to a Python-level protocol, which raises the producer's own error),
+    /// or the tensor has more than `MAX_NDIM` axes, no shape, or an address beyond 64 bits.
     #[inline]
     pub fn view_with<R>(&self, obj: &Bound<'_, PyAny>, f: impl FnOnce(&Fields) -> R) -> Option<R> {
         let py = obj.py();

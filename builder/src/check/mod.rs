@@ -131,9 +131,9 @@ pub fn check_module(
     // Source paths are expected where ferrocuda's checks record their location for the host
     // (`ferrocuda_abi::diag`): the module then defines the trap record.
     let records_locations = src.contains(ferrocuda_abi::diag::TRAP_RECORD_SYMBOL);
-    let arrays = byte_arrays(&src);
-    let reaching = entries_reaching(&functions);
-    for (name, data) in &arrays {
+    // The call graph, only once a panic text is found (most modules have none).
+    let mut reaching = None;
+    for (name, data) in &byte_arrays(&src) {
         if let Some((what, snippet)) = panic_text(data) {
             if records_locations && what == "source path" {
                 continue;
@@ -142,6 +142,7 @@ pub fn check_module(
             // The kernel that uses it and the instruction that does (the Rust line, once
             // located); a module-level array nothing reads names no kernel.
             let user = first_reference(&functions, &src, name);
+            let reaching = reaching.get_or_insert_with(|| entries_reaching(&functions));
             let kernel = user.as_ref().and_then(|(f, _)| {
                 let entry = reaching.get(f)?.iter().next()?.clone();
                 if entry != *f {
@@ -461,12 +462,6 @@ pub fn entries_reaching(
 /// record (`.global` bytes holding `generic(array)`) that an instruction names — as rustc
 /// emits them.
 fn first_reference(functions: &[PtxFunction], src: &str, array: &str) -> Option<(String, usize)> {
-    let names = |operand: &str, what: &str| {
-        let o = operand.trim_start_matches(['[', '-', '(']);
-        o.strip_prefix(what).is_some_and(|rest| {
-            !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'))
-        })
-    };
     let direct = |what: &str| {
         functions.iter().find_map(|f| {
             let body = f.body.as_deref()?;
@@ -476,7 +471,7 @@ fn first_reference(functions: &[PtxFunction], src: &str, array: &str) -> Option<
             parse::statements(body, f.body_line)
                 .into_iter()
                 .find_map(|s| match s {
-                    parse::Statement::Instr(i) if i.operands.iter().any(|o| names(o, what)) => {
+                    parse::Statement::Instr(i) if i.operands.iter().any(|o| mentions(o, what)) => {
                         Some((f.name.clone(), i.line))
                     }
                     _ => None,
@@ -485,23 +480,24 @@ fn first_reference(functions: &[PtxFunction], src: &str, array: &str) -> Option<
     };
     direct(array).or_else(|| {
         let needle = format!("generic({array})");
-        byte_array_names_holding(src, &needle)
-            .into_iter()
-            .find_map(|holder| direct(&holder))
+        src.split(';')
+            .map(str::trim)
+            .filter(|s| s.contains(&needle) && (s.contains(".global") || s.contains(".const")))
+            .filter_map(|s| Some(declared_name(&s[..s.find('=')?])))
+            .find_map(direct)
     })
 }
 
-/// The `.global`/`.const` arrays whose initializer contains `needle`.
-fn byte_array_names_holding(src: &str, needle: &str) -> Vec<String> {
-    src.split(';')
-        .map(str::trim)
-        .filter(|s| s.contains(needle) && (s.contains(".global") || s.contains(".const")))
-        .filter_map(|s| {
-            let decl = s[..s.find('=')?].trim_end();
-            let name = decl.split_whitespace().last()?.split('[').next()?;
-            Some(name.to_string())
-        })
-        .collect()
+/// The name a variable declaration (the text before its `=`) declares: its last word without
+/// the array extent (`.global .align 1 .b8 anon_0[12]` → `anon_0`).
+fn declared_name(decl: &str) -> &str {
+    let decl = decl.trim_end().trim_end_matches('=').trim_end();
+    decl.split_whitespace()
+        .last()
+        .unwrap_or("")
+        .split('[')
+        .next()
+        .unwrap_or("")
 }
 
 /// What in a function uses the `.local` state space, if anything: a `.local` array (LLVM's
@@ -598,14 +594,7 @@ pub fn byte_arrays(ptx: &str) -> Vec<(String, Vec<u8>)> {
         if !space || !bytes || !s[..open].contains('=') {
             continue;
         }
-        let decl = s[..open].trim_end().trim_end_matches('=').trim_end();
-        let name = decl
-            .split_whitespace()
-            .last()
-            .unwrap_or("")
-            .split('[')
-            .next()
-            .unwrap_or("");
+        let name = declared_name(&s[..open]);
         let data = s[open + 1..close]
             .split(',')
             .map(|t| {
