@@ -464,8 +464,6 @@ impl<T: SharedElement> DsmemPtr<T> {
     }
 }
 
-// The atomics' types are the device's only (`crate::atomic`).
-#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement + crate::atomic::Atomic> DsmemPtr<T> {
     /// The element as an atomic reference in the cluster's shared memory
     /// (`atom.<order>.<scope>.shared::cluster…`, `red…`, `ld…`, `st…`): use

@@ -28,6 +28,10 @@
 //!   On sm_90, [`AtomicRef::from_cluster_shared_addr`] reaches a peer block's shared memory
 //!   (`atom.shared::cluster`, with [`Scope::Cluster`]; see [`cluster`](crate::cluster)).
 //!
+//! On the host (`cargo check`, clippy, rust-analyzer of a kernel crate) every type, trait and
+//! signature here exists, so device code that uses atomics checks without `cfg` gates; the
+//! operations and fences are `#[gpu_only]`: host stubs that panic naming themselves.
+//!
 //! # What each operation compiles to (sm_80)
 //!
 //! | type | load/store | swap, compare-exchange | add | min/max | and/or/xor |
@@ -66,18 +70,17 @@
 #[cfg(target_arch = "nvptx64")]
 #[macro_use]
 mod asm;
-#[cfg(target_arch = "nvptx64")]
 mod ops;
 mod order;
 mod slice;
 
-#[cfg(target_arch = "nvptx64")]
 pub use ops::{Atomic, AtomicAdd, AtomicBitwise, AtomicMinMax};
 pub use order::{Order, Scope, Space};
 pub use slice::AtomicSlice;
 
-#[cfg(target_arch = "nvptx64")]
 use core::marker::PhantomData;
+use ferrocuda_macros::gpu_only;
+// Used by the operations' bodies, which are compiled for the device only (`#[gpu_only]`).
 #[cfg(target_arch = "nvptx64")]
 use ops::{cas_loop, BitOp, RawBits};
 
@@ -94,15 +97,15 @@ fn invalid_order() -> ! {
 /// Made from a raw pointer by one of the `unsafe` constructors (or safely by
 /// [`AtomicSlice::at`]); every method is then safe. Methods are `#[inline(always)]` and
 /// compile to one instruction (or one CAS loop) when the order and scope are constants.
-#[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy, Debug)]
 pub struct AtomicRef<'a, T> {
     ptr: *mut T,
+    // Read by the operations, which are compiled for the device only (`#[gpu_only]`).
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     space: Space,
     _life: PhantomData<&'a T>,
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<'a, T: Atomic> AtomicRef<'a, T> {
     /// An atomic reference to `*ptr`, a generic address (global or shared memory).
     ///
@@ -181,6 +184,7 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
 
     /// Atomic load (`ld.<order>.<scope>`); `order` must be relaxed or acquire.
     #[inline(always)]
+    #[gpu_only]
     pub fn load(&self, order: Order, scope: Scope) -> T {
         // SAFETY: the constructor's contract.
         T::__from_bits(unsafe { T::Bits::ld(self.ptr.cast(), order, scope, self.space) })
@@ -188,6 +192,7 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
 
     /// Atomic store (`st.<order>.<scope>`); `order` must be relaxed or release.
     #[inline(always)]
+    #[gpu_only]
     pub fn store(&self, value: T, order: Order, scope: Scope) {
         // SAFETY: the constructor's contract.
         unsafe { T::Bits::st(self.ptr.cast(), value.__to_bits(), order, scope, self.space) }
@@ -195,6 +200,7 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
 
     /// Stores `value`, returns the previous value (`atom.exch`; CUDA `atomicExch`).
     #[inline(always)]
+    #[gpu_only]
     pub fn swap(&self, value: T, order: Order, scope: Scope) -> T {
         // SAFETY: the constructor's contract.
         T::__from_bits(unsafe {
@@ -205,6 +211,7 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
     /// Stores `new` if the value is bitwise equal to `current` (`atom.cas`; CUDA
     /// `atomicCAS`). `Ok(previous)` if it was stored, else `Err(actual)`.
     #[inline(always)]
+    #[gpu_only]
     pub fn compare_exchange(&self, current: T, new: T, order: Order, scope: Scope) -> Result<T, T> {
         let c = current.__to_bits();
         // SAFETY: the constructor's contract.
@@ -228,6 +235,7 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
     /// Applies `f` atomically (a compare-and-swap loop): `Ok(previous)` once `f`'s value is
     /// stored, `Err(current)` if `f` returns `None`. `f` may run several times.
     #[inline(always)]
+    #[gpu_only]
     pub fn fetch_update(
         &self,
         order: Order,
@@ -239,10 +247,10 @@ impl<'a, T: Atomic> AtomicRef<'a, T> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<'a, T: AtomicAdd> AtomicRef<'a, T> {
     /// Adds `value`, returns the previous value (`atom.add`; CUDA `atomicAdd`).
     #[inline(always)]
+    #[gpu_only]
     pub fn fetch_add(&self, value: T, order: Order, scope: Scope) -> T {
         // SAFETY: the constructor's contract.
         unsafe { T::__fetch_add(self.ptr, value, order, scope, self.space) }
@@ -250,12 +258,14 @@ impl<'a, T: AtomicAdd> AtomicRef<'a, T> {
 
     /// Subtracts `value` (adds its negation; integers wrap), returns the previous value.
     #[inline(always)]
+    #[gpu_only]
     pub fn fetch_sub(&self, value: T, order: Order, scope: Scope) -> T {
         self.fetch_add(value.__neg(), order, scope)
     }
 
     /// Adds `value`, returns nothing (`red.add`: no return trip).
     #[inline(always)]
+    #[gpu_only]
     pub fn red_add(&self, value: T, order: Order, scope: Scope) {
         if order.is_release_side() {
             // SAFETY: the constructor's contract; the order is one `red` admits.
@@ -267,16 +277,17 @@ impl<'a, T: AtomicAdd> AtomicRef<'a, T> {
 
     /// Subtracts `value`, returns nothing (`red.add` of the negation).
     #[inline(always)]
+    #[gpu_only]
     pub fn red_sub(&self, value: T, order: Order, scope: Scope) {
         self.red_add(value.__neg(), order, scope)
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<'a, T: AtomicMinMax> AtomicRef<'a, T> {
     /// Stores the minimum of the value and `value`, returns the previous value (`atom.min`;
     /// CUDA `atomicMin`). Floats: a CAS loop; a NaN `value` is ignored.
     #[inline(always)]
+    #[gpu_only]
     pub fn fetch_min(&self, value: T, order: Order, scope: Scope) -> T {
         // SAFETY: the constructor's contract.
         unsafe { T::__fetch_min(self.ptr, value, order, scope, self.space) }
@@ -284,6 +295,7 @@ impl<'a, T: AtomicMinMax> AtomicRef<'a, T> {
 
     /// Stores the maximum, returns the previous value (`atom.max`; CUDA `atomicMax`).
     #[inline(always)]
+    #[gpu_only]
     pub fn fetch_max(&self, value: T, order: Order, scope: Scope) -> T {
         // SAFETY: the constructor's contract.
         unsafe { T::__fetch_max(self.ptr, value, order, scope, self.space) }
@@ -291,6 +303,7 @@ impl<'a, T: AtomicMinMax> AtomicRef<'a, T> {
 
     /// [`fetch_min`](Self::fetch_min) without a result (`red.min` for integers).
     #[inline(always)]
+    #[gpu_only]
     pub fn red_min(&self, value: T, order: Order, scope: Scope) {
         if order.is_release_side() {
             // SAFETY: the constructor's contract; the order is one `red` admits.
@@ -302,6 +315,7 @@ impl<'a, T: AtomicMinMax> AtomicRef<'a, T> {
 
     /// [`fetch_max`](Self::fetch_max) without a result (`red.max` for integers).
     #[inline(always)]
+    #[gpu_only]
     pub fn red_max(&self, value: T, order: Order, scope: Scope) {
         if order.is_release_side() {
             // SAFETY: the constructor's contract; the order is one `red` admits.
@@ -312,14 +326,13 @@ impl<'a, T: AtomicMinMax> AtomicRef<'a, T> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 macro_rules! bitwise_methods {
     ($($fetch:ident, $red:ident, $op:ident, $cuda:literal;)*) => {
-        #[cfg(target_arch = "nvptx64")]
         impl<'a, T: AtomicBitwise> AtomicRef<'a, T> {$(
             #[doc = concat!("Bitwise ", stringify!($op), " with `value`, returns the previous value (`atom.",
                             $cuda, "`).")]
             #[inline(always)]
+            #[gpu_only]
             pub fn $fetch(&self, value: T, order: Order, scope: Scope) -> T {
                 // SAFETY: the constructor's contract.
                 unsafe { T::__fetch_bit(BitOp::$op, self.ptr, value, order, scope, self.space) }
@@ -327,6 +340,7 @@ macro_rules! bitwise_methods {
 
             #[doc = concat!("Bitwise ", stringify!($op), " with `value`, no result (`red.", $cuda, "`).")]
             #[inline(always)]
+            #[gpu_only]
             pub fn $red(&self, value: T, order: Order, scope: Scope) {
                 if order.is_release_side() {
                     // SAFETY: the constructor's contract; the order is one `red` admits.
@@ -338,7 +352,6 @@ macro_rules! bitwise_methods {
         )*}
     };
 }
-#[cfg(target_arch = "nvptx64")]
 bitwise_methods! {
     fetch_and, red_and, And, "and";
     fetch_or, red_or, Or, "or";
@@ -346,7 +359,6 @@ bitwise_methods! {
 }
 
 /// Free functions over raw pointers, one per [`AtomicRef`] method, for one kind of address.
-#[cfg(target_arch = "nvptx64")]
 macro_rules! pointer_functions {
     ($ctor:ident, $what:literal) => {
         pointer_functions!(@ $ctor, $what;
@@ -383,14 +395,12 @@ macro_rules! pointer_functions {
         }
     )*};
 }
-#[cfg(target_arch = "nvptx64")]
 pointer_functions!(from_ptr, "a generic address");
 
 /// The atomic functions for pointers to shared memory (`atom.shared`, `red.shared`, …).
 ///
 /// Same thread model as the [parent module](super); the pointer must point into this
 /// block's shared memory (a generic address, converted with `cvta.to.shared`).
-#[cfg(target_arch = "nvptx64")]
 pub mod shared {
     use super::{Atomic, AtomicAdd, AtomicBitwise, AtomicMinMax, AtomicRef, Order, Scope};
     pointer_functions!(from_shared_ptr, "a pointer to shared memory");
@@ -399,8 +409,8 @@ pub mod shared {
 /// Memory fence (`fence.acq_rel.<scope>`); [`Order::Relaxed`] emits nothing (as C++'s
 /// relaxed fence). Acquire, release and acq_rel all compile to `fence.acq_rel`, the weakest
 /// fence PTX 7.0 has that provides either.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn fence(order: Order, scope: Scope) {
     if order == Order::Relaxed {
         return;
@@ -418,8 +428,8 @@ pub fn fence(order: Order, scope: Scope) {
 
 /// Sequentially consistent fence (`fence.sc.<scope>`): CUDA's `__threadfence_block()`,
 /// `__threadfence()` and `__threadfence_system()` for block, device and system scope.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn fence_sc(scope: Scope) {
     // SAFETY: a fence has no operands and no preconditions.
     unsafe {

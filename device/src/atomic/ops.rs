@@ -1,12 +1,15 @@
-//! Which types support which atomic operations, and the instruction behind each (device only).
+//! Which types support which atomic operations, and the instruction behind each.
 //!
 //! The traits are sealed: their hidden methods are the implementation of
 //! [`AtomicRef`](super::AtomicRef)'s methods, one PTX instruction where the hardware has one
 //! (see the table in the [module docs](super)) and a compare-and-swap loop
-//! ([`cas_loop`]) where it does not.
+//! ([`cas_loop`]) where it does not. The traits and their implementations exist on every
+//! target, so that bounds such as `T: AtomicAdd` check on the host; the operations themselves
+//! (`asm!`, the device's half-precision arithmetic) are `#[gpu_only]`.
 
 use super::{Order, Scope, Space};
 use crate::half::{bf16, bf16x2, f16, f16x2};
+use ferrocuda_macros::gpu_only;
 
 mod sealed {
     pub trait Sealed {}
@@ -47,14 +50,17 @@ macro_rules! raw_bits {
     ($($b:ty, $ty:literal, $reg:ident, exch: $exch:tt;)*) => {$(
         impl RawBits for $b {
             #[inline(always)]
+            #[gpu_only]
             unsafe fn ld(p: *const Self, o: Order, sc: Scope, sp: Space) -> Self {
                 dispatch!(acquire_side o, sc, sp => ld_asm!($ty, $reg, p))
             }
             #[inline(always)]
+            #[gpu_only]
             unsafe fn st(p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) {
                 dispatch!(release_side o, sc, sp => st_asm!($ty, $reg, p, v))
             }
             #[inline(always)]
+            #[gpu_only]
             unsafe fn cas(p: *mut Self, c: Self, n: Self, o: Order, sc: Scope, sp: Space) -> Self {
                 dispatch!(all o, sc, sp => cas_asm!($ty, $reg, p, c, n))
             }
@@ -63,6 +69,7 @@ macro_rules! raw_bits {
     )*};
     (@exch native $ty:literal $reg:ident) => {
         #[inline(always)]
+        #[gpu_only]
         unsafe fn exch(p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) -> Self {
             dispatch!(all o, sc, sp => atom_asm!(".exch", $ty, $reg, p, v))
         }
@@ -118,6 +125,8 @@ atomic_types! {
 /// # Safety
 ///
 /// `p` is valid and aligned for the access, in state space `sp`.
+// Its callers are the device's operation bodies (`#[gpu_only]`).
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 #[inline(always)]
 pub(super) unsafe fn cas_loop<T: Atomic>(
     p: *mut T,
@@ -190,10 +199,12 @@ pub enum BitOp {
 macro_rules! native_rmw {
     ($fetch:ident, $red:ident, $op:literal, $ty:literal, $reg:ident) => {
         #[inline(always)]
+        #[gpu_only]
         unsafe fn $fetch(p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) -> Self {
             Self::__from_bits(dispatch!(all o, sc, sp => atom_asm!($op, $ty, $reg, p, v.__to_bits())))
         }
         #[inline(always)]
+        #[gpu_only]
         unsafe fn $red(p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) {
             dispatch!(release_side o, sc, sp => red_asm!($op, $ty, $reg, p, v.__to_bits()))
         }
@@ -204,6 +215,7 @@ macro_rules! native_rmw {
 macro_rules! loop_rmw {
     ($fetch:ident, $red:ident, |$cur:ident, $v:ident| $new:expr) => {
         #[inline(always)]
+        #[gpu_only]
         unsafe fn $fetch(p: *mut Self, $v: Self, o: Order, sc: Scope, sp: Space) -> Self {
             // SAFETY: forwarded contract.
             let r = unsafe {
@@ -218,6 +230,7 @@ macro_rules! loop_rmw {
             }
         }
         #[inline(always)]
+        #[gpu_only]
         unsafe fn $red(p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) {
             // SAFETY: forwarded contract.
             let _ = unsafe { Self::$fetch(p, v, o, sc, sp) };
@@ -238,6 +251,7 @@ macro_rules! int_ops {
         }
         impl AtomicBitwise for $t {
             #[inline(always)]
+            #[gpu_only]
             unsafe fn __fetch_bit(op: BitOp, p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) -> Self {
                 let v = v.__to_bits();
                 Self::__from_bits(match op {
@@ -247,6 +261,7 @@ macro_rules! int_ops {
                 })
             }
             #[inline(always)]
+            #[gpu_only]
             unsafe fn __red_bit(op: BitOp, p: *mut Self, v: Self, o: Order, sc: Scope, sp: Space) {
                 let v = v.__to_bits();
                 match op {
@@ -290,6 +305,7 @@ float_ops! {
 impl AtomicAdd for f16 {
     native_rmw!(__fetch_add, __red_add, ".add.noftz", ".f16", reg16);
     #[inline(always)]
+    #[gpu_only]
     fn __neg(self) -> Self {
         -self
     }
@@ -298,6 +314,7 @@ impl AtomicAdd for f16 {
 impl AtomicAdd for f16x2 {
     native_rmw!(__fetch_add, __red_add, ".add.noftz", ".f16x2", reg32);
     #[inline(always)]
+    #[gpu_only]
     fn __neg(self) -> Self {
         -self
     }
@@ -313,6 +330,7 @@ macro_rules! bf16_add {
             #[cfg(not(target_feature = "sm_90"))]
             loop_rmw!(__fetch_add, __red_add, |cur, v| cur + v);
             #[inline(always)]
+            #[gpu_only]
             fn __neg(self) -> Self { -self }
         }
     )*};

@@ -46,7 +46,6 @@ pub enum Space {
 
 impl Order {
     /// The order of the load that starts a CAS loop: acquire if this order acquires.
-    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub(super) fn load_part(self) -> Order {
         match self {
@@ -56,9 +55,29 @@ impl Order {
     }
 
     /// Whether PTX's `red`/`st` admit this order.
-    #[cfg(target_arch = "nvptx64")]
+    // Its callers are the device's `red_*` bodies (`#[gpu_only]`).
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
     #[inline(always)]
     pub(super) fn is_release_side(self) -> bool {
         matches!(self, Order::Relaxed | Order::Release)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Order::{self, *};
+
+    const ALL: [Order; 4] = [Relaxed, Acquire, Release, AcqRel];
+
+    #[test]
+    fn the_load_of_a_cas_loop_acquires_when_the_order_does() {
+        let loads = ALL.map(Order::load_part);
+        assert_eq!(loads, [Relaxed, Acquire, Relaxed, Acquire]);
+    }
+
+    #[test]
+    fn red_and_st_admit_relaxed_and_release_only() {
+        let admitted = ALL.map(Order::is_release_side);
+        assert_eq!(admitted, [true, false, true, false]);
     }
 }

@@ -2,8 +2,11 @@
 
 use ferrocuda_abi::{Element, KernelParam, ParamDesc, Scratch, SliceMut};
 
+use super::{Atomic, AtomicAdd, AtomicRef};
+// Used by `atomic_add`'s body, which is compiled for the device only (`#[gpu_only]`).
 #[cfg(target_arch = "nvptx64")]
-use super::{Atomic, AtomicAdd, AtomicRef, Order, Scope};
+use super::{Order, Scope};
+use ferrocuda_macros::gpu_only;
 
 /// A contiguous device array whose elements threads update atomically: histograms,
 /// counters, accumulators, flags.
@@ -82,7 +85,6 @@ impl<T> AtomicSlice<T> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: Atomic> AtomicSlice<T> {
     /// Element `i` as an atomic reference; an out-of-bounds `i` aborts the kernel (`trap`,
     /// with the caller's location recorded: [`diag`](crate::diag)).
@@ -109,13 +111,39 @@ impl<T: Atomic> AtomicSlice<T> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: AtomicAdd> AtomicSlice<T> {
     /// CUDA's `atomicAdd(&a[i], value)`: a relaxed, device-scope add that returns the previous
     /// value (`atom.relaxed.gpu.global.add`). Out-of-bounds `i` aborts the kernel.
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     pub fn atomic_add(&self, i: usize, value: T) -> T {
         self.at(i).fetch_add(value, Order::Relaxed, Scope::Device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AtomicSlice;
+
+    fn slice(words: &mut [u32; 4]) -> AtomicSlice<u32> {
+        // SAFETY: four `u32`s used only through this slice.
+        unsafe { AtomicSlice::from_raw_parts(words.as_mut_ptr(), words.len()) }
+    }
+
+    #[test]
+    fn elements_are_reached_by_index() {
+        let s = slice(&mut [0; 4]);
+        assert_eq!((s.len(), s.is_empty()), (4, false));
+        assert_eq!(s.at(3).as_ptr(), s.as_mut_ptr().wrapping_add(3));
+        // SAFETY: in bounds.
+        let r = unsafe { s.at_unchecked(1) };
+        assert_eq!(r.as_ptr(), s.as_mut_ptr().wrapping_add(1));
+    }
+
+    #[test]
+    #[should_panic(expected = "out-of-bounds")]
+    fn an_index_past_the_end_aborts() {
+        let _ = slice(&mut [0; 4]).at(4);
     }
 }
