@@ -26,6 +26,12 @@
 //! `__device__` function does. The element type cannot be a generic parameter (a `static`
 //! cannot name one): declare the array in the kernel and pass the handle down.
 //!
+//! On the host (`cargo check` of a kernel crate) the handles, their methods and the macro
+//! exist, so device code checks without `cfg` gates; what needs the device — making a handle
+//! with `shared_array!` or [`dynamic_shared`], shared-window addresses — is a host stub that
+//! panics naming itself. A handle over ordinary memory (the hidden constructor `from_raw`)
+//! works on the host, which is how the accessors are unit-tested.
+//!
 //! Dynamic shared memory is the launch's `shared_mem_bytes` (Rust `LaunchOptions`, Python
 //! `shared_mem=`): one 16-byte aligned `.extern .shared` array whose length is read from the
 //! `%dynamic_smem_size` register.
@@ -66,6 +72,7 @@
 use crate::diag::fail;
 use core::marker::PhantomData;
 use ferrocuda_abi::vectors::{load_vector, store_vector};
+use ferrocuda_macros::gpu_only;
 
 /// Element types of shared arrays: `Copy` types of which every bit pattern is a value, so that
 /// reading never-written (indeterminate) shared memory is not undefined behaviour.
@@ -291,7 +298,6 @@ macro_rules! pointers {
 }
 
 /// Element `i` of `len` at `ptr` as a shared-memory atomic reference; out of bounds aborts.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[track_caller]
 fn atomic_at<T: crate::atomic::Atomic>(
@@ -336,8 +342,8 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
 /// ```ignore
 /// let addr = shared::shared_addr_of(tile.as_ptr());   // == tile.shared_addr(0)
 /// ```
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn shared_addr_of<T>(ptr: *const T) -> u32 {
     let addr: u32;
     #[allow(clippy::pointers_in_nomem_asm_block)] // the pointer is converted, not read
@@ -355,12 +361,12 @@ pub fn shared_addr_of<T>(ptr: *const T) -> u32 {
     addr
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     /// The 32-bit shared-state-space address of element `i` ([`shared_addr_of`]), for
     /// `asm!` operands such as `ldmatrix`'s; an out-of-bounds `i` aborts the kernel.
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     pub fn shared_addr(&self, i: usize) -> u32 {
         if i >= N {
             fail();
@@ -370,24 +376,24 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
     /// The 32-bit shared-state-space address of element `[r][c]` ([`shared_addr_of`]); an
     /// index out of its bound aborts the kernel.
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     pub fn shared_addr(&self, r: usize, c: usize) -> u32 {
         let i = Self::index(r, c);
         shared_addr_of(self.ptr.wrapping_add(i))
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement> DynamicSharedArray<T> {
     /// The 32-bit shared-state-space address of element `i` ([`shared_addr_of`]); an
     /// out-of-bounds `i` aborts the kernel.
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     pub fn shared_addr(&self, i: usize) -> u32 {
         if i >= self.len {
             fail();
@@ -396,7 +402,6 @@ impl<T: SharedElement> DynamicSharedArray<T> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement + crate::atomic::Atomic, const N: usize> SharedArray<T, N> {
     /// Element `i` as an atomic reference in shared memory (`atom.shared`, `red.shared`);
     /// an out-of-bounds `i` aborts the kernel. Use [`Scope::Block`](crate::atomic::Scope)
@@ -565,7 +570,6 @@ impl<T: SharedElement> DynamicSharedArray<T> {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl<T: SharedElement + crate::atomic::Atomic> DynamicSharedArray<T> {
     /// Element `i` as an atomic reference in shared memory; an out-of-bounds `i` aborts the
     /// kernel.
@@ -603,8 +607,8 @@ const _: () = {
 /// 16-byte aligned, `%dynamic_smem_size / size_of::<T>()` elements (0 when the launch gave
 /// none). Every call returns the same memory; use [`DynamicSharedArray::cast`] for another
 /// view, and split it by index for several arrays.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
     const { assert!(align_of::<T>() <= 16 && size_of::<T>() > 0) };
     // SAFETY: reads a special register; takes the address of the module's dynamic shared
@@ -628,6 +632,8 @@ pub fn dynamic_shared<T: SharedElement>() -> DynamicSharedArray<T> {
 /// * `shared_array![T; N]` — cuda_std's spelling of the first form.
 ///
 /// `T` must be a [`SharedElement`] and not a generic parameter; `N`, `R`, `C` are constants.
+/// On the host, which has no block-shared memory, the same rules are checked and the handle's
+/// making panics naming the macro (a host stub, as `#[gpu_only]`'s).
 ///
 /// ```ignore
 /// let tile = shared_array!(f32, [16, 17]);
@@ -641,7 +647,27 @@ macro_rules! shared_array {
     ($t:ty; $n:expr) => {
         $crate::shared_array!($t, $n)
     };
-    ($t:ty, [$r:expr, $c:expr], align = $a:literal $(,)?) => {{
+    ($t:ty, [$r:expr, $c:expr], align = $a:literal $(,)?) => {
+        $crate::__shared_array!($t, [$r, $c], align = $a)
+    };
+    ($t:ty, [$r:expr, $c:expr] $(,)?) => {
+        $crate::__shared_array!($t, [$r, $c])
+    };
+    ($t:ty, $n:expr, align = $a:literal $(,)?) => {
+        $crate::__shared_array!($t, $n, align = $a)
+    };
+    ($t:ty, $n:expr $(,)?) => {
+        $crate::__shared_array!($t, $n)
+    };
+}
+
+/// The expansion of [`shared_array!`](crate::shared_array) on the device: a `static` of this
+/// expansion in the shared section, and its handle. Not a public API.
+#[doc(hidden)]
+#[cfg(target_arch = "nvptx64")]
+#[macro_export]
+macro_rules! __shared_array {
+    ($t:ty, [$r:expr, $c:expr], align = $a:literal) => {{
         #[repr(C, align($a))]
         struct Aligned(::core::mem::MaybeUninit<[[$t; $c]; $r]>);
         #[link_section = $crate::shared_section!()]
@@ -653,7 +679,7 @@ macro_rules! shared_array {
             )
         }
     }};
-    ($t:ty, [$r:expr, $c:expr] $(,)?) => {{
+    ($t:ty, [$r:expr, $c:expr]) => {{
         #[link_section = $crate::shared_section!()]
         static mut STORAGE: ::core::mem::MaybeUninit<[[$t; $c]; $r]> =
             ::core::mem::MaybeUninit::uninit();
@@ -665,19 +691,7 @@ macro_rules! shared_array {
             )
         }
     }};
-    ($t:ty, [$r:expr, $c:expr], align = $a:literal $(,)?) => {{
-        #[repr(C, align($a))]
-        struct Aligned(::core::mem::MaybeUninit<[[$t; $c]; $r]>);
-        #[link_section = $crate::shared_section!()]
-        static mut STORAGE: Aligned = Aligned(::core::mem::MaybeUninit::uninit());
-        // SAFETY: as in the plain 2-D form.
-        unsafe {
-            $crate::shared::SharedArray2::<$t, { $r }, { $c }>::from_raw(
-                (&raw mut STORAGE).cast::<$t>(),
-            )
-        }
-    }};
-    ($t:ty, $n:expr, align = $a:literal $(,)?) => {{
+    ($t:ty, $n:expr, align = $a:literal) => {{
         #[repr(C, align($a))]
         struct Aligned(::core::mem::MaybeUninit<[$t; $n]>);
         #[link_section = $crate::shared_section!()]
@@ -687,7 +701,7 @@ macro_rules! shared_array {
             $crate::shared::SharedArray::<$t, { $n }>::from_raw((&raw mut STORAGE).cast::<$t>())
         }
     }};
-    ($t:ty, $n:expr $(,)?) => {{
+    ($t:ty, $n:expr) => {{
         #[link_section = $crate::shared_section!()]
         static mut STORAGE: ::core::mem::MaybeUninit<[$t; $n]> = ::core::mem::MaybeUninit::uninit();
         // SAFETY: a static of this expansion only, in the shared section: N elements of
@@ -696,6 +710,52 @@ macro_rules! shared_array {
             $crate::shared::SharedArray::<$t, { $n }>::from_raw((&raw mut STORAGE).cast::<$t>())
         }
     }};
+}
+
+/// The expansion of [`shared_array!`](crate::shared_array) on the host, which has no
+/// block-shared memory: the handle's type, made by a stub that panics naming the macro. The
+/// storage and its alignment are declared as types only (no memory), so that the device's
+/// compile-time rules hold on the host too: a constant length, an element type that is not a
+/// generic parameter, a power-of-two alignment. Not a public API.
+#[doc(hidden)]
+#[cfg(not(target_arch = "nvptx64"))]
+#[macro_export]
+macro_rules! __shared_array {
+    ($t:ty, [$r:expr, $c:expr] $(, align = $a:literal)?) => {{
+        #[allow(dead_code)]
+        $(#[repr(C, align($a))])?
+        struct Storage(::core::mem::MaybeUninit<[[$t; $c]; $r]>);
+        $crate::shared::SharedArray2::<$t, { $r }, { $c }>::__host_stub()
+    }};
+    ($t:ty, $n:expr $(, align = $a:literal)?) => {{
+        #[allow(dead_code)]
+        $(#[repr(C, align($a))])?
+        struct Storage(::core::mem::MaybeUninit<[$t; $n]>);
+        $crate::shared::SharedArray::<$t, { $n }>::__host_stub()
+    }};
+}
+
+/// The message of the host's `shared_array!` (the form of `#[gpu_only]`'s).
+#[cfg(not(target_arch = "nvptx64"))]
+const SHARED_ARRAY_ON_THE_HOST: &str =
+    "`shared_array!` runs only on the GPU (nvptx64): this is its host stub";
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl<T: SharedElement, const N: usize> SharedArray<T, N> {
+    /// What [`shared_array!`](crate::shared_array) makes on the host: a panic naming it.
+    #[doc(hidden)]
+    pub fn __host_stub() -> Self {
+        panic!("{}", SHARED_ARRAY_ON_THE_HOST)
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl<T: SharedElement, const R: usize, const C: usize> SharedArray2<T, R, C> {
+    /// What `shared_array!(T, [R, C])` makes on the host: a panic naming the macro.
+    #[doc(hidden)]
+    pub fn __host_stub() -> Self {
+        panic!("{}", SHARED_ARRAY_ON_THE_HOST)
+    }
 }
 
 #[cfg(test)]
@@ -745,6 +805,19 @@ mod tests {
     fn shared_vectors_past_the_end_abort() {
         // SAFETY: single-threaded (the write aborts before it happens).
         unsafe { array(&mut Aligned([0; 16])).write_vector(16, [0u32; 4]) };
+    }
+
+    #[test]
+    fn atomic_views_of_a_shared_array() {
+        let mut mem = Aligned([0; 16]);
+        let a = array(&mut mem);
+        assert_eq!(a.atomic(15).as_ptr(), a.as_mut_ptr().wrapping_add(15));
+    }
+
+    #[test]
+    #[should_panic(expected = "device assertion failed")]
+    fn atomic_views_past_the_end_abort() {
+        let _ = array(&mut Aligned([0; 16])).atomic(16);
     }
 
     #[test]
