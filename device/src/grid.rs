@@ -63,6 +63,7 @@
 //! under CUDA graph capture).
 
 use ferrocuda_abi::{KernelParam, ParamDesc, Scratch};
+use ferrocuda_macros::gpu_only;
 
 pub use crate::stride::GridStride;
 
@@ -108,12 +109,12 @@ impl GridBarrier {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
 impl GridBarrier {
     /// Waits until every thread of the grid has reached this barrier (see the
     /// [module documentation](self): collective over the grid, in uniform control flow;
     /// memory written before the call by any thread is visible to every thread after it).
     #[inline(always)]
+    #[gpu_only]
     pub fn sync(&self) {
         use crate::atomic::{AtomicRef, Order, Scope};
         use crate::thread;
@@ -139,24 +140,24 @@ impl GridBarrier {
 }
 
 /// Waits until every thread of the grid has reached `barrier`: [`GridBarrier::sync`].
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn sync(barrier: &GridBarrier) {
     barrier.sync()
 }
 
 /// This block's linear index in the grid, `x + y·gx + z·gx·gy` (cooperative groups'
 /// `grid.block_rank()`), for any grid shape.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn block_rank() -> usize {
     let (b, g) = (crate::thread::block_idx(), crate::thread::grid_dim());
     b.x as usize + g.x as usize * (b.y as usize + g.y as usize * b.z as usize)
 }
 
 /// Blocks in the grid, `gx·gy·gz`.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn num_blocks() -> usize {
     let g = crate::thread::grid_dim();
     g.x as usize * g.y as usize * g.z as usize
@@ -164,15 +165,15 @@ pub fn num_blocks() -> usize {
 
 /// This thread's linear index in the grid (its block's rank times the block's threads, plus
 /// its rank in the block), for any grid and block shape.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn thread_rank() -> usize {
     block_rank() * crate::thread::block_threads() as usize + crate::thread::rank_in_block() as usize
 }
 
 /// Threads in the grid, for any grid and block shape.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn num_threads() -> usize {
     num_blocks() * crate::thread::block_threads() as usize
 }
