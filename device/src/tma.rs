@@ -42,6 +42,7 @@
 //! error.
 
 use ferrocuda_abi::{Element, TensorMap, TensorMapMut};
+use ferrocuda_macros::gpu_only;
 
 /// TMA copies through a tensor-map parameter (implemented for [`TensorMap`] and
 /// [`TensorMapMut`]).
@@ -60,8 +61,8 @@ pub trait Tma {
 
     /// `prefetch.tensormap`: brings the descriptor into the cache ahead of the first copy
     /// (one thread, early in the kernel).
-    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
+    #[gpu_only]
     fn prefetch(&self) {
         // SAFETY: a prefetch of the kernel's own parameter; no effect on memory.
         unsafe {
@@ -82,9 +83,9 @@ pub trait Tma {
     ///    current phase expects these bytes (`arrive.expect_tx` by this or another thread, or
     ///    `expect_tx` before the copy completes).
     /// 3. `coords` has [`RANK`](Self::RANK) entries.
-    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     unsafe fn load(&self, dst: u32, mbar: u32, coords: &[i32]) {
         check_inner::<Self>(coords);
         // SAFETY: the caller's contract.
@@ -99,9 +100,9 @@ pub trait Tma {
     ///
     /// As [`load`](Self::load), for every block in `cta_mask` (each expects the bytes on its
     /// own barrier); the kernel is launched with clusters containing those ranks.
-    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     unsafe fn load_multicast(&self, dst: u32, mbar: u32, coords: &[i32], cta_mask: u16) {
         check_inner::<Self>(coords);
         // SAFETY: the caller's contract.
@@ -124,9 +125,9 @@ pub trait TmaStore: Tma {
     /// 2. No other thread of the launch writes the array elements the box covers, and nothing
     ///    reads them before the kernel ends (or a `store_wait` of the writes).
     /// 3. `coords` has [`RANK`](Tma::RANK) entries, none negative (checked: the kernel aborts).
-    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     #[track_caller]
+    #[gpu_only]
     unsafe fn store(&self, src: u32, coords: &[i32]) {
         check_inner::<Self>(coords);
         let mut i = 0;
@@ -198,7 +199,8 @@ impl<
 
 /// Aborts the kernel (location recorded) unless `coords` has the map's rank and its innermost
 /// coordinate is a multiple of 16 bytes.
-#[cfg(target_arch = "nvptx64")]
+// Its callers are the device's copy bodies (`#[gpu_only]`).
+#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 #[inline(always)]
 #[track_caller]
 fn check_inner<M: Tma + ?Sized>(coords: &[i32]) {
@@ -280,8 +282,8 @@ unsafe fn load_raw(m: u64, dst: u32, mbar: u32, coords: &[i32], mask: Option<u16
 
 /// `cp.async.bulk.commit_group`: closes this thread's group of TMA stores issued since the
 /// last commit.
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn store_commit() {
     // SAFETY: no operands; orders nothing by itself.
     unsafe { core::arch::asm!("cp.async.bulk.commit_group;", options(nostack)) };
@@ -289,8 +291,8 @@ pub fn store_commit() {
 
 /// `cp.async.bulk.wait_group.read N`: waits until at most `N` of this thread's committed store
 /// groups still read their shared memory (which may then be reused).
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn store_wait_read<const N: u32>() {
     // SAFETY: waits only.
     unsafe {
@@ -300,8 +302,8 @@ pub fn store_wait_read<const N: u32>() {
 
 /// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's committed store
 /// groups are incomplete (their writes to global memory done).
-#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[gpu_only]
 pub fn store_wait<const N: u32>() {
     // SAFETY: waits only.
     unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
@@ -311,12 +313,31 @@ pub fn store_wait<const N: u32>() {
 mod tests {
     use super::*;
 
+    type M = TensorMap<u16, 128, 128, 64>;
+
     #[test]
     fn coordinates_go_innermost_first() {
         assert_eq!(inner_first(&[7, 3]), [3, 7, 0, 0, 0]);
         assert_eq!(inner_first(&[1, 2, 3]), [3, 2, 1, 0, 0]);
-        type M = TensorMap<u16, 128, 128, 64>;
         assert_eq!(<M as Tma>::RANK, 2);
         assert_eq!(<M as Tma>::BOX_BYTES, 128 * 64 * 2);
+    }
+
+    #[test]
+    fn inner_coordinates_on_16_bytes_pass() {
+        check_inner::<M>(&[3, 8]);
+        check_inner::<M>(&[-5, -16]);
+    }
+
+    #[test]
+    #[should_panic(expected = "device assertion failed")]
+    fn an_inner_coordinate_off_16_bytes_aborts() {
+        check_inner::<M>(&[0, 4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "device assertion failed")]
+    fn coordinates_of_another_rank_abort() {
+        check_inner::<M>(&[0, 0, 8]);
     }
 }
