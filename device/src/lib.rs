@@ -62,9 +62,27 @@
 //!
 //! On the device, `core`'s panics become a bare PTX `trap` (the builder compiles with
 //! `-Cpanic=immediate-abort`); this crate's checks record their location first (see
-//! [`diag`]). On the host only the target-independent parts ([`GridStride`], [`math`], the
-//! handles' types, the re-exports) exist, so they can be unit-tested; these docs are complete
-//! when built for the device (`scripts/device-docs.sh`).
+//! [`diag`]).
+//!
+//! # On the host
+//!
+//! A kernel crate type-checks on the host (`cargo check`, clippy, rust-analyzer) without `cfg`
+//! gates: the device language exists there too, with the device's types and signatures. A
+//! function that needs the device is `#[gpu_only]` (cuda_std's attribute, re-exported as
+//! [`gpu_only`]): compiled as written for `nvptx64`, elsewhere a host stub whose body panics
+//! naming the function — [`thread`], [`warp`], [`block`], [`atomic`] (the operations and
+//! fences), [`shared`] (`dynamic_shared`, shared-window addresses), [`grid`] (the ranks, the
+//! grid barrier), [`cp_async`], [`mbarrier`], [`cluster`] and [`tma`]; [`shared_array!`] on the
+//! host checks its arguments as on the device and evaluates to a panic naming itself. The
+//! target-independent parts run on the host and are unit-tested there: [`GridStride`],
+//! [`math`], the handles over ordinary memory with their bounds checks, atomic references and
+//! their order rules, the fragments' lane mappings, the re-exports. Still device-only are the
+//! tensor-core instructions (`mma::mma`, `ldmatrix`/`stmatrix`, the fragments'
+//! shared-memory loads and stores), the [`wgmma`] instructions and the half types' arithmetic
+//! (on the host, `f16` is a 16-bit placeholder); so are `nvvm` (private declarations of LLVM
+//! intrinsics, which only the device build may name) and the `#[panic_handler]` (on the host,
+//! `std` has one). These docs are complete when built for the device
+//! (`scripts/device-docs.sh`).
 //!
 //! # Layers
 //!
@@ -109,10 +127,11 @@
 // intrinsics.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
-// The host build of these docs lacks the device-only atomics (`atomic::AtomicSlice` …) and
-// methods, which much of the prose links to; the complete docs are built for the device
-// target, where every link must resolve (`scripts/device-docs.sh`, run by the test suite with
-// warnings denied).
+// The host build of these docs lacks what is still device-only — the tensor-core instructions
+// (`mma::mma`, `ldmatrix`/`stmatrix`, the fragments' shared-memory loads and stores), the
+// `wgmma` instructions and the half types' arithmetic — which the prose of `mma`, `wgmma` and
+// `half` links to; the complete docs are built for the device target, where every link must
+// resolve (`scripts/device-docs.sh`, run by the test suite with warnings denied).
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 
 #[doc(hidden)]
@@ -132,6 +151,8 @@ pub use ferrocuda_macros::{gpu_only, kernel};
 pub use seq_macro::seq as unroll;
 
 pub mod grid;
+// Declarations of LLVM's NVVM intrinsics (`link_llvm_intrinsics`, a device build's feature),
+// called only by `#[gpu_only]` bodies.
 #[cfg(target_arch = "nvptx64")]
 mod nvvm;
 pub use grid::GridStride;
@@ -301,7 +322,8 @@ macro_rules! __param_address {
 }
 
 /// With `-Cpanic=abort`, a panic records its location in the trap record (see [`diag`]) and
-/// traps; the builder's default, `-Cpanic=immediate-abort`, never calls it.
+/// traps; the builder's default, `-Cpanic=immediate-abort`, never calls it. Device only: on
+/// the host, `std` provides the panic handler.
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
