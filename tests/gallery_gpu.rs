@@ -148,6 +148,7 @@ fn matmul() -> TestResult {
         (127, 1, 129),
         (130, 37, 257),
         (256, 256, 256),
+        (129, 9, 513),
     ] {
         let a: Vec<f32> = (0..m * k).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..k * n).map(|_| r.random_range(-1.0f32..1.0)).collect();

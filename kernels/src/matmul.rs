@@ -2,19 +2,23 @@
 //!
 //! # Schedule (blocks of 256 threads)
 //!
-//! Each block computes 128×128 tiles of `C` (a grid-stride loop over tiles, so any grid is
+//! Each block computes 128×256 tiles of `C` (a grid-stride loop over tiles, so any grid is
 //! correct), walking `K` in steps of 8:
 //!
-//! * **Register blocking**: each thread accumulates an 8×8 sub-tile of `C` (64 `f32`), as two
-//!   4-row by two 4-column groups 64 apart; per `k` it reads 8 values of `A` and 8 of `B` from
-//!   shared memory with four 16-byte loads (`ld.shared.v4`) and issues 64 fused multiply-adds
-//!   (`fma.rn.f32`, written out: the crate is not built with FMA contraction).
-//! * **Warp layout**: a warp covers 4×8 threads, so each of its shared loads touches 4 (A) or
-//!   8 (B) distinct 16-byte words — one wavefront, no bank conflict.
+//! * **Register blocking**: each thread accumulates an 8×16 sub-tile of `C` (128 `f32`), as
+//!   two 4-row groups 16 apart by four 4-column groups 32 apart; per `k` it reads 8 values of
+//!   `A` and 16 of `B` from shared memory with six 16-byte loads (`ld.shared.v4`) and issues
+//!   128 fused multiply-adds (`fma.rn.f32`, written out: the crate is not built with FMA
+//!   contraction). With an 8×8 sub-tile the shared loads (one wavefront each) would keep the
+//!   shared-memory pipe as busy as the FMA pipe; 8×16 leaves it a margin.
+//! * **Warp layout**: 4×2 warps, each of 4×8 lanes covering 32×128 of the tile, so each of a
+//!   warp's shared loads touches 4 (A) or 8 (B) consecutive 16-byte words — one wavefront, no
+//!   bank conflict.
 //! * **Shared tiles**: `A` stored transposed (`As[k][m]`) and `B` as is (`Bs[k][n]`), rows padded
-//!   by 4 floats so that the transposing stores of row-major `A` are conflict-free too; two
-//!   stages (double buffering), one barrier per 8-wide step: the next step's tiles are loaded
-//!   from global memory into registers while the current one is computed.
+//!   by 4 floats so that the transposing stores of an operand read along `k` are
+//!   conflict-free too; two stages (double buffering), one barrier per 8-wide step: the next
+//!   step's tiles are loaded from global memory into registers while the current one is
+//!   computed.
 //! * **Global loads**: 16-byte vectors along whichever axis of each operand is contiguous
 //!   (row-major or column-major `A` and `B` alike), when its base and other stride keep them
 //!   aligned, else element loads. At the edges of `M` and `N` the loads are clamped to the last
@@ -25,26 +29,32 @@
 //!
 //! Launch bounds: blocks of at most 256 threads (`max_threads = 256`, PTX `.maxntid`; larger
 //! blocks are refused by the launcher), which lets ptxas give each thread the registers the
-//! 8×8 accumulators and the double buffer need, without spills. Two blocks per SM
-//! (`.minnctapersm 2`) would cap a thread at 128 registers, and ptxas then spills on sm_80
-//! and sm_90; a fixed block (`.reqntid 256`) makes ptxas for
-//! sm_80 cap at 128 registers and spill too. So one block of 256 threads per SM. Smaller
+//! 8×16 accumulators and the double buffer need, without spills: one block per SM. Smaller
 //! blocks run a simple correct loop (one thread per element of `C`).
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
 use ferrocuda_device::{kernel, View, ViewMut};
 
+/// Rows of `C` per block tile (the `A` tile's outer extent).
 #[cfg(target_arch = "nvptx64")]
 const BM: usize = 128;
+/// Columns of `C` per block tile (the `B` tile's outer extent).
+#[cfg(target_arch = "nvptx64")]
+const BN: usize = 256;
 #[cfg(target_arch = "nvptx64")]
 const BK: usize = 8;
-/// Row pitch of a shared tile (floats): 128 + 4 of padding.
+/// Row pitches of the shared tiles (floats): 4 of padding, so that the transposing stores of
+/// a tile read along `k` (two `k` quads per warp, 16 rows apart in banks) are conflict-free.
 #[cfg(target_arch = "nvptx64")]
-const PITCH: usize = BM + 4;
-/// Floats of one stage of one operand.
+const PA: usize = BM + 4;
 #[cfg(target_arch = "nvptx64")]
-const STAGE: usize = BK * PITCH;
+const PB: usize = BN + 4;
+/// Floats of one stage of each operand.
+#[cfg(target_arch = "nvptx64")]
+const STAGE_A: usize = BK * PA;
+#[cfg(target_arch = "nvptx64")]
+const STAGE_B: usize = BK * PB;
 #[cfg(target_arch = "nvptx64")]
 const THREADS: usize = 256;
 
@@ -85,22 +95,26 @@ impl Operand {
         }
     }
 
-    /// Thread `t`'s cursor over the tiles at outer offset `o0`, from `k = 0`.
+    /// Thread `t`'s cursor over quad `h` of its tiles (`TILE` wide along the outer axis, at
+    /// outer offset `o0`), from `k = 0`.
     ///
-    /// A thread loads 4 values per tile: four consecutive `o` at row `k` (`ALONG_OUTER`:
-    /// `k = t / 32`, `o = 4·(t mod 32)`), or four consecutive `k` at column `o` (the other
-    /// modes: `o = t / 2`, `k = 4·(t mod 2)`). Rows beyond the operand's outer extent are read
-    /// clamped to its last row: they only feed elements of `C` that are never stored, so the
-    /// loads need no bounds check and no zero fill along `o`.
+    /// A tile of `TILE × BK` values is `TILE · BK / 4` quads, `TILE / 128` per thread: quad
+    /// `q = t + 256·h` holds four consecutive `o` at row `k` (`ALONG_OUTER`: `k = q / (TILE/4)`,
+    /// `o = 4·(q mod TILE/4)`), or four consecutive `k` at column `o` (the other modes:
+    /// `o = t / 2 + 128·h`, `k = 4·(t mod 2)`, so that two lanes read one 32-byte sector).
+    /// Rows beyond the operand's outer extent are read clamped to its last row: they only
+    /// feed elements of `C` that are never stored, so the loads need no bounds check and no
+    /// zero fill along `o`.
     ///
     /// `outer > 0`.
     #[inline(always)]
-    fn cursor<const MODE: u8>(&self, t: usize, o0: usize) -> Cursor {
+    fn cursor<const MODE: u8, const TILE: usize>(&self, t: usize, h: usize, o0: usize) -> Cursor {
         let last = self.outer - 1;
         let (k, o) = if MODE == ALONG_OUTER {
-            (t / 32, (t % 32) * 4)
+            let q = t + THREADS * h;
+            (q / (TILE / 4), (q % (TILE / 4)) * 4)
         } else {
-            (4 * (t % 2), t / 2)
+            (4 * (t % 2), t / 2 + (THREADS / 2) * h)
         };
         let row = (o0 + o).min(last);
         // Values of the quad inside the operand (ALONG_OUTER; at least 1 after clamping).
@@ -117,7 +131,7 @@ impl Operand {
     }
 }
 
-/// Where one thread reads its quads of one operand, tile after tile along `k`.
+/// Where one thread reads one of its quads of one operand, tile after tile along `k`.
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
 struct Cursor {
@@ -186,15 +200,16 @@ impl Cursor {
         self.p = self.p.wrapping_offset(BK as isize * self.sk);
     }
 
-    /// Stores a quad at the cursor's place in a stage of its shared tile.
+    /// Stores a quad at the cursor's place in a stage of its shared tile (row pitch `PITCH`).
     ///
     /// # Safety
     ///
-    /// `base` points to one stage (`STAGE` floats, 16-byte aligned).
+    /// `base` points to one stage (`BK · PITCH` floats, 16-byte aligned) of the tile the
+    /// cursor was made for.
     #[inline(always)]
-    unsafe fn put<const MODE: u8>(&self, base: *mut f32, v: [f32; 4]) {
+    unsafe fn put<const MODE: u8, const PITCH: usize>(&self, base: *mut f32, v: [f32; 4]) {
         let (k, o) = (self.k as usize, self.o as usize);
-        // SAFETY: (all) k < BK, o + 4 <= BM (ALONG_OUTER) or k + 4 <= BK, o < BM: inside.
+        // SAFETY: (all) k < BK, o + 4 <= TILE (ALONG_OUTER) or k + 4 <= BK, o < TILE: inside.
         unsafe {
             if MODE == ALONG_OUTER {
                 (base.add(k * PITCH + o) as *mut Chunk<f32, 4>).write(Chunk(v));
@@ -207,40 +222,35 @@ impl Cursor {
     }
 }
 
-/// `acc += As · Bs` over the 8 `k` of one stage: per `k`, four 16-byte shared loads and 64
-/// fused multiply-adds.
+/// `acc += As · Bs` over the 8 `k` of one stage: per `k`, six 16-byte shared loads (8 values
+/// of `A`, 16 of `B`) and 128 fused multiply-adds.
 ///
 /// # Safety
 ///
-/// `pa`, `pb` point to this thread's columns (`4·ty`, `4·tx`) of row 0 of one stage of each
+/// `pa`, `pb` point to this thread's first fragment columns of row 0 of one stage of each
 /// tile, written and synchronized.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn step(acc: &mut [[f32; 8]; 8], pa: *const f32, pb: *const f32) {
+unsafe fn step(acc: &mut [[f32; 16]; 8], pa: *const f32, pb: *const f32) {
     for k in 0..BK {
-        // Keep this loop rolled in ptxas too: unrolled, ptxas hoists all 32 shared loads of a
-        // step (128 more registers) and the block no longer fits twice on an SM.
+        // Keep this loop rolled in ptxas too: unrolled, ptxas hoists the shared loads of
+        // several `k` at once, more registers than the 128 accumulators leave. (Loading the
+        // next `k`'s fragments in this iteration changes nothing: ptxas moves them back.)
         // SAFETY: a PTX directive; no operands, no effect on memory.
         unsafe { core::arch::asm!(".pragma \"nounroll\";", options(nomem, nostack)) };
-        // SAFETY: row k of the stages; 16-byte aligned (PITCH · 4 bytes is a multiple of 16,
-        // and so are the column offsets).
-        let (a0, a1, b0, b1) = unsafe {
-            let ra = pa.add(k * PITCH) as *const Chunk<f32, 4>;
-            let rb = pb.add(k * PITCH) as *const Chunk<f32, 4>;
-            (
-                ra.read().0,
-                ra.add(16).read().0,
-                rb.read().0,
-                rb.add(16).read().0,
-            )
+        // SAFETY: row k of the stages; 16-byte aligned (the pitches are multiples of 4
+        // floats, and so are the fragment offsets).
+        let (af, bf) = unsafe {
+            let ra = pa.add(k * PA) as *const Chunk<f32, 4>;
+            let rb = pb.add(k * PB) as *const Chunk<f32, 4>;
+            let a: [[f32; 4]; 2] = [ra.read().0, ra.add(4).read().0];
+            let b: [[f32; 4]; 4] = core::array::from_fn(|g| rb.add(8 * g).read().0);
+            (a, b)
         };
-        let af = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
-        let bf = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
-        for i in 0..8 {
-            for j in 0..8 {
-                acc[i][j] = fma(af[i], bf[j], acc[i][j]);
-            }
-        }
+        // Written out (constant indices: the accumulators stay in registers).
+        for_lanes!(8, |i| for_lanes!(16, |j| {
+            acc[i][j] = fma(af[i / 4][i % 4], bf[j / 4][j % 4], acc[i][j]);
+        }));
     }
 }
 
@@ -313,35 +323,43 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
 ) {
     let (m, n, kk) = (opa.outer, opb.outer, opa.k);
     let t = thread::rank_in_block() as usize;
-    // 4×8 threads per warp, 4×2 warps per block: thread (ty, tx) of a 16×16 grid.
+    // 4×2 warps of 4×8 lanes: warp (wm, wn) covers rows 32·wm.. and columns 128·wn.. of the
+    // tile; lane (ly, lx) rows {0, 16} + 4·ly + 0..4 and columns 32·g + 4·lx + 0..4 of those.
     let (w, lane) = (t / 32, t % 32);
-    let (ty, tx) = ((w / 2) * 4 + lane / 8, (w % 2) * 8 + lane % 8);
-    let tiles_n = n.div_ceil(BM);
+    let (wm, wn, ly, lx) = (w / 2, w % 2, lane / 8, lane % 8);
+    let tiles_n = n.div_ceil(BN);
     let tiles = m.div_ceil(BM) * tiles_n;
     // Whole 8-wide `k` steps are double-buffered; a last partial one is zero-filled.
     let ktiles = kk / BK;
     let kk_left = (kk % BK) as u32;
-    // Two stages of `As`, then two of `Bs` (16.5 KiB); 16-byte aligned for the vector loads.
-    let smem = shared_array!(f32, 4 * STAGE, align = 16).as_mut_ptr();
-    let (sa, sb) = (smem, smem.wrapping_add(2 * STAGE));
+    // Two stages of `As`, then two of `Bs` (24.3 KiB); 16-byte aligned for the vector loads.
+    let smem = shared_array!(f32, 2 * (STAGE_A + STAGE_B), align = 16).as_mut_ptr();
+    let (sa, sb) = (smem, smem.wrapping_add(2 * STAGE_A));
     // This thread's fragment columns in stage 0 of each tile.
     let (fa, fb) = (
-        sa.wrapping_add(4 * ty) as *const f32,
-        sb.wrapping_add(4 * tx) as *const f32,
+        sa.wrapping_add(32 * wm + 4 * ly) as *const f32,
+        sb.wrapping_add(128 * wn + 4 * lx) as *const f32,
     );
     let c_vec = sc1 == 1 && sc0 % 4 == 0 && (c.as_mut_ptr() as usize).is_multiple_of(16);
     let mut tile = block_rank();
     while tile < tiles {
-        let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BM);
-        let (mut ca, mut cb) = (opa.cursor::<MA>(t, m0), opb.cursor::<MB>(t, n0));
-        let mut acc = [[0.0f32; 8]; 8];
+        let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BN);
+        let mut ca = opa.cursor::<MA, BM>(t, 0, m0);
+        // B's tile holds two quads per thread (two cursors, not an array: an array iterated
+        // over would live in local memory).
+        let (mut cb0, mut cb1) = (
+            opb.cursor::<MB, BN>(t, 0, n0),
+            opb.cursor::<MB, BN>(t, 1, n0),
+        );
+        let mut acc = [[0.0f32; 16]; 8];
         // SAFETY: (every load, store and step below) the cursors stay inside the operands
         // (whole tiles while kt < ktiles, the partial one through `load_tail`); stage writes
         // and reads are separated by the barriers.
         unsafe {
             if ktiles > 0 {
-                ca.put::<MA>(sa, ca.load::<MA>());
-                cb.put::<MB>(sb, cb.load::<MB>());
+                ca.put::<MA, PA>(sa, ca.load::<MA>());
+                cb0.put::<MB, PB>(sb, cb0.load::<MB>());
+                cb1.put::<MB, PB>(sb, cb1.load::<MB>());
             }
             thread::sync_threads();
             let mut kt = 0;
@@ -349,19 +367,23 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
                 let stage = kt % 2;
                 let next = kt + 1 < ktiles;
                 // The next step's quads, in flight while this step computes.
-                let (mut qa, mut qb) = ([0.0; 4], [0.0; 4]);
+                let (mut qa, mut qb0, mut qb1) = ([0.0; 4], [0.0; 4], [0.0; 4]);
                 if next {
                     ca.advance();
-                    cb.advance();
+                    cb0.advance();
+                    cb1.advance();
                     qa = ca.load::<MA>();
-                    qb = cb.load::<MB>();
+                    qb0 = cb0.load::<MB>();
+                    qb1 = cb1.load::<MB>();
                 }
-                step(&mut acc, fa.add(stage * STAGE), fb.add(stage * STAGE));
+                step(&mut acc, fa.add(stage * STAGE_A), fb.add(stage * STAGE_B));
                 if next {
                     // The other stage: every thread finished reading it before the barrier
                     // that ended the previous step.
-                    ca.put::<MA>(sa.add((1 - stage) * STAGE), qa);
-                    cb.put::<MB>(sb.add((1 - stage) * STAGE), qb);
+                    let (ta, tb) = (sa.add((1 - stage) * STAGE_A), sb.add((1 - stage) * STAGE_B));
+                    ca.put::<MA, PA>(ta, qa);
+                    cb0.put::<MB, PB>(tb, qb0);
+                    cb1.put::<MB, PB>(tb, qb1);
                 }
                 thread::sync_threads();
                 kt += 1;
@@ -369,38 +391,31 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
             if kk_left > 0 {
                 if ktiles > 0 {
                     ca.advance();
-                    cb.advance();
+                    cb0.advance();
+                    cb1.advance();
                 }
-                ca.put::<MA>(sa, ca.load_tail::<MA>(kk_left));
-                cb.put::<MB>(sb, cb.load_tail::<MB>(kk_left));
+                ca.put::<MA, PA>(sa, ca.load_tail::<MA>(kk_left));
+                cb0.put::<MB, PB>(sb, cb0.load_tail::<MB>(kk_left));
+                cb1.put::<MB, PB>(sb, cb1.load_tail::<MB>(kk_left));
                 thread::sync_threads();
                 step(&mut acc, fa, fb);
                 thread::sync_threads();
             }
         }
-        // Epilogue: rows m0 + {ty·4 + i, 64 + ty·4 + i}, columns n0 + {tx·4 + j, 64 + tx·4 + j}.
-        // Written out (constant indices into `acc`: registers, never local memory).
+        // Epilogue: rows m0 + 32·wm + {0, 16} + 4·ly + 0..4, columns n0 + 128·wn + 32·g +
+        // 4·lx + 0..4. Written out (constant indices into `acc`: registers, never local
+        // memory).
         for_lanes!(8, |i| {
-            let row = m0 + (i / 4) * 64 + ty * 4 + i % 4;
+            let row = m0 + 32 * wm + (i / 4) * 16 + 4 * ly + i % 4;
             if row < m {
                 let r = acc[i];
-                let (lo, hi) = ([r[0], r[1], r[2], r[3]], [r[4], r[5], r[6], r[7]]);
-                // SAFETY: (row, col + j) checked against (m, n) before every access; this
-                // thread alone owns these elements of C.
-                unsafe {
-                    store_quad(&c, row, n0 + tx * 4, n, [sc0, sc1], c_vec, lo, alpha, beta);
-                    store_quad(
-                        &c,
-                        row,
-                        n0 + 64 + tx * 4,
-                        n,
-                        [sc0, sc1],
-                        c_vec,
-                        hi,
-                        alpha,
-                        beta,
-                    );
-                }
+                for_lanes!(4, |g| {
+                    let v = [r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]];
+                    let col = n0 + 128 * wn + 32 * g + 4 * lx;
+                    // SAFETY: (row, col + j) checked against (m, n) before every access; this
+                    // thread alone owns these elements of C.
+                    unsafe { store_quad(&c, row, col, n, [sc0, sc1], c_vec, v, alpha, beta) };
+                });
             }
         });
         tile += blocks();
@@ -525,10 +540,10 @@ unsafe fn blend(c: &ViewMut<f32, 2>, off: isize, v: f32, alpha: f32, beta: f32) 
 /// `β = 0` never reads `c`. `c` must overlap neither input. Refused: inner dimensions that
 /// differ, a `c` of the wrong shape. Accuracy: each element is a sequence of K fused
 /// multiply-adds in `k` order (error ≲ K·ε·Σ|a||b|), then `α·s + β·c` with one more FMA.
-/// Blocks of 256 threads (the automatic block) take the tiled schedule, one 128×128 tile of
+/// Blocks of 256 threads (the automatic block) take the tiled schedule, one 128×256 tile of
 /// `c` per block at a time (automatic grid: one block per tile); smaller blocks a simple
 /// loop; larger blocks are refused (`max_threads = 256`).
-#[kernel(family = "matmul", items_per_thread = 64, max_threads = 256,
+#[kernel(family = "matmul", items_per_thread = 128, max_threads = 256,
          require(a.shape[1] == b.shape[0], "the inner dimensions of a and b must agree"),
          require(c.shape[0] == a.shape[0], "c must have a's row count"),
          require(c.shape[1] == b.shape[1], "c must have b's column count"),

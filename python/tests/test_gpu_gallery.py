@@ -611,6 +611,7 @@ MATMUL_SHAPES = [
     (3, 0, 5),
     (0, 4, 3),
     (513, 33, 257),
+    (129, 9, 513),
 ]
 
 
@@ -691,6 +692,17 @@ def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
     assert (
         np.isnan(cp.asnumpy(c_base[:, 0])).all() and np.isnan(cp.asnumpy(c_base[:, 191:])).all()
     ), "wrote outside the view"
+    # A grid of fewer blocks than tiles (each block walks several), and of more.
+    for grid in (1, 3, 40):
+        c = cp.full((300, 600), cp.nan, cp.float32)
+        B2 = random(rng, (260, 600), "float32")
+        K.matmul(cp.asarray(A), cp.asarray(B2), c, 1.0, 0.0, grid=grid)
+        close(
+            cp.asnumpy(c),
+            A.astype(np.float64) @ B2.astype(np.float64),
+            matmul_tol(A, B2, A[:, :1], 1.0, 0.0),
+            f"grid {grid}",
+        )
     # Smaller blocks: the simple schedule; larger ones are refused (max_threads = 256).
     c = cp.full((300, 190), cp.nan, cp.float32)
     K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=128)
