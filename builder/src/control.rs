@@ -2,10 +2,10 @@
 //!
 //! A build made with a [`Control`] reports each stage (the child cargo and the crates it
 //! compiles, the LLVM passes, the checks) with the time since the build began and the stage's
-//! own time, and stops at the next poll (every 20 ms while a child runs) once
-//! [`Control::cancel`] is called: the running child — cargo with every rustc it started, or an
-//! LLVM tool — is killed with its whole process group, and the build returns a
-//! [`BuildErrorKind::Cancelled`] error. Nothing the build wrote becomes a cache entry then
+//! own time, and stops at the next poll (every 20 ms while a child runs, or while it waits for
+//! another build of the same files) once [`Control::cancel`] is called: the running child —
+//! cargo with every rustc it started, or an LLVM tool — is killed with its whole process
+//! group, and the build returns a [`BuildErrorKind::Cancelled`] error. Nothing the build wrote becomes a cache entry then
 //! (the stamps and the inline cache's entries are written only after a build completes).
 //!
 //! Without a `Control` (the default of [`PtxBuilder`](crate::PtxBuilder)), children run as
@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often a running child is polled for cancellation.
-const POLL: Duration = Duration::from_millis(20);
+/// How often a running child (or a wait for a lock) is polled for cancellation.
+pub(crate) const POLL: Duration = Duration::from_millis(20);
 
 type Report = dyn Fn(&str) + Send + Sync;
 

@@ -118,6 +118,19 @@
 //! written to a path fixed per crate, profile and arch, then the results are copied, only when
 //! changed, to the output directory.
 //!
+//! Every child build of a workspace shares that target directory ([`child_target_dir`]), and
+//! so do builds that run at once: two processes' build scripts for one crate (`cargo clippy`
+//! beside `maturin develop`, an editor's `cargo check` beside a terminal's `cargo build`), two
+//! threads. Builds of one crate for one arch and profile take turns: each holds an exclusive
+//! file lock, `<lib>.<arch>.<profile>.<hash>.lock` beside the files it names, for the whole
+//! build — child cargo, LLVM, checks, cubins, the writes of its outputs. The wait polls the
+//! build's [`Control`]: a progress line says what it waits for, and a cancel ends it. The child
+//! cargo runs only inside the lock, never while waiting for it, so cargo's own lock of the
+//! target directory and this one never wait for each other. Builds for other archs or
+//! profiles, and of other crates, use other files and run at once (cargo's lock orders their
+//! child builds). Every file written to the output directory goes to a temporary name first
+//! and is renamed into place: a reader sees the old file or the new one, never half of one.
+//!
 //! # libdevice
 //!
 //! Kernels call libdevice by declaring its functions
@@ -144,30 +157,32 @@
 //!    ([`DEFAULT_CUBIN_ARCHS`]) and the number of an `sm_XY` name.
 //! 3. `files` — writing the build's files: only when changed, and atomically.
 //! 4. [`control`] — [`Control`], a build's progress per stage and its cancellation.
-//! 5. [`cuda`] — NVIDIA's files (libdevice, ptxas, nvdisasm): where they are looked for, and
+//! 5. `lock` — exclusive file locks between builds that write the same files, waited for
+//!    through a [`Control`].
+//! 6. [`cuda`] — NVIDIA's files (libdevice, ptxas, nvdisasm): where they are looked for, and
 //!    the builder's own copy of the nvcc wheel.
-//! 6. `toolchain` — the Rust toolchain that builds a kernel crate, its LLVM tools, and the
+//! 7. `toolchain` — the Rust toolchain that builds a kernel crate, its LLVM tools, and the
 //!    scrubbed environment of the child build.
-//! 7. [`doctor`] — `ferrocuda doctor`: what building kernels needs on this machine.
-//! 8. `ir` — reading the LLVM text form of a kernel module.
-//! 9. `space` — the state-space rewrite of the markers of `ferrocuda_abi::space`.
-//! 10. `shared` — what a module asks of the pipeline (shared memory, libdevice, markers) and
+//! 8. [`doctor`] — `ferrocuda doctor`: what building kernels needs on this machine.
+//! 9. `ir` — reading the LLVM text form of a kernel module.
+//! 10. `space` — the state-space rewrite of the markers of `ferrocuda_abi::space`.
+//! 11. `shared` — what a module asks of the pipeline (shared memory, libdevice, markers) and
 //!     the rewrite of shared statics into `.shared`.
-//! 11. [`check`] — the PTX rules, ptxas's report and the SASS checks.
-//! 12. `ptx` — the PTX's post-processing: manifest and launch records decoded, removed and
+//! 12. [`check`] — the PTX rules, ptxas's report and the SASS checks.
+//! 13. `ptx` — the PTX's post-processing: manifest and launch records decoded, removed and
 //!     cross-checked ([`process_ptx`]).
-//! 13. `locate` — the Rust source lines of check findings, from a build with line tables.
-//! 14. `verify` — the checks every build runs on its PTX, ptxas's assembly and the cubins.
-//! 15. `llvm` — from rustc's bitcode to PTX with the toolchain's LLVM tools.
-//! 16. `child` — the child `cargo rustc` that compiles the kernel crate to LLVM bitcode.
-//! 17. `builder` — [`PtxBuilder`] (a build's settings, [`PtxBuilder::build_script`]) and what
+//! 14. `locate` — the Rust source lines of check findings, from a build with line tables.
+//! 15. `verify` — the checks every build runs on its PTX, ptxas's assembly and the cubins.
+//! 16. `llvm` — from rustc's bitcode to PTX with the toolchain's LLVM tools.
+//! 17. `child` — the child `cargo rustc` that compiles the kernel crate to LLVM bitcode.
+//! 18. `builder` — [`PtxBuilder`] (a build's settings, [`PtxBuilder::build_script`]) and what
 //!     a build produces ([`BuildOutput`], [`PartOutput`]).
-//! 18. `parts` — [`PtxBuilder::build`]: the base PTX and one per declared architecture, each
+//! 19. `parts` — [`PtxBuilder::build`]: the base PTX and one per declared architecture, each
 //!     compiled, checked and assembled, then the manifest.
-//! 19. [`launchers`] — [`Launchers`], typed Rust launchers generated from a manifest.
-//! 20. [`project`] — kernel crates as projects: `ferrocuda new`, `ferrocuda build` and its
+//! 20. [`launchers`] — [`Launchers`], typed Rust launchers generated from a manifest.
+//! 21. [`project`] — kernel crates as projects: `ferrocuda new`, `ferrocuda build` and its
 //!     cache, kernels held in a string ([`project::inline`]).
-//! 21. [`cli`] — the `ferrocuda` command.
+//! 22. [`cli`] — the `ferrocuda` command.
 
 #![warn(missing_docs)]
 
@@ -185,6 +200,7 @@ mod ir;
 pub mod launchers;
 mod llvm;
 mod locate;
+mod lock;
 mod parts;
 pub mod project;
 mod ptx;

@@ -35,6 +35,17 @@ impl PtxBuilder {
             target_dir: &target_dir,
             toolchain: &toolchain,
         };
+        // Another build of the crate into this target directory (another process's build
+        // script, another thread) writes the same files: one at a time, for the whole build.
+        let stem = self.stem(&job, &target_dir, None);
+        let _lock = crate::lock::exclusive(
+            &with_ext(&stem, "lock"),
+            &self.control,
+            &format!(
+                "waiting for another build of `{crate_name}` ({})",
+                stem.display()
+            ),
+        )?;
         let base = self.build_part(&job, &self.arch, None, &cubin_archs)?;
         let mut kernels = base.kernels;
         let mut resources = base.resources;
@@ -143,19 +154,7 @@ impl PtxBuilder {
     ) -> Result<BuiltPart, BuildError> {
         let crate_name = job.crate_name;
         let lib_name = job.lib_name;
-        // Cargo leaves rustc's output alone when it finds the crate fresh, so every file name
-        // must be private to this crate, profile and arch: a target directory shared by two
-        // crates of one library name (or one crate in both profiles) must never hand back the
-        // other's module.
-        // A part's files are the base arch's too: two builds of one crate for two base archs
-        // (running at once) each build their own copy of a part.
-        let stem = job.target_dir.join(format!(
-            "{lib_name}.{}{}.{}.{:016x}",
-            self.arch,
-            part.map_or(String::new(), |p| format!("+{p}")),
-            child::profile(self.release).1,
-            child::path_hash(job.crate_dir)
-        ));
+        let stem = self.stem(job, job.target_dir, part);
         let explicit = self.libdevice.as_deref().map(|p| self.resolve(p));
         let fallback = self.cuda_fallback.as_deref().map(|p| self.resolve(p));
         let find_libdevice = || {
@@ -281,6 +280,25 @@ impl PtxBuilder {
         })
     }
 
+    /// The path prefix of a part's files in `dir` (`<stem>.bc`, `<stem>.ll`, …; `part`:
+    /// `None` for the base). Cargo leaves rustc's output alone when it finds the crate fresh,
+    /// so every file name must be private to this crate, profile and arch: a target directory
+    /// shared by two crates of one library name (or one crate in both profiles) must never
+    /// hand back the other's module. A part's files are the base arch's too: two builds of one
+    /// crate for two base archs (running at once) each build their own copy of a part. Builds
+    /// with one base stem — the same crate, base arch and profile — take turns on its lock
+    /// (`<base stem>.lock`), which so covers every file of theirs.
+    fn stem(&self, job: &Job<'_>, dir: &Path, part: Option<&str>) -> PathBuf {
+        dir.join(format!(
+            "{}.{}{}.{}.{:016x}",
+            job.lib_name,
+            self.arch,
+            part.map_or(String::new(), |p| format!("+{p}")),
+            child::profile(self.release).1,
+            child::path_hash(job.crate_dir)
+        ))
+    }
+
     /// The crate's module built once more with line tables, records removed as in the
     /// checked module; `None` when that build fails (the findings then go unlocated).
     fn located_ptx(
@@ -294,13 +312,7 @@ impl PtxBuilder {
         // the plain build's (and back).
         let target_dir = job.target_dir.join("ferrocuda-lines");
         std::fs::create_dir_all(&target_dir).ok()?;
-        let stem = target_dir.join(format!(
-            "{}.{arch}{}.{}.{:016x}",
-            job.lib_name,
-            part.map_or(String::new(), |p| format!("+{p}")),
-            child::profile(self.release).1,
-            child::path_hash(job.crate_dir)
-        ));
+        let stem = self.stem(job, &target_dir, part);
         let pipeline = Pipeline {
             control: &self.control,
             toolchain: job.toolchain,
@@ -385,6 +397,14 @@ fn part_cubin_archs(arch: &str, crate_list: &[String]) -> Vec<String> {
                 .cloned(),
         )
         .collect()
+}
+
+/// `<path>.<ext>` (a stem's file: the stem's own dots are no extension).
+fn with_ext(path: &Path, ext: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    s.into()
 }
 
 /// The file name of `path` (as the manifest names the files beside it).

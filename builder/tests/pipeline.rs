@@ -29,13 +29,16 @@
 //! * `shared_memory_over_the_limit_fails_without_ptxas`: a 64 KiB static shared array fails
 //!   the build (no ptxas run) naming the kernel and the sizes;
 //! * `stack_and_local_memory_are_reported_not_refused`: libdevice's `sinf` (a local array for
-//!   huge arguments) builds, with warnings and a stack frame in ptxas's report.
+//!   huge arguments) builds, with warnings and a stack frame in ptxas's report;
+//! * `concurrent_builds_of_one_crate_agree`: two builds of one crate at once (two threads, each
+//!   its own `PtxBuilder`, as two processes' build scripts) take turns on the crate's lock in
+//!   the shared target directory and make the same PTX, manifest and cubins.
 //!
 //! Needs the pinned toolchain's `rust-src` and `llvm-tools`, and the nvcc wheel in `.tools/`
 //! (`scripts/ensure_ptxas.sh`, run by `scripts/setup.sh`) for libdevice and ptxas.
 
 use ferrocuda_builder::check::{check_text, Rule, Severity};
-use ferrocuda_builder::{BuildError, BuildOutput, FpContract, PtxBuilder};
+use ferrocuda_builder::{BuildError, BuildOutput, Control, FpContract, PtxBuilder};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -782,4 +785,72 @@ fn gpu_check_fixture_builds() {
         .map(|w| (w.function.as_deref(), w.rule))
         .collect();
     assert_eq!(reported, [(Some("math_f32"), Rule::Local)]);
+}
+
+/// Builds of one crate that run at once — two threads, each with its own `PtxBuilder`, as
+/// `cargo clippy` and `maturin develop` in two processes would run the same build script —
+/// share the crate's intermediate files in the target directory: both succeed, with the same
+/// PTX, manifest and cubins. Several rounds: from the second on the child cargo has nothing to
+/// do, so the LLVM stages, the rewrite and ptxas of the two builds overlap the most.
+#[test]
+fn concurrent_builds_of_one_crate_agree() {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("pipe-concurrent");
+    let dir = tmp.0.join("k");
+    write_kernel_crate(&dir, "fc-race", SHARED_AND_MATH);
+    let root = cuda_root();
+    let outs = [tmp.0.join("out-a"), tmp.0.join("out-b")];
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let l = lines.clone();
+    let control = Control::new(move |m| l.lock().unwrap().push(m.to_string()));
+    for round in 0..4 {
+        let start = std::sync::Barrier::new(outs.len());
+        let built: Vec<Result<BuildOutput, BuildError>> = std::thread::scope(|s| {
+            let runs: Vec<_> = outs
+                .iter()
+                .map(|out| {
+                    let (dir, root, start, control) = (&dir, &root, &start, &control);
+                    s.spawn(move || {
+                        let b = PtxBuilder::new(dir)
+                            .control(control.clone())
+                            .arch("sm_80")
+                            .out_dir(out)
+                            .target_dir(shared_target_dir())
+                            .cuda_fallback(root);
+                        start.wait();
+                        b.build()
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let built: Vec<BuildOutput> = built
+            .into_iter()
+            .map(|b| b.unwrap_or_else(|e| panic!("round {round}: {e}")))
+            .collect();
+        let files = |b: &BuildOutput| {
+            let mut f = vec![
+                fs::read(&b.ptx).unwrap(),
+                fs::read(&b.manifest_path).unwrap(),
+            ];
+            f.extend(b.cubins.values().map(|c| fs::read(c).unwrap()));
+            f
+        };
+        assert!(!built[0].cubins.is_empty(), "round {round}: no cubins");
+        assert_eq!(built[0].manifest, built[1].manifest, "round {round}");
+        assert!(files(&built[0]) == files(&built[1]), "round {round}");
+        let ptx = fs::read_to_string(&built[0].ptx).unwrap();
+        assert!(
+            !ptx.contains("__ferrocuda_global") && ptx.contains("ld.shared."),
+            "round {round}:\n{ptx}"
+        );
+    }
+    // What ordered them: one build waited for the other's lock (and said so).
+    let lines = lines.lock().unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("waiting for another build of `fc-race`")),
+        "{lines:#?}"
+    );
 }
