@@ -170,22 +170,22 @@ impl CrateSources {
         };
         let parent = root.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(|e| io("create", parent, e))?;
-        let tmp = parent.join(format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            root.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ));
-        let _ = std::fs::remove_dir_all(&tmp);
-        for (rel, text) in *files {
-            let dst = tmp.join(rel);
-            if let Some(dir) = dst.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+        // Its own directory: another thread of this process may be writing the copy too.
+        let tmp = crate::files::temp_path(&root);
+        let write = || {
+            for (rel, text) in *files {
+                let dst = tmp.join(rel);
+                if let Some(dir) = dst.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+                }
+                std::fs::write(&dst, text).map_err(|e| io("write", &dst, e))?;
             }
-            std::fs::write(&dst, text).map_err(|e| io("write", &dst, e))?;
+            std::fs::write(tmp.join(".complete"), b"").map_err(|e| io("write", &tmp, e))
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
         }
-        std::fs::write(tmp.join(".complete"), b"").map_err(|e| io("write", &tmp, e))?;
         if std::fs::rename(&tmp, &root).is_err() {
             // Another process finished first: its copy has the same files.
             let _ = std::fs::remove_dir_all(&tmp);
