@@ -10,7 +10,8 @@
 //!   from the cache without running cargo (no cargo, rustc or rustup on `PATH`, and
 //!   `FERROCUDA_CARGO` pointing nowhere), also after a touch that changes no byte; after a
 //!   one-line kernel edit it is rebuilt (and cannot be without cargo), with the edit in the
-//!   PTX; a damaged PTX is rebuilt; host `cargo check` of the crate passes without warnings.
+//!   PTX, by one of two `ferrocuda build`s started at once (the other waits for it, then
+//!   finds the outputs current); a damaged PTX is rebuilt; host `cargo check` of the crate passes without warnings.
 //!   Build times are printed (`--nocapture`).
 //! * `bad_input`: a crate that does not compile fails with the compiler's message located in
 //!   the user's file (absolute path, line and column), prints no manifest path, and fails
@@ -208,10 +209,24 @@ fn new_build_and_cache() {
         stderr.contains("cargo") || stderr.contains("rustc"),
         "{stderr}"
     );
+    // Built by two `ferrocuda build`s at once (two terminals, an editor and a terminal): they
+    // take turns, and the one that waited finds the other's outputs current.
     let t = Instant::now();
-    let (ok, _, stderr) = build(&dir, &[]);
+    let both: Vec<(bool, String, String)> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2).map(|_| s.spawn(|| build(&dir, &[]))).collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
     eprintln!("after a one-line edit: {:.2} s", t.elapsed().as_secs_f64());
-    assert!(ok && stderr.contains("built my_kernels"), "{stderr}");
+    for (ok, stdout, stderr) in &both {
+        assert!(ok, "{stderr}");
+        assert_eq!(stdout.trim(), manifest_path.to_str().unwrap());
+    }
+    let said = |what: &str| both.iter().filter(|(_, _, e)| e.contains(what)).count();
+    assert_eq!(
+        (said("built my_kernels"), said("my_kernels is up to date")),
+        (1, 1),
+        "{both:#?}"
+    );
     let new_ptx = fs::read_to_string(&ptx_path).unwrap();
     let muls = |p: &str| p.matches("mul.rn.f32").count();
     assert_eq!(muls(&new_ptx), muls(&ptx) * 2, "the edit is not in the PTX");

@@ -7,6 +7,11 @@
 //! see [`cache`]): an unchanged crate is then served from that directory without running
 //! cargo. Before compiling, it installs a missing toolchain (with rustup) and points
 //! the crate's `.cargo/config.toml` at ferrocuda's crate sources ([`CrateSources`]).
+//!
+//! Two builds of one crate and arch at once (two processes, two threads) take turns on
+//! `<lib>.lock` in that directory, from before the build to after the stamp is written; the
+//! second, once it has the lock, looks at the stamp again and is served from the cache when
+//! the first made the outputs current.
 
 pub mod cache;
 pub mod inline;
@@ -126,14 +131,15 @@ fn update_patch(dir: &Path, toml: &str, sources: &CrateSources) -> Result<(), Bu
     sources.materialize()?;
     let wanted = sources.patch_config();
     if current.as_deref() != Some(wanted.as_str()) {
-        let write = std::fs::create_dir_all(dir.join(".cargo"))
-            .and_then(|()| std::fs::write(&config, wanted));
-        write.or_else(|e| {
+        // Renamed into place: a child cargo of another build of the crate (another arch) may
+        // be reading it.
+        std::fs::create_dir_all(dir.join(".cargo")).or_else(|e| {
             fail(
                 BuildErrorKind::Io,
                 format!("cannot write {}: {e}", config.display()),
             )
         })?;
+        crate::write_atomically(&config, wanted)?;
     }
     Ok(())
 }
@@ -194,6 +200,26 @@ pub fn build_crate(
             seconds: start.elapsed().as_secs_f64(),
             warnings,
         }
+    };
+    if freshness == cache::Freshness::Current {
+        return Ok(cached(Vec::new()));
+    }
+    // One build (and stamp) of this output directory at a time: the stamp must record the
+    // outputs of its own build, not those of another one that ran at once (another profile or
+    // floating-point mode writes the same files). A build that waited looks again: the other
+    // may have made the outputs current.
+    let _lock = crate::lock::exclusive(
+        &out_dir.join(format!("{lib}.lock")),
+        &req.control,
+        &format!(
+            "waiting for another `ferrocuda build` of {name} ({})",
+            out_dir.display()
+        ),
+    )?;
+    let freshness = if req.force {
+        freshness
+    } else {
+        cache::fresh(&stamp_path, base, sources_base, &dir, &ptx, &manifest_path)
     };
     if freshness == cache::Freshness::Current {
         return Ok(cached(Vec::new()));
