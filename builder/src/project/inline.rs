@@ -35,7 +35,7 @@ use crate::child::{fnv_field, FNV_OFFSET};
 use crate::{BuildError, BuildErrorKind, Control, FpContract, PtxBuilder, TARGET};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The name compiler messages give the source string (`--> <inline>:3:14`).
 pub const INLINE_FILE: &str = "<inline>";
@@ -172,32 +172,24 @@ fn write_file(path: &Path, text: &str) -> Result<(), BuildError> {
     std::fs::write(path, text).map_err(|e| io_err("write", path, e))
 }
 
-/// Takes `path`'s lock, polling so that a cancel is seen while another process holds it.
+/// Takes `path`'s lock (see [`crate::lock`]), polling so that a cancel is seen while another
+/// process holds it.
 fn lock(path: &Path, control: &Control) -> Result<File, BuildError> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(|e| io_err("create", d, e))?;
-    }
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| io_err("open", path, e))?;
-    let mut told = false;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                if !told {
-                    control.report("waiting for another process that builds this kernel");
-                    told = true;
-                }
-                control.check()?;
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", path, e)),
-        }
-    }
+    crate::lock::exclusive(
+        path,
+        control,
+        "waiting for another process that builds this kernel",
+    )
+    .map_err(|e| match e.kind {
+        BuildErrorKind::Io => BuildError {
+            kind: e.kind,
+            message: format!(
+                "{} (the inline kernel cache; set FERROCUDA_HOME to a writable directory)",
+                e.message
+            ),
+        },
+        _ => e,
+    })
 }
 
 /// The source split into the generated crate's `src/lib.rs` (the leading inner attributes)
