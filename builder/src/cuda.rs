@@ -109,8 +109,10 @@ pub fn last_download() -> Option<Download> {
 
 /// Installs the nvcc wheel into [`nvcc_cache_root`] unless it is there already; at most one
 /// attempt per process (a failed attempt is not retried until the process restarts).
-/// Safe when several processes do it at once: each installs into a directory of its own and
-/// renames it into place; the first rename wins.
+/// Safe when several processes do it at once: they take turns on a lock file beside the copy
+/// (`.<wheel>-<version>.lock`), and one that waited finds the copy the other installed; each
+/// installs into a directory of its own and renames it into place, so a reader sees a
+/// complete copy or none.
 pub fn download() -> Result<String, String> {
     let mut slot = DOWNLOAD.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(d) = slot.as_ref() {
@@ -146,6 +148,17 @@ fn install_wheel() -> Result<String, String> {
             parent.display()
         )
     })?;
+    // One installer at a time (the loser of two would otherwise remove the winner's copy as
+    // partial, or download it twice); not cancellable, as the download itself is not.
+    let lock_path = parent.join(format!(".{NVCC_WHEEL}-{NVCC_WHEEL_VERSION}.lock"));
+    let _lock = crate::lock::exclusive(&lock_path, &crate::Control::none(), "")
+        .map_err(|e| format!("{e}; set FERROCUDA_HOME to a writable directory"))?;
+    if root.join(LIBDEVICE_IN_ROOT).is_file() && root.join(PTXAS_IN_ROOT).is_file() {
+        return Ok(format!(
+            "{NVCC_WHEEL} {NVCC_WHEEL_VERSION} is already in {} (another process installed it)",
+            dest.display()
+        ));
+    }
     let Some(python) = pythons().into_iter().find(|p| {
         python_command(p)
             .args(["-m", "pip", "--version"])
