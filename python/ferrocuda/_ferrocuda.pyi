@@ -21,6 +21,7 @@ __all__ = [
     "Kernel",
     "Launcher",
     "Module",
+    "OpKernel",
     "PerformanceWarning",
     "Trap",
     "__version__",
@@ -307,9 +308,23 @@ class Launcher:
         **kwargs: Any,
     ) -> BoundLaunch: ...
     def __getitem__(self, config: tuple[Any, ...], /) -> ConfiguredLauncher: ...
+    def op_kernel(self, op: str) -> OpKernel: ...
     @property
     def name(self) -> str: ...
     def __reduce__(self) -> tuple[Any, tuple[str | None, str, bool]]: ...
+
+@final
+class OpKernel:
+    """A torch operator's kernel: the launcher's arguments by position, ``sync="off"``; CUDA
+    tensors only, tensors that require grad read as their ``detach()``."""
+
+    def __call__(self, *args: Any) -> None: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def launcher(self) -> Launcher: ...
+    @launcher.setter
+    def launcher(self, launcher: Launcher) -> None: ...
 
 @final
 class Kernel(Launcher):

@@ -1,6 +1,7 @@
 //! Argument classification: what each launch argument is ([`probe`]) — a ferrocuda array,
 //! an object with an array interface (read by a fast path or the generic reader), a
-//! DLPack-only object, or a host array — with the torch stream rule applied.
+//! DLPack-only object, or a host array — with the torch stream rule applied, by the rules of
+//! the launch's [`Mode`]: a launcher's call, or the kernel of a torch operator.
 
 use ferrocuda_host::interop::dlpack::KDL_CPU;
 use ferrocuda_host::{ArrayDesc, Protocol};
@@ -12,24 +13,53 @@ use crate::arrays::{PyDeviceArray, PyForeignArray};
 use crate::errors::annotate;
 use crate::read::cai::{read_interface, Scratch};
 use crate::read::fast::{self, CallState, Kind};
-use crate::util::type_name;
+use crate::util::{repr, type_name};
 
-/// Storage for classifying the arguments of one call: the interface reader's buffers, and the
-/// producer state read at most once per call (CuPy's and torch's current streams).
-pub struct ArgScratch {
+/// How a launch reads its array arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode<'a> {
+    /// A launcher's call (or bind): every producer by the rules of its own interface — a
+    /// torch tensor that requires grad is refused with the error of torch's getter, a CPU
+    /// tensor is a host array (staged).
+    Launcher,
+    /// The kernel of the torch operator named here (`namespace::name`): every torch tensor
+    /// must be on a CUDA device — else a `ValueError` naming the argument and the operator
+    /// (the text `ferrocuda.torch` has always used) before anything is staged or launched, and
+    /// host arrays are refused the same way — and a tensor that requires grad is read as its
+    /// `detach()` (the same memory, no autograd).
+    Operator(&'a str),
+}
+
+/// Storage for classifying the arguments of one call: the interface reader's buffers, the
+/// readers' state of the call (CuPy's and torch's current streams, read at most once; how
+/// tensors that require grad are read) and the launch's [`Mode`].
+pub struct ArgScratch<'a> {
     /// The interface reader's buffers (≈ 1 KiB), made on first use: calls whose arrays all
     /// take a fast path never need them.
     cai: Option<Scratch>,
     /// Producer state of this call.
     pub call: CallState,
+    /// How the arguments are read.
+    mode: Mode<'a>,
 }
 
-impl ArgScratch {
-    /// Empty storage.
+impl ArgScratch<'static> {
+    /// Empty storage of a launcher's call ([`Mode::Launcher`]).
     pub fn new() -> Self {
+        ArgScratch::with_mode(Mode::Launcher)
+    }
+}
+
+impl<'a> ArgScratch<'a> {
+    /// Empty storage of a launch in `mode`.
+    pub fn with_mode(mode: Mode<'a>) -> Self {
         ArgScratch {
             cai: None,
-            call: CallState::default(),
+            call: match mode {
+                Mode::Launcher => CallState::default(),
+                Mode::Operator(_) => CallState::detaching(),
+            },
+            mode,
         }
     }
 
@@ -39,7 +69,7 @@ impl ArgScratch {
     }
 }
 
-impl Default for ArgScratch {
+impl Default for ArgScratch<'static> {
     fn default() -> Self {
         Self::new()
     }
@@ -65,7 +95,7 @@ pub enum Found<'py> {
 pub fn probe<'py>(
     obj: &Bound<'py, PyAny>,
     arg: &str,
-    scratch: &mut ArgScratch,
+    scratch: &mut ArgScratch<'_>,
 ) -> PyResult<Found<'py>> {
     let mut slot = None;
     Ok(match probe_into(obj, arg, scratch, &mut slot)? {
@@ -90,10 +120,14 @@ pub enum Probed<'py> {
 
 /// [`probe`], describing a device array in `slot` (the fast paths build it there, in place;
 /// `None` unless the result is [`Probed::Desc`]).
+///
+/// In [`Mode::Operator`], a torch tensor that the fast path did not read is checked first
+/// ([`operator_tensor`]: on a CUDA device, else refused; read as its `detach()` when it
+/// requires grad), and a host array is refused.
 pub fn probe_into<'py>(
     obj: &Bound<'py, PyAny>,
     arg: &str,
-    scratch: &mut ArgScratch,
+    scratch: &mut ArgScratch<'_>,
     slot: &mut Option<ArrayDesc>,
 ) -> PyResult<Probed<'py>> {
     let py = obj.py();
@@ -113,12 +147,12 @@ pub fn probe_into<'py>(
     ferrocuda_host::mark!("py:   type checks, kind");
     if fast::describe_into(obj, kind, arg, &mut scratch.call, slot)? {
         ferrocuda_host::mark!("py:   fast path: build the descriptor");
-        let state = scratch.call;
+        let (state, mode) = (scratch.call, scratch.mode);
         if let Some(d) = slot.as_mut() {
             fast::self_check(obj, kind, d, || {
-                let mut s = ArgScratch::new();
+                let mut s = ArgScratch::with_mode(mode);
                 s.call = state;
-                generic_cuda(obj, arg, kind, &mut s)?.ok_or_else(|| {
+                generic_device(obj, arg, kind, &mut s)?.ok_or_else(|| {
                     pyo3::exceptions::PyRuntimeError::new_err(
                         "__cuda_array_interface__ disappeared",
                     )
@@ -129,7 +163,7 @@ pub fn probe_into<'py>(
         return Ok(Probed::Desc);
     }
     // `describe_into` left the slot empty.
-    if let Some(d) = generic_cuda(obj, arg, kind, scratch)? {
+    if let Some(d) = generic_device(obj, arg, kind, scratch)? {
         *slot = Some(d);
         return Ok(Probed::Desc);
     }
@@ -143,21 +177,78 @@ pub fn probe_into<'py>(
         Ok(None) => {}
         Err(e) => return Err(annotate(py, e, "__sycl_usm_array_interface__", arg)),
     }
-    if obj.hasattr(intern!(py, "__dlpack__"))? {
+    let host = if obj.hasattr(intern!(py, "__dlpack__"))? {
         // NumPy arrays and CPU tensors export DLPack too: host arrays.
-        if dlpack_device_is_cpu(obj)? {
-            return Ok(Probed::Host(obj.clone()));
+        if !dlpack_device_is_cpu(obj)? {
+            return Ok(Probed::Dlpack(obj.clone()));
         }
-        return Ok(Probed::Dlpack(obj.clone()));
+        true
+    } else {
+        obj.hasattr(intern!(py, "__array_interface__"))?
+    };
+    match (host, scratch.mode) {
+        (true, Mode::Launcher) => Ok(Probed::Host(obj.clone())),
+        (true, Mode::Operator(op)) => Err(not_on_cuda(obj, arg, op)),
+        (false, _) => Err(PyTypeError::new_err(format!(
+            "argument `{arg}`: not an array: {} has no __cuda_array_interface__, \
+             __sycl_usm_array_interface__, __dlpack__ or __array_interface__",
+            type_name(obj)
+        ))),
     }
-    if obj.hasattr(intern!(py, "__array_interface__"))? {
-        return Ok(Probed::Host(obj.clone()));
+}
+
+/// [`generic_cuda`] by the launch's mode: in [`Mode::Operator`] a torch tensor is checked
+/// first and read as its `detach()` when it requires grad ([`operator_tensor`]).
+fn generic_device(
+    obj: &Bound<'_, PyAny>,
+    arg: &str,
+    kind: Kind,
+    scratch: &mut ArgScratch<'_>,
+) -> PyResult<Option<ArrayDesc>> {
+    if let (Mode::Operator(op), Kind::Torch | Kind::TorchSub) = (scratch.mode, kind) {
+        if let Some(detached) = operator_tensor(obj, arg, op)? {
+            return generic_cuda(&detached, arg, kind, scratch);
+        }
     }
-    Err(PyTypeError::new_err(format!(
-        "argument `{arg}`: not an array: {} has no __cuda_array_interface__, \
-         __sycl_usm_array_interface__, __dlpack__ or __array_interface__",
-        type_name(obj)
-    )))
+    generic_cuda(obj, arg, kind, scratch)
+}
+
+/// A torch tensor as an argument of operator `op` (outside the fast path: a subclass, the fast
+/// paths switched off, a tensor the fast path does not read): refused unless on a CUDA device
+/// (the operator's `ValueError`); `Some(tensor.detach())` when it requires grad (the same
+/// memory, which torch's getter exports), `None` to read it as it is.
+fn operator_tensor<'py>(
+    obj: &Bound<'py, PyAny>,
+    arg: &str,
+    op: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = obj.py();
+    if !obj.getattr(intern!(py, "is_cuda"))?.is_truthy()? {
+        return Err(not_on_cuda(obj, arg, op));
+    }
+    if obj.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+        return Ok(Some(obj.call_method0(intern!(py, "detach"))?));
+    }
+    Ok(None)
+}
+
+/// The refusal of an argument of operator `op` that is not on a CUDA device: a tensor on
+/// another device (named as torch names it), a host array.
+fn not_on_cuda(obj: &Bound<'_, PyAny>, arg: &str, op: &str) -> PyErr {
+    let py = obj.py();
+    let got = match obj.getattr_opt(intern!(py, "device")) {
+        Ok(Some(d)) if matches!(fast::kind_of(obj), Kind::Torch | Kind::TorchSub) => format!(
+            "a tensor on {} (move it with .cuda())",
+            d.str().map_or_else(|_| repr(&d), |s| s.to_string())
+        ),
+        _ => format!(
+            "{}, a host array (copy it to a CUDA tensor)",
+            type_name(obj)
+        ),
+    };
+    PyValueError::new_err(format!(
+        "argument `{arg}` of {op}: ferrocuda kernels run on CUDA tensors, got {got}"
+    ))
 }
 
 /// Reads `__cuda_array_interface__` if `obj` has one (`None` if it has none), applying the

@@ -58,7 +58,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::args::{probe, ArgScratch, Found};
+use crate::args::{probe, ArgScratch, Found, Mode};
 use crate::arrays::device::stream_owner;
 use crate::arrays::{PyDeviceArray, PyForeignArray};
 use crate::call::{arguments, read, CallOpts, Classified, Slot};
@@ -127,7 +127,7 @@ pub fn bind(
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyBound> {
     let mut c = Classified::new(args.len().min(ferrocuda_host::module::MAX_PARAMS));
-    let (hosts, owners, kernel) = read(t, args, &mut c, opts.stream)?;
+    let (hosts, owners, kernel) = read(t, args, &mut c, opts.stream, Mode::Launcher)?;
     let sig = kernel.signature();
     if let Some((i, view)) = hosts.first() {
         return Err(PyTypeError::new_err(format!(

@@ -32,6 +32,21 @@
 //! host crate's stream plan applies the capture rules (`ferrocuda_host::stream::capture`),
 //! and host (NumPy) arguments are refused before anything is staged.
 //!
+//! # Operator mode
+//!
+//! The kernel a torch operator registers (`ferrocuda.OpKernel`, made once per operator by
+//! `Launcher.op_kernel` — `crate::launcher`) is one call of this path with its one
+//! difference, [`Mode::Operator`], which carries the operator's name:
+//!
+//! * the arguments come by position only (the dispatcher passes every parameter so), and the
+//!   options are fixed — `sync="off"` (a torch operator's tensors are ordered on torch's
+//!   current stream already), every other option its default — so nothing is parsed per call;
+//! * step 1 reads by the operator's rules (`crate::args::Mode`): a torch tensor not on a CUDA
+//!   device is refused with a `ValueError` naming the argument and the operator, and host
+//!   arrays too, so step 5's staging never happens; a tensor that requires grad is read as
+//!   its `detach()` (the same memory), where a launcher's call gets torch's own refusal;
+//! * steps 2–6 are those of every call.
+//!
 //! Scalars: integer parameters take `int` (or `__index__` objects such as NumPy integers) in
 //! the parameter type's range (`OverflowError` otherwise) — never `float` or `bool`; float
 //! parameters take `int`, `float` or `__float__` objects — never `bool`; a finite value beyond
@@ -52,7 +67,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
-use crate::args::{probe_into, ArgScratch, Probed};
+use crate::args::{probe_into, ArgScratch, Mode, Probed};
 use crate::arrays::pending::{defer, release_completed};
 use crate::dlpack;
 use crate::errors::{to_py, IntoPyResult, PerformanceWarning};
@@ -347,8 +362,9 @@ fn classify<'py>(
     t: &Target<'static>,
     args: &Bound<'py, PyTuple>,
     c: &mut Classified<'py>,
+    mode: Mode<'_>,
 ) -> PyResult<()> {
-    let mut scratch = ArgScratch::new();
+    let mut scratch = ArgScratch::with_mode(mode);
     for i in 0..c.n {
         let a = args.get_item(i)?;
         let is_scalar = match t.is_array(i) {
@@ -505,19 +521,20 @@ pub type ReadArgs<'py> = (
 );
 
 /// Steps 1–3 of a call (see the module documentation), shared by calls and `bind`: classifies
-/// `args` into `c`, imports DLPack arguments for the launch stream that `caller` and the
-/// producers decide, and selects the kernel (the host's [`Target::choose`]: arity, selection,
-/// the "no variant" error).
+/// `args` into `c` by the rules of `mode`, imports DLPack arguments for the launch stream that
+/// `caller` and the producers decide, and selects the kernel (the host's [`Target::choose`]:
+/// arity, selection, the "no variant" error).
 pub fn read<'py>(
     t: &Target<'static>,
     args: &Bound<'py, PyTuple>,
     c: &mut Classified<'py>,
     caller: Option<StreamRef>,
+    mode: Mode<'_>,
 ) -> PyResult<ReadArgs<'py>> {
     let py = args.py();
     // Before anything is read (or imported): a wrong number of arguments fails first.
     t.check_arity(args.len()).py_err(py)?;
-    classify(t, args, c)?;
+    classify(t, args, c, mode)?;
     let hosts = std::mem::take(&mut c.hosts);
     ferrocuda_host::mark!("py: describe the arguments");
     let owners = if c.has_dlpack {
@@ -531,18 +548,20 @@ pub fn read<'py>(
     Ok((hosts, owners, kernel))
 }
 
-/// Launches `t` on `args`: the whole per-call path (see the module documentation).
+/// Launches `t` on `args` with the arguments read by the rules of `mode`: the whole per-call
+/// path (see the module documentation).
 pub fn call(
     py: Python<'_>,
     t: &Target<'static>,
     args: &Bound<'_, PyTuple>,
     opts: CallOpts,
+    mode: Mode<'_>,
 ) -> PyResult<()> {
     ferrocuda_host::mark!(start);
     release_completed(py);
     ferrocuda_host::mark!("py: call entry, options, completed releases");
     let mut c = Classified::new(args.len().min(MAX_ARGS));
-    let (mut hosts, owners, kernel) = read(t, args, &mut c, opts.stream)?;
+    let (mut hosts, owners, kernel) = read(t, args, &mut c, opts.stream, mode)?;
     let sig = kernel.signature();
     let mut argv = ArgList::new();
     arguments(sig, args, &c, &mut argv)?;

@@ -1,7 +1,9 @@
 //! The launcher classes: `ferrocuda.Launcher`, the one class that launches, and its two kinds
 //! — `Kernel` (one kernel, or its layout variant for the arguments' layouts) and `Family` (a
 //! family's kernels, selected by the arguments' element types, ranks and layouts) — plus
-//! `ConfiguredLauncher` (`launcher[grid, block, …]`).
+//! `ConfiguredLauncher` (`launcher[grid, block, …]`) and `OpKernel`
+//! (`launcher.op_kernel(name)`: the kernel a torch operator registers, which launches in the
+//! call path's operator mode — `crate::call`, "Operator mode").
 //!
 //! Launchers pickle by name, not by pointer: a pickle names the module (bundled, or the
 //! canonical path of its manifest), the launcher's name and whether it is a family, and
@@ -11,15 +13,16 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ferrocuda_host::launcher::Target;
-use ferrocuda_host::{Kernel, StreamRef};
-use pyo3::exceptions::PyTypeError;
+use ferrocuda_host::{Kernel, StreamRef, SyncMode};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyTuple};
 
+use crate::args::Mode;
 use crate::bind::{bind, PyBound};
 use crate::call::{call, parse_config, CallOpts};
 use crate::errors::IntoPyResult;
@@ -149,7 +152,22 @@ impl PyLauncher {
         let shape = [grid, block, shared_mem];
         let o = CallOpts::from_keywords(stream, sync, shape, check_pointers)?;
         let args = with_keywords(&self.target, args, kwargs)?;
-        call(py, &self.target, &args, o)
+        call(py, &self.target, &args, o, Mode::Launcher)
+    }
+
+    /// The kernel of the torch operator ``op`` (its qualified name, ``namespace::name``) that
+    /// launches this launcher: an :class:`OpKernel`, what ``ferrocuda.torch`` registers with
+    /// ``torch.library``. Its parameters are this launcher's, by position.
+    fn op_kernel(slf: &Bound<'_, Self>, op: String) -> PyResult<PyOpKernel> {
+        if op.is_empty() {
+            return Err(PyValueError::new_err(
+                "argument `op`: expected the operator's qualified name, namespace::name",
+            ));
+        }
+        Ok(PyOpKernel {
+            op,
+            launcher: Mutex::new(OpLauncher::of(slf)),
+        })
     }
 
     /// Binds the arguments and options for launches in a loop: reads, checks and converts
@@ -354,7 +372,7 @@ impl PyConfigured {
             check_pointers,
             ..self.opts
         };
-        call(py, &self.target, &args, o)
+        call(py, &self.target, &args, o, Mode::Launcher)
     }
 
     fn __repr__(&self) -> String {
@@ -365,6 +383,125 @@ impl PyConfigured {
             self.opts.block,
             self.opts.stream.map(StreamRef::as_raw),
             self.opts.shared_mem
+        )
+    }
+}
+
+/// The launcher a [`PyOpKernel`] launches: its target, and the launcher object (what the
+/// `launcher` property returns).
+struct OpLauncher {
+    target: Arc<Target<'static>>,
+    object: Py<PyLauncher>,
+}
+
+impl OpLauncher {
+    fn of(launcher: &Bound<'_, PyLauncher>) -> Self {
+        OpLauncher {
+            target: launcher.get().target.clone(),
+            object: launcher.clone().unbind(),
+        }
+    }
+}
+
+/// The options of every launch of an operator's kernel: ``sync="off"``, the rest their
+/// defaults.
+const OPERATOR_OPTIONS: CallOpts = CallOpts {
+    stream: None,
+    sync: Some(SyncMode::Off),
+    grid: None,
+    block: None,
+    shared_mem: 0,
+    check_pointers: true,
+};
+
+/// The kernel of a torch operator (``launcher.op_kernel("namespace::name")``): called with
+/// the launcher's arguments by position, it launches as ``launcher(*args, sync="off")`` does
+/// except in how it reads them — every tensor must be on a CUDA device (else ``ValueError``
+/// naming the argument and the operator, before anything is launched; host arrays are
+/// refused too), and a tensor that requires grad is read as its ``detach()`` (the same
+/// memory, no autograd). ``ferrocuda.torch`` registers it as its operators' kernel.
+#[pyclass(name = "OpKernel", module = "ferrocuda", frozen)]
+pub struct PyOpKernel {
+    /// The operator's qualified name (`namespace::name`), for the errors.
+    op: String,
+    /// What it launches: replaced when the operators' module is reloaded with the same kernels.
+    launcher: Mutex<OpLauncher>,
+}
+
+impl PyOpKernel {
+    fn target(&self) -> Arc<Target<'static>> {
+        let l = self.launcher.lock().unwrap_or_else(PoisonError::into_inner);
+        l.target.clone()
+    }
+}
+
+#[pymethods]
+impl PyOpKernel {
+    /// Launches on ``args`` (the launcher's parameters, by position).
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        // The target is taken out of the lock: the launch releases the GIL, and a rebinding
+        // thread must never wait on a lock a launch holds.
+        let target = self.target();
+        call(
+            py,
+            &target,
+            args,
+            OPERATOR_OPTIONS,
+            Mode::Operator(&self.op),
+        )
+    }
+
+    /// The operator's qualified name, ``namespace::name``.
+    #[getter]
+    fn op(&self) -> &str {
+        &self.op
+    }
+
+    /// The launcher it launches; assigning another (a reloaded module's launcher of the same
+    /// kernels) makes later calls launch that one.
+    #[getter]
+    fn launcher(&self, py: Python<'_>) -> Py<PyLauncher> {
+        let l = self.launcher.lock().unwrap_or_else(PoisonError::into_inner);
+        l.object.clone_ref(py)
+    }
+
+    #[setter]
+    fn set_launcher(&self, launcher: &Bound<'_, PyLauncher>) -> PyResult<()> {
+        let new = OpLauncher::of(launcher);
+        let (now, then) = (self.target(), &new.target);
+        let params = |t: &Target<'static>| -> Vec<(String, bool, bool)> {
+            let sig = t.first().signature();
+            let p = sig.params.iter();
+            p.map(|p| (p.name.clone(), p.kind.is_array(), p.mutable))
+                .collect()
+        };
+        if now.name() != then.name() || params(&now) != params(then) {
+            return Err(PyValueError::new_err(format!(
+                "operator {}: launcher `{}` ({}) cannot replace `{}` ({}): the operator's \
+                 parameters are fixed",
+                self.op,
+                then.name(),
+                then.first().signature().param_list(),
+                now.name(),
+                now.first().signature().param_list()
+            )));
+        }
+        let old = std::mem::replace(
+            &mut *self.launcher.lock().unwrap_or_else(PoisonError::into_inner),
+            new,
+        );
+        // The old launcher object is released after the lock (its last reference may run
+        // Python code).
+        drop(old);
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<ferrocuda.OpKernel {} launching {}>",
+            self.op,
+            self.target().name()
         )
     }
 }

@@ -28,7 +28,8 @@
 //!    host arrays (`read::host`), stream and sync arguments (`read::streams`).
 //! 6. [`arrays`] — the array objects: `DeviceArray` (with its DLPack export), `ForeignArray`,
 //!    and the DLPack imports held until a kernel completes.
-//! 7. [`args`] — argument classification: what each launch argument is.
+//! 7. [`args`] — argument classification: what each launch argument is, by the launch's mode
+//!    (a launcher's call, or a torch operator's kernel).
 //! 8. [`docs`] — docstrings of launchers.
 //! 9. [`call`] — the call path: options, the kernel chosen by the host's launcher target,
 //!    scalars, the launch through the host crate's two phases (host arrays staged between
@@ -36,7 +37,8 @@
 //! 10. [`bind`] — bound launches: `BoundLaunch`, the call path's first half done once, the
 //!     second half per launch with what can change read again (streams, moved memory).
 //! 11. [`launcher`] — the launcher classes: `Launcher`, and its `Kernel` and `Family`, which
-//!     differ only in selection; `ConfiguredLauncher`.
+//!     differ only in selection; `ConfiguredLauncher`; `OpKernel`, a torch operator's kernel
+//!     (a launch in the call path's operator mode).
 //! 12. [`project`] — kernel crates: `build`, `new_crate`, the `ferrocuda` command (`_cli`),
 //!     `BuildError` (through `ferrocuda_builder::project`).
 //! 13. [`module`] — `Module`, `load` (a manifest, or a crate it builds first), `bundled`.
@@ -87,6 +89,7 @@ fn _ferrocuda(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<launcher::PyKernel>()?;
     m.add_class::<launcher::PyFamily>()?;
     m.add_class::<launcher::PyConfigured>()?;
+    m.add_class::<launcher::PyOpKernel>()?;
     m.add_class::<bind::PyBound>()?;
     m.add_class::<errors::PyTrap>()?;
     m.add_function(wrap_pyfunction!(module::bundled, m)?)?;

@@ -77,13 +77,29 @@ pub(super) static CUPY_NULL: AtomicU64 = AtomicU64::new(0);
 // ---------------------------------------------------------------------------------------
 // Per-launch state.
 
-/// Producer state read at most once per launch.
+/// The readers' state of one launch: producer state read at most once per launch, and how a
+/// torch tensor that requires grad is read.
 #[derive(Clone, Copy, Default)]
 pub struct CallState {
     /// CuPy: `(export version, stream)`.
     pub(super) cupy: Option<(u8, Option<StreamRef>)>,
     /// torch: the current stream of the first tensor's device.
     pub(super) torch: Option<StreamRef>,
+    /// `true`: a tensor that requires grad is read as its `detach()` is (the same memory and
+    /// layout), by the fast path like any other tensor — the operator mode of a launch.
+    /// `false` (a launcher's call): the fast path leaves it to torch's getter, which refuses
+    /// it.
+    pub(super) detach_grad: bool,
+}
+
+impl CallState {
+    /// The state of a launch that reads tensors that require grad as their `detach()`.
+    pub fn detaching() -> Self {
+        CallState {
+            detach_grad: true,
+            ..CallState::default()
+        }
+    }
 }
 
 /// The pointer and layout of an array as a fast path reads them: what can change on the same

@@ -18,6 +18,11 @@
 //!   negative bit (real ones too: `z.conj().imag`), or a complex one with a conjugate bit, is
 //!   refused (the generic path does the same for tensors).
 //!
+//! In a launch's operator mode ([`CallState::detaching`]: the kernel of a torch operator) a
+//! tensor that requires grad is read either way like any other — as its `detach()` would be,
+//! the same memory and layout (the exchange API reads such tensors) — and `requires_grad` is
+//! not read at all.
+//!
 //! torch's current stream, the producer stream of every tensor whose interface names no
 //! stream (see the parent module, "torch's producer stream"), is read here too
 //! ([`torch_stream`]).
@@ -228,8 +233,9 @@ fn torch_exchanged(
     slot: &mut Option<ArrayDesc>,
 ) -> PyResult<bool> {
     let py = obj.py();
-    // The getter refuses tensors that require grad: fall back to it for its error.
-    if obj.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+    // The getter refuses tensors that require grad: fall back to it for its error (unless the
+    // launch reads them as their `detach()`: then the flag is not even read).
+    if !state.detach_grad && obj.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
         return Ok(false);
     }
     let mut l = Layout::new();
@@ -261,7 +267,7 @@ pub(super) fn torch(
     let py = obj.py();
     let flag = |name: &Bound<'_, PyString>| -> PyResult<bool> { obj.getattr(name)?.is_truthy() };
     if !flag(intern!(py, "is_cuda"))?
-        || flag(intern!(py, "requires_grad"))?
+        || (!state.detach_grad && flag(intern!(py, "requires_grad"))?)
         || flag(intern!(py, "is_sparse"))?
     {
         return Ok(false);
