@@ -45,12 +45,18 @@ The fake (meta) implementation of each operator picks the kernel variant by the 
 element types and ranks as the family launcher does (slices take any rank, views and tensor
 maps their own) and raises ``TypeError`` naming the family's variants when none matches.
 
-Launches: on torch's current CUDA stream of the tensors' device (the stream torch's own
-operations on them use: ferrocuda reads it per launch through torch's DLPack exchange API),
-with ``sync="off"`` — a torch operator's tensors are already ordered on that stream. Under
-``torch.cuda.graph`` / ``mode="reduce-overhead"`` the launches are captured. CPU tensors are
-refused (``ValueError`` naming the argument); tensors that require grad are read through
-``detach()`` (the operators have no autograd formula: gradients do not flow through them).
+Launches: by the family launcher's ``OpKernel`` (``launcher.op_kernel("<namespace>::f_out")``,
+made once per operator), a callable of the extension that launches as
+``launcher(*args, sync="off")`` does, with no keyword parsing per call. The out-form
+registers it as its kernel — from torch's dispatcher to the launch there is no Python frame —
+and the functional form calls its own after allocating the outputs. The launches go on
+torch's current CUDA stream of the tensors' device (the stream torch's own operations on
+them use: ferrocuda reads it per launch through torch's DLPack exchange API), with
+``sync="off"`` — a torch operator's tensors are already ordered on that stream. Under
+``torch.cuda.graph`` / ``mode="reduce-overhead"`` the launches are captured. A tensor not on
+a CUDA device is refused before anything is launched (``ValueError`` naming the argument
+and the operator); a tensor that requires grad is read as its ``detach()`` is, the same
+memory (the operators have no autograd formula: gradients do not flow through them).
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ from typing import TYPE_CHECKING, Any
 from ._manifest import KernelInfo, ParamInfo
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ._ferrocuda import Family, Module
+    from ._ferrocuda import Module, OpKernel
 
 __all__ = [
     "TorchOps",
@@ -424,7 +430,8 @@ class TorchOps:
         #: family -> (functional op or raising function, out-form op)
         self._ops: dict[str, tuple[Any, Any]] = {}
         self._families: dict[str, _FamilySpec] = {}
-        self._launchers: dict[str, list[Family]] = {}
+        #: family -> the kernels its operators registered (rebound when the module is reloaded)
+        self._kernels: dict[str, tuple[OpKernel, ...]] = {}
         torch = _torch()
         # Kept alive with the operators (a dropped Library object deregisters them).
         self._lib = torch.library.Library(namespace, "FRAGMENT")
@@ -447,10 +454,12 @@ class TorchOps:
             self._families[name] = _FamilySpec(kernels, module.source, name, output_shapes)
         for name, fam in fams.items():
             spec = self._families[name]
-            launcher = [fam]  # rebound by register() when the module is reloaded unchanged
-            self._launchers[name] = launcher
-            out_op = self._out_op(torch, spec, launcher)
-            fn_op = self._functional_op(torch, spec, launcher)
+            # Each operator's kernel: the family's launcher in operator mode, named for errors.
+            out_kernel = fam.op_kernel(f"{namespace}::{name}_out")
+            fn_kernel = fam.op_kernel(f"{namespace}::{name}")
+            self._kernels[name] = (out_kernel, fn_kernel)
+            out_op = self._out_op(torch, spec, out_kernel)
+            fn_op = self._functional_op(torch, spec, fn_kernel)
             self._ops[name] = (fn_op, out_op)
         # Plain attributes (torch.compile traces plain lookups); a family whose name is one
         # of this class's own stays reachable through functional() and out().
@@ -461,7 +470,7 @@ class TorchOps:
 
     # The operators.
 
-    def _out_op(self, torch: Any, spec: _FamilySpec, launcher: list[Family]) -> Any:
+    def _out_op(self, torch: Any, spec: _FamilySpec, kernel: OpKernel) -> Any:
         params = spec.params
         # Each written array its own alias set: Tensor(w0!) out.
         args = ", ".join(
@@ -470,13 +479,7 @@ class TorchOps:
         )
         schema = f"({args}) -> ()"
         mutated = [p.name for p in params if p.is_array and p.mutable]
-        tensor_at = [i for i, p in enumerate(params) if p.is_array]
-        names = [p.name for p in params]
-        qual = f"{self.namespace}::{spec.name}_out"
-
-        def impl(*args: Any) -> None:
-            args = _device_args(args, tensor_at, names, qual)
-            launcher[0](*args, sync="off")
+        qual = kernel.op
 
         def fake(*args: Any) -> None:
             spec.check_out_form(torch, args)
@@ -485,13 +488,18 @@ class TorchOps:
             f"``{qual}``: launches kernel family ``{spec.name}`` (writes "
             f"{', '.join(mutated) or 'nothing'}). Variants:{spec.variants_text()}"
         )
-        return self._define(torch, f"{spec.name}_out", schema, impl, fake, bool(mutated), doc)
+        # The registered kernel is the launcher's OpKernel itself: the whole body (device
+        # check, detaching, the launch with sync="off") runs in the extension, no Python
+        # frame between torch's dispatcher and the launch. It serves every family: the
+        # out-form's parameters are the launcher's, in order.
+        return self._define(torch, f"{spec.name}_out", schema, kernel, fake, bool(mutated), doc)
 
     def _define(
         self, torch: Any, name: str, schema: str, impl: Any, fake: Any, mutable: bool, doc: str
     ) -> Any:
-        """Defines operator ``<namespace>::name`` with `impl` for every device (CPU tensors
-        are refused by `impl` itself) and `fake` for tracing; returns its ``OpOverload``.
+        """Defines operator ``<namespace>::name`` with `impl` (a function, or an ``OpKernel``)
+        for every device (CPU tensors are refused by `impl` itself) and `fake` for tracing;
+        returns its ``OpOverload``.
 
         Defined with ``torch.library.Library`` rather than the ``custom_op`` decorator: the
         same dispatcher entries (schema with the pt2-compliant tag, one kernel for every
@@ -503,7 +511,6 @@ class TorchOps:
         warns when a gradient is asked through them)."""
         lib = self._lib
         lib.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
-        impl.__name__ = name
         lib.impl(name, impl, "CompositeExplicitAutograd")
         if mutable:
             lib.m.register_ad_inplace_or_view_fallback(name)
@@ -515,8 +522,8 @@ class TorchOps:
             pass
         return op
 
-    def _functional_op(self, torch: Any, spec: _FamilySpec, launcher: list[Family]) -> Any:
-        qual = f"{self.namespace}::{spec.name}"
+    def _functional_op(self, torch: Any, spec: _FamilySpec, kernel: OpKernel) -> Any:
+        qual = kernel.op
         why = spec.derivable() if spec.outputs else "it writes no array"
         if why is not None:
             name, out_name = spec.name, (spec.outputs[0].name if spec.outputs else "")
@@ -559,8 +566,11 @@ class TorchOps:
         first_tensor = tensor_at[0] if tensor_at else None
 
         def impl(*args: Any, out_dtype: Any = None) -> Any:
-            args = _device_args(args, tensor_at, names, qual)
             device = args[first_tensor].device if first_tensor is not None else "cuda"
+            if first_tensor is not None and device.type != "cuda":
+                # Refused before anything is allocated on that device (the kernel refuses any
+                # other input: the outputs are then on the first one's CUDA device).
+                _refuse_non_cuda(args, tensor_at, names, qual)
             full: list[Any] = [None] * nparams
             for i, a in zip(in_pos, args, strict=True):
                 full[i] = a
@@ -571,7 +581,7 @@ class TorchOps:
                 o = fill(shape, dtype=dtype, device=device)
                 full[i] = o
                 outs.append(o)
-            launcher[0](*full, sync="off")
+            kernel(*full)  # the launch in operator mode, as the out-form's
             return outs[0] if single else tuple(outs)
 
         def fake(*args: Any, out_dtype: Any = None) -> Any:
@@ -587,6 +597,7 @@ class TorchOps:
             f"({', '.join(p.name for p in spec.outputs)}), returned. Variants:"
             f"{spec.variants_text()}"
         )
+        impl.__name__ = spec.name
         return self._define(torch, spec.name, schema, impl, fake, False, doc)
 
     # Access.
@@ -638,9 +649,9 @@ class TorchOps:
         )
 
 
-def _device_args(args: tuple[Any, ...], tensor_at: list[int], names: list[str], qual: str):
-    """`args` with CPU tensors refused and tensors that require grad detached."""
-    fixed = None
+def _refuse_non_cuda(args: tuple[Any, ...], tensor_at: list[int], names: list[str], qual: str):
+    """Raises the operator kernels' ``ValueError`` for the first tensor of `args` not on a
+    CUDA device (the text ``OpKernel`` raises)."""
     for i in tensor_at:
         t = args[i]
         if not t.is_cuda:
@@ -648,11 +659,6 @@ def _device_args(args: tuple[Any, ...], tensor_at: list[int], names: list[str], 
                 f"argument `{names[i]}` of {qual}: ferrocuda kernels run on CUDA tensors, "
                 f"got a tensor on {t.device} (move it with .cuda())"
             )
-        if t.requires_grad:
-            if fixed is None:
-                fixed = list(args)
-            fixed[i] = t.detach()
-    return args if fixed is None else tuple(fixed)
 
 
 def _manifest_key(module: Module) -> str:
@@ -718,7 +724,8 @@ def register(
             if _manifest_key(have.module) == _manifest_key(module):
                 # The same kernels reloaded (a rebuilt crate): the operators launch the new ones.
                 for name, fam in module.families.items():
-                    have._launchers[name][0] = fam
+                    for kernel in have._kernels[name]:
+                        kernel.launcher = fam
                 have.module = module
                 return have
             raise ValueError(

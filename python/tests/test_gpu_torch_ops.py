@@ -8,6 +8,9 @@ torch's current stream; a crate of one's own; the errors (GPU; skipped without o
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -832,18 +835,129 @@ def test_tensors_that_require_grad(ft: Any, torch: Any, gen: Any) -> None:
     x = rand(torch, gen, (100,), torch.float32).requires_grad_()
     y = ft.gelu(x)
     assert torch.equal(y, ft.gelu(x.detach()))
-    # The out-form too (the tensor is detached before the launch).
+    # The out-form's kernel reads them as detach() would: the same memory, no autograd.
+    b = rand(torch, gen, (100,), torch.float32).requires_grad_()
     out = torch.full((100,), float("nan"), device="cuda")
+    ft.add_out(x, b, out)
+    assert torch.equal(out, torch.add(x.detach(), b.detach()))
     ft.add_out(x, x, out)
     assert torch.equal(out, 2 * x.detach())
+    # An output that requires grad is written in place, in its own memory.
+    out_g = torch.full((100,), float("nan"), device="cuda", requires_grad=True)
+    ft.add_out(x, b, out_g)
+    assert out_g.is_leaf and out_g.requires_grad
+    assert torch.equal(out_g.detach(), torch.add(x.detach(), b.detach()))
+    # A non-leaf view that requires grad (the strided variant), and nn.Parameter (a subclass:
+    # read by the generic reader, on its detach()).
+    m = rand(torch, gen, (33, 65), torch.float32).requires_grad_()
+    o = torch.full((65, 33), float("nan"), device="cuda")
+    ft.add_out(m.t(), m.t(), o)
+    assert torch.equal(o, torch.add(m.detach().t(), m.detach().t()))
+    p = torch.nn.Parameter(rand(torch, gen, (100,), torch.float32))
+    assert p.requires_grad
+    ft.add_out(p, b, out)
+    assert torch.equal(out, torch.add(p.detach(), b.detach()))
+    assert torch.equal(ft.add(p, x), torch.add(p.detach(), x.detach()))
+    # A launcher's own call keeps torch's refusal (its getter's error).
+    with pytest.raises(Exception, match="grad"):
+        ferrocuda.kernels.add(x, b, out)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_operators_read_inputs_that_require_grad(
+    ft: Any, torch: Any, gen: Any, family: str
+) -> None:
+    # Every family's operators on floating inputs that require grad (detached aliases of the
+    # cases' inputs, views kept): the results of the torch reference, as without grad.
+    op, fn = getattr(ft, f"{family}_out"), getattr(ft, family)
+    ran = 0
+    for case in cases(family, torch, gen):
+        grads = {
+            n: v.detach().requires_grad_()
+            for n, v in case.inputs.items()
+            if isinstance(v, torch.Tensor) and v.dtype.is_floating_point
+        }
+        if not grads:
+            continue
+        inputs = {**case.inputs, **grads}
+        initial = {n: o.clone() for n, o in case.outputs.items()}
+        ctx = {**case.inputs, **initial}
+        want = case.expect(ctx)
+        op(*(inputs[n] if n in inputs else case.outputs[n] for n in param_names(family)))
+        torch.cuda.synchronize()
+        if case.reference:
+            compare(torch, case, case.outputs, want, f"{family}_out {case.label} (grad)", ctx)
+        if case.functional and case.reference:
+            got = fn(*(inputs[n] for n in param_names(family) if n in inputs), **case.kwargs)
+            got = got if isinstance(got, tuple) else (got,)
+            names = [n for n in param_names(family) if n in case.outputs]
+            zeros = {**case.inputs, **{n: torch.zeros_like(o) for n, o in case.outputs.items()}}
+            got_d = {n: g.detach() for n, g in zip(names, got, strict=True)}
+            compare(torch, case, got_d, case.expect(zeros), f"{family} {case.label} (grad)", zeros)
+        ran += 1
+    floating = any(
+        isinstance(v, torch.Tensor) and v.dtype.is_floating_point
+        for c in cases(family, torch, gen)
+        for v in c.inputs.values()
+    )
+    assert ran or not floating, f"{family}: no case with floating inputs ran"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"FERROCUDA_TORCH_EXCHANGE": "0"}, {"FERROCUDA_FAST_PATHS": "0"}],
+    ids=["exchange-api", "attribute-reads", "generic-reader"],
+)
+def test_every_reader_takes_tensors_that_require_grad(torch: Any, env: dict[str, str]) -> None:
+    # In a fresh process, so that the operator's first tensor is the fast path's first read
+    # (its self-check against torch's getter reads the tensor's detach()); with each reader.
+    code = (
+        "import warnings, torch, ferrocuda, ferrocuda.torch as ft\n"
+        "warnings.simplefilter('error', RuntimeWarning)\n"
+        "x = torch.randn(1000, device='cuda', requires_grad=True)\n"
+        "p = torch.nn.Parameter(torch.randn(1000, device='cuda'))\n"
+        "out = torch.full((1000,), float('nan'), device='cuda', requires_grad=True)\n"
+        "ft.add_out(x, p, out)\n"
+        "assert torch.equal(out.detach(), x.detach() + p.detach())\n"
+        "y = ft.gelu(x[::2])\n"
+        "o = torch.empty(500, device='cuda')\n"
+        "ft.gelu_out(x.detach()[::2], o)\n"
+        "assert torch.equal(y, o)\n"
+        "try:\n"
+        "    ferrocuda.kernels.add(x, p, o.new_empty(1000))\n"
+        "except Exception as e:\n"
+        "    assert 'grad' in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('a launcher call took a tensor that requires grad')\n"
+        "print(ferrocuda._ferrocuda._fast_paths()[1], ferrocuda._ferrocuda._torch_read_source())\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    fast, source = r.stdout.split()
+    assert fast == ("False" if env.get("FERROCUDA_FAST_PATHS") == "0" else "True"), r.stdout
+    if env.get("FERROCUDA_TORCH_EXCHANGE") == "0":
+        assert source == "attributes", r.stdout
 
 
 def test_out_form_errors(ft: Any, torch: Any) -> None:
     x, out = torch.ones(4, device="cuda"), torch.full((4,), -1.0, device="cuda")
-    # A CPU tensor is refused in the operator's terms before the launcher sees it (which would
-    # stage a host array), nothing written.
+    # A CPU tensor is refused in the operator's terms by its kernel (a launcher's call would
+    # stage it as a host array), nothing written — also one that requires grad, and a CPU
+    # output.
     with pytest.raises(ValueError, match=r"argument `b` of ferrocuda::add_out\b.*cpu"):
         ft.add_out(x, torch.ones(4), out)
+    with pytest.raises(ValueError, match=r"argument `b` of ferrocuda::add_out\b.*cpu"):
+        ft.add_out(x, torch.ones(4, requires_grad=True), out)
+    cpu_out = torch.full((4,), -1.0)
+    with pytest.raises(ValueError, match=r"^argument `out` of ferrocuda::add_out: .*on cpu"):
+        ft.add_out(x, x, cpu_out)
+    assert torch.equal(cpu_out, torch.full((4,), -1.0))
     # The launcher's own refusal comes through as it is.
     with pytest.raises(ValueError, match="shape"):
         ft.add_out(x, torch.ones(5, device="cuda"), out)

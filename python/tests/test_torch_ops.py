@@ -275,6 +275,97 @@ def test_cpu_tensors_are_refused_naming_the_argument() -> None:
         ft.add_out(torch.zeros(4), torch.zeros(4), torch.zeros(4))
 
 
+def python_files(tb: Any) -> list[str]:
+    """The source files of a traceback's Python frames."""
+    files = []
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    return files
+
+
+def test_each_operator_has_the_launchers_op_kernel() -> None:
+    ops = ft.bundled_ops()
+    families = ferrocuda.bundled().families
+    for family in FAMILIES:
+        out_kernel, fn_kernel = ops._kernels[family]
+        assert isinstance(out_kernel, ferrocuda.OpKernel)
+        assert out_kernel.op == f"ferrocuda::{family}_out"
+        assert fn_kernel.op == f"ferrocuda::{family}"
+        assert out_kernel.launcher is families[family] and fn_kernel.launcher is families[family]
+        want = f"<ferrocuda.OpKernel ferrocuda::{family}_out launching {family}>"
+        assert repr(out_kernel) == want
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_out_forms_kernel_is_the_extensions(family: str) -> None:
+    # CPU tensors reach the registered kernel (no fake mode here), which refuses the first
+    # one: no Python frame of ferrocuda.torch runs between the dispatcher and the refusal.
+    params = caller_params(first_kernel(family))
+    args = [
+        torch.zeros(4, dtype=getattr(torch, p["dtype"]))
+        if p["kind"] != "scalar"
+        else (1.0 if p["dtype"].startswith(("float", "bfloat")) else 1)
+        for p in params
+    ]
+    name = next(p["name"] for p in params if p["kind"] != "scalar")
+    with pytest.raises(ValueError, match=rf"^argument `{name}` of ferrocuda::{family}_out:") as e:
+        getattr(ft, f"{family}_out")(*args)
+    here = str(Path(ft.__file__))
+    assert here not in python_files(e.value.__traceback__)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["plain", "requires_grad"])
+def test_a_cpu_tensor_is_refused_by_the_kernel_and_nothing_written(grad: bool) -> None:
+    a, b = torch.ones(4, device="cpu", requires_grad=grad), torch.ones(4)
+    out = torch.full((4,), -1.0)
+    msg = (
+        "argument `a` of ferrocuda::add_out: ferrocuda kernels run on CUDA tensors, got a "
+        "tensor on cpu (move it with .cuda())"
+    )
+    with pytest.raises(ValueError) as e:
+        ft.add_out(a, b, out)
+    assert str(e.value) == msg
+    assert torch.equal(out, torch.full((4,), -1.0))
+    # An output that requires grad is refused the same way (as detach() would read it).
+    out.requires_grad_()
+    with pytest.raises(ValueError, match=r"^argument `a` of ferrocuda::add_out"):
+        ft.add_out(a, b, out)
+    assert torch.equal(out.detach(), torch.full((4,), -1.0))
+    # The functional form names its own operator.
+    with pytest.raises(ValueError, match=r"^argument `a` of ferrocuda::add: .*tensor on cpu"):
+        ft.add(a, b)
+
+
+def test_op_kernel_called_directly() -> None:
+    import warnings
+
+    import numpy as np
+
+    k = ferrocuda.kernels.add.op_kernel("test::add_out")
+    assert k.op == "test::add_out" and k.launcher is ferrocuda.kernels.add
+    # Positional arguments only, the launcher's arity.
+    with pytest.raises(TypeError, match="keyword"):
+        k(torch.zeros(4), torch.zeros(4), out=torch.zeros(4))
+    with pytest.raises(TypeError, match=r"takes 3 argument\(s\) \(a, b, out\), got 1"):
+        k(torch.zeros(4))
+    # Host arrays are refused, not staged (no PerformanceWarning, nothing copied).
+    h = np.zeros(4, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^argument `a` of test::add_out: .*host array"):
+            k(h, h, h)
+    with pytest.raises(ValueError, match="argument `op`"):
+        ferrocuda.kernels.add.op_kernel("")
+    # Rebinding: only a launcher with the same name and parameters.
+    with pytest.raises(ValueError, match=r"launcher `gelu` \(x, out\) cannot replace `add`"):
+        k.launcher = ferrocuda.kernels.gelu
+    k.launcher = ferrocuda.bundled().families["add"]
+    assert k.launcher is ferrocuda.bundled().families["add"]
+    with pytest.raises(TypeError):
+        k.launcher = "add"  # type: ignore[assignment]
+
+
 def test_derive_outputs_names_shapes_and_dtypes() -> None:
     with FakeTensorMode():
         got = ft.derive_outputs(ferrocuda.bundled(), "sum_rows", fake(6, 7))
@@ -297,9 +388,10 @@ def test_a_rebuilt_module_with_the_same_kernels_takes_over_the_namespace(tmp_pat
     second = ferrocuda.load(write_module(tmp_path / "b", "rebuilt", {"add", "gelu"}))
     assert second is not first
     again = ft.register(second)
-    # The same operators, now launching the second module's kernels.
+    # The same operators, now launching the second module's kernels: their kernels rebound.
     assert again is ops and ops.module is second
-    assert ops._launchers["add"][0] is second.families["add"]
+    for kernel in ops._kernels["add"]:
+        assert kernel.launcher is second.families["add"]
 
 
 def test_a_family_whose_kernels_disagree_is_refused(tmp_path: Path) -> None:
