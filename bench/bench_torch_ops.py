@@ -4,7 +4,9 @@
    ``torch.add(a, b, out=out)`` (issue 30's goal: ≤ 1.5×), with the stage profile:
 
    * ``torch.add(out=)``                          -- the peer;
-   * ``ft.add_out(a, b, out)``                    -- ferrocuda's operator (an ``OpOverload``);
+   * ``ft.add_out(a, b, out)``                    -- ferrocuda's operator (an ``OpOverload``),
+     whose registered kernel is the family launcher's ``OpKernel`` (the extension's callable:
+     no Python frame between the dispatcher and the launch);
    * ``torch.ops.ferrocuda.add_out(a, b, out)``   -- the same through the overload packet;
    * ``ft.add(a, b)`` / ``torch.add(a, b)``       -- functional forms (allocating; ferrocuda's
      output starts as zeros);
@@ -12,7 +14,15 @@
      way ferrocuda's are, whose body does nothing: torch's dispatch alone;
    * ``custom_op noop``                           -- the same through the ``custom_op``
      decorator (its Python Autograd and ADInplaceOrView kernels), for comparison;
+   * ``OpKernel alone``                           -- the out-form's registered kernel called
+     directly: the operator's cost without the dispatcher;
+   * ``Library op, Python body``                  -- the out-form as it was before its kernel
+     moved into the extension (a Python function: the device loop, then
+     ``launcher(*args, sync="off")``), in the same process, for the saving;
    * ``kernels.add(..., sync="off")``             -- ferrocuda's launcher alone, no dispatcher.
+
+   The stage profile printed after the table: dispatch (``Library noop``) + ``OpKernel
+   alone`` against the operator measured whole, and the operator against its goal.
 
    Per-call cost = wall time of a burst of calls / calls (the GPU keeps up: 1024 elements).
    Rounds are interleaved and the median of per-round means is reported.
@@ -81,6 +91,26 @@ def eager_add(torch: Any, ft: Any, rounds: int, calls: int) -> dict[str, float]:
     deco_noop = torch.library.custom_op(
         "ferrocuda_bench::deco_noop_add_out", mutates_args=["out"], schema=schema
     )(nothing)
+
+    def python_body(*args: Any) -> None:
+        # The out-form's Python body before its kernel moved into the extension.
+        fixed = None
+        for i, name in enumerate(("a", "b", "out")):
+            t = args[i]
+            if not t.is_cuda:
+                raise ValueError(f"argument `{name}`: ferrocuda kernels run on CUDA tensors")
+            if t.requires_grad:
+                if fixed is None:
+                    fixed = list(args)
+                fixed[i] = t.detach()
+        fam(*(args if fixed is None else tuple(fixed)), sync="off")
+
+    lib.define("py_body_add_out" + schema)
+    lib.impl("py_body_add_out", python_body, "CompositeExplicitAutograd")
+    lib.m.register_ad_inplace_or_view_fallback("py_body_add_out")
+    py_body = torch.ops.ferrocuda_bench.py_body_add_out.default
+    kernel = ft.bundled_ops()._kernels["add"][0]  # the out-form's registered OpKernel
+    assert kernel.op == "ferrocuda::add_out" and kernel.launcher is fam
     ft.add_out(a, b, out)
     torch.cuda.synchronize()
     assert torch.equal(out, a + b), "ferrocuda add_out gave a wrong result"
@@ -92,6 +122,8 @@ def eager_add(torch: Any, ft: Any, rounds: int, calls: int) -> dict[str, float]:
         "ft.add (functional)": lambda: ft.add(a, b),
         "Library noop (dispatch only)": lambda: lib_noop(a, b, out),
         "custom_op noop (decorator dispatch only)": lambda: deco_noop(a, b, out),
+        "OpKernel alone (the out-form's kernel)": lambda: kernel(a, b, out),
+        "Library op, Python body (the former out-form)": lambda: py_body(a, b, out),
         'kernels.add(sync="off") (launcher only)': lambda: fam(a, b, out, sync="off"),
     }
     return interleaved(cands, rounds, calls, torch.cuda.synchronize)
@@ -216,6 +248,16 @@ def main(argv: list[str] | None = None) -> int:
     print("\n1. eager per-call cost, add of 3 float32 tensors of 1024 (median of rounds)")
     for k, v in eager.items():
         print(f"  {k:45s} {v * 1e6:8.2f} us   {v / peer:5.2f}x torch.add(out=)")
+    op = eager["ft.add_out (OpOverload)"]
+    dispatch = eager["Library noop (dispatch only)"]
+    kernel = eager["OpKernel alone (the out-form's kernel)"]
+    former = eager["Library op, Python body (the former out-form)"]
+    print(
+        f"  stages: dispatch {dispatch * 1e6:.2f} + OpKernel {kernel * 1e6:.2f} = "
+        f"{(dispatch + kernel) * 1e6:.2f} us (the operator whole: {op * 1e6:.2f} us); the "
+        f"Python body cost {(former - op) * 1e6:.2f} us more ({former * 1e6:.2f} us)"
+    )
+    print(f"  ft.add_out / torch.add(out=) = {op / peer:.2f}x (goal <= 1.5x)")
     rows, cols = (int(v) for v in args.shape.split("x"))
     model = model_bench(torch, ft, (rows, cols), args.rounds, args.steps)
     print(f"\n2. a model of 10 operators on ({rows}, {cols}) float32: time per step")
