@@ -12,7 +12,10 @@
 #   4. the PTX checks (the rules of ferrocuda-builder, strictly: no .extern but dynamic shared
 #      memory, no panics, no barrier under a thread-dependent branch; ptxas for sm_80 and
 #      sm_90: no spills, no stack)
-#   5. the Python package's tests (GPU tests skip with a reason without a GPU) and stubtest
+#   5. the Python package's tests (GPU tests skip with a reason without a GPU) and stubtest —
+#      started in the background right after the toolchain, beside stages 2–4 (its own cargo
+#      target directory, target/python, so that neither waits for the other's cargo lock; the
+#      kernels' child builds shared through FERROCUDA_PTX_TARGET_DIR), its log printed at the end
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -24,6 +27,10 @@ step() { printf '\n==== %s  [%d s]\n' "$*" "$((SECONDS - start))"; }
 # the PTX checks and the SASS tests assemble the same bundled kernels): README,
 # "Environment variables".
 export FERROCUDA_PTXAS_CACHE="${FERROCUDA_PTXAS_CACHE:-$root/target/ptxas-cache}"
+# One target directory for every child build of the kernels (the build scripts of both cargo
+# target directories, below), so that each kernel crate is built once per set of flags; two
+# builds of one crate take turns (README, "Environment variables").
+export FERROCUDA_PTX_TARGET_DIR="${FERROCUDA_PTX_TARGET_DIR:-$root/target/ferrocuda-ptx}"
 
 step "Python and shell lint"
 bash scripts/lint.sh
@@ -31,6 +38,25 @@ bash scripts/lint.sh
 step "toolchain"
 bash scripts/setup.sh
 rustc --version
+
+# The Python package's stage, in the background from here (see the header); its output goes to
+# a log that the last stage prints.
+mkdir -p target
+py_log="$root/target/python-stage.log"
+set -m # the stage gets a process group of its own, so that it can be stopped whole
+(
+  set -euo pipefail
+  t0=$SECONDS
+  CARGO_TARGET_DIR="$root/target/python" bash scripts/python-env.sh
+  echo "python stage: extension built [$((SECONDS - t0)) s]"
+  .venv/bin/python -m pytest -q -rs python/tests
+  (cd python && ../.venv/bin/python -m mypy.stubtest ferrocuda)
+  echo "python stage: done in $((SECONDS - t0)) s"
+) >"$py_log" 2>&1 &
+py_pid=$!
+set +m
+# A failing stage below ends the script: the Python stage with it.
+trap 'kill -- "-$py_pid" 2>/dev/null || true' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -84,9 +110,13 @@ for part in "$outdir"/ferrocuda_kernels.sm_*.ptx; do
 done
 python3 -m unittest -q scripts/test_check_ptx.py 2>&1 | tail -3
 
-step "Python package"
-bash scripts/python-env.sh
-.venv/bin/python -m pytest -q -rs python/tests
-(cd python && ../.venv/bin/python -m mypy.stubtest ferrocuda)
+step "Python package (started after the toolchain; its log: target/python-stage.log)"
+if ! wait "$py_pid"; then
+  cat "$py_log"
+  echo "the Python stage failed (its log is above)" >&2
+  exit 1
+fi
+trap - EXIT
+cat "$py_log"
 echo
 echo "all test stages passed in $((SECONDS - start)) s"

@@ -71,8 +71,9 @@ pub struct PartOutput {
 }
 
 /// Environment variables a build reads (for `cargo:rerun-if-env-changed`).
-const ENV_INPUTS: [&str; 8] = [
+const ENV_INPUTS: [&str; 9] = [
     ferrocuda_config::CARGO.name,
+    ferrocuda_config::PTX_TARGET_DIR.name,
     ferrocuda_config::HOME.name,
     ferrocuda_config::OFFLINE.name,
     ferrocuda_config::CUBIN_ARCHS.name,
@@ -83,11 +84,27 @@ const ENV_INPUTS: [&str; 8] = [
 ];
 
 /// The child target directory of builds under a cargo target directory `target`
-/// (`<target>/ferrocuda-ptx`): where a build script's kernel builds go, and every other child
-/// build that wants to reuse what they compiled (NVPTX `core`, the device crate), such as the
-/// test suites' kernel crates.
+/// (`<target>/ferrocuda-ptx`): where a build script's kernel builds go (unless
+/// `FERROCUDA_PTX_TARGET_DIR` names another), and every other child build that wants to reuse
+/// what they compiled (NVPTX `core`, the device crate), such as the test suites' kernel crates.
 pub fn child_target_dir(target: &Path) -> PathBuf {
     target.join("ferrocuda-ptx")
+}
+
+/// The child build's target directory: the builder's own setting, else the one
+/// `FERROCUDA_PTX_TARGET_DIR` names, else — in a build script, whose `OUT_DIR` is
+/// `<target>/<profile>/build/<pkg>-<hash>/out` — [`child_target_dir`] of cargo's target
+/// directory, else `<crate>/target`.
+fn child_dir(
+    explicit: Option<PathBuf>,
+    named: Option<PathBuf>,
+    out_dir: Option<&Path>,
+    crate_dir: &Path,
+) -> PathBuf {
+    explicit
+        .or(named)
+        .or_else(|| out_dir?.ancestors().nth(4).map(child_target_dir))
+        .unwrap_or_else(|| crate_dir.join("target"))
 }
 
 impl PtxBuilder {
@@ -130,8 +147,9 @@ impl PtxBuilder {
         self
     }
 
-    /// The child build's target directory (default: `ferrocuda-ptx` beside the outer target
-    /// directory when run from a build script, else `<crate>/target`).
+    /// The child build's target directory (default: `$FERROCUDA_PTX_TARGET_DIR` when set, else
+    /// `ferrocuda-ptx` beside the outer target directory when run from a build script, else
+    /// `<crate>/target`).
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self
@@ -320,16 +338,14 @@ impl PtxBuilder {
             (None, Some(d)) => PathBuf::from(d),
             (None, None) => crate_dir.join("target").join("ptx"),
         };
-        let target_dir = match (&self.target_dir, std::env::var_os("OUT_DIR")) {
-            (Some(d), _) => self.resolve(d),
-            // OUT_DIR = <target>/<profile>/build/<pkg>-<hash>/out
-            (None, Some(d)) => PathBuf::from(d)
-                .ancestors()
-                .nth(4)
-                .map(child_target_dir)
-                .unwrap_or_else(|| crate_dir.join("target")),
-            (None, None) => crate_dir.join("target"),
-        };
+        let target_dir = child_dir(
+            self.target_dir.as_deref().map(|d| self.resolve(d)),
+            ferrocuda_config::PTX_TARGET_DIR
+                .path()
+                .map(|d| self.resolve(&d)),
+            std::env::var_os("OUT_DIR").map(PathBuf::from).as_deref(),
+            crate_dir,
+        );
         for d in [&out_dir, &target_dir] {
             std::fs::create_dir_all(d).or_else(|e| {
                 fail(
@@ -370,6 +386,26 @@ impl PtxBuilder {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_child_target_directory_is_the_setting_then_the_variable_then_cargo_s() {
+        let out = Path::new("/w/target/release/build/ferrocuda-1a2b/out");
+        let krate = Path::new("/w/kernels");
+        let (set, named) = (PathBuf::from("/set"), PathBuf::from("/named"));
+        assert_eq!(
+            child_dir(Some(set.clone()), Some(named.clone()), Some(out), krate),
+            set
+        );
+        assert_eq!(
+            child_dir(None, Some(named.clone()), Some(out), krate),
+            named
+        );
+        assert_eq!(
+            child_dir(None, None, Some(out), krate),
+            Path::new("/w/target/ferrocuda-ptx")
+        );
+        assert_eq!(child_dir(None, None, None, krate), krate.join("target"));
+    }
     use super::*;
 
     #[test]

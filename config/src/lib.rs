@@ -402,6 +402,14 @@ vars! {
     /// The autotuners' results.
     AUTOTUNE_CACHE = "FERROCUDA_AUTOTUNE_CACHE", Kind::Path,
         Library, "`ferrocuda.autotune`", "a directory", "`$FERROCUDA_HOME/autotune`";
+    /// The target directory of the builder's child builds.
+    PTX_TARGET_DIR = "FERROCUDA_PTX_TARGET_DIR", Kind::Path,
+        Library, "the builder (build scripts)",
+        "the target directory of the child builds (NVPTX `core`, the device crate, the kernel \
+         crates), for builds that do not name one: cargo builds with different target \
+         directories (rust-analyzer's, a wheel's) that set it build each kernel crate once per \
+         set of flags, taking turns (`scripts/test.sh`: `target/ferrocuda-ptx`)",
+        "`<cargo's target directory>/ferrocuda-ptx`";
     /// The cargo the builder runs.
     CARGO = "FERROCUDA_CARGO", Kind::Path,
         Library, "the builder", "the cargo to run", "`cargo` on `PATH`";
