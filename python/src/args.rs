@@ -122,7 +122,7 @@ pub enum Probed<'py> {
 /// `None` unless the result is [`Probed::Desc`]).
 ///
 /// In [`Mode::Operator`], a torch tensor that the fast path did not read is checked first
-/// ([`operator_tensor`]: on a CUDA device, else refused; read as its `detach()` when it
+/// (`operator_tensor`: on a CUDA device, else refused; read as its `detach()` when it
 /// requires grad), and a host array is refused.
 pub fn probe_into<'py>(
     obj: &Bound<'py, PyAny>,
