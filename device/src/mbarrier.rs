@@ -776,12 +776,26 @@ pub fn fence_mbarrier_init() {
 /// let full = unsafe { shared_mbarrier!(STAGES).init_all(1) };
 /// let empty = unsafe { shared_mbarrier!(STAGES).init_all(CONSUMERS) };
 /// ```
+///
+/// On the host (a kernel crate's `cargo check`, clippy, its host tests) the macro type-checks
+/// the same way and evaluates to a panic naming it: there is no block-shared memory there.
 #[macro_export]
 macro_rules! shared_mbarrier {
     () => {
         $crate::shared_mbarrier!(1)
     };
-    ($n:expr $(,)?) => {{
+    ($n:expr $(,)?) => {
+        $crate::__shared_mbarrier!($n)
+    };
+}
+
+/// The expansion of [`shared_mbarrier!`](crate::shared_mbarrier) on the device: a `static` of
+/// this expansion in the shared section, and its storage. Not a public API.
+#[doc(hidden)]
+#[cfg(target_arch = "nvptx64")]
+#[macro_export]
+macro_rules! __shared_mbarrier {
+    ($n:expr) => {{
         #[link_section = $crate::shared_section!()]
         static mut STORAGE: ::core::mem::MaybeUninit<[u64; $n]> =
             ::core::mem::MaybeUninit::uninit();
@@ -792,4 +806,26 @@ macro_rules! shared_mbarrier {
             $crate::mbarrier::MBarrierStorage::<{ $n }>::from_raw((&raw mut STORAGE).cast::<u64>())
         }
     }};
+}
+
+/// The expansion of [`shared_mbarrier!`](crate::shared_mbarrier) on the host: the storage's
+/// type, then a panic naming the macro. Not a public API.
+#[doc(hidden)]
+#[cfg(not(target_arch = "nvptx64"))]
+#[macro_export]
+macro_rules! __shared_mbarrier {
+    ($n:expr) => {
+        $crate::mbarrier::MBarrierStorage::<{ $n }>::__host_stub()
+    };
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl<const N: usize> MBarrierStorage<N> {
+    /// What [`shared_mbarrier!`](crate::shared_mbarrier) makes on the host: a panic naming it
+    /// (after the same compile-time check of `N` as on the device).
+    #[doc(hidden)]
+    pub fn __host_stub() -> Self {
+        const { assert!(N >= 1, "shared_mbarrier!(N): N >= 1") };
+        panic!("`shared_mbarrier!` runs only on the GPU (nvptx64): this is its host stub")
+    }
 }

@@ -121,6 +121,10 @@ fn atomics_shared_memory_grid_and_tma_on_the_host() {
     });
     assert!(m.contains("`shared_array!` runs only on the GPU"), "{m}");
     let m = panic_message(|| {
+        shared_mbarrier!(2);
+    });
+    assert!(m.contains("`shared_mbarrier!` runs only on the GPU"), "{m}");
+    let m = panic_message(|| {
         shared::dynamic_shared::<f32>();
     });
     assert!(m.contains("`dynamic_shared` runs only on the GPU"), "{m}");
