@@ -91,3 +91,82 @@ fn the_python_binding_names_no_driver() {
         report.join("\n")
     );
 }
+
+/// The longest a source file outside the tests may be: past it, a file holds more than one
+/// thing and is split (a module per concern, tests beside it).
+const MAX_LINES: usize = 800;
+
+/// Whether `path` (relative to the workspace) is a test, a fixture, a benchmark result or a
+/// generated file — exempt from [`MAX_LINES`].
+fn exempt(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    path.split('/').any(|c| c == "tests" || c == "results" || c == "target")
+        || name == "tests.rs"
+        || name.starts_with("test_")
+        // Generated from the bundled manifest (its header says so).
+        || path == "python/ferrocuda/kernels.pyi"
+}
+
+fn source_files(dir: &Path, root: &Path, out: &mut Vec<(String, usize)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let rel = p
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel.starts_with('.') || rel.contains("/.") || exempt(&rel) {
+            continue;
+        }
+        if p.is_dir() {
+            source_files(&p, root, out);
+        } else if ["rs", "py", "pyi", "sh"]
+            .iter()
+            .any(|x| p.extension().is_some_and(|e| e == *x))
+        {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            out.push((rel, text.lines().count()));
+        }
+    }
+}
+
+/// No source file outside the tests is over [`MAX_LINES`] lines: every crate, the Python
+/// package, the scripts and the benchmark harness.
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in CRATES.iter().copied().chain([
+        "build.rs",
+        "python/ferrocuda",
+        "scripts",
+        "bench",
+        "examples",
+    ]) {
+        let p = root.join(dir);
+        if p.is_file() {
+            let text = std::fs::read_to_string(&p).unwrap();
+            files.push((dir.to_string(), text.lines().count()));
+        } else {
+            source_files(&p, root, &mut files);
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "only {} source files found under {root:?}",
+        files.len()
+    );
+    let long: Vec<String> = files
+        .iter()
+        .filter(|(_, n)| *n > MAX_LINES)
+        .map(|(f, n)| format!("{f}: {n} lines"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "source files over {MAX_LINES} lines (split them):\n{}",
+        long.join("\n")
+    );
+}
