@@ -628,6 +628,48 @@ fn linear() -> TestResult {
             }
         }
     }
+    // The two store paths: a consumer's 64 × 256 slice of a tile inside `out` with unit
+    // column stride and aligned pairs is stored through one base pointer (the row pitch from
+    // the stride), any other slice pair by pair, each checked. Both output types (8-byte and
+    // 4-byte pairs) over layouts that take each path — pitch ≠ N at an even offset and
+    // reversed rows (a negative pitch) the fast one; an odd offset (pairs misaligned), an odd
+    // pitch and a transposed `out` the checked one — on whole tiles only (256 × 512) and on
+    // whole and partial ones (384 × 520); every element, and one past the view, checked.
+    use Layout::{Rev, Slice, T};
+    let k16 = module.kernel("linear_bf16_sm90").map_err(err)?;
+    for (m, n, kk) in [(256usize, 512usize, 64usize), (384, 520, 136)] {
+        let (_bx, x, xv) = operand(&mut r, m, kk, Layout::C)?;
+        let (_bw, w, wv) = operand(&mut r, n, kk, Layout::C)?;
+        let (want, abs) = linear_reference(&xv, &wv, m, n, kk);
+        for ol in [Slice(2, n + 6), Rev, Slice(1, n + 2), Slice(0, n + 1), T] {
+            let what = format!("{m}x{n}x{kk} out {ol:?}");
+            let refs = (&want[..], &abs[..]);
+            check_linear(
+                Some(&k),
+                (&x, &w),
+                (m, n, kk),
+                ol,
+                refs,
+                2,
+                f32::NAN,
+                0.0,
+                &opts(),
+                &what,
+            )?;
+            check_linear(
+                Some(&k16),
+                (&x, &w),
+                (m, n, kk),
+                ol,
+                refs,
+                2,
+                bf16::NAN,
+                2f64.powi(-8),
+                &opts(),
+                &what,
+            )?;
+        }
+    }
     Ok(())
 }
 

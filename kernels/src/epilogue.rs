@@ -12,7 +12,7 @@
 
 use crate::num::act;
 use core::marker::PhantomData;
-use ferrocuda_device::half::bf16;
+use ferrocuda_device::half::{bf16, bf16x2, f16, f16x2};
 use ferrocuda_device::Slice;
 
 /// Applied to the sums of columns `col` and `col + 1` of one row before they are stored.
@@ -136,5 +136,59 @@ impl<A: Activation> Epilogue for BiasAct<A> {
     #[inline(always)]
     fn apply(&self, (b0, b1): (f32, f32), v0: f32, v1: f32) -> (f32, f32) {
         (A::f(v0 + b0), A::f(v1 + b1))
+    }
+}
+
+/// What `out` holds: `f32`, or `bf16`/`f16` rounded from the f32 sums (to nearest, ties to
+/// even), and how a pair of adjacent columns is written in one store.
+pub trait OutElem: Copy + ferrocuda_device::Element {
+    /// `v` as stored.
+    fn from_acc(v: f32) -> Self;
+    /// Writes `v0`, `v1` at `p`, `p + 1` in one store.
+    ///
+    /// # Safety
+    ///
+    /// `p` and `p + 1` are elements of `out` that this thread alone accesses, `p` aligned
+    /// to two elements.
+    unsafe fn write_pair(p: *mut Self, v0: f32, v1: f32);
+}
+
+/// Two `f32`, 8-byte aligned (one `st.global.v2.f32`).
+#[repr(C, align(8))]
+struct F32x2([f32; 2]);
+
+impl OutElem for f32 {
+    #[inline(always)]
+    fn from_acc(v: f32) -> f32 {
+        v
+    }
+    #[inline(always)]
+    unsafe fn write_pair(p: *mut f32, v0: f32, v1: f32) {
+        // SAFETY: the caller's contract.
+        unsafe { p.cast::<F32x2>().write(F32x2([v0, v1])) }
+    }
+}
+
+impl OutElem for bf16 {
+    #[inline(always)]
+    fn from_acc(v: f32) -> bf16 {
+        bf16::from_f32(v)
+    }
+    #[inline(always)]
+    unsafe fn write_pair(p: *mut bf16, v0: f32, v1: f32) {
+        // SAFETY: the caller's contract (4 aligned bytes).
+        unsafe { p.cast::<u32>().write(bf16x2::from_f32s(v0, v1).to_bits()) }
+    }
+}
+
+impl OutElem for f16 {
+    #[inline(always)]
+    fn from_acc(v: f32) -> f16 {
+        v as f16
+    }
+    #[inline(always)]
+    unsafe fn write_pair(p: *mut f16, v0: f32, v1: f32) {
+        // SAFETY: the caller's contract (4 aligned bytes).
+        unsafe { p.cast::<u32>().write(f16x2::from_f32s(v0, v1).to_bits()) }
     }
 }

@@ -39,11 +39,16 @@
 //!   in M, N and K need no code in the main loop; the epilogue stores only the elements
 //!   inside `out`.
 //! * **Epilogue**: each consumer thread holds 128 f32 accumulators (rows and column pairs as
-//!   `wgmma::acc_coords` says) and writes them straight to `out`.
+//!   `wgmma::acc_coords` says) and writes them straight to `out`: where its 64 × 256 slice of
+//!   the tile lies inside `out` with contiguous rows and aligned pairs (`Sink::whole`), from
+//!   one base pointer — a rounding and one 4-byte (8 for f32) store per pair, the offsets
+//!   constants — and else pair by pair, each checked against `out`'s extents and strides.
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; 197 696 bytes of dynamic shared
 //! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
 
+#[cfg(ferrocuda_arch = "sm_90a")]
+use crate::epilogue::{Epilogue, OutElem, Plain};
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 use ferrocuda_device::half::{bf16, f16};
@@ -153,7 +158,7 @@ pub unsafe fn linear_bf16_f32_sm90(x: XMap, w: WMap, out: ViewMut<f32, 2>) {
     // SAFETY: launched as a kernel with the block and shared memory it declares, over
     // host-validated arguments whose shapes agree.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
+        gemm(x, w, Sink::new(out, Plain))
     }
 }
 
@@ -168,9 +173,7 @@ pub unsafe fn linear_bf16_sm90(x: XMap, w: WMap, out: ViewMut<bf16, 2>) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| {
-            store_pair_bf16(out, row, col, v0, v1)
-        })
+        gemm(x, w, Sink::new(out, Plain))
     }
 }
 
@@ -185,7 +188,7 @@ pub unsafe fn linear_f16_f32_sm90(x: XMapF16, w: WMapF16, out: ViewMut<f32, 2>) 
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
+        gemm(x, w, Sink::new(out, Plain))
     }
 }
 
@@ -200,9 +203,7 @@ pub unsafe fn linear_f16_sm90(x: XMapF16, w: WMapF16, out: ViewMut<f16, 2>) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| {
-            store_pair_16(out, row, col, v0, v1)
-        })
+        gemm(x, w, Sink::new(out, Plain))
     }
 }
 
@@ -222,101 +223,111 @@ pub unsafe fn linear_tf32_sm90(x: XMapTf32, w: WMapTf32, out: ViewMut<f32, 2>) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `linear_bf16_f32_sm90`.
     unsafe {
-        gemm(x, w, |row, col, v0, v1| store_pair(out, row, col, v0, v1))
+        gemm(x, w, Sink::new(out, Plain))
     }
 }
 
-/// The 16-bit output types: an f32 rounded to nearest (ties to even), and its bits.
+/// Where [`gemm`] puts its sums: `out` and the epilogue applied to each pair before the
+/// store. A tile that lies wholly inside `out`, with unit column stride and every pair of
+/// columns aligned ([`Sink::whole`]), is stored through one base pointer per thread — a
+/// rounding and one 4- or 8-byte store per pair — and any other tile element by element,
+/// checking each against `out`'s extents ([`Sink::store`]).
 #[cfg(ferrocuda_arch = "sm_90a")]
-pub(crate) trait Out16: Copy {
-    /// `v` rounded.
-    fn round(v: f32) -> Self;
-    /// The value's bits.
-    fn bits(self) -> u16;
-}
-
-#[cfg(ferrocuda_arch = "sm_90a")]
-impl Out16 for bf16 {
-    #[inline(always)]
-    fn round(v: f32) -> bf16 {
-        bf16::from_f32(v)
-    }
-    #[inline(always)]
-    fn bits(self) -> u16 {
-        self.to_bits()
-    }
-}
-
-#[cfg(ferrocuda_arch = "sm_90a")]
-impl Out16 for f16 {
-    #[inline(always)]
-    fn round(v: f32) -> f16 {
-        v as f16
-    }
-    #[inline(always)]
-    fn bits(self) -> u16 {
-        self.to_bits()
-    }
-}
-
-/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) that lie inside
-/// it, rounded to bf16: one 4-byte store when the row is contiguous and the pair aligned.
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-pub(crate) fn store_pair_bf16(out: ViewMut<bf16, 2>, row: u32, col: u32, v0: f32, v1: f32) {
-    store_pair_16(out, row, col, v0, v1)
-}
-
-/// [`store_pair_bf16`] for either 16-bit type.
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-pub(crate) fn store_pair_16<T: Out16 + ferrocuda_device::Element>(
+#[derive(Clone, Copy)]
+pub(crate) struct Sink<T, Ep> {
     out: ViewMut<T, 2>,
-    row: u32,
-    col: u32,
-    v0: f32,
-    v1: f32,
-) {
-    let [m, n] = out.shape();
-    let (row, col) = (row as usize, col as usize);
-    if row >= m || col >= n {
-        return;
-    }
-    let (a, b) = (T::round(v0), T::round(v1));
-    let at = out.indexer().offset([row, col]);
-    let p = out.as_mut_ptr().wrapping_offset(at);
-    let unit = out.indexer().strides[1] == 1;
-    if unit && col + 1 < n && (p as usize).is_multiple_of(4) {
-        let pair = a.bits() as u32 | (b.bits() as u32) << 16;
-        // SAFETY: two elements inside `out` (checked), 4-byte aligned; one owner thread.
-        unsafe { p.cast::<u32>().write(pair) };
-        return;
-    }
-    // SAFETY: inside `out` (checked); each element has one owner thread.
-    unsafe { out.write_at(at, a) };
-    if col + 1 < n {
-        let at1 = out.indexer().offset([row, col + 1]);
-        // SAFETY: as above.
-        unsafe { out.write_at(at1, b) };
-    }
+    epi: Ep,
 }
 
-/// Stores two adjacent elements of `out` (row `row`, columns `col`, `col + 1`) inside it.
+/// A tile of `out` that [`Sink::whole`] found inside it: its first element and its row pitch
+/// (elements).
 #[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-pub(crate) fn store_pair(out: ViewMut<f32, 2>, row: u32, col: u32, v0: f32, v1: f32) {
-    let [m, n] = out.shape();
-    let (row, col) = (row as usize, col as usize);
-    if row >= m || col >= n {
-        return;
+#[derive(Clone, Copy)]
+pub(crate) struct Whole<T> {
+    first: *mut T,
+    pitch: isize,
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl<T: OutElem, Ep: Epilogue> Sink<T, Ep> {
+    /// The sums of `out`'s elements, `epi` applied to each pair.
+    #[inline(always)]
+    pub(crate) fn new(out: ViewMut<T, 2>, epi: Ep) -> Self {
+        Sink { out, epi }
     }
-    let at = out.indexer().offset([row, col]);
-    // SAFETY: inside `out` (checked); each element has one owner thread.
-    unsafe { out.write_at(at, v0) };
-    if col + 1 < n {
-        let at1 = out.indexer().offset([row, col + 1]);
-        // SAFETY: as above.
-        unsafe { out.write_at(at1, v1) };
+
+    /// The `rows` × `cols` tile at (`row0`, `col0`) when it lies wholly inside `out`, its
+    /// columns have unit stride, and every even column of it is aligned to a pair (an even row
+    /// stride and an aligned first element): the fast store's base. `None` otherwise.
+    #[inline(always)]
+    pub(crate) fn whole(&self, row0: u32, col0: u32, rows: u32, cols: u32) -> Option<Whole<T>> {
+        let [m, n] = self.out.shape();
+        let [s0, s1] = self.out.indexer().strides;
+        let (row0, col0) = (row0 as usize, col0 as usize);
+        if row0 + rows as usize > m || col0 + cols as usize > n || s1 != 1 || s0 % 2 != 0 {
+            return None;
+        }
+        let at = self.out.indexer().offset([row0, col0]);
+        let first = self.out.as_mut_ptr().wrapping_offset(at);
+        if !(first as usize).is_multiple_of(2 * core::mem::size_of::<T>()) {
+            return None;
+        }
+        Some(Whole { first, pitch: s0 })
+    }
+
+    /// Stores the pair of sums at (`row`, `col`), (`row`, `col + 1`) of the tile `w` (`col`
+    /// even), the epilogue applied (`tile_col`: the column in `out`).
+    ///
+    /// # Safety
+    ///
+    /// `w` is [`whole`](Self::whole)'s tile of this sink, (`row`, `col + 1`) inside it, and
+    /// this thread alone writes those elements.
+    #[inline(always)]
+    pub(crate) unsafe fn put(
+        &self,
+        w: Whole<T>,
+        row: u32,
+        col: u32,
+        tile_col: u32,
+        v0: f32,
+        v1: f32,
+    ) {
+        let n = self.out.shape()[1] as u32;
+        let (a, b) = self.epi.apply(self.epi.col(tile_col, n), v0, v1);
+        let p = w
+            .first
+            .wrapping_offset(row as isize * w.pitch + col as isize);
+        // SAFETY: inside `out` and pair-aligned (`whole`'s checks, the caller's tile); one
+        // writer.
+        unsafe { T::write_pair(p, a, b) }
+    }
+
+    /// Stores the pair of sums at (`row`, `col`), (`row`, `col + 1`) of `out`, the epilogue
+    /// applied: the elements inside `out`, one store when the pair is aligned and the row
+    /// contiguous, else one element at a time (any strides).
+    #[inline(always)]
+    pub(crate) fn store(&self, row: u32, col: u32, v0: f32, v1: f32) {
+        let out = self.out;
+        let [m, n] = out.shape();
+        let (r, c) = (row as usize, col as usize);
+        if r >= m || c >= n {
+            return;
+        }
+        let (a, b) = self.epi.apply(self.epi.col(col, n as u32), v0, v1);
+        let at = out.indexer().offset([r, c]);
+        let p = out.as_mut_ptr().wrapping_offset(at);
+        let s1 = out.indexer().strides[1];
+        if s1 == 1 && c + 1 < n && (p as usize).is_multiple_of(2 * core::mem::size_of::<T>()) {
+            // SAFETY: two elements inside `out` (checked), aligned to a pair; one writer.
+            unsafe { T::write_pair(p, a, b) };
+            return;
+        }
+        // SAFETY: inside `out` (checked); each element has one writer thread.
+        unsafe { out.write_at(at, T::from_acc(a)) };
+        if c + 1 < n {
+            // SAFETY: as above.
+            unsafe { out.write_at(at + s1, T::from_acc(b)) };
+        }
     }
 }
 
@@ -353,8 +364,8 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32, group_m: u32) -> (u32, u32
     (first_m + within % rows, within / rows)
 }
 
-/// The warp-specialised main loop; `store(row, col, v0, v1)` receives each consumer thread's
-/// accumulator pairs with their coordinates in `out`.
+/// The warp-specialised main loop; `sink` receives each consumer thread's accumulator pairs
+/// (a whole 64 × 256 slice of a tile through one base pointer where [`Sink::whole`] allows).
 ///
 /// # Safety
 ///
@@ -362,10 +373,10 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32, group_m: u32) -> (u32, u32
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32>(
+pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32, T: OutElem, Ep: Epilogue>(
     x: TensorMap<E, 128, 128, BK>,
     w: TensorMap<E, 128, WB, BK>,
-    mut store: impl FnMut(u32, u32, f32, f32),
+    sink: Sink<T, Ep>,
 ) {
     const { assert!(BK == E::BK) };
     // Blocks per cluster: each loads WB of the tile's BN rows of `w` and multicasts them.
@@ -545,10 +556,21 @@ pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32>(
             }
             let row0 = tm * BM + cw * 64;
             let col0 = tn * BN;
-            acc.each_pair(|r, v0, v1| {
-                let (row, col) = wgmma::acc_coords(t, r);
-                store(row0 + row, col0 + col, v0, v1);
-            });
+            match sink.whole(row0, col0, 64, BN) {
+                // The consumer's 64 rows of the tile inside `out`, contiguous rows, aligned
+                // pairs: one base pointer, a rounding and one store per pair.
+                Some(tile) => acc.each_pair(|r, v0, v1| {
+                    let (row, col) = wgmma::acc_coords(t, r);
+                    // SAFETY: (row, col + 1) is inside the 64 × 256 tile `whole` checked (the
+                    // accumulator's coordinates); each element has one owner thread.
+                    unsafe { sink.put(tile, row, col, col0 + col, v0, v1) };
+                }),
+                // An edge tile or any other layout: each pair checked against `out`.
+                None => acc.each_pair(|r, v0, v1| {
+                    let (row, col) = wgmma::acc_coords(t, r);
+                    sink.store(row0 + row, col0 + col, v0, v1);
+                }),
+            }
             unit += step;
         }
     }

@@ -27,7 +27,7 @@ use ferrocuda_device::{kernel, Slice, View, ViewMut};
 
 macro_rules! linear_fused {
     ($($family:literal, $act:ident, $what:literal, $outdoc:literal:
-       $port:ident, $sm90:ident, $out:ty, $store:ident;)*) => {$(
+       $port:ident, $sm90:ident, $out:ty;)*) => {$(
         #[doc = concat!("`out = ", $what, "`, ", $outdoc, ", on every GPU from sm_80 (`mma.sync`, a `cp.async` ",
                         "pipeline): `x` (M, K), `w` (N, K), `out` (M, N) views of any strides, ",
                         "`bias` (N,) contiguous. The family launcher runs it where `", stringify!($sm90),
@@ -70,13 +70,8 @@ macro_rules! linear_fused {
             // SAFETY: launched as a kernel with the block and shared memory it declares, over
             // host-validated arguments whose shapes agree.
             unsafe {
-                use crate::epilogue::Epilogue;
                 let epi = crate::epilogue::BiasAct::<crate::epilogue::$act>::new(bias);
-                let n = out.shape()[1] as u32;
-                crate::linear::gemm(x, w, |row, col, v0, v1| {
-                    let (a, b) = epi.apply(epi.col(col, n), v0, v1);
-                    crate::linear::$store(out, row, col, a, b)
-                })
+                crate::linear::gemm(x, w, crate::linear::Sink::new(out, epi))
             }
         }
     )*};
@@ -84,15 +79,15 @@ macro_rules! linear_fused {
 
 linear_fused! {
     "linear_bias", Identity, "x · wᵀ + bias", "f32":
-        linear_bias_bf16_f32, linear_bias_bf16_f32_sm90, f32, store_pair;
+        linear_bias_bf16_f32, linear_bias_bf16_f32_sm90, f32;
     "linear_bias", Identity, "x · wᵀ + bias", "rounded once to bf16":
-        linear_bias_bf16, linear_bias_bf16_sm90, bf16, store_pair_bf16;
+        linear_bias_bf16, linear_bias_bf16_sm90, bf16;
     "linear_bias_relu", Relu, "relu(x · wᵀ + bias)", "bf16":
-        linear_bias_relu_bf16, linear_bias_relu_bf16_sm90, bf16, store_pair_bf16;
+        linear_bias_relu_bf16, linear_bias_relu_bf16_sm90, bf16;
     "linear_bias_gelu", Gelu, "gelu(x · wᵀ + bias)", "exact GELU, bf16":
-        linear_bias_gelu_bf16, linear_bias_gelu_bf16_sm90, bf16, store_pair_bf16;
+        linear_bias_gelu_bf16, linear_bias_gelu_bf16_sm90, bf16;
     "linear_bias_gelu_tanh", GeluTanh, "gelu_tanh(x · wᵀ + bias)", "tanh GELU, bf16":
-        linear_bias_gelu_tanh_bf16, linear_bias_gelu_tanh_bf16_sm90, bf16, store_pair_bf16;
+        linear_bias_gelu_tanh_bf16, linear_bias_gelu_tanh_bf16_sm90, bf16;
     "linear_bias_silu", Silu, "silu(x · wᵀ + bias)", "bf16":
-        linear_bias_silu_bf16, linear_bias_silu_bf16_sm90, bf16, store_pair_bf16;
+        linear_bias_silu_bf16, linear_bias_silu_bf16_sm90, bf16;
 }

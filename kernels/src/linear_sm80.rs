@@ -168,9 +168,9 @@ pub unsafe fn linear_f16(x: View<f16, 2>, w: View<f16, 2>, out: ViewMut<f16, 2>)
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod gpu {
     use super::*;
-    use crate::epilogue::Epilogue;
+    use crate::epilogue::{Epilogue, OutElem};
     use ferrocuda_device::cp_async::{self, Pipeline};
-    use ferrocuda_device::half::{bf16x2, f16, f16x2};
+    use ferrocuda_device::half::f16;
     use ferrocuda_device::mma::{
         self, ldmatrix_x4, Acc16x8F32, FragA16x16, FragB16x8, Fragment, Half16,
     };
@@ -327,59 +327,6 @@ pub(crate) mod gpu {
             core::arch::asm!("st.shared.b32 [{a}], {v};", a = in(reg32) addr, v = in(reg32) v,
                              options(nostack))
         };
-    }
-
-    /// What `out` holds: `f32`, or `bf16` rounded from the f32 sums.
-    pub(crate) trait OutElem: Copy {
-        /// `v` as stored.
-        fn from_acc(v: f32) -> Self;
-        /// Writes `v0`, `v1` at `p`, `p + 1` in one store.
-        ///
-        /// # Safety
-        ///
-        /// `p` and `p + 1` are elements of `out` that this thread alone accesses, `p` aligned
-        /// to two elements.
-        unsafe fn write_pair(p: *mut Self, v0: f32, v1: f32);
-    }
-
-    /// Two `f32`, 8-byte aligned (one `st.global.v2.f32`).
-    #[repr(C, align(8))]
-    struct F32x2([f32; 2]);
-
-    impl OutElem for f32 {
-        #[inline(always)]
-        fn from_acc(v: f32) -> f32 {
-            v
-        }
-        #[inline(always)]
-        unsafe fn write_pair(p: *mut f32, v0: f32, v1: f32) {
-            // SAFETY: the caller's contract.
-            unsafe { p.cast::<F32x2>().write(F32x2([v0, v1])) }
-        }
-    }
-
-    impl OutElem for bf16 {
-        #[inline(always)]
-        fn from_acc(v: f32) -> bf16 {
-            bf16::from_f32(v)
-        }
-        #[inline(always)]
-        unsafe fn write_pair(p: *mut bf16, v0: f32, v1: f32) {
-            // SAFETY: the caller's contract (4 aligned bytes).
-            unsafe { p.cast::<u32>().write(bf16x2::from_f32s(v0, v1).to_bits()) }
-        }
-    }
-
-    impl OutElem for f16 {
-        #[inline(always)]
-        fn from_acc(v: f32) -> f16 {
-            v as f16
-        }
-        #[inline(always)]
-        unsafe fn write_pair(p: *mut f16, v0: f32, v1: f32) {
-            // SAFETY: the caller's contract (4 aligned bytes).
-            unsafe { p.cast::<u32>().write(f16x2::from_f32s(v0, v1).to_bits()) }
-        }
     }
 
     /// The input types: 16-bit floats the tensor cores multiply (`mma.sync m16n8k16`).

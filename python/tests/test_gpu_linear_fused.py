@@ -82,6 +82,41 @@ def test_family_on_torch(torch: Any, gen: Any, act: str) -> None:
             check(torch, out, x, w, b, act, f"{family(act)} {m}x{n}x{k} -> {odtype}")
 
 
+@pytest.mark.parametrize("act", ["none", "gelu"])
+def test_family_out_layouts(torch: Any, gen: Any, act: str) -> None:
+    """Both store paths of the sm_90a kernels: a consumer's 64 × 256 slice of a tile that lies
+    inside ``out`` with contiguous rows and aligned pairs goes through one base pointer (the
+    row pitch taken from the stride), any other slice pair by pair. ``out`` as a column slice
+    of a wider buffer at an even offset (pitch ≠ N: the fast path), at an odd offset (pairs
+    misaligned), with an odd pitch, and transposed (neither); shapes of whole tiles only and
+    of whole and partial ones; the buffer's elements outside the view stay untouched."""
+    fam = getattr(K, family(act))
+    odtypes = [torch.float32, torch.bfloat16] if act == "none" else [torch.bfloat16]
+    for m, n, k in [(256, 512, 64), (384, 520, 136)]:
+        x, w, b = operands(torch, gen, m, n, k)
+        for odtype in odtypes:
+            for label, off, pitch in [
+                ("pitch N + 6, offset 2", 2, n + 6),
+                ("offset 1", 1, n + 2),
+                ("odd pitch", 0, n + 1),
+                ("transposed", None, None),
+            ]:
+                if off is None:
+                    buf = torch.full((n, m), float("nan"), dtype=odtype, device="cuda")
+                    out = buf.t()
+                else:
+                    buf = torch.full((m, pitch), float("nan"), dtype=odtype, device="cuda")
+                    out = buf[:, off : off + n]
+                fam(x, w, b, out)
+                torch.cuda.synchronize()
+                what = f"{family(act)} {m}x{n}x{k} -> {odtype}, out {label}"
+                check(torch, out, x, w, b, act, what)
+                if off is not None:
+                    outside = torch.ones_like(buf, dtype=torch.bool)
+                    outside[:, off : off + n] = False
+                    assert bool(buf[outside].isnan().all()), f"{what}: wrote outside the view"
+
+
 @pytest.mark.parametrize("act", ACTS)
 def test_portable_kernels(torch: Any, gen: Any, portable: Any, act: str) -> None:
     """The portable kernels by name, on every layout they take: C order, transposed x, w and
