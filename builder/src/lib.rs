@@ -86,16 +86,17 @@
 //!    through their calls, block barriers under thread-dependent branches, shared memory over
 //!    the device's limits, and waits nothing in their kernel can complete (an mbarrier wait
 //!    with no arrive, a `cp.async` group wait with no commit) fail the build — each finding
-//!    with the kernel crate's file and line it comes from: a failing build compiles the crate
-//!    once more with line tables (`.loc` directives, inlined call sites included), into
-//!    `<target>/ferrocuda-lines` and never shipped, to find them;
+//!    with the kernel crate's file and line it comes from: a build with findings about a
+//!    kernel or an instruction (errors, or the warnings below) compiles the crate once more
+//!    with line tables (`.loc` directives, inlined call sites included), into
+//!    `<target>/ferrocuda-lines` and never shipped, to find them (a clean build pays nothing);
 //!    then **ptxas**, when one is found
 //!    (`$FERROCUDA_PTXAS`, `$CUDA_HOME`, `$CUDA_PATH`, `PATH`, `/usr/local/cuda`, a Python's
 //!    nvcc wheel, [`PtxBuilder::cuda_fallback`], the builder's own copy of the wheel — which
 //!    it downloads when cubins are wanted and no ptxas is found, see [`cuda`]), assembles the PTX for the crate's arch: its
 //!    per-kernel report (registers, stack frame, spills, shared memory) is
 //!    [`BuildOutput::resources`], and stack frames, spills and local memory are warnings
-//!    (`cargo:warning=` from [`PtxBuilder::build_script`]).
+//!    (`cargo:warning=` from [`PtxBuilder::build_script`]), located in the Rust source too.
 //! 9. **Cubins**: the same ptxas assembles the PTX for each of [`PtxBuilder::cubin_archs`]
 //!    (`sm_80` and `sm_90` by default, `$FERROCUDA_CUBIN_ARCHS` to choose others at build
 //!    time; one run per arch, in parallel, the crate arch's run

@@ -1,6 +1,6 @@
 //! Rust source locations of check findings.
 //!
-//! A build whose PTX breaks a rule builds the crate once more with line tables (rustc's
+//! A build whose PTX breaks a rule (or draws a warning about a kernel) builds the crate once more with line tables (rustc's
 //! `debug = "line-tables-only"`, written by `llc` as `.loc` directives only, with the call
 //! sites of inlined functions) into a module that is only read, never shipped: the shipped
 //! PTX and cubins stay exactly as without. Both modules are the same code — the located one

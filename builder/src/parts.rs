@@ -236,17 +236,24 @@ impl PtxBuilder {
             })
             .map_err(|e| in_crate(e.kind, e.message))?;
         control.check()?;
-        if !checked.errors.is_empty() {
-            let mut errors = checked.errors;
-            // The Rust lines of the findings, from a second build with line tables (only
-            // read: what ships is never built with them).
+        let (mut errors, mut warnings) = (checked.errors, checked.warnings);
+        // The Rust lines of the findings about a function or an instruction (errors, and
+        // warnings such as local memory, spills or a barrier under loaded data), from a second
+        // build with line tables — only read: what ships is never built with them. A clean
+        // build (the usual case) pays nothing.
+        let locatable = |f: &check::Finding| f.function.is_some() || f.line.is_some();
+        if errors.iter().chain(&warnings).any(locatable) {
             let located = control.stage("checks: finding the Rust lines", || {
                 Ok(self.located_ptx(job, arch, part, &find_libdevice))
             })?;
             if let Some(located) = located {
-                Located::new(&ptx, &located, job.crate_dir).locate(&mut errors);
+                let at = Located::new(&ptx, &located, job.crate_dir);
+                at.locate(&mut errors);
+                at.locate(&mut warnings);
             }
             control.check()?;
+        }
+        if !errors.is_empty() {
             return Err(in_crate(BuildErrorKind::Check, verify::failure(&errors)));
         }
         let prefix = match part {
@@ -274,7 +281,7 @@ impl PtxBuilder {
             cubins,
             resources: checked.resources,
             ptxas: checked.ptxas,
-            warnings: checked.warnings,
+            warnings,
             note: checked.note,
             libdevice: generated.libdevice,
         })

@@ -546,6 +546,17 @@ fn dynamic_tiles_pass_the_barrier_check_and_racy_reads_do_not() {
     );
     assert!(!out.warnings.is_empty(), "{reported:#?}");
     assert!(reported[0].contains("loaded value"), "{reported:#?}");
+    // Warnings are located in the Rust source too: the barrier's `sync_threads()` line (53).
+    assert!(
+        out.warnings
+            .iter()
+            .all(|w| w.source.as_deref() == Some("src/lib.rs:53")),
+        "{reported:#?}"
+    );
+    assert!(
+        reported[0].starts_with("tiles_global: barrier: src/lib.rs:53: "),
+        "{reported:#?}"
+    );
 
     let e = build(&tmp.0.join("k"), RACY_TILES, |b| b.ptxas_report(false))
         .unwrap_err()

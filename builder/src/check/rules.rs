@@ -90,8 +90,8 @@ pub struct Finding {
     /// The PTX line (1-based) of the instruction concerned, where there is one.
     pub line: Option<usize>,
     /// Where in the Rust sources (`src/lib.rs:17`), when a build located it (see
-    /// [`PtxBuilder`](crate::PtxBuilder): a build that fails its checks finds the line in
-    /// the kernel crate that the instruction — or else the kernel — comes from).
+    /// [`PtxBuilder`](crate::PtxBuilder): a build with errors or warnings about a kernel finds
+    /// the line in the kernel crate that the instruction — or else the kernel — comes from).
     pub source: Option<String>,
 }
 
