@@ -629,19 +629,27 @@ fn linear() -> TestResult {
         }
     }
     // The two store paths: a consumer's 64 × 256 slice of a tile inside `out` with unit
-    // column stride and aligned pairs is stored through one base pointer (the row pitch from
-    // the stride), any other slice pair by pair, each checked. Both output types (8-byte and
-    // 4-byte pairs) over layouts that take each path — pitch ≠ N at an even offset and
-    // reversed rows (a negative pitch) the fast one; an odd offset (pairs misaligned), an odd
-    // pitch and a transposed `out` the checked one — on whole tiles only (256 × 512) and on
-    // whole and partial ones (384 × 520); every element, and one past the view, checked.
+    // column stride and rows aligned to 8 bytes is stored through one base pointer (the row
+    // pitch from the stride; 16-bit pairs traded between lanes for 8-byte stores), any other
+    // slice pair by pair, each checked. Both output types over layouts that take each path —
+    // pitch ≠ N at an offset of 8 bytes and reversed rows (a negative pitch) the fast one; an
+    // offset of 2 elements (8 bytes for f32: fast; 4 for bf16: checked), an odd offset, an
+    // odd pitch and a transposed `out` the checked one — on whole tiles only (256 × 512) and
+    // on whole and partial ones (384 × 520); every element, and one past the view, checked.
     use Layout::{Rev, Slice, T};
     let k16 = module.kernel("linear_bf16_sm90").map_err(err)?;
     for (m, n, kk) in [(256usize, 512usize, 64usize), (384, 520, 136)] {
         let (_bx, x, xv) = operand(&mut r, m, kk, Layout::C)?;
         let (_bw, w, wv) = operand(&mut r, n, kk, Layout::C)?;
         let (want, abs) = linear_reference(&xv, &wv, m, n, kk);
-        for ol in [Slice(2, n + 6), Rev, Slice(1, n + 2), Slice(0, n + 1), T] {
+        for ol in [
+            Slice(4, n + 8),
+            Slice(2, n + 6),
+            Rev,
+            Slice(1, n + 2),
+            Slice(0, n + 1),
+            T,
+        ] {
             let what = format!("{m}x{n}x{kk} out {ol:?}");
             let refs = (&want[..], &abs[..]);
             check_linear(

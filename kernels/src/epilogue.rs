@@ -24,6 +24,12 @@ pub trait Epilogue: Copy {
     fn col(&self, col: u32, n: u32) -> Self::Col;
     /// The values to store for the sums `v0` (column `col`) and `v1` (`col + 1`).
     fn apply(&self, c: Self::Col, v0: f32, v1: f32) -> (f32, f32);
+    /// Whether the epilogue leaves the sums as they are ([`Plain`]): then a store may hold
+    /// more values live at once (the sm_90a `linear`'s 16-bit stores trade pairs between
+    /// lanes); with loads and arithmetic of its own the registers would not suffice. (Read
+    /// by the sm_90a part only.)
+    #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
+    const PLAIN: bool = false;
 }
 
 /// The sums as they are: `out = x · wᵀ`.
@@ -32,6 +38,7 @@ pub struct Plain;
 
 impl Epilogue for Plain {
     type Col = ();
+    const PLAIN: bool = true;
     #[inline(always)]
     fn col(&self, _: u32, _: u32) {}
     #[inline(always)]

@@ -40,9 +40,10 @@
 //!   inside `out`.
 //! * **Epilogue**: each consumer thread holds 128 f32 accumulators (rows and column pairs as
 //!   `wgmma::acc_coords` says) and writes them straight to `out`: where its 64 × 256 slice of
-//!   the tile lies inside `out` with contiguous rows and aligned pairs (`Sink::whole`), from
-//!   one base pointer — a rounding and one 4-byte (8 for f32) store per pair, the offsets
-//!   constants — and else pair by pair, each checked against `out`'s extents and strides.
+//!   the tile lies inside `out` with contiguous rows aligned to 8 bytes (`Sink::whole`), from
+//!   one base pointer, 8 bytes per store at constant offsets (`SliceStore`: an f32 pair; two
+//!   16-bit pairs, one traded with the neighbouring lane), so that the 4 lanes of a row fill a
+//!   32-byte sector — and else pair by pair, each checked against `out`'s extents and strides.
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; 197 696 bytes of dynamic shared
 //! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
@@ -228,10 +229,11 @@ pub unsafe fn linear_tf32_sm90(x: XMapTf32, w: WMapTf32, out: ViewMut<f32, 2>) {
 }
 
 /// Where [`gemm`] puts its sums: `out` and the epilogue applied to each pair before the
-/// store. A tile that lies wholly inside `out`, with unit column stride and every pair of
-/// columns aligned ([`Sink::whole`]), is stored through one base pointer per thread — a
-/// rounding and one 4- or 8-byte store per pair — and any other tile element by element,
-/// checking each against `out`'s extents ([`Sink::store`]).
+/// store. A consumer's slice of a tile that lies wholly inside `out`, with unit column stride
+/// and rows aligned to 8 bytes ([`Sink::whole`]), is stored through one base pointer per
+/// thread ([`SliceStore`]: 8 bytes per store, a warp's stores to a row filling whole 32-byte
+/// sectors), and any other slice pair by pair, checking each against `out`'s extents
+/// ([`Sink::store`]).
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
 pub(crate) struct Sink<T, Ep> {
@@ -248,8 +250,119 @@ pub(crate) struct Whole<T> {
     pitch: isize,
 }
 
+/// How a consumer's whole 64 × 256 slice of a tile is stored, per output type: one base
+/// pointer, stores at constant offsets — each pair on its own ([`store_pairs`]: 8 bytes for
+/// f32, so the 4 lanes sharing a row of the accumulator layout fill a 32-byte sector), or for
+/// 16-bit types under the [`Plain`] epilogue two pairs per 8-byte store, traded between lanes.
 #[cfg(ferrocuda_arch = "sm_90a")]
-impl<T: OutElem, Ep: Epilogue> Sink<T, Ep> {
+pub(crate) trait SliceStore: OutElem {
+    /// Stores thread `t`'s 128 sums of the slice `w`; `sums(col, v0, v1)` gives the values of
+    /// the pair at slice column `col` (the epilogue `Ep`'s).
+    ///
+    /// # Safety
+    ///
+    /// As [`Sink::put_slice`]: `w` inside `out` with 8-byte aligned rows, called by the whole
+    /// consumer warpgroup, no other writer.
+    #[inline(always)]
+    unsafe fn store_slice<Ep: Epilogue>(
+        w: Whole<Self>,
+        acc: &[f32; 128],
+        t: u32,
+        sums: impl Fn(u32, f32, f32) -> (f32, f32),
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { store_pairs(w, acc, t, sums) }
+    }
+}
+
+/// [`SliceStore`]'s store of each pair on its own (`T::write_pair`: 8 bytes for f32, 4 for the
+/// 16-bit types).
+///
+/// # Safety
+///
+/// As [`SliceStore::store_slice`].
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+unsafe fn store_pairs<T: OutElem>(
+    w: Whole<T>,
+    acc: &[f32; 128],
+    t: u32,
+    sums: impl Fn(u32, f32, f32) -> (f32, f32),
+) {
+    use ferrocuda_device::wgmma::{self, Accumulator};
+    acc.each_pair(|r, v0, v1| {
+        let (row, col) = wgmma::acc_coords(t, r);
+        let (a, b) = sums(col, v0, v1);
+        let p = w
+            .first
+            .wrapping_offset(row as isize * w.pitch + col as isize);
+        // SAFETY: (row, col + 1) inside the slice (the accumulator's coordinates), aligned to
+        // a pair (`whole`: 8-byte aligned rows; even columns); one writer per element.
+        unsafe { T::write_pair(p, a, b) };
+    });
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl SliceStore for f32 {}
+
+/// The 16-bit types under the [`Plain`] epilogue: a pair is 4 bytes, so two lanes of a row
+/// trade one pair each — the lane with an even `t % 4` gets its odd neighbour's pair of the
+/// same 8-column block and stores 4 columns of it; the odd lane gets the even one's pair of
+/// the next block — and each stores 8 bytes (`shfl.sync.bfly`, one per two pairs). With a
+/// bias and an activation (more values live per store) ptxas spilled: those take
+/// [`store_pairs`].
+#[cfg(ferrocuda_arch = "sm_90a")]
+macro_rules! slice_store_16 {
+    ($($t:ty, $x2:ty;)*) => {$(
+        impl SliceStore for $t {
+            #[inline(always)]
+            unsafe fn store_slice<Ep: Epilogue>(
+                w: Whole<$t>,
+                acc: &[f32; 128],
+                t: u32,
+                sums: impl Fn(u32, f32, f32) -> (f32, f32),
+            ) {
+                use ferrocuda_device::{warp, wgmma};
+                if !Ep::PLAIN {
+                    // SAFETY: the caller's contract.
+                    return unsafe { store_pairs(w, acc, t, sums) };
+                }
+                let odd = t % 2 == 1;
+                let pack = |col: u32, v0: f32, v1: f32| {
+                    let (a, b) = sums(col, v0, v1);
+                    <$x2>::from_f32s(a, b).to_bits()
+                };
+                // Pair-block P: the 8-column blocks 2 (P / 2) and 2 (P / 2) + 1, row half
+                // P % 2 (accumulator registers `RA`, `RA + 1` and `RA + 4`, `RA + 5`).
+                ferrocuda_device::unroll!(P in 0..32 {
+                    let ra: u32 = 8 * (P / 2) + 2 * (P % 2);
+                    let (row, ca) = wgmma::acc_coords(t, ra);
+                    let (_, cb) = wgmma::acc_coords(t, ra + 4);
+                    let pa = pack(ca, acc[ra as usize], acc[ra as usize + 1]);
+                    let pb = pack(cb, acc[ra as usize + 4], acc[ra as usize + 5]);
+                    // Every lane of the warp, convergently (the whole warpgroup runs this).
+                    let got = warp::shfl_xor_sync(u32::MAX, if odd { pa } else { pb }, 1);
+                    let (lo, hi, col) = if odd { (got, pb, cb - 2) } else { (pa, got, ca) };
+                    let p = w.first.wrapping_offset(row as isize * w.pitch + col as isize);
+                    // SAFETY: columns col .. col + 4 of the row lie in the slice (an even lane's
+                    // block 2i and its neighbour's columns, an odd lane's block 2i + 1 and its
+                    // neighbour's), 8-byte aligned (aligned rows; col a multiple of 4); each
+                    // element written by one lane.
+                    unsafe { p.cast::<u64>().write(lo as u64 | (hi as u64) << 32) };
+                });
+            }
+        }
+    )*};
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+slice_store_16! {
+    bf16, ferrocuda_device::half::bf16x2;
+    f16, ferrocuda_device::half::f16x2;
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     /// The sums of `out`'s elements, `epi` applied to each pair.
     #[inline(always)]
     pub(crate) fn new(out: ViewMut<T, 2>, epi: Ep) -> Self {
@@ -257,49 +370,40 @@ impl<T: OutElem, Ep: Epilogue> Sink<T, Ep> {
     }
 
     /// The `rows` × `cols` tile at (`row0`, `col0`) when it lies wholly inside `out`, its
-    /// columns have unit stride, and every even column of it is aligned to a pair (an even row
-    /// stride and an aligned first element): the fast store's base. `None` otherwise.
+    /// columns have unit stride, and its first element and row pitch are multiples of 8
+    /// bytes: the whole-slice store's base. `None` otherwise.
     #[inline(always)]
     pub(crate) fn whole(&self, row0: u32, col0: u32, rows: u32, cols: u32) -> Option<Whole<T>> {
         let [m, n] = self.out.shape();
         let [s0, s1] = self.out.indexer().strides;
         let (row0, col0) = (row0 as usize, col0 as usize);
-        if row0 + rows as usize > m || col0 + cols as usize > n || s1 != 1 || s0 % 2 != 0 {
+        let size = core::mem::size_of::<T>() as isize;
+        if row0 + rows as usize > m || col0 + cols as usize > n || s1 != 1 || (s0 * size) % 8 != 0 {
             return None;
         }
         let at = self.out.indexer().offset([row0, col0]);
         let first = self.out.as_mut_ptr().wrapping_offset(at);
-        if !(first as usize).is_multiple_of(2 * core::mem::size_of::<T>()) {
+        if !(first as usize).is_multiple_of(8) {
             return None;
         }
         Some(Whole { first, pitch: s0 })
     }
 
-    /// Stores the pair of sums at (`row`, `col`), (`row`, `col + 1`) of the tile `w` (`col`
-    /// even), the epilogue applied (`tile_col`: the column in `out`).
+    /// Stores consumer thread `t`'s 128 sums of the 64 × 256 slice `w` (whose first column
+    /// is column `col0` of `out`), the epilogue applied.
     ///
     /// # Safety
     ///
-    /// `w` is [`whole`](Self::whole)'s tile of this sink, (`row`, `col + 1`) inside it, and
-    /// this thread alone writes those elements.
+    /// `w` is [`whole`](Self::whole)'s 64 × 256 slice of this sink; every thread of the
+    /// consumer warpgroup calls this with its own accumulators (the 16-bit stores exchange
+    /// values between lanes); no other thread writes the slice.
     #[inline(always)]
-    pub(crate) unsafe fn put(
-        &self,
-        w: Whole<T>,
-        row: u32,
-        col: u32,
-        tile_col: u32,
-        v0: f32,
-        v1: f32,
-    ) {
+    pub(crate) unsafe fn put_slice(&self, w: Whole<T>, acc: &[f32; 128], t: u32, col0: u32) {
         let n = self.out.shape()[1] as u32;
-        let (a, b) = self.epi.apply(self.epi.col(tile_col, n), v0, v1);
-        let p = w
-            .first
-            .wrapping_offset(row as isize * w.pitch + col as isize);
-        // SAFETY: inside `out` and pair-aligned (`whole`'s checks, the caller's tile); one
-        // writer.
-        unsafe { T::write_pair(p, a, b) }
+        let epi = self.epi;
+        let sums = |col: u32, v0: f32, v1: f32| epi.apply(epi.col(col0 + col, n), v0, v1);
+        // SAFETY: the caller's contract.
+        unsafe { T::store_slice::<Ep>(w, acc, t, sums) }
     }
 
     /// Stores the pair of sums at (`row`, `col`), (`row`, `col + 1`) of `out`, the epilogue
@@ -373,7 +477,7 @@ fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32, group_m: u32) -> (u32, u32
 /// memory; `x` and `w` are the maps of (M, K) and (N, K) bf16 arrays.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32, T: OutElem, Ep: Epilogue>(
+pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32, T: SliceStore, Ep: Epilogue>(
     x: TensorMap<E, 128, 128, BK>,
     w: TensorMap<E, 128, WB, BK>,
     sink: Sink<T, Ep>,
@@ -557,14 +661,11 @@ pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32, T: OutElem, Ep
             let row0 = tm * BM + cw * 64;
             let col0 = tn * BN;
             match sink.whole(row0, col0, 64, BN) {
-                // The consumer's 64 rows of the tile inside `out`, contiguous rows, aligned
-                // pairs: one base pointer, a rounding and one store per pair.
-                Some(tile) => acc.each_pair(|r, v0, v1| {
-                    let (row, col) = wgmma::acc_coords(t, r);
-                    // SAFETY: (row, col + 1) is inside the 64 × 256 tile `whole` checked (the
-                    // accumulator's coordinates); each element has one owner thread.
-                    unsafe { sink.put(tile, row, col, col0 + col, v0, v1) };
-                }),
+                // The consumer's 64 rows of the tile inside `out`, contiguous aligned rows:
+                // one base pointer, 8 bytes per store. The whole warpgroup takes this branch
+                // (`row0`, `col0` are its own).
+                // SAFETY: the slice `whole` checked; every consumer thread; one writer each.
+                Some(tile) => unsafe { sink.put_slice(tile, &acc, t, col0) },
                 // An edge tile or any other layout: each pair checked against `out`.
                 None => acc.each_pair(|r, v0, v1| {
                     let (row, col) = wgmma::acc_coords(t, r);

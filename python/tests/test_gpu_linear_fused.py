@@ -85,17 +85,19 @@ def test_family_on_torch(torch: Any, gen: Any, act: str) -> None:
 @pytest.mark.parametrize("act", ["none", "gelu"])
 def test_family_out_layouts(torch: Any, gen: Any, act: str) -> None:
     """Both store paths of the sm_90a kernels: a consumer's 64 × 256 slice of a tile that lies
-    inside ``out`` with contiguous rows and aligned pairs goes through one base pointer (the
+    inside ``out`` with contiguous rows aligned to 8 bytes goes through one base pointer (the
     row pitch taken from the stride), any other slice pair by pair. ``out`` as a column slice
-    of a wider buffer at an even offset (pitch ≠ N: the fast path), at an odd offset (pairs
-    misaligned), with an odd pitch, and transposed (neither); shapes of whole tiles only and
-    of whole and partial ones; the buffer's elements outside the view stay untouched."""
+    of a wider buffer at an offset of 4 elements (pitch ≠ N: the fast path), of 2 (8 bytes for
+    f32, 4 for bf16: the checked path), at an odd offset, with an odd pitch, and transposed;
+    shapes of whole tiles only and of whole and partial ones; the buffer's elements outside the
+    view stay untouched."""
     fam = getattr(K, family(act))
     odtypes = [torch.float32, torch.bfloat16] if act == "none" else [torch.bfloat16]
     for m, n, k in [(256, 512, 64), (384, 520, 136)]:
         x, w, b = operands(torch, gen, m, n, k)
         for odtype in odtypes:
             for label, off, pitch in [
+                ("pitch N + 8, offset 4", 4, n + 8),
                 ("pitch N + 6, offset 2", 2, n + 6),
                 ("offset 1", 1, n + 2),
                 ("odd pitch", 0, n + 1),

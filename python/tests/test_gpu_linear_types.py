@@ -73,6 +73,39 @@ def f16_operands(torch: Any, gen: Any, m: int, n: int, k: int) -> Any:
     return r(m, k), r(n, k)
 
 
+@pytest.mark.parametrize("itype", ["bfloat16", "float16"])
+def test_sm90_out_layouts(torch: Any, gen: Any, itype: str) -> None:
+    """The sm_90a kernels' two store paths for every output type: a consumer's 64 × 256 slice
+    inside ``out`` with contiguous rows aligned to 8 bytes is stored from one base pointer (for
+    16-bit outputs two pairs per 8-byte store, traded between neighbouring lanes), any other
+    slice pair by pair. ``out`` a column slice of a wider buffer at an offset of 4 elements
+    (pitch ≠ N: the one-pointer store for every type), of 2 (8 bytes for f32: one pointer; 4
+    for 16-bit: pair by pair), of 1, with an odd pitch, and transposed; whole tiles only
+    (256 × 512) and whole and partial ones (384 × 520); the buffer outside the view untouched."""
+    if not hopper(torch):
+        pytest.skip("the sm_90a kernels run on compute capability 9.0")
+    dt = getattr(torch, itype)
+    for m, n, k in [(256, 512, 64), (384, 520, 136)]:
+        x = (torch.rand(m, k, generator=gen, device="cuda") * 4 - 2).to(dt)
+        w = (torch.rand(n, k, generator=gen, device="cuda") * 4 - 2).to(dt)
+        for odtype in (torch.float32, dt):
+            for off, pitch in [(4, n + 8), (2, n + 6), (1, n + 2), (0, n + 1), (None, None)]:
+                if off is None:
+                    buf = torch.full((n, m), float("nan"), dtype=odtype, device="cuda")
+                    out = buf.t()
+                else:
+                    buf = torch.full((m, pitch), float("nan"), dtype=odtype, device="cuda")
+                    out = buf[:, off : off + n]
+                K.linear(x, w, out)
+                torch.cuda.synchronize()
+                what = f"linear {itype} {m}x{n}x{k} -> {odtype}, out at {off} pitch {pitch}"
+                check(torch, out, x, w, 0.0, what)
+                if off is not None:
+                    outside = torch.ones_like(buf, dtype=torch.bool)
+                    outside[:, off : off + n] = False
+                    assert bool(buf[outside].isnan().all()), f"{what}: wrote outside the view"
+
+
 @pytest.mark.parametrize("odtype", ["float32", "float16"])
 def test_f16_family_and_members(torch: Any, gen: Any, portable: Any, odtype: str) -> None:
     od = getattr(torch, odtype)
