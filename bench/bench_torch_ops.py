@@ -31,7 +31,10 @@
    ``torch.compile(mode="reduce-overhead", fullgraph=True)`` (CUDA graphs), time per step:
    ferrocuda's functional forms, ferrocuda's out-forms (outputs from ``torch.empty_like``: no
    zero fill), and the same model in torch ops (goal: ferrocuda ≤ 1.1× its time per step);
-   eager too, for scale.
+   eager too, for scale. The models of each set are timed interleaved (every round times each
+   in turn, the order reversed every other round), and the ratio to torch's model is also
+   given paired within rounds: a CUDA-graph replay's step is host-bound, and a process's
+   speed drifts.
 
 Usage (GPU machine, torch installed, ferrocuda built):
     python bench/bench_torch_ops.py [--rounds 15] [--calls 2000] [--shape 64x1024] [--json out.json]
@@ -187,26 +190,38 @@ def models(torch: Any, ft: Any) -> dict[str, Any]:
     }
 
 
-def step_time(torch: Any, fn: Any, x: Any, steps: int, rounds: int) -> float:
-    """Median over rounds of seconds per step (a burst of `steps` steps, then a sync)."""
-    for _ in range(10):
-        fn(x)
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(steps):
+def step_times(
+    torch: Any, fns: dict[str, Any], x: Any, steps: int, rounds: int
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Seconds per step of each of `fns`, measured interleaved: each round times a burst of
+    `steps` steps (then a sync) of every function in turn, the order reversed every other
+    round, so that a process's or a machine's drift (the host-bound step of a CUDA-graph replay
+    moves with both) reaches every function alike. Returns each function's median over rounds
+    and its per-round samples (for ratios within a round)."""
+    for fn in fns.values():
+        for _ in range(10):
             fn(x)
-        torch.cuda.synchronize()
-        samples.append((time.perf_counter() - t0) / steps)
-    return statistics.median(samples)
+    torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            fn = fns[name]
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                fn(x)
+            torch.cuda.synchronize()
+            samples[name].append((time.perf_counter() - t0) / steps)
+    return {name: statistics.median(v) for name, v in samples.items()}, samples
 
 
 def model_bench(
     torch: Any, ft: Any, shape: tuple[int, int], rounds: int, steps: int
-) -> dict[str, float]:
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Time per step of the three models, eager and under `torch.compile(mode=
+    "reduce-overhead")` (each set interleaved, `step_times`), and for each ferrocuda model
+    under CUDA graphs the median over rounds of its step over torch's in the same round."""
     x = torch.randn(shape, device="cuda")
-    res: dict[str, float] = {}
     ms = models(torch, ft)
     # The three models agree (ferrocuda's to its own bounds: compared loosely here, the tests
     # compare each operator exactly).
@@ -216,13 +231,20 @@ def model_bench(
         torch.cuda.synchronize()
         err = (got - want).abs().max().item()
         assert err < 1e-3, f"{name} differs from the torch model by {err}"
-    for name, m in ms.items():
-        res[f"eager {name}"] = step_time(torch, m, x, steps, rounds)
-    for name, m in ms.items():
-        torch._dynamo.reset()
-        c = torch.compile(m, mode="reduce-overhead", fullgraph=True)
-        res[f"reduce-overhead {name}"] = step_time(torch, c, x, steps, rounds)
-    return res
+    eager, _ = step_times(torch, ms, x, steps, rounds)
+    res = {f"eager {name}": v for name, v in eager.items()}
+    torch._dynamo.reset()
+    compiled = {
+        name: torch.compile(m, mode="reduce-overhead", fullgraph=True) for name, m in ms.items()
+    }
+    graphs, samples = step_times(torch, compiled, x, steps, rounds)
+    res.update({f"reduce-overhead {name}": v for name, v in graphs.items()})
+    peer = samples["torch ops"]
+    paired = {
+        name: statistics.median(a / b for a, b in zip(samples[name], peer, strict=True))
+        for name in ("ferrocuda functional", "ferrocuda out-forms")
+    }
+    return res, paired
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,17 +281,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  ft.add_out / torch.add(out=) = {op / peer:.2f}x (goal <= 1.5x)")
     rows, cols = (int(v) for v in args.shape.split("x"))
-    model = model_bench(torch, ft, (rows, cols), args.rounds, args.steps)
+    model, paired = model_bench(torch, ft, (rows, cols), args.rounds, args.steps)
     print(f"\n2. a model of 10 operators on ({rows}, {cols}) float32: time per step")
+    print("   (median of rounds; the three models of each set interleaved within every round)")
     for k, v in model.items():
         print(f"  {k:45s} {v * 1e6:8.2f} us")
     for variant in ("ferrocuda functional", "ferrocuda out-forms"):
         r = model[f"reduce-overhead {variant}"] / model["reduce-overhead torch ops"]
-        print(f"  reduce-overhead: {variant} / torch ops = {r:.2f}x (goal <= 1.1x)")
+        print(
+            f"  reduce-overhead: {variant} / torch ops = {r:.2f}x (goal <= 1.1x); "
+            f"paired within rounds {paired[variant]:.2f}x"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                {"eager_add_s": eager, "model_step_s": model, "shape": [rows, cols]}, f, indent=1
+                {
+                    "eager_add_s": eager,
+                    "model_step_s": model,
+                    "reduce_overhead_paired": paired,
+                    "shape": [rows, cols],
+                },
+                f,
+                indent=1,
             )
     return 0
 
