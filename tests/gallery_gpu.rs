@@ -652,27 +652,13 @@ fn linear() -> TestResult {
         ] {
             let what = format!("{m}x{n}x{kk} out {ol:?}");
             let refs = (&want[..], &abs[..]);
-            check_linear(
-                Some(&k),
+            check_linear_f32_bf16(
+                (&k, &k16),
                 (&x, &w),
                 (m, n, kk),
                 ol,
                 refs,
                 2,
-                f32::NAN,
-                0.0,
-                &opts(),
-                &what,
-            )?;
-            check_linear(
-                Some(&k16),
-                (&x, &w),
-                (m, n, kk),
-                ol,
-                refs,
-                2,
-                bf16::NAN,
-                2f64.powi(-8),
                 &opts(),
                 &what,
             )?;
@@ -824,6 +810,46 @@ fn check_linear<T: ferrocuda::abi::Element + Into<f64>>(
     Ok(name.to_string())
 }
 
+/// [`check_linear`] of a kernel pair on the same operands: `k32` (f32 out) and `k16` (bf16
+/// out, within its rounding, 2⁻⁸ of the value).
+#[allow(clippy::too_many_arguments)]
+fn check_linear_f32_bf16(
+    (k32, k16): (&ferrocuda::Kernel<'_>, &ferrocuda::Kernel<'_>),
+    xw: (&ArrayDesc, &ArrayDesc),
+    dims: (usize, usize, usize),
+    layout: Layout,
+    refs: (&[f64], &[f64]),
+    slack: usize,
+    o: &LaunchOptions,
+    what: &str,
+) -> TestResult {
+    check_linear(
+        Some(k32),
+        xw,
+        dims,
+        layout,
+        refs,
+        slack,
+        f32::NAN,
+        0.0,
+        o,
+        what,
+    )?;
+    check_linear(
+        Some(k16),
+        xw,
+        dims,
+        layout,
+        refs,
+        slack,
+        bf16::NAN,
+        2f64.powi(-8),
+        o,
+        what,
+    )?;
+    Ok(())
+}
+
 /// The portable `linear` kernels (`linear_bf16_f32`, `linear_bf16`: sm_80, `mma.sync`), run
 /// by name on any GPU from sm_80 — the H100 included, where the family would choose its
 /// sm_90a kernel for TMA-able arrays: shapes of one element, K not a multiple of 8, whole and
@@ -869,31 +895,7 @@ fn linear_portable() -> TestResult {
             let o = if g == 0 { opts() } else { grid(g) };
             let what = format!("{m}x{n}x{kk} x {xl:?} w {wl:?} out {ol:?} grid {g}");
             let refs = (&want[..], &abs[..]);
-            check_linear(
-                Some(&k32),
-                (&x, &w),
-                (m, n, kk),
-                ol,
-                refs,
-                0,
-                f32::NAN,
-                0.0,
-                &o,
-                &what,
-            )?;
-            let half = 2f64.powi(-8);
-            check_linear(
-                Some(&k16),
-                (&x, &w),
-                (m, n, kk),
-                ol,
-                refs,
-                0,
-                bf16::NAN,
-                half,
-                &o,
-                &what,
-            )?;
+            check_linear_f32_bf16((&k32, &k16), (&x, &w), (m, n, kk), ol, refs, 0, &o, &what)?;
         }
         // The family's choice on this device, for the f32 output.
         if grids[0] == 0 && m * n > 0 {

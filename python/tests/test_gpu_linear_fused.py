@@ -15,7 +15,7 @@ import pytest
 
 import ferrocuda
 from conftest import assert_elements, bundled_without_parts
-from linear_ref import bound, reference
+from linear_ref import assert_outside_untouched, bound, out_layouts, reference
 
 pytestmark = pytest.mark.gpu
 
@@ -96,27 +96,12 @@ def test_family_out_layouts(torch: Any, gen: Any, act: str) -> None:
     for m, n, k in [(256, 512, 64), (384, 520, 136)]:
         x, w, b = operands(torch, gen, m, n, k)
         for odtype in odtypes:
-            for label, off, pitch in [
-                ("pitch N + 8, offset 4", 4, n + 8),
-                ("pitch N + 6, offset 2", 2, n + 6),
-                ("offset 1", 1, n + 2),
-                ("odd pitch", 0, n + 1),
-                ("transposed", None, None),
-            ]:
-                if off is None:
-                    buf = torch.full((n, m), float("nan"), dtype=odtype, device="cuda")
-                    out = buf.t()
-                else:
-                    buf = torch.full((m, pitch), float("nan"), dtype=odtype, device="cuda")
-                    out = buf[:, off : off + n]
+            for label, buf, out, cols in out_layouts(torch, m, n, odtype):
                 fam(x, w, b, out)
                 torch.cuda.synchronize()
                 what = f"{family(act)} {m}x{n}x{k} -> {odtype}, out {label}"
                 check(torch, out, x, w, b, act, what)
-                if off is not None:
-                    outside = torch.ones_like(buf, dtype=torch.bool)
-                    outside[:, off : off + n] = False
-                    assert bool(buf[outside].isnan().all()), f"{what}: wrote outside the view"
+                assert_outside_untouched(torch, buf, cols, what)
 
 
 @pytest.mark.parametrize("act", ACTS)

@@ -15,6 +15,7 @@ import pytest
 
 import ferrocuda
 from conftest import assert_elements, bundled_without_parts
+from linear_ref import assert_outside_untouched, out_layouts
 
 pytestmark = pytest.mark.gpu
 
@@ -89,21 +90,12 @@ def test_sm90_out_layouts(torch: Any, gen: Any, itype: str) -> None:
         x = (torch.rand(m, k, generator=gen, device="cuda") * 4 - 2).to(dt)
         w = (torch.rand(n, k, generator=gen, device="cuda") * 4 - 2).to(dt)
         for odtype in (torch.float32, dt):
-            for off, pitch in [(4, n + 8), (2, n + 6), (1, n + 2), (0, n + 1), (None, None)]:
-                if off is None:
-                    buf = torch.full((n, m), float("nan"), dtype=odtype, device="cuda")
-                    out = buf.t()
-                else:
-                    buf = torch.full((m, pitch), float("nan"), dtype=odtype, device="cuda")
-                    out = buf[:, off : off + n]
+            for label, buf, out, cols in out_layouts(torch, m, n, odtype):
                 K.linear(x, w, out)
                 torch.cuda.synchronize()
-                what = f"linear {itype} {m}x{n}x{k} -> {odtype}, out at {off} pitch {pitch}"
+                what = f"linear {itype} {m}x{n}x{k} -> {odtype}, out {label}"
                 check(torch, out, x, w, 0.0, what)
-                if off is not None:
-                    outside = torch.ones_like(buf, dtype=torch.bool)
-                    outside[:, off : off + n] = False
-                    assert bool(buf[outside].isnan().all()), f"{what}: wrote outside the view"
+                assert_outside_untouched(torch, buf, cols, what)
 
 
 @pytest.mark.parametrize("odtype", ["float32", "float16"])
