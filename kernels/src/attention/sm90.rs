@@ -11,7 +11,7 @@
 //!   the most keys), heads adjacent, so that the blocks' shares of work even out.
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
 //!   (boxes of 128 rows × 64 columns, 128-byte swizzle: one box per 64 of the head dimension):
-//!   the item's `q` tile once, then each 128-row tile of `k` and of `v` into a ring of 2
+//!   the item's `q` tile once, then each 128-row tile of `k` and of `v` into a ring of 3
 //!   stages, `k` and `v` on barriers of their own so that the scores start before `v` lands;
 //!   it keeps 40 registers (`setmaxnreg.dec`). Warpgroups 1 and 2 are the *consumers*
 //!   (`setmaxnreg.inc` to 232), 64 query rows each.
@@ -23,6 +23,11 @@
 //!   m)`; then `O += P · v` with `P` converted to bf16 (f16) **in registers** — the f32 accumulator's
 //!   layout is the A-fragment layout of the next `wgmma` (`m64nDk16`, A from registers, `v`
 //!   N-major from shared memory: `mma_bf16_rs_nb`, `mma_f16_rs_nb`) — and releases the stage.
+//! * **Intra-warpgroup overlap** (FlashAttention-3's): a consumer issues tile `j`'s `q · kᵀ`,
+//!   then tile `j − 1`'s `P · v`, and runs tile `j`'s softmax while `P · v` is on the tensor
+//!   cores (so it holds two stages: this tile's `k`, the previous tile's `v` — hence three in
+//!   the ring). The first tile is peeled off and the last `P · v` follows the loop: every
+//!   `wgmma` of the loop is issued and waited for on every path.
 //! * **Head dimensions**: the tiles are 64 or 128 columns wide (`D` ≤ 64 or ≤ 128): TMA
 //!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
 //!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
@@ -41,7 +46,7 @@
 //! shared memory.
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-use super::common::{item_coords, pack, store_lse, OutHead};
+use super::common::{here32, item_coords, pack, store_lse, OutHead};
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 #[cfg(ferrocuda_arch = "sm_90a")]
@@ -60,18 +65,18 @@ const BN: u32 = 128;
 const PANEL: u32 = 128 * 64 * 2;
 /// Stages of the `k`/`v` ring.
 #[cfg(ferrocuda_arch = "sm_90a")]
-const STAGES: usize = 2;
+const STAGES: usize = 3;
 /// Bytes of the `q` tile (two panels) and of one stage (`k` and `v`, two panels each).
 #[cfg(ferrocuda_arch = "sm_90a")]
 const Q_BYTES: u32 = 2 * PANEL;
 #[cfg(ferrocuda_arch = "sm_90a")]
 const STAGE_BYTES: u32 = 4 * PANEL;
 
-/// Dynamic shared memory of an `attention` launch: the `q` tile (32 KiB), two stages of
-/// `k` and `v` (64 KiB each), 10 mbarriers, and 1 KiB to align the tiles to the 128-byte
-/// swizzle's 1024-byte atom.
+/// Dynamic shared memory of an `attention` launch: the `q` tile (32 KiB), three stages of
+/// `k` and `v` (64 KiB each), 13 mbarriers, and 1 KiB to align the tiles to the 128-byte
+/// swizzle's 1024-byte atom (225.1 KiB of the H100's 227).
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub const ATTENTION_SMEM: u32 = 2 * 16384 + 2 * 4 * 16384 + 10 * 8 + 1024;
+pub const ATTENTION_SMEM: u32 = 2 * 16384 + 3 * 4 * 16384 + 13 * 8 + 1024;
 
 /// The map of `q`, `k` or `v` (B, H, S, D) of `T` (bf16 or f16): boxes of one head's 128
 /// rows × 64 columns, 128-byte swizzle.
@@ -142,18 +147,7 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
     thread::sync_threads();
     let bars = Bars(bars);
     let (q_full, q_empty) = (bars.q_full(), bars.q_empty());
-    let (batch, heads, s_q, d) = (
-        q.dim(0) as u32,
-        q.dim(1) as u32,
-        q.dim(2) as u32,
-        q.dim(3) as u32,
-    );
-    let s_kv = k.dim(2) as u32;
-    let panels = if d <= 64 { 1 } else { 2 };
-    let tiles_m = s_q.div_ceil(BM);
-    let bh_count = batch * heads;
-    let items = bh_count * tiles_m;
-    let (first, step) = (thread::block_idx().x, thread::grid_dim().x);
+    let first = thread::block_idx().x;
     let wg = tid / 128;
     if wg == 0 {
         // SAFETY: every thread of the producer warpgroup, convergently; the consumers'
@@ -166,9 +160,14 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
             let mut qs = RingState::<1>::producer();
             let mut st = RingState::<STAGES>::producer();
             let mut item = first;
-            while item < items {
-                let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
-                let (b, h) = ((bh / heads) as i32, (bh % heads) as i32);
+            loop {
+                let la = Launch::of(&q, &k);
+                if item >= la.items {
+                    break;
+                }
+                let (bh, tm) = item_coords(item, la.bh_count, la.tiles_m, causal);
+                let (b, h) = ((bh / la.heads) as i32, (bh % la.heads) as i32);
+                let panels = la.panels;
                 q_empty.wait_ring(&qs);
                 // SAFETY: the q tile is free (both consumers released it); the barrier
                 // expects exactly the boxes' bytes, which the loads deliver.
@@ -181,7 +180,7 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
                     }
                 }
                 qs.advance();
-                for j in 0..kv_tiles(tm, s_kv, causal) {
+                for j in 0..kv_tiles(tm, la.s_kv, causal) {
                     let s = st.index();
                     bars.empty(s).wait_ring(&st);
                     let stage = base + Q_BYTES + s as u32 * STAGE_BYTES;
@@ -204,7 +203,7 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
                     }
                     st.advance();
                 }
-                item += step;
+                item += la.step;
             }
         }
     } else {
@@ -215,8 +214,6 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
             bars,
             cw: wg - 1,
             t: tid % 128,
-            s_kv,
-            heads,
             // A scale of 0 (every allowed key weighted alike) as the smallest normal scale:
             // its products flush to 0 alike, and masked (infinite) scores stay infinite.
             scale_log2: if scale == 0.0 {
@@ -226,7 +223,13 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
             },
             causal,
         };
-        let (mut qs, mut st) = (RingState::<1>::consumer(), RingState::<STAGES>::consumer());
+        let mut qs = RingState::<1>::consumer();
+        // Where the next `k` and the next `v` are (a consumer holds the previous tile's `v`
+        // beside this tile's `k`; the two meet again at each item's end).
+        let (mut ks, mut vs) = (
+            RingState::<STAGES>::consumer(),
+            RingState::<STAGES>::consumer(),
+        );
         // The turns alternate, consumer 0 first: its first wait passes (a producer's parity).
         let mut turn = if wg == 1 {
             RingState::<1>::producer()
@@ -234,20 +237,25 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
             RingState::<1>::consumer()
         };
         let mut item = first;
-        while item < items {
-            let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
+        loop {
+            let la = Launch::of(&q, &k);
+            if item >= la.items {
+                break;
+            }
+            let (bh, tm) = item_coords(item, la.bh_count, la.tiles_m, causal);
             q_full.wait_ring(&qs);
             qs.advance();
             // SAFETY: the whole warpgroup runs this (a uniform branch), after the item's q
-            // tile was waited for, its ring in step with the producer's.
+            // tile was waited for, its ring positions in step with the producer's; S_kv ≥ 1
+            // (the launch's rule: TMA takes no empty array).
             unsafe {
-                if panels == 1 {
-                    ctx.item::<T, 64, 32, 1>(bh, tm, &mut st, &mut turn, out, lse)
+                if la.panels == 1 {
+                    ctx.item::<T, 64, 32, 1>(&la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse)
                 } else {
-                    ctx.item::<T, 128, 64, 2>(bh, tm, &mut st, &mut turn, out, lse)
+                    ctx.item::<T, 128, 64, 2>(&la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse)
                 }
             }
-            item += step;
+            item += la.step;
         }
     }
 }
@@ -294,6 +302,46 @@ impl Bars {
     }
 }
 
+/// The launch's shape as the item loops use it, read again from the parameters at each item
+/// ([`here32`]): computed once before the loops, these values stayed live across
+/// `setmaxnreg` and the key-tile loop, where ptxas had no uniform registers left for them
+/// and spilled them to local memory.
+#[cfg(ferrocuda_arch = "sm_90a")]
+struct Launch {
+    heads: u32,
+    bh_count: u32,
+    tiles_m: u32,
+    items: u32,
+    step: u32,
+    s_kv: u32,
+    /// 64-column panels of the head dimension (1 or 2).
+    panels: u32,
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Launch {
+    #[inline(always)]
+    fn of<T: ferrocuda_device::Element>(q: &HeadsMap<T>, k: &HeadsMap<T>) -> Launch {
+        let (batch, heads, s_q, d) = (
+            here32(q.dim(0) as u32),
+            here32(q.dim(1) as u32),
+            here32(q.dim(2) as u32),
+            here32(q.dim(3) as u32),
+        );
+        let tiles_m = s_q.div_ceil(BM);
+        let bh_count = batch * heads;
+        Launch {
+            heads,
+            bh_count,
+            tiles_m,
+            items: bh_count * tiles_m,
+            step: here32(thread::grid_dim().x),
+            s_kv: here32(k.dim(2) as u32),
+            panels: if d <= 64 { 1 } else { 2 },
+        }
+    }
+}
+
 /// What a consumer warpgroup knows of the launch.
 #[cfg(ferrocuda_arch = "sm_90a")]
 struct Consumer {
@@ -303,24 +351,201 @@ struct Consumer {
     cw: u32,
     /// Thread of the warpgroup.
     t: u32,
-    s_kv: u32,
-    heads: u32,
     scale_log2: f32,
     causal: bool,
 }
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 impl Consumer {
+    /// The shared-memory address of ring stage `s` (its `k` panels, then its `v` panels).
+    #[inline(always)]
+    fn stage(&self, s: usize) -> u32 {
+        self.base + Q_BYTES + s as u32 * STAGE_BYTES
+    }
+
+    /// Issues `S = q · kᵀ` (64 × 128, f32: `wgmma m64n128k16`, A and B from shared memory,
+    /// D / 16 k-steps, 4 per 64-column panel) against the `k` of the stage at `stage`, as one
+    /// commit group.
+    ///
+    /// # Safety
+    ///
+    /// The whole warpgroup, convergently; `q` and the stage's `k` were written by TMA (their
+    /// barriers waited on) and are not rewritten before this group is waited for; `sc` is not
+    /// read or written before then.
+    // (`unroll!` writes its counter out as a literal, 0 included: `K > 0` is the first-step
+    // test, alike for each step.)
+    #[allow(clippy::eq_op)]
+    #[inline(always)]
+    unsafe fn issue_scores<T: Half16, const P: u32>(&self, stage: u32, sc: &mut [f32; 64]) {
+        use ferrocuda_device::wgmma::{self, MatrixDesc, Swizzle};
+        wgmma::fence_operand(sc);
+        // SAFETY: the caller's contract.
+        unsafe {
+            wgmma::fence();
+            for p in 0..P {
+                let kd = MatrixDesc::k_major(stage + p * PANEL, Swizzle::B128)
+                    .unwrap_or_else(|_| ferrocuda_device::diag::fail());
+                let qd =
+                    MatrixDesc::k_major(self.base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
+                        .unwrap_or_else(|_| ferrocuda_device::diag::fail());
+                ferrocuda_device::unroll!(K in 0..4 {
+                    let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
+                    if T::BF16 {
+                        wgmma::mma_bf16::<128, 64>(sc, qk, kk, acc);
+                    } else {
+                        wgmma::mma_f16::<128, 64>(sc, qk, kk, acc);
+                    }
+                });
+            }
+            wgmma::commit_group();
+        }
+    }
+
+    /// Issues `O += P · v` (`m64nDk16`, `P` from registers as the A fragments of the eight
+    /// k16 steps, `v` N-major from shared memory) against the `v` of the stage at `stage`, as
+    /// one commit group.
+    ///
+    /// # Safety
+    ///
+    /// The whole warpgroup, convergently; the stage's `v` was written by TMA (its barrier
+    /// waited on) and is released only after this group is waited for; `o` is not read or
+    /// written before then.
+    // (`unroll!`'s literal counter: `2048 * KK` is the step's offset, alike for each step.)
+    #[allow(clippy::erasing_op, clippy::identity_op)]
+    #[inline(always)]
+    unsafe fn issue_pv<T: Half16, const D: usize, const R: usize>(
+        &self,
+        stage: u32,
+        o: &mut [f32; R],
+        a: &[[u32; 4]; 8],
+    ) where
+        ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
+        [f32; R]: ferrocuda_device::wgmma::Accumulator,
+    {
+        use ferrocuda_device::wgmma::{self, MatrixDesc, Swizzle};
+        let vd = MatrixDesc::n_major(stage + 2 * PANEL, PANEL, Swizzle::B128)
+            .unwrap_or_else(|_| ferrocuda_device::diag::fail());
+        wgmma::fence_operand(o);
+        // SAFETY: the caller's contract.
+        unsafe {
+            wgmma::fence();
+            ferrocuda_device::unroll!(KK in 0..8 {
+                if T::BF16 {
+                    wgmma::mma_bf16_rs_nb::<D, R>(o, a[KK], vd.advance(2048 * KK), true);
+                } else {
+                    wgmma::mma_f16_rs_nb::<D, R>(o, a[KK], vd.advance(2048 * KK), true);
+                }
+            });
+            wgmma::commit_group();
+        }
+    }
+
+    /// The online softmax of key tile `j`'s scores, in place: the masks (keys past the end,
+    /// keys after the query under the causal mask — only in the tiles that need them), each
+    /// row's running maximum `m` and sum `l` updated, `P = 2^(S·scale·log₂e − m)` left in
+    /// `sc`. Returns each row's factor `2^(m_old − m)` for the output accumulated so far.
+    #[inline(always)]
+    fn softmax(
+        &self,
+        s_kv: u32,
+        j: u32,
+        row0: u32,
+        sc: &mut [f32; 64],
+        m: &mut [f32; 2],
+        l: &mut [f32; 2],
+    ) -> [f32; 2] {
+        use ferrocuda_device::math::FastMath;
+        use ferrocuda_device::wgmma::{self, Accumulator};
+        let t = self.t;
+        // Mask, then each row's extreme raw score: with `scale_log2 > 0` the maximum (the
+        // largest scaled score), with `< 0` the minimum (masked scores are set past the
+        // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
+        let kv0 = j * BN;
+        let sl2 = self.scale_log2;
+        let pos = sl2 > 0.0;
+        let far = if pos {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        };
+        if kv0 + BN > s_kv || (self.causal && kv0 + BN - 1 > row0) {
+            let causal = self.causal;
+            sc.map_each(|r, x| {
+                let (row, col) = wgmma::acc_coords(t, r);
+                let key = kv0 + col;
+                if key >= s_kv || (causal && key > row0 + row) {
+                    far
+                } else {
+                    x
+                }
+            });
+        }
+        let mut ext = [far; 2];
+        if pos {
+            sc.each_pair(|r, a, b| {
+                let h = ((r / 2) % 2) as usize;
+                ext[h] = ext[h].max(a).max(b);
+            });
+        } else {
+            sc.each_pair(|r, a, b| {
+                let h = ((r / 2) % 2) as usize;
+                ext[h] = ext[h].min(a).min(b);
+            });
+        }
+        let mut corr = [0f32; 2];
+        let mut neg_m = [0f32; 2];
+        for h in 0..2 {
+            let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 1));
+            ext[h] = if pos { a.max(b) } else { a.min(b) };
+            let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 2));
+            ext[h] = if pos { a.max(b) } else { a.min(b) };
+            // Every key of the row masked so far: the maximum stays -inf, and 0 is
+            // subtracted instead (the exponentials of masked scores are 0 either way).
+            let tile_m = if ext[h] == far {
+                f32::NEG_INFINITY
+            } else {
+                ext[h] * sl2
+            };
+            let new_m = m[h].max(tile_m);
+            let use_m = if new_m == f32::NEG_INFINITY {
+                0.0
+            } else {
+                new_m
+            };
+            corr[h] = (m[h] - use_m).exp2_fast();
+            m[h] = new_m;
+            neg_m[h] = -use_m;
+        }
+        let mut sum = [0f32; 2];
+        sc.map_each(|r, x| {
+            let h = ((r / 2) % 2) as usize;
+            let e = fma(x, sl2, neg_m[h]).exp2_fast();
+            sum[h] += e;
+            e
+        });
+        for h in 0..2 {
+            l[h] = l[h] * corr[h] + sum[h];
+        }
+        corr
+    }
+
     /// One item: the key tiles, then the epilogue. `D` = tile width (64 or 128), `R` = D / 2
     /// output registers per thread, `P` = D / 64 panels.
+    ///
+    /// The key tiles overlap within the warpgroup (FlashAttention-3's intra-warpgroup
+    /// order): tile `j`'s `q · kᵀ` is issued before tile `j − 1`'s `P · v`, and the softmax of
+    /// tile `j` runs while `P · v` is on the tensor cores. A consumer so holds two stages of
+    /// the ring (this tile's `k`, the previous tile's `v`). The first tile is peeled off and
+    /// the last `P · v` follows the loop, so that every `wgmma` of the loop is issued and
+    /// waited for on every path (issued under a condition, ptxas serialises them).
     ///
     /// # Safety
     ///
     /// Run by all 128 threads of the consumer warpgroup, convergently, after the item's q
-    /// tile was waited for; `st` in step with the producer's ring.
-    // (`unroll!` writes its counters out as literals, 0 included: `8 * KK + 2 * RR` and
-    // `K > 0` are the fragment indices and first-step test, alike for each step.)
-    #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
+    /// tile was waited for; `ks` (the stage whose `k` is next) and `vs` (whose `v` is next)
+    /// at the same position, in step with the producer's ring; `S_kv ≥ 1`.
+    // (`unroll!`'s literal counters: `8 * KK + 2 * RR` are the fragment indices.)
+    #[allow(clippy::erasing_op, clippy::identity_op)]
     #[inline(always)]
     unsafe fn item<
         T: Half16 + ferrocuda_device::Element,
@@ -329,9 +554,11 @@ impl Consumer {
         const P: u32,
     >(
         &self,
+        la: &Launch,
         bh: u32,
         tm: u32,
-        st: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        ks: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        vs: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
         turn: &mut ferrocuda_device::mbarrier::RingState<1>,
         out: ViewMut<T, 4>,
         lse: Option<ViewMut<f32, 3>>,
@@ -339,166 +566,117 @@ impl Consumer {
         ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
         [f32; R]: ferrocuda_device::wgmma::Accumulator,
     {
-        use ferrocuda_device::math::FastMath;
-        use ferrocuda_device::wgmma::{self, Accumulator, MatrixDesc, Swizzle};
+        use ferrocuda_device::wgmma::{self, Accumulator};
 
         let (t, bars) = (self.t, self.bars);
         let row0 = tm * BM + self.cw * 64;
-        let q_desc = |p: u32| {
-            MatrixDesc::k_major(self.base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
-                .unwrap_or_else(|_| ferrocuda_device::diag::fail())
-        };
-        let mut o = [0f32; R];
-        let mut m = [f32::NEG_INFINITY; 2];
-        let mut l = [0f32; 2];
-        wgmma::fence_operand(&mut o);
-        let n_kv = kv_tiles(tm, self.s_kv, self.causal);
-        for j in 0..n_kv {
-            let s = st.index();
-            let stage = self.base + Q_BYTES + s as u32 * STAGE_BYTES;
-            bars.k_full(s).wait_ring(st);
-            // Ping-pong: the two consumers issue their `q · kᵀ` in turns, so that one's
-            // softmax runs under the other's MMAs (FlashAttention-3's inter-warpgroup order).
-            bars.turn(self.cw).wait_ring(turn);
-            turn.advance();
-            // S = q · kᵀ: 64 × 128, D / 16 k-steps (4 per 64-column panel).
-            let mut sc = [0f32; 64];
-            wgmma::fence_operand(&mut sc);
-            // SAFETY: the whole warpgroup; q and this stage's k were written by TMA (their
-            // barriers waited on) and are not rewritten before the wait below.
-            unsafe {
-                wgmma::fence();
-                for p in 0..P {
-                    let kd = MatrixDesc::k_major(stage + p * PANEL, Swizzle::B128)
-                        .unwrap_or_else(|_| ferrocuda_device::diag::fail());
-                    let qd = q_desc(p);
-                    ferrocuda_device::unroll!(K in 0..4 {
-                        let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
-                        if T::BF16 {
-                            wgmma::mma_bf16::<128, 64>(&mut sc, qk, kk, acc);
-                        } else {
-                            wgmma::mma_f16::<128, 64>(&mut sc, qk, kk, acc);
-                        }
-                    });
-                }
-                wgmma::commit_group();
-                if t == 0 {
-                    bars.turn(1 - self.cw).arrive();
-                }
-                wgmma::wait_group::<0>();
-            }
-            wgmma::fence_operand(&mut sc);
-            // Mask, then each row's extreme raw score: with `scale_log2 > 0` the maximum (the
-            // largest scaled score), with `< 0` the minimum (masked scores are set past the
-            // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
-            let kv0 = j * BN;
-            let sl2 = self.scale_log2;
-            let pos = sl2 > 0.0;
-            let far = if pos {
-                f32::NEG_INFINITY
-            } else {
-                f32::INFINITY
-            };
-            if kv0 + BN > self.s_kv || (self.causal && kv0 + BN - 1 > row0) {
-                let (s_kv, causal) = (self.s_kv, self.causal);
-                sc.map_each(|r, x| {
-                    let (row, col) = wgmma::acc_coords(t, r);
-                    let key = kv0 + col;
-                    if key >= s_kv || (causal && key > row0 + row) {
-                        far
-                    } else {
-                        x
-                    }
-                });
-            }
-            let mut ext = [far; 2];
-            if pos {
-                sc.each_pair(|r, a, b| {
-                    let h = ((r / 2) % 2) as usize;
-                    ext[h] = ext[h].max(a).max(b);
-                });
-            } else {
-                sc.each_pair(|r, a, b| {
-                    let h = ((r / 2) % 2) as usize;
-                    ext[h] = ext[h].min(a).min(b);
-                });
-            }
-            let mut corr = [0f32; 2];
-            let mut neg_m = [0f32; 2];
-            for h in 0..2 {
-                let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 1));
-                ext[h] = if pos { a.max(b) } else { a.min(b) };
-                let (a, b) = (ext[h], warp::shfl_xor_sync(u32::MAX, ext[h], 2));
-                ext[h] = if pos { a.max(b) } else { a.min(b) };
-                // Every key of the row masked so far: the maximum stays -inf, and 0 is
-                // subtracted instead (the exponentials of masked scores are 0 either way).
-                let tile_m = if ext[h] == far {
-                    f32::NEG_INFINITY
-                } else {
-                    ext[h] * sl2
-                };
-                let new_m = m[h].max(tile_m);
-                let use_m = if new_m == f32::NEG_INFINITY {
-                    0.0
-                } else {
-                    new_m
-                };
-                corr[h] = (m[h] - use_m).exp2_fast();
-                m[h] = new_m;
-                neg_m[h] = -use_m;
-            }
-            let mut sum = [0f32; 2];
-            sc.map_each(|r, x| {
-                let h = ((r / 2) % 2) as usize;
-                let e = fma(x, sl2, neg_m[h]).exp2_fast();
-                sum[h] += e;
-                e
-            });
-            for h in 0..2 {
-                l[h] = l[h] * corr[h] + sum[h];
-            }
-            o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
-            // P in the inputs' type, as the A fragments of the eight k16 steps of P · v.
+        // P in the inputs' type, as the A fragments of the eight k16 steps of P · v.
+        let pack_p = |sc: &[f32; 64]| {
             let mut a = [[0u32; 4]; 8];
             ferrocuda_device::unroll!(KK in 0..8 {
                 ferrocuda_device::unroll!(RR in 0..4 {
                     a[KK][RR] = pack::<T>(sc[8 * KK + 2 * RR], sc[8 * KK + 2 * RR + 1]);
                 });
             });
-            bars.v_full(s).wait_ring(st);
-            let vd = MatrixDesc::n_major(stage + 2 * PANEL, PANEL, Swizzle::B128)
-                .unwrap_or_else(|_| ferrocuda_device::diag::fail());
-            // SAFETY: the whole warpgroup; this stage's v was written by TMA (its barrier
-            // waited on) and is released only after the wait below.
-            unsafe {
-                wgmma::fence();
-                ferrocuda_device::unroll!(KK in 0..8 {
-                    if T::BF16 {
-                        wgmma::mma_bf16_rs_nb::<D, R>(&mut o, a[KK], vd.advance(2048 * KK), true);
-                    } else {
-                        wgmma::mma_f16_rs_nb::<D, R>(&mut o, a[KK], vd.advance(2048 * KK), true);
-                    }
-                });
-                wgmma::commit_group();
-                wgmma::wait_group::<0>();
+            a
+        };
+        let mut o = [0f32; R];
+        let mut m = [f32::NEG_INFINITY; 2];
+        let mut l = [0f32; 2];
+        let s_kv = la.s_kv;
+        let n_kv = kv_tiles(tm, s_kv, self.causal);
+
+        // Tile 0: its scores and softmax (no `P · v` before it).
+        let sk = ks.index();
+        bars.k_full(sk).wait_ring(ks);
+        // Ping-pong: the two consumers issue their tensor-core work in turns, so that one's
+        // softmax runs under the other's MMAs (FlashAttention-3's inter-warpgroup order).
+        bars.turn(self.cw).wait_ring(turn);
+        turn.advance();
+        let mut sc = [0f32; 64];
+        // SAFETY: the whole warpgroup; k waited for above, q by the caller; `sc` is read
+        // only after the wait below.
+        unsafe {
+            self.issue_scores::<T, P>(self.stage(sk), &mut sc);
+            if t == 0 {
+                bars.turn(1 - self.cw).arrive();
             }
+            wgmma::wait_group::<0>();
+        }
+        wgmma::fence_operand(&mut sc);
+        ks.advance();
+        let mut corr = self.softmax(s_kv, 0, row0, &mut sc, &mut m, &mut l);
+        let mut a = pack_p(&sc);
+        // Each tile's `k` is waited for at the end of the tile before it — where, in the
+        // loop, the wait is also what ends the softmax's basic block: ptxas schedules a
+        // `wgmma.wait_group` at the top of its block, so the `P · v` wait below, in the same
+        // block as the softmax, would run before the exponentials and undo the overlap.
+        if n_kv > 1 {
+            bars.k_full(ks.index()).wait_ring(ks);
+        }
+
+        for j in 1..n_kv {
+            let sk = ks.index();
+            bars.turn(self.cw).wait_ring(turn);
+            turn.advance();
+            let mut sc = [0f32; 64];
+            // SAFETY: the whole warpgroup (a uniform loop); k waited for at the end of the
+            // tile before; `sc` is read only after the first wait below.
+            unsafe { self.issue_scores::<T, P>(self.stage(sk), &mut sc) };
+            // The previous tile's P · v, under this tile's scores: the output first brought
+            // to the previous tile's maximum.
+            o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
+            let sv = vs.index();
+            bars.v_full(sv).wait_ring(vs);
+            // SAFETY: the whole warpgroup; v waited for above, released only after the
+            // second wait below; `o` is read only after it; `a` is not rewritten before it.
+            unsafe {
+                self.issue_pv::<T, D, R>(self.stage(sv), &mut o, &a);
+                if t == 0 {
+                    bars.turn(1 - self.cw).arrive();
+                }
+                wgmma::wait_group::<1>();
+            }
+            wgmma::fence_operand(&mut sc);
+            ks.advance();
+            corr = self.softmax(s_kv, j, row0, &mut sc, &mut m, &mut l);
+            if j + 1 < n_kv {
+                bars.k_full(ks.index()).wait_ring(ks);
+            }
+            // SAFETY: the whole warpgroup; waits for the P · v issued above.
+            unsafe { wgmma::wait_group::<0>() };
             wgmma::fence_operand(&mut o);
             if t == 0 {
-                bars.empty(s).arrive();
+                bars.empty(sv).arrive();
             }
-            st.advance();
+            vs.advance();
+            a = pack_p(&sc);
         }
-        // The q tile is free for the next item.
+
+        // The last tile's P · v.
+        o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
+        let sv = vs.index();
+        bars.v_full(sv).wait_ring(vs);
+        // SAFETY: the whole warpgroup; v waited for above, released after the wait.
+        unsafe {
+            self.issue_pv::<T, D, R>(self.stage(sv), &mut o, &a);
+            wgmma::wait_group::<0>();
+        }
+        wgmma::fence_operand(&mut o);
         if t == 0 {
+            bars.empty(sv).arrive();
+            // The q tile is free for the next item.
             bars.q_empty().arrive();
         }
+        vs.advance();
+
         let mut inv = [0f32; 2];
         for h in 0..2 {
             l[h] += warp::shfl_xor_sync(u32::MAX, l[h], 1);
             l[h] += warp::shfl_xor_sync(u32::MAX, l[h], 2);
             inv[h] = if l[h] > 0.0 { 1.0 / l[h] } else { 0.0 };
         }
-        let (b, h) = (bh / self.heads, bh % self.heads);
+        let (b, h) = (bh / la.heads, bh % la.heads);
         if let Some(lse) = lse {
             // The quad's first lane stores its two rows' (the quad shares m and l).
             if t % 4 == 0 {
