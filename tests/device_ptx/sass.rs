@@ -659,7 +659,10 @@ fn bundled_linear_runs_on_the_tensor_cores() {
 /// with no spill and no stack, on `HMMA.16816.F32` of their own element type only, fed by
 /// `LDSM` (`.MT88` for `v`), their key tiles copied by `cp.async` (`LDGSTS.E.BYPASS.128`); the sm_90a ones (the part's PTX) with no spill and no stack, on
 /// `HGMMA` of their element type only, their tiles loaded by TMA (`UTMALDG`) and waited for
-/// on mbarriers (`SYNCS`).
+/// on mbarriers (`SYNCS`), and each tile's softmax overlapped with the previous tile's
+/// `P · v` as ptxas scheduled it: in the key-tile loop of each head-dimension variant, the
+/// tile's exponentials (`MUFU.EX2`, 64 scores and 2 factors) lie between the wait for the
+/// scores (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and the wait for `P · v` (`… 0x0`).
 #[test]
 fn bundled_attention_runs_on_the_tensor_cores() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -754,12 +757,39 @@ fn bundled_attention_runs_on_the_tensor_cores() {
             if *bf { gmma } else { 0 },
             "{k}: {opcodes:?}"
         );
+        assert_eq!(
+            overlapped_exponentials(f),
+            [66, 66],
+            "{k}: MUFU.EX2 between each `DEPBAR.LE gsb0, 0x1` and the next `… 0x0`"
+        );
         assert!(
             f.has("UTMALDG") && f.has("SYNCS"),
             "{k}: {:?}",
             memory_ops(f)
         );
     }
+}
+
+/// For each `WARPGROUP.DEPBAR.LE gsb0, 0x1` of `f` (wait until one `wgmma` group is left in
+/// flight), the `MUFU.EX2` instructions before the next `WARPGROUP.DEPBAR.LE gsb0, 0x0` (wait
+/// for all): the exponentials that run while the last group issued is on the tensor cores.
+fn overlapped_exponentials(f: &SassFunction) -> Vec<usize> {
+    let mut windows = Vec::new();
+    let mut open: Option<usize> = None;
+    for (op, args) in f.opcodes.iter().zip(&f.operands) {
+        if op == "WARPGROUP.DEPBAR.LE" {
+            match args.replace(' ', "").as_str() {
+                "gsb0,0x1" => open = Some(0),
+                "gsb0,0x0" => windows.extend(open.take()),
+                _ => {}
+            }
+        } else if op == "MUFU.EX2" {
+            if let Some(n) = open.as_mut() {
+                *n += 1;
+            }
+        }
+    }
+    windows
 }
 
 /// The bundled sm_90a `linear` kernels (`kernels/src/linear.rs`) for each input type —

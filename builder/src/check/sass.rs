@@ -52,6 +52,8 @@ pub struct SassFunction {
     pub name: String,
     /// The opcodes, predicates and operands left out.
     pub opcodes: Vec<String>,
+    /// Each opcode's operands as written (`gsb0, 0x1`; empty for none), in the same order.
+    pub operands: Vec<String>,
 }
 
 impl SassFunction {
@@ -102,7 +104,7 @@ pub fn parse(text: &str) -> Vec<SassFunction> {
         if let Some(name) = t.strip_prefix(".text.").and_then(|n| n.strip_suffix(':')) {
             out.push(SassFunction {
                 name: name.to_string(),
-                opcodes: Vec::new(),
+                ..SassFunction::default()
             });
             continue;
         }
@@ -120,6 +122,9 @@ pub fn parse(text: &str) -> Vec<SassFunction> {
         let Some(f) = out.last_mut() else { continue };
         if op.starts_with(|c: char| c.is_ascii_uppercase()) {
             f.opcodes.push(op.to_string());
+            let operands = words.collect::<Vec<_>>().join(" ");
+            f.operands
+                .push(operands.trim_end_matches(';').trim_end().to_string());
         }
     }
     out
@@ -228,6 +233,9 @@ mod tests {
         assert_eq!(f[0].count("LDG", &["128", "CONSTANT"]), 1);
         assert_eq!(f[0].count("LDG", &["64"]), 0);
         assert_eq!(f[1].accesses(Space::Local), ["STL"]);
+        assert_eq!(f[0].operands.len(), f[0].opcodes.len());
+        assert_eq!(f[1].operands, ["[R1], R2"]);
+        assert_eq!(f[0].operands[6], "`(.L_x_0)");
     }
 
     #[test]

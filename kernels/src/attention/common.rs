@@ -1,5 +1,5 @@
 //! What both attention kernels do alike (device code): the order of the items, the output
-//! head's pair stores, P's packing into 16-bit pairs, the log-sum-exp store, and the register
+//! head's pair stores (checked, or a whole block's unchecked), P's packing into 16-bit pairs, the log-sum-exp store, and the register
 //! moves that keep loop-invariant values from being hoisted.
 
 use ferrocuda_device::mma::Half16;
@@ -79,6 +79,29 @@ impl OutHead {
         }
     }
 
+    /// The `rows` × `cols` block at row `row0`, column 0 when it lies inside the head, its
+    /// columns have unit stride, and its first element and row pitch are multiples of 4
+    /// bytes (so that every pair at an even column is one aligned 4-byte store); `None`
+    /// otherwise.
+    #[inline(always)]
+    pub(super) fn whole(self, row0: u32, rows: u32, cols: u32) -> Option<WholeBlock> {
+        let first = self
+            .ptr
+            .wrapping_offset((row0 as isize).wrapping_mul(self.row_stride));
+        let fits = row0 as u64 + rows as u64 <= self.rows as u64 && cols <= self.cols;
+        if !fits
+            || self.col_stride != 1
+            || self.row_stride % 2 != 0
+            || !(first as usize).is_multiple_of(4)
+        {
+            return None;
+        }
+        Some(WholeBlock {
+            first,
+            pitch: self.row_stride,
+        })
+    }
+
     /// Stores `v0`, `v1` rounded to `T` at (row `row`, columns `col`, `col + 1`) where they
     /// lie inside the head: one 4-byte store when the row is contiguous and the pair aligned.
     #[inline(always)]
@@ -105,6 +128,33 @@ impl OutHead {
                     .write((bits >> 16) as u16)
             };
         }
+    }
+}
+
+/// A block of an output head that lies wholly inside it with contiguous rows whose pitch and
+/// first element are 4-byte aligned ([`OutHead::whole`]): its pairs are stored from one base
+/// pointer at constant offsets, with no checks.
+#[derive(Clone, Copy)]
+pub(super) struct WholeBlock {
+    first: *mut u16,
+    pitch: isize,
+}
+
+impl WholeBlock {
+    /// Stores `v0`, `v1` rounded to `T` at (row `row`, columns `col`, `col + 1`) of the block.
+    ///
+    /// # Safety
+    ///
+    /// (`row`, `col + 1`) inside the block [`OutHead::whole`] returned, `col` even; each
+    /// element has one writer thread.
+    #[inline(always)]
+    pub(super) unsafe fn put_pair<T: Half16>(self, row: u32, col: u32, v0: f32, v1: f32) {
+        let p = self
+            .first
+            .wrapping_offset(row as isize * self.pitch + col as isize);
+        // SAFETY: inside the head (the caller's contract and `whole`'s checks), 4-byte aligned
+        // (aligned first element and pitch, even column).
+        unsafe { p.cast::<u32>().write(pack::<T>(v0, v1)) };
     }
 }
 

@@ -32,8 +32,11 @@
 //!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
 //!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
 //!   read as zeros, their keys are masked, their queries not stored.
-//! * **Epilogue**: `O / l` rounded to the inputs' type, stored pairwise (4 bytes where `out`'s rows are
-//!   contiguous and aligned) into `out` of any strides.
+//! * **Epilogue**: `O / l` rounded to the inputs' type, stored pairwise into `out` of any
+//!   strides: a consumer's 64 × D block inside `out` with contiguous, 4-byte aligned rows from
+//!   one base pointer at constant offsets, any other pair by pair, each checked. The `q` tile
+//!   is released as soon as the item's last scores are done, so that the next item's `q`
+//!   loads under the last softmax, `P · v` and this store.
 //!
 //! * **Ping-pong**: the two consumers issue their `q · kᵀ` in turns (two "turn" mbarriers,
 //!   FlashAttention-3's inter-warpgroup order), so that one's softmax runs under the other's
@@ -46,7 +49,7 @@
 //! shared memory.
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-use super::common::{here32, item_coords, pack, store_lse, OutHead};
+use super::common::{here, here32, item_coords, pack, store_lse, OutHead};
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 #[cfg(ferrocuda_arch = "sm_90a")]
@@ -123,7 +126,7 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
     let raw = smem.as_mut_ptr();
     let skew = (1024 - (shared_addr_of(raw) & 1023)) & 1023;
     let tiles = raw.wrapping_add(skew as usize);
-    let base = shared_addr_of(tiles);
+    let base = tiles_base();
     // Barriers: q full, q empty, then per stage k full, v full, empty.
     let bars = tiles
         .wrapping_add((Q_BYTES + STAGES as u32 * STAGE_BYTES) as usize)
@@ -210,7 +213,6 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
         // SAFETY: every thread of each consumer warpgroup, convergently (see above).
         unsafe { wgmma::setmaxnreg_inc::<232>() };
         let ctx = Consumer {
-            base,
             bars,
             cw: wg - 1,
             t: tid % 128,
@@ -258,6 +260,19 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
             item += la.step;
         }
     }
+}
+
+/// The shared-memory address of the tiles: the dynamic shared memory's, rounded up to the
+/// 128-byte swizzle's 1024-byte atom. Computed again where it is asked for (the address goes
+/// through [`here`]): kept from before the item loop, ptxas found no register for it across
+/// `setmaxnreg` and the key-tile loop and spilled it.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+fn tiles_base() -> u32 {
+    use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
+    let raw = here(dynamic_shared::<u8>().as_mut_ptr() as isize) as *const u8;
+    let at = shared_addr_of(raw);
+    at + ((1024 - (at & 1023)) & 1023)
 }
 
 /// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
@@ -345,7 +360,6 @@ impl Launch {
 /// What a consumer warpgroup knows of the launch.
 #[cfg(ferrocuda_arch = "sm_90a")]
 struct Consumer {
-    base: u32,
     bars: Bars,
     /// Which consumer (0 or 1): its 64 rows of the item's 128.
     cw: u32,
@@ -357,10 +371,11 @@ struct Consumer {
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 impl Consumer {
-    /// The shared-memory address of ring stage `s` (its `k` panels, then its `v` panels).
+    /// The shared-memory address of ring stage `s` (its `k` panels, then its `v` panels) for
+    /// tiles at `base`.
     #[inline(always)]
-    fn stage(&self, s: usize) -> u32 {
-        self.base + Q_BYTES + s as u32 * STAGE_BYTES
+    fn stage(base: u32, s: usize) -> u32 {
+        base + Q_BYTES + s as u32 * STAGE_BYTES
     }
 
     /// Issues `S = q · kᵀ` (64 × 128, f32: `wgmma m64n128k16`, A and B from shared memory,
@@ -376,7 +391,12 @@ impl Consumer {
     // test, alike for each step.)
     #[allow(clippy::eq_op)]
     #[inline(always)]
-    unsafe fn issue_scores<T: Half16, const P: u32>(&self, stage: u32, sc: &mut [f32; 64]) {
+    unsafe fn issue_scores<T: Half16, const P: u32>(
+        &self,
+        base: u32,
+        stage: u32,
+        sc: &mut [f32; 64],
+    ) {
         use ferrocuda_device::wgmma::{self, MatrixDesc, Swizzle};
         wgmma::fence_operand(sc);
         // SAFETY: the caller's contract.
@@ -385,9 +405,8 @@ impl Consumer {
             for p in 0..P {
                 let kd = MatrixDesc::k_major(stage + p * PANEL, Swizzle::B128)
                     .unwrap_or_else(|_| ferrocuda_device::diag::fail());
-                let qd =
-                    MatrixDesc::k_major(self.base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
-                        .unwrap_or_else(|_| ferrocuda_device::diag::fail());
+                let qd = MatrixDesc::k_major(base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
+                    .unwrap_or_else(|_| ferrocuda_device::diag::fail());
                 ferrocuda_device::unroll!(K in 0..4 {
                     let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
                     if T::BF16 {
@@ -569,6 +588,7 @@ impl Consumer {
         use ferrocuda_device::wgmma::{self, Accumulator};
 
         let (t, bars) = (self.t, self.bars);
+        let base = tiles_base();
         let row0 = tm * BM + self.cw * 64;
         // P in the inputs' type, as the A fragments of the eight k16 steps of P · v.
         let pack_p = |sc: &[f32; 64]| {
@@ -597,13 +617,18 @@ impl Consumer {
         // SAFETY: the whole warpgroup; k waited for above, q by the caller; `sc` is read
         // only after the wait below.
         unsafe {
-            self.issue_scores::<T, P>(self.stage(sk), &mut sc);
+            self.issue_scores::<T, P>(base, Self::stage(base, sk), &mut sc);
             if t == 0 {
                 bars.turn(1 - self.cw).arrive();
             }
             wgmma::wait_group::<0>();
         }
         wgmma::fence_operand(&mut sc);
+        // The q tile is free for the next item once the item's last scores are done: the
+        // producer loads the next q under this item's last softmax, `P · v` and epilogue.
+        if n_kv == 1 && t == 0 {
+            bars.q_empty().arrive();
+        }
         ks.advance();
         let mut corr = self.softmax(s_kv, 0, row0, &mut sc, &mut m, &mut l);
         let mut a = pack_p(&sc);
@@ -622,7 +647,7 @@ impl Consumer {
             let mut sc = [0f32; 64];
             // SAFETY: the whole warpgroup (a uniform loop); k waited for at the end of the
             // tile before; `sc` is read only after the first wait below.
-            unsafe { self.issue_scores::<T, P>(self.stage(sk), &mut sc) };
+            unsafe { self.issue_scores::<T, P>(base, Self::stage(base, sk), &mut sc) };
             // The previous tile's P · v, under this tile's scores: the output first brought
             // to the previous tile's maximum.
             o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
@@ -631,13 +656,16 @@ impl Consumer {
             // SAFETY: the whole warpgroup; v waited for above, released only after the
             // second wait below; `o` is read only after it; `a` is not rewritten before it.
             unsafe {
-                self.issue_pv::<T, D, R>(self.stage(sv), &mut o, &a);
+                self.issue_pv::<T, D, R>(Self::stage(base, sv), &mut o, &a);
                 if t == 0 {
                     bars.turn(1 - self.cw).arrive();
                 }
                 wgmma::wait_group::<1>();
             }
             wgmma::fence_operand(&mut sc);
+            if j + 1 == n_kv && t == 0 {
+                bars.q_empty().arrive();
+            }
             ks.advance();
             corr = self.softmax(s_kv, j, row0, &mut sc, &mut m, &mut l);
             if j + 1 < n_kv {
@@ -659,14 +687,12 @@ impl Consumer {
         bars.v_full(sv).wait_ring(vs);
         // SAFETY: the whole warpgroup; v waited for above, released after the wait.
         unsafe {
-            self.issue_pv::<T, D, R>(self.stage(sv), &mut o, &a);
+            self.issue_pv::<T, D, R>(Self::stage(base, sv), &mut o, &a);
             wgmma::wait_group::<0>();
         }
         wgmma::fence_operand(&mut o);
         if t == 0 {
             bars.empty(sv).arrive();
-            // The q tile is free for the next item.
-            bars.q_empty().arrive();
         }
         vs.advance();
 
@@ -687,10 +713,22 @@ impl Consumer {
             }
         }
         let head = OutHead::of(out, b, h);
-        o.each_pair(|r, v0, v1| {
-            let (row, col) = wgmma::acc_coords(t, r);
-            let f = inv[((r / 2) % 2) as usize];
-            head.store_pair::<T>(row0 + row, col, v0 * f, v1 * f);
-        });
+        // The consumer's 64 rows × D columns inside `out` with contiguous rows: stored from
+        // one base pointer at constant offsets; else pair by pair, each checked.
+        if let Some(w) = head.whole(row0, 64, D as u32) {
+            o.each_pair(|r, v0, v1| {
+                let (row, col) = wgmma::acc_coords(t, r);
+                let f = inv[((r / 2) % 2) as usize];
+                // SAFETY: (row, col + 1) inside the 64 × D block (the accumulator's
+                // coordinates), col even; each element has one writer thread.
+                unsafe { w.put_pair::<T>(row, col, v0 * f, v1 * f) };
+            });
+        } else {
+            o.each_pair(|r, v0, v1| {
+                let (row, col) = wgmma::acc_coords(t, r);
+                let f = inv[((r / 2) % 2) as usize];
+                head.store_pair::<T>(row0 + row, col, v0 * f, v1 * f);
+            });
+        }
     }
 }
