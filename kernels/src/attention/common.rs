@@ -83,6 +83,7 @@ impl OutHead {
     /// columns have unit stride, and its first element and row pitch are multiples of 4
     /// bytes (so that every pair at an even column is one aligned 4-byte store); `None`
     /// otherwise.
+    #[cfg(ferrocuda_arch = "sm_90a")]
     #[inline(always)]
     pub(super) fn whole(self, row0: u32, rows: u32, cols: u32) -> Option<WholeBlock> {
         let first = self
@@ -134,12 +135,14 @@ impl OutHead {
 /// A block of an output head that lies wholly inside it with contiguous rows whose pitch and
 /// first element are 4-byte aligned ([`OutHead::whole`]): its pairs are stored from one base
 /// pointer at constant offsets, with no checks.
+#[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
 pub(super) struct WholeBlock {
     first: *mut u16,
     pitch: isize,
 }
 
+#[cfg(ferrocuda_arch = "sm_90a")]
 impl WholeBlock {
     /// Stores `v0`, `v1` rounded to `T` at (row `row`, columns `col`, `col + 1`) of the block.
     ///

@@ -387,9 +387,9 @@ impl Consumer {
     /// The whole warpgroup, convergently; `q` and the stage's `k` were written by TMA (their
     /// barriers waited on) and are not rewritten before this group is waited for; `sc` is not
     /// read or written before then.
-    // (`unroll!` writes its counter out as a literal, 0 included: `K > 0` is the first-step
-    // test, alike for each step.)
-    #[allow(clippy::eq_op)]
+    // (`unroll!` writes its counter out as a literal, 0 included: `32 * K` is the step's
+    // offset and `K > 0` the first-step test, alike for each step.)
+    #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
     #[inline(always)]
     unsafe fn issue_scores<T: Half16, const P: u32>(
         &self,
@@ -563,8 +563,9 @@ impl Consumer {
     /// Run by all 128 threads of the consumer warpgroup, convergently, after the item's q
     /// tile was waited for; `ks` (the stage whose `k` is next) and `vs` (whose `v` is next)
     /// at the same position, in step with the producer's ring; `S_kv ≥ 1`.
-    // (`unroll!`'s literal counters: `8 * KK + 2 * RR` are the fragment indices.)
-    #[allow(clippy::erasing_op, clippy::identity_op)]
+    // (`unroll!`'s literal counters: `8 * KK + 2 * RR` are the fragment indices. The
+    // arguments: the item, the three ring positions it moves, the outputs.)
+    #[allow(clippy::erasing_op, clippy::identity_op, clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn item<
         T: Half16 + ferrocuda_device::Element,
