@@ -11,8 +11,9 @@
 //! # Schedule (blocks of 128 threads, 4 warps; 34 KiB of static shared memory; 4 barriers per key tile)
 //!
 //! * **Work**: an item is 64 query rows of one (batch, head), 16 per warp; blocks are
-//!   persistent over the items (the automatic grid is one resident wave), in the sm_90a
-//!   kernel's order (longest first under the causal mask).
+//!   persistent over the items (the automatic grid is one resident wave): block `b` takes items
+//!   `b`, `b + grid`, … (`common::item_coords`: longest first under the causal mask; the
+//!   sm_90a kernel takes its causal items in pairs of one head instead).
 //! * **Tiles**: the item's `q` tile (64 × D, padded to 64 or 128 columns with zeros) is loaded
 //!   once into shared memory, and its A fragments read from there for each key tile
 //!   (`ldmatrix.x4`). Each 32-key tile of `k` and `v` is copied into shared memory by the

@@ -7,8 +7,10 @@
 //! * **Work**: an item is 128 query rows of one (batch, head); blocks are persistent over the
 //!   items (block `b` takes items `b`, `b + grid`, …). Without a mask the query tiles of one
 //!   head are adjacent items (the blocks running together share that head's `k` and `v` in
-//!   L2); with the causal mask the items go longest first (the last query tiles, which see
-//!   the most keys), heads adjacent, so that the blocks' shares of work even out.
+//!   L2); with the causal mask a block takes its items in pairs of one head, query tiles
+//!   `tiles_m − 1 − p` and `p`, which together see the same number of keys whatever `p` is
+//!   (so the blocks' shares of work even out), the pairs of one head adjacent (so the blocks
+//!   running together share its `k` and `v` in L2: `common::paired_item`).
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
 //!   (boxes of 128 rows × 64 columns, 128-byte swizzle: one box per 64 of the head dimension):
 //!   the item's `q` tile once, then each 128-row tile of `k` and of `v` into a ring of 3
@@ -49,7 +51,9 @@
 //! shared memory.
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-use super::common::{here, here32, item_coords, pack, store_lse, OutHead};
+use super::common::{
+    here, here32, item_coords, pack, paired_done, paired_item, store_lse, OutHead,
+};
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 #[cfg(ferrocuda_arch = "sm_90a")]
@@ -165,10 +169,10 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
             let mut item = first;
             loop {
                 let la = Launch::of(&q, &k);
-                if item >= la.items {
+                if la.done(item, causal) {
                     break;
                 }
-                let (bh, tm) = item_coords(item, la.bh_count, la.tiles_m, causal);
+                let (bh, tm) = la.item(item, causal);
                 let (b, h) = ((bh / la.heads) as i32, (bh % la.heads) as i32);
                 let panels = la.panels;
                 q_empty.wait_ring(&qs);
@@ -241,10 +245,10 @@ pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
         let mut item = first;
         loop {
             let la = Launch::of(&q, &k);
-            if item >= la.items {
+            if la.done(item, causal) {
                 break;
             }
-            let (bh, tm) = item_coords(item, la.bh_count, la.tiles_m, causal);
+            let (bh, tm) = la.item(item, causal);
             q_full.wait_ring(&qs);
             qs.advance();
             // SAFETY: the whole warpgroup runs this (a uniform branch), after the item's q
@@ -335,6 +339,28 @@ struct Launch {
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 impl Launch {
+    /// Whether this block is done before its item `item` (`b`, `b + grid`, …).
+    #[inline(always)]
+    fn done(&self, item: u32, causal: bool) -> bool {
+        if causal {
+            paired_done(item, self.step, self.bh_count * self.tiles_m.div_ceil(2))
+        } else {
+            item >= self.items
+        }
+    }
+
+    /// This block's item `item` as (batch × heads + head, query tile): without the mask the
+    /// query tiles of one head adjacent ([`item_coords`]), with it in pairs of a long and a
+    /// short tile ([`paired_item`]).
+    #[inline(always)]
+    fn item(&self, item: u32, causal: bool) -> (u32, u32) {
+        if causal {
+            paired_item(item, self.step, self.tiles_m)
+        } else {
+            item_coords(item, self.bh_count, self.tiles_m, false)
+        }
+    }
+
     #[inline(always)]
     fn of<T: ferrocuda_device::Element>(q: &HeadsMap<T>, k: &HeadsMap<T>) -> Launch {
         let (batch, heads, s_q, d) = (
@@ -463,9 +489,12 @@ impl Consumer {
     /// keys after the query under the causal mask — only in the tiles that need them), each
     /// row's running maximum `m` and sum `l` updated, `P = 2^(S·scale·log₂e − m)` left in
     /// `sc`. Returns each row's factor `2^(m_old − m)` for the output accumulated so far.
+    /// (`t` is the caller's: the thread's rank as the item made it opaque.)
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn softmax(
         &self,
+        t: u32,
         s_kv: u32,
         j: u32,
         row0: u32,
@@ -475,7 +504,6 @@ impl Consumer {
     ) -> [f32; 2] {
         use ferrocuda_device::math::FastMath;
         use ferrocuda_device::wgmma::{self, Accumulator};
-        let t = self.t;
         // Mask, then each row's extreme raw score: with `scale_log2 > 0` the maximum (the
         // largest scaled score), with `< 0` the minimum (masked scores are set past the
         // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
@@ -588,7 +616,11 @@ impl Consumer {
     {
         use ferrocuda_device::wgmma::{self, Accumulator};
 
-        let (t, bars) = (self.t, self.bars);
+        // The thread's rank through a register move: what derives from it alone (each
+        // score's row and column, the mask's and the epilogue's offsets: some 100 values) is
+        // invariant over the items, and LLVM may hoist it out of the item loop, where it
+        // stays live across the key-tile loop (and spills).
+        let (t, bars) = (here32(self.t), self.bars);
         let base = tiles_base();
         let row0 = tm * BM + self.cw * 64;
         // P in the inputs' type, as the A fragments of the eight k16 steps of P · v.
@@ -631,7 +663,7 @@ impl Consumer {
             bars.q_empty().arrive();
         }
         ks.advance();
-        let mut corr = self.softmax(s_kv, 0, row0, &mut sc, &mut m, &mut l);
+        let mut corr = self.softmax(t, s_kv, 0, row0, &mut sc, &mut m, &mut l);
         let mut a = pack_p(&sc);
         // Each tile's `k` is waited for at the end of the tile before it — where, in the
         // loop, the wait is also what ends the softmax's basic block: ptxas schedules a
@@ -668,7 +700,7 @@ impl Consumer {
                 bars.q_empty().arrive();
             }
             ks.advance();
-            corr = self.softmax(s_kv, j, row0, &mut sc, &mut m, &mut l);
+            corr = self.softmax(t, s_kv, j, row0, &mut sc, &mut m, &mut l);
             if j + 1 < n_kv {
                 bars.k_full(ks.index()).wait_ring(ks);
             }
