@@ -40,7 +40,8 @@
 //!   is released as soon as the item's last scores are done, so that the next item's `q`
 //!   loads under the last softmax, `P · v` and this store.
 //!
-//! * **Ping-pong**: the two consumers issue their `q · kᵀ` in turns (two "turn" mbarriers,
+//! * **Ping-pong**: the two consumers issue their tensor-core work — a tile's `q · kᵀ` and,
+//!   in the loop, the previous tile's `P · v` with it — in turns (two "turn" mbarriers,
 //!   FlashAttention-3's inter-warpgroup order), so that one's softmax runs under the other's
 //!   MMAs.
 //! * **Softmax**: one FFMA and one `ex2.approx.ftz` per score — `2^(s · c − m)` with
