@@ -1,7 +1,10 @@
 //! What both attention kernels do alike (device code): the order of the items, the output
-//! head's pair stores (checked, or a whole block's unchecked), P's packing into 16-bit pairs, the log-sum-exp store, and the register
-//! moves that keep loop-invariant values from being hoisted.
+//! head's pair stores (checked, or a whole block's unchecked), P's packing into 16-bit pairs,
+//! the log-sum-exp store, and the register moves that keep loop-invariant values from being
+//! hoisted.
 
+#[cfg(ferrocuda_arch = "sm_90a")]
+use crate::epilogue::OutElem;
 use ferrocuda_device::mma::Half16;
 use ferrocuda_device::{GpuFloat, ViewMut};
 
@@ -180,13 +183,13 @@ impl WholeBlock {
     /// (`row`, `col + 1`) inside the block [`OutHead::whole`] returned, `col` even; each
     /// element has one writer thread.
     #[inline(always)]
-    pub(super) unsafe fn put_pair<T: Half16>(self, row: u32, col: u32, v0: f32, v1: f32) {
+    pub(super) unsafe fn put_pair<T: Half16 + OutElem>(self, row: u32, col: u32, v0: f32, v1: f32) {
         let p = self
             .first
             .wrapping_offset(row as isize * self.pitch + col as isize);
-        // SAFETY: inside the head (the caller's contract and `whole`'s checks), 4-byte aligned
-        // (aligned first element and pitch, even column).
-        unsafe { p.cast::<u32>().write(pack::<T>(v0, v1)) };
+        // SAFETY: inside the head (the caller's contract and `whole`'s checks), aligned to a
+        // pair (aligned first element and pitch, even column); one writer.
+        unsafe { T::write_pair(p.cast::<T>(), v0, v1) };
     }
 }
 

@@ -111,7 +111,7 @@ fn kv_tiles(tm: u32, s_kv: u32, causal: bool) -> u32 {
 /// the kernel requires, D ≤ 128.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(super) unsafe fn forward<T: Half16 + ferrocuda_device::Element>(
+pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
     q: HeadsMap<T>,
     k: HeadsMap<T>,
     v: HeadsMap<T>,
@@ -597,7 +597,7 @@ impl Consumer {
     #[allow(clippy::erasing_op, clippy::identity_op, clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn item<
-        T: Half16 + ferrocuda_device::Element,
+        T: Half16 + crate::epilogue::OutElem,
         const D: usize,
         const R: usize,
         const P: u32,
