@@ -309,6 +309,27 @@ macro_rules! test_asm {
     }};
 }
 
+/// Runs the arrival `mbarrier.$op` on the barrier at shared address `$a` — release at CTA
+/// scope where the target has the qualifiers (sm_90; the default semantics before) — and
+/// returns the phase token.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! arrive_asm {
+    ($op:literal, $a:expr) => {{
+        let s: u64;
+        // SAFETY: an initialised mbarrier (the handle's invariant); the asm is a compiler
+        // barrier for memory, as the release requires.
+        unsafe {
+            #[cfg(target_feature = "sm_90")]
+            ::core::arch::asm!(concat!("mbarrier.", $op, ".release.cta.shared::cta.b64 {s}, [{a}];"),
+                s = out(reg64) s, a = in(reg32) $a, options(nostack));
+            #[cfg(not(target_feature = "sm_90"))]
+            ::core::arch::asm!(concat!("mbarrier.", $op, ".shared.b64 {s}, [{a}];"),
+                s = out(reg64) s, a = in(reg32) $a, options(nostack));
+        }
+        ArrivalToken(s)
+    }};
+}
+
 impl MBarrier {
     /// The handle of an initialised mbarrier at `ptr`, e.g. in dynamic shared memory
     /// (initialised with [`init`]). Aborts if `ptr` is not 8-byte aligned.
@@ -344,16 +365,7 @@ impl MBarrier {
     #[inline(always)]
     #[gpu_only]
     pub fn arrive(&self) -> ArrivalToken {
-        let s: u64;
-        // SAFETY: an initialised mbarrier (the handle's invariant); a compiler barrier for
-        // memory, as the release requires.
-        unsafe {
-            #[cfg(target_feature = "sm_90")]
-            asm!("mbarrier.arrive.release.cta.shared::cta.b64 {s}, [{a}];", s = out(reg64) s, a = in(reg32) self.addr, options(nostack));
-            #[cfg(not(target_feature = "sm_90"))]
-            asm!("mbarrier.arrive.shared.b64 {s}, [{a}];", s = out(reg64) s, a = in(reg32) self.addr, options(nostack));
-        }
-        ArrivalToken(s)
+        arrive_asm!("arrive", self.addr)
     }
 
     /// Arrives on the barrier at this barrier's shared offset **in the block of cluster rank
@@ -404,15 +416,8 @@ impl MBarrier {
     #[inline(always)]
     #[gpu_only]
     pub unsafe fn arrive_drop(&self) -> ArrivalToken {
-        let s: u64;
-        // SAFETY: an initialised mbarrier; the count is the caller's contract.
-        unsafe {
-            #[cfg(target_feature = "sm_90")]
-            asm!("mbarrier.arrive_drop.release.cta.shared::cta.b64 {s}, [{a}];", s = out(reg64) s, a = in(reg32) self.addr, options(nostack));
-            #[cfg(not(target_feature = "sm_90"))]
-            asm!("mbarrier.arrive_drop.shared.b64 {s}, [{a}];", s = out(reg64) s, a = in(reg32) self.addr, options(nostack));
-        }
-        ArrivalToken(s)
+        // The count is the caller's contract.
+        arrive_asm!("arrive_drop", self.addr)
     }
 
     /// Tests, without blocking, whether `phase` has completed (`mbarrier.test_wait.parity`,
