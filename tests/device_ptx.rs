@@ -828,6 +828,9 @@ fn math_compiles_to_libdevice_and_hardware_instructions() {
         ("fast_cos_f32", "cos.approx"),
         ("fast_log2_f32", "lg2.approx"),
         ("fast_div_f32", "div.approx.f32"),
+        ("fast_recip_f32", "rcp.approx.ftz.f32"),
+        ("fast_erfc_f32", "rcp.approx.ftz.f32"),
+        ("fast_erfc_f32", "ex2.approx.ftz.f32"),
     ] {
         assert!(entry(ptx, k).contains(instr), "{k}: no `{instr}`");
     }

@@ -24,6 +24,18 @@ pub trait Epilogue: Copy {
     fn col(&self, col: u32, n: u32) -> Self::Col;
     /// The values to store for the sums `v0` (column `col`) and `v1` (`col + 1`).
     fn apply(&self, c: Self::Col, v0: f32, v1: f32) -> (f32, f32);
+    /// What [`col`](Self::col) gives for the 32 column pairs `first + 8 i`, `i` in `0 .. 32`,
+    /// that one thread holds of a 256-column slice of the wgmma accumulator layout, loaded
+    /// together: the sm_90a `linear` issues these loads before it waits for a tile's last
+    /// MMAs, so that they arrive under them, not after them. (Read by the sm_90a part only.)
+    type Cols: Copy;
+    /// Loads [`Cols`](Self::Cols) for the pairs from column `first` (even); `n` is `out`'s
+    /// column count (columns past it read nothing).
+    #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
+    fn cols(&self, first: u32, n: u32) -> Self::Cols;
+    /// Entry `i` of `cols`, as [`col`](Self::col) gives it.
+    #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
+    fn col_at(cols: &Self::Cols, i: u32) -> Self::Col;
     /// Whether the epilogue leaves the sums as they are ([`Plain`]): then a store may hold
     /// more values live at once (the sm_90a `linear`'s 16-bit stores trade pairs between
     /// lanes); with loads and arithmetic of its own the registers would not suffice. (Read
@@ -38,9 +50,14 @@ pub struct Plain;
 
 impl Epilogue for Plain {
     type Col = ();
+    type Cols = ();
     const PLAIN: bool = true;
     #[inline(always)]
     fn col(&self, _: u32, _: u32) {}
+    #[inline(always)]
+    fn cols(&self, _: u32, _: u32) {}
+    #[inline(always)]
+    fn col_at(_: &(), _: u32) {}
     #[inline(always)]
     fn apply(&self, _: (), v0: f32, v1: f32) -> (f32, f32) {
         (v0, v1)
@@ -59,7 +76,8 @@ pub struct Identity;
 /// `max(v, 0)` (NaN stays NaN, as PyTorch's `relu`).
 #[derive(Clone, Copy)]
 pub struct Relu;
-/// GELU, exact form ([`act::gelu`]).
+/// GELU, exact form, through a short `erfc` ([`act::gelu_fast`]: within `4.5·10⁻⁷ |x|`, far
+/// below the bf16 output's rounding).
 #[derive(Clone, Copy)]
 pub struct Gelu;
 /// GELU, tanh approximation ([`act::gelu_tanh`]).
@@ -88,7 +106,7 @@ impl Activation for Relu {
 impl Activation for Gelu {
     #[inline(always)]
     fn f(v: f32) -> f32 {
-        act::gelu(v)
+        act::gelu_fast(v)
     }
 }
 impl Activation for GeluTanh {
@@ -121,28 +139,62 @@ impl<A: Activation> BiasAct<A> {
             act: PhantomData,
         }
     }
+
+    /// The bits of the bias at column `i`, 0 past `n` (the bias's length: required).
+    #[inline(always)]
+    fn bits(&self, i: u32, n: u32) -> u32 {
+        if i < n {
+            // SAFETY: `i` is below `n`, the bias's length; the bias is not written during the
+            // launch (`out` is not the bias: required where the types agree).
+            unsafe { self.bias.get_nc_unchecked(i as usize) }.to_bits() as u32
+        } else {
+            0
+        }
+    }
+}
+
+/// The two f32 values of a bf16 pair's bits (`lo` the lower address).
+#[inline(always)]
+fn unpack(b: u32) -> (f32, f32) {
+    (f32::from_bits(b << 16), f32::from_bits(b & 0xffff_0000))
 }
 
 impl<A: Activation> Epilogue for BiasAct<A> {
     type Col = (f32, f32);
+    /// The bias pairs as bf16 bits (32 registers, not 64).
+    type Cols = [u32; 32];
     #[inline(always)]
     fn col(&self, col: u32, n: u32) -> (f32, f32) {
-        let (c, n) = (col as usize, n as usize);
-        let at = |i: usize| {
-            if i < n {
-                // SAFETY: `i` is below `n`, the bias's length (required); the bias is not
-                // written during the launch (`out` is not the bias: required where the
-                // types agree).
-                unsafe { self.bias.get_nc_unchecked(i) }.to_f32()
-            } else {
-                0.0
-            }
-        };
-        (at(c), at(c + 1))
+        unpack(self.bits(col, n) | self.bits(col + 1, n) << 16)
     }
     #[inline(always)]
     fn apply(&self, (b0, b1): (f32, f32), v0: f32, v1: f32) -> (f32, f32) {
         (A::f(v0 + b0), A::f(v1 + b1))
+    }
+    #[inline(always)]
+    fn cols(&self, first: u32, n: u32) -> [u32; 32] {
+        let mut c = [0u32; 32];
+        let p = self.bias.as_ptr();
+        if (p as usize).is_multiple_of(4) && first + 8 * 31 + 2 <= n {
+            ferrocuda_device::unroll!(I in 0..32 {
+                // SAFETY: columns `first + 8 I` and the next lie inside the bias (checked);
+                // 4-byte aligned (an aligned base, an even column); read-only for the launch
+                // (as `bits`).
+                c[I] = unsafe {
+                    ferrocuda_device::space::global_nc(p.add((first + 8 * I) as usize).cast::<u32>())
+                        .read()
+                };
+            });
+        } else {
+            ferrocuda_device::unroll!(I in 0..32 {
+                c[I] = self.bits(first + 8 * I, n) | self.bits(first + 8 * I + 1, n) << 16;
+            });
+        }
+        c
+    }
+    #[inline(always)]
+    fn col_at(cols: &[u32; 32], i: u32) -> (f32, f32) {
+        unpack(cols[i as usize])
     }
 }
 

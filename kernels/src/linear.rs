@@ -256,8 +256,9 @@ pub(crate) struct Whole<T> {
 /// 16-bit types under the [`Plain`] epilogue two pairs per 8-byte store, traded between lanes.
 #[cfg(ferrocuda_arch = "sm_90a")]
 pub(crate) trait SliceStore: OutElem {
-    /// Stores thread `t`'s 128 sums of the slice `w`; `sums(col, v0, v1)` gives the values of
-    /// the pair at slice column `col` (the epilogue `Ep`'s).
+    /// Stores thread `t`'s 128 sums of the slice `w`; `sums(reg, col, v0, v1)` gives the
+    /// values of the pair in accumulator registers `reg`, `reg + 1`, at slice column `col`
+    /// (the epilogue `Ep`'s).
     ///
     /// # Safety
     ///
@@ -268,7 +269,7 @@ pub(crate) trait SliceStore: OutElem {
         w: Whole<Self>,
         acc: &[f32; 128],
         t: u32,
-        sums: impl Fn(u32, f32, f32) -> (f32, f32),
+        sums: impl Fn(u32, u32, f32, f32) -> (f32, f32),
     ) {
         // SAFETY: the caller's contract.
         unsafe { store_pairs(w, acc, t, sums) }
@@ -287,12 +288,12 @@ unsafe fn store_pairs<T: OutElem>(
     w: Whole<T>,
     acc: &[f32; 128],
     t: u32,
-    sums: impl Fn(u32, f32, f32) -> (f32, f32),
+    sums: impl Fn(u32, u32, f32, f32) -> (f32, f32),
 ) {
     use ferrocuda_device::wgmma::{self, Accumulator};
     acc.each_pair(|r, v0, v1| {
         let (row, col) = wgmma::acc_coords(t, r);
-        let (a, b) = sums(col, v0, v1);
+        let (a, b) = sums(r, col, v0, v1);
         let p = w
             .first
             .wrapping_offset(row as isize * w.pitch + col as isize);
@@ -320,7 +321,7 @@ macro_rules! slice_store_16 {
                 w: Whole<$t>,
                 acc: &[f32; 128],
                 t: u32,
-                sums: impl Fn(u32, f32, f32) -> (f32, f32),
+                sums: impl Fn(u32, u32, f32, f32) -> (f32, f32),
             ) {
                 use ferrocuda_device::{warp, wgmma};
                 if !Ep::PLAIN {
@@ -328,8 +329,8 @@ macro_rules! slice_store_16 {
                     return unsafe { store_pairs(w, acc, t, sums) };
                 }
                 let odd = t % 2 == 1;
-                let pack = |col: u32, v0: f32, v1: f32| {
-                    let (a, b) = sums(col, v0, v1);
+                let pack = |reg: u32, col: u32, v0: f32, v1: f32| {
+                    let (a, b) = sums(reg, col, v0, v1);
                     <$x2>::from_f32s(a, b).to_bits()
                 };
                 // Pair-block P: the 8-column blocks 2 (P / 2) and 2 (P / 2) + 1, row half
@@ -338,8 +339,8 @@ macro_rules! slice_store_16 {
                     let ra: u32 = 8 * (P / 2) + 2 * (P % 2);
                     let (row, ca) = wgmma::acc_coords(t, ra);
                     let (_, cb) = wgmma::acc_coords(t, ra + 4);
-                    let pa = pack(ca, acc[ra as usize], acc[ra as usize + 1]);
-                    let pb = pack(cb, acc[ra as usize + 4], acc[ra as usize + 5]);
+                    let pa = pack(ra, ca, acc[ra as usize], acc[ra as usize + 1]);
+                    let pb = pack(ra + 4, cb, acc[ra as usize + 4], acc[ra as usize + 5]);
                     // Every lane of the warp, convergently (the whole warpgroup runs this).
                     let got = warp::shfl_xor_sync(u32::MAX, if odd { pa } else { pb }, 1);
                     let (lo, hi, col) = if odd { (got, pb, cb - 2) } else { (pa, got, ca) };
@@ -389,8 +390,16 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
         Some(Whole { first, pitch: s0 })
     }
 
-    /// Stores consumer thread `t`'s 128 sums of the 64 × 256 slice `w` (whose first column
-    /// is column `col0` of `out`), the epilogue applied.
+    /// What the epilogue needs for consumer thread `t`'s columns of the 256-column slice from
+    /// column `col0` ([`Epilogue::cols`]: the bias), loaded at once.
+    #[inline(always)]
+    pub(crate) fn cols(&self, col0: u32, t: u32) -> Ep::Cols {
+        // Thread t's pairs start at column 2 (t % 4) of each 8-column block (`acc_coords`).
+        self.epi.cols(col0 + 2 * (t % 4), self.out.shape()[1] as u32)
+    }
+
+    /// Stores consumer thread `t`'s 128 sums of the 64 × 256 slice `w`, the epilogue applied
+    /// with `cols`, [`cols`](Self::cols) of the slice's first column.
     ///
     /// # Safety
     ///
@@ -398,10 +407,12 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     /// consumer warpgroup calls this with its own accumulators (the 16-bit stores exchange
     /// values between lanes); no other thread writes the slice.
     #[inline(always)]
-    pub(crate) unsafe fn put_slice(&self, w: Whole<T>, acc: &[f32; 128], t: u32, col0: u32) {
-        let n = self.out.shape()[1] as u32;
+    pub(crate) unsafe fn put_slice(&self, w: Whole<T>, acc: &[f32; 128], cols: &Ep::Cols, t: u32) {
         let epi = self.epi;
-        let sums = |col: u32, v0: f32, v1: f32| epi.apply(epi.col(col0 + col, n), v0, v1);
+        // Registers 4 i .. 4 i + 3 hold the thread's column pair i (`acc_coords`).
+        let sums = |reg: u32, _col: u32, v0: f32, v1: f32| {
+            epi.apply(Ep::col_at(cols, reg / 4), v0, v1)
+        };
         // SAFETY: the caller's contract.
         unsafe { T::store_slice::<Ep>(w, acc, t, sums) }
     }
@@ -652,6 +663,10 @@ pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32, T: SliceStore,
                 pending = Some(s);
                 st.advance();
             }
+            // The epilogue's loads (the bias of the thread's columns) go out before the wait
+            // for the last MMAs and arrive under them. (A branch of their own in the
+            // epilogues that load: ptxas places a `wgmma` wait at the top of its basic block.)
+            let cols = sink.cols(tn * BN, t);
             // SAFETY: as above.
             unsafe { wgmma::wait_group::<0>() };
             wgmma::fence_operand(&mut acc);
@@ -665,7 +680,7 @@ pub(crate) unsafe fn gemm<E: Input, const BK: u32, const WB: u32, T: SliceStore,
                 // one base pointer, 8 bytes per store. The whole warpgroup takes this branch
                 // (`row0`, `col0` are its own).
                 // SAFETY: the slice `whole` checked; every consumer thread; one writer each.
-                Some(tile) => unsafe { sink.put_slice(tile, &acc, t, col0) },
+                Some(tile) => unsafe { sink.put_slice(tile, &acc, &cols, t) },
                 // An edge tile or any other layout: each pair checked against `out`.
                 None => acc.each_pair(|r, v0, v1| {
                     let (row, col) = wgmma::acc_coords(t, r);

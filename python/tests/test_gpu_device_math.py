@@ -474,6 +474,10 @@ FAST: dict[str, tuple[str, Callable[[Any, Any], Any], tuple[float, float], str]]
     "ln": ("abs", lambda mp, x: mp.log(x), (0.5, 2.0), "2^-21.41"),
     "log2": ("abs", lambda mp, x: mp.log(x, 2), (0.5, 2.0), "2^-22"),
     "exp": ("ulp_exp", lambda mp, x: mp.exp(x), (-10.0, 10.0), "2 + floor(1.173|x|)"),
+    # ferrocuda's own (device/src/math.rs's table): 5.5e-7 for the arithmetic, 4e-7 for
+    # `rcp`/`ex2.approx`; and `rcp.approx.ftz`'s 1 ulp (PTX ISA) away from subnormals.
+    "erfc": ("abs", lambda mp, x: mp.erfc(x), (-10.0, 10.0), "2^-20"),
+    "recip": ("ulp", lambda mp, x: 1 / x, (2.0**-120, 2.0**120), "1"),
 }
 
 
@@ -482,7 +486,14 @@ def test_fast_forms_within_their_documented_error(
     mod: Any, mp: Any, rng: np.random.Generator, method: str
 ) -> None:
     kind, ref, (lo, hi), text = FAST[method]
-    x = rng.uniform(lo, hi, N_RANDOM).astype(np.float32)
+    if kind == "ulp":
+        # Magnitudes spread over the domain's binades, both signs.
+        x = (
+            rng.choice([-1.0, 1.0], N_RANDOM)
+            * np.exp2(rng.uniform(np.log2(lo), np.log2(hi), N_RANDOM))
+        ).astype(np.float32)
+    else:
+        x = rng.uniform(lo, hi, N_RANDOM).astype(np.float32)
     (got,) = _run(mod, f"fast_{method}_f32", x)
     worst = 0.0
     for xi, g in zip(x, got, strict=True):
@@ -490,6 +501,9 @@ def test_fast_forms_within_their_documented_error(
         if kind == "abs":
             err = abs(float(g) - float(r))
             limit = 2.0 ** float(text[2:])  # "2^-21.41"
+        elif kind == "ulp":
+            err = _ulps(float(g), _round_to(mp, r, np.float32), np.float32)
+            limit = float(text)
         else:
             err = _ulps(float(g), _round_to(mp, r, np.float32), np.float32)
             limit = 2 + math.floor(1.173 * abs(float(xi)))

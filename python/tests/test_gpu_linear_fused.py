@@ -104,6 +104,25 @@ def test_family_out_layouts(torch: Any, gen: Any, act: str) -> None:
                 assert_outside_untouched(torch, buf, cols, what)
 
 
+@pytest.mark.parametrize("act", ["none", "gelu"])
+def test_bias_alignment(torch: Any, gen: Any, act: str) -> None:
+    """The bias at an offset of 1 element (2-byte aligned: the sm_90a kernels read each
+    thread's bias of a whole tile slice element by element) and of 2 (4-byte aligned: a pair
+    per load), on whole and partial tiles; the elements around it are NaN, so that a read past
+    either end shows."""
+    fam = getattr(K, family(act))
+    for m, n, k in [(256, 512, 64), (384, 520, 136)]:
+        x, w, b = operands(torch, gen, m, n, k)
+        for off in (1, 2):
+            buf = torch.full((n + 4,), float("nan"), dtype=torch.bfloat16, device="cuda")
+            buf[off : off + n] = b
+            bias = buf[off : off + n]
+            out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+            fam(x, w, bias, out)
+            torch.cuda.synchronize()
+            check(torch, out, x, w, b, act, f"{family(act)} {m}x{n}x{k}, bias at offset {off}")
+
+
 @pytest.mark.parametrize("act", ACTS)
 def test_portable_kernels(torch: Any, gen: Any, portable: Any, act: str) -> None:
     """The portable kernels by name, on every layout they take: C order, transposed x, w and

@@ -89,6 +89,8 @@ unary! {
     fast_sin_f32: f32 => sin_fast;
     fast_cos_f32: f32 => cos_fast;
     fast_tan_f32: f32 => tan_fast;
+    fast_recip_f32: f32 => recip_fast;
+    fast_erfc_f32: f32 => erfc_fast;
 }
 
 binary! {
