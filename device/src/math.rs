@@ -498,7 +498,12 @@ mod tests {
                 }
             }
         }
-        assert!(worst.0 <= 5.5e-7, "erfc_fast off by {:e} at {}", worst.0, worst.1);
+        assert!(
+            worst.0 <= 5.5e-7,
+            "erfc_fast off by {:e} at {}",
+            worst.0,
+            worst.1
+        );
         // The bound is not loose by orders of magnitude.
         assert!(worst.0 >= 2e-7, "{worst:?}");
         assert_eq!(f32::INFINITY.erfc_fast(), 0.0);

@@ -80,10 +80,10 @@ pub struct Relu;
 /// below the bf16 output's rounding).
 #[derive(Clone, Copy)]
 pub struct Gelu;
-/// GELU, tanh approximation ([`act::gelu_tanh`]).
+/// GELU, tanh approximation ([`act::gelu_tanh_fast`]: `x · σ(2u)`, no `tanhf`).
 #[derive(Clone, Copy)]
 pub struct GeluTanh;
-/// SiLU ([`act::silu`]).
+/// SiLU ([`act::silu_fast`]: no IEEE division).
 #[derive(Clone, Copy)]
 pub struct Silu;
 
@@ -112,13 +112,13 @@ impl Activation for Gelu {
 impl Activation for GeluTanh {
     #[inline(always)]
     fn f(v: f32) -> f32 {
-        act::gelu_tanh(v)
+        act::gelu_tanh_fast(v)
     }
 }
 impl Activation for Silu {
     #[inline(always)]
     fn f(v: f32) -> f32 {
-        act::silu(v)
+        act::silu_fast(v)
     }
 }
 

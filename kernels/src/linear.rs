@@ -395,7 +395,8 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     #[inline(always)]
     pub(crate) fn cols(&self, col0: u32, t: u32) -> Ep::Cols {
         // Thread t's pairs start at column 2 (t % 4) of each 8-column block (`acc_coords`).
-        self.epi.cols(col0 + 2 * (t % 4), self.out.shape()[1] as u32)
+        self.epi
+            .cols(col0 + 2 * (t % 4), self.out.shape()[1] as u32)
     }
 
     /// Stores consumer thread `t`'s 128 sums of the 64 × 256 slice `w`, the epilogue applied
@@ -410,9 +411,8 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     pub(crate) unsafe fn put_slice(&self, w: Whole<T>, acc: &[f32; 128], cols: &Ep::Cols, t: u32) {
         let epi = self.epi;
         // Registers 4 i .. 4 i + 3 hold the thread's column pair i (`acc_coords`).
-        let sums = |reg: u32, _col: u32, v0: f32, v1: f32| {
-            epi.apply(Ep::col_at(cols, reg / 4), v0, v1)
-        };
+        let sums =
+            |reg: u32, _col: u32, v0: f32, v1: f32| epi.apply(Ep::col_at(cols, reg / 4), v0, v1);
         // SAFETY: the caller's contract.
         unsafe { T::store_slice::<Ep>(w, acc, t, sums) }
     }

@@ -15,9 +15,9 @@
 //! `linear_bias`). Each kernel is the `linear` kernel of its architecture (schedule, edges,
 //! selection rule: `linear.rs`, `linear_sm80.rs`) with [`BiasAct`](crate::epilogue::BiasAct)
 //! as its epilogue. Numerics: the f32 sum as `linear`'s, plus the bias (exact in f32), the
-//! activation in f32 (libdevice's `tanhf`/`expf`: within 2 ulp; the exact GELU through a short
-//! `erfc`, within `4.5·10⁻⁷ |x|`: [`act::gelu_fast`](crate::num::act::gelu_fast)), one rounding
-//! to `out`'s type.
+//! activation in f32 through the hardware's `ex2`/`rcp` approximations (the exact GELU through
+//! a short `erfc`, within `4.5·10⁻⁷ |x|`; the tanh GELU and SiLU through a sigmoid:
+//! [`act`](crate::num::act)'s `*_fast`), one rounding to `out`'s type.
 
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
 use crate::linear::LINEAR_SMEM;

@@ -156,10 +156,35 @@ pub mod act {
         0.5 * x * (1.0 + inner.tanh())
     }
 
+    /// [`gelu_tanh`] as `x · σ(2u)`, `u = √(2/π) · (x + 0.044715 x³)` (`(1 + tanh u) / 2 =
+    /// σ(2u)`), through [`sigmoid_fast`]: for the fused GEMM epilogue.
+    #[inline(always)]
+    pub fn gelu_tanh_fast(x: f32) -> f32 {
+        const K: f32 = 0.797_884_6; // √(2/π)
+        let inner = K * (x + 0.044715 * x * x * x);
+        x * sigmoid_fast(2.0 * inner)
+    }
+
     /// `x · σ(x) = x / (1 + e^-x)` (PyTorch's `silu`).
     #[inline(always)]
     pub fn silu(x: f32) -> f32 {
         x / (1.0 + (-x).exp())
+    }
+
+    /// [`silu`] through [`sigmoid_fast`]: for the fused GEMM epilogue (no IEEE division, whose
+    /// slow path is a call).
+    #[inline(always)]
+    pub fn silu_fast(x: f32) -> f32 {
+        x * sigmoid_fast(x)
+    }
+
+    /// `σ(v) = 1 / (1 + e^-v)` in four instructions (`ex2.approx`, `rcp.approx`): a few ulp
+    /// where `e^-v` is small, and a relative error growing as `|v| · 2^-24` where it is large
+    /// (the rounding of `v · log2 e`); 0 below v ≈ −88 (`e^-v` overflows), 1 far above 0.
+    #[inline(always)]
+    pub fn sigmoid_fast(v: f32) -> f32 {
+        use ferrocuda_device::math::FastMath;
+        (1.0 + (v * -core::f32::consts::LOG2_E).exp2_fast()).recip_fast()
     }
 }
 
