@@ -36,12 +36,6 @@ pub trait Epilogue: Copy {
     /// Entry `i` of `cols`, as [`col`](Self::col) gives it.
     #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
     fn col_at(cols: &Self::Cols, i: u32) -> Self::Col;
-    /// Whether the epilogue leaves the sums as they are ([`Plain`]): then a store may hold
-    /// more values live at once (the sm_90a `linear`'s 16-bit stores trade pairs between
-    /// lanes); with loads and arithmetic of its own the registers would not suffice. (Read
-    /// by the sm_90a part only.)
-    #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
-    const PLAIN: bool = false;
 }
 
 /// The sums as they are: `out = x · wᵀ`.
@@ -51,7 +45,6 @@ pub struct Plain;
 impl Epilogue for Plain {
     type Col = ();
     type Cols = ();
-    const PLAIN: bool = true;
     #[inline(always)]
     fn col(&self, _: u32, _: u32) {}
     #[inline(always)]
@@ -172,6 +165,8 @@ impl<A: Activation> Epilogue for BiasAct<A> {
         (A::f(v0 + b0), A::f(v1 + b1))
     }
     #[inline(always)]
+    // `unroll!` writes I out as each literal, 0 included.
+    #[allow(clippy::erasing_op, clippy::identity_op)]
     fn cols(&self, first: u32, n: u32) -> [u32; 32] {
         let mut c = [0u32; 32];
         let p = self.bias.as_ptr();

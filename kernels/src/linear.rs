@@ -44,6 +44,9 @@
 //!   one base pointer, 8 bytes per store at constant offsets (`SliceStore`: an f32 pair; two
 //!   16-bit pairs, one traded with the neighbouring lane), so that the 4 lanes of a row fill a
 //!   32-byte sector — and else pair by pair, each checked against `out`'s extents and strides.
+//!   A fused epilogue (`linear_bias*`) is applied to all 128 values in registers before that
+//!   store, with the bias of the thread's 32 column pairs loaded before the wait for the
+//!   tile's last MMAs (`Epilogue::cols`).
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; 197 696 bytes of dynamic shared
 //! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
@@ -251,96 +254,57 @@ pub(crate) struct Whole<T> {
 }
 
 /// How a consumer's whole 64 × 256 slice of a tile is stored, per output type: one base
-/// pointer, stores at constant offsets — each pair on its own ([`store_pairs`]: 8 bytes for
-/// f32, so the 4 lanes sharing a row of the accumulator layout fill a 32-byte sector), or for
-/// 16-bit types under the [`Plain`] epilogue two pairs per 8-byte store, traded between lanes.
+/// pointer, stores at constant offsets — each pair on its own (f32: 8 bytes, so the 4 lanes
+/// sharing a row of the accumulator layout fill a 32-byte sector), or for 16-bit types two
+/// pairs per 8-byte store, traded between lanes.
 #[cfg(ferrocuda_arch = "sm_90a")]
 pub(crate) trait SliceStore: OutElem {
-    /// Stores thread `t`'s 128 sums of the slice `w`; `sums(reg, col, v0, v1)` gives the
-    /// values of the pair in accumulator registers `reg`, `reg + 1`, at slice column `col`
-    /// (the epilogue `Ep`'s).
+    /// Stores thread `t`'s 128 values `v` of the slice `w` (the accumulator layout, the
+    /// epilogue applied).
     ///
     /// # Safety
     ///
     /// As [`Sink::put_slice`]: `w` inside `out` with 8-byte aligned rows, called by the whole
     /// consumer warpgroup, no other writer.
     #[inline(always)]
-    unsafe fn store_slice<Ep: Epilogue>(
-        w: Whole<Self>,
-        acc: &[f32; 128],
-        t: u32,
-        sums: impl Fn(u32, u32, f32, f32) -> (f32, f32),
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe { store_pairs(w, acc, t, sums) }
+    unsafe fn store_slice(w: Whole<Self>, v: &[f32; 128], t: u32) {
+        use ferrocuda_device::wgmma::{self, Accumulator};
+        v.each_pair(|r, a, b| {
+            let (row, col) = wgmma::acc_coords(t, r);
+            let p = w
+                .first
+                .wrapping_offset(row as isize * w.pitch + col as isize);
+            // SAFETY: (row, col + 1) inside the slice (the accumulator's coordinates), aligned
+            // to a pair (`whole`: 8-byte aligned rows; even columns); one writer per element.
+            unsafe { Self::write_pair(p, a, b) };
+        });
     }
-}
-
-/// [`SliceStore`]'s store of each pair on its own (`T::write_pair`: 8 bytes for f32, 4 for the
-/// 16-bit types).
-///
-/// # Safety
-///
-/// As [`SliceStore::store_slice`].
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-unsafe fn store_pairs<T: OutElem>(
-    w: Whole<T>,
-    acc: &[f32; 128],
-    t: u32,
-    sums: impl Fn(u32, u32, f32, f32) -> (f32, f32),
-) {
-    use ferrocuda_device::wgmma::{self, Accumulator};
-    acc.each_pair(|r, v0, v1| {
-        let (row, col) = wgmma::acc_coords(t, r);
-        let (a, b) = sums(r, col, v0, v1);
-        let p = w
-            .first
-            .wrapping_offset(row as isize * w.pitch + col as isize);
-        // SAFETY: (row, col + 1) inside the slice (the accumulator's coordinates), aligned to
-        // a pair (`whole`: 8-byte aligned rows; even columns); one writer per element.
-        unsafe { T::write_pair(p, a, b) };
-    });
 }
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 impl SliceStore for f32 {}
 
-/// The 16-bit types under the [`Plain`] epilogue: a pair is 4 bytes, so two lanes of a row
-/// trade one pair each — the lane with an even `t % 4` gets its odd neighbour's pair of the
-/// same 8-column block and stores 4 columns of it; the odd lane gets the even one's pair of
-/// the next block — and each stores 8 bytes (`shfl.sync.bfly`, one per two pairs). With a
-/// bias and an activation (more values live per store) ptxas spilled: those take
-/// [`store_pairs`].
+/// The 16-bit types: a pair is 4 bytes, so two lanes of a row trade one pair each — the lane
+/// with an even `t % 4` gets its odd neighbour's pair of the same 8-column block and stores 4
+/// columns of it; the odd lane gets the even one's pair of the next block — and each stores 8
+/// bytes (`shfl.sync.bfly`, one per two pairs).
 #[cfg(ferrocuda_arch = "sm_90a")]
 macro_rules! slice_store_16 {
     ($($t:ty, $x2:ty;)*) => {$(
         impl SliceStore for $t {
             #[inline(always)]
-            unsafe fn store_slice<Ep: Epilogue>(
-                w: Whole<$t>,
-                acc: &[f32; 128],
-                t: u32,
-                sums: impl Fn(u32, u32, f32, f32) -> (f32, f32),
-            ) {
+            unsafe fn store_slice(w: Whole<$t>, acc: &[f32; 128], t: u32) {
                 use ferrocuda_device::{warp, wgmma};
-                if !Ep::PLAIN {
-                    // SAFETY: the caller's contract.
-                    return unsafe { store_pairs(w, acc, t, sums) };
-                }
                 let odd = t % 2 == 1;
-                let pack = |reg: u32, col: u32, v0: f32, v1: f32| {
-                    let (a, b) = sums(reg, col, v0, v1);
-                    <$x2>::from_f32s(a, b).to_bits()
-                };
+                let pack = |v0: f32, v1: f32| <$x2>::from_f32s(v0, v1).to_bits();
                 // Pair-block P: the 8-column blocks 2 (P / 2) and 2 (P / 2) + 1, row half
                 // P % 2 (accumulator registers `RA`, `RA + 1` and `RA + 4`, `RA + 5`).
                 ferrocuda_device::unroll!(P in 0..32 {
                     let ra: u32 = 8 * (P / 2) + 2 * (P % 2);
                     let (row, ca) = wgmma::acc_coords(t, ra);
                     let (_, cb) = wgmma::acc_coords(t, ra + 4);
-                    let pa = pack(ra, ca, acc[ra as usize], acc[ra as usize + 1]);
-                    let pb = pack(ra + 4, cb, acc[ra as usize + 4], acc[ra as usize + 5]);
+                    let pa = pack(acc[ra as usize], acc[ra as usize + 1]);
+                    let pb = pack(acc[ra as usize + 4], acc[ra as usize + 5]);
                     // Every lane of the warp, convergently (the whole warpgroup runs this).
                     let got = warp::shfl_xor_sync(u32::MAX, if odd { pa } else { pb }, 1);
                     let (lo, hi, col) = if odd { (got, pb, cb - 2) } else { (pa, got, ca) };
@@ -400,7 +364,9 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     }
 
     /// Stores consumer thread `t`'s 128 sums of the 64 × 256 slice `w`, the epilogue applied
-    /// with `cols`, [`cols`](Self::cols) of the slice's first column.
+    /// with `cols`, [`cols`](Self::cols) of the slice's first column: to all of them first, in
+    /// registers, then the store of the values (so that a store holds no more values live than
+    /// the plain GEMM's).
     ///
     /// # Safety
     ///
@@ -409,12 +375,12 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     /// values between lanes); no other thread writes the slice.
     #[inline(always)]
     pub(crate) unsafe fn put_slice(&self, w: Whole<T>, acc: &[f32; 128], cols: &Ep::Cols, t: u32) {
-        let epi = self.epi;
+        use ferrocuda_device::wgmma::Accumulator;
+        let mut v = *acc;
         // Registers 4 i .. 4 i + 3 hold the thread's column pair i (`acc_coords`).
-        let sums =
-            |reg: u32, _col: u32, v0: f32, v1: f32| epi.apply(Ep::col_at(cols, reg / 4), v0, v1);
+        v.map_pairs(|r, a, b| self.epi.apply(Ep::col_at(cols, r / 4), a, b));
         // SAFETY: the caller's contract.
-        unsafe { T::store_slice::<Ep>(w, acc, t, sums) }
+        unsafe { T::store_slice(w, &v, t) }
     }
 
     /// Stores the pair of sums at (`row`, `col`), (`row`, `col + 1`) of `out`, the epilogue

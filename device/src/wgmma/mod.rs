@@ -117,6 +117,10 @@ pub trait Accumulator {
 
     /// Replaces every value `v` by `f(reg, v)`, unrolled.
     fn map_each(&mut self, f: impl FnMut(u32, f32) -> f32);
+
+    /// Replaces the pair of every even `reg` (as [`each_pair`](Accumulator::each_pair) walks
+    /// them) by `f(reg, acc[reg], acc[reg + 1])`, unrolled.
+    fn map_pairs(&mut self, f: impl FnMut(u32, f32, f32) -> (f32, f32));
 }
 
 macro_rules! accumulators {
@@ -135,6 +139,15 @@ macro_rules! accumulators {
             fn map_each(&mut self, mut f: impl FnMut(u32, f32) -> f32) {
                 seq_macro::seq!(P in 0..$r {
                     self[P] = f(P, self[P]);
+                });
+            }
+
+            #[inline(always)]
+            fn map_pairs(&mut self, mut f: impl FnMut(u32, f32, f32) -> (f32, f32)) {
+                seq_macro::seq!(P in 0..$r {
+                    if P % 2 == 0 {
+                        (self[P], self[(P + 1) % $r]) = f(P, self[P], self[(P + 1) % $r]);
+                    }
                 });
             }
         }
@@ -598,6 +611,26 @@ mod tests {
                 assert_eq!(acc_coords(t, h), a_coords(t, h));
             }
         }
+    }
+
+    /// `each_pair` and `map_pairs` visit every even register once with its pair, in order;
+    /// `map_pairs` writes each result back to the pair it read.
+    #[test]
+    fn accumulator_walks_visit_each_pair() {
+        let mut acc: [f32; 16] = core::array::from_fn(|i| i as f32);
+        let mut next = 0;
+        acc.each_pair(|r, a, b| {
+            assert_eq!((r, a, b), (next, r as f32, r as f32 + 1.0));
+            next += 2;
+        });
+        assert_eq!(next, 16);
+        acc.map_pairs(|r, a, b| (b * 10.0 + r as f32, a - 100.0));
+        for r in (0..16).step_by(2) {
+            assert_eq!(acc[r], (r + 1) as f32 * 10.0 + r as f32);
+            assert_eq!(acc[r + 1], r as f32 - 100.0);
+        }
+        acc.map_each(|r, v| v + r as f32);
+        assert_eq!(acc[3], 2.0 - 100.0 + 3.0);
     }
 
     #[test]
