@@ -372,42 +372,36 @@ pub trait FastMath: Copy {
     fn erfc_fast(self) -> Self;
 }
 
+/// The one `f32` instruction `$instr r, x;` on the device (`x` = `$x`); `$host` on the host.
+macro_rules! one_instruction {
+    ($instr:literal, $x:expr, $host:expr) => {{
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: f32;
+            // SAFETY: one arithmetic instruction on registers.
+            unsafe {
+                core::arch::asm!(concat!($instr, " {r}, {x};"), r = out(reg32) r,
+                    x = in(reg32) $x, options(pure, nomem, nostack));
+            }
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            $host
+        }
+    }};
+}
+
 macro_rules! fast_math {
     ($($m:ident: $dev:ident / $host:ident;)* | $($bm:ident($b:ident): $bdev:ident / $bhost:expr;)*) => {
         impl FastMath for f32 {
             #[inline(always)]
             fn exp2_fast(self) -> f32 {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    let r: f32;
-                    // SAFETY: one arithmetic instruction on registers.
-                    unsafe {
-                        core::arch::asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r,
-                            x = in(reg32) self, options(pure, nomem, nostack));
-                    }
-                    r
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                {
-                    GpuFloat::exp2(self)
-                }
+                one_instruction!("ex2.approx.ftz.f32", self, GpuFloat::exp2(self))
             }
             #[inline(always)]
             fn recip_fast(self) -> f32 {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    let r: f32;
-                    // SAFETY: one arithmetic instruction on registers.
-                    unsafe {
-                        core::arch::asm!("rcp.approx.ftz.f32 {r}, {x};", r = out(reg32) r,
-                            x = in(reg32) self, options(pure, nomem, nostack));
-                    }
-                    r
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                {
-                    1.0 / self
-                }
+                one_instruction!("rcp.approx.ftz.f32", self, 1.0 / self)
             }
             #[inline(always)]
             fn erfc_fast(self) -> f32 {
