@@ -69,7 +69,7 @@ pub struct Identity;
 /// `max(v, 0)` (NaN stays NaN, as PyTorch's `relu`).
 #[derive(Clone, Copy)]
 pub struct Relu;
-/// GELU, exact form, through a short `erfc` ([`act::gelu_fast`]: within `4.5·10⁻⁷ |x|`, far
+/// GELU, exact form, through a short `erfc` ([`act::gelu_fast`]: within `5·10⁻⁷ |x|`, far
 /// below the bf16 output's rounding).
 #[derive(Clone, Copy)]
 pub struct Gelu;

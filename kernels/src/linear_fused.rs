@@ -16,7 +16,7 @@
 //! selection rule: `linear.rs`, `linear_sm80.rs`) with [`BiasAct`](crate::epilogue::BiasAct)
 //! as its epilogue. Numerics: the f32 sum as `linear`'s, plus the bias (exact in f32), the
 //! activation in f32 through the hardware's `ex2`/`rcp` approximations (the exact GELU through
-//! a short `erfc`, within `4.5·10⁻⁷ |x|`; the tanh GELU and SiLU through a sigmoid:
+//! a short `erfc`, within `5·10⁻⁷ |x|`; the tanh GELU and SiLU through a sigmoid:
 //! [`act`](crate::num::act)'s `*_fast`), one rounding to `out`'s type.
 
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]

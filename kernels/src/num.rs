@@ -138,9 +138,10 @@ pub mod act {
 
     /// [`gelu`] through [`FastMath::erfc_fast`](ferrocuda_device::math::FastMath::erfc_fast):
     /// `x · Φ(x)` with `Φ(−|x|) = erfc(|x|/√2) / 2` — no cancellation in `1 + erf` for
-    /// negative `x` — within `4.5·10⁻⁷ |x|` of the exact GELU (half `erfc_fast`'s absolute
-    /// bound), in 17 instructions where libdevice's `erff` takes about 27: for the fused GEMM
-    /// epilogue, whose sums are rounded to bf16 next (2^-9 relative).
+    /// negative `x` — within `5·10⁻⁷ |x|` and a few ulp of the exact GELU (half `erfc_fast`'s
+    /// absolute bound on the device), in about 16 instructions where a GELU through
+    /// libdevice's `erff` takes about 27: for the fused GEMM epilogue, whose sums are rounded
+    /// to bf16 next (2^-9 relative).
     #[inline(always)]
     pub fn gelu_fast(x: f32) -> f32 {
         use ferrocuda_device::math::FastMath;
