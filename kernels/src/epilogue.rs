@@ -13,7 +13,7 @@
 use crate::num::act;
 use core::marker::PhantomData;
 use ferrocuda_device::half::{bf16, bf16x2, f16, f16x2};
-use ferrocuda_device::Slice;
+use ferrocuda_device::{Slice, ViewMut};
 
 /// Applied to the sums of columns `col` and `col + 1` of one row before they are stored.
 pub trait Epilogue: Copy {
@@ -190,6 +190,53 @@ impl<A: Activation> Epilogue for BiasAct<A> {
     #[inline(always)]
     fn col_at(cols: &[u32; 32], i: u32) -> (f32, f32) {
         unpack(cols[i as usize])
+    }
+}
+
+/// Whether every even column of `out` starts an aligned pair that one store may write
+/// ([`store_pair`]): unit column stride, an even row stride, the first element aligned to two.
+#[inline(always)]
+pub(crate) fn pair_stores<T: OutElem>(out: &ViewMut<T, 2>) -> bool {
+    let [s0, s1] = out.indexer().strides;
+    s1 == 1
+        && s0 % 2 == 0
+        && (out.as_mut_ptr() as usize).is_multiple_of(2 * core::mem::size_of::<T>())
+}
+
+/// Stores `v0`, `v1` at `out[row, col]`, `out[row, col + 1]`, the part inside `out` (`m` ×
+/// `n`): one store where `pairs` ([`pair_stores`] of `out`) and both columns exist, else
+/// element by element at any strides.
+///
+/// # Safety
+///
+/// This thread alone accesses those elements; `col` is even; `m`, `n` are `out`'s extents.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn store_pair<T: OutElem>(
+    out: ViewMut<T, 2>,
+    (m, n): (u32, u32),
+    pairs: bool,
+    row: u32,
+    col: u32,
+    v0: f32,
+    v1: f32,
+) {
+    if row >= m || col >= n {
+        return;
+    }
+    let [s0, s1] = out.indexer().strides;
+    let at = row as isize * s0 + col as isize * s1;
+    // SAFETY: (row, col) and, where written, (row, col + 1) are inside `out`; alignment from
+    // `pairs` (an even column); exclusivity is the caller's.
+    unsafe {
+        if pairs && col + 1 < n {
+            T::write_pair(out.as_mut_ptr().offset(at), v0, v1);
+        } else {
+            out.write_at(at, T::from_acc(v0));
+            if col + 1 < n {
+                out.write_at(at + s1, T::from_acc(v1));
+            }
+        }
     }
 }
 

@@ -52,7 +52,7 @@
 //! memory ([`LINEAR_SMEM`], declared with `shared_bytes`: every launch gets it).
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-use crate::epilogue::{Epilogue, OutElem, Plain};
+use crate::epilogue::{pair_stores, store_pair, Epilogue, OutElem, Plain};
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 use ferrocuda_device::half::{bf16, f16};
@@ -242,6 +242,8 @@ pub unsafe fn linear_tf32_sm90(x: XMapTf32, w: WMapTf32, out: ViewMut<f32, 2>) {
 pub(crate) struct Sink<T, Ep> {
     out: ViewMut<T, 2>,
     epi: Ep,
+    /// [`pair_stores`] of `out`.
+    pairs: bool,
 }
 
 /// A tile of `out` that [`Sink::whole`] found inside it: its first element and its row pitch
@@ -331,7 +333,8 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     /// The sums of `out`'s elements, `epi` applied to each pair.
     #[inline(always)]
     pub(crate) fn new(out: ViewMut<T, 2>, epi: Ep) -> Self {
-        Sink { out, epi }
+        let pairs = pair_stores(&out);
+        Sink { out, epi, pairs }
     }
 
     /// The `rows` × `cols` tile at (`row0`, `col0`) when it lies wholly inside `out`, its
@@ -384,31 +387,19 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     }
 
     /// Stores the pair of sums at (`row`, `col`), (`row`, `col + 1`) of `out`, the epilogue
-    /// applied: the elements inside `out`, one store when the pair is aligned and the row
-    /// contiguous, else one element at a time (any strides).
+    /// applied: the elements inside `out`, one store where the pair is aligned and the row
+    /// contiguous, else one element at a time (any strides: [`store_pair`]).
     #[inline(always)]
     pub(crate) fn store(&self, row: u32, col: u32, v0: f32, v1: f32) {
-        let out = self.out;
-        let [m, n] = out.shape();
-        let (r, c) = (row as usize, col as usize);
-        if r >= m || c >= n {
+        // `out` has x's rows and w's: each below 2^32 (TMA's bound on a map's extents).
+        let [m, n] = self.out.shape().map(|e| e as u32);
+        if row >= m || col >= n {
             return;
         }
-        let (a, b) = self.epi.apply(self.epi.col(col, n as u32), v0, v1);
-        let at = out.indexer().offset([r, c]);
-        let p = out.as_mut_ptr().wrapping_offset(at);
-        let s1 = out.indexer().strides[1];
-        if s1 == 1 && c + 1 < n && (p as usize).is_multiple_of(2 * core::mem::size_of::<T>()) {
-            // SAFETY: two elements inside `out` (checked), aligned to a pair; one writer.
-            unsafe { T::write_pair(p, a, b) };
-            return;
-        }
-        // SAFETY: inside `out` (checked); each element has one writer thread.
-        unsafe { out.write_at(at, T::from_acc(a)) };
-        if c + 1 < n {
-            // SAFETY: as above.
-            unsafe { out.write_at(at + s1, T::from_acc(b)) };
-        }
+        let (a, b) = self.epi.apply(self.epi.col(col, n), v0, v1);
+        // SAFETY: each element has one writer thread (the accumulator layout); `col` is even
+        // (`acc_coords`); `m`, `n` are `out`'s extents.
+        unsafe { store_pair(self.out, (m, n), self.pairs, row, col, a, b) }
     }
 }
 

@@ -168,7 +168,7 @@ pub unsafe fn linear_f16(x: View<f16, 2>, w: View<f16, 2>, out: ViewMut<f16, 2>)
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod gpu {
     use super::*;
-    use crate::epilogue::{Epilogue, OutElem};
+    use crate::epilogue::{pair_stores, store_pair, Epilogue, OutElem};
     use ferrocuda_device::cp_async::{self, Pipeline};
     use ferrocuda_device::half::f16;
     use ferrocuda_device::mma::{
@@ -334,43 +334,6 @@ pub(crate) mod gpu {
     impl Input for bf16 {}
     impl Input for f16 {}
 
-    /// Stores the pair `(v0, v1)` at `out[row, col]`, `out[row, col + 1]`, the part inside
-    /// `out` (`m` × `n`); `pairs`: `out` has unit column stride and every even column is
-    /// aligned to two elements.
-    ///
-    /// # Safety
-    ///
-    /// This thread alone accesses those elements; `col` is even; `m`, `n` are `out`'s extents.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn store_pair<T: OutElem>(
-        out: ViewMut<T, 2>,
-        (m, n): (u32, u32),
-        pairs: bool,
-        row: u32,
-        col: u32,
-        v0: f32,
-        v1: f32,
-    ) {
-        if row >= m || col >= n {
-            return;
-        }
-        let [s0, s1] = out.indexer().strides;
-        let at = row as isize * s0 + col as isize * s1;
-        // SAFETY: (row, col) and, where written, (row, col + 1) are inside `out`; alignment
-        // from `pairs`; exclusivity is the caller's.
-        unsafe {
-            if pairs && col + 1 < n {
-                T::write_pair(out.as_mut_ptr().offset(at), v0, v1);
-            } else {
-                out.write_at(at, T::from_acc(v0));
-                if col + 1 < n {
-                    out.write_at(at + s1, T::from_acc(v1));
-                }
-            }
-        }
-    }
-
     /// 16 of K for one warp: the A fragments of its 4 row blocks, the B fragments of its 4
     /// column blocks, 16 `mma.sync`. `a`, `b`: this lane's `ldmatrix` addresses in the stage.
     #[inline(always)]
@@ -457,9 +420,7 @@ pub(crate) mod gpu {
         // regs for the first 8 columns of `out`) and matrices 2, 3 those of rows 8..16.
         let a_lane = base + (wm + lane % 16) * ROW + 16 * (lane / 16);
         let b_lane = base + TILE + (wn + lane % 8 + 8 * (lane / 16)) * ROW + 16 * ((lane / 8) % 2);
-        let [s0, s1] = out.indexer().strides;
-        let align = 2 * size_of::<T>();
-        let pairs = s1 == 1 && s0 % 2 == 0 && (out.as_mut_ptr() as usize).is_multiple_of(align);
+        let pairs = pair_stores(&out);
         let (x_rows, w_rows) = (x.along_rows(), w.along_rows());
         // No tile at all when M or N is 0 (the loaders need an element to clamp to).
         let tiles_m = m.div_ceil(BM32);
