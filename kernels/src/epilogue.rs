@@ -24,15 +24,17 @@ pub trait Epilogue: Copy {
     fn col(&self, col: u32, n: u32) -> Self::Col;
     /// The values to store for the sums `v0` (column `col`) and `v1` (`col + 1`).
     fn apply(&self, c: Self::Col, v0: f32, v1: f32) -> (f32, f32);
-    /// What [`col`](Self::col) gives for the 32 column pairs `first + 8 i`, `i` in `0 .. 32`,
-    /// that one thread holds of a 256-column slice of the wgmma accumulator layout, loaded
-    /// together: the sm_90a `linear` issues these loads before it waits for a tile's last
-    /// MMAs, so that they arrive under them, not after them. (Read by the sm_90a part only.)
+    /// What [`col`](Self::col) gives for the 32 column pairs `col0 + q + 8 i`, `i` in
+    /// `0 .. 32`, that one thread holds of the 256-column slice from column `col0` in the
+    /// wgmma accumulator layout (`q = 2 (t % 4)`), loaded together: the sm_90a `linear`
+    /// issues these loads before it waits for a tile's last MMAs, so that they arrive under
+    /// them, not after them. (Read by the sm_90a part only.)
     type Cols: Copy;
-    /// Loads [`Cols`](Self::Cols) for the pairs from column `first` (even); `n` is `out`'s
-    /// column count (columns past it read nothing).
+    /// Loads [`Cols`](Self::Cols) of the slice from column `col0` (a multiple of 8) for the
+    /// thread whose pairs start at `q` (0, 2, 4 or 6); `n` is `out`'s column count (columns
+    /// past it read nothing).
     #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
-    fn cols(&self, first: u32, n: u32) -> Self::Cols;
+    fn cols(&self, col0: u32, q: u32, n: u32) -> Self::Cols;
     /// Entry `i` of `cols`, as [`col`](Self::col) gives it.
     #[cfg_attr(not(ferrocuda_arch = "sm_90a"), allow(dead_code))]
     fn col_at(cols: &Self::Cols, i: u32) -> Self::Col;
@@ -48,7 +50,7 @@ impl Epilogue for Plain {
     #[inline(always)]
     fn col(&self, _: u32, _: u32) {}
     #[inline(always)]
-    fn cols(&self, _: u32, _: u32) {}
+    fn cols(&self, _: u32, _: u32, _: u32) {}
     #[inline(always)]
     fn col_at(_: &(), _: u32) {}
     #[inline(always)]
@@ -167,14 +169,17 @@ impl<A: Activation> Epilogue for BiasAct<A> {
     #[inline(always)]
     // `unroll!` writes I out as each literal, 0 included.
     #[allow(clippy::erasing_op, clippy::identity_op)]
-    fn cols(&self, first: u32, n: u32) -> [u32; 32] {
+    fn cols(&self, col0: u32, q: u32, n: u32) -> [u32; 32] {
         let mut c = [0u32; 32];
         let p = self.bias.as_ptr();
-        if (p as usize).is_multiple_of(4) && first + 8 * 31 + 2 <= n {
+        let first = col0 + q;
+        // The same branch for every thread of the warpgroup (the slice's columns, not the
+        // thread's): it ends before a `.sync.aligned` wait.
+        if (p as usize).is_multiple_of(4) && n.saturating_sub(col0) >= 256 {
             ferrocuda_device::unroll!(I in 0..32 {
-                // SAFETY: columns `first + 8 I` and the next lie inside the bias (checked);
-                // 4-byte aligned (an aligned base, an even column); read-only for the launch
-                // (as `bits`).
+                // SAFETY: columns `first + 8 I` and the next lie inside the bias (the whole
+                // slice does: checked); 4-byte aligned (an aligned base, an even column);
+                // read-only for the launch (as `bits`).
                 c[I] = unsafe {
                     ferrocuda_device::space::global_nc(p.add((first + 8 * I) as usize).cast::<u32>())
                         .read()

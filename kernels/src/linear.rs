@@ -362,8 +362,7 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     #[inline(always)]
     pub(crate) fn cols(&self, col0: u32, t: u32) -> Ep::Cols {
         // Thread t's pairs start at column 2 (t % 4) of each 8-column block (`acc_coords`).
-        self.epi
-            .cols(col0 + 2 * (t % 4), self.out.shape()[1] as u32)
+        self.epi.cols(col0, 2 * (t % 4), self.out.shape()[1] as u32)
     }
 
     /// Stores consumer thread `t`'s 128 sums of the 64 × 256 slice `w`, the epilogue applied
