@@ -390,7 +390,7 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     /// contiguous, else one element at a time (any strides: [`store_pair`]).
     #[inline(always)]
     pub(crate) fn store(&self, row: u32, col: u32, v0: f32, v1: f32) {
-        // `out` has x's rows and w's: each below 2^32 (TMA's bound on a map's extents).
+        // `out` has x's rows and w's, which `gemm` reads as u32 too (TMA allows up to 2^32).
         let [m, n] = self.out.shape().map(|e| e as u32);
         if row >= m || col >= n {
             return;
