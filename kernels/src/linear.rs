@@ -390,7 +390,8 @@ impl<T: SliceStore, Ep: Epilogue> Sink<T, Ep> {
     /// contiguous, else one element at a time (any strides: [`store_pair`]).
     #[inline(always)]
     pub(crate) fn store(&self, row: u32, col: u32, v0: f32, v1: f32) {
-        // `out` has x's rows and w's, which `gemm` reads as u32 too (TMA allows up to 2^32).
+        // `out` has x's rows and w's: below 2^32, as every extent of an array a tensor map
+        // reads (`ArrayLayout::Tiled`, checked before the launch).
         let [m, n] = self.out.shape().map(|e| e as u32);
         if row >= m || col >= n {
             return;
