@@ -337,6 +337,7 @@ mod nv_fast {
 /// | `recip_fast` | `1 / x` under `-use_fast_math` (`rcp.approx.ftz.f32`, one instruction) | 1 ulp; subnormal inputs are ±0 (→ ±∞) |
 /// | [`GpuFloat::rsqrt`] | `rsqrtf` | 2 ulp (it is already the `rsqrt.approx` instruction) |
 /// | `erfc_fast` | — (no intrinsic; for epilogues whose result is rounded to 16 bits) | 5.5·10⁻⁷ absolute with the host's exact division and `exp2` (the approximation's 1.4·10⁻⁷ and the f32 rounding of the polynomial near 0), measured at every 2^-14 step of [−10, 10] (`erfc_fast_error_is_bounded`); the device's `rcp`/`ex2.approx` (1 ulp, 2^-22 relative) add at most 4.5·10⁻⁷ (≤ 10⁻⁶ in all; the GPU test asserts 2^-19.5): an **absolute** bound, so the relative error of tiny results (x > 3) is large |
+/// | `normal_tail_fast` | — (the GELU of the fused GEMM epilogues) | 2.8·10⁻⁷ absolute with the host's exact division and `exp2`, at every 2^-14 step of [0, 14] (`normal_tail_fast_error_is_bounded`): half `erfc_fast`'s bound, on the same polynomial; the device's approximations add at most half theirs |
 pub trait FastMath: Copy {
     /// Approximate e^self.
     fn exp_fast(self) -> Self;
@@ -370,6 +371,11 @@ pub trait FastMath: Copy {
     /// about a dozen instructions, two of them `MUFU` (`rcp`, `ex2`), against libdevice
     /// `erff`'s ~25; `2 − erfc(|x|)` below zero.
     fn erfc_fast(self) -> Self;
+    /// Approximate Φ(−|self|) = erfc(|self| / √2) / 2, the standard normal distribution's
+    /// tail beyond |self| (and 1 − Φ(|self|)), to an absolute error (see the table): the
+    /// `erfc_fast` polynomial with the scalings folded into its constants — the form a GELU
+    /// wants, `x · Φ(x) = max(x, 0) − |x| · Φ(−|x|)`, in one fewer multiply.
+    fn normal_tail_fast(self) -> Self;
 }
 
 /// The one `f32` instruction `$instr r, x;` on the device (`x` = `$x`); `$host` on the host.
@@ -392,6 +398,33 @@ macro_rules! one_instruction {
     }};
 }
 
+/// Abramowitz and Stegun 7.1.26's constants: erfc(a) = t (a1 + t (a2 + … + t a5)) e^(−a²)
+/// + ε, `t = 1 / (1 + p a)`, |ε| ≤ 1.5·10⁻⁷, for a ≥ 0.
+const ERFC_P: f32 = 0.327_591_1;
+/// See [`ERFC_P`]: a1 … a5.
+const ERFC_A: [f32; 5] = [
+    0.254_829_6,
+    -0.284_496_74,
+    1.421_413_7,
+    -1.453_152,
+    1.061_405_4,
+];
+
+/// `t·A(t)·2^(s a²)`, `t = 1 / (1 + p a)`, for `a ≥ 0`: 7.1.26 with its constants scaled
+/// (`erfc_fast`: as printed, `s = −log2 e`; `normal_tail_fast`: the argument divided by √2
+/// and the result halved) — one `rcp`, one `ex2`, four `fma`, four `mul`.
+#[inline(always)]
+fn abramowitz_stegun(a: f32, p: f32, c: [f32; 5], s: f32) -> f32 {
+    let t = GpuFloat::mul_add(p, a, 1.0).recip_fast();
+    let mut q = c[4];
+    q = GpuFloat::mul_add(q, t, c[3]);
+    q = GpuFloat::mul_add(q, t, c[2]);
+    q = GpuFloat::mul_add(q, t, c[1]);
+    q = GpuFloat::mul_add(q, t, c[0]);
+    let e = (a * s * a).exp2_fast();
+    q * t * e
+}
+
 macro_rules! fast_math {
     ($($m:ident: $dev:ident / $host:ident;)* | $($bm:ident($b:ident): $bdev:ident / $bhost:expr;)*) => {
         impl FastMath for f32 {
@@ -405,24 +438,20 @@ macro_rules! fast_math {
             }
             #[inline(always)]
             fn erfc_fast(self) -> f32 {
-                // Abramowitz and Stegun 7.1.26: erfc(a) = t (a1 + t (a2 + … + t a5)) e^(−a²)
-                // + ε, |ε| ≤ 1.5e-7, for a ≥ 0.
-                const P: f32 = 0.327_591_1;
-                const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152, 1.061_405_4];
-                let a = GpuFloat::abs(self);
-                let t = GpuFloat::mul_add(P, a, 1.0).recip_fast();
-                let mut p = A[4];
-                p = GpuFloat::mul_add(p, t, A[3]);
-                p = GpuFloat::mul_add(p, t, A[2]);
-                p = GpuFloat::mul_add(p, t, A[1]);
-                p = GpuFloat::mul_add(p, t, A[0]);
-                let e = (a * -core::f32::consts::LOG2_E * a).exp2_fast();
-                let r = p * t * e;
+                let r = abramowitz_stegun(GpuFloat::abs(self), ERFC_P, ERFC_A, -core::f32::consts::LOG2_E);
                 if self < 0.0 {
                     2.0 - r
                 } else {
                     r
                 }
+            }
+            #[inline(always)]
+            fn normal_tail_fast(self) -> f32 {
+                // ½ erfc(|x| / √2): the ½ in the coefficients, the 1/√2 in `p` and in the
+                // exponent's scale (e^(−x²/2)).
+                const P: f32 = ERFC_P * core::f32::consts::FRAC_1_SQRT_2;
+                const A: [f32; 5] = [ERFC_A[0] / 2.0, ERFC_A[1] / 2.0, ERFC_A[2] / 2.0, ERFC_A[3] / 2.0, ERFC_A[4] / 2.0];
+                abramowitz_stegun(GpuFloat::abs(self), P, A, -0.5 * core::f32::consts::LOG2_E)
             }
             $(
                 #[inline(always)]
@@ -504,5 +533,35 @@ mod tests {
         assert_eq!(f32::NEG_INFINITY.erfc_fast(), 2.0);
         assert!(f32::NAN.erfc_fast().is_nan());
         assert!(30.0f32.erfc_fast() == 0.0 && (-30.0f32).erfc_fast() == 2.0);
+    }
+
+    /// `normal_tail_fast` (host form, as above) within the table's bound of f64
+    /// `erfc(|x| / √2) / 2` at every 2^-14 step of [0, 14] and its reflection, and the special
+    /// values.
+    #[test]
+    fn normal_tail_fast_error_is_bounded() {
+        let mut worst = (0.0f64, 0.0f32);
+        for i in 0..=14 << 14 {
+            let x = i as f32 / (1 << 14) as f32;
+            for x in [x, -x] {
+                let want = libm::erfc(f64::from(x).abs() * core::f64::consts::FRAC_1_SQRT_2) / 2.0;
+                let e = (f64::from(x.normal_tail_fast()) - want).abs();
+                if e > worst.0 {
+                    worst = (e, x);
+                }
+            }
+        }
+        assert!(
+            worst.0 <= 2.8e-7,
+            "normal_tail_fast off by {:e} at {}",
+            worst.0,
+            worst.1
+        );
+        assert!(worst.0 >= 1e-7, "{worst:?}");
+        assert_eq!(f32::INFINITY.normal_tail_fast(), 0.0);
+        assert_eq!(f32::NEG_INFINITY.normal_tail_fast(), 0.0);
+        assert!((0.0f32.normal_tail_fast() - 0.5).abs() <= 2.8e-7);
+        assert!(f32::NAN.normal_tail_fast().is_nan());
+        assert_eq!(40.0f32.normal_tail_fast(), 0.0);
     }
 }
