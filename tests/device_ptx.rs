@@ -831,6 +831,8 @@ fn math_compiles_to_libdevice_and_hardware_instructions() {
         ("fast_recip_f32", "rcp.approx.ftz.f32"),
         ("fast_erfc_f32", "rcp.approx.ftz.f32"),
         ("fast_erfc_f32", "ex2.approx.ftz.f32"),
+        ("fast_normal_tail_f32", "rcp.approx.ftz.f32"),
+        ("fast_normal_tail_f32", "ex2.approx.ftz.f32"),
     ] {
         assert!(entry(ptx, k).contains(instr), "{k}: no `{instr}`");
     }

@@ -477,6 +477,14 @@ FAST: dict[str, tuple[str, Callable[[Any, Any], Any], tuple[float, float], str]]
     # ferrocuda's own (device/src/math.rs's table): 5.5e-7 for the arithmetic, 4.5e-7 for
     # `rcp`/`ex2.approx`; and `rcp.approx.ftz`'s 1 ulp (PTX ISA) away from subnormals.
     "erfc": ("abs", lambda mp, x: mp.erfc(x), (-10.0, 10.0), "2^-19.5"),
+    # Φ(−|x|) = erfc(|x|/√2)/2: half erfc_fast's bounds on the same polynomial (2.8e-7 for
+    # the arithmetic, 2.25e-7 for `rcp`/`ex2.approx`), over the GELU's range.
+    "normal_tail": (
+        "abs",
+        lambda mp, x: mp.erfc(abs(x) / mp.sqrt(2)) / 2,
+        (-14.0, 14.0),
+        "2^-20.5",
+    ),
     "recip": ("ulp", lambda mp, x: 1 / x, (2.0**-120, 2.0**120), "1"),
 }
 

@@ -91,6 +91,7 @@ unary! {
     fast_tan_f32: f32 => tan_fast;
     fast_recip_f32: f32 => recip_fast;
     fast_erfc_f32: f32 => erfc_fast;
+    fast_normal_tail_f32: f32 => normal_tail_fast;
 }
 
 binary! {
