@@ -71,8 +71,8 @@ pub struct Identity;
 /// `max(v, 0)` (NaN stays NaN, as PyTorch's `relu`).
 #[derive(Clone, Copy)]
 pub struct Relu;
-/// GELU, exact form, through a short `erfc` ([`act::gelu_fast`]: within `5·10⁻⁷ |x|`, far
-/// below the bf16 output's rounding).
+/// GELU, exact form, through a short normal tail ([`act::gelu_fast`]: within `5·10⁻⁷ |x|`,
+/// far below the bf16 output's rounding).
 #[derive(Clone, Copy)]
 pub struct Gelu;
 /// GELU, tanh approximation ([`act::gelu_tanh_fast`]: `x · σ(2u)`, no `tanhf`).
