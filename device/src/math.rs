@@ -412,7 +412,7 @@ const ERFC_A: [f32; 5] = [
 
 /// `t·A(t)·2^(s a²)`, `t = 1 / (1 + p a)`, for `a ≥ 0`: 7.1.26 with its constants scaled
 /// (`erfc_fast`: as printed, `s = −log2 e`; `normal_tail_fast`: the argument divided by √2
-/// and the result halved) — one `rcp`, one `ex2`, four `fma`, four `mul`.
+/// and the result halved) — one `rcp`, one `ex2`, five `fma`, four `mul`.
 #[inline(always)]
 fn abramowitz_stegun(a: f32, p: f32, c: [f32; 5], s: f32) -> f32 {
     let t = GpuFloat::mul_add(p, a, 1.0).recip_fast();
