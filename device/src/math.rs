@@ -506,21 +506,28 @@ mod tests {
         assert_eq!(GpuFloat::exp10(2.0f32), 100.0);
     }
 
-    /// `erfc_fast`'s host form (the device's arithmetic but for exact division and `exp2`)
-    /// within the table's bound of f64 `erfc` at every 2^-14 step of [0, 10], its reflection
-    /// below zero, and the special values.
-    #[test]
-    fn erfc_fast_error_is_bounded() {
+    /// The largest absolute error of `f` against the f64 reference `want` at every 2^-14
+    /// step of [−`end`, `end`], and where it is.
+    fn worst_abs_error(end: u32, f: impl Fn(f32) -> f32, want: impl Fn(f64) -> f64) -> (f64, f32) {
         let mut worst = (0.0f64, 0.0f32);
-        for i in 0..=10 << 14 {
+        for i in 0..=end << 14 {
             let x = i as f32 / (1 << 14) as f32;
             for x in [x, -x] {
-                let e = (f64::from(x.erfc_fast()) - libm::erfc(f64::from(x))).abs();
+                let e = (f64::from(f(x)) - want(f64::from(x))).abs();
                 if e > worst.0 {
                     worst = (e, x);
                 }
             }
         }
+        worst
+    }
+
+    /// `erfc_fast`'s host form (the device's arithmetic but for exact division and `exp2`)
+    /// within the table's bound of f64 `erfc` at every 2^-14 step of [0, 10], its reflection
+    /// below zero, and the special values.
+    #[test]
+    fn erfc_fast_error_is_bounded() {
+        let worst = worst_abs_error(10, f32::erfc_fast, libm::erfc);
         assert!(
             worst.0 <= 5.5e-7,
             "erfc_fast off by {:e} at {}",
@@ -540,17 +547,9 @@ mod tests {
     /// values.
     #[test]
     fn normal_tail_fast_error_is_bounded() {
-        let mut worst = (0.0f64, 0.0f32);
-        for i in 0..=14 << 14 {
-            let x = i as f32 / (1 << 14) as f32;
-            for x in [x, -x] {
-                let want = libm::erfc(f64::from(x).abs() * core::f64::consts::FRAC_1_SQRT_2) / 2.0;
-                let e = (f64::from(x.normal_tail_fast()) - want).abs();
-                if e > worst.0 {
-                    worst = (e, x);
-                }
-            }
-        }
+        let worst = worst_abs_error(14, f32::normal_tail_fast, |x| {
+            libm::erfc(x.abs() * core::f64::consts::FRAC_1_SQRT_2) / 2.0
+        });
         assert!(
             worst.0 <= 2.8e-7,
             "normal_tail_fast off by {:e} at {}",
