@@ -5,7 +5,7 @@
 //!
 //! | values | path | block | per thread | tile | status per tile |
 //! | --- | --- | ---: | --- | ---: | --- |
-//! | 32-bit (`f32`, `i32`) | stage | 128 | 8 vectors of 4 | 4096 | one word: flag and value |
+//! | 32-bit (`f32`, `i32`) | stage | 128 | 16 vectors of 4 | 8192 | one word: flag and value |
 //! | 64-bit (`f64`, `i64`) | stage | 256 | 4 vectors of 2 | 2048 | three words |
 //! | `i32 → i64` | registers | 256 | 4 vectors of 4 | 4096 | three words |
 //!
@@ -24,22 +24,27 @@
 //! lane's row padded by one vector, which keeps both patterns nearly free of bank conflicts:
 //! Nsight Compute counts 3.2 M on loads over a 2^28 scan, CUB's scan 8.9 M), sums them, and one warp scan of the lane totals gives each lane its prefix:
 //! a single value per thread crosses the look-back. The sums are written back in place and
-//! stored striped. 48 registers for `cumsum_f32` (sm_90) against 72 when the 32 elements
-//! stayed in registers: ten blocks per SM instead of seven, and under Nsight Compute the same
-//! time as CUB's own scan kernel (BENCHMARKS.md, the `cumsum` goal). **The registers' path**
+//! stored striped. The stage keeps registers low while a thread holds many elements: 78 for
+//! `cumsum_f32`'s 64 (sm_90), six blocks per SM, a 34.8 KB stage each. **The registers' path**
 //! (`cumsum`, the widening `i32 → i64` sum, whose output vectors are twice its input's):
 //! each thread keeps its vectors in registers, scans within them and across the warp, and
 //! adds the tile's prefix before it stores.
 //!
 //! The status of a 32-bit sum is one 64-bit word (flag and value together, relaxed atomics):
-//! publishing is one store and polling one load, with no fence. 64-bit sums keep the flag
+//! publishing is one store and polling one load, with no fence; a lane whose predecessor has
+//! not published sleeps about a microsecond before it polls again. 64-bit sums keep the flag
 //! apart from the value, ordered by release and acquire. The shape of the 32-bit scans was
 //! chosen by measurement: the single-word status (no fence on the publishing path), then
-//! 128-thread blocks of 32 elements per thread, then one draw per block and the stage, each
-//! made the scan faster; 256 threads of 16 or 24 elements, 128 threads of 16, 24 or 48, 64 or
-//! 96 threads of 32, and a resident grid that draws its next tile ahead (whose successors then
-//! wait for the block's current tile) were slower (BENCHMARKS.md, the `cumsum` goal, and the
-//! runs it links).
+//! 128-thread blocks of 32 elements per thread, then one draw per block and the stage, then
+//! 64 elements per thread with a 1 µs poll, each made the scan faster (the last two together
+//! 0.96× → 0.995–0.998× of CUB's time at 2^28 on the H200); 256 threads of 16, 24 or 32
+//! elements, 128 threads of 16, 24 or 48, 64 or 96 threads of 32 and 64 threads of 64,
+//! four statuses per lane in the look-back, polls of 32 ns to 4 µs, and a resident grid that
+//! draws its next tile ahead (whose successors then wait for the block's current tile) were
+//! slower. Taking the tile from the block index instead of the counter (which leans on the
+//! hardware dispatching blocks in order, which nothing promises) gained about 2 % at 32
+//! elements per thread and lost 2 % at 64: the counter stays (BENCHMARKS.md, the `cumsum`
+//! goal, and the runs it links).
 //!
 //! Integers wrap (`int32` input can accumulate into `int64` output, as NumPy's default). Float
 //! results depend on which predecessors had published their prefixes when a tile looked back,
@@ -49,7 +54,8 @@
 //! The kernels declare their block (`block = 128` or `256`: PTX `.reqntid`): the launcher uses
 //! it and refuses any other, and ptxas, knowing the exact block, aims at an occupancy of its
 //! own (`cumsum_f64` and `cumsum_exclusive_f64` take `min_blocks = 5`: without it ptxas
-//! spills on sm_80). The status words are
+//! spills on sm_80; the 32-bit scans take `min_blocks = 6`: without it the exclusive ones
+//! use 90 registers on sm_90, five blocks per SM). The status words are
 //! accessed unchecked: their indices are in bounds by construction, and a bounds check's trap
 //! path costs registers.
 
@@ -121,7 +127,9 @@ macro_rules! packed_status {
                         let $b = word as u32;
                         return (word >> 32, $from);
                     }
-                    thread::nanosleep(32);
+                    // About 1 µs between polls: fewer loads into the L2 while the
+                    // predecessors stream their tiles (module documentation).
+                    thread::nanosleep(1024);
                 }
             }
         }
@@ -642,14 +650,14 @@ macro_rules! scans {
     )*};
 }
 scans! {
-    "cumsum", cumsum_f32: f32 => f32, staged, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum", cumsum_f32: f32 => f32, staged, excl false, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
     "cumsum", cumsum_f64: f64 => f64, staged, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 5;
-    "cumsum", cumsum_i32: i32 => i32, staged, excl false, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum", cumsum_i32: i32 => i32, staged, excl false, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
     "cumsum", cumsum_i32_i64: i32 => i64, regs, excl false, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
     "cumsum", cumsum_i64: i64 => i64, staged, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
-    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, staged, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, staged, excl true, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
     "cumsum_exclusive", cumsum_exclusive_f64: f64 => f64, staged, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 5;
-    "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, staged, excl true, lanes 4, vecs 8, block 128, items 32, tile 4096, words 1;
+    "cumsum_exclusive", cumsum_exclusive_i32: i32 => i32, staged, excl true, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
     "cumsum_exclusive", cumsum_exclusive_i32_i64: i32 => i64, regs, excl true, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
     "cumsum_exclusive", cumsum_exclusive_i64: i64 => i64, staged, excl true, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
 }

@@ -41,7 +41,7 @@ def test_launch_declarations() -> None:
     # The scans run blocks of exactly 128 threads (32-bit sums) or 256 (64-bit sums); matmul
     # at most 256 (smaller: a simple loop).
     for name in ("cumsum_f32", "cumsum_i32", "cumsum_exclusive_f32", "cumsum_exclusive_i32"):
-        assert by_name[name]["launch"] == {"block": [128, 1, 1]}, name
+        assert by_name[name]["launch"] == {"block": [128, 1, 1], "min_blocks": 6}, name
     for name in ("cumsum_i32_i64", "cumsum_exclusive_i64"):
         assert by_name[name]["launch"] == {"block": [256, 1, 1]}, name
     for name in ("cumsum_f64", "cumsum_exclusive_f64"):
@@ -50,6 +50,7 @@ def test_launch_declarations() -> None:
     assert "exactly (128, 1, 1)" in K.cumsum_f32.__doc__
     assert "exactly (256, 1, 1)" in K.cumsum_i64.__doc__
     assert "at least 5 resident blocks" in K.cumsum_f64.__doc__
+    assert "at least 6 resident blocks" in K.cumsum_f32.__doc__
     assert "at most 256 threads" in K.matmul_f32.__doc__
     # The softmaxes give each row a warp (up to 1024 elements) or a block: their automatic grid
     # follows the rows.

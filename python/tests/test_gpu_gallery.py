@@ -765,7 +765,9 @@ def test_stencil5_views(cp: Any, rng: np.random.Generator) -> None:
 # ---- cumsum -------------------------------------------------------------------------------
 
 
-SCAN_SIZES = [0, 1, 7, 2047, 2048, 4095, 4096, 4097, 100000, (1 << 20) + 3, (1 << 22) + 1]
+# Around the tiles of the 64-bit (2048), widening (4096) and 32-bit (8192) scans, and longer.
+SCAN_SIZES = [0, 1, 7, 2047, 2048, 4095, 4096, 4097, 8191, 8192, 8193]
+SCAN_SIZES += [100000, (1 << 20) + 3, (1 << 22) + 1]
 
 
 @pytest.mark.parametrize("exclusive", [False, True])

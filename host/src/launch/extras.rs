@@ -237,7 +237,7 @@ impl ScratchPlan {
 }
 
 /// Largest workspace kept for a stream between launches (1 MiB: `sum`'s and `cumsum`'s on
-/// 2^28 elements need 8 KiB and 512 KiB). A launch that needs more allocates and frees its
+/// 2^28 elements need 8 KiB and 256 KiB). A launch that needs more allocates and frees its
 /// own — its kernel's run dwarfs the two calls — so that a large workspace is never held
 /// after its launch.
 pub(crate) const KEPT_MAX_BYTES: usize = 1 << 20;
