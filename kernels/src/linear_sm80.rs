@@ -37,9 +37,9 @@
 //!   code. Otherwise (K not a multiple of 8, a column slice at an odd
 //!   offset, a transposed operand) each thread loads 16 elements per operand and stage with
 //!   plain loads — pairs along K, or along the rows when the rows are the closer axis in
-//!   memory, so that a warp's loads stay coalesced — and stores them to the stage (zeros
-//!   outside the operand, addresses clamped into it: no branch in the loop). Each operand
-//!   takes its own path (four instances of the loop).
+//!   memory, so that a warp's loads stay coalesced — all 16 in flight before the first
+//!   store, predicated on the operand's bounds — and stores them to the stage (zeros outside
+//!   the operand). Each operand takes its own path (four instances of the loop).
 //! * **Epilogue**: each thread holds rows `g`, `g + 8` and column pairs `2t, 2t + 1` of each
 //!   accumulator (`g = lane / 4`, `t = lane % 4`) and writes the pairs inside `out` — one
 //!   8-byte (f32) or 4-byte (bf16) store per pair when `out` has unit column stride and
@@ -270,48 +270,76 @@ pub(crate) mod gpu {
             }
         }
 
-        /// Element `(r, k)`'s bits, 0 outside the operand; the load is from a clamped address
-        /// inside it, so the choice is a select, not a branch.
-        ///
-        /// # Safety
-        ///
-        /// `rows ≥ 1` and `k ≥ 1`.
-        #[inline(always)]
-        unsafe fn bits(&self, r: u32, k: u32) -> u32 {
-            // SAFETY: the clamped index is an element of the operand.
-            let v = unsafe { self.at(r.min(self.rows - 1), k.min(self.k - 1)).read() };
-            if r < self.rows && k < self.k {
-                v as u32
-            } else {
-                0
-            }
-        }
-
         /// Thread `t`'s 8 pairs of the 128 × 32 tile at `(r0, k0)`, loaded element by element
         /// and stored to the shared tile at `dst` (zeros outside the operand): pair
         /// `p = t + 256 i` is row `p % 128`, columns `2 (p / 128)..+2` when `rows` is set,
-        /// else row `p / 16`, columns `2 (p % 16)..+2`.
+        /// else row `p / 16`, columns `2 (p % 16)..+2`. Either way pair `i` lies a fixed step
+        /// of memory from pair `i − 1` (4 columns, or 16 rows), so one pointer walks them.
+        ///
+        /// All 16 loads are issued before the first store, written out: a rolled loop (which
+        /// LLVM left in the main loop's instances) waited for each pair's loads before it
+        /// issued the next pair's — a global load's latency 8 times per stage, 0.3× the
+        /// aligned path's speed, long-scoreboard stalls 64 % of the time under Nsight
+        /// Compute. Loads are predicated on the bounds (no clamped addresses: one pointer and
+        /// one step in registers, not 16 addresses, which spilled under the 128-register cap).
         ///
         /// # Safety
         ///
-        /// `rows ≥ 1` and `k ≥ 1`; `dst` is the shared address of a tile of this block that no
-        /// other thread accesses until a barrier.
+        /// `dst` is the shared address of a tile of this block that no other thread accesses
+        /// until a barrier.
         #[inline(always)]
+        #[allow(clippy::erasing_op, clippy::identity_op)] // unroll!'s literals 0 and 1
         unsafe fn load_tile(&self, dst: u32, r0: u32, k0: u32, t: u32, rows: bool) {
-            for i in 0..8 {
-                let p = t + THREADS * i;
-                let (r, kp) = if rows {
-                    (p % BM32, 2 * (p / BM32))
+            // Pair i: row ra + i·dr, columns ka + i·dk and one more — recomputed at each call
+            // from a `t` the compiler cannot see through: held across the loops instead,
+            // these and what follows from them spilled under the 128-register cap.
+            let t = opaque(t);
+            let (ra, dr, ka, dk) = if rows {
+                (t % BM32, 0, 2 * (t / BM32), 4)
+            } else {
+                (t / 16, 16, 2 * (t % 16), 0)
+            };
+            let step = dr as isize * self.s0 + dk as isize * self.s1;
+            // Never dereferenced outside the operand (the bounds below).
+            let p0 = self.at(r0 + ra, k0 + ka);
+            let mut v = [0u32; 8];
+            ferrocuda_device::unroll!(I in 0..8 {
+                let (r, k) = (r0 + ra + I * dr, k0 + ka + I * dk);
+                let p = p0.wrapping_offset(I * step);
+                let lo = if r < self.rows && k < self.k {
+                    // SAFETY: element (r, k) of the operand.
+                    unsafe { p.read() }
                 } else {
-                    (p / 16, 2 * (p % 16))
+                    0
                 };
-                // SAFETY: the caller's extents; the pair is 4 aligned bytes of the tile.
-                unsafe {
-                    let v = self.bits(r0 + r, k0 + kp) | self.bits(r0 + r, k0 + kp + 1) << 16;
-                    st_shared_u32(dst + r * ROW + 2 * kp, v);
-                }
-            }
+                let hi = if r < self.rows && k + 1 < self.k {
+                    // SAFETY: element (r, k + 1) of the operand.
+                    unsafe { p.wrapping_offset(self.s1).read() }
+                } else {
+                    0
+                };
+                v[I] = lo as u32 | (hi as u32) << 16;
+            });
+            ferrocuda_device::unroll!(I in 0..8 {
+                let (r, kp) = (ra + I * dr, ka + I * dk);
+                // SAFETY: the pair is 4 aligned bytes of the tile (kp even), the caller's to
+                // write.
+                unsafe { st_shared_u32(dst + r * ROW + 2 * kp, v[I]) };
+            });
         }
+    }
+
+    /// `v` through a `mov` that LLVM treats as having effects: what is computed from the
+    /// result is computed where it is used, not hoisted out of the loops around it.
+    #[inline(always)]
+    fn opaque(v: u32) -> u32 {
+        let r: u32;
+        // SAFETY: a register move; no memory, no stack.
+        unsafe {
+            core::arch::asm!("mov.u32 {r}, {v};", r = out(reg32) r, v = in(reg32) v,
+                             options(nomem, nostack))
+        };
+        r
     }
 
     /// `st.shared.b32 [addr], v`.
@@ -443,12 +471,18 @@ pub(crate) mod gpu {
             }
         };
         let mut pipe = Pipeline::<STAGES>::new();
-        // Tile `tm + tiles_m · tn`, stepped by the grid without a division per tile.
-        let (first, step) = (thread::block_idx().x, thread::grid_dim().x);
+        // Tile `tm + tiles_m · tn`, stepped by the grid. One division per tile (against a
+        // tile's K loop, nothing): stepping `tm` and `tn` instead held two more registers
+        // across the tile, one more than the element paths' loads leave on sm_90.
         let tiles_m = tiles_m.max(1);
-        let (step_m, step_n) = (step % tiles_m, step / tiles_m);
-        let (mut tm, mut tn) = (first % tiles_m, first / tiles_m);
-        while tn < tiles_n {
+        let tiles = tiles_m as u64 * tiles_n as u64;
+        let mut tile = thread::block_idx().x as u64;
+        while tile < tiles {
+            // tm < tiles_m and tn < tiles_n: both fit in 32 bits.
+            let (tm, tn) = (
+                (tile % tiles_m as u64) as u32,
+                (tile / tiles_m as u64) as u32,
+            );
             let (m0, n0) = (tm * BM32, tn * BM32);
             let mut acc = [[Acc16x8F32::zeroed(); 4]; 4];
             for kt in 0..(STAGES as u32 - 1).min(ktiles) {
@@ -491,12 +525,7 @@ pub(crate) mod gpu {
                     }
                 });
             });
-            tm += step_m;
-            tn += step_n;
-            if tm >= tiles_m {
-                tm -= tiles_m;
-                tn += 1;
-            }
+            tile += thread::grid_dim().x as u64;
         }
     }
 }
