@@ -37,14 +37,14 @@
 //! chosen by measurement: the single-word status (no fence on the publishing path), then
 //! 128-thread blocks of 32 elements per thread, then one draw per block and the stage, then
 //! 64 elements per thread with a 1 µs poll, each made the scan faster (the last two together
-//! 0.96× → 0.995–0.998× of CUB's time at 2^28 on the H200); 256 threads of 16, 24 or 32
-//! elements, 128 threads of 16, 24 or 48, 64 or 96 threads of 32 and 64 threads of 64,
-//! four statuses per lane in the look-back, polls of 32 ns to 4 µs, and a resident grid that
-//! draws its next tile ahead (whose successors then wait for the block's current tile) were
-//! slower. Taking the tile from the block index instead of the counter (which leans on the
-//! hardware dispatching blocks in order, which nothing promises) gained about 2 % at 32
-//! elements per thread and lost 2 % at 64: the counter stays (BENCHMARKS.md, the `cumsum`
-//! goal, and the runs it links).
+//! 0.96× → 0.996–0.999× of CUB's time at 2^28 on the H200, in the harness); 256 threads of
+//! 16, 24 or 32 elements, 128 threads of 16, 24 or 48, 64 or 96 threads of 32 and 64
+//! threads of 64, four statuses per lane in the look-back, polls of 32 ns to 4 µs, and a
+//! resident grid that draws its next tile ahead (whose successors then wait for the block's
+//! current tile) were slower. Taking the tile from the block index instead of the counter
+//! (which leans on the hardware dispatching blocks in order, which nothing promises) gained
+//! about 2 % at 32 elements per thread and lost 2 % at 64: the counter stays (BENCHMARKS.md,
+//! the `cumsum` goal, and the runs it links).
 //!
 //! Integers wrap (`int32` input can accumulate into `int64` output, as NumPy's default). Float
 //! results depend on which predecessors had published their prefixes when a tile looked back,
