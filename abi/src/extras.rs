@@ -8,7 +8,12 @@
 //!   `per_block · blocks + mult · ⌈len(of) / div⌉ + constant` ([`ScratchLen`]);
 //! * **requirements** — `require(a.shape[1] == b.shape[0], "message")`: comparisons between
 //!   scalars, array lengths, extents and addresses (and literals), checked by the launcher
-//!   before anything reaches the driver ([`Require`]).
+//!   before anything reaches the driver ([`Require`]);
+//! * **persistent workspaces** — `persist(ws)`: the launcher zero-fills the named scratch
+//!   workspace only when it is new to the kernel, and otherwise hands the kernel what its
+//!   previous launch on the same stream left there ([`ScratchLen::persist`]): a kernel whose
+//!   workspace state is tagged by launch (the scan's statuses) skips the fill before every
+//!   launch.
 //!
 //! Parameter indices are positions in the kernel's full parameter list (scratch parameters
 //! included). Everything here is `const`: `#[kernel]` builds [`Extras`] in a constant, and
@@ -24,6 +29,7 @@ pub(crate) const TAG_ZERO: u8 = 1;
 pub(crate) const TAG_SCRATCH: u8 = 2;
 pub(crate) const TAG_REQUIRE: u8 = 3;
 pub(crate) const TAG_TILE: u8 = 4;
+pub(crate) const TAG_PERSIST: u8 = 5;
 
 /// Bytes of one [`TileDecl`] in a record: param, rank, swizzle, five u16 extents.
 pub(crate) const TILE_BYTES: usize = 3 + 2 * crate::tensormap::TENSOR_MAP_MAX_RANK;
@@ -50,7 +56,21 @@ pub struct ScratchLen {
     pub mult: u32,
     /// Divisor of the third term (rounded up; at least 1).
     pub div: u32,
+    /// Whether the workspace persists between the kernel's launches on a stream
+    /// (`#[kernel(persist(ws))]`). The launcher zero-fills a persistent workspace whenever it
+    /// is new to the kernel — its first launch on the stream, a workspace grown or freshly
+    /// allocated (every captured launch), another kernel's launch on the stream in between —
+    /// and at least once every [`PERSIST_REFILL`] launches; otherwise the kernel finds what
+    /// its previous launch on the stream left there. Encoded as its own section (records
+    /// without it decode as before).
+    pub persist: bool,
 }
+
+/// The most launches of a kernel between two zero-fills of a persistent workspace
+/// ([`ScratchLen::persist`]): a kernel that tags its workspace's words with its launch count
+/// since the fill (zero-filled words carry none) needs tags below this — 20 bits — to tell
+/// this launch's words from every earlier one's.
+pub const PERSIST_REFILL: u32 = 1 << 20;
 
 impl ScratchLen {
     /// The element count for a launch of `blocks` blocks where argument `of` has `of_len`
@@ -292,6 +312,19 @@ const fn tile_count(tiles: &[TileDecl]) -> usize {
     n
 }
 
+/// The number of persistent workspaces among `scratch`.
+const fn persist_count(scratch: &[ScratchLen]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < scratch.len() {
+        if scratch[i].persist {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
 /// Bytes the extras take in a manifest record: nothing when there are none.
 pub const fn encoded_len(e: &Extras<'_>) -> usize {
     let mut n = 0;
@@ -300,6 +333,10 @@ pub const fn encoded_len(e: &Extras<'_>) -> usize {
     }
     if !e.scratch.is_empty() {
         n += 3 + 1 + e.scratch.len() * SCRATCH_BYTES;
+    }
+    let persist = persist_count(e.scratch);
+    if persist > 0 {
+        n += 3 + 1 + persist;
     }
     if !e.require.is_empty() {
         n += 3 + 1;
@@ -347,6 +384,18 @@ pub const fn encode_into<const L: usize>(
             at = put_u32(out, at + 1, s.mult);
             at = put_u32(out, at, s.div);
             i += 1;
+        }
+        let persist = persist_count(e.scratch);
+        if persist > 0 {
+            at = header(out, at, TAG_PERSIST, 1 + persist, persist);
+            i = 0;
+            while i < e.scratch.len() {
+                if e.scratch[i].persist {
+                    out[at] = e.scratch[i].param;
+                    at += 1;
+                }
+                i += 1;
+            }
         }
     }
     if !e.require.is_empty() {
@@ -460,6 +509,7 @@ mod tests {
             of: 0,
             mult: 2,
             div: 4096,
+            persist: false,
         };
         assert_eq!(s.elements(10, 0), Some(31));
         assert_eq!(s.elements(10, 1), Some(33));

@@ -88,8 +88,12 @@ pub struct ViewMut<T, const N: usize> {
 /// `scratch(status = x.len().div_ceil(4096) + 1)`.
 ///
 /// The kernel may read and write it like a [`SliceMut`] ([`as_slice_mut`](Self::as_slice_mut));
-/// the device crate also views it as an `AtomicSlice`. Each launch gets its own memory, so
-/// workspaces never race between launches or streams.
+/// the device crate also views it as an `AtomicSlice`. Launches that share a workspace are
+/// ordered by their stream (the launcher keeps one per stream, never lent to another), so
+/// workspaces never race between launches or streams. The launcher zero-fills it before each
+/// launch — or, declared `#[kernel(persist(name))]`, only when it is new to the kernel, the
+/// kernel then finding what its previous launch on the stream left there
+/// ([`ScratchLen::persist`](crate::extras::ScratchLen::persist)).
 #[repr(C)]
 pub struct Scratch<T> {
     ptr: *mut T,

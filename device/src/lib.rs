@@ -143,6 +143,11 @@ pub use ferrocuda_abi::{
 };
 pub use ferrocuda_macros::{gpu_only, kernel};
 
+/// The most launches of a kernel between two zero-fills of a workspace it declares
+/// `#[kernel(persist(…))]`: a launch count since the fill, below this, tells a launch's words
+/// from every earlier launch's (the scans' tile statuses).
+pub use ferrocuda_abi::extras::PERSIST_REFILL;
+
 /// `unroll!(I in 0..N { … })`: the body written out `N` times with `I` a literal each time
 /// (the `seq!` macro of the `seq-macro` crate) — CUDA's `#pragma unroll`. Loops over register
 /// arrays (MMA accumulators, fragments) need it: indexed by a loop variable, LLVM keeps the

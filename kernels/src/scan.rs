@@ -12,11 +12,21 @@
 //! Blocks take tiles in order from an atomic counter — so a tile's predecessors are always
 //! held by running blocks, and any grid makes progress; the automatic grid has one block per
 //! tile, and a grid of at least one block per tile draws once per block (its draws cover
-//! every tile). The tile's aggregate goes into its status (launcher-provided, zero-filled
-//! workspace) as soon as the block has summed it; warp 0 then looks back over its
+//! every tile). The tile's aggregate goes into its status (in a launcher-provided workspace)
+//! as soon as the block has summed it; warp 0 then looks back over its
 //! predecessors 32 at a time — waiting until each has published something, adding aggregates
 //! until it meets a published inclusive prefix — publishes its own inclusive prefix, and the
 //! block writes its outputs. Every element is read once from global memory and written once.
+//!
+//! **Statuses persist between launches** (`#[kernel(persist(status))]`): the launcher
+//! zero-fills the workspace only when it is new to the kernel (and once every 2^20 launches),
+//! not before every launch — a separate memset and its gap, which CUB's scan pays as its
+//! init kernel. Word 0 is the tile counter: the launch's epoch in its high half, the draws in
+//! its low half; the launch's last draw (the block that draws it knows every other block has
+//! drawn) leaves it at the next epoch with no draws, the state the next launch on the stream
+//! starts from. Every status carries its launch's epoch beside its flag, and a reader takes
+//! only its own launch's: words an earlier launch left (a longer scan's tail, say) read as
+//! unpublished, as zeroed ones do.
 //!
 //! **The stage** (sums of one type, `cumsum_staged`): each thread copies its warp-striped
 //! 16-byte vectors into shared memory with `cp.async` (coalesced, no register held while the
@@ -62,6 +72,8 @@
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
 #[cfg(target_arch = "nvptx64")]
+use ferrocuda_device::atomic::AtomicRef;
+#[cfg(target_arch = "nvptx64")]
 use ferrocuda_device::cp_async;
 use ferrocuda_device::{kernel, Scratch, Slice, SliceMut};
 
@@ -78,13 +90,16 @@ const PREFIX: u64 = 2;
 /// How a scan value is kept in a tile's status in the workspace (word 0 of which is the tile
 /// counter).
 ///
-/// * 32-bit values (`f32`, `i32`): **one word per tile**, the flag in the high half and the
-///   value's bits in the low half, stored and loaded whole with relaxed, device-scope atomics.
+/// * 32-bit values (`f32`, `i32`): **one word per tile**, the epoch and the flag in the high
+///   half (`epoch << 2 | flag`) and the value's bits in the low half, stored and loaded whole with relaxed, device-scope atomics.
 ///   One 64-bit atomic access is indivisible, so a reader sees the flag and its value together
 ///   and needs no fence: publishing costs one store, waiting one load per poll.
-/// * 64-bit values (`f64`, `i64`): **three words per tile** (flag, aggregate, prefix): the value
-///   is stored first, then the flag with release order; readers acquire the flag, then load the
-///   value.
+/// * 64-bit values (`f64`, `i64`): **three words per tile** (`epoch << 2 | flag`, aggregate,
+///   prefix): the value is stored first, then the flag with release order; readers acquire the
+///   flag, then load the value.
+///
+/// A flag is published only with the launch's epoch (below 2^20: the launcher's refill period);
+/// a zeroed word has flag 0.
 #[cfg(target_arch = "nvptx64")]
 trait Status: Copy {
     /// Workspace words per tile.
@@ -94,15 +109,16 @@ trait Status: Copy {
     /// # Safety
     ///
     /// `t` is a tile of the launch (`t < ⌈n / tile⌉`, which sizes `status`: the kernel's
-    /// scratch declaration is `WORDS · tiles + 1` words); `flag` is [`AGGREGATE`] or
-    /// [`PREFIX`].
-    unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self);
-    /// Waits until tile `t` has published something; its flag and value.
+    /// scratch declaration is `WORDS · tiles + 1` words); `epoch` is the launch's (below
+    /// 2^30); `flag` is [`AGGREGATE`] or [`PREFIX`].
+    unsafe fn publish(status: &AtomicSlice<u64>, t: usize, epoch: u64, flag: u64, value: Self);
+    /// Waits until tile `t` has published something in this launch (`epoch`); its flag and
+    /// value.
     ///
     /// # Safety
     ///
     /// As [`Status::publish`].
-    unsafe fn wait(status: &AtomicSlice<u64>, t: usize) -> (u64, Self);
+    unsafe fn wait(status: &AtomicSlice<u64>, t: usize, epoch: u64) -> (u64, Self);
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -111,21 +127,23 @@ macro_rules! packed_status {
         impl Status for $t {
             const WORDS: usize = 1;
             #[inline(always)]
-            unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self) {
+            unsafe fn publish(status: &AtomicSlice<u64>, t: usize, epoch: u64, flag: u64, value: Self) {
                 let $x = value;
-                let word = flag << 32 | $to as u64;
+                let word = (epoch << 2 | flag) << 32 | $to as u64;
                 // SAFETY: 1 + t < 1 + tiles, the workspace's length (the caller's contract).
                 unsafe { status.at_unchecked(1 + t) }.store(word, Order::Relaxed, Scope::Device);
             }
             #[inline(always)]
-            unsafe fn wait(status: &AtomicSlice<u64>, t: usize) -> (u64, Self) {
+            unsafe fn wait(status: &AtomicSlice<u64>, t: usize, epoch: u64) -> (u64, Self) {
                 // SAFETY: as in `publish`.
                 let at = unsafe { status.at_unchecked(1 + t) };
                 loop {
                     let word = at.load(Order::Relaxed, Scope::Device);
-                    if word >> 32 != 0 {
+                    // This launch's (an earlier launch's word has another epoch; a zeroed
+                    // one, flag 0).
+                    if word >> 34 == epoch && (word >> 32) & 3 != 0 {
                         let $b = word as u32;
-                        return (word >> 32, $from);
+                        return ((word >> 32) & 3, $from);
                     }
                     // About 1 µs between polls: fewer loads into the L2 while the
                     // predecessors stream their tiles (module documentation).
@@ -147,22 +165,25 @@ macro_rules! split_status {
         impl Status for $t {
             const WORDS: usize = 3;
             #[inline(always)]
-            unsafe fn publish(status: &AtomicSlice<u64>, t: usize, flag: u64, value: Self) {
+            unsafe fn publish(status: &AtomicSlice<u64>, t: usize, epoch: u64, flag: u64, value: Self) {
                 let $x = value;
                 // SAFETY: (both) 1 + 3t + 2 < 1 + 3·tiles (the caller's contract); flag < 3.
                 unsafe {
                     status.at_unchecked(1 + 3 * t + flag as usize)
                         .store($to, Order::Relaxed, Scope::Device);
-                    status.at_unchecked(1 + 3 * t).store(flag, Order::Release, Scope::Device);
+                    status.at_unchecked(1 + 3 * t)
+                        .store(epoch << 2 | flag, Order::Release, Scope::Device);
                 }
             }
             #[inline(always)]
-            unsafe fn wait(status: &AtomicSlice<u64>, t: usize) -> (u64, Self) {
+            unsafe fn wait(status: &AtomicSlice<u64>, t: usize, epoch: u64) -> (u64, Self) {
                 // SAFETY: as in `publish`.
                 let at = unsafe { status.at_unchecked(1 + 3 * t) };
                 loop {
-                    let flag = at.load(Order::Acquire, Scope::Device);
-                    if flag != 0 {
+                    let word = at.load(Order::Acquire, Scope::Device);
+                    let flag = word & 3;
+                    // This launch's (as for the packed status).
+                    if word >> 2 == epoch && flag != 0 {
                         // SAFETY: a published flag is AGGREGATE (1) or PREFIX (2).
                         let v = unsafe { status.at_unchecked(1 + 3 * t + flag as usize) };
                         let $b = v.load(Order::Relaxed, Scope::Device);
@@ -205,6 +226,38 @@ bits! {
     i64: |x| x as u64, |b| b as i64;
 }
 
+/// The blocks of the launch's grid.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn grid_blocks() -> u64 {
+    let g = thread::grid_dim();
+    u64::from(g.x) * u64::from(g.y) * u64::from(g.z)
+}
+
+/// One draw from the tile counter, word 0 of the workspace: the launch's epoch in its high
+/// half, the draws so far in its low half (below 2^32: fewer tiles and blocks than that). The
+/// word as it was: the tile (`as u32`) and the epoch (`>> 32`). The launch's last draw, after
+/// which no block of the launch draws again, leaves the counter at the next epoch with no
+/// draws — the state the next launch on the stream starts from. A grid of at least one block
+/// per tile (`once`) draws once per block; a smaller one draws every tile, and then once more
+/// per block (the draw that finds none left).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn draw(counter: &AtomicRef<'_, u64>, once: bool, tiles: usize) -> u64 {
+    let d = counter.fetch_add(1, Order::Relaxed, Scope::Device);
+    let draws = if once {
+        grid_blocks()
+    } else {
+        tiles as u64 + grid_blocks()
+    };
+    if d as u32 as u64 == draws - 1 {
+        // Ordered after every draw of the launch (they all came before this one); seen by the
+        // next launch on the stream, which begins after this one ends.
+        counter.store(((d >> 32) + 1) << 32, Order::Relaxed, Scope::Device);
+    }
+    d
+}
+
 /// Warp 0's look-back for tile `t > 0`: the sum of every element before the tile.
 ///
 /// # Safety
@@ -212,7 +265,12 @@ bits! {
 /// As [`Status::publish`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn look_back<A: Reducible + Status>(status: &AtomicSlice<u64>, t: usize, lane: usize) -> A
+unsafe fn look_back<A: Reducible + Status>(
+    status: &AtomicSlice<u64>,
+    t: usize,
+    epoch: u64,
+    lane: usize,
+) -> A
 where
     block::Sum: ReduceOp<A>,
 {
@@ -222,7 +280,7 @@ where
         // Lane l examines tile end − 1 − l (none below 0: a virtual prefix of 0).
         let (flag, v) = if lane < end {
             // SAFETY: end − 1 − lane < t, a tile of the launch.
-            unsafe { A::wait(status, end - 1 - lane) }
+            unsafe { A::wait(status, end - 1 - lane, epoch) }
         } else {
             (PREFIX, A::ZERO)
         };
@@ -246,8 +304,9 @@ where
 /// # Safety
 ///
 /// Kernel-launch context with blocks of `THREADS` threads (the kernel's `block`
-/// declaration); `status` holds `A::WORDS · ⌈n / tile⌉ + 1` zeroed words (the kernel's scratch
-/// declaration, with the tile of `THREADS · VECS · L` elements); `out` has `x`'s length.
+/// declaration); `status` holds `A::WORDS · ⌈n / tile⌉ + 1` words (the kernel's scratch
+/// declaration, with the tile of `THREADS · VECS · L` elements), zeroed or as this kernel's
+/// previous launch on the stream left them (`persist`); `out` has `x`'s length.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn cumsum<
@@ -281,25 +340,25 @@ unsafe fn cumsum<
     // A grid of at least one block per tile (the automatic grid) draws once per block: its
     // draws cover every tile, and a second draw would only learn that none is left — an
     // atomic round trip and a barrier at the end of every block.
-    let once = thread::grid_dim().x as usize >= tiles;
+    let once = grid_blocks() >= tiles as u64;
     // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
     let counter = unsafe { status.at_unchecked(0) };
     loop {
         if rank == 0 {
-            let t = counter.fetch_add(1, Order::Relaxed, Scope::Device);
+            let d = draw(&counter, once, tiles);
             // SAFETY: the block's shared tile slot; read after the barrier below.
-            unsafe { sh.write_unchecked(MAX_WARPS + 1, t) };
+            unsafe { sh.write_unchecked(MAX_WARPS + 1, d) };
         }
         // A barrier that also tells the whole block whether a tile is left.
         // SAFETY: (the read) written by thread 0 before the barrier.
         let more = thread::sync_threads_or(
-            rank == 0 && unsafe { sh.get_unchecked(MAX_WARPS + 1) } < tiles as u64,
+            rank == 0 && (unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize) < tiles,
         );
         if !more {
             return;
         }
         // SAFETY: as above.
-        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as usize;
+        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize;
         let base = t * tile_len + w * (32 * VECS * L);
         // This thread's vectors: VECS chunks of L elements, warp-striped.
         let mut v = [[A::ZERO; L]; VECS];
@@ -363,19 +422,23 @@ unsafe fn cumsum<
             aggregate = aggregate.add(tw);
         }
         if w == 0 {
+            // The launch's epoch, read here (not kept in a register through the tile).
+            // SAFETY: written by thread 0 before the first barrier; rewritten only after the
+            // next one, which warp 0 reaches after this.
+            let epoch = unsafe { sh.get_unchecked(MAX_WARPS + 1) } >> 32;
             let prefix = if t == 0 {
                 A::ZERO
             } else {
                 if lane == 0 {
                     // SAFETY: t < tiles (the loop's condition).
-                    unsafe { A::publish(&status, t, AGGREGATE, aggregate) };
+                    unsafe { A::publish(&status, t, epoch, AGGREGATE, aggregate) };
                 }
                 // SAFETY: t < tiles (the loop's condition).
-                unsafe { look_back::<A>(&status, t, lane) }
+                unsafe { look_back::<A>(&status, t, epoch, lane) }
             };
             if lane == 0 {
                 // SAFETY: t < tiles.
-                unsafe { A::publish(&status, t, PREFIX, prefix.add(aggregate)) };
+                unsafe { A::publish(&status, t, epoch, PREFIX, prefix.add(aggregate)) };
                 // SAFETY: the block's prefix slot; read after the barrier below.
                 unsafe { sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
             }
@@ -463,32 +526,37 @@ unsafe fn cumsum_staged<
     let vec_ok = (x.as_ptr() as usize).is_multiple_of(16);
     let out_vec = (out.as_mut_ptr() as usize).is_multiple_of(16);
     // A grid of at least one block per tile (the automatic grid) draws once per block.
-    let once = thread::grid_dim().x as usize >= tiles;
+    let once = grid_blocks() >= tiles as u64;
     // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
     let counter = unsafe { status.at_unchecked(0) };
     loop {
         if rank == 0 {
-            let t = counter.fetch_add(1, Order::Relaxed, Scope::Device);
+            let d = draw(&counter, once, tiles);
             // SAFETY: the block's shared tile slot; read after the barrier below.
-            unsafe { sh.write_unchecked(MAX_WARPS + 1, t) };
+            unsafe { sh.write_unchecked(MAX_WARPS + 1, d) };
         }
         // A barrier that also tells the whole block whether a tile is left.
         // SAFETY: (the read) written by thread 0 before the barrier.
         let more = thread::sync_threads_or(
-            rank == 0 && unsafe { sh.get_unchecked(MAX_WARPS + 1) } < tiles as u64,
+            rank == 0 && (unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize) < tiles,
         );
         if !more {
             return;
         }
         // SAFETY: as above.
-        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as usize;
+        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize;
         // This warp's span in `x`, copied striped into the stage (zeros past the end of `x`).
         let base = t * tile_len + w * (32 * items);
+        // The elements of `x` from this lane's first vector on, at most the warp's span: the
+        // bounds tests below compare it with constants (vector j starts j·32·L after it), so
+        // that no per-element index stays live from the copies to the stores.
+        let left = n.saturating_sub(base + lane * L).min(32 * items) as u32;
         for_lanes!(VECS, |j| {
             let v = j * 32 + lane;
             let at = base + v * L;
             let s = slot(j);
-            if vec_ok && at + L <= n {
+            let from = (j * 32 * L) as u32;
+            if vec_ok && from + L as u32 <= left {
                 // SAFETY: a whole, aligned vector inside `x`; the destination, 16 aligned bytes
                 // of the stage, is touched by no other thread until the wait and the warp
                 // barrier below. (A vector past the end of `x` goes by the scalar path: a
@@ -499,8 +567,8 @@ unsafe fn cumsum_staged<
                 }
             } else {
                 for_lanes!(L, |k| {
-                    let e = if at + k < n {
-                        // SAFETY: at + k < n.
+                    let e = if from + (k as u32) < left {
+                        // SAFETY: at + k < n (`left`).
                         unsafe { x.get_unchecked(at + k) }
                     } else {
                         A::ZERO
@@ -541,19 +609,23 @@ unsafe fn cumsum_staged<
             aggregate = aggregate.add(tw);
         }
         if w == 0 {
+            // The launch's epoch, read here (not kept in a register through the tile).
+            // SAFETY: written by thread 0 before the first barrier; rewritten only after the
+            // next one, which warp 0 reaches after this.
+            let epoch = unsafe { sh.get_unchecked(MAX_WARPS + 1) } >> 32;
             let prefix = if t == 0 {
                 A::ZERO
             } else {
                 if lane == 0 {
                     // SAFETY: t < tiles (the loop's condition).
-                    unsafe { A::publish(&status, t, AGGREGATE, aggregate) };
+                    unsafe { A::publish(&status, t, epoch, AGGREGATE, aggregate) };
                 }
                 // SAFETY: t < tiles (the loop's condition).
-                unsafe { look_back::<A>(&status, t, lane) }
+                unsafe { look_back::<A>(&status, t, epoch, lane) }
             };
             if lane == 0 {
                 // SAFETY: t < tiles.
-                unsafe { A::publish(&status, t, PREFIX, prefix.add(aggregate)) };
+                unsafe { A::publish(&status, t, epoch, PREFIX, prefix.add(aggregate)) };
                 // SAFETY: the block's prefix slot; read after the barrier below.
                 unsafe { sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
             }
@@ -590,13 +662,14 @@ unsafe fn cumsum_staged<
             // SAFETY: written by its owner lane before the warp barrier above; read by this
             // lane only until the next tile's warp barrier.
             let c = unsafe { (stage.add(slot(j)) as *const Chunk<A, L>).read() };
-            if out_vec && at + L <= n {
+            let from = (j * 32 * L) as u32;
+            if out_vec && from + L as u32 <= left {
                 // SAFETY: a whole, aligned vector inside `out`; this thread alone writes it.
                 unsafe { (out.as_mut_ptr().add(at) as *mut Chunk<A, L>).write(c) };
             } else {
                 for_lanes!(L, |k| {
-                    if at + k < n {
-                        // SAFETY: at + k < n; this thread alone writes it.
+                    if from + (k as u32) < left {
+                        // SAFETY: at + k < n (`left`); this thread alone writes it.
                         unsafe { out.write_unchecked(at + k, c.0[k]) };
                     }
                 });
@@ -634,7 +707,7 @@ macro_rules! scans {
                         (automatic: one block per tile of ", stringify!($tile), " elements). \
                         Integers: exact, wrapping. Floats: see the module documentation.")]
         #[kernel(family = $family, items_per_thread = $items, block = $block, $($opt = $val,)*
-                 scratch(status = $words * x.len().div_ceil($tile) + 1),
+                 scratch(status = $words * x.len().div_ceil($tile) + 1), persist(status),
                  require(out.len() == x.len(), "out holds one sum per element of x"))]
         pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$a>, status: Scratch<u64>) {
             // The workspace's formula and the kernel's tile and status agree.
@@ -642,6 +715,9 @@ macro_rules! scans {
             const {
                 assert!($tile == $block * $vecs * $lanes && $items == $vecs * $lanes);
                 assert!($words == <$a as Status>::WORDS);
+                // An epoch (below the refill period) and a flag fit a packed status's high
+                // half.
+                assert!(ferrocuda_device::PERSIST_REFILL <= 1 << 30);
             };
             // SAFETY: launched as a kernel with the declared block and workspace.
             #[cfg(target_arch = "nvptx64")]

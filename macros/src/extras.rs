@@ -1,4 +1,4 @@
-//! The `zero(…)`, `scratch(…)` and `require(…)` options of `#[kernel]`: parsing, resolution of
+//! The `zero(…)`, `scratch(…)`, `persist(…)` and `require(…)` options of `#[kernel]`: parsing, resolution of
 //! parameter names to indices, compile-time kind checks, and the `Extras` constant that goes
 //! into the manifest record (see `ferrocuda_abi::extras`).
 
@@ -14,6 +14,7 @@ use syn::{BinOp, Expr, ExprLit, Ident, Lit, LitStr, Token, Type, UnOp};
 pub struct ExtrasOpts {
     zero: Vec<Ident>,
     scratch: Vec<(Ident, Expr)>,
+    persist: Vec<Ident>,
     require: Vec<(Expr, Option<LitStr>)>,
 }
 
@@ -29,6 +30,15 @@ impl ExtrasOpts {
                 return Err(syn::Error::new(key.span(), "zero(…) names no parameter"));
             }
             self.zero.extend(names);
+        } else if key == "persist" {
+            let content;
+            syn::parenthesized!(content in input);
+            let names: Punctuated<Ident, Token![,]> =
+                content.parse_terminated(Ident::parse, Token![,])?;
+            if names.is_empty() {
+                return Err(syn::Error::new(key.span(), "persist(…) names no workspace"));
+            }
+            self.persist.extend(names);
         } else if key == "scratch" {
             let content;
             syn::parenthesized!(content in input);
@@ -170,7 +180,7 @@ pub fn resolve(
             ::ferrocuda_device::__private::ScratchLen {
                 param: #i, per_block: 0,
                 constant: ::ferrocuda_device::__private::GRID_BARRIER_WORDS,
-                of: u8::MAX, mult: 0, div: 1,
+                of: u8::MAX, mult: 0, div: 1, persist: false,
             }
         });
     }
@@ -192,7 +202,23 @@ pub fn resolve(
             quote! { d.kind as u8 == #SCRATCH },
             format!("scratch({id} = …): `{id}` must be a Scratch<T> parameter"),
         );
-        scratch.push(scratch_len(&mut cx, i, e)?);
+        let persist = opts.persist.iter().any(|p| p == id);
+        scratch.push(scratch_len(&mut cx, i, e, persist)?);
+    }
+    for (k, id) in opts.persist.iter().enumerate() {
+        if opts.persist[..k].contains(id) {
+            return Err(syn::Error::new(
+                id.span(),
+                "workspace named twice in persist(…)",
+            ));
+        }
+        if !opts.scratch.iter().any(|(s, _)| s == id) {
+            return Err(syn::Error::new(
+                id.span(),
+                "persist(…) names a workspace declared by scratch(… = …) (a Scratch<T> \
+                 parameter; a GridBarrier's workspace is the launcher's)",
+            ));
+        }
     }
     for (i, id) in names.iter().enumerate() {
         if !declared.contains(&(i as u8)) {
@@ -234,7 +260,7 @@ pub fn resolve(
 }
 
 /// `per_block · blocks + mult · x.len().div_ceil(div) + constant`, each term optional.
-fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr) -> syn::Result<TokenStream2> {
+fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr, persist: bool) -> syn::Result<TokenStream2> {
     let mut terms = Vec::new();
     flatten_sum(e, &mut terms);
     let (mut per_block, mut constant, mut of, mut mult, mut div) = (0u32, 0u32, None, 0u32, 1u32);
@@ -286,7 +312,7 @@ fn scratch_len(cx: &mut Ctx<'_>, param: u8, e: &Expr) -> syn::Result<TokenStream
     Ok(quote! {
         ::ferrocuda_device::__private::ScratchLen {
             param: #param, per_block: #per_block, constant: #constant, of: #of, mult: #mult,
-            div: #div,
+            div: #div, persist: #persist,
         }
     })
 }

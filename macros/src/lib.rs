@@ -89,6 +89,13 @@ pub fn gpu_only(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   every workspace zero-filled on the launch stream right before each launch (the one it
 ///   keeps for that stream; under graph capture an allocation from a stream-ordered pool,
 ///   freed after the launch); callers never pass scratch parameters;
+/// * `persist(ws, …)` — these workspaces (each declared by `scratch(…)`) keep their contents
+///   between the kernel's launches on a stream: the launcher zero-fills one only when it is new
+///   to the kernel (its first launch on the stream, a workspace grown or freshly allocated —
+///   every captured launch —, another kernel's launch on the stream in between) and at least
+///   every `PERSIST_REFILL` (2^20) launches; otherwise the kernel finds what its previous
+///   launch on the stream left there. For kernels that tag their workspace's words with a
+///   launch count (the scans' tile statuses) and so need no fill before every launch;
 /// * `require(cond)` / `require(cond, "message")` — a condition the launcher checks before the
 ///   launch, refusing the arguments with an error that names the first parameter `cond`
 ///   reads: `a <op> b` with `<op>` one of `== != < <= > >=` over integer literals, scalar
@@ -248,8 +255,8 @@ impl Parse for Options {
                      `min_blocks = n`, `dynamic_shared = T`, `shared_bytes = n`, \
                      `grid = \"2d\"` / `\"rows\"`, \
                      `cooperative`, `cluster = (x, y, z)`, `non_portable_cluster`, \
-                     `arch = \"sm_90a\"`, `instances(…)`, `zero(…)`, `scratch(…)` or \
-                     `require(…)`",
+                     `arch = \"sm_90a\"`, `instances(…)`, `zero(…)`, `scratch(…)`, \
+                     `persist(…)` or `require(…)`",
                 ));
             }
             if !input.is_empty() {

@@ -846,6 +846,64 @@ def test_cumsum_block_grid_and_in_place(cp: Any, rng: np.random.Generator) -> No
         K.cumsum(cp.zeros(5, cp.float32), cp.zeros(4, cp.float32))
 
 
+def test_cumsum_statuses_persist_between_launches(cp: Any, rng: np.random.Generator) -> None:
+    """The scans' tile statuses persist between launches on a stream (no zero-fill, each
+    status tagged with its launch's epoch): back-to-back launches with no synchronization
+    between them — large after small after large (stale statuses of the larger launch's tail
+    must be ignored), grids of one block, fewer blocks than tiles, one per tile and more,
+    inclusive and exclusive, 32- and 64-bit, other scratch kernels (``sum``) in between, and a
+    graph replayed among direct launches — each into a poisoned output, every element checked
+    against NumPy (int32 sums: exact, wrapping) after the stream drains."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    plan = []
+    sizes = [5 << 20, 8193, 1, 5 << 20, 3 << 20, 100_003, 5 << 20, 2, 8192]
+    grids = [None, 1, 3, None, 1000, None, 7, None, 4]
+    for i, (n, g) in enumerate(zip(sizes, grids)):
+        for kind in ("int32", "int64"):
+            plan.append((n, g, kind, i % 3 == 2))
+    graph = None
+    with stream:
+        xg = cp.asarray(rng.integers(-(2**31), 2**31, 1 << 20, dtype=np.int64).astype(np.int32))
+        out_g = cp.full(1 << 20, -7, cp.int32)
+        stream.begin_capture()
+        K.cumsum(xg, out_g)
+        graph = stream.end_capture()
+        launched = []
+        for r in range(2):
+            for n, g, kind, excl in plan:
+                if kind == "int32":
+                    host = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+                else:
+                    host = rng.integers(-(2**62), 2**62, n, dtype=np.int64)
+                x = cp.asarray(host)
+                out = cp.full(n, -7, x.dtype)
+                f = K.cumsum_exclusive if excl else K.cumsum
+                if g is None:
+                    f(x, out)
+                else:
+                    f(x, out, grid=g)
+                launched.append((host, out, excl, (r, n, g, kind)))
+                if n == 8193:
+                    total = cp.full(1, -1, cp.int64)
+                    K.sum(x, total)  # another kernel's launch with a workspace in between
+                    launched.append((host, total, None, (r, "sum")))
+            out_g.fill(-7)
+            graph.launch()
+            out_d = cp.full(1 << 20, -7, cp.int32)
+            K.cumsum(xg, out_d)  # a direct launch right after the replay, on the same stream
+            launched.append((cp.asnumpy(xg), out_d, False, (r, "after the replay")))
+    stream.synchronize()
+    same(cp.asnumpy(out_g), np.cumsum(cp.asnumpy(xg), dtype=np.int32), "replay")
+    for host, out, excl, what in launched:
+        if excl is None:
+            same(cp.asnumpy(out), np.array([host.astype(np.int64).sum()]), f"{what}")
+            continue
+        want = np.cumsum(host, dtype=host.dtype)
+        if excl:
+            want = np.concatenate([np.zeros(1, host.dtype), want[:-1]])
+        same(cp.asnumpy(out), want, f"{what}")
+
+
 # ---- activations and axpy ------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ use super::record::MAGIC;
 use super::sig::{KernelSig, ParamSig, TileSig};
 use crate::dtype::DType;
 use crate::extras::{Cmp, Operand, ScratchLen, OPERAND_BYTES, SCRATCH_BYTES};
-use crate::extras::{TAG_REQUIRE, TAG_SCRATCH, TAG_TILE, TAG_ZERO, TILE_BYTES};
+use crate::extras::{TAG_PERSIST, TAG_REQUIRE, TAG_SCRATCH, TAG_TILE, TAG_ZERO, TILE_BYTES};
 use crate::kinds::ParamKind;
 use crate::launch::LaunchSpec;
 use std::format;
@@ -92,7 +92,17 @@ pub fn decode(bytes: &[u8]) -> Result<KernelSig, String> {
                         of: e[9],
                         mult: u(10),
                         div: u(14),
+                        persist: false,
                     }));
+                }
+            }
+            TAG_PERSIST => {
+                // After the scratch section (the encoder's order): each entry names one of
+                // its workspaces.
+                for &p in s.take(count)? {
+                    let w = sig.scratch.iter_mut().find(|w| w.param == p);
+                    w.ok_or_else(|| format!("persist({p}) names no scratch workspace"))?
+                        .persist = true;
                 }
             }
             TAG_REQUIRE => {

@@ -25,6 +25,14 @@ pub struct ScratchSig {
     /// Divisor (rounded up) of the third term.
     #[serde(default = "one")]
     pub div: u32,
+    /// Whether the workspace persists between the kernel's launches on a stream
+    /// ([`ScratchLen::persist`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub persist: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn one() -> u32 {
@@ -41,6 +49,7 @@ impl ScratchSig {
             of: self.of.unwrap_or(NONE),
             mult: self.mult,
             div: self.div.max(1),
+            persist: self.persist,
         }
     }
 
@@ -52,6 +61,7 @@ impl ScratchSig {
             of: (l.of != NONE).then_some(l.of),
             mult: l.mult,
             div: l.div,
+            persist: l.persist,
         }
     }
 }

@@ -22,6 +22,7 @@
 //!   u8 tag, u16 payload length, payload = u8 count, count × entry
 //!   tag 1 zero:    entry = u8 parameter index
 //!   tag 2 scratch: entry = u8 param, u32 per_block, u32 constant, u8 of, u32 mult, u32 div
+//!   tag 5 persist: entry = u8 param (a scratch workspace of the tag 2 section before it)
 //!   tag 3 require: entry = operand lhs, u8 cmp, operand rhs, u8 len, message bytes
 //!                  operand = u8 kind (1 int, 2 scalar, 3 len, 4 dim, 5 ptr), u8 param,
 //!                            u8 axis, i64 value

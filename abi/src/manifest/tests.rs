@@ -199,6 +199,7 @@ fn extras_round_trip() {
         of: 0,
         mult: 3,
         div: 4096,
+        persist: true,
     }];
     let require = [
         Require {
@@ -226,13 +227,14 @@ fn extras_round_trip() {
         require: &require,
         tiles: &[],
     };
-    const L: usize = 66 + 5 + 22 + 87;
+    const L: usize = 66 + 5 + 22 + 5 + 87;
     assert_eq!(encoded_len_ext("k", "k", &params, &[], 0, &extras), L);
     let bytes: [u8; L] = encode_ext("k", "k", &params, &[], 0, &extras);
     let sig = decode(&bytes).unwrap();
     assert_eq!(sig.zero, [1]);
     assert_eq!(sig.scratch.len(), 1);
     assert_eq!(sig.scratch[0].len(), scratch[0]);
+    assert!(sig.scratch[0].persist);
     assert_eq!(sig.require.len(), 3);
     assert_eq!(sig.require[0].lhs, OperandSig::Len(1));
     assert_eq!(sig.require[0].rhs, OperandSig::Dim(4, 1));
@@ -244,11 +246,23 @@ fn extras_round_trip() {
     let json = serde_json::to_string(&sig).unwrap();
     assert_eq!(serde_json::from_str::<KernelSig>(&json).unwrap(), sig);
     assert!(json.contains(r#""dim":[4,1]"#), "{json}");
+    assert!(json.contains(r#""persist":true"#), "{json}");
+    // Cut after the scratch section, the workspace is an ordinary one (zero-filled for
+    // every launch).
+    assert!(!decode(&bytes[..93]).unwrap().scratch[0].persist);
+    // A persist section naming no scratch workspace is refused.
+    let mut stray = bytes;
+    stray[97] = 0;
+    assert!(decode(&stray).unwrap_err().contains("persist(0)"));
     // Truncations are errors — except at a section boundary with complete
     // declarations (the record format's sections are optional; the builder reads
     // records of known length, so truncation does not happen there).
     for cut in 0..L {
-        assert_eq!(decode(&bytes[..cut]).is_err(), cut != 93, "cut {cut}");
+        assert_eq!(
+            decode(&bytes[..cut]).is_err(),
+            cut != 93 && cut != 98,
+            "cut {cut}"
+        );
     }
     // A record without extras decodes as before, and has none.
     let plain: [u8; 45] = encode("k", "k", &params[..3], &[], 0);

@@ -66,10 +66,17 @@ pub(crate) const KEPT_WORKSPACES: usize = 16;
 /// (`ptr` 0: none yet). Only work enqueued on that stream uses it, so stream order separates
 /// its launches; the lock is held from its zero-fill through the launch's enqueue, so that
 /// two host threads launching on the same stream cannot interleave the two.
+///
+/// `owner` is the persistent kernel ([`Signature::persist`](crate::module::Signature)) whose
+/// state the workspace holds — all `bytes` zero-filled before its first launch here and
+/// touched by no other launch since — and `launches` its launches since that fill; `owner` 0:
+/// none (the next persistent launch fills).
 #[derive(Debug)]
 pub(crate) struct KeptWorkspace {
     pub(crate) ptr: u64,
     pub(crate) bytes: usize,
+    pub(crate) owner: u64,
+    pub(crate) launches: u32,
 }
 
 /// A memory pool handle, created once per context and never destroyed.
@@ -199,8 +206,12 @@ impl Context {
         if kept.len() >= KEPT_WORKSPACES {
             return None;
         }
-        let w: &'static Mutex<KeptWorkspace> =
-            Box::leak(Box::new(Mutex::new(KeptWorkspace { ptr: 0, bytes: 0 })));
+        let w: &'static Mutex<KeptWorkspace> = Box::leak(Box::new(Mutex::new(KeptWorkspace {
+            ptr: 0,
+            bytes: 0,
+            owner: 0,
+            launches: 0,
+        })));
         kept.push((stream_id, w));
         Some(w)
     }

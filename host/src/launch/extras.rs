@@ -15,19 +15,23 @@
 //!   never reused for another stream; grown with a stream-ordered free and allocation when a
 //!   launch needs more, up to `KEPT_MAX_BYTES`, 1 MiB), locked from the memset through the
 //!   launch's enqueue: launches that share it are ordered by their stream and cannot
-//!   interleave. Under capture, for larger workspaces, and on streams beyond the first 16 of
+//!   interleave. A kernel whose workspaces all persist (`#[kernel(persist(…))]`,
+//!   [`Signature::persist`]) gets the kept workspace without the memset when it was the
+//!   workspace's last user, the allocation has not grown, and fewer than `PERSIST_REFILL`
+//!   (2^20) of its launches have passed since the fill; otherwise the whole allocation is
+//!   filled and the kernel becomes its owner. Under capture, for larger workspaces, and on streams beyond the first 16 of
 //!   a context, each launch allocates from the context's stream-ordered pool and frees right
 //!   after the launch (graph memory nodes under capture, so a replayed graph owns its
 //!   workspace and races with nothing).
 //!
 //! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed
-//! output; for a launch's workspaces, a stream-id query and one memset (allocate, memset and
-//! free under capture) — whether the launch is captured is the plan's, asked once per launch
+//! output; for a launch's workspaces, a stream-id query and one memset (none for a persistent
+//! kernel's repeated launches; allocate, memset and free under capture) — whether the launch is captured is the plan's, asked once per launch
 //! (every plan is made for its launch: a bound launch replans each time). The query costs a
 //! small fraction of the stream-ordered allocation and free it replaces (the kept workspaces
 //! were measured against them: BENCHMARKS.md, "Measured, without a goal").
 
-use ferrocuda_abi::extras::{Cmp, Operand, Value, NONE};
+use ferrocuda_abi::extras::{Cmp, Operand, Value, NONE, PERSIST_REFILL};
 
 use super::Arg;
 use crate::driver::{result as cu, Context, KeptWorkspace, StreamHandle};
@@ -324,6 +328,8 @@ pub(crate) unsafe fn before_launch(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if w.bytes < bytes {
+            // Whatever the workspace held is gone: no kernel's state survives a growth.
+            w.owner = 0;
             if w.ptr != 0 {
                 // SAFETY: every earlier user of the old allocation was enqueued on `s`: the
                 // free is ordered after them.
@@ -335,9 +341,15 @@ pub(crate) unsafe fn before_launch(
             w.ptr = unsafe { cu::mem_alloc_from_pool_async(bytes, pool.0, s) }?;
             w.bytes = bytes;
         }
-        // SAFETY: `w.ptr` holds at least `bytes` bytes, used only in `s`'s order (the lock is
-        // held until this launch is enqueued).
-        unsafe { cu::memset_d8_async(w.ptr, 0, bytes, s) }?;
+        let fill = kept_fill(&mut w, sig.persist, bytes);
+        if fill > 0 {
+            // SAFETY: `w.ptr` holds `w.bytes ≥ fill` bytes, used only in `s`'s order (the lock
+            // is held until this launch is enqueued).
+            if let Err(e) = unsafe { cu::memset_d8_async(w.ptr, 0, fill, s) } {
+                w.owner = 0;
+                return Err(e);
+            }
+        }
         return Ok(Workspace::Kept(w));
     }
     // SAFETY: the pool belongs to `ctx`'s device; the stream is the caller's.
@@ -349,6 +361,38 @@ pub(crate) unsafe fn before_launch(
         return Err(e);
     }
     Ok(Workspace::Owned(ptr))
+}
+
+/// The bytes of a stream's kept workspace `w` (grown to hold the launch's `bytes`) to zero-fill
+/// before a launch of a kernel whose persistent identity is `persist`
+/// ([`Signature::persist`]), and `w`'s owner and launch count updated for it:
+///
+/// * the kernel's own state from its last launch on the stream, fewer than
+///   [`PERSIST_REFILL`] launches since the fill: nothing (the kernel finds what it left);
+/// * a persistent kernel new to the workspace (or at the end of the period): the whole
+///   allocation, so that a later launch of the kernel needing more of it (up to `w.bytes`)
+///   finds zeros there too; the kernel becomes the owner;
+/// * any other kernel: the launch's `bytes`, and no owner (the state is the launch's).
+pub(crate) fn kept_fill(
+    w: &mut KeptWorkspace,
+    persist: Option<std::num::NonZeroU64>,
+    bytes: usize,
+) -> usize {
+    match persist {
+        Some(id) if w.owner == id.get() && w.launches < PERSIST_REFILL => {
+            w.launches += 1;
+            0
+        }
+        Some(id) => {
+            w.owner = id.get();
+            w.launches = 1;
+            w.bytes
+        }
+        None => {
+            w.owner = 0;
+            bytes
+        }
+    }
 }
 
 /// Releases a launch's workspaces once the launch is enqueued (or failed): frees an owned
@@ -363,5 +407,54 @@ pub(crate) unsafe fn after_launch(w: Workspace, s: StreamHandle) -> Result<()> {
         // SAFETY: the caller's contract.
         Workspace::Owned(ptr) => unsafe { cu::mem_free_async(ptr, s) },
         Workspace::None | Workspace::Kept(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::num::NonZeroU64;
+
+    fn kept(bytes: usize) -> KeptWorkspace {
+        KeptWorkspace {
+            ptr: 0x1000,
+            bytes,
+            owner: 0,
+            launches: 0,
+        }
+    }
+
+    #[test]
+    fn a_persistent_kernel_skips_the_fill_of_its_own_state() {
+        let (a, b) = (NonZeroU64::new(7), NonZeroU64::new(8));
+        let mut w = kept(4096);
+        // New to the kernel: the whole allocation, not only this launch's bytes.
+        assert_eq!(kept_fill(&mut w, a, 1024), 4096);
+        // Its own state, smaller and larger launches alike (within the allocation).
+        assert_eq!(kept_fill(&mut w, a, 256), 0);
+        assert_eq!(kept_fill(&mut w, a, 4096), 0);
+        // Another persistent kernel takes the workspace over with a fill, and so does the
+        // first one after it.
+        assert_eq!(kept_fill(&mut w, b, 512), 4096);
+        assert_eq!(kept_fill(&mut w, b, 512), 0);
+        assert_eq!(kept_fill(&mut w, a, 512), 4096);
+        // An ordinary kernel fills its bytes and leaves no owner: the next persistent launch
+        // fills again.
+        assert_eq!(kept_fill(&mut w, None, 300), 300);
+        assert_eq!(kept_fill(&mut w, None, 300), 300);
+        assert_eq!(kept_fill(&mut w, a, 512), 4096);
+        assert_eq!(kept_fill(&mut w, a, 512), 0);
+    }
+
+    #[test]
+    fn a_persistent_workspace_is_refilled_every_period() {
+        let a = NonZeroU64::new(3);
+        let mut w = kept(64);
+        let fills = (0..3 * PERSIST_REFILL as usize + 5)
+            .filter(|_| kept_fill(&mut w, a, 64) != 0)
+            .count();
+        // Launches 1, 1 + P, 1 + 2P, 1 + 3P fill; at most P launches run on one fill.
+        assert_eq!(fills, 4);
+        assert!(w.launches <= PERSIST_REFILL);
     }
 }

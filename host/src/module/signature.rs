@@ -9,6 +9,8 @@ use ferrocuda_abi::manifest::KernelSig;
 use ferrocuda_abi::DType;
 use ferrocuda_abi::ParamKind;
 use std::ffi::CString;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most parameters a kernel may have.
 pub const MAX_PARAMS: usize = 64;
@@ -65,6 +67,11 @@ pub struct Signature {
     pub launch: LaunchDecl,
     /// Size of the whole parameter buffer.
     pub buffer_size: usize,
+    /// The kernel's identity for its persistent workspaces (`#[kernel(persist(…))]`): unique
+    /// to this signature (one per kernel of a loaded module), `None` unless the kernel has
+    /// workspaces and every one persists. The launcher skips the zero-fill of a stream's kept
+    /// workspace when this kernel was its last user ([`crate::launch`]'s extras).
+    pub persist: Option<NonZeroU64>,
     pub(crate) c_name: CString,
     /// The name, leaked once per module so that fault reports can name the last kernel.
     pub(crate) static_name: &'static String,
@@ -108,6 +115,12 @@ impl Signature {
             .map_err(|e| bad(format!("launch declaration: {e}")))?;
         let c_name =
             CString::new(k.name.clone()).map_err(|_| bad("kernel name contains NUL".into()))?;
+        let persist = (!scratch.is_empty() && scratch.iter().all(|s| s.len.persist))
+            .then(|| {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                NonZeroU64::new(NEXT.fetch_add(1, Ordering::Relaxed))
+            })
+            .flatten();
         Ok(Signature {
             name: k.name.clone(),
             family: k.family.clone(),
@@ -120,6 +133,7 @@ impl Signature {
             items_per_thread: k.items_per_thread,
             launch,
             buffer_size: offset,
+            persist,
             c_name,
             static_name: Box::leak(Box::new(k.name.clone())),
         })
@@ -188,6 +202,7 @@ impl Signature {
                         of: ferrocuda_abi::extras::NONE,
                         mult: 0,
                         div: 1,
+                        persist: false,
                     },
                 });
             }
