@@ -13,7 +13,7 @@
 //!   parameter, or a parameter twice, and launch declarations out of range (`max_threads`, `min_blocks`,
 //!   `block` extents and threads, both at once, `grid`, a `dynamic_shared` type that is not
 //!   an element type), a `GridBarrier` without `cooperative` (or with a scratch length, or of
-//!   another crate), `cooperative` with a value, an N-D grid or a cluster, and clusters
+//!   another crate), `persist(…)` of a grid barrier, of an array, or twice, `cooperative` with a value, an N-D grid or a cluster, and clusters
 //!   without an sm_90 `arch`, beyond 8 blocks without `non_portable_cluster`, beyond 16, with
 //!   a zero extent, and `non_portable_cluster` alone;
 //! * `accepts_a_minimal_kernel`: a minimal valid crate builds (the harness can succeed) and its
@@ -301,6 +301,24 @@ const REJECTED: &[(&str, &str, &str)] = &[
          #[kernel(cooperative, scratch(bar = 4))] \
          pub unsafe fn k(x: SliceMut<f32>, bar: GridBarrier) {}",
         "a GridBarrier's workspace is sized by the launcher",
+    ),
+    (
+        "persist_of_a_grid_barrier",
+        "use ferrocuda_device::grid::GridBarrier;\n\
+         #[kernel(cooperative, persist(bar))] \
+         pub unsafe fn k(x: SliceMut<f32>, bar: GridBarrier) {}",
+        "persist(…) names a workspace declared by scratch",
+    ),
+    (
+        "persist_of_an_array",
+        "#[kernel(persist(x))] pub unsafe fn k(x: SliceMut<f32>) {}",
+        "persist(…) names a workspace declared by scratch",
+    ),
+    (
+        "persist_twice",
+        "#[kernel(scratch(ws = 4), persist(ws, ws))] \
+         pub unsafe fn k(x: SliceMut<f32>, ws: ferrocuda_device::Scratch<u32>) {}",
+        "workspace named twice in persist",
     ),
     (
         "grid_barrier_of_another_crate",

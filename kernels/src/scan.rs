@@ -494,6 +494,7 @@ unsafe fn cumsum_staged<
     const VECS: usize,
     const THREADS: usize,
     const EXCL: bool,
+    const TAIL_LEFT: bool,
 >(
     x: Slice<A>,
     out: SliceMut<A>,
@@ -547,16 +548,23 @@ unsafe fn cumsum_staged<
         let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize;
         // This warp's span in `x`, copied striped into the stage (zeros past the end of `x`).
         let base = t * tile_len + w * (32 * items);
-        // The elements of `x` from this lane's first vector on, at most the warp's span: the
-        // bounds tests below compare it with constants (vector j starts j·32·L after it), so
-        // that no per-element index stays live from the copies to the stores.
-        let left = n.saturating_sub(base + lane * L).min(32 * items) as u32;
+        // `TAIL_LEFT`: the copies' element tests compare the elements of `x` left from this
+        // lane's first vector on (at most the warp's span) with constants — vector j starts
+        // j·32·L after it — so that no per-element index stays live from the copies to the
+        // stores: `cumsum_i32` spills on sm_80 without it. Not for the others: on sm_90 their
+        // tests on `n` schedule 1–1.5 % faster at 2^28, and on `left` for whole vectors or
+        // the stores' tails too, LLVM splits the vector stores into the tail's (8- and 4-byte
+        // stores, 15 % slower).
+        let left = if TAIL_LEFT {
+            n.saturating_sub(base + lane * L).min(32 * items) as u32
+        } else {
+            0
+        };
         for_lanes!(VECS, |j| {
             let v = j * 32 + lane;
             let at = base + v * L;
             let s = slot(j);
-            let from = (j * 32 * L) as u32;
-            if vec_ok && from + L as u32 <= left {
+            if vec_ok && at + L <= n {
                 // SAFETY: a whole, aligned vector inside `x`; the destination, 16 aligned bytes
                 // of the stage, is touched by no other thread until the wait and the warp
                 // barrier below. (A vector past the end of `x` goes by the scalar path: a
@@ -566,9 +574,15 @@ unsafe fn cumsum_staged<
                     cp_async::cg(dst, x.as_ptr().add(at));
                 }
             } else {
+                let from = (j * 32 * L) as u32;
                 for_lanes!(L, |k| {
-                    let e = if from + (k as u32) < left {
-                        // SAFETY: at + k < n (`left`).
+                    let inside = if TAIL_LEFT {
+                        from + (k as u32) < left
+                    } else {
+                        at + k < n
+                    };
+                    let e = if inside {
+                        // SAFETY: at + k < n (`left` is the count from `at - j·32·L`).
                         unsafe { x.get_unchecked(at + k) }
                     } else {
                         A::ZERO
@@ -662,14 +676,13 @@ unsafe fn cumsum_staged<
             // SAFETY: written by its owner lane before the warp barrier above; read by this
             // lane only until the next tile's warp barrier.
             let c = unsafe { (stage.add(slot(j)) as *const Chunk<A, L>).read() };
-            let from = (j * 32 * L) as u32;
-            if out_vec && from + L as u32 <= left {
+            if out_vec && at + L <= n {
                 // SAFETY: a whole, aligned vector inside `out`; this thread alone writes it.
                 unsafe { (out.as_mut_ptr().add(at) as *mut Chunk<A, L>).write(c) };
             } else {
                 for_lanes!(L, |k| {
-                    if from + (k as u32) < left {
-                        // SAFETY: at + k < n (`left`); this thread alone writes it.
+                    if at + k < n {
+                        // SAFETY: at + k < n; this thread alone writes it.
                         unsafe { out.write_unchecked(at + k, c.0[k]) };
                     }
                 });
@@ -686,13 +699,18 @@ unsafe fn cumsum_staged<
 }
 
 macro_rules! scans {
-    // The registers' path (`cumsum`) and the stage's (`cumsum_staged`).
+    // The registers' path (`cumsum`) and the stage's (`cumsum_staged`; `staged_left`: its copies' tails
+    // tested on the count left, `TAIL_LEFT`).
     (@regs $t:ty, $a:ty, $l:literal, $v:literal, $b:literal, $e:literal, $x:ident, $o:ident, $s:ident) => {
         cumsum::<$t, $a, $l, $v, $b, $e>($x, $o, $s)
     };
     (@staged $t:ty, $a:ty, $l:literal, $v:literal, $b:literal, $e:literal, $x:ident, $o:ident, $s:ident) => {{
         let stage = shared_array!($a, $b * ($v + 1) * $l, align = 16);
-        cumsum_staged::<$a, $l, $v, $b, $e>($x, $o, $s, stage.as_mut_ptr(), stage.shared_addr(0))
+        cumsum_staged::<$a, $l, $v, $b, $e, false>($x, $o, $s, stage.as_mut_ptr(), stage.shared_addr(0))
+    }};
+    (@staged_left $t:ty, $a:ty, $l:literal, $v:literal, $b:literal, $e:literal, $x:ident, $o:ident, $s:ident) => {{
+        let stage = shared_array!($a, $b * ($v + 1) * $l, align = 16);
+        cumsum_staged::<$a, $l, $v, $b, $e, true>($x, $o, $s, stage.as_mut_ptr(), stage.shared_addr(0))
     }};
     ($($family:literal, $name:ident: $t:ty => $a:ty, $path:ident, excl $excl:literal, lanes $lanes:literal,
        vecs $vecs:literal, block $block:literal, items $items:literal, tile $tile:literal,
@@ -728,7 +746,7 @@ macro_rules! scans {
 scans! {
     "cumsum", cumsum_f32: f32 => f32, staged, excl false, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
     "cumsum", cumsum_f64: f64 => f64, staged, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3, min_blocks = 5;
-    "cumsum", cumsum_i32: i32 => i32, staged, excl false, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
+    "cumsum", cumsum_i32: i32 => i32, staged_left, excl false, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;
     "cumsum", cumsum_i32_i64: i32 => i64, regs, excl false, lanes 4, vecs 4, block 256, items 16, tile 4096, words 3;
     "cumsum", cumsum_i64: i64 => i64, staged, excl false, lanes 2, vecs 4, block 256, items 8, tile 2048, words 3;
     "cumsum_exclusive", cumsum_exclusive_f32: f32 => f32, staged, excl true, lanes 4, vecs 16, block 128, items 64, tile 8192, words 1, min_blocks = 6;

@@ -102,9 +102,14 @@ fn extras_doc(sig: &ferrocuda_host::module::Signature) -> String {
         );
     }
     for w in &sig.scratch {
+        let kept = if w.len.persist {
+            ", kept between the kernel's launches on a stream"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
-            "The launcher provides the workspace ``{}`` (a {} array; not an argument).",
+            "The launcher provides the workspace ``{}`` (a {} array{kept}; not an argument).",
             w.name,
             w.dtype.name()
         );

@@ -32,6 +32,13 @@ def test_workspaces_are_not_arguments() -> None:
     ]
     assert by_name["histogram_u8"]["zero"] == [1]
     assert "workspace ``status``" in K.cumsum.__doc__
+    # The scans' statuses persist between launches (tagged by launch: no zero-fill before
+    # each); the reductions' workspaces do not.
+    for name in ("cumsum_f32", "cumsum_i32_i64", "cumsum_exclusive_f64"):
+        assert [w.get("persist") for w in by_name[name]["scratch"]] == [True], name
+    assert all("persist" not in w for w in by_name["sum_f32"]["scratch"])
+    assert "kept between the kernel's launches on a stream" in K.cumsum_f32.__doc__
+    assert "kept between" not in K.sum_f32.__doc__
     assert "``bins`` is zero-filled" in K.histogram.__doc__
     assert "Requires ``a.shape[1] == b.shape[0]``" in K.matmul.__doc__
 
