@@ -20,6 +20,7 @@ import ctypes
 import os
 import statistics
 import sys
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,6 +43,7 @@ def main() -> int:
 
     import cupy as cp
     import numpy as np
+
     from bench_gallery import _cub_scan
 
     drv = cp.cuda.driver
@@ -64,23 +66,19 @@ def main() -> int:
         y = x.copy()
         words = tiles + 1
         status = cp.zeros(words, cp.uint64)
-        args = (Pair * 3)(
-            Pair(x.data.ptr, n), Pair(out.data.ptr, n), Pair(status.data.ptr, words)
-        )
+        args = (Pair * 3)(Pair(x.data.ptr, n), Pair(out.data.ptr, n), Pair(status.data.ptr, words))
         ptrs = (ctypes.c_void_p * 3)(*[ctypes.addressof(args[i]) for i in range(3)])
 
-        def launch(f: int) -> None:
-            drv.launchKernel(
-                f, tiles, 1, 1, 128, 1, 1, 0, stream.ptr, ctypes.addressof(ptrs), 0
-            )
+        def launch(f: int, tiles: int = tiles, ptrs: Any = ptrs) -> None:
+            drv.launchKernel(f, tiles, 1, 1, 128, 1, 1, 0, stream.ptr, ctypes.addressof(ptrs), 0)
 
-        def variant(f: int, fill: bool):
-            def call() -> None:
+        def variant(f: int, fill: bool, status: Any = status, words: int = words):
+            def one_call() -> None:
                 if fill:
                     status.data.memset_async(0, 8 * words, stream)
                 launch(f)
 
-            return call
+            return one_call
 
         cases = {}
         for name, (_, f, zero_only) in funcs.items():
@@ -89,7 +87,7 @@ def main() -> int:
                 cases[f"{name} kept"] = variant(f, False)
         if cub is not None:
 
-            def cub_call() -> None:
+            def cub_call(y: Any = y) -> None:
                 with stream:
                     cub(y)
 

@@ -46,8 +46,9 @@
 //! apart from the value, ordered by release and acquire. The shape of the 32-bit scans was
 //! chosen by measurement: the single-word status (no fence on the publishing path), then
 //! 128-thread blocks of 32 elements per thread, then one draw per block and the stage, then
-//! 64 elements per thread with a 1 µs poll, each made the scan faster (the last two together
-//! 0.96× → 0.996–0.999× of CUB's time at 2^28 on the H200, in the harness); 256 threads of
+//! 64 elements per thread with a 1 µs poll, then statuses that persist between launches, each
+//! made the scan faster (the last three together 0.96× → 1.009× of CUB's time at 2^28 on the
+//! H200, in the harness); 256 threads of
 //! 16, 24 or 32 elements, 128 threads of 16, 24 or 48, 64 or 96 threads of 32 and 64
 //! threads of 64, four statuses per lane in the look-back, polls of 32 ns to 4 µs, and a
 //! resident grid that draws its next tile ahead (whose successors then wait for the block's

@@ -858,7 +858,7 @@ def test_cumsum_statuses_persist_between_launches(cp: Any, rng: np.random.Genera
     plan = []
     sizes = [5 << 20, 8193, 1, 5 << 20, 3 << 20, 100_003, 5 << 20, 2, 8192]
     grids = [None, 1, 3, None, 1000, None, 7, None, 4]
-    for i, (n, g) in enumerate(zip(sizes, grids)):
+    for i, (n, g) in enumerate(zip(sizes, grids, strict=True)):
         for kind in ("int32", "int64"):
             plan.append((n, g, kind, i % 3 == 2))
     graph = None

@@ -226,7 +226,10 @@ fn gallery_spaces(sass: &[SassFunction], kernels: &[String], strided: &[String])
             // 16-byte store each (LLVM once split them into 8- and 4-byte stores after a
             // change to the bounds tests: 15 % slower).
             let (copies, stores) = (f.count("LDGSTS", &["128"]), f.count("STG", &["128"]));
-            assert!(copies > 0 && stores == copies, "{k}: {copies} copies, {stores} stores");
+            assert!(
+                copies > 0 && stores == copies,
+                "{k}: {copies} copies, {stores} stores"
+            );
         }
         if k.starts_with("histogram_") {
             // Private counts in shared memory, merged with global reductions.
