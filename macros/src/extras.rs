@@ -22,23 +22,11 @@ impl ExtrasOpts {
     /// Parses the option `key(…)` if `key` is one of ours; `Ok(false)` otherwise.
     pub fn parse_option(&mut self, key: &Ident, input: ParseStream<'_>) -> syn::Result<bool> {
         if key == "zero" {
-            let content;
-            syn::parenthesized!(content in input);
-            let names: Punctuated<Ident, Token![,]> =
-                content.parse_terminated(Ident::parse, Token![,])?;
-            if names.is_empty() {
-                return Err(syn::Error::new(key.span(), "zero(…) names no parameter"));
-            }
-            self.zero.extend(names);
+            self.zero
+                .extend(names(key, input, "zero(…) names no parameter")?);
         } else if key == "persist" {
-            let content;
-            syn::parenthesized!(content in input);
-            let names: Punctuated<Ident, Token![,]> =
-                content.parse_terminated(Ident::parse, Token![,])?;
-            if names.is_empty() {
-                return Err(syn::Error::new(key.span(), "persist(…) names no workspace"));
-            }
-            self.persist.extend(names);
+            self.persist
+                .extend(names(key, input, "persist(…) names no workspace")?);
         } else if key == "scratch" {
             let content;
             syn::parenthesized!(content in input);
@@ -72,6 +60,21 @@ impl ExtrasOpts {
         }
         Ok(true)
     }
+}
+
+/// The parameter names of `key(a, b, …)`, at least one (`empty`: the error otherwise).
+fn names(
+    key: &Ident,
+    input: ParseStream<'_>,
+    empty: &str,
+) -> syn::Result<Punctuated<Ident, Token![,]>> {
+    let content;
+    syn::parenthesized!(content in input);
+    let names = content.parse_terminated(Ident::parse, Token![,])?;
+    if names.is_empty() {
+        return Err(syn::Error::new(key.span(), empty));
+    }
+    Ok(names)
 }
 
 fn parse_assignment(input: ParseStream<'_>) -> syn::Result<(Ident, Expr)> {
