@@ -141,7 +141,14 @@ fn softmax() -> TestResult {
     Ok(())
 }
 
+/// `matmul` (`c = α·a@b + β·c`, f32) against f64, every element: the portable kernel and,
+/// where the GPU runs sm_90a code, `matmul_f32_sm90` (the family's pick there) — shapes of
+/// one element, partial tiles in M, N and K, K of one to four `k` tiles and a tail (the
+/// sm_90a kernel's three stages, its prologue and its zero-filled copies).
 fn matmul() -> TestResult {
+    let module = bundled::module().map_err(err)?;
+    let cc = driver::Context::get(0).map_err(err)?.compute_capability();
+    let sm90 = module.kernel("matmul_f32_sm90").map_err(err)?.runs_on(cc);
     let mut r = StdRng::seed_from_u64(seed() ^ 3);
     for (m, k, n) in [
         (1usize, 1usize, 1usize),
@@ -149,30 +156,43 @@ fn matmul() -> TestResult {
         (130, 37, 257),
         (256, 256, 256),
         (129, 9, 513),
+        (131, 8, 260),
+        (128, 16, 256),
+        (200, 24, 300),
+        (257, 33, 511),
     ] {
         let a: Vec<f32> = (0..m * k).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..k * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let c0: Vec<f32> = (0..m * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
-        let (da, db, dc) = (
-            upload(a.clone(), &[m, k])?,
-            upload(b.clone(), &[k, n])?,
-            upload(c0.clone(), &[m, n])?,
-        );
-        kernels::matmul_f32(&da, &db, &dc, 1.5, -0.5, &opts()).map_err(err)?;
-        let got = download(&dc)?;
         let (a2, b2) = (
             Array2::from_shape_vec((m, k), a.iter().map(|&v| v as f64).collect()).map_err(err)?,
             Array2::from_shape_vec((k, n), b.iter().map(|&v| v as f64).collect()).map_err(err)?,
         );
         let p = a2.dot(&b2);
-        for i in 0..m {
-            for j in 0..n {
-                let want = 1.5 * p[[i, j]] - 0.5 * c0[i * n + j] as f64;
-                // K + 2 roundings of terms below 1.5·K + 0.5 in magnitude.
-                let tol = (k as f64 + 2.0) * 6e-8 * (1.5 * k as f64 + 0.5);
-                ensure((got[i * n + j] as f64 - want).abs() <= tol, || {
-                    format!("matmul {m}×{k}×{n} at ({i}, {j})")
-                })?;
+        for name in ["matmul_f32", "matmul_f32_sm90"] {
+            if name == "matmul_f32_sm90" && !sm90 {
+                continue;
+            }
+            let (da, db, dc) = (
+                upload(a.clone(), &[m, k])?,
+                upload(b.clone(), &[k, n])?,
+                upload(c0.clone(), &[m, n])?,
+            );
+            if name == "matmul_f32" {
+                kernels::matmul_f32(&da, &db, &dc, 1.5, -0.5, &opts()).map_err(err)?;
+            } else {
+                kernels::matmul_f32_sm90(&da, &db, &dc, 1.5, -0.5, &opts()).map_err(err)?;
+            }
+            let got = download(&dc)?;
+            for i in 0..m {
+                for j in 0..n {
+                    let want = 1.5 * p[[i, j]] - 0.5 * c0[i * n + j] as f64;
+                    // K + 2 roundings of terms below 1.5·K + 0.5 in magnitude.
+                    let tol = (k as f64 + 2.0) * 6e-8 * (1.5 * k as f64 + 0.5);
+                    ensure((got[i * n + j] as f64 - want).abs() <= tol, || {
+                        format!("{name} {m}×{k}×{n} at ({i}, {j})")
+                    })?;
+                }
             }
         }
     }

@@ -867,3 +867,62 @@ fn bundled_linear_sm90a_kernels_run_on_wgmma() {
         );
     }
 }
+
+/// `matmul_f32_sm90` (the `matmul` family's sm_90a kernel): no stack or spill on sm_90a (the
+/// same PTX spills on sm_80, which is why the portable kernel keeps its own schedule), the
+/// tiles copied by 4-byte `cp.async` (`LDGSTS.E`, `.ZFILL` at the edges) with no shared store
+/// anywhere (no register staging), one `DEPBAR.LE` wait and one `BAR.SYNC` per `k` tile in
+/// each of the four copy-mapping instances, and each instance's 8 `k` unrolled: 1024 `FFMA`
+/// between waits.
+#[test]
+fn bundled_matmul_sm90a_copies_asynchronously() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
+        eprintln!("ptxas check SKIPPED: no ptxas found");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (name, part) = ferrocuda::bundled::PART_FILES
+        .iter()
+        .find(|(n, _)| n.ends_with(".ptx"))
+        .expect("the bundled module's sm_90a part");
+    let part_path = dir.join(format!("matmul-{name}"));
+    std::fs::write(&part_path, part).unwrap();
+    let k = "matmul_f32_sm90";
+    let report = ptxas::run(&p, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
+    let r = &ptxas::parse_report(&report, "sm_90a")[k];
+    eprintln!("{k} [sm_90a]: {:?} registers", r.registers);
+    assert!(
+        r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
+        "{k}: {r:?}"
+    );
+    let Some(nvdisasm) = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13"))) else {
+        eprintln!("SASS check SKIPPED: no nvdisasm found");
+        return;
+    };
+    let sass90a =
+        sass::disassemble(&p, &nvdisasm, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
+    let f = function(&sass90a, k);
+    let ops: Vec<&str> = f.opcodes.iter().map(String::as_str).collect();
+    let copies: Vec<&str> = ops
+        .iter()
+        .copied()
+        .filter(|o| o.starts_with("LDGSTS"))
+        .collect();
+    assert!(
+        copies.contains(&"LDGSTS.E")
+            && copies
+                .iter()
+                .all(|o| *o == "LDGSTS.E" || *o == "LDGSTS.E.ZFILL"),
+        "{k}: {copies:?}"
+    );
+    assert!(
+        !ops.iter().any(|o| o.starts_with("STS")) && f.has("LDS.128"),
+        "{k}: {ops:?}"
+    );
+    // Per instance: the prologue's wait and one per loop step; a barrier after each, one
+    // after each tile of C.
+    let (waits, ffma) = (f.count("DEPBAR", &["LE"]), f.count("FFMA", &[]));
+    assert!(f.has("LDGDEPBAR") && waits >= 8, "{k}: {waits} waits");
+    assert!(ffma >= 4 * 1024, "{k}: {ffma} FFMA");
+}
