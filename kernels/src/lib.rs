@@ -59,7 +59,8 @@
 //! 3. `prelude` — the names the kernel bodies use.
 //! 4. `activations`, `attention`, `histogram`, `kernels`, `linear`, `linear_sm80`, `matmul`,
 //!    `normalize`, `reduce`, `scan`, `shape`, `softmax`, `stencil` — the kernels.
-//! 5. `linear_fused` — `linear` with a fused epilogue, built on both `linear` kernels.
+//! 5. `linear_fused`, `matmul_sm90` — `linear` with a fused epilogue, built on both `linear`
+//!    kernels; `matmul`'s sm_90a kernel, built on its tiles.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, f16, asm_experimental_arch))]
 
@@ -93,6 +94,7 @@ mod linear;
 mod linear_fused;
 mod linear_sm80;
 mod matmul;
+mod matmul_sm90;
 mod normalize;
 mod reduce;
 mod scan;
