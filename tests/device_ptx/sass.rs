@@ -664,6 +664,23 @@ fn bundled_linear_runs_on_the_tensor_cores() {
     }
 }
 
+/// ptxas, and the bundled module's sm_90a part written to `<label>-<part name>` in the
+/// tests' temporary directory; `None` (said on stderr: the check is skipped) without ptxas.
+fn bundled_sm90a_part(label: &str) -> Option<(PathBuf, PathBuf)> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
+        eprintln!("ptxas check SKIPPED: no ptxas found");
+        return None;
+    };
+    let (name, part) = ferrocuda::bundled::PART_FILES
+        .iter()
+        .find(|(n, _)| n.ends_with(".ptx"))
+        .expect("the bundled module's sm_90a part");
+    let part_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{label}-{name}"));
+    std::fs::write(&part_path, part).unwrap();
+    Some((p, part_path))
+}
+
 /// The bundled attention kernels (`kernels/src/attention/`) as their schedules say, for bf16
 /// and f16, with and without `lse`: the portable ones (bundled PTX; ptxas for sm_80 and sm_90)
 /// with no spill and no stack, on `HMMA.16816.F32` of their own element type only, fed by
@@ -676,19 +693,11 @@ fn bundled_linear_runs_on_the_tensor_cores() {
 #[test]
 fn bundled_attention_runs_on_the_tensor_cores() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
-        eprintln!("ptxas check SKIPPED: no ptxas found");
+    let Some((p, part_path)) = bundled_sm90a_part("attention") else {
         return;
     };
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let base = dir.join("bundled-attention.ptx");
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundled-attention.ptx");
     std::fs::write(&base, ferrocuda::bundled::PTX).unwrap();
-    let (name, part) = ferrocuda::bundled::PART_FILES
-        .iter()
-        .find(|(n, _)| n.ends_with(".ptx"))
-        .expect("the bundled module's sm_90a part");
-    let part_path = dir.join(name);
-    std::fs::write(&part_path, part).unwrap();
     let portable = [
         ("attention_bf16", true),
         ("attention_f16", false),
@@ -810,17 +819,9 @@ fn overlapped_exponentials(f: &SassFunction) -> Vec<usize> {
 #[test]
 fn bundled_linear_sm90a_kernels_run_on_wgmma() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
-        eprintln!("ptxas check SKIPPED: no ptxas found");
+    let Some((p, part_path)) = bundled_sm90a_part("linear") else {
         return;
     };
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let (name, part) = ferrocuda::bundled::PART_FILES
-        .iter()
-        .find(|(n, _)| n.ends_with(".ptx"))
-        .expect("the bundled module's sm_90a part");
-    let part_path = dir.join(format!("linear-{name}"));
-    std::fs::write(&part_path, part).unwrap();
     let kernels = [
         ("linear_bf16_f32_sm90", "BF16"),
         ("linear_bf16_sm90", "BF16"),
@@ -877,17 +878,9 @@ fn bundled_linear_sm90a_kernels_run_on_wgmma() {
 #[test]
 fn bundled_matmul_sm90a_copies_asynchronously() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let Some(p) = ptxas::find(Some(&repo.join(".tools/nvcc/nvidia/cuda_nvcc"))) else {
-        eprintln!("ptxas check SKIPPED: no ptxas found");
+    let Some((p, part_path)) = bundled_sm90a_part("matmul") else {
         return;
     };
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let (name, part) = ferrocuda::bundled::PART_FILES
-        .iter()
-        .find(|(n, _)| n.ends_with(".ptx"))
-        .expect("the bundled module's sm_90a part");
-    let part_path = dir.join(format!("matmul-{name}"));
-    std::fs::write(&part_path, part).unwrap();
     let k = "matmul_f32_sm90";
     let report = ptxas::run(&p, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
     let r = &ptxas::parse_report(&report, "sm_90a")[k];
