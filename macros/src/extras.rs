@@ -1,6 +1,6 @@
-//! The `zero(…)`, `scratch(…)`, `persist(…)` and `require(…)` options of `#[kernel]`: parsing, resolution of
-//! parameter names to indices, compile-time kind checks, and the `Extras` constant that goes
-//! into the manifest record (see `ferrocuda_abi::extras`).
+//! The `zero(…)`, `scratch(…)`, `persist(…)` and `require(…)` options of `#[kernel]`:
+//! parsing, resolution of parameter names to indices, compile-time kind checks, and the
+//! `Extras` constant that goes into the manifest record (see `ferrocuda_abi::extras`).
 
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{quote, quote_spanned};
@@ -446,7 +446,10 @@ fn operand(cx: &mut Ctx<'_>, e: &Expr) -> syn::Result<TokenStream2> {
                 i,
                 id.span(),
                 quote! { d.kind as u8 == #SCALAR },
-                format!("require(…): `{id}` alone must be a scalar parameter (arrays: `{id}.len()`, `{id}.shape[k]`, `{id}.ptr()`)"),
+                format!(
+                    "require(…): `{id}` alone must be a scalar parameter \
+                     (arrays: `{id}.len()`, `{id}.shape[k]`, `{id}.ptr()`)"
+                ),
             );
             Ok(quote!(#op::Scalar(#i)))
         }

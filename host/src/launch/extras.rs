@@ -7,29 +7,30 @@
 //!   any driver call — with an error that names the first argument the condition reads.
 //! * Zeroed outputs must be dense (their elements fill their extent); right before the launch
 //!   each is cleared with one `cuMemsetD8Async` on the launch stream.
-//! * Scratch workspaces ([`ScratchParam`](crate::module::ScratchParam)) are sized by [`ScratchPlan::new`] when the launch is
-//!   prepared (their formulas read the grid and the arguments' lengths); right before the
-//!   launch one allocation holds them all (each at a 256-byte aligned offset) and one
-//!   `cuMemsetD8Async` zero-fills it, on the launch stream. Outside graph capture the
-//!   allocation is the one the context keeps for that stream (by the driver's stream id,
-//!   never reused for another stream; grown with a stream-ordered free and allocation when a
-//!   launch needs more, up to `KEPT_MAX_BYTES`, 1 MiB), locked from the memset through the
-//!   launch's enqueue: launches that share it are ordered by their stream and cannot
+//! * Scratch workspaces ([`ScratchParam`](crate::module::ScratchParam)) are sized by
+//!   [`ScratchPlan::new`] when the launch is prepared (their formulas read the grid and the
+//!   arguments' lengths); right before the launch one allocation holds them all (each at a
+//!   256-byte aligned offset) and one `cuMemsetD8Async` zero-fills it, on the launch stream.
+//!   Outside graph capture the allocation is the one the context keeps for that stream (by the
+//!   driver's stream id, never reused for another stream; grown with a stream-ordered free and
+//!   allocation when a launch needs more, up to `KEPT_MAX_BYTES`, 1 MiB), locked from the memset
+//!   through the launch's enqueue: launches that share it are ordered by their stream and cannot
 //!   interleave. A kernel whose workspaces all persist (`#[kernel(persist(…))]`,
 //!   [`Signature::persist`]) gets the kept workspace without the memset when it was the
-//!   workspace's last user, the allocation has not grown, and fewer than `PERSIST_REFILL`
-//!   (2^20) of its launches have passed since the fill; otherwise the whole allocation is
-//!   filled and the kernel becomes its owner. Under capture, for larger workspaces, and on streams beyond the first 16 of
-//!   a context, each launch allocates from the context's stream-ordered pool and frees right
-//!   after the launch (graph memory nodes under capture, so a replayed graph owns its
+//!   workspace's last user, the allocation has not grown, and fewer than `PERSIST_REFILL` (2^20)
+//!   of its launches have passed since the fill; otherwise the whole allocation is filled and the
+//!   kernel becomes its owner. Under capture, for larger workspaces, and on streams beyond the
+//!   first 16 of a context, each launch allocates from the context's stream-ordered pool and
+//!   frees right after the launch (graph memory nodes under capture, so a replayed graph owns its
 //!   workspace and races with nothing).
 //!
-//! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed
-//! output; for a launch's workspaces, a stream-id query and one memset (none for a persistent
-//! kernel's repeated launches; allocate, memset and free under capture) — whether the launch is captured is the plan's, asked once per launch
-//! (every plan is made for its launch: a bound launch replans each time). The query costs a
-//! small fraction of the stream-ordered allocation and free it replaces (the kept workspaces
-//! were measured against them: BENCHMARKS.md, "Measured, without a goal").
+//! Cost per launch (host side): nothing for kernels without extras; one memset per zeroed output;
+//! for a launch's workspaces, a stream-id query and one memset (none for a persistent kernel's
+//! repeated launches; allocate, memset and free under capture) — whether the launch is captured
+//! is the plan's, asked once per launch (every plan is made for its launch: a bound launch
+//! replans each time). The query costs a small fraction of the stream-ordered allocation and free
+//! it replaces (the kept workspaces were measured against them: BENCHMARKS.md, "Measured, without
+//! a goal").
 
 use ferrocuda_abi::extras::{Cmp, Operand, Value, NONE, PERSIST_REFILL};
 
