@@ -299,6 +299,37 @@ where
     }
 }
 
+/// Warp 0's part of tile `t` in both schedules: publishes the tile's aggregate, looks back
+/// (tiles after the first), publishes the tile's inclusive prefix, and leaves the block's
+/// exclusive prefix in `sh[MAX_WARPS]` for every thread to read after the next barrier. A
+/// macro, not a function: the same code as written in place (an inlined function's different
+/// IR had ptxas spill the sm_80 build of `cumsum_f32`, 100 bytes).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! tile_prefix {
+    ($a:ty, $sh:ident, $status:ident, $t:ident, $lane:ident, $aggregate:ident) => {{
+        // The launch's epoch, read here (not kept in a register through the tile).
+        // SAFETY: written by thread 0 before the first barrier; rewritten only after the
+        // next one, which warp 0 reaches after this.
+        let epoch = unsafe { $sh.get_unchecked(MAX_WARPS + 1) } >> 32;
+        let prefix = if $t == 0 {
+            <$a>::ZERO
+        } else {
+            if $lane == 0 {
+                // SAFETY: t < tiles (the loop's condition).
+                unsafe { <$a>::publish(&$status, $t, epoch, AGGREGATE, $aggregate) };
+            }
+            // SAFETY: t < tiles (the loop's condition).
+            unsafe { look_back::<$a>(&$status, $t, epoch, $lane) }
+        };
+        if $lane == 0 {
+            // SAFETY: t < tiles.
+            unsafe { <$a>::publish(&$status, $t, epoch, PREFIX, prefix.add($aggregate)) };
+            // SAFETY: the block's prefix slot; read after the barrier below.
+            unsafe { $sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
+        }
+    }};
+}
+
 /// Inclusive (`EXCL` false) or exclusive prefix sums of `x` into `out`; see the module
 /// documentation.
 ///
@@ -423,26 +454,7 @@ unsafe fn cumsum<
             aggregate = aggregate.add(tw);
         }
         if w == 0 {
-            // The launch's epoch, read here (not kept in a register through the tile).
-            // SAFETY: written by thread 0 before the first barrier; rewritten only after the
-            // next one, which warp 0 reaches after this.
-            let epoch = unsafe { sh.get_unchecked(MAX_WARPS + 1) } >> 32;
-            let prefix = if t == 0 {
-                A::ZERO
-            } else {
-                if lane == 0 {
-                    // SAFETY: t < tiles (the loop's condition).
-                    unsafe { A::publish(&status, t, epoch, AGGREGATE, aggregate) };
-                }
-                // SAFETY: t < tiles (the loop's condition).
-                unsafe { look_back::<A>(&status, t, epoch, lane) }
-            };
-            if lane == 0 {
-                // SAFETY: t < tiles.
-                unsafe { A::publish(&status, t, epoch, PREFIX, prefix.add(aggregate)) };
-                // SAFETY: the block's prefix slot; read after the barrier below.
-                unsafe { sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
-            }
+            tile_prefix!(A, sh, status, t, lane, aggregate);
         }
         thread::sync_threads();
         // SAFETY: written before the barrier.
@@ -624,26 +636,7 @@ unsafe fn cumsum_staged<
             aggregate = aggregate.add(tw);
         }
         if w == 0 {
-            // The launch's epoch, read here (not kept in a register through the tile).
-            // SAFETY: written by thread 0 before the first barrier; rewritten only after the
-            // next one, which warp 0 reaches after this.
-            let epoch = unsafe { sh.get_unchecked(MAX_WARPS + 1) } >> 32;
-            let prefix = if t == 0 {
-                A::ZERO
-            } else {
-                if lane == 0 {
-                    // SAFETY: t < tiles (the loop's condition).
-                    unsafe { A::publish(&status, t, epoch, AGGREGATE, aggregate) };
-                }
-                // SAFETY: t < tiles (the loop's condition).
-                unsafe { look_back::<A>(&status, t, epoch, lane) }
-            };
-            if lane == 0 {
-                // SAFETY: t < tiles.
-                unsafe { A::publish(&status, t, epoch, PREFIX, prefix.add(aggregate)) };
-                // SAFETY: the block's prefix slot; read after the barrier below.
-                unsafe { sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
-            }
+            tile_prefix!(A, sh, status, t, lane, aggregate);
         }
         thread::sync_threads();
         // SAFETY: written before the barrier.
