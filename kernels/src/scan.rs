@@ -299,11 +299,38 @@ where
     }
 }
 
-/// Warp 0's part of tile `t` in both schedules: publishes the tile's aggregate, looks back
-/// (tiles after the first), publishes the tile's inclusive prefix, and leaves the block's
-/// exclusive prefix in `sh[MAX_WARPS]` for every thread to read after the next barrier. A
-/// macro, not a function: the same code as written in place (an inlined function's different
-/// IR had ptxas spill the sm_80 build of `cumsum_f32`, 100 bytes).
+// The steps both schedules share (`cumsum`, `cumsum_staged`) are macros, not functions: the
+// same code as written in place (an inlined function's different IR had ptxas spill the sm_80
+// build of `cumsum_f32`, 100 bytes); the cubins are the same as with the steps written out.
+
+/// Thread 0 draws the block's next tile into `sh[MAX_WARPS + 1]`, and a barrier tells the
+/// whole block whether one is left: `Some(tile)`, or `None` when the launch's tiles are all
+/// taken. Every thread of the block, in uniform control flow (a barrier).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! next_tile {
+    ($sh:ident, $counter:ident, $once:ident, $tiles:ident, $rank:ident) => {{
+        if $rank == 0 {
+            let d = draw(&$counter, $once, $tiles);
+            // SAFETY: the block's shared tile slot; read after the barrier below.
+            unsafe { $sh.write_unchecked(MAX_WARPS + 1, d) };
+        }
+        // A barrier that also tells the whole block whether a tile is left.
+        let more = thread::sync_threads_or(
+            // SAFETY: read by thread 0 alone, which wrote it just above.
+            $rank == 0 && (unsafe { $sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize) < $tiles,
+        );
+        if more {
+            // SAFETY: as above.
+            Some(unsafe { $sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize)
+        } else {
+            None
+        }
+    }};
+}
+
+/// Warp 0's part of tile `t`: publishes the tile's aggregate, looks back (tiles after the
+/// first), publishes the tile's inclusive prefix, and leaves the block's exclusive prefix in
+/// `sh[MAX_WARPS]` for every thread to read after the next barrier.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! tile_prefix {
     ($a:ty, $sh:ident, $status:ident, $t:ident, $lane:ident, $aggregate:ident) => {{
@@ -327,6 +354,40 @@ macro_rules! tile_prefix {
             // SAFETY: the block's prefix slot; read after the barrier below.
             unsafe { $sh.write_unchecked(MAX_WARPS, prefix.to_u64()) };
         }
+    }};
+}
+
+/// The block's step of tile `t` once each warp has its total (`running`): the warps' totals
+/// exchanged through `sh`, warp 0's `tile_prefix!`, and this warp's exclusive prefix — the
+/// tile's prefix plus the totals of the warps before it, added in warp order (the same in
+/// every thread). Two block barriers: every thread of the block, in uniform control flow.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! block_prefix {
+    (
+        $a:ty, $sh:ident, $status:ident, $t:ident, $w:ident, $lane:ident, $warps:ident,
+        $running:ident
+    ) => {{
+        if $lane == 0 {
+            // SAFETY: slot w of the warp totals.
+            unsafe { $sh.write_unchecked($w, $running.to_u64()) };
+        }
+        thread::sync_threads();
+        // The block's total and this warp's offset, in warp order (the same in every thread).
+        let (mut aggregate, mut offset) = (<$a>::ZERO, <$a>::ZERO);
+        for k in 0..$warps {
+            // SAFETY: the totals written before the barrier.
+            let tw = <$a>::from_u64(unsafe { $sh.get_unchecked(k) });
+            if k < $w {
+                offset = offset.add(tw);
+            }
+            aggregate = aggregate.add(tw);
+        }
+        if $w == 0 {
+            tile_prefix!($a, $sh, $status, $t, $lane, aggregate);
+        }
+        thread::sync_threads();
+        // SAFETY: written before the barrier.
+        <$a>::from_u64(unsafe { $sh.get_unchecked(MAX_WARPS) }).add(offset)
     }};
 }
 
@@ -376,21 +437,9 @@ unsafe fn cumsum<
     // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
     let counter = unsafe { status.at_unchecked(0) };
     loop {
-        if rank == 0 {
-            let d = draw(&counter, once, tiles);
-            // SAFETY: the block's shared tile slot; read after the barrier below.
-            unsafe { sh.write_unchecked(MAX_WARPS + 1, d) };
-        }
-        // A barrier that also tells the whole block whether a tile is left.
-        // SAFETY: (the read) written by thread 0 before the barrier.
-        let more = thread::sync_threads_or(
-            rank == 0 && (unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize) < tiles,
-        );
-        if !more {
+        let Some(t) = next_tile!(sh, counter, once, tiles, rank) else {
             return;
-        }
-        // SAFETY: as above.
-        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize;
+        };
         let base = t * tile_len + w * (32 * VECS * L);
         // This thread's vectors: VECS chunks of L elements, warp-striped.
         let mut v = [[A::ZERO; L]; VECS];
@@ -438,27 +487,7 @@ unsafe fn cumsum<
                 };
             });
         });
-        if lane == 0 {
-            // SAFETY: slot w of the warp totals.
-            unsafe { sh.write_unchecked(w, running.to_u64()) };
-        }
-        thread::sync_threads();
-        // The block's total and this warp's offset, in warp order (the same in every thread).
-        let (mut aggregate, mut offset) = (A::ZERO, A::ZERO);
-        for k in 0..warps {
-            // SAFETY: the totals written before the barrier.
-            let tw = A::from_u64(unsafe { sh.get_unchecked(k) });
-            if k < w {
-                offset = offset.add(tw);
-            }
-            aggregate = aggregate.add(tw);
-        }
-        if w == 0 {
-            tile_prefix!(A, sh, status, t, lane, aggregate);
-        }
-        thread::sync_threads();
-        // SAFETY: written before the barrier.
-        let prefix = A::from_u64(unsafe { sh.get_unchecked(MAX_WARPS) }).add(offset);
+        let prefix = block_prefix!(A, sh, status, t, w, lane, warps, running);
         for_lanes!(VECS, |j| {
             let at = base + (j * 32 + lane) * L;
             let mut y = [A::ZERO; L];
@@ -544,21 +573,9 @@ unsafe fn cumsum_staged<
     // SAFETY: word 0, the tile counter (the workspace has WORDS·tiles + 1 ≥ 1 words).
     let counter = unsafe { status.at_unchecked(0) };
     loop {
-        if rank == 0 {
-            let d = draw(&counter, once, tiles);
-            // SAFETY: the block's shared tile slot; read after the barrier below.
-            unsafe { sh.write_unchecked(MAX_WARPS + 1, d) };
-        }
-        // A barrier that also tells the whole block whether a tile is left.
-        // SAFETY: (the read) written by thread 0 before the barrier.
-        let more = thread::sync_threads_or(
-            rank == 0 && (unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize) < tiles,
-        );
-        if !more {
+        let Some(t) = next_tile!(sh, counter, once, tiles, rank) else {
             return;
-        }
-        // SAFETY: as above.
-        let t = unsafe { sh.get_unchecked(MAX_WARPS + 1) } as u32 as usize;
+        };
         // This warp's span in `x`, copied striped into the stage (zeros past the end of `x`).
         let base = t * tile_len + w * (32 * items);
         // `TAIL_LEFT`: the copies' element tests compare the elements of `x` left from this
@@ -620,29 +637,7 @@ unsafe fn cumsum_staged<
         let before = warp::shfl_up_sync(warp::FULL_MASK, incl, 1);
         let pre = if lane == 0 { A::ZERO } else { before };
         let running = warp::shfl_sync(warp::FULL_MASK, incl, 31);
-        if lane == 0 {
-            // SAFETY: slot w of the warp totals.
-            unsafe { sh.write_unchecked(w, running.to_u64()) };
-        }
-        thread::sync_threads();
-        // The block's total and this warp's offset, in warp order (the same in every thread).
-        let (mut aggregate, mut offset) = (A::ZERO, A::ZERO);
-        for k in 0..warps {
-            // SAFETY: the totals written before the barrier.
-            let tw = A::from_u64(unsafe { sh.get_unchecked(k) });
-            if k < w {
-                offset = offset.add(tw);
-            }
-            aggregate = aggregate.add(tw);
-        }
-        if w == 0 {
-            tile_prefix!(A, sh, status, t, lane, aggregate);
-        }
-        thread::sync_threads();
-        // SAFETY: written before the barrier.
-        let mut run = A::from_u64(unsafe { sh.get_unchecked(MAX_WARPS) })
-            .add(offset)
-            .add(pre);
+        let mut run = block_prefix!(A, sh, status, t, w, lane, warps, running).add(pre);
         // The sums of this lane's elements, in place (inclusive, or exclusive: shifted by one).
         for_lanes!(VECS, |j| {
             // SAFETY: this lane's row (no other lane touches it until the warp barrier).
