@@ -681,6 +681,37 @@ fn bundled_sm90a_part(label: &str) -> Option<(PathBuf, PathBuf)> {
     Some((p, part_path))
 }
 
+/// ptxas's report for the kernels `names` of the PTX at `path` assembled for `arch`: no
+/// stack and no spill for each (their registers said on stderr).
+fn assert_no_spills<'a>(
+    ptxas: &Path,
+    path: &Path,
+    arch: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) {
+    let report = ptxas::run(ptxas, arch, path).unwrap_or_else(|e| panic!("{e}"));
+    let props = ptxas::parse_report(&report, arch);
+    for k in names {
+        let r = &props[k];
+        eprintln!("{k} [{arch}]: {:?} registers", r.registers);
+        assert!(
+            r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
+            "{k} [{arch}]: {r:?}"
+        );
+    }
+}
+
+/// The SASS of the sm_90a part at `path` (assembled by `ptxas`); `None` (said on stderr: the
+/// check is skipped) without nvdisasm.
+fn sass_sm90a(ptxas: &Path, path: &Path) -> Option<Vec<SassFunction>> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let Some(nvdisasm) = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13"))) else {
+        eprintln!("SASS check SKIPPED: no nvdisasm found");
+        return None;
+    };
+    Some(sass::disassemble(ptxas, &nvdisasm, "sm_90a", path).unwrap_or_else(|e| panic!("{e}")))
+}
+
 /// The bundled attention kernels (`kernels/src/attention/`) as their schedules say, for bf16
 /// and f16, with and without `lse`: the portable ones (bundled PTX; ptxas for sm_80 and sm_90)
 /// with no spill and no stack, on `HMMA.16816.F32` of their own element type only, fed by
@@ -692,7 +723,6 @@ fn bundled_sm90a_part(label: &str) -> Option<(PathBuf, PathBuf)> {
 /// scores (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and the wait for `P · v` (`… 0x0`).
 #[test]
 fn bundled_attention_runs_on_the_tensor_cores() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let Some((p, part_path)) = bundled_sm90a_part("attention") else {
         return;
     };
@@ -708,25 +738,14 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         .iter()
         .map(|(k, bf)| (format!("{k}_sm90"), *bf))
         .collect();
-    let no_spills = |path: &Path, arch: &str, names: &mut dyn Iterator<Item = &str>| {
-        let report = ptxas::run(&p, arch, path).unwrap_or_else(|e| panic!("{e}"));
-        let props = ptxas::parse_report(&report, arch);
-        for k in names {
-            let r = &props[k];
-            eprintln!("{k} [{arch}]: {:?} registers", r.registers);
-            assert!(
-                r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
-                "{k} [{arch}]: {r:?}"
-            );
-        }
-    };
     for arch in ["sm_80", "sm_90"] {
-        no_spills(&base, arch, &mut portable.iter().map(|(k, _)| *k));
+        assert_no_spills(&p, &base, arch, portable.iter().map(|(k, _)| *k));
     }
-    no_spills(
+    assert_no_spills(
+        &p,
         &part_path,
         "sm_90a",
-        &mut hopper.iter().map(|(k, _)| k.as_str()),
+        hopper.iter().map(|(k, _)| k.as_str()),
     );
     let Some(sass) = sass_sm90(&base) else {
         return;
@@ -757,10 +776,7 @@ fn bundled_attention_runs_on_the_tensor_cores() {
                 .collect::<Vec<_>>()
         );
     }
-    let nvdisasm = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13")))
-        .expect("nvdisasm (found above)");
-    let sass90a =
-        sass::disassemble(&p, &nvdisasm, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
+    let sass90a = sass_sm90a(&p, &part_path).expect("nvdisasm (found above)");
     for (k, bf) in &hopper {
         let f = function(&sass90a, k);
         let gmma = f.count("HGMMA", &[]);
@@ -818,7 +834,6 @@ fn overlapped_exponentials(f: &SassFunction) -> Vec<usize> {
 /// mbarriers (`SYNCS`).
 #[test]
 fn bundled_linear_sm90a_kernels_run_on_wgmma() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let Some((p, part_path)) = bundled_sm90a_part("linear") else {
         return;
     };
@@ -831,22 +846,10 @@ fn bundled_linear_sm90a_kernels_run_on_wgmma() {
         ("linear_tf32_sm90", "TF32"),
         ("linear_bias_gelu_bf16_sm90", "BF16"),
     ];
-    let report = ptxas::run(&p, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
-    let props = ptxas::parse_report(&report, "sm_90a");
-    for (k, _) in kernels {
-        let r = &props[k];
-        eprintln!("{k} [sm_90a]: {:?} registers", r.registers);
-        assert!(
-            r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
-            "{k}: {r:?}"
-        );
-    }
-    let Some(nvdisasm) = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13"))) else {
-        eprintln!("SASS check SKIPPED: no nvdisasm found");
+    assert_no_spills(&p, &part_path, "sm_90a", kernels.iter().map(|(k, _)| *k));
+    let Some(sass90a) = sass_sm90a(&p, &part_path) else {
         return;
     };
-    let sass90a =
-        sass::disassemble(&p, &nvdisasm, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
     for (k, ty) in kernels {
         let f = function(&sass90a, k);
         let gmma = f.count("HGMMA", &[]);
@@ -877,24 +880,14 @@ fn bundled_linear_sm90a_kernels_run_on_wgmma() {
 /// between waits.
 #[test]
 fn bundled_matmul_sm90a_copies_asynchronously() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let Some((p, part_path)) = bundled_sm90a_part("matmul") else {
         return;
     };
     let k = "matmul_f32_sm90";
-    let report = ptxas::run(&p, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
-    let r = &ptxas::parse_report(&report, "sm_90a")[k];
-    eprintln!("{k} [sm_90a]: {:?} registers", r.registers);
-    assert!(
-        r.stack == Some(0) && r.spill_stores == Some(0) && r.spill_loads == Some(0),
-        "{k}: {r:?}"
-    );
-    let Some(nvdisasm) = sass::find(Some(&repo.join(".tools/nvdisasm/nvidia/cu13"))) else {
-        eprintln!("SASS check SKIPPED: no nvdisasm found");
+    assert_no_spills(&p, &part_path, "sm_90a", [k]);
+    let Some(sass90a) = sass_sm90a(&p, &part_path) else {
         return;
     };
-    let sass90a =
-        sass::disassemble(&p, &nvdisasm, "sm_90a", &part_path).unwrap_or_else(|e| panic!("{e}"));
     let f = function(&sass90a, k);
     let ops: Vec<&str> = f.opcodes.iter().map(String::as_str).collect();
     let copies: Vec<&str> = ops
