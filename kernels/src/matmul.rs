@@ -95,6 +95,30 @@ const ELEMENTS: u8 = 2;
 
 #[cfg(target_arch = "nvptx64")]
 impl Operand {
+    /// `A` (M×K) and `B` (K×N) as operands: `A`'s rows and `B`'s columns are their outer
+    /// axes, `K` is `A`'s.
+    #[inline(always)]
+    pub(crate) fn of(a: &View<f32, 2>, b: &View<f32, 2>) -> (Operand, Operand) {
+        let [m, kk] = a.shape();
+        let n = b.shape()[1];
+        let ([sa0, sa1], [sb0, sb1]) = (a.indexer().strides, b.indexer().strides);
+        let opa = Operand {
+            ptr: a.as_ptr(),
+            so: sa0,
+            sk: sa1,
+            outer: m,
+            k: kk,
+        };
+        let opb = Operand {
+            ptr: b.as_ptr(),
+            so: sb1,
+            sk: sb0,
+            outer: n,
+            k: kk,
+        };
+        (opa, opb)
+    }
+
     /// How this operand's tiles are loaded: [`ALONG_OUTER`] (16-byte vectors along the outer
     /// axis), [`ALONG_K`] (16-byte vectors along `k`) or [`ELEMENTS`].
     #[inline(always)]
@@ -254,18 +278,30 @@ unsafe fn step(acc: &mut [[f32; 16]; 8], pa: *const f32, pb: *const f32) {
         unsafe { core::arch::asm!(".pragma \"nounroll\";", options(nomem, nostack)) };
         // SAFETY: row k of the stages; 16-byte aligned (the pitches are multiples of 4
         // floats, and so are the fragment offsets).
-        let (af, bf) = unsafe {
+        let fr = unsafe {
             let ra = pa.add(k * PA) as *const Chunk<f32, 4>;
             let rb = pb.add(k * PB) as *const Chunk<f32, 4>;
             let a: [[f32; 4]; 2] = [ra.read().0, ra.add(4).read().0];
             let b: [[f32; 4]; 4] = core::array::from_fn(|g| rb.add(8 * g).read().0);
             (a, b)
         };
-        // Written out (constant indices: the accumulators stay in registers).
-        for_lanes!(8, |i| for_lanes!(16, |j| {
-            acc[i][j] = fma(af[i / 4][i % 4], bf[j / 4][j % 4], acc[i][j]);
-        }));
+        outer_product(acc, fr);
     }
+}
+
+/// A thread's fragments of one `k`: 8 values of `A` (rows `{0, 16} + 0..4` of its own) and
+/// 16 of `B` (columns `32·g + 0..4`).
+#[cfg(target_arch = "nvptx64")]
+pub(crate) type Frag = ([[f32; 4]; 2], [[f32; 4]; 4]);
+
+/// `acc += a ⊗ b` for one `k`: 128 fused multiply-adds, written out (constant indices: the
+/// accumulators stay in registers).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn outer_product(acc: &mut [[f32; 16]; 8], (af, bf): Frag) {
+    for_lanes!(8, |i| for_lanes!(16, |j| {
+        acc[i][j] = fma(af[i / 4][i % 4], bf[j / 4][j % 4], acc[i][j]);
+    }));
 }
 
 /// `C = α·A·B + β·C`; see the module documentation.
@@ -277,33 +313,13 @@ unsafe fn step(acc: &mut [[f32; 16]; 8], pa: *const f32, pb: *const f32) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn matmul(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
-    let [m, kk] = a.shape();
-    let n = b.shape()[1];
-    let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) = (
-        a.indexer().strides,
-        b.indexer().strides,
-        c.indexer().strides,
-    );
     if thread::block_threads() as usize != THREADS {
         // SAFETY: forwarded contract.
         unsafe { matmul_simple(a, b, c, alpha, beta) };
         return;
     }
-    let opa = Operand {
-        ptr: a.as_ptr(),
-        so: sa0,
-        sk: sa1,
-        outer: m,
-        k: kk,
-    };
-    let opb = Operand {
-        ptr: b.as_ptr(),
-        so: sb1,
-        sk: sb0,
-        outer: n,
-        k: kk,
-    };
-    let cv = (c, [sc0, sc1], alpha, beta);
+    let (opa, opb) = Operand::of(&a, &b);
+    let cv = Out::new(c, alpha, beta);
     // One instance of the tile loop per pair of loading modes: a runtime choice inside one
     // loop would keep every mode's registers live at once.
     // SAFETY: (every arm) forwarded contract; the modes are the operands' own (or ELEMENTS).
@@ -318,9 +334,141 @@ unsafe fn matmul(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f3
     }
 }
 
-/// `C`, its element strides, `α` and `β`.
+/// `C` as the tiled schedules write it: the view, its element strides, `α` and `β`.
 #[cfg(target_arch = "nvptx64")]
-pub(crate) type Out = (ViewMut<f32, 2>, [isize; 2], f32, f32);
+pub(crate) struct Out {
+    c: ViewMut<f32, 2>,
+    s: [isize; 2],
+    alpha: f32,
+    beta: f32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Out {
+    #[inline(always)]
+    pub(crate) fn new(c: ViewMut<f32, 2>, alpha: f32, beta: f32) -> Out {
+        let s = c.indexer().strides;
+        Out { c, s, alpha, beta }
+    }
+
+    /// Whether `C`'s rows take 16-byte stores: contiguous, a pitch of a multiple of 4, a
+    /// 16-byte-aligned base (the `vec` of [`store_tile`]; computed once, before the
+    /// tiles).
+    #[inline(always)]
+    pub(crate) fn vec(&self) -> bool {
+        let [s0, s1] = self.s;
+        s1 == 1 && s0 % 4 == 0 && (self.c.as_mut_ptr() as usize).is_multiple_of(16)
+    }
+
+    /// `C[row, col + j] = α·v[j] + β·C[row, col + j]` for the `j < 4` with `col + j < n`.
+    ///
+    /// # Safety
+    ///
+    /// `row` is a row of `C`; this thread alone owns these elements.
+    #[inline(always)]
+    pub(crate) unsafe fn store_quad(
+        &self,
+        row: usize,
+        col: usize,
+        n: usize,
+        vec: bool,
+        v: [f32; 4],
+    ) {
+        let ([s0, s1], alpha, beta) = (self.s, self.alpha, self.beta);
+        let base = row as isize * s0 + col as isize * s1;
+        if vec && col + 4 <= n {
+            // SAFETY: 4 in-bounds, contiguous, 16-byte aligned elements (`vec`).
+            unsafe {
+                let p = self.c.as_mut_ptr().offset(base) as *mut Chunk<f32, 4>;
+                let mut out = Chunk(v);
+                if beta == 0.0 {
+                    // Lane j of the vector from lane j of `v` (and of `old`), as the scalar
+                    // path.
+                    #[allow(clippy::needless_range_loop)]
+                    for j in 0..4 {
+                        out.0[j] = alpha * v[j];
+                    }
+                } else {
+                    let old = p.read();
+                    #[allow(clippy::needless_range_loop)]
+                    for j in 0..4 {
+                        out.0[j] = fma(alpha, v[j], beta * old.0[j]);
+                    }
+                }
+                p.write(out);
+            }
+        } else {
+            for (j, &vj) in v.iter().enumerate() {
+                if col + j < n {
+                    // SAFETY: (row, col + j) is in bounds; this thread alone owns it.
+                    unsafe { blend(&self.c, base + j as isize * s1, vj, alpha, beta) };
+                }
+            }
+        }
+    }
+}
+
+/// The epilogue: `store_tile!(out, acc, vec, (wm, wn, ly, lx), [m0, n0], [m, n])` stores a
+/// thread's accumulators `acc` of the tile of `C` at `(m0, n0)` (`C` is `M × N`) —
+/// `C = α·acc + β·C` for the elements of the thread's [`place`] inside `C` — through `out`
+/// ([`Out`]), by 16-byte stores where `vec` ([`Out::vec`]). Written out (constant indices into
+/// `acc`: registers, never local memory).
+///
+/// A macro for the reason [`place`] is one: as a function, the kernels' register allocation
+/// changed.
+///
+/// # Safety
+///
+/// Expands to unsafe stores: this thread alone owns these elements of `C` (the schedule's
+/// tiles and places partition `C`).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! store_tile {
+    ($out:expr, $acc:expr, $vec:expr, ($wm:expr, $wn:expr, $ly:expr, $lx:expr),
+     [$m0:expr, $n0:expr], [$m:expr, $n:expr]) => {
+        for_lanes!(8, |i| {
+            let row = $m0 + 32 * $wm + (i / 4) * 16 + 4 * $ly + i % 4;
+            if row < $m {
+                let r = $acc[i];
+                for_lanes!(4, |g| {
+                    let v = [r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]];
+                    let col = $n0 + 128 * $wn + 32 * g + 4 * $lx;
+                    // SAFETY: (row, col + j) checked against (m, n) before every access; this
+                    // thread alone owns these elements of C (the macro's contract).
+                    unsafe { $out.store_quad(row, col, $n, $vec, v) };
+                });
+            }
+        })
+    };
+}
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(crate) use store_tile;
+
+/// A thread's place in a tile of `C`, `(wm, wn, ly, lx)`: 4×2 warps of 4×8 lanes — warp
+/// `(wm, wn)` covers rows `32·wm..` and columns `128·wn..` of the tile, lane `(ly, lx)` rows
+/// `{0, 16} + 4·ly + 0..4` and columns `32·g + 4·lx + 0..4` of those (`g < 4`); its fragment
+/// columns start at `32·wm + 4·ly` in `A`'s tile and `128·wn + 4·lx` in `B`'s. A warp's
+/// fragment loads then touch 4 (`A`) or 8 (`B`) consecutive 16-byte words: one wavefront each.
+///
+/// A macro, not a function: LLVM folds the place's arithmetic into the fragment addresses and
+/// the epilogue's rows (one mask of `t`) only where the divisions stand in the same body; a
+/// function returning the place changed the kernels' register allocation.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! place {
+    ($t:expr) => {{
+        let (w, lane) = ($t / 32, $t % 32);
+        (w / 2, w % 2, lane / 8, lane % 8)
+    }};
+}
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(crate) use place;
+
+/// Tiles of `C` along `N`, and in all (`M × N`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn tile_counts(m: usize, n: usize) -> (usize, usize) {
+    let tiles_n = n.div_ceil(BN);
+    (tiles_n, m.div_ceil(BM) * tiles_n)
+}
 
 /// The tiled schedule with operand loading modes `MA` and `MB`.
 ///
@@ -330,19 +478,11 @@ pub(crate) type Out = (ViewMut<f32, 2>, [isize; 2], f32, f32);
 /// `ELEMENTS`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn tiles<const MA: u8, const MB: u8>(
-    opa: Operand,
-    opb: Operand,
-    (c, [sc0, sc1], alpha, beta): Out,
-) {
+unsafe fn tiles<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, out: Out) {
     let (m, n, kk) = (opa.outer, opb.outer, opa.k);
     let t = thread::rank_in_block() as usize;
-    // 4×2 warps of 4×8 lanes: warp (wm, wn) covers rows 32·wm.. and columns 128·wn.. of the
-    // tile; lane (ly, lx) rows {0, 16} + 4·ly + 0..4 and columns 32·g + 4·lx + 0..4 of those.
-    let (w, lane) = (t / 32, t % 32);
-    let (wm, wn, ly, lx) = (w / 2, w % 2, lane / 8, lane % 8);
-    let tiles_n = n.div_ceil(BN);
-    let tiles = m.div_ceil(BM) * tiles_n;
+    let (wm, wn, ly, lx) = place!(t);
+    let (tiles_n, tiles) = tile_counts(m, n);
     // Whole 8-wide `k` steps are double-buffered; a last partial one is zero-filled.
     let ktiles = kk / BK;
     let kk_left = (kk % BK) as u32;
@@ -354,7 +494,7 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
         sa.wrapping_add(32 * wm + 4 * ly) as *const f32,
         sb.wrapping_add(128 * wn + 4 * lx) as *const f32,
     );
-    let c_vec = sc1 == 1 && sc0 % 4 == 0 && (c.as_mut_ptr() as usize).is_multiple_of(16);
+    let vec = out.vec();
     let mut tile = block_rank();
     while tile < tiles {
         let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BN);
@@ -416,73 +556,9 @@ unsafe fn tiles<const MA: u8, const MB: u8>(
                 thread::sync_threads();
             }
         }
-        // Epilogue: rows m0 + 32·wm + {0, 16} + 4·ly + 0..4, columns n0 + 128·wn + 32·g +
-        // 4·lx + 0..4. Written out (constant indices into `acc`: registers, never local
-        // memory).
-        for_lanes!(8, |i| {
-            let row = m0 + 32 * wm + (i / 4) * 16 + 4 * ly + i % 4;
-            if row < m {
-                let r = acc[i];
-                for_lanes!(4, |g| {
-                    let v = [r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]];
-                    let col = n0 + 128 * wn + 32 * g + 4 * lx;
-                    // SAFETY: (row, col + j) checked against (m, n) before every access; this
-                    // thread alone owns these elements of C.
-                    unsafe { store_quad(&c, row, col, n, [sc0, sc1], c_vec, v, alpha, beta) };
-                });
-            }
-        });
+        // The tiles and places partition C among the blocks and threads.
+        store_tile!(out, acc, vec, (wm, wn, ly, lx), [m0, n0], [m, n]);
         tile += blocks();
-    }
-}
-
-/// `C[row, col + j] = α·v[j] + β·C[row, col + j]` for the `j < 4` with `col + j < n`.
-///
-/// # Safety
-///
-/// `row` is a row of `c`; this thread alone owns these elements.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn store_quad(
-    c: &ViewMut<f32, 2>,
-    row: usize,
-    col: usize,
-    n: usize,
-    [s0, s1]: [isize; 2],
-    vec: bool,
-    v: [f32; 4],
-    alpha: f32,
-    beta: f32,
-) {
-    let base = row as isize * s0 + col as isize * s1;
-    if vec && col + 4 <= n {
-        // SAFETY: 4 in-bounds, contiguous, 16-byte aligned elements (`vec`).
-        unsafe {
-            let p = c.as_mut_ptr().offset(base) as *mut Chunk<f32, 4>;
-            let mut out = Chunk(v);
-            if beta == 0.0 {
-                // Lane j of the vector from lane j of `v` (and of `old`), as the scalar path.
-                #[allow(clippy::needless_range_loop)]
-                for j in 0..4 {
-                    out.0[j] = alpha * v[j];
-                }
-            } else {
-                let old = p.read();
-                #[allow(clippy::needless_range_loop)]
-                for j in 0..4 {
-                    out.0[j] = fma(alpha, v[j], beta * old.0[j]);
-                }
-            }
-            p.write(out);
-        }
-    } else {
-        for (j, &vj) in v.iter().enumerate() {
-            if col + j < n {
-                // SAFETY: (row, col + j) is in bounds; this thread alone owns it.
-                unsafe { blend(c, base + j as isize * s1, vj, alpha, beta) };
-            }
-        }
     }
 }
 

@@ -5,7 +5,8 @@
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::matmul::{
-    simple_parts, store_quad, Operand, Out, Parts, BK, BM, BN, PA, PB, STAGE_A, STAGE_B, THREADS,
+    outer_product, place, simple_parts, store_tile, tile_counts, Frag, Operand, Out, Parts, BK, BM,
+    BN, PA, PB, STAGE_A, STAGE_B, THREADS,
 };
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
@@ -161,10 +162,6 @@ impl Copies {
     }
 }
 
-/// A thread's fragments of one `k`: 8 values of `A` and 16 of `B`.
-#[cfg(ferrocuda_arch = "sm_90a")]
-type Frag = ([[f32; 4]; 2], [[f32; 4]; 4]);
-
 /// The fragments of row `k` of the stage `r` floats after stage 0 (`fa`, `fb`: this thread's
 /// first fragment columns of stage 0's tiles).
 ///
@@ -186,15 +183,6 @@ unsafe fn fragments(fa: *const f32, fb: *const f32, r: usize, k: usize) -> Frag 
     }
 }
 
-/// `acc += a ⊗ b` for one `k`: 128 fused multiply-adds (constant indices: registers).
-#[cfg(ferrocuda_arch = "sm_90a")]
-#[inline(always)]
-fn outer_product(acc: &mut [[f32; 16]; 8], (af, bf): Frag) {
-    for_lanes!(8, |i| for_lanes!(16, |j| {
-        acc[i][j] = fma(af[i / 4][i % 4], bf[j / 4][j % 4], acc[i][j]);
-    }));
-}
-
 /// The sm_90a schedule with copy mappings `MA` and `MB` (see the module documentation).
 ///
 /// # Safety
@@ -202,19 +190,12 @@ fn outer_product(acc: &mut [[f32; 16]; 8], (af, bf): Frag) {
 /// As `matmul` (the portable schedule's), with blocks of [`THREADS`] threads.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-unsafe fn tiles_async<const MA: u8, const MB: u8>(
-    opa: Operand,
-    opb: Operand,
-    (c, [sc0, sc1], alpha, beta): Out,
-) {
+unsafe fn tiles_async<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, out: Out) {
     let (m, n, kk) = (opa.outer, opb.outer, opa.k);
     let t = thread::rank_in_block() as usize;
-    // The warp layout of `tiles`: warp (wm, wn) covers rows 32·wm.. and columns 128·wn..;
-    // lane (ly, lx) rows {0, 16} + 4·ly + 0..4 and columns 32·g + 4·lx + 0..4 of those.
-    let (w, lane) = (t / 32, t % 32);
-    let (wm, wn, ly, lx) = (w / 2, w % 2, lane / 8, lane % 8);
-    let tiles_n = n.div_ceil(BN);
-    let tiles = m.div_ceil(BM) * tiles_n;
+    // The tiles and places of `tiles`.
+    let (wm, wn, ly, lx) = place!(t);
+    let (tiles_n, tiles) = tile_counts(m, n);
     let kts = kk.div_ceil(BK);
     // Three stages of (A tile, B tile): 36.75 KiB.
     let smem = shared_array!(f32, STAGES * STAGE, align = 16).as_mut_ptr();
@@ -223,7 +204,7 @@ unsafe fn tiles_async<const MA: u8, const MB: u8>(
         smem.wrapping_add(32 * wm + 4 * ly) as *const f32,
         smem.wrapping_add(STAGE_A + 128 * wn + 4 * lx) as *const f32,
     );
-    let c_vec = sc1 == 1 && sc0 % 4 == 0 && (c.as_mut_ptr() as usize).is_multiple_of(16);
+    let vec = out.vec();
     let bytes = (4 * STAGE) as u32;
     let mut tile = block_rank();
     while tile < tiles {
@@ -284,20 +265,8 @@ unsafe fn tiles_async<const MA: u8, const MB: u8>(
                 kt += 1;
             }
         }
-        // Epilogue: as in `tiles`.
-        for_lanes!(8, |i| {
-            let row = m0 + 32 * wm + (i / 4) * 16 + 4 * ly + i % 4;
-            if row < m {
-                let r = acc[i];
-                for_lanes!(4, |g| {
-                    let v = [r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]];
-                    let col = n0 + 128 * wn + 32 * g + 4 * lx;
-                    // SAFETY: (row, col + j) checked against (m, n) before every access; this
-                    // thread alone owns these elements of C.
-                    unsafe { store_quad(&c, row, col, n, [sc0, sc1], c_vec, v, alpha, beta) };
-                });
-            }
-        });
+        // The tiles and places partition C among the blocks and threads.
+        store_tile!(out, acc, vec, (wm, wn, ly, lx), [m0, n0], [m, n]);
         // The next tile's first copies go to stages that slower threads may still read.
         thread::sync_threads();
         tile += blocks();
@@ -371,21 +340,8 @@ pub unsafe fn matmul_f32_sm90(
                 pa, sa0, sa1, pb, sb0, sb1, pc, sc0, sc1, m, n, kk, alpha, beta,
             );
         }
-        let opa = Operand {
-            ptr: a.as_ptr(),
-            so: sa0,
-            sk: sa1,
-            outer: m,
-            k: kk,
-        };
-        let opb = Operand {
-            ptr: b.as_ptr(),
-            so: sb1,
-            sk: sb0,
-            outer: n,
-            k: kk,
-        };
-        let cv = (c, [sc0, sc1], alpha, beta);
+        let (opa, opb) = Operand::of(&a, &b);
+        let cv = Out::new(c, alpha, beta);
         match (opa.so == 1, opb.so == 1) {
             (false, true) => tiles_async::<BY_K, BY_OUTER>(opa, opb, cv),
             (true, true) => tiles_async::<BY_OUTER, BY_OUTER>(opa, opb, cv),
