@@ -414,8 +414,9 @@ impl Out {
 /// ([`Out`]), by 16-byte stores where `vec` ([`Out::vec`]). Written out (constant indices into
 /// `acc`: registers, never local memory).
 ///
-/// A macro for the reason [`place`] is one: as a function, the kernels' register allocation
-/// changed.
+/// A macro, not a function: as a method given the place, LLVM computed the place's four
+/// fields apart instead of folding them into the fragment addresses and the rows (one mask of
+/// `t`), and the kernels' register allocation changed.
 ///
 /// # Safety
 ///
@@ -449,9 +450,10 @@ pub(crate) use store_tile;
 /// columns start at `32·wm + 4·ly` in `A`'s tile and `128·wn + 4·lx` in `B`'s. A warp's
 /// fragment loads then touch 4 (`A`) or 8 (`B`) consecutive 16-byte words: one wavefront each.
 ///
-/// A macro, not a function: LLVM folds the place's arithmetic into the fragment addresses and
-/// the epilogue's rows (one mask of `t`) only where the divisions stand in the same body; a
-/// function returning the place changed the kernels' register allocation.
+/// A macro beside [`store_tile`], so that the place's divisions stand in the same body as
+/// their uses, as when each schedule wrote them out (a `Place` struct returned by a function
+/// and given to an epilogue method changed the kernels' register allocation; the function
+/// alone was not tried).
 #[cfg(target_arch = "nvptx64")]
 macro_rules! place {
     ($t:expr) => {{
