@@ -32,14 +32,32 @@
 //! The same tiles, warp layout, fragments and epilogue, with the operands' tiles copied to
 //! shared memory by `cp.async` (4-byte copies, so one code path serves any strides: a warp
 //! copies 32 consecutive values of a `k` row, or 8 `k` of 4 rows, whichever axis the operand
-//! is contiguous along; rows beyond the operand and `k` beyond `K` zero-filled) through three
-//! stages, two tiles ahead, one barrier per tile — no register staging and no shared stores
-//! in the loop. The 8 `k` of a tile are unrolled, each `k`'s fragments read while the previous
-//! `k`'s FMAs run (two fragment sets in registers). Measured on the H200 beside the schedule
-//! above: 0.85–0.88× cuBLAS's SGEMM at 4096³ and 8192³ against 0.80–0.81× (254 registers, no
-//! spills on sm_90; on sm_80 ptxas spills it, so the portable kernel keeps the schedule
-//! above). Its copies go through L1 (`.ca`): the `k`-contiguous operand's rows are read one
-//! sector per row per warp, the sector's other values from L1 by the next copies.
+//! is contiguous along) through three stages, two tiles ahead, one barrier per tile — no
+//! register staging and no shared stores in the loop. The 8 `k` of a tile are unrolled, each
+//! `k`'s fragments read while the previous `k`'s FMAs run (two fragment sets in registers).
+//!
+//! The loop has no branch but its back edge, so that ptxas schedules the copies and the
+//! shared loads among the FMAs (a branch ends a basic block, and ptxas schedules within one):
+//! * the `k` tiles start `K mod 8` before the first `k` — tile 0 holds the remainder, its
+//!   first rows zero-filled, every later tile is whole (the zeros come first, so each element
+//!   is still its K FMAs in `k` order from +0) — and the copies of a tile are predicated by a
+//!   mask of the rows inside the operand, fixed for a tile of `C`;
+//! * past the last tile the copies zero-fill free stages instead of being skipped, and the
+//!   next tile's first fragments are read unconditionally (zeros, unused); every copy is
+//!   complete before the epilogue;
+//! * the copies are issued at the start of a tile's step, before its shared loads (ptxas
+//!   cannot tell a copy's shared destination from a load's source, so loads before the copies
+//!   in program order would be bunched ahead of them);
+//! * the fragments are read by `ld.shared.v4` in `asm!` (LLVM otherwise merges the loads
+//!   before the loop and at its end into scalar loads through a phi of addresses).
+//!
+//! The loop's SASS (`bench/sass_loop.py`) is cuBLAS's shape: 1157 instructions per tile
+//! (cuBLAS 1154), stall counts summing to 1173–1213 (1161), no register-bank-conflicting FMA;
+//! 231 registers, no spill on sm_90a (nor on sm_80). Before: a whole-tile branch around the
+//! copies, 1194 instructions and 1399–1442 cycles (ncu: 0.20 wait stalls per instruction),
+//! 0.84–0.88× cuBLAS's SGEMM at 4096³ and 8192³. Its copies go through L1 (`.ca`): the
+//! `k`-contiguous operand's rows are read one sector per row per warp, the sector's other
+//! values from L1 by the next copies.
 //!
 //! Launch bounds: blocks of at most 256 threads (`max_threads = 256`, PTX `.maxntid`; larger
 //! blocks are refused by the launcher), which lets ptxas give each thread the registers the

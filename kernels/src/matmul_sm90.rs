@@ -21,6 +21,11 @@ const STAGES: usize = 3;
 #[cfg(ferrocuda_arch = "sm_90a")]
 const STAGE: usize = STAGE_A + STAGE_B;
 
+/// The `k` step of the unrolled loop at whose start the copies of the tile two ahead are
+/// issued.
+#[cfg(ferrocuda_arch = "sm_90a")]
+const COPY_AT: usize = 0;
+
 /// Copy mappings of an operand's tile onto the threads (4-byte `cp.async` copies, so any
 /// strides): [`BY_OUTER`] — a warp copies 32 consecutive values of one `k` row (operands
 /// contiguous along the outer axis); [`BY_K`] — a warp copies 8 `k` of 4 rows (operands
@@ -35,7 +40,8 @@ const BY_K: u8 = 1;
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
 struct Copies {
-    /// Source of copy 0 in `k` tile 0 (its row clamped into the operand).
+    /// Source of copy 0 in `k` tile 0 (`k` tiles start `shift` before the operand's first
+    /// `k`: the first tile holds the remainder of `K` modulo `BK`, every later tile is whole).
     p: *const f32,
     /// Source distance between consecutive copies, and from one `k` tile to the next
     /// (elements).
@@ -43,10 +49,10 @@ struct Copies {
     step: isize,
     /// Destination of copy 0 in stage 0 (shared window, bytes).
     dst: u32,
-    /// `k` of copy 0 within a tile.
-    k0: u32,
     /// The copies whose rows lie inside the operand (bit `i`: copy `i`).
     rows: u32,
+    /// The copies of `k` tile 0 that read: their rows inside, their `k` not before the first.
+    first: u32,
 }
 
 #[cfg(ferrocuda_arch = "sm_90a")]
@@ -75,21 +81,22 @@ impl Copies {
     }
 
     /// Thread `t`'s copies of `op`'s tiles at outer offset `o0`, into stages based at `base`
-    /// (the shared-window address of the operand's tile in stage 0, row pitch `PITCH`).
-    /// `op.outer > 0`.
+    /// (the shared-window address of the operand's tile in stage 0, row pitch `PITCH`), the
+    /// `k` tiles starting `shift < BK` before the operand's first `k`.
     #[inline(always)]
     fn new<const MAP: u8, const TILE: usize, const PITCH: usize>(
         op: &Operand,
         t: usize,
         o0: usize,
         base: u32,
+        shift: usize,
     ) -> Copies {
         let (o, k) = if MAP == BY_OUTER {
             (t % TILE, t / TILE)
         } else {
             (t / 8, t % 8)
         };
-        let mut rows = 0u32;
+        let (mut rows, mut first) = (0u32, 0u32);
         for i in 0..Self::count::<TILE>() {
             let r = if MAP == BY_OUTER {
                 o0 + o
@@ -98,13 +105,15 @@ impl Copies {
             };
             if r < op.outer {
                 rows |= 1 << i;
+                if k + i * Self::dk::<MAP, TILE>() >= shift {
+                    first |= 1 << i;
+                }
             }
         }
-        let row = (o0 + o).min(op.outer - 1);
         Copies {
             p: op
                 .ptr
-                .wrapping_offset(row as isize * op.so + k as isize * op.sk),
+                .wrapping_offset((o0 + o) as isize * op.so + (k as isize - shift as isize) * op.sk),
             d: if MAP == BY_OUTER {
                 Self::dk::<MAP, TILE>() as isize * op.sk
             } else {
@@ -112,58 +121,79 @@ impl Copies {
             },
             step: BK as isize * op.sk,
             dst: base + 4 * (k * PITCH + o) as u32,
-            k0: k as u32,
             rows,
+            first,
         }
     }
 
-    /// Issues the copies of `k` tile `kt` into the stage `slot` bytes after stage 0; `left`
-    /// is the count of the operand's `k` from the tile's first on (`>= BK`: a whole tile).
-    /// Copies of rows beyond the operand, or of `k` at or beyond `left`, read nothing and
-    /// write zeros (a zero-filled `k` is zero in both operands' tiles: it adds nothing).
+    /// Issues the copies from `p` (copy 0's source in this `k` tile) into the stage `slot`
+    /// bytes after stage 0: copy `i` reads if bit `i` of `mask` is set, and otherwise reads
+    /// nothing and writes zeros. No branch: the copies are predicated, so that ptxas schedules
+    /// them among the FMAs.
     ///
     /// # Safety
     ///
-    /// The copies' sources of tile `kt` with `k < left` in rows inside the operand are
-    /// elements of it; the stage is one no thread reads until the copies' group is waited
-    /// for and a block barrier passed, and no other copy of the block writes it meanwhile.
+    /// The sources of the copies in `mask` are elements of the operand; the stage is one no
+    /// thread reads until the copies' group is waited for and a block barrier passed, and no
+    /// other copy of the block writes it meanwhile.
     #[inline(always)]
     unsafe fn issue<const MAP: u8, const TILE: usize, const PITCH: usize>(
         &self,
-        kt: usize,
+        p: *const f32,
         slot: u32,
-        left: usize,
+        mask: u32,
     ) {
         let n = Self::count::<TILE>();
-        let (dk, ddst) = (Self::dk::<MAP, TILE>(), Self::ddst::<MAP, TILE, PITCH>());
-        let p = self.p.wrapping_offset(kt as isize * self.step);
-        // SAFETY: (both arms) the caller's contract: the whole arm copies only elements inside
-        // the operand (whole tile, every row inside); the other reads only those with ok.
-        unsafe {
-            if left >= BK && self.rows == (1u32 << n) - 1 {
-                for_lanes!(8, |i| if i < n {
-                    let src = p.wrapping_offset(i as isize * self.d);
-                    cp_async::ca::<4>(self.dst + slot + i as u32 * ddst, src);
-                });
-            } else {
-                for_lanes!(8, |i| if i < n {
-                    let k = self.k0 as usize + i * dk;
-                    let ok = k < left && self.rows & (1 << i) != 0;
-                    let src = if ok {
-                        p.wrapping_offset(i as isize * self.d)
-                    } else {
-                        self.p
-                    };
-                    let dst = self.dst + slot + i as u32 * ddst;
-                    cp_async::ca_zfill::<4>(dst, src, if ok { 4 } else { 0 });
-                });
-            }
-        }
+        let ddst = Self::ddst::<MAP, TILE, PITCH>();
+        for_lanes!(8, |i| if i < n {
+            let src = p.wrapping_offset(i as isize * self.d);
+            let bytes = if mask & (1 << i) != 0 { 4 } else { 0 };
+            // SAFETY: the caller's contract (a copy outside `mask` reads nothing).
+            unsafe { cp_async::ca_zfill::<4>(self.dst + slot + i as u32 * ddst, src, bytes) };
+        });
     }
 }
 
-/// The fragments of row `k` of the stage `r` floats after stage 0 (`fa`, `fb`: this thread's
-/// first fragment columns of stage 0's tiles).
+/// The stage after the one `s` floats after stage 0 (offsets in floats, 32-bit).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+fn ring_next(s: u32) -> u32 {
+    if s == ((STAGES - 1) * STAGE) as u32 {
+        0
+    } else {
+        s + STAGE as u32
+    }
+}
+
+/// Four floats at `addr` (shared window, 16-byte aligned): one `ld.shared.v4.f32`, opaque to
+/// LLVM (which otherwise merges the fragment loads before the loop and at its end into scalar
+/// loads through a phi of addresses).
+///
+/// # Safety
+///
+/// `addr` is the shared-window address of 16 bytes of this block's shared memory, aligned to
+/// 16, that no thread writes meanwhile.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+unsafe fn lds128(addr: u32) -> [f32; 4] {
+    let (x, y, z, w): (f32, f32, f32, f32);
+    // SAFETY: the caller's contract; reads shared memory only.
+    unsafe {
+        core::arch::asm!(
+            "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
+            a = in(reg32) addr,
+            x = out(reg32) x,
+            y = out(reg32) y,
+            z = out(reg32) z,
+            w = out(reg32) w,
+            options(pure, readonly, nostack),
+        )
+    };
+    [x, y, z, w]
+}
+
+/// The fragments of row `k` of the stage `r` floats after stage 0 (`fa`, `fb`: the shared
+/// addresses of this thread's first fragment columns of stage 0's tiles).
 ///
 /// # Safety
 ///
@@ -171,14 +201,15 @@ impl Copies {
 /// written.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-unsafe fn fragments(fa: *const f32, fb: *const f32, r: usize, k: usize) -> Frag {
+unsafe fn fragments(fa: u32, fb: u32, r: u32, k: usize) -> Frag {
+    let ra = fa + 4 * (r + (k * PA) as u32);
+    let rb = fb + 4 * (r + (k * PB) as u32);
     // SAFETY: row k < BK of a stage, 16-byte aligned (pitches and offsets are multiples of 4
     // floats), written and synchronized (the caller).
     unsafe {
-        let ra = fa.add(r + k * PA) as *const Chunk<f32, 4>;
-        let rb = fb.add(r + k * PB) as *const Chunk<f32, 4>;
-        let a: [[f32; 4]; 2] = [ra.read().0, ra.add(4).read().0];
-        let b: [[f32; 4]; 4] = core::array::from_fn(|g| rb.add(8 * g).read().0);
+        // A: rows {0, 16} + 0..4 of the lane's; B: columns 32·g + 0..4 (4 bytes a float).
+        let a: [[f32; 4]; 2] = [lds128(ra), lds128(ra + 4 * 16)];
+        let b: [[f32; 4]; 4] = core::array::from_fn(|g| lds128(rb + 4 * 32 * g as u32));
         (a, b)
     }
 }
@@ -201,68 +232,75 @@ unsafe fn tiles_async<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, ou
     let smem = shared_array!(f32, STAGES * STAGE, align = 16).as_mut_ptr();
     let base = shared_addr_of(smem);
     let (fa, fb) = (
-        smem.wrapping_add(32 * wm + 4 * ly) as *const f32,
-        smem.wrapping_add(STAGE_A + 128 * wn + 4 * lx) as *const f32,
+        base + 4 * (32 * wm + 4 * ly) as u32,
+        base + 4 * (STAGE_A + 128 * wn + 4 * lx) as u32,
     );
     let vec = out.vec();
     let bytes = (4 * STAGE) as u32;
     let mut tile = block_rank();
+    // `k` tiles start `shift` before the first `k`: tile 0 holds the remainder (its first
+    // `shift` rows zero-filled), the others are whole, so that the loop's copies need no `k`
+    // bounds (the zeros come first: each element is still its K FMAs in `k` order from +0).
+    let shift = kts * BK - kk;
+    // Tile counts in 32 bits (the loop counter and stage offsets stay 32-bit); larger K takes
+    // the simple loop (the caller).
+    let kts = kts as u32;
     while tile < tiles {
         let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BN);
-        let ca = Copies::new::<MA, BM, PA>(&opa, t, m0, base);
-        let cb = Copies::new::<MB, BN, PB>(&opb, t, n0, base + 4 * STAGE_A as u32);
+        let ca = Copies::new::<MA, BM, PA>(&opa, t, m0, base, shift);
+        let cb = Copies::new::<MB, BN, PB>(&opb, t, n0, base + 4 * STAGE_A as u32, shift);
         let mut acc = [[0.0f32; 16]; 8];
-        // SAFETY: (every copy, wait and fragment read below) tile kt goes to stage kt mod 3,
-        // issued two tiles ahead: into the stage of tile kt - 1, which every thread finished
-        // reading before the barrier at the end of step kt - 1 (its last fragments are read
-        // before that barrier); a stage is read after `wait_group::<1>` (all but the newest
-        // group of this thread complete) and the barrier that follows it (every thread's).
-        unsafe {
-            if kts > 0 {
-                ca.issue::<MA, BM, PA>(0, 0, kk);
-                cb.issue::<MB, BN, PB>(0, 0, kk);
-            }
-            cp_async::commit_group();
-            if kts > 1 {
-                ca.issue::<MA, BM, PA>(1, bytes, kk - BK);
-                cb.issue::<MB, BN, PB>(1, bytes, kk - BK);
-            }
-            cp_async::commit_group();
-            cp_async::wait_group::<1>();
-            thread::sync_threads();
-            let mut fr = ([[0.0; 4]; 2], [[0.0; 4]; 4]);
-            if kts > 0 {
-                fr = fragments(fa, fb, 0, 0);
-            }
-            // Offsets (floats) of the stage read and of the stage the copies fill.
-            let (mut rd, mut wr) = (0usize, 2 * STAGE);
-            let mut kt = 0;
-            while kt < kts {
-                // Each k's fragments are read while the previous k's FMAs run.
-                for_lanes!(7, |k| {
-                    let next = fragments(fa, fb, rd, k + 1);
-                    outer_product(&mut acc, fr);
-                    fr = next;
-                });
-                if kt + 2 < kts {
-                    let left = kk - (kt + 2) * BK;
-                    ca.issue::<MA, BM, PA>(kt + 2, 4 * wr as u32, left);
-                    cb.issue::<MB, BN, PB>(kt + 2, 4 * wr as u32, left);
-                }
-                // Always one group per step (empty near the end), so that "all but the newest"
-                // is always tile kt + 1.
+        if kts > 0 {
+            // SAFETY: (every copy, wait and fragment read below) tile kt goes to stage kt mod 3,
+            // issued two tiles ahead: into the stage of tile kt - 1, which every thread finished
+            // reading before the barrier at the end of step kt - 1 (its last fragments are read
+            // before that barrier); a stage is read after `wait_group::<1>` (all but the newest
+            // group of this thread complete) and the barrier that follows it (every thread's).
+            // Tiles beyond the last are zero-filled copies into free stages (read once, at the
+            // end, and unused); all are complete before the tile's epilogue (`wait_all`), so none
+            // is in flight when the next tile's copies start.
+            unsafe {
+                let (mut pa, mut pb) = (ca.p, cb.p);
+                ca.issue::<MA, BM, PA>(pa, 0, ca.first);
+                cb.issue::<MB, BN, PB>(pb, 0, cb.first);
+                cp_async::commit_group();
+                pa = pa.wrapping_offset(ca.step);
+                pb = pb.wrapping_offset(cb.step);
+                let live = kts > 1;
+                ca.issue::<MA, BM, PA>(pa, bytes, if live { ca.rows } else { 0 });
+                cb.issue::<MB, BN, PB>(pb, bytes, if live { cb.rows } else { 0 });
                 cp_async::commit_group();
                 cp_async::wait_group::<1>();
                 thread::sync_threads();
-                rd = if rd == 2 * STAGE { 0 } else { rd + STAGE };
-                wr = if wr == 2 * STAGE { 0 } else { wr + STAGE };
-                let mut next = fr;
-                if kt + 1 < kts {
-                    next = fragments(fa, fb, rd, 0);
+                let mut fr = fragments(fa, fb, 0, 0);
+                // Offsets (floats) of the stage read and of the stage the copies fill.
+                let (mut rd, mut wr) = (0u32, ((STAGES - 1) * STAGE) as u32);
+                let mut kt = 0u32;
+                while kt < kts {
+                    // Each k's fragments are read while the previous k's FMAs run.
+                    for_lanes!(7, |k| {
+                        if k == COPY_AT {
+                            pa = pa.wrapping_offset(ca.step);
+                            pb = pb.wrapping_offset(cb.step);
+                            let live = kt + 2 < kts;
+                            ca.issue::<MA, BM, PA>(pa, 4 * wr, if live { ca.rows } else { 0 });
+                            cb.issue::<MB, BN, PB>(pb, 4 * wr, if live { cb.rows } else { 0 });
+                        }
+                        let next = fragments(fa, fb, rd, k + 1);
+                        outer_product(&mut acc, fr);
+                        fr = next;
+                    });
+                    cp_async::commit_group();
+                    cp_async::wait_group::<1>();
+                    thread::sync_threads();
+                    (rd, wr) = (ring_next(rd), ring_next(wr));
+                    // The next tile's first fragments (past the last tile: zeros, unused).
+                    let next = fragments(fa, fb, rd, 0);
+                    outer_product(&mut acc, fr);
+                    fr = next;
+                    kt += 1;
                 }
-                outer_product(&mut acc, fr);
-                fr = next;
-                kt += 1;
+                cp_async::wait_all();
             }
         }
         // The tiles and places partition C among the blocks and threads.
@@ -334,7 +372,8 @@ pub unsafe fn matmul_f32_sm90(
             b.indexer().strides,
             c.indexer().strides,
         );
-        if thread::block_threads() as usize != THREADS {
+        // Blocks other than THREADS threads, and K beyond 32-bit tile counts: the simple loop.
+        if thread::block_threads() as usize != THREADS || kk.div_ceil(BK) > u32::MAX as usize {
             let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
             return simple_call(
                 pa, sa0, sa1, pb, sb0, sb1, pc, sc0, sc1, m, n, kk, alpha, beta,

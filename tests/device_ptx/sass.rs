@@ -902,6 +902,10 @@ fn bundled_matmul_sm90a_copies_asynchronously() {
                 .all(|o| *o == "LDGSTS.E" || *o == "LDGSTS.E.ZFILL"),
         "{k}: {copies:?}"
     );
+    // One predicated arm per issue point (no whole-tile branch around the copies): four
+    // instances (copy mappings) × three issue points (two tiles before the loop, one in it) ×
+    // 12 copies per thread (128 × 8 + 256 × 8 values over 256 threads).
+    assert_eq!(copies.len(), 4 * 3 * 12, "{k}: the copies: {copies:?}");
     assert!(
         !ops.iter().any(|o| o.starts_with("STS")) && f.has("LDS.128"),
         "{k}: {ops:?}"
