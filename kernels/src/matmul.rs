@@ -1,9 +1,11 @@
-//! `matmul`: `C = α·A·B + β·C` in `f32` on CUDA cores (no tensor cores), for strided 2-D views.
+//! `matmul`: `C = α·A·B + β·C` in `f32` on CUDA cores (no tensor cores), for strided 2-D views:
+//! the "SGEMM" of BLAS, TF32 off. One kernel, `matmul_f32`, built for sm_80 and sm_90 (its
+//! SASS for sm_90 is the same as for sm_90a: no sm_90a instruction would help it).
 //!
 //! # Schedule (blocks of 256 threads)
 //!
 //! Each block computes 128×256 tiles of `C` (a grid-stride loop over tiles, so any grid is
-//! correct), walking `K` in steps of 8:
+//! correct), walking `K` in tiles of 8:
 //!
 //! * **Register blocking**: each thread accumulates an 8×16 sub-tile of `C` (128 `f32`), as
 //!   two 4-row groups 16 apart by four 4-column groups 32 apart; per `k` it reads 8 values of
@@ -14,27 +16,18 @@
 //! * **Warp layout**: 4×2 warps, each of 4×8 lanes covering 32×128 of the tile, so each of a
 //!   warp's shared loads touches 4 (A) or 8 (B) consecutive 16-byte words — one wavefront, no
 //!   bank conflict.
-//! * **Shared tiles**: `A` stored transposed (`As[k][m]`) and `B` as is (`Bs[k][n]`), rows padded
-//!   by 4 floats so that the transposing stores of an operand read along `k` are
-//!   conflict-free too; two stages (double buffering), one barrier per 8-wide step: the next
-//!   step's tiles are loaded from global memory into registers while the current one is
-//!   computed.
-//! * **Global loads**: 16-byte vectors along whichever axis of each operand is contiguous
-//!   (row-major or column-major `A` and `B` alike), when its base and other stride keep them
-//!   aligned, else element loads. At the edges of `M` and `N` the loads are clamped to the last
-//!   row or column — they only feed elements of `C` that are not stored — so the loop has no
-//!   bounds checks; the last `K mod 8` steps are read straight from global memory. `C` is
-//!   written with 16-byte stores where possible; `β = 0` never reads `C` (BLAS semantics: NaN in
-//!   `C` is overwritten).
-//!
-//! # The sm_90a schedule (`matmul_f32_sm90`, the family's kernel on H100/H200)
-//!
-//! The same tiles, warp layout, fragments and epilogue, with the operands' tiles copied to
-//! shared memory by `cp.async` (4-byte copies, so one code path serves any strides: a warp
-//! copies 32 consecutive values of a `k` row, or 8 `k` of 4 rows, whichever axis the operand
-//! is contiguous along) through three stages, two tiles ahead, one barrier per tile — no
-//! register staging and no shared stores in the loop. The 8 `k` of a tile are unrolled, each
-//! `k`'s fragments read while the previous `k`'s FMAs run (two fragment sets in registers).
+//! * **Shared tiles**: `A` stored transposed (`As[k][m]`) and `B` as is (`Bs[k][n]`), rows
+//!   padded by 4 floats; three stages, filled by `cp.async` two tiles ahead, one barrier per
+//!   tile — no register staging and no shared stores in the loop. The copies are 4 bytes each,
+//!   so one code path serves any strides: a warp copies 32 consecutive values of a `k` row, or
+//!   8 `k` of 4 rows, whichever axis the operand is contiguous along; both write 32 distinct
+//!   banks per warp (the pitches are 4 modulo 32 floats). They go through L1 (`.ca`): the
+//!   `k`-contiguous operand's rows are read one sector per row per warp, the sector's other
+//!   values from L1 by the next copies.
+//! * **Unrolled `k`**: the 8 `k` of a tile are unrolled, each `k`'s fragments read while the
+//!   previous `k`'s FMAs run (two fragment sets in registers).
+//! * **Epilogue**: `C` is written with 16-byte stores where its rows allow; `β = 0` never reads
+//!   `C` (BLAS semantics: NaN in `C` is overwritten).
 //!
 //! The loop has no branch but its back edge, so that ptxas schedules the copies and the
 //! shared loads among the FMAs (a branch ends a basic block, and ptxas schedules within one):
@@ -53,70 +46,86 @@
 //!
 //! The loop's SASS (`bench/sass_loop.py`) is cuBLAS's shape: 1157 instructions per tile
 //! (cuBLAS 1154), stall counts summing to 1173–1213 (1161), no register-bank-conflicting FMA;
-//! 231 registers, no spill on sm_90a (nor on sm_80). Before: a whole-tile branch around the
-//! copies, 1194 instructions and 1399–1442 cycles (ncu: 0.20 wait stalls per instruction),
-//! 0.84–0.88× cuBLAS's SGEMM at 4096³ and 8192³. Its copies go through L1 (`.ca`): the
-//! `k`-contiguous operand's rows are read one sector per row per warp, the sector's other
-//! values from L1 by the next copies.
+//! 231 registers on sm_90 (236 on sm_80), no spill. The schedules before it: the same loop with
+//! a whole-tile branch around the copies (sm_90a only, 1194 instructions and 1399–1442 cycles;
+//! ncu: 0.20 wait stalls per instruction; 0.84–0.88× cuBLAS's SGEMM at 4096³ and 8192³), and
+//! register-staged double buffering with 16-byte global loads (0.80–0.81×).
 //!
 //! Launch bounds: blocks of at most 256 threads (`max_threads = 256`, PTX `.maxntid`; larger
 //! blocks are refused by the launcher), which lets ptxas give each thread the registers the
-//! 8×16 accumulators and the double buffer need, without spills: one block per SM. Smaller
-//! blocks run a simple correct loop (one thread per element of `C`).
+//! 8×16 accumulators and two fragment sets need, without spills: one block per SM. Smaller
+//! blocks run a simple correct loop (one thread per element of `C`), as does a `K` of more than
+//! `u32::MAX` tiles.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::prelude::*;
+#[cfg(target_arch = "nvptx64")]
+use ferrocuda_device::{cp_async, shared::shared_addr_of, space::global};
 use ferrocuda_device::{kernel, View, ViewMut};
 
 /// Rows of `C` per block tile (the `A` tile's outer extent).
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const BM: usize = 128;
+const BM: usize = 128;
 /// Columns of `C` per block tile (the `B` tile's outer extent).
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const BN: usize = 256;
+const BN: usize = 256;
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const BK: usize = 8;
-/// Row pitches of the shared tiles (floats): 4 of padding, so that the transposing stores of
-/// a tile read along `k` (two `k` quads per warp, 16 rows apart in banks) are conflict-free.
+const BK: usize = 8;
+/// Row pitches of the shared tiles (floats): 4 of padding, 4 modulo 32, so that a warp's
+/// copies write 32 distinct banks in either mapping ([`BY_OUTER`], [`BY_K`]).
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const PA: usize = BM + 4;
+const PA: usize = BM + 4;
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const PB: usize = BN + 4;
+const PB: usize = BN + 4;
 /// Floats of one stage of each operand.
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const STAGE_A: usize = BK * PA;
+const STAGE_A: usize = BK * PA;
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const STAGE_B: usize = BK * PB;
+const STAGE_B: usize = BK * PB;
 #[cfg(target_arch = "nvptx64")]
-pub(crate) const THREADS: usize = 256;
+const THREADS: usize = 256;
+
+/// Shared stages of the ring (the `k` tiles in flight).
+#[cfg(target_arch = "nvptx64")]
+const STAGES: usize = 3;
+/// Floats of one stage of the ring: the `A` tile, then the `B` tile.
+#[cfg(target_arch = "nvptx64")]
+const STAGE: usize = STAGE_A + STAGE_B;
+
+/// The `k` step of the unrolled loop at whose start the copies of the tile two ahead are
+/// issued.
+#[cfg(target_arch = "nvptx64")]
+const COPY_AT: usize = 0;
+
+/// Copy mappings of an operand's tile onto the threads (4-byte `cp.async` copies, so any
+/// strides): [`BY_OUTER`] — a warp copies 32 consecutive values of one `k` row (operands
+/// contiguous along the outer axis); [`BY_K`] — a warp copies 8 `k` of 4 rows (operands
+/// contiguous along `k`, and any other strides). Both write 32 distinct banks per warp (the
+/// tiles' row pitches are 4 modulo 32 floats).
+#[cfg(target_arch = "nvptx64")]
+const BY_OUTER: u8 = 0;
+#[cfg(target_arch = "nvptx64")]
+const BY_K: u8 = 1;
 
 /// An operand as the tile loader sees it: `outer` is `m` for `A` and `n` for `B`.
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
-pub(crate) struct Operand {
-    pub(crate) ptr: *const f32,
+struct Operand {
+    ptr: *const f32,
     /// Element strides along the outer axis and along `k`.
-    pub(crate) so: isize,
-    pub(crate) sk: isize,
+    so: isize,
+    sk: isize,
     /// Extents.
-    pub(crate) outer: usize,
-    pub(crate) k: usize,
+    outer: usize,
+    k: usize,
 }
-
-/// Tile-loading modes (see [`Operand::mode`]).
-#[cfg(target_arch = "nvptx64")]
-const ALONG_OUTER: u8 = 0;
-#[cfg(target_arch = "nvptx64")]
-const ALONG_K: u8 = 1;
-#[cfg(target_arch = "nvptx64")]
-const ELEMENTS: u8 = 2;
 
 #[cfg(target_arch = "nvptx64")]
 impl Operand {
     /// `A` (M×K) and `B` (K×N) as operands: `A`'s rows and `B`'s columns are their outer
     /// axes, `K` is `A`'s.
     #[inline(always)]
-    pub(crate) fn of(a: &View<f32, 2>, b: &View<f32, 2>) -> (Operand, Operand) {
+    fn of(a: &View<f32, 2>, b: &View<f32, 2>) -> (Operand, Operand) {
         let [m, kk] = a.shape();
         let n = b.shape()[1];
         let ([sa0, sa1], [sb0, sb1]) = (a.indexer().strides, b.indexer().strides);
@@ -136,225 +145,204 @@ impl Operand {
         };
         (opa, opb)
     }
-
-    /// How this operand's tiles are loaded: [`ALONG_OUTER`] (16-byte vectors along the outer
-    /// axis), [`ALONG_K`] (16-byte vectors along `k`) or [`ELEMENTS`].
-    #[inline(always)]
-    fn mode(&self) -> u8 {
-        let aligned = (self.ptr as usize).is_multiple_of(16);
-        if aligned && self.so == 1 && self.sk % 4 == 0 {
-            ALONG_OUTER
-        } else if aligned && self.sk == 1 && self.so % 4 == 0 {
-            ALONG_K
-        } else {
-            ELEMENTS
-        }
-    }
-
-    /// Thread `t`'s cursor over quad `h` of its tiles (`TILE` wide along the outer axis, at
-    /// outer offset `o0`), from `k = 0`.
-    ///
-    /// A tile of `TILE × BK` values is `TILE · BK / 4` quads, `TILE / 128` per thread: quad
-    /// `q = t + 256·h` holds four consecutive `o` at row `k` (`ALONG_OUTER`: `k = q / (TILE/4)`,
-    /// `o = 4·(q mod TILE/4)`), or four consecutive `k` at column `o` (the other modes:
-    /// `o = t / 2 + 128·h`, `k = 4·(t mod 2)`, so that two lanes read one 32-byte sector).
-    /// Rows beyond the operand's outer extent are read clamped to its last row: they only
-    /// feed elements of `C` that are never stored, so the loads need no bounds check and no
-    /// zero fill along `o`.
-    ///
-    /// `outer > 0`.
-    #[inline(always)]
-    fn cursor<const MODE: u8, const TILE: usize>(&self, t: usize, h: usize, o0: usize) -> Cursor {
-        let last = self.outer - 1;
-        let (k, o) = if MODE == ALONG_OUTER {
-            let q = t + THREADS * h;
-            (q / (TILE / 4), (q % (TILE / 4)) * 4)
-        } else {
-            (4 * (t % 2), t / 2 + (THREADS / 2) * h)
-        };
-        let row = (o0 + o).min(last);
-        // Values of the quad inside the operand (ALONG_OUTER; at least 1 after clamping).
-        let valid = (self.outer - row).min(4) as u32;
-        Cursor {
-            p: self
-                .ptr
-                .wrapping_offset(row as isize * self.so + k as isize * self.sk),
-            sk: self.sk,
-            k: k as u32,
-            o: o as u32,
-            valid,
-        }
-    }
 }
 
-/// Where one thread reads one of its quads of one operand, tile after tile along `k`.
+/// One thread's `TILE / 32` copies of an operand's `TILE × BK` tiles, for one tile of `C`.
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
-struct Cursor {
-    /// The quad's first element in the current `k` tile.
+struct Copies {
+    /// Source of copy 0 in `k` tile 0 (`k` tiles start `shift` before the operand's first
+    /// `k`: the first tile holds the remainder of `K` modulo `BK`, every later tile is whole).
     p: *const f32,
-    sk: isize,
-    /// Position of the quad in the shared tile.
-    k: u32,
-    o: u32,
-    /// ALONG_OUTER: how many of the quad's 4 values lie inside the operand.
-    valid: u32,
+    /// Source distance between consecutive copies, and from one `k` tile to the next
+    /// (elements).
+    d: isize,
+    step: isize,
+    /// Destination of copy 0 in stage 0 (shared window, bytes).
+    dst: u32,
+    /// The copies whose rows lie inside the operand (bit `i`: copy `i`).
+    rows: u32,
+    /// The copies of `k` tile 0 that read: their rows inside, their `k` not before the first.
+    first: u32,
 }
 
 #[cfg(target_arch = "nvptx64")]
-impl Cursor {
-    /// The quad of the current tile, whose `k` range is whole.
-    ///
-    /// # Safety
-    ///
-    /// The cursor's tile lies inside the operand along `k`.
-    #[inline(always)]
-    unsafe fn load<const MODE: u8>(&self) -> [f32; 4] {
-        // SAFETY: (all) inside the operand, by the cursor's construction and the caller.
-        unsafe {
-            if MODE == ELEMENTS {
-                core::array::from_fn(|i| self.p.wrapping_offset(i as isize * self.sk).read())
-            } else if MODE == ALONG_K || self.valid == 4 {
-                (self.p as *const Chunk<f32, 4>).read().0
-            } else {
-                core::array::from_fn(|i| self.p.add((i as u32).min(self.valid - 1) as usize).read())
-            }
+impl Copies {
+    /// Copies per thread.
+    const fn count<const TILE: usize>() -> usize {
+        TILE / 32
+    }
+
+    /// `k` distance between consecutive copies ([`BY_K`]: all at one `k`).
+    const fn dk<const MAP: u8, const TILE: usize>() -> usize {
+        if MAP == BY_OUTER {
+            THREADS / TILE
+        } else {
+            0
         }
     }
 
-    /// The quad of the last, partial tile: `k` positions at or beyond `kk_left` read as 0.
-    ///
-    /// # Safety
-    ///
-    /// `kk_left` (< BK) values of the tile along `k` lie inside the operand.
-    #[inline(always)]
-    unsafe fn load_tail<const MODE: u8>(&self, kk_left: u32) -> [f32; 4] {
-        // SAFETY: (all) only positions k < kk_left are read.
-        unsafe {
-            if MODE == ALONG_OUTER {
-                if self.k < kk_left {
-                    self.load::<MODE>()
-                } else {
-                    [0.0; 4]
-                }
-            } else {
-                let step = if MODE == ALONG_K { 1 } else { self.sk };
-                core::array::from_fn(|i| {
-                    if self.k + (i as u32) < kk_left {
-                        self.p.wrapping_offset(i as isize * step).read()
-                    } else {
-                        0.0
-                    }
-                })
-            }
+    /// Shared distance between consecutive copies (bytes).
+    const fn ddst<const MAP: u8, const TILE: usize, const PITCH: usize>() -> u32 {
+        if MAP == BY_OUTER {
+            (4 * Self::dk::<MAP, TILE>() * PITCH) as u32
+        } else {
+            4 * 32
         }
     }
 
-    /// On to the next `k` tile.
+    /// Thread `t`'s copies of `op`'s tiles at outer offset `o0`, into stages based at `base`
+    /// (the shared-window address of the operand's tile in stage 0, row pitch `PITCH`), the
+    /// `k` tiles starting `shift < BK` before the operand's first `k`.
     #[inline(always)]
-    fn advance(&mut self) {
-        self.p = self.p.wrapping_offset(BK as isize * self.sk);
-    }
-
-    /// Stores a quad at the cursor's place in a stage of its shared tile (row pitch `PITCH`).
-    ///
-    /// # Safety
-    ///
-    /// `base` points to one stage (`BK · PITCH` floats, 16-byte aligned) of the tile the
-    /// cursor was made for.
-    #[inline(always)]
-    unsafe fn put<const MODE: u8, const PITCH: usize>(&self, base: *mut f32, v: [f32; 4]) {
-        let (k, o) = (self.k as usize, self.o as usize);
-        // SAFETY: (all) k < BK, o + 4 <= TILE (ALONG_OUTER) or k + 4 <= BK, o < TILE: inside.
-        unsafe {
-            if MODE == ALONG_OUTER {
-                (base.add(k * PITCH + o) as *mut Chunk<f32, 4>).write(Chunk(v));
+    fn new<const MAP: u8, const TILE: usize, const PITCH: usize>(
+        op: &Operand,
+        t: usize,
+        o0: usize,
+        base: u32,
+        shift: usize,
+    ) -> Copies {
+        let (o, k) = if MAP == BY_OUTER {
+            (t % TILE, t / TILE)
+        } else {
+            (t / 8, t % 8)
+        };
+        let (mut rows, mut first) = (0u32, 0u32);
+        for i in 0..Self::count::<TILE>() {
+            let r = if MAP == BY_OUTER {
+                o0 + o
             } else {
-                for (i, &vi) in v.iter().enumerate() {
-                    base.add((k + i) * PITCH + o).write(vi);
+                o0 + o + 32 * i
+            };
+            if r < op.outer {
+                rows |= 1 << i;
+                if k + i * Self::dk::<MAP, TILE>() >= shift {
+                    first |= 1 << i;
                 }
             }
         }
+        Copies {
+            p: op
+                .ptr
+                .wrapping_offset((o0 + o) as isize * op.so + (k as isize - shift as isize) * op.sk),
+            d: if MAP == BY_OUTER {
+                Self::dk::<MAP, TILE>() as isize * op.sk
+            } else {
+                32 * op.so
+            },
+            step: BK as isize * op.sk,
+            dst: base + 4 * (k * PITCH + o) as u32,
+            rows,
+            first,
+        }
+    }
+
+    /// Issues the copies from `p` (copy 0's source in this `k` tile) into the stage `slot`
+    /// bytes after stage 0: copy `i` reads if bit `i` of `mask` is set, and otherwise reads
+    /// nothing and writes zeros. No branch: the copies are predicated, so that ptxas schedules
+    /// them among the FMAs.
+    ///
+    /// # Safety
+    ///
+    /// The sources of the copies in `mask` are elements of the operand; the stage is one no
+    /// thread reads until the copies' group is waited for and a block barrier passed, and no
+    /// other copy of the block writes it meanwhile.
+    #[inline(always)]
+    unsafe fn issue<const MAP: u8, const TILE: usize, const PITCH: usize>(
+        &self,
+        p: *const f32,
+        slot: u32,
+        mask: u32,
+    ) {
+        let n = Self::count::<TILE>();
+        let ddst = Self::ddst::<MAP, TILE, PITCH>();
+        for_lanes!(8, |i| if i < n {
+            let src = p.wrapping_offset(i as isize * self.d);
+            let bytes = if mask & (1 << i) != 0 { 4 } else { 0 };
+            // SAFETY: the caller's contract (a copy outside `mask` reads nothing).
+            unsafe { cp_async::ca_zfill::<4>(self.dst + slot + i as u32 * ddst, src, bytes) };
+        });
     }
 }
 
-/// `acc += As · Bs` over the 8 `k` of one stage: per `k`, six 16-byte shared loads (8 values
-/// of `A`, 16 of `B`) and 128 fused multiply-adds.
+/// The stage after the one `s` floats after stage 0 (offsets in floats, 32-bit).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn ring_next(s: u32) -> u32 {
+    if s == ((STAGES - 1) * STAGE) as u32 {
+        0
+    } else {
+        s + STAGE as u32
+    }
+}
+
+/// Four floats at `addr` (shared window, 16-byte aligned): one `ld.shared.v4.f32`, opaque to
+/// LLVM (which otherwise merges the fragment loads before the loop and at its end into scalar
+/// loads through a phi of addresses).
 ///
 /// # Safety
 ///
-/// `pa`, `pb` point to this thread's first fragment columns of row 0 of one stage of each
-/// tile, written and synchronized.
+/// `addr` is the shared-window address of 16 bytes of this block's shared memory, aligned to
+/// 16, that no thread writes meanwhile.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn step(acc: &mut [[f32; 16]; 8], pa: *const f32, pb: *const f32) {
-    for k in 0..BK {
-        // Keep this loop rolled in ptxas too: unrolled, ptxas hoists the shared loads of
-        // several `k` at once, more registers than the 128 accumulators leave. (Loading the
-        // next `k`'s fragments in this iteration changes nothing: ptxas moves them back.)
-        // SAFETY: a PTX directive; no operands, no effect on memory.
-        unsafe { core::arch::asm!(".pragma \"nounroll\";", options(nomem, nostack)) };
-        // SAFETY: row k of the stages; 16-byte aligned (the pitches are multiples of 4
-        // floats, and so are the fragment offsets).
-        let fr = unsafe {
-            let ra = pa.add(k * PA) as *const Chunk<f32, 4>;
-            let rb = pb.add(k * PB) as *const Chunk<f32, 4>;
-            let a: [[f32; 4]; 2] = [ra.read().0, ra.add(4).read().0];
-            let b: [[f32; 4]; 4] = core::array::from_fn(|g| rb.add(8 * g).read().0);
-            (a, b)
-        };
-        outer_product(acc, fr);
+unsafe fn lds128(addr: u32) -> [f32; 4] {
+    let (x, y, z, w): (f32, f32, f32, f32);
+    // SAFETY: the caller's contract; reads shared memory only.
+    unsafe {
+        core::arch::asm!(
+            "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
+            a = in(reg32) addr,
+            x = out(reg32) x,
+            y = out(reg32) y,
+            z = out(reg32) z,
+            w = out(reg32) w,
+            options(pure, readonly, nostack),
+        )
+    };
+    [x, y, z, w]
+}
+
+/// The fragments of row `k` of the stage `r` floats after stage 0 (`fa`, `fb`: the shared
+/// addresses of this thread's first fragment columns of stage 0's tiles).
+///
+/// # Safety
+///
+/// The stage's row `k` was written (copies waited for, block barrier passed) and is not being
+/// written.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn fragments(fa: u32, fb: u32, r: u32, k: usize) -> Frag {
+    let ra = fa + 4 * (r + (k * PA) as u32);
+    let rb = fb + 4 * (r + (k * PB) as u32);
+    // SAFETY: row k < BK of a stage, 16-byte aligned (pitches and offsets are multiples of 4
+    // floats), written and synchronized (the caller).
+    unsafe {
+        // A: rows {0, 16} + 0..4 of the lane's; B: columns 32·g + 0..4 (4 bytes a float).
+        let a: [[f32; 4]; 2] = [lds128(ra), lds128(ra + 4 * 16)];
+        let b: [[f32; 4]; 4] = core::array::from_fn(|g| lds128(rb + 4 * 32 * g as u32));
+        (a, b)
     }
 }
 
 /// A thread's fragments of one `k`: 8 values of `A` (rows `{0, 16} + 0..4` of its own) and
 /// 16 of `B` (columns `32·g + 0..4`).
 #[cfg(target_arch = "nvptx64")]
-pub(crate) type Frag = ([[f32; 4]; 2], [[f32; 4]; 4]);
+type Frag = ([[f32; 4]; 2], [[f32; 4]; 4]);
 
 /// `acc += a ⊗ b` for one `k`: 128 fused multiply-adds, written out (constant indices: the
 /// accumulators stay in registers).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub(crate) fn outer_product(acc: &mut [[f32; 16]; 8], (af, bf): Frag) {
+fn outer_product(acc: &mut [[f32; 16]; 8], (af, bf): Frag) {
     for_lanes!(8, |i| for_lanes!(16, |j| {
         acc[i][j] = fma(af[i / 4][i % 4], bf[j / 4][j % 4], acc[i][j]);
     }));
 }
 
-/// `C = α·A·B + β·C`; see the module documentation.
-///
-/// # Safety
-///
-/// Kernel-launch context; the shapes agree (the kernel's requirements) and `c` overlaps
-/// neither `a` nor `b`.
+/// `C` as the tiled schedule writes it: the view, its element strides, `α` and `β`.
 #[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn matmul(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32, 2>, alpha: f32, beta: f32) {
-    if thread::block_threads() as usize != THREADS {
-        // SAFETY: forwarded contract.
-        unsafe { matmul_simple(a, b, c, alpha, beta) };
-        return;
-    }
-    let (opa, opb) = Operand::of(&a, &b);
-    let cv = Out::new(c, alpha, beta);
-    // One instance of the tile loop per pair of loading modes: a runtime choice inside one
-    // loop would keep every mode's registers live at once.
-    // SAFETY: (every arm) forwarded contract; the modes are the operands' own (or ELEMENTS).
-    unsafe {
-        match (opa.mode(), opb.mode()) {
-            (ALONG_K, ALONG_OUTER) => tiles::<ALONG_K, ALONG_OUTER>(opa, opb, cv),
-            (ALONG_OUTER, ALONG_OUTER) => tiles::<ALONG_OUTER, ALONG_OUTER>(opa, opb, cv),
-            (ALONG_K, ALONG_K) => tiles::<ALONG_K, ALONG_K>(opa, opb, cv),
-            (ALONG_OUTER, ALONG_K) => tiles::<ALONG_OUTER, ALONG_K>(opa, opb, cv),
-            _ => tiles::<ELEMENTS, ELEMENTS>(opa, opb, cv),
-        }
-    }
-}
-
-/// `C` as the tiled schedules write it: the view, its element strides, `α` and `β`.
-#[cfg(target_arch = "nvptx64")]
-pub(crate) struct Out {
+struct Out {
     c: ViewMut<f32, 2>,
     s: [isize; 2],
     alpha: f32,
@@ -364,16 +352,15 @@ pub(crate) struct Out {
 #[cfg(target_arch = "nvptx64")]
 impl Out {
     #[inline(always)]
-    pub(crate) fn new(c: ViewMut<f32, 2>, alpha: f32, beta: f32) -> Out {
+    fn new(c: ViewMut<f32, 2>, alpha: f32, beta: f32) -> Out {
         let s = c.indexer().strides;
         Out { c, s, alpha, beta }
     }
 
     /// Whether `C`'s rows take 16-byte stores: contiguous, a pitch of a multiple of 4, a
-    /// 16-byte-aligned base (the `vec` of [`store_tile`]; computed once, before the
-    /// tiles).
+    /// 16-byte-aligned base (computed once, before the tiles).
     #[inline(always)]
-    pub(crate) fn vec(&self) -> bool {
+    fn vec(&self) -> bool {
         let [s0, s1] = self.s;
         s1 == 1 && s0 % 4 == 0 && (self.c.as_mut_ptr() as usize).is_multiple_of(16)
     }
@@ -384,14 +371,7 @@ impl Out {
     ///
     /// `row` is a row of `C`; this thread alone owns these elements.
     #[inline(always)]
-    pub(crate) unsafe fn store_quad(
-        &self,
-        row: usize,
-        col: usize,
-        n: usize,
-        vec: bool,
-        v: [f32; 4],
-    ) {
+    unsafe fn store_quad(&self, row: usize, col: usize, n: usize, vec: bool, v: [f32; 4]) {
         let ([s0, s1], alpha, beta) = (self.s, self.alpha, self.beta);
         let base = row as isize * s0 + col as isize * s1;
         if vec && col + 4 <= n {
@@ -426,217 +406,156 @@ impl Out {
     }
 }
 
-/// The epilogue: `store_tile!(out, acc, vec, (wm, wn, ly, lx), [m0, n0], [m, n])` stores a
-/// thread's accumulators `acc` of the tile of `C` at `(m0, n0)` (`C` is `M × N`) —
-/// `C = α·acc + β·C` for the elements of the thread's [`place`] inside `C` — through `out`
-/// ([`Out`]), by 16-byte stores where `vec` ([`Out::vec`]). Written out (constant indices into
-/// `acc`: registers, never local memory).
-///
-/// A macro, not a function: as a method given the place, LLVM computed the place's four
-/// fields apart instead of folding them into the fragment addresses and the rows (one mask of
-/// `t`), and the kernels' register allocation changed.
+/// The tiled schedule with copy mappings `MA` and `MB` (see the module documentation).
 ///
 /// # Safety
 ///
-/// Expands to unsafe stores: this thread alone owns these elements of `C` (the schedule's
-/// tiles and places partition `C`).
-#[cfg(target_arch = "nvptx64")]
-macro_rules! store_tile {
-    ($out:expr, $acc:expr, $vec:expr, ($wm:expr, $wn:expr, $ly:expr, $lx:expr),
-     [$m0:expr, $n0:expr], [$m:expr, $n:expr]) => {
-        for_lanes!(8, |i| {
-            let row = $m0 + 32 * $wm + (i / 4) * 16 + 4 * $ly + i % 4;
-            if row < $m {
-                let r = $acc[i];
-                for_lanes!(4, |g| {
-                    let v = [r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]];
-                    let col = $n0 + 128 * $wn + 32 * g + 4 * $lx;
-                    // SAFETY: (row, col + j) checked against (m, n) before every access; this
-                    // thread alone owns these elements of C (the macro's contract).
-                    unsafe { $out.store_quad(row, col, $n, $vec, v) };
-                });
-            }
-        })
-    };
-}
-#[cfg(ferrocuda_arch = "sm_90a")]
-pub(crate) use store_tile;
-
-/// A thread's place in a tile of `C`, `(wm, wn, ly, lx)`: 4×2 warps of 4×8 lanes — warp
-/// `(wm, wn)` covers rows `32·wm..` and columns `128·wn..` of the tile, lane `(ly, lx)` rows
-/// `{0, 16} + 4·ly + 0..4` and columns `32·g + 4·lx + 0..4` of those (`g < 4`); its fragment
-/// columns start at `32·wm + 4·ly` in `A`'s tile and `128·wn + 4·lx` in `B`'s. A warp's
-/// fragment loads then touch 4 (`A`) or 8 (`B`) consecutive 16-byte words: one wavefront each.
-///
-/// A macro beside [`store_tile`], so that the place's divisions stand in the same body as
-/// their uses, as when each schedule wrote them out (a `Place` struct returned by a function
-/// and given to an epilogue method changed the kernels' register allocation; the function
-/// alone was not tried).
-#[cfg(target_arch = "nvptx64")]
-macro_rules! place {
-    ($t:expr) => {{
-        let (w, lane) = ($t / 32, $t % 32);
-        (w / 2, w % 2, lane / 8, lane % 8)
-    }};
-}
-#[cfg(ferrocuda_arch = "sm_90a")]
-pub(crate) use place;
-
-/// Tiles of `C` along `N`, and in all (`M × N`).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub(crate) fn tile_counts(m: usize, n: usize) -> (usize, usize) {
-    let tiles_n = n.div_ceil(BN);
-    (tiles_n, m.div_ceil(BM) * tiles_n)
-}
-
-/// The tiled schedule with operand loading modes `MA` and `MB`.
-///
-/// # Safety
-///
-/// As [`matmul`], with blocks of [`THREADS`] threads; the modes are the operands' own (or
-/// `ELEMENTS`).
+/// Kernel-launch context, blocks of [`THREADS`] threads; the operands' shapes agree, `C`
+/// ([`Out`]) is `M × N` and overlaps neither operand; `K` is at most `u32::MAX` tiles.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn tiles<const MA: u8, const MB: u8>(opa: Operand, opb: Operand, out: Out) {
     let (m, n, kk) = (opa.outer, opb.outer, opa.k);
     let t = thread::rank_in_block() as usize;
-    let (wm, wn, ly, lx) = place!(t);
-    let (tiles_n, tiles) = tile_counts(m, n);
-    // Whole 8-wide `k` steps are double-buffered; a last partial one is zero-filled.
-    let ktiles = kk / BK;
-    let kk_left = (kk % BK) as u32;
-    // Two stages of `As`, then two of `Bs` (24.3 KiB); 16-byte aligned for the vector loads.
-    let smem = shared_array!(f32, 2 * (STAGE_A + STAGE_B), align = 16).as_mut_ptr();
-    let (sa, sb) = (smem, smem.wrapping_add(2 * STAGE_A));
-    // This thread's fragment columns in stage 0 of each tile.
+    // 4×2 warps of 4×8 lanes: warp (wm, wn) covers rows 32·wm.. and columns 128·wn.. of the
+    // tile; lane (ly, lx) rows {0, 16} + 4·ly + 0..4 and columns 32·g + 4·lx + 0..4 of those.
+    // A warp's fragment loads then touch 4 (A) or 8 (B) consecutive 16-byte words: one
+    // wavefront each.
+    let (w, lane) = (t / 32, t % 32);
+    let (wm, wn, ly, lx) = (w / 2, w % 2, lane / 8, lane % 8);
+    let tiles_n = n.div_ceil(BN);
+    let tiles = m.div_ceil(BM) * tiles_n;
+    let kts = kk.div_ceil(BK);
+    // Three stages of (A tile, B tile): 36.75 KiB.
+    let smem = shared_array!(f32, STAGES * STAGE, align = 16).as_mut_ptr();
+    let base = shared_addr_of(smem);
     let (fa, fb) = (
-        sa.wrapping_add(32 * wm + 4 * ly) as *const f32,
-        sb.wrapping_add(128 * wn + 4 * lx) as *const f32,
+        base + 4 * (32 * wm + 4 * ly) as u32,
+        base + 4 * (STAGE_A + 128 * wn + 4 * lx) as u32,
     );
     let vec = out.vec();
+    let bytes = (4 * STAGE) as u32;
     let mut tile = block_rank();
+    // `k` tiles start `shift` before the first `k`: tile 0 holds the remainder (its first
+    // `shift` rows zero-filled), the others are whole, so that the loop's copies need no `k`
+    // bounds (the zeros come first: each element is still its K FMAs in `k` order from +0).
+    let shift = kts * BK - kk;
+    // Tile counts in 32 bits (the loop counter and stage offsets stay 32-bit); larger K takes
+    // the simple loop (the caller).
+    let kts = kts as u32;
     while tile < tiles {
         let (m0, n0) = ((tile / tiles_n) * BM, (tile % tiles_n) * BN);
-        let mut ca = opa.cursor::<MA, BM>(t, 0, m0);
-        // B's tile holds two quads per thread (two cursors, not an array: an array iterated
-        // over would live in local memory).
-        let (mut cb0, mut cb1) = (
-            opb.cursor::<MB, BN>(t, 0, n0),
-            opb.cursor::<MB, BN>(t, 1, n0),
-        );
+        let ca = Copies::new::<MA, BM, PA>(&opa, t, m0, base, shift);
+        let cb = Copies::new::<MB, BN, PB>(&opb, t, n0, base + 4 * STAGE_A as u32, shift);
         let mut acc = [[0.0f32; 16]; 8];
-        // SAFETY: (every load, store and step below) the cursors stay inside the operands
-        // (whole tiles while kt < ktiles, the partial one through `load_tail`); stage writes
-        // and reads are separated by the barriers.
-        unsafe {
-            if ktiles > 0 {
-                ca.put::<MA, PA>(sa, ca.load::<MA>());
-                cb0.put::<MB, PB>(sb, cb0.load::<MB>());
-                cb1.put::<MB, PB>(sb, cb1.load::<MB>());
-            }
-            thread::sync_threads();
-            let mut kt = 0;
-            while kt < ktiles {
-                let stage = kt % 2;
-                let next = kt + 1 < ktiles;
-                // The next step's quads, in flight while this step computes.
-                let (mut qa, mut qb0, mut qb1) = ([0.0; 4], [0.0; 4], [0.0; 4]);
-                if next {
-                    ca.advance();
-                    cb0.advance();
-                    cb1.advance();
-                    qa = ca.load::<MA>();
-                    qb0 = cb0.load::<MB>();
-                    qb1 = cb1.load::<MB>();
-                }
-                step(&mut acc, fa.add(stage * STAGE_A), fb.add(stage * STAGE_B));
-                if next {
-                    // The other stage: every thread finished reading it before the barrier
-                    // that ended the previous step.
-                    let (ta, tb) = (sa.add((1 - stage) * STAGE_A), sb.add((1 - stage) * STAGE_B));
-                    ca.put::<MA, PA>(ta, qa);
-                    cb0.put::<MB, PB>(tb, qb0);
-                    cb1.put::<MB, PB>(tb, qb1);
-                }
+        if kts > 0 {
+            // SAFETY: (every copy, wait and fragment read below) tile kt goes to stage kt mod 3,
+            // issued two tiles ahead: into the stage of tile kt - 1, which every thread finished
+            // reading before the barrier at the end of step kt - 1 (its last fragments are read
+            // before that barrier); a stage is read after `wait_group::<1>` (all but the newest
+            // group of this thread complete) and the barrier that follows it (every thread's).
+            // Tiles beyond the last are zero-filled copies into free stages (read once, at the
+            // end, and unused); all are complete before the tile's epilogue (`wait_all`), so none
+            // is in flight when the next tile's copies start.
+            unsafe {
+                let (mut pa, mut pb) = (ca.p, cb.p);
+                ca.issue::<MA, BM, PA>(pa, 0, ca.first);
+                cb.issue::<MB, BN, PB>(pb, 0, cb.first);
+                cp_async::commit_group();
+                pa = pa.wrapping_offset(ca.step);
+                pb = pb.wrapping_offset(cb.step);
+                let live = kts > 1;
+                ca.issue::<MA, BM, PA>(pa, bytes, if live { ca.rows } else { 0 });
+                cb.issue::<MB, BN, PB>(pb, bytes, if live { cb.rows } else { 0 });
+                cp_async::commit_group();
+                cp_async::wait_group::<1>();
                 thread::sync_threads();
-                kt += 1;
-            }
-            if kk_left > 0 {
-                if ktiles > 0 {
-                    ca.advance();
-                    cb0.advance();
-                    cb1.advance();
+                let mut fr = fragments(fa, fb, 0, 0);
+                // Offsets (floats) of the stage read and of the stage the copies fill.
+                let (mut rd, mut wr) = (0u32, ((STAGES - 1) * STAGE) as u32);
+                let mut kt = 0u32;
+                while kt < kts {
+                    // Each k's fragments are read while the previous k's FMAs run.
+                    for_lanes!(7, |k| {
+                        if k == COPY_AT {
+                            pa = pa.wrapping_offset(ca.step);
+                            pb = pb.wrapping_offset(cb.step);
+                            let live = kt + 2 < kts;
+                            ca.issue::<MA, BM, PA>(pa, 4 * wr, if live { ca.rows } else { 0 });
+                            cb.issue::<MB, BN, PB>(pb, 4 * wr, if live { cb.rows } else { 0 });
+                        }
+                        let next = fragments(fa, fb, rd, k + 1);
+                        outer_product(&mut acc, fr);
+                        fr = next;
+                    });
+                    cp_async::commit_group();
+                    cp_async::wait_group::<1>();
+                    thread::sync_threads();
+                    (rd, wr) = (ring_next(rd), ring_next(wr));
+                    // The next tile's first fragments (past the last tile: zeros, unused).
+                    let next = fragments(fa, fb, rd, 0);
+                    outer_product(&mut acc, fr);
+                    fr = next;
+                    kt += 1;
                 }
-                ca.put::<MA, PA>(sa, ca.load_tail::<MA>(kk_left));
-                cb0.put::<MB, PB>(sb, cb0.load_tail::<MB>(kk_left));
-                cb1.put::<MB, PB>(sb, cb1.load_tail::<MB>(kk_left));
-                thread::sync_threads();
-                step(&mut acc, fa, fb);
-                thread::sync_threads();
+                cp_async::wait_all();
             }
         }
-        // The tiles and places partition C among the blocks and threads.
-        store_tile!(out, acc, vec, (wm, wn, ly, lx), [m0, n0], [m, n]);
+        // Epilogue: rows m0 + 32·wm + {0, 16} + 4·ly + 0..4, columns n0 + 128·wn + 32·g +
+        // 4·lx + 0..4. Written out (constant indices into `acc`: registers, never local
+        // memory).
+        for_lanes!(8, |i| {
+            let row = m0 + 32 * wm + (i / 4) * 16 + 4 * ly + i % 4;
+            if row < m {
+                let r = acc[i];
+                for_lanes!(4, |g| {
+                    let v = [r[4 * g], r[4 * g + 1], r[4 * g + 2], r[4 * g + 3]];
+                    let col = n0 + 128 * wn + 32 * g + 4 * lx;
+                    // SAFETY: (row, col + j) checked against (m, n) before every access; this
+                    // thread alone owns these elements of C (the tiles and the places
+                    // partition C among the blocks and threads).
+                    unsafe { out.store_quad(row, col, n, vec, v) };
+                });
+            }
+        });
+        // The next tile's first copies go to stages that slower threads may still read.
+        thread::sync_threads();
         tile += blocks();
     }
 }
 
-/// The same product for any block size: one thread per element of `C`, a plain dot product.
+/// The simple loop, for any block size: one thread per element of `C`, a plain dot product
+/// (the same K fused multiply-adds in `k` order as the tiles). A call, not inlined, its
+/// arguments scalars (aggregates would pass through local memory): inlined, its registers
+/// weighed on the tiled schedule's allocation and ptxas spilled the kernel.
 ///
 /// # Safety
 ///
-/// As [`matmul`].
+/// Kernel-launch context; the pointers, strides and `[M, N, K]` describe `A` (M×K), `B` (K×N)
+/// and `C` (M×N), and `C` overlaps neither.
 #[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn matmul_simple(
-    a: View<f32, 2>,
-    b: View<f32, 2>,
-    c: ViewMut<f32, 2>,
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn simple_call(
+    pa: *const f32,
+    sa0: isize,
+    sa1: isize,
+    pb: *const f32,
+    sb0: isize,
+    sb1: isize,
+    pc: *mut f32,
+    sc0: isize,
+    sc1: isize,
+    m: usize,
+    n: usize,
+    kk: usize,
     alpha: f32,
     beta: f32,
 ) {
-    let ([m, kk], n) = (a.shape(), b.shape()[1]);
-    let (sa, sb, sc) = (
-        a.indexer().strides,
-        b.indexer().strides,
-        c.indexer().strides,
-    );
-    // SAFETY: forwarded contract: the views' pointers, strides and shapes.
-    unsafe {
-        simple_parts(
-            (a.as_ptr(), sa, b.as_ptr(), sb, c.as_mut_ptr(), sc),
-            [m, n, kk],
-            alpha,
-            beta,
-        )
-    }
-}
-
-/// Pointers and element strides of `A`, `B` and `C`.
-#[cfg(target_arch = "nvptx64")]
-pub(crate) type Parts = (
-    *const f32,
-    [isize; 2],
-    *const f32,
-    [isize; 2],
-    *mut f32,
-    [isize; 2],
-);
-
-/// [`matmul_simple`] over the views' parts (scalars: a call passes them in registers).
-///
-/// # Safety
-///
-/// As [`matmul`], for the views these parts and shapes `[M, N, K]` describe.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub(crate) unsafe fn simple_parts(
-    (pa, [sa0, sa1], pb, [sb0, sb1], pc, [sc0, sc1]): Parts,
-    [m, n, kk]: [usize; 3],
-    alpha: f32,
-    beta: f32,
-) {
+    // The pointers arrive as scalars: marked global again, so that the accesses are
+    // `ld.global`/`st.global` (the entry's marks do not cross the call).
+    // SAFETY: the views' data pointers, device memory (the launcher's checks).
+    let (pa, pb, pc) = unsafe { (global(pa.cast_mut()), global(pb.cast_mut()), global(pc)) };
     let (tid, threads) = thread_rank();
     let mut e = tid;
     while e < m * n {
@@ -686,14 +605,16 @@ unsafe fn blend(c: &ViewMut<f32, 2>, off: isize, v: f32, alpha: f32, beta: f32) 
 
 /// `c = alpha · a @ b + beta · c` in `f32` (no tensor cores; the "SGEMM" of BLAS, TF32 off).
 ///
-/// `a`: M×K, `b`: K×N, `c`: M×N, each a 2-D view with any strides (16-byte vector loads where
-/// an operand is row- or column-major with aligned rows); any M, N, K (K = 0 gives `β·c`).
+/// `a`: M×K, `b`: K×N, `c`: M×N, each a 2-D view with any strides (the tiles of `a` and `b`
+/// are copied by 4-byte `cp.async`, along whichever axis is contiguous; `c` is written with
+/// 16-byte stores where its rows allow); any M, N, K (K = 0 gives `β·c`).
 /// `β = 0` never reads `c`. `c` must overlap neither input. Refused: inner dimensions that
 /// differ, a `c` of the wrong shape. Accuracy: each element is a sequence of K fused
 /// multiply-adds in `k` order (error ≲ K·ε·Σ|a||b|), then `α·s + β·c` with one more FMA.
 /// Blocks of 256 threads (the automatic block) take the tiled schedule, one 128×256 tile of
-/// `c` per block at a time (automatic grid: one block per tile); smaller blocks a simple
-/// loop; larger blocks are refused (`max_threads = 256`).
+/// `c` per block at a time (automatic grid: one block per tile) through three shared stages;
+/// smaller blocks a simple loop; larger blocks are refused (`max_threads = 256`). Built for
+/// sm_80 and sm_90 (every GPU from the A100 on).
 #[kernel(family = "matmul", items_per_thread = 128, max_threads = 256,
          require(a.shape[1] == b.shape[0], "the inner dimensions of a and b must agree"),
          require(c.shape[0] == a.shape[0], "c must have a's row count"),
@@ -707,6 +628,30 @@ pub unsafe fn matmul_f32(
     alpha: f32,
     beta: f32,
 ) {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: launched as a kernel over host-validated views whose shapes agree.
-    unsafe { matmul(a, b, c, alpha, beta) }
+    unsafe {
+        let [m, kk] = a.shape();
+        let n = b.shape()[1];
+        let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) = (
+            a.indexer().strides,
+            b.indexer().strides,
+            c.indexer().strides,
+        );
+        // Blocks other than THREADS threads, and K beyond 32-bit tile counts: the simple loop.
+        if thread::block_threads() as usize != THREADS || kk.div_ceil(BK) > u32::MAX as usize {
+            let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
+            return simple_call(
+                pa, sa0, sa1, pb, sb0, sb1, pc, sc0, sc1, m, n, kk, alpha, beta,
+            );
+        }
+        let (opa, opb) = Operand::of(&a, &b);
+        let cv = Out::new(c, alpha, beta);
+        match (opa.so == 1, opb.so == 1) {
+            (false, true) => tiles::<BY_K, BY_OUTER>(opa, opb, cv),
+            (true, true) => tiles::<BY_OUTER, BY_OUTER>(opa, opb, cv),
+            (false, false) => tiles::<BY_K, BY_K>(opa, opb, cv),
+            (true, false) => tiles::<BY_OUTER, BY_K>(opa, opb, cv),
+        }
+    }
 }

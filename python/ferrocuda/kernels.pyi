@@ -1198,7 +1198,6 @@ log_softmax_f32: _Kernel12
 log_softmax_f64: _Kernel12
 matmul: _Family22
 matmul_f32: _Kernel23
-matmul_f32_sm90: _Kernel23
 max: _Family11
 max_f32: _Kernel12
 max_f64: _Kernel12
