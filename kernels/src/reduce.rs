@@ -8,8 +8,15 @@
 //! and stores its partial result in the launcher-provided workspace `partials` (one element
 //! per block); thread 0 then takes a ticket from the counter `ticket` (an acquire-release,
 //! device-scope atomic). The block that draws the last ticket reduces all partials, in block
-//! order, and writes `out[0]`. Nothing needs zeroing beforehand (the workspaces arrive
-//! zero-filled) and nothing is launched twice.
+//! order, writes `out[0]`, and sets the counter back to zero.
+//!
+//! **The workspaces persist between launches** (`#[kernel(persist(ticket, partials))]`):
+//! every launch leaves the counter at zero, as the next launch on the stream needs it, and
+//! writes each partial before it reads it, so the launcher zero-fills nothing before a launch
+//! (only when the workspace is new to the kernel, and once every 2^20 launches) — no memset
+//! on the stream beside each reduction, and nothing launched twice. The counter comes first
+//! in the workspace (declared first), so that its place does not move with the grid (the
+//! partials' length).
 //!
 //! **Determinism**: the combination order depends only on the array length, the grid and the
 //! block size, so results are bitwise reproducible run to run on one device with the automatic
@@ -29,7 +36,8 @@ use ferrocuda_device::{kernel, Scratch, Slice, SliceMut, View};
 /// # Safety
 ///
 /// Kernel-launch context; `partials` holds at least one element per block and `ticket` one
-/// zeroed counter (the kernel's `scratch` declarations); `out` has one element.
+/// counter, zeroed or as this kernel's previous launch on the stream left it (zero: the
+/// kernel's `scratch` and `persist` declarations); `out` has one element.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn reduce_all<T, A, const L: usize>(
@@ -73,6 +81,12 @@ unsafe fn reduce_all<T, A, const L: usize>(
     // Block-uniform (a barrier's reduction): the whole block takes the branch or none of it.
     if thread::sync_threads_or(last) {
         fence(Order::Acquire, Scope::Device);
+        if thread::rank_in_block() == 0 {
+            // Every block has drawn its ticket: the counter goes back to zero for the next
+            // launch on the stream (`persist`; stream order makes the store visible to it).
+            // SAFETY: in bounds, as said above.
+            unsafe { ticket.at_unchecked(0) }.store(0, Order::Relaxed, Scope::Device);
+        }
         let bt = thread::block_threads() as usize;
         let mut v = identity;
         let mut i = thread::rank_in_block() as usize;
@@ -161,10 +175,10 @@ macro_rules! sums {
         /// element (`int32` input sums into `int64`, as NumPy). Grid and block: any
         /// (automatic: one resident wave). Floats: deterministic for a given grid; within
         /// a few ε·Σ|x| of the exact sum.
-        #[kernel(family = "sum", scratch(partials = blocks, ticket = 1),
+        #[kernel(family = "sum", scratch(ticket = 1, partials = blocks), persist(ticket, partials),
                  require(out.len() == 1, "out holds the one result"))]
-        pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$a>, partials: Scratch<$a>,
-                            ticket: Scratch<u32>) {
+        pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$a>, ticket: Scratch<u32>,
+                            partials: Scratch<$a>) {
             // SAFETY: launched as a kernel with the declared workspaces.
             unsafe {
                 reduce_all::<$t, $a, $lanes>(x, out, partials, ticket, <$a as Reducible>::ZERO,
@@ -188,11 +202,12 @@ macro_rules! extrema {
         /// `x`: a C-contiguous, non-empty array of any shape (an empty one is refused, as
         /// NumPy refuses it); `out`: one element. NaN anywhere gives NaN. Grid and block: any
         /// (automatic: one resident wave). Exact.
-        #[kernel(family = $family, scratch(partials = blocks, ticket = 1),
+        #[kernel(family = $family, scratch(ticket = 1, partials = blocks),
+                 persist(ticket, partials),
                  require(out.len() == 1, "out holds the one result"),
                  require(x.len() > 0, "the reduction of an empty array has no identity"))]
-        pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$t>, partials: Scratch<$t>,
-                            ticket: Scratch<u32>) {
+        pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$t>, ticket: Scratch<u32>,
+                            partials: Scratch<$t>) {
             // SAFETY: launched as a kernel with the declared workspaces.
             unsafe {
                 reduce_all::<$t, $t, $lanes>(x, out, partials, ticket, <$t as Extremes>::$id,

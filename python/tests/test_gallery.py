@@ -33,12 +33,24 @@ def test_workspaces_are_not_arguments() -> None:
     assert by_name["histogram_u8"]["zero"] == [1]
     assert "workspace ``status``" in K.cumsum.__doc__
     # The scans' statuses persist between launches (tagged by launch: no zero-fill before
-    # each); the reductions' workspaces do not.
+    # each), and so do the reductions' ticket (set back to zero by each launch's last block)
+    # and partials (written before they are read), the ticket first; the cooperative
+    # normalize's partials do not.
     for name in ("cumsum_f32", "cumsum_i32_i64", "cumsum_exclusive_f64"):
         assert [w.get("persist") for w in by_name[name]["scratch"]] == [True], name
-    assert all("persist" not in w for w in by_name["sum_f32"]["scratch"])
+    for name in ("sum_f32", "sum_i32", "min_f64", "max_i64"):
+        assert [w.get("persist") for w in by_name[name]["scratch"]] == [True, True], name
+        params = by_name[name]["params"]
+        # The launcher lays the workspaces out in this order: the ticket at offset 0 whatever
+        # the grid.
+        assert [params[w["param"]]["name"] for w in by_name[name]["scratch"]] == [
+            "ticket",
+            "partials",
+        ], name
+    assert all("persist" not in w for w in by_name["normalize_f32"]["scratch"])
     assert "kept between the kernel's launches on a stream" in K.cumsum_f32.__doc__
-    assert "kept between" not in K.sum_f32.__doc__
+    assert "kept between the kernel's launches on a stream" in K.sum_f32.__doc__
+    assert "kept between" not in K.normalize_f32.__doc__
     assert "``bins`` is zero-filled" in K.histogram.__doc__
     assert "Requires ``a.shape[1] == b.shape[0]``" in K.matmul.__doc__
 

@@ -155,9 +155,10 @@ def test_workspaces_kept_per_stream(cp: Any, rng: np.random.Generator) -> None:
 
 
 def test_workspaces_threads_on_one_stream(cp: Any, rng: np.random.Generator) -> None:
-    """Host threads launching reductions on one stream at once: each launch's workspace is
-    zero-filled right before it (a launch that saw another's counter would never finish its
-    sum and leave the poisoned output); every result checked after the stream drains."""
+    """Host threads launching reductions on one stream at once: each launch finds the
+    ticket counter at zero (the stream orders the launches; each one's last block resets the
+    counter, and a launch that saw another's count would never finish its sum and leave the
+    poisoned output); every result checked after the stream drains."""
     import threading
 
     stream = cp.cuda.Stream(non_blocking=True)
@@ -212,6 +213,71 @@ def test_workspaces_captured_and_kept(cp: Any, rng: np.random.Generator) -> None
             same(cp.asnumpy(out_g), np.array([big.astype(np.int64).sum()]), f"replay {i}")
             want = (big if i % 2 else small).astype(np.int64).sum()
             same(cp.asnumpy(out_d), np.array([want]), f"direct {i}")
+
+
+def test_reduction_workspaces_persist_between_launches(cp: Any, rng: np.random.Generator) -> None:
+    """The reductions' ticket and partials persist between launches on a stream (no
+    zero-fill: each launch's last block sets the ticket back to zero): back-to-back launches
+    with no synchronization between them — the same kernel with grids of 1, 3, 1000 and the
+    automatic one (the partials shrink and grow under the ticket), sum, min and max of four
+    dtypes taking the stream's workspace from each other, a scan (another persistent
+    kernel) and a graph replay in between — each into a poisoned output, every result checked
+    after the stream drains (integers exact; float sums within 64·ε·Σ|x|, min and max exact)."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    sizes = [1 << 20, 1, 100_003, 5 << 20, 7, 1 << 20, 4097]
+    grids = [None, 1, 3, 1000, None, 64, None]
+    checks: list = []
+
+    def launch(f: Any, name: str, host: np.ndarray, g: Any, acc: Any, what: str) -> None:
+        x = cp.asarray(host)
+        dt = np.dtype(acc)
+        out = cp.full(1, cp.nan if dt.kind == "f" else np.iinfo(dt).min + 3, dt)
+        if g is None:
+            f(x, out)
+        else:
+            f(x, out, grid=g)
+        checks.append((name, host, out, what))
+
+    with stream:
+        xg_host = rng.integers(-1000, 1000, 3 << 20, dtype=np.int32)
+        xg = cp.asarray(xg_host)
+        out_g = cp.full(1, -1, cp.int64)
+        stream.begin_capture()
+        K.sum(xg, out_g)
+        graph = stream.end_capture()
+        for r in range(2):
+            for i, (n, g) in enumerate(zip(sizes, grids, strict=True)):
+                for dtype in ("float32", "int32", "float64", "int64"):
+                    host = random(rng, n, dtype)
+                    acc = np.int64 if dtype == "int32" else np.dtype(dtype)
+                    what = (r, n, g, dtype)
+                    # The same kernel twice in a row: the second finds the first's reset.
+                    launch(K.sum, "sum", host, g, acc, (*what, "sum"))
+                    launch(K.sum, "sum", host, None if g else 5, acc, (*what, "sum again"))
+                    launch(K.min, "min", host, g, dtype, (*what, "min"))
+                    launch(K.max, "max", host, g, dtype, (*what, "max"))
+                if i == 2:
+                    cs = cp.full(4097, -7, cp.int64)
+                    K.cumsum(cp.asarray(xg_host[:4097]), cs)
+                    checks.append(("cumsum", xg_host[:4097], cs, (r, "cumsum")))
+                if i == 4:
+                    out_g.fill(-1)
+                    graph.launch()
+                    launch(K.sum, "sum", xg_host, None, np.int64, (r, "after the replay"))
+    stream.synchronize()
+    same(cp.asnumpy(out_g), np.array([xg_host.astype(np.int64).sum()]), "replay")
+    for name, host, out, what in checks:
+        got = cp.asnumpy(out)
+        if name == "cumsum":
+            same(got, np.cumsum(host.astype(np.int64)), f"{what}")
+        elif name in ("min", "max"):
+            same(got, np.array([getattr(host, name)()]), f"{what}")
+        elif host.dtype.kind == "f":
+            exact = math.fsum(host.astype(np.float64))
+            tol = 64 * EPS[host.dtype.name] * np.abs(host.astype(np.float64)).sum() + 1e-300
+            close(got, np.array([exact]), tol, f"{what}")
+        else:
+            same(got, np.array([host.astype(np.int64).sum()]), f"{what}")
 
 
 # ---- normalize: one cooperative launch against sum + div_by --------------------------------
