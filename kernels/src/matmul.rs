@@ -46,7 +46,9 @@
 //!
 //! The loop's SASS (`bench/sass_loop.py`) is cuBLAS's shape: 1157 instructions per tile
 //! (cuBLAS 1154), stall counts summing to 1173–1213 (1161), no register-bank-conflicting FMA;
-//! 231 registers on sm_90 (236 on sm_80), no spill. The schedules before it: the same loop with
+//! 231 registers on sm_90 (236 on sm_80), no spill. On the H200: 0.955× cuBLAS's SGEMM for
+//! `a @ b` at 4096³ and 0.875× for `x @ w.T` (both operands contiguous along `k`, whose copies
+//! crowd the shared-memory pipe; BENCHMARKS.md, SGEMM). The schedules before it: the same loop with
 //! a whole-tile branch around the copies (sm_90a only, 1194 instructions and 1399–1442 cycles;
 //! ncu: 0.20 wait stalls per instruction; 0.84–0.88× cuBLAS's SGEMM at 4096³ and 8192³), and
 //! register-staged double buffering with 16-byte global loads (0.80–0.81×).
