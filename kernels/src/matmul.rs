@@ -633,22 +633,29 @@ pub unsafe fn matmul_f32(
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: launched as a kernel over host-validated views whose shapes agree.
     unsafe {
-        let [m, kk] = a.shape();
-        let n = b.shape()[1];
-        let ([sa0, sa1], [sb0, sb1], [sc0, sc1]) = (
-            a.indexer().strides,
-            b.indexer().strides,
-            c.indexer().strides,
-        );
-        // Blocks other than THREADS threads, and K beyond 32-bit tile counts: the simple loop.
-        if thread::block_threads() as usize != THREADS || kk.div_ceil(BK) > u32::MAX as usize {
-            let (pa, pb, pc) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-            return simple_call(
-                pa, sa0, sa1, pb, sb0, sb1, pc, sc0, sc1, m, n, kk, alpha, beta,
-            );
-        }
         let (opa, opb) = Operand::of(&a, &b);
         let cv = Out::new(c, alpha, beta);
+        // Blocks other than THREADS threads, and K beyond 32-bit tile counts: the simple loop
+        // (on the same pointers, strides and extents: `A`'s are (outer, k), `B`'s (k, outer)).
+        if thread::block_threads() as usize != THREADS || opa.k.div_ceil(BK) > u32::MAX as usize {
+            let [sc0, sc1] = cv.s;
+            return simple_call(
+                opa.ptr,
+                opa.so,
+                opa.sk,
+                opb.ptr,
+                opb.sk,
+                opb.so,
+                cv.c.as_mut_ptr(),
+                sc0,
+                sc1,
+                opa.outer,
+                opb.outer,
+                opa.k,
+                alpha,
+                beta,
+            );
+        }
         match (opa.so == 1, opb.so == 1) {
             (false, true) => tiles::<BY_K, BY_OUTER>(opa, opb, cv),
             (true, true) => tiles::<BY_OUTER, BY_OUTER>(opa, opb, cv),
