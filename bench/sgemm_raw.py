@@ -3,11 +3,14 @@
 process: for A/B tests of ``matmul_f32`` builds and variants without building a wheel.
 
 Usage (on the GPU machine):
-    python3 bench/sgemm_raw.py NAME=path.cubin[:kernel] [...] [--sizes 4096,8192]
-        [--layouts nn,nt] [--calls 10] [--trials 7]
+    python3 bench/sgemm_raw.py NAME=path.cubin[:kernel][@threads] [...] [--sizes 4096,8192]
+        [--layouts nn,nt] [--calls 10] [--trials 7] [--smem BYTES]
 
 A kernel (default ``matmul_f32``) takes ``(a: View<f32, 2>, b: View<f32, 2>, c: ViewMut<f32,
-2>, alpha: f32, beta: f32)`` and runs blocks of 256 threads over 128 × 256 tiles of ``c``.
+2>, alpha: f32, beta: f32)``; it is launched with blocks of ``threads`` threads (default 256),
+one block per 32768 elements of ``c`` (a 128 × 256 tile; 128-thread blocks: per 128 × 128
+tile), and ``--smem`` bytes of dynamic shared memory (default: ``matmul_f32``'s 50688; 0 for
+builds that declare theirs statically).
 Every variant's result is checked against the float64 product on 64 random rows with the
 bound ``(K + 2)·2^-24·|a||b|`` before timing; the variants and cuBLAS are timed interleaved,
 trial by trial (CUDA events, median of the trials).
@@ -46,6 +49,7 @@ def main() -> int:
     ap.add_argument("--layouts", default="nn,nt")
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--trials", type=int, default=7)
+    ap.add_argument("--smem", type=int, default=50688)
     a = ap.parse_args()
 
     import cupy as cp
@@ -57,10 +61,15 @@ def main() -> int:
     funcs = {}
     for spec in a.cubins:
         name, rest = spec.split("=", 1)
+        rest, _, threads = rest.partition("@")
         path, _, kern = rest.partition(":")
         with open(path, "rb") as f:
             mod = drv.moduleLoadData(f.read())
-        funcs[name] = (mod, drv.moduleGetFunction(mod, kern or "matmul_f32"))
+        func = drv.moduleGetFunction(mod, kern or "matmul_f32")
+        if a.smem > 48 * 1024:
+            # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            drv.funcSetAttribute(func, 8, a.smem)
+        funcs[name] = (mod, func, int(threads or 256))
     stream = torch.cuda.Stream()
     gen = torch.Generator(device="cuda").manual_seed(7)
     for size in (int(s) for s in a.sizes.split(",")):
@@ -74,14 +83,24 @@ def main() -> int:
             c = torch.empty(m, n, device="cuda")
             args = (view(x), view(b), view(c), ctypes.c_float(1.0), ctypes.c_float(0.0))
             ptrs = (ctypes.c_void_p * 5)(*[ctypes.addressof(v) for v in args])
-            grid = -(-m // 128) * -(-n // 256)
 
-            def launch(f, ptrs=ptrs, grid=grid):
+            def launch(f, threads, ptrs=ptrs, m=m, n=n):
+                grid = -(-m // 128) * -(-n // threads)
                 drv.launchKernel(
-                    f, grid, 1, 1, 256, 1, 1, 0, stream.cuda_stream, ctypes.addressof(ptrs), 0
+                    f,
+                    grid,
+                    1,
+                    1,
+                    threads,
+                    1,
+                    1,
+                    a.smem,
+                    stream.cuda_stream,
+                    ctypes.addressof(ptrs),
+                    0,
                 )
 
-            cases = {nm: (lambda f=f: launch(f)) for nm, (_, f) in funcs.items()}
+            cases = {nm: (lambda f=f, t=t: launch(f, t)) for nm, (_, f, t) in funcs.items()}
 
             def cublas(x=x, b=b, c=c):
                 torch.matmul(x, b, out=c)

@@ -354,6 +354,18 @@ fn counting_barriers_and_clocks() {
         "barrier_counts",
         &["bar.red.popc.u32", "bar.red.and.pred", "bar.red.or.pred"],
     );
+    // A group's barrier: `bar.sync` with the barrier in a register (1 + group) and the
+    // group's 64 threads, twice a round (the loop unrolled or not), and no block barrier.
+    let body = entry(&sm80().0, "group_barriers");
+    let bars: Vec<&str> = body.lines().filter(|l| l.contains("bar.sync")).collect();
+    assert!(
+        !bars.is_empty()
+            && bars.len().is_multiple_of(2)
+            && bars
+                .iter()
+                .all(|l| l.contains("%r") && l.trim_end().ends_with(", 64;")),
+        "{bars:?}"
+    );
     has("clocks", &["nanosleep.u32"]);
     let body = entry(&sm80().0, "clocks");
     assert!(body.contains("%clock64") && body.contains("%globaltimer"));
@@ -633,6 +645,7 @@ fn host_reads_the_module() {
         "shuffles_f64",
         "collectives_affine_u64",
         "barrier_counts",
+        "group_barriers",
         "clocks",
         "f16_convert",
         "f16_arith",

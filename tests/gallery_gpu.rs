@@ -144,9 +144,15 @@ fn softmax() -> TestResult {
 /// `matmul` (`c = α·a@b + β·c`, f32) against f64, every element: shapes of one element,
 /// partial tiles in M, N and K, K of one to four `k` tiles and a remainder (the three stages,
 /// the prologue, the remainder tile's zero-filled rows and the copies zero-filled past the
-/// last tile).
+/// last tile); each with `b` row-major (128×256 tiles) and with `b` contiguous along K
+/// (`x @ w.T`: two 128-thread groups of 128×128 tiles per block, a group past the last tile
+/// where their count is odd), and in 128-thread blocks (one such group).
 fn matmul() -> TestResult {
     let mut r = StdRng::seed_from_u64(seed() ^ 3);
+    let kernel = bundled::module()
+        .map_err(err)?
+        .kernel("matmul_f32")
+        .map_err(err)?;
     for (m, k, n) in [
         (1usize, 1usize, 1usize),
         (127, 1, 129),
@@ -157,6 +163,7 @@ fn matmul() -> TestResult {
         (128, 16, 256),
         (200, 24, 300),
         (257, 33, 511),
+        (300, 17, 100),
     ] {
         let a: Vec<f32> = (0..m * k).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..k * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
@@ -166,21 +173,57 @@ fn matmul() -> TestResult {
             Array2::from_shape_vec((k, n), b.iter().map(|&v| v as f64).collect()).map_err(err)?,
         );
         let p = a2.dot(&b2);
-        let (da, db, dc) = (
+        let check = |got: &[f32], what: &str| -> TestResult {
+            for i in 0..m {
+                for j in 0..n {
+                    let want = 1.5 * p[[i, j]] - 0.5 * c0[i * n + j] as f64;
+                    // K + 2 roundings of terms below 1.5·K + 0.5 in magnitude.
+                    let tol = (k as f64 + 2.0) * 6e-8 * (1.5 * k as f64 + 0.5);
+                    ensure((got[i * n + j] as f64 - want).abs() <= tol, || {
+                        format!("matmul_f32 {what} {m}×{k}×{n} at ({i}, {j})")
+                    })?;
+                }
+            }
+            Ok(())
+        };
+        // `b` transposed in memory: the buffer holds the (n, k) matrix in C order.
+        let bt: Vec<f32> = (0..n * k).map(|e| b[(e % k) * n + e / k]).collect();
+        let (da, db, dbt) = (
             upload(a, &[m, k])?,
             upload(b, &[k, n])?,
-            upload(c0.clone(), &[m, n])?,
+            upload(bt, &[n * k])?,
         );
+        let dc = upload(c0.clone(), &[m, n])?;
         kernels::matmul_f32(&da, &db, &dc, 1.5, -0.5, &opts()).map_err(err)?;
-        let got = download(&dc)?;
-        for i in 0..m {
-            for j in 0..n {
-                let want = 1.5 * p[[i, j]] - 0.5 * c0[i * n + j] as f64;
-                // K + 2 roundings of terms below 1.5·K + 0.5 in magnitude.
-                let tol = (k as f64 + 2.0) * 6e-8 * (1.5 * k as f64 + 0.5);
-                ensure((got[i * n + j] as f64 - want).abs() <= tol, || {
-                    format!("matmul_f32 {m}×{k}×{n} at ({i}, {j})")
-                })?;
+        check(&download(&dc)?, "a @ b")?;
+        // The views' strides from the layouts' one definition (`Layout::place`).
+        let strides = |l: Layout, rows, cols| l.place(rows, cols).2;
+        let av = view_of(&da, 0, &[m, k], strides(Layout::C, m, k))?;
+        for (bv, layout) in [
+            (view_of(&db, 0, &[k, n], strides(Layout::C, k, n))?, "a @ b"),
+            (
+                view_of(&dbt, 0, &[k, n], strides(Layout::T, k, n))?,
+                "x @ w.T",
+            ),
+        ] {
+            for block in [None, Some([128, 1, 1])] {
+                if block.is_none() && layout == "a @ b" {
+                    continue; // the typed launch above
+                }
+                let dc = upload(c0.clone(), &[m, n])?;
+                let cv = view_of(&dc, 0, &[m, n], strides(Layout::C, m, n))?;
+                let args = [
+                    Arg::Array(&av),
+                    Arg::Array(&bv),
+                    Arg::Array(&cv),
+                    Arg::Scalar(Scalar::F32(1.5)),
+                    Arg::Scalar(Scalar::F32(-0.5)),
+                ];
+                let o = LaunchOptions { block, ..opts() };
+                // SAFETY: the bundled kernels are memory-safe for any arguments that pass the
+                // checks.
+                unsafe { kernel.launch(&args, &o) }.map_err(err)?;
+                check(&download(&dc)?, &format!("{layout}, block {block:?}"))?;
             }
         }
     }
@@ -514,7 +557,8 @@ fn argument_checks() -> TestResult {
         sum.signature().params.len() == 2 && sum.signature().scratch.len() == 2,
         || "sum_f32 signature".into(),
     )?;
-    // normalize is cooperative, and its grid barrier is a workspace, not an argument.
+    // normalize is cooperative, and its grid barrier is a workspace, not an argument — the
+    // first (offset 0 whatever the grid), and both persist.
     let norm = m.kernel("normalize_f32").map_err(err)?;
     let names: Vec<&str> = norm
         .signature()
@@ -524,7 +568,8 @@ fn argument_checks() -> TestResult {
         .collect();
     ensure(
         norm.signature().params.len() == 2
-            && names == ["partials", "bar"]
+            && names == ["bar", "partials"]
+            && norm.signature().persist.is_some()
             && norm.signature().launch.cooperative,
         || format!("normalize_f32 signature: scratch {names:?}"),
     )?;
@@ -675,7 +720,8 @@ fn linear() -> TestResult {
     Ok(())
 }
 
-/// How a test operand of `linear_portable` lies in its buffer.
+/// How a test operand lies in its buffer (`linear_portable`'s operands and outputs, `matmul`'s
+/// views).
 #[derive(Clone, Copy, Debug)]
 enum Layout {
     /// C order.

@@ -36,8 +36,8 @@
 //! **Memory ordering.** After `sync()` returns, a thread sees every write made before the
 //! `sync()` call by any thread of the grid — global memory, and its own block's shared
 //! memory — and no write made after it by another thread is visible to its reads made
-//! before (the barrier orders both ways). How: the barrier is a counter in the launcher's
-//! zero-filled workspace, one word.
+//! before (the barrier orders both ways). How: the barrier is a counter in a workspace the
+//! launcher provides, one word (zero-filled; see below for a persistent one).
 //!
 //! 1. `bar.sync 0`: the block's writes before the barrier happen before its thread 0's next
 //!    instruction (a CTA barrier synchronizes its threads, and causality order is transitive
@@ -58,9 +58,13 @@
 //! the one before the flip. A block leaves when it reads the flipped bit; no block can
 //! arrive at the next barrier (and flip the bit back) before every block has left this one,
 //! since that needs every block's next arrival. The counter never needs resetting, so any
-//! number of barriers runs on one word; it starts at zero because the launcher zero-fills it
-//! before each launch (a workspace of its own per launch and stream, and a graph-owned one
-//! under CUDA graph capture).
+//! number of barriers runs on one word: each barrier adds 2^31 in all, leaving the low 31
+//! bits as it found them, and the scheme needs only those to be zero when the launch starts
+//! (the top bit may be either). The launcher zero-fills the word before a launch (a workspace
+//! of its own per launch and stream, and a graph-owned one under CUDA graph capture) — or,
+//! declared `#[kernel(persist(bar))]`, only when the workspace is new to the kernel: each
+//! launch then starts where the previous one on the stream left the counter, its low bits
+//! zero (a launch that traps poisons the context, and the workspace with it).
 
 use ferrocuda_abi::{KernelParam, ParamDesc, Scratch};
 use ferrocuda_macros::gpu_only;
@@ -68,7 +72,8 @@ use ferrocuda_macros::gpu_only;
 pub use crate::stride::GridStride;
 
 /// The grid-wide barrier of a cooperative kernel: a kernel parameter the launcher provides
-/// (a one-word workspace, zero-filled before each launch; callers never pass it), valid only
+/// (a one-word workspace, zero-filled before each launch unless the kernel declares it
+/// `persist(…)`; callers never pass it), valid only
 /// in a `#[kernel(cooperative)]` kernel — see the [module documentation](self) for the thread
 /// model and the memory-ordering argument.
 ///
@@ -99,8 +104,9 @@ impl GridBarrier {
     ///
     /// # Safety
     ///
-    /// 1. `ptr` points to a `u32` of global memory that is zero when the launch starts and
-    ///    that nothing but this launch's grid barriers accesses during the launch;
+    /// 1. `ptr` points to a `u32` of global memory whose low 31 bits are zero when the launch
+    ///    starts (the top bit may be either: what a launch's barriers leave) and that nothing
+    ///    but this launch's grid barriers accesses during the launch;
     /// 2. the launch is cooperative: every block of the grid is resident at once.
     #[inline(always)]
     pub const unsafe fn from_raw(ptr: *mut u32) -> Self {
@@ -122,8 +128,8 @@ impl GridBarrier {
         thread::sync_threads();
         if thread::rank_in_block() == 0 {
             // SAFETY: the launcher's workspace of this launch (`GridBarrier`'s invariant, from
-            // the kernel entry: global memory, zeroed at the launch, used only by the grid
-            // barriers of this launch), accessed only atomically here.
+            // the kernel entry: global memory, its low 31 bits zero at the launch, used only
+            // by the grid barriers of this launch), accessed only atomically here.
             let counter = unsafe { AtomicRef::from_global_ptr(self.0.as_mut_ptr()) };
             // At most 2^31 blocks (the driver's grid limit is below): `blocks - 1 < FLIP`.
             let blocks = num_blocks() as u32;

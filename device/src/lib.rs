@@ -21,7 +21,8 @@
 //!
 //! * [`thread`] — thread, block and grid indices in 1-D, 2-D and 3-D, the global index, the
 //!   block's linear thread rank, the block barrier [`thread::sync_threads`] and its counting
-//!   forms, `nanosleep`, clock and timer reads;
+//!   forms, a group of warps' barrier [`thread::sync_warps`], `nanosleep`, clock and timer
+//!   reads;
 //! * [`shared`] — block-shared memory: [`shared_array!`] (static arrays, 1-D and 2-D tiles)
 //!   and `shared::dynamic_shared` (the launch's dynamic shared memory), with bounds-checked
 //!   handles and shared-memory atomics;

@@ -74,6 +74,9 @@ unsafe extern "C" {
     pub fn barrier0_and(pred: i32) -> i32;
     #[link_name = "llvm.nvvm.barrier0.or"]
     pub fn barrier0_or(pred: i32) -> i32;
+    // A barrier of a counted group of warps (`bar.sync id, count`).
+    #[link_name = "llvm.nvvm.barrier.cta.sync.aligned.count"]
+    pub fn barrier_sync_count(id: u32, count: u32);
 
     // Special registers and sleep.
     #[link_name = "llvm.nvvm.read.ptx.sreg.laneid"]

@@ -10,6 +10,8 @@
 //! the same call, never under a condition that differs between threads of one block (a
 //! violation hangs the block or desynchronizes later barriers). A barrier orders memory: the
 //! block's accesses before it (global and shared) are visible to the block after it.
+//! [`sync_warps`] is the same over a group of whole warps (its barrier's participants), and
+//! orders memory among them.
 
 #[cfg(target_arch = "nvptx64")]
 use crate::nvvm;
@@ -143,6 +145,32 @@ pub fn sync_threads() {
     // SAFETY: a barrier has no memory-safety preconditions; reaching it uniformly is the
     // documented contract (a violation hangs, it does not corrupt memory).
     unsafe { nvptx::_syncthreads() }
+}
+
+/// Barrier of a group of warps (`bar.sync barrier, threads`; CUTLASS's
+/// `NamedBarrier::sync(threads, barrier)`): waits until `threads` threads have reached
+/// barrier `barrier` of this block, then orders memory as [`sync_threads`] does among them.
+/// For groups of warps that work apart within one block (each group its own barrier, e.g.
+/// `1 + group`), so that one group's barrier does not wait for the others.
+///
+/// # Safety
+///
+/// 1. `barrier < 16` and `threads` is a non-zero multiple of 32 (PTX: other values are
+///    undefined behavior);
+/// 2. every thread of a participating warp reaches the same call (the condition that leads
+///    there is warp-uniform), and exactly `threads / 32` warps arrive at each use of the
+///    barrier, all passing the same `threads`;
+/// 3. no other set of warps uses barrier `barrier` meanwhile (barrier 0 is
+///    [`sync_threads`]'s: the whole block).
+///
+/// A violation may hang the block, or let the barrier release before the memory it should
+/// order is written — races the caller's `unsafe` code then has.
+#[inline(always)]
+#[gpu_only]
+pub unsafe fn sync_warps(barrier: u32, threads: u32) {
+    // SAFETY: the caller's contract. An intrinsic, not `asm!`: LLVM knows it as convergent
+    // and as a barrier to memory accesses.
+    unsafe { nvvm::barrier_sync_count(barrier, threads) }
 }
 
 /// Threads per block: `blockDim.x * blockDim.y * blockDim.z` (CUB's `BLOCK_THREADS`).

@@ -6,30 +6,15 @@
 //! element exactly once whatever grid the caller passes, so they walk these linear indices.
 
 use ferrocuda_device::block::SCRATCH_LEN_MAX;
-use ferrocuda_device::{shared_array, thread};
+use ferrocuda_device::shared_array;
 
-/// This block's linear index, `x + y·gx + z·gx·gy`.
-#[inline(always)]
-pub fn block_rank() -> usize {
-    let (b, g) = (thread::block_idx(), thread::grid_dim());
-    b.x as usize + g.x as usize * (b.y as usize + g.y as usize * b.z as usize)
-}
-
-/// Blocks in the grid.
-#[inline(always)]
-pub fn blocks() -> usize {
-    let g = thread::grid_dim();
-    g.x as usize * g.y as usize * g.z as usize
-}
+pub use ferrocuda_device::grid::{block_rank, num_blocks as blocks};
 
 /// This thread's linear index in the grid and the number of threads in the grid.
 #[inline(always)]
 pub fn thread_rank() -> (usize, usize) {
-    let bt = thread::block_threads() as usize;
-    (
-        block_rank() * bt + thread::rank_in_block() as usize,
-        blocks() * bt,
-    )
+    use ferrocuda_device::grid;
+    (grid::thread_rank(), grid::num_threads())
 }
 
 /// The block's scratch for `ferrocuda_device::block` collectives: 64 elements of `T`

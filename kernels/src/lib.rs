@@ -22,7 +22,7 @@
 //! | `sum_rows` | `sum_rows_{f32,f64}` | sum along the last axis of a 2-D view |
 //! | `histogram` | `histogram_{u8,i32,f32,f64}` | `numpy.histogram` with equal-width bins, exactly; privatized shared-memory counts |
 //! | `softmax`, `log_softmax` | `…_{f32,f64,f16,bf16}` | along rows of a 2-D view; warp- or block-per-row in registers, streamed for long rows |
-//! | `matmul` | `matmul_f32` | `c = α·a@b + β·c` on strided views (f32, TF32 off), 128×256 tiles, 8×16 per thread, three `cp.async` stages, a loop without branches |
+//! | `matmul` | `matmul_f32` | `c = α·a@b + β·c` on strided views (f32, TF32 off), 128×256 tiles (two 128-thread groups of 128×128 for `x @ w.T`), 8×16 per thread, three `cp.async` stages, a loop without branches |
 //! | `linear` | `linear_bf16_f32_sm90`; `linear_bf16_f32`, `linear_bf16` | `out = x·wᵀ` (bf16 in, f32 accumulation) on the tensor cores: TMA + `wgmma` on sm_90a (`linear`); `mma.sync` with a `cp.async` pipeline on every GPU from sm_80, any strides, f32 or bf16 out (`linear_sm80`) |
 //! | `linear_bias`, `linear_bias_{relu,gelu,gelu_tanh,silu}` | `…_bf16_sm90`, `…_bf16` (and `linear_bias_bf16_f32{,_sm90}`) | `out = act(x·wᵀ + b)`: `linear` with the bias and activation fused into its epilogue (`linear_fused`) |
 //! | `attention`, `attention_lse` | `attention{,_lse}_{bf16,f16}_sm90`; `attention{,_lse}_{bf16,f16}` | `out = softmax(scale·q·kᵀ [causal mask])·v` per (batch, head), bf16 or f16 (B, H, S, D) with D ≤ 128, and with `_lse` each row's log-sum-exp: FlashAttention-style, TMA + `wgmma` on sm_90a, P in registers (`attention::sm90`); `mma.sync` on every GPU from sm_80, any strides (`attention::sm80`) |

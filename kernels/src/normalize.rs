@@ -15,6 +15,12 @@
 //!    order, so every block holds the same total, bit for bit — and divides its grid-stride
 //!    share of `x` by it into `out`.
 //!
+//! Its workspaces persist (`persist(bar, partials)`): the grid barrier's counter leaves every
+//! barrier with its low 31 bits as it found them (zero), and each launch writes every partial
+//! before any block reads one, so no zero-fill precedes a launch (the launcher fills a
+//! workspace only when it is new to the kernel). The barrier is declared first, so that its
+//! word sits at offset 0 of the workspace whatever the grid (the partials' length follows it).
+//!
 //! Against `sum` + `div_by` it saves a launch and the reduction's last-block tail, and reads
 //! the same bytes (`x` twice, the second time often from L2 for arrays that fit it). NaN and
 //! infinities propagate as in NumPy (`x / 0` is ±inf or NaN).
@@ -82,11 +88,14 @@ macro_rules! normalizers {
         /// module documentation).
         ///
         /// `x`, `out`: C-contiguous arrays of one shape (any length; empty: nothing to do).
-        /// Grid: at most one resident wave (automatic: exactly one); block: any.
+        /// Grid: at most one resident wave (automatic: exactly one); block: any. Both
+        /// workspaces persist between launches on a stream (no zero-fill before each): the
+        /// barrier's counter is as every launch found it, the partials are written before
+        /// they are read; the barrier comes first, at a fixed offset whatever the grid.
         #[kernel(family = "normalize", cooperative, same_shape(x, out),
-                 scratch(partials = blocks))]
-        pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$t>, partials: Scratch<$t>,
-                            bar: GridBarrier) {
+                 scratch(partials = blocks), persist(bar, partials))]
+        pub unsafe fn $name(x: Slice<$t>, out: SliceMut<$t>, bar: GridBarrier,
+                            partials: Scratch<$t>) {
             // SAFETY: launched cooperatively, with the declared workspaces and shapes.
             unsafe { normalize::<$t, $lanes>(x, out, partials, bar) }
         }

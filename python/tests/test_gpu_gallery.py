@@ -217,13 +217,18 @@ def test_workspaces_captured_and_kept(cp: Any, rng: np.random.Generator) -> None
 
 def test_reduction_workspaces_persist_between_launches(cp: Any, rng: np.random.Generator) -> None:
     """The reductions' ticket and partials persist between launches on a stream (no
-    zero-fill: each launch's last block sets the ticket back to zero): back-to-back launches
-    with no synchronization between them — the same kernel with grids of 1, 3, 1000 and the
-    automatic one (the partials shrink and grow under the ticket), sum, min and max of four
-    dtypes taking the stream's workspace from each other, a scan (another persistent
-    kernel) and a graph replay in between — each into a poisoned output, every result checked
-    after the stream drains (integers exact; float sums within 64·ε·Σ|x|, min and max exact)."""
+    zero-fill: each launch's last block sets the ticket back to zero), and so do the
+    cooperative normalize's grid barrier and partials (each barrier leaves the counter's low
+    bits as it found them; a second launch in a row starts with its top bit set):
+    back-to-back launches with no synchronization between them — the same kernel with grids
+    of 1, 3, 1000 (normalize: at most 64) and the automatic one (the partials shrink and grow
+    under the ticket and the barrier), sum, min, max and normalize of four dtypes taking the
+    stream's workspace from each other, a scan (another persistent kernel) and a graph replay
+    in between — each into a poisoned output, every result checked after the stream drains
+    (integers exact; float sums within 64·ε·Σ|x|, min and max exact, normalize within its
+    additions' depth)."""
     stream = cp.cuda.Stream(non_blocking=True)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     sizes = [1 << 20, 1, 100_003, 5 << 20, 7, 1 << 20, 4097]
     grids = [None, 1, 3, 1000, None, 64, None]
     checks: list = []
@@ -256,6 +261,19 @@ def test_reduction_workspaces_persist_between_launches(cp: Any, rng: np.random.G
                     launch(K.sum, "sum", host, None if g else 5, acc, (*what, "sum again"))
                     launch(K.min, "min", host, g, dtype, (*what, "min"))
                     launch(K.max, "max", host, g, dtype, (*what, "max"))
+                    if dtype in ("float32", "float64"):
+                        # Twice in a row: the second starts where the first left the barrier.
+                        pos = (rng.random(n) + 0.5).astype(dtype)
+                        for again in ("normalize", "normalize again"):
+                            out = cp.full(n, cp.nan, dtype)
+                            if g is None:
+                                # One resident wave: at least a warp per SM.
+                                K.normalize(cp.asarray(pos), out)
+                                depth = 66 + -(-n // (4 * 32 * sms))
+                            else:
+                                K.normalize(cp.asarray(pos), out, grid=min(g, 64), block=256)
+                                depth = 66 + -(-n // (4 * 256 * min(g, 64)))
+                            checks.append(("normalize", pos, out, (*what, again, depth)))
                 if i == 2:
                     cs = cp.full(4097, -7, cp.int64)
                     K.cumsum(cp.asarray(xg_host[:4097]), cs)
@@ -270,6 +288,9 @@ def test_reduction_workspaces_persist_between_launches(cp: Any, rng: np.random.G
         got = cp.asnumpy(out)
         if name == "cumsum":
             same(got, np.cumsum(host.astype(np.int64)), f"{what}")
+        elif name == "normalize":
+            want = host.astype(np.float64) / math.fsum(host.astype(np.float64))
+            close(got, want, what[-1] * EPS[host.dtype.name] * want, f"{what}")
         elif name in ("min", "max"):
             same(got, np.array([getattr(host, name)()]), f"{what}")
         elif host.dtype.kind == "f":
@@ -731,16 +752,42 @@ def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
         "B column-major": (cp.asarray(A), col(B)),
         "both column-major": (col(A), col(B)),
     }
+    # 256-thread blocks: 128×256 tiles, or two 128-thread groups of 128×128 tiles each (both
+    # operands contiguous along k); 128-thread blocks: one such group; other blocks: the
+    # simple loop. Grids of fewer blocks than tiles (each block walks several; one group of a
+    # block past the last tile) and of more.
     for name, (da, db) in views.items():
-        a, b = A, B
-        c = cp.full((300, 190), cp.nan, cp.float32)
-        K.matmul(da, db, c, 1.0, 0.0)
-        close(
-            cp.asnumpy(c),
-            a.astype(np.float64) @ b.astype(np.float64),
-            matmul_tol(a, b, a[:, :1], 1.0, 0.0),
-            name,
-        )
+        for block, grid in [
+            (None, None),
+            (None, 1),
+            (None, 3),
+            (None, 40),
+            (128, None),
+            (128, 3),
+            (64, None),
+            (32, 7),
+        ]:
+            c = cp.full((300, 190), cp.nan, cp.float32)
+            K.matmul(da, db, c, 1.0, 0.0, block=block, grid=grid)
+            close(
+                cp.asnumpy(c),
+                A.astype(np.float64) @ B.astype(np.float64),
+                matmul_tol(A, B, A[:, :1], 1.0, 0.0),
+                f"{name}, block {block}, grid {grid}",
+            )
+    # An odd count of 128×128 tiles (3): the last step of a block's two groups has one past
+    # the last tile, and a 1-row, 1-column and K = 1 corner.
+    for m, k, n in [(300, 260, 100), (1, 1, 1), (129, 1, 3)]:
+        a, b = random(rng, (m, k), "float32"), random(rng, (n, k), "float32").T
+        for block in (None, 128):
+            c = cp.full((m, n), cp.nan, cp.float32)
+            K.matmul(cp.asarray(a), col(b), c, 1.0, 0.0, block=block)
+            close(
+                cp.asnumpy(c),
+                a.astype(np.float64) @ b.astype(np.float64),
+                matmul_tol(a, b, a[:, :1], 1.0, 0.0),
+                f"x @ w.T {m}×{k}×{n}, block {block}",
+            )
     # Stepped views (element loads), an offset (misaligned) view, a strided output.
     big_a = cp.asarray(random(rng, (601, 521), "float32"))
     big_b = cp.asarray(random(rng, (521, 380), "float32"))
@@ -769,17 +816,14 @@ def test_matmul_layouts_and_fallback(cp: Any, rng: np.random.Generator) -> None:
             matmul_tol(A, B2, A[:, :1], 1.0, 0.0),
             f"grid {grid}",
         )
-    # Smaller blocks: the simple schedule; larger ones are refused (max_threads = 256).
+    # Larger blocks are refused (max_threads = 256), as is less shared memory than the tiles'
+    # (`shared_bytes`); c untouched.
     c = cp.full((300, 190), cp.nan, cp.float32)
-    K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=128)
-    close(
-        cp.asnumpy(c),
-        A.astype(np.float64) @ B.astype(np.float64),
-        matmul_tol(A, B, A[:, :1], 1.0, 0.0),
-        "block 128",
-    )
+    with pytest.raises(ValueError, match=r"needs 50688 bytes of dynamic shared memory"):
+        K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, shared_mem=50684)
     with pytest.raises(ValueError, match=r"compiled for at most 256"):
         K.matmul(cp.asarray(A), cp.asarray(B), c, 1.0, 0.0, block=512)
+    assert np.isnan(cp.asnumpy(c)).all(), "a refused launch wrote c"
 
 
 def test_matmul_bad_arguments(cp: Any) -> None:

@@ -24,6 +24,7 @@ pub const TESTS: &[crate::Test] = &[
     ("atomics_message_passing", test_message_passing),
     ("fences", test_fences),
     ("barrier_counts", test_barrier_counts),
+    ("group_barriers", test_group_barriers),
     ("clocks", test_clocks),
 ];
 
@@ -463,6 +464,26 @@ fn test_barrier_counts() -> TestResult {
         }
     }
     Ok(())
+}
+
+/// `sync_warps`: four groups of 64 threads per block, each with its own barrier, exchange
+/// values through shared memory for 50 rounds; every read sees the value its group wrote
+/// before the barrier (run under racecheck and synccheck by the sanitizer suite).
+fn test_group_barriers() -> TestResult {
+    let blocks = 132;
+    let out = up(&vec![u32::MAX; blocks * 256])?;
+    launch(
+        "group_barriers",
+        &[out.arg(), scalar(50u32)],
+        [blocks as u32, 1, 1],
+        [256, 1, 1],
+        0,
+    )?;
+    let got = down(&out)?;
+    let bad = got.iter().filter(|&&b| b != 0).count();
+    ensure(bad == 0, || {
+        format!("{bad} threads read stale values; first: {:?}", &got[..8])
+    })
 }
 
 /// The cycle counter and the global timer advance across a 2 µs `nanosleep`.

@@ -879,9 +879,10 @@ fn bundled_linear_sm90a_kernels_run_on_wgmma() {
 /// `matmul_f32` (the `matmul` family's one kernel, bundled PTX): no stack or spill on sm_80
 /// and sm_90; on sm_90 the tiles copied by 4-byte `cp.async` (`LDGSTS.E`, `.ZFILL` where
 /// predicated off) with no shared store anywhere (no register staging), one predicated arm of
-/// copies per issue point (no branch around them), one `DEPBAR.LE` wait and one `BAR.SYNC`
-/// per `k` tile in each of the four copy-mapping instances, and each instance's 8 `k`
-/// unrolled: 1024 `FFMA` between waits.
+/// copies per issue point (no branch around them), one `DEPBAR.LE` wait and one barrier per
+/// `k` tile in each of the seven instances — the block's (`BAR.SYNC 0x0`) in the three of
+/// 128×256 tiles, the group's own (`BAR.SYNC R, 0x80`: 128 threads) in the four of 128×128 —
+/// and each instance's 8 `k` unrolled: 1024 `FFMA` between waits.
 #[test]
 fn bundled_matmul_copies_asynchronously() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -912,10 +913,15 @@ fn bundled_matmul_copies_asynchronously() {
                 .all(|o| *o == "LDGSTS.E" || *o == "LDGSTS.E.ZFILL"),
         "{k}: {copies:?}"
     );
-    // One predicated arm per issue point (no whole-tile branch around the copies): four
-    // instances (copy mappings) × three issue points (two tiles before the loop, one in it) ×
-    // 12 copies per thread (128 × 8 + 256 × 8 values over 256 threads).
-    assert_eq!(copies.len(), 4 * 3 * 12, "{k}: the copies: {copies:?}");
+    // One predicated arm per issue point (no whole-tile branch around the copies), three
+    // issue points per instance (two tiles before the loop, one in it): three instances of
+    // 128×256 tiles (copy mappings; 12 copies per thread: 128 × 8 + 256 × 8 values over 256
+    // threads) and four of 128×128 (16 copies: 2 × 128 × 8 values over 128 threads).
+    assert_eq!(
+        copies.len(),
+        3 * 3 * 12 + 4 * 3 * 16,
+        "{k}: the copies: {copies:?}"
+    );
     assert!(
         !ops.iter().any(|o| o.starts_with("STS")) && f.has("LDS.128"),
         "{k}: {ops:?}"
@@ -923,6 +929,23 @@ fn bundled_matmul_copies_asynchronously() {
     // Per instance: the prologue's wait and one per loop step; a barrier after each, one
     // after each tile of C.
     let (waits, ffma) = (f.count("DEPBAR", &["LE"]), f.count("FFMA", &[]));
-    assert!(f.has("LDGDEPBAR") && waits >= 8, "{k}: {waits} waits");
-    assert!(ffma >= 4 * 1024, "{k}: {ffma} FFMA");
+    assert!(f.has("LDGDEPBAR") && waits >= 14, "{k}: {waits} waits");
+    assert!(ffma >= 7 * 1024, "{k}: {ffma} FFMA");
+    // The barriers: the prologue's, the loop's and the epilogue's, per instance.
+    let bars: Vec<&str> = f
+        .opcodes
+        .iter()
+        .zip(&f.operands)
+        .filter(|(o, _)| o.starts_with("BAR.SYNC"))
+        .map(|(_, a)| a.as_str())
+        .collect();
+    let whole = bars.iter().filter(|a| **a == "0x0").count();
+    let group = bars
+        .iter()
+        .filter(|a| a.starts_with('R') && a.ends_with(", 0x80"))
+        .count();
+    assert!(
+        whole == 3 * 3 && group == 4 * 3 && bars.len() == whole + group,
+        "{k}: barriers {bars:?}"
+    );
 }

@@ -1,7 +1,7 @@
 //! Counting barriers, clocks and sleep.
 
 #[cfg(target_arch = "nvptx64")]
-use ferrocuda_device::thread;
+use ferrocuda_device::{device_assert, shared_array, thread};
 use ferrocuda_device::{kernel, Slice, SliceMut};
 
 /// Thread `r` of block `b` (`g = b * n + r`) with `p = x[g] != 0` writes `out[3g ..]` =
@@ -21,6 +21,44 @@ pub unsafe fn barrier_counts(x: Slice<u32>, out: SliceMut<u32>) {
             out.write(3 * g, count);
             out.write(3 * g + 1, all);
             out.write(3 * g + 2, any);
+        }
+    }
+}
+
+/// Threads per group of [`group_barriers`].
+pub const GROUP_THREADS: u32 = 64;
+
+/// Blocks of 256 threads as four groups of [`GROUP_THREADS`], each with its own barrier
+/// (`sync_warps(1 + group, 64)`): for `rounds` rounds, every thread writes its shared slot
+/// (`round · 256 + t`), passes its group's barrier, reads a neighbour's slot in its group
+/// (`round` places on) and passes the barrier again (the next round overwrites the slot).
+/// Thread `g` writes `out[g]` = the reads that differed from what the neighbour wrote.
+#[kernel(block = 256)]
+pub unsafe fn group_barriers(out: SliceMut<u32>, rounds: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        const N: usize = GROUP_THREADS as usize;
+        let slots = shared_array!(u32, 256);
+        let t = thread::rank_in_block() as usize;
+        let (group, r) = (t / N, t % N);
+        device_assert!(thread::block_threads() == 256);
+        let mut bad = 0u32;
+        for round in 0..rounds as usize {
+            // SAFETY: this thread's slot; the group's last reads of it came before the
+            // barrier that ended the previous round.
+            unsafe { slots.write(t, (round * 256 + t) as u32) };
+            // SAFETY: barrier 1 + group < 16 for 64 threads of the group, whole warps, every
+            // one reaching it (the loop is the block's); no other group uses it.
+            unsafe { thread::sync_warps(1 + group as u32, GROUP_THREADS) };
+            let u = group * N + (r + 1 + round) % N;
+            bad += (slots.get(u) != (round * 256 + u) as u32) as u32;
+            // SAFETY: as above.
+            unsafe { thread::sync_warps(1 + group as u32, GROUP_THREADS) };
+        }
+        let g = thread::block_idx().x as usize * 256 + t;
+        if g < out.len() {
+            // SAFETY: one thread per element.
+            unsafe { out.write(g, bad) };
         }
     }
 }
