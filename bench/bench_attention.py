@@ -9,9 +9,11 @@ Method: inputs standard normal in bf16, scale 1/sqrt(D); every ferrocuda result 
 against the flash backend's (max abs difference below 0.02: both round P to bf16); warm-up,
 then the median of ``--trials`` batches of ``--reps`` calls (time per call = batch / reps).
 TFLOPS = 4 B H S_q S_kv D / time (two matmuls), halved for the causal mask. Writes the rows
-as JSON (``--out``) and prints a table.
+as JSON (``--out``) and prints a table. ``--kv-heads N`` runs grouped-query attention (``k``
+and ``v`` with N heads; torch with ``enable_gqa=True``).
 
     python bench/bench_attention.py --seqs 1024,4096,16384 --dims 64,128 --out attn.json
+    python bench/bench_attention.py --seqs 4096 --dims 128 --heads 32 --kv-heads 8
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def runners(ferrocuda, portable_kernels, F, sdpa_kernel, SDPBackend, q, k, v, ou
     """The four calls on one set of inputs: ours (into ``out``; the family, then the portable
     kernel by name), torch's flash backend, and torch's own choice."""
     scale = 1.0 / math.sqrt(q.shape[-1])
+    gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
     portable_kernel = getattr(portable_kernels, f"attention_{NAMES[str(q.dtype)]}")
 
     def ours():
@@ -43,10 +46,10 @@ def runners(ferrocuda, portable_kernels, F, sdpa_kernel, SDPBackend, q, k, v, ou
 
     def flash():
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
 
     def best():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
 
     return ours, portable, flash, best
 
@@ -58,6 +61,7 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="bf16", help="bf16 and/or f16")
     ap.add_argument("--tokens", type=int, default=16384, help="B * S per run (B = tokens / S)")
     ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--kv-heads", type=int, help="heads of k and v (default: --heads)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--trials", type=int, default=7)
     ap.add_argument("--out")
@@ -83,9 +87,10 @@ def main(argv=None):
     ]
     for dt, d, s in points:
         b = max(1, args.tokens // s)
-        h = args.heads
+        h, hkv = args.heads, args.kv_heads or args.heads
         q, k, v = (
-            torch.randn(b, h, s, d, device="cuda", dtype=DTYPES[dt](torch)) for _ in range(3)
+            torch.randn(b, heads, s, d, device="cuda", dtype=DTYPES[dt](torch))
+            for heads in (h, hkv, hkv)
         )
         out = torch.empty_like(q)
         for causal in (False, True):
@@ -105,6 +110,7 @@ def main(argv=None):
             row = {
                 "B": b,
                 "H": h,
+                "H_kv": hkv,
                 "S": s,
                 "D": d,
                 "dtype": dt,
@@ -126,7 +132,7 @@ def main(argv=None):
             row["portable_vs_flash"] = row["sdpa_flash_ms"] / row["ferrocuda_portable_ms"]
             rows.append(row)
             print(
-                f"{dt} B={b:3d} H={h} S={s:6d} D={d:3d} causal={causal!s:5}  "
+                f"{dt} B={b:3d} H={h}/{hkv} S={s:6d} D={d:3d} causal={causal!s:5}  "
                 f"ours {row['ferrocuda_tflops']:6.1f}  "
                 f"portable {row['ferrocuda_portable_tflops']:6.1f}  "
                 f"flash {row['sdpa_flash_tflops']:6.1f}  "

@@ -163,11 +163,14 @@ pub enum Cmp {
     /// `finite(x)`: the left operand is finite (not NaN, not infinite); the right one is
     /// ignored.
     Finite = 7,
+    /// `divides(a, b)`: both operands are integers and the right one is an integer multiple
+    /// of the left (`b = a·n`: `b % a == 0`, and `b = 0` when `a = 0`).
+    Divides = 8,
 }
 
 impl Cmp {
     /// Every comparison, in code order.
-    pub const ALL: [Cmp; 7] = [
+    pub const ALL: [Cmp; 8] = [
         Cmp::Eq,
         Cmp::Ne,
         Cmp::Lt,
@@ -175,18 +178,19 @@ impl Cmp {
         Cmp::Gt,
         Cmp::Ge,
         Cmp::Finite,
+        Cmp::Divides,
     ];
 
     /// The comparison with code `code`.
     pub const fn from_code(code: u8) -> Option<Cmp> {
-        if code >= 1 && code <= 7 {
+        if code >= 1 && code as usize <= Cmp::ALL.len() {
             Some(Cmp::ALL[code as usize - 1])
         } else {
             None
         }
     }
 
-    /// `"=="`, `"<"`, …, `"finite"`.
+    /// `"=="`, `"<"`, …, `"finite"`, `"divides"`.
     pub const fn symbol(self) -> &'static str {
         match self {
             Cmp::Eq => "==",
@@ -196,6 +200,18 @@ impl Cmp {
             Cmp::Gt => ">",
             Cmp::Ge => ">=",
             Cmp::Finite => "finite",
+            Cmp::Divides => "divides",
+        }
+    }
+
+    /// The condition as a kernel writes it, over the operands' texts: `lhs <op> rhs`,
+    /// `finite(lhs)`, `divides(lhs, rhs)`.
+    #[cfg(feature = "std")]
+    pub fn condition(self, lhs: &str, rhs: &str) -> std::string::String {
+        match self {
+            Cmp::Finite => std::format!("finite({lhs})"),
+            Cmp::Divides => std::format!("divides({lhs}, {rhs})"),
+            _ => std::format!("{lhs} {} {rhs}", self.symbol()),
         }
     }
 
@@ -215,6 +231,12 @@ impl Cmp {
                 Value::Float(x) => x.is_finite(),
             };
         }
+        if self == Cmp::Divides {
+            return match (a, b) {
+                (Value::Int(x), Value::Int(y)) => y.checked_rem(x).map_or(y == 0, |r| r == 0),
+                _ => false,
+            };
+        }
         let ord = match (a, b) {
             (Value::Int(x), Value::Int(y)) => Some(x.cmp(&y)),
             _ => a.as_f64().partial_cmp(&b.as_f64()),
@@ -228,7 +250,7 @@ impl Cmp {
             (Cmp::Le, Some(o)) => o != Ordering::Greater,
             (Cmp::Gt, Some(o)) => o == Ordering::Greater,
             (Cmp::Ge, Some(o)) => o != Ordering::Less,
-            (Cmp::Finite, _) => unreachable!(),
+            (Cmp::Finite | Cmp::Divides, _) => unreachable!(),
         }
     }
 }
@@ -252,7 +274,8 @@ impl Value {
     }
 }
 
-/// A condition the launcher checks before a launch: `lhs <cmp> rhs` (or `finite(lhs)`), with
+/// A condition the launcher checks before a launch: `lhs <cmp> rhs` (or `finite(lhs)`,
+/// `divides(lhs, rhs)`), with
 /// the message of the error that names the first parameter it reads when it fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Require<'a> {
@@ -530,12 +553,26 @@ mod tests {
         assert!(Cmp::Ne.holds(f(f64::NAN), f(f64::NAN)));
         assert!(Cmp::Finite.holds(f(1.0), i(0)) && !Cmp::Finite.holds(f(f64::INFINITY), i(0)));
         assert!(!Cmp::Finite.holds(f(f64::NAN), i(0)) && Cmp::Finite.holds(i(5), i(0)));
+        assert!(Cmp::Divides.holds(i(4), i(32)) && Cmp::Divides.holds(i(1), i(7)));
+        assert!(Cmp::Divides.holds(i(3), i(0)) && !Cmp::Divides.holds(i(3), i(32)));
+        assert!(Cmp::Divides.holds(i(0), i(0)) && !Cmp::Divides.holds(i(0), i(4)));
+        assert!(Cmp::Divides.holds(i(-2), i(4)) && !Cmp::Divides.holds(i(5), i(4)));
+        assert!(!Cmp::Divides.holds(f(2.0), i(4)) && !Cmp::Divides.holds(i(2), f(4.0)));
         for c in Cmp::ALL {
             assert_eq!(Cmp::from_code(c as u8), Some(c));
             assert_eq!(Cmp::from_symbol(c.symbol()), Some(c));
         }
+        #[cfg(feature = "std")]
+        {
+            assert_eq!(Cmp::Le.condition("lo", "hi"), "lo <= hi");
+            assert_eq!(Cmp::Finite.condition("hi", "0"), "finite(hi)");
+            assert_eq!(
+                Cmp::Divides.condition("k.shape[1]", "q.shape[1]"),
+                "divides(k.shape[1], q.shape[1])"
+            );
+        }
         assert_eq!(Cmp::from_code(0), None);
-        assert_eq!(Cmp::from_code(8), None);
+        assert_eq!(Cmp::from_code(9), None);
     }
 
     #[test]

@@ -332,10 +332,10 @@ fn extras_doc(k: &ferrocuda_abi::manifest::KernelSig) -> String {
         OperandSig::Ptr(p) => format!("{}.ptr()", pname(p)),
     };
     for r in &k.require {
-        let cond = if r.op == "finite" {
-            format!("finite({})", operand(&r.lhs))
-        } else {
-            format!("{} {} {}", operand(&r.lhs), r.op, operand(&r.rhs))
+        let (lhs, rhs) = (operand(&r.lhs), operand(&r.rhs));
+        let cond = match r.cmp() {
+            Some(cmp) => cmp.condition(&lhs, &rhs),
+            None => format!("{lhs} {} {rhs}", r.op),
         };
         let why = if r.message.is_empty() {
             String::new()

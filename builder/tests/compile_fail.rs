@@ -13,7 +13,8 @@
 //!   parameter, or a parameter twice, and launch declarations out of range (`max_threads`, `min_blocks`,
 //!   `block` extents and threads, both at once, `grid`, a `dynamic_shared` type that is not
 //!   an element type), a `GridBarrier` without `cooperative` (or with a scratch length, or of
-//!   another crate), `persist(…)` of a grid barrier, of an array, or twice, `cooperative` with a value, an N-D grid or a cluster, and clusters
+//!   another crate), `persist(…)` of an array, twice, or of a grid barrier declared after a
+//!   workspace, `cooperative` with a value, an N-D grid or a cluster, and clusters
 //!   without an sm_90 `arch`, beyond 8 blocks without `non_portable_cluster`, beyond 16, with
 //!   a zero extent, and `non_portable_cluster` alone;
 //! * `accepts_a_minimal_kernel`: a minimal valid crate builds (the harness can succeed) and its
@@ -303,11 +304,11 @@ const REJECTED: &[(&str, &str, &str)] = &[
         "a GridBarrier's workspace is sized by the launcher",
     ),
     (
-        "persist_of_a_grid_barrier",
+        "persist_of_a_grid_barrier_after_a_workspace",
         "use ferrocuda_device::grid::GridBarrier;\n\
-         #[kernel(cooperative, persist(bar))] \
-         pub unsafe fn k(x: SliceMut<f32>, bar: GridBarrier) {}",
-        "persist(…) names a workspace declared by scratch",
+         #[kernel(cooperative, scratch(p = blocks), persist(p, bar))] \
+         pub unsafe fn k(x: SliceMut<f32>, p: ferrocuda_device::Scratch<f32>, bar: GridBarrier) {}",
+        "a persistent GridBarrier must be declared before every workspace parameter",
     ),
     (
         "persist_of_an_array",

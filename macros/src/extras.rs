@@ -179,11 +179,13 @@ pub fn resolve(
             };
         });
         declared.push(i);
+        // Its counter's low 31 bits are zero again after every barrier: it may persist.
+        let persist = opts.persist.iter().any(|p| *p == names[i as usize]);
         scratch.push(quote! {
             ::ferrocuda_device::__private::ScratchLen {
                 param: #i, per_block: 0,
                 constant: ::ferrocuda_device::__private::GRID_BARRIER_WORDS,
-                of: u8::MAX, mult: 0, div: 1, persist: false,
+                of: u8::MAX, mult: 0, div: 1, persist: #persist,
             }
         });
     }
@@ -215,12 +217,32 @@ pub fn resolve(
                 "workspace named twice in persist(…)",
             ));
         }
-        if !opts.scratch.iter().any(|(s, _)| s == id) {
+        let barrier = grid_barriers
+            .iter()
+            .copied()
+            .find(|&i| names[i as usize] == *id);
+        if barrier.is_none() && !opts.scratch.iter().any(|(s, _)| s == id) {
             return Err(syn::Error::new(
                 id.span(),
                 "persist(…) names a workspace declared by scratch(… = …) (a Scratch<T> \
-                 parameter; a GridBarrier's workspace is the launcher's)",
+                 parameter) or a GridBarrier parameter",
             ));
+        }
+        // The launcher lays the workspaces out in parameter order: a persistent barrier's word
+        // must not move when the lengths of the workspaces before it do.
+        if let Some(b) = barrier {
+            for (other, _) in &opts.scratch {
+                if cx.index(other, "scratch(…)")? < b {
+                    return Err(syn::Error::new(
+                        id.span(),
+                        format!(
+                            "a persistent GridBarrier must be declared before every workspace \
+                             parameter (here before `{other}`), so that its word stays at \
+                             offset 0 whatever their lengths"
+                        ),
+                    ));
+                }
+            }
         }
     }
     for (i, id) in names.iter().enumerate() {
@@ -372,7 +394,7 @@ fn int(e: &Expr) -> syn::Result<u32> {
     int_opt(e).ok_or_else(|| syn::Error::new(e.span(), "expected an integer in 0..=4294967295"))
 }
 
-/// `a <op> b` or `finite(a)`.
+/// `a <op> b`, `finite(a)` or `divides(a, b)`.
 fn condition(
     cx: &mut Ctx<'_>,
     e: &Expr,
@@ -386,12 +408,17 @@ fn condition(
                 quote!(::ferrocuda_device::__private::Operand::Int(0)),
             ));
         }
+        if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("divides")) && c.args.len() == 2 {
+            let lhs = operand(cx, &c.args[0])?;
+            let rhs = operand(cx, &c.args[1])?;
+            return Ok((lhs, quote!(Divides), rhs));
+        }
     }
     let Expr::Binary(b) = e else {
         return Err(syn::Error::new(
             e.span(),
             "expected a comparison (`a.shape[1] == b.shape[0]`, `lo < hi`, `x.len() > 0`, \
-             `out.ptr() != x.ptr()`) or `finite(scalar)`",
+             `out.ptr() != x.ptr()`), `finite(scalar)` or `divides(k.shape[1], q.shape[1])`",
         ));
     };
     let cmp = match b.op {

@@ -89,7 +89,8 @@ pub fn gpu_only(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   every workspace zero-filled on the launch stream right before each launch (the one it
 ///   keeps for that stream; under graph capture an allocation from a stream-ordered pool,
 ///   freed after the launch); callers never pass scratch parameters;
-/// * `persist(ws, …)` — these workspaces (each declared by `scratch(…)`) keep their contents
+/// * `persist(ws, …)` — these workspaces (each declared by `scratch(…)`, or a `GridBarrier`
+///   parameter, whose counter every barrier leaves as it found it) keep their contents
 ///   between the kernel's launches on a stream: the launcher zero-fills one only when it is new
 ///   to the kernel (its first launch on the stream, a workspace grown or freshly allocated —
 ///   every captured launch —, another kernel's launch on the stream in between) and at least
@@ -100,8 +101,10 @@ pub fn gpu_only(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   launch, refusing the arguments with an error that names the first parameter `cond`
 ///   reads: `a <op> b` with `<op>` one of `== != < <= > >=` over integer literals, scalar
 ///   parameters, `x.len()`, `x.shape[k]`, `x.ptr()` (a condition on the address of an empty
-///   array holds); or `finite(scalar)`. E.g.
-///   `require(a.shape[1] == b.shape[0], "inner dimensions must agree")`, `require(lo < hi)`.
+///   array holds); `finite(scalar)`; or `divides(a, b)` (`b` an integer multiple of `a`:
+///   `b % a == 0`, and `b == 0` when `a == 0`). E.g.
+///   `require(a.shape[1] == b.shape[0], "inner dimensions must agree")`, `require(lo < hi)`,
+///   `require(divides(k.shape[1], q.shape[1]))`.
 ///
 /// Launch shape (recorded in the manifest's `launch` field; see `ferrocuda_abi::launch`):
 /// * `max_threads = n` (1..=1024) — the kernel is compiled for blocks of at most `n` threads

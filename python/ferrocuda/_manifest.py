@@ -178,6 +178,12 @@ def check_rules(
             continue
         if op == "finite":
             ok = math.isfinite(float(lhs))
+        elif op == "divides":
+            rhs = _operand(rule["rhs"], k, shapes, scalars)
+            if rhs is None:
+                continue
+            ints = isinstance(lhs, int) and isinstance(rhs, int)
+            ok = ints and (rhs % lhs == 0 if lhs else rhs == 0)
         else:
             rhs = _operand(rule["rhs"], k, shapes, scalars)
             if rhs is None or op not in _CMP:

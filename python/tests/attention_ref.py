@@ -1,7 +1,8 @@
 """The float64 reference of the attention families (``attention``: softmax(scale·q·kᵀ
 [causal])·v; ``attention_lse``: that and each row's log-sum-exp) and the error bounds of the
-kernels' arithmetic, shared by their GPU tests (``test_gpu_attention.py``, the torch
-operators' cases in ``test_gpu_torch_ops.py``)."""
+kernels' arithmetic (grouped-query attention too: ``k`` and ``v`` with fewer heads), shared
+by their GPU tests (``test_gpu_attention.py``, the torch operators' cases in
+``test_gpu_torch_ops.py``)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,16 @@ def unit(torch: Any, dtype: Any) -> float:
     return float(torch.finfo(dtype).eps) / 2
 
 
+def heads_of(q: Any, kv: Any) -> Any:
+    """``k`` or ``v`` with one head per query head: grouped-query attention's key/value head
+    ``j`` serves query heads ``j·g … j·g + g − 1`` (g = H / H_kv; torch's ``enable_gqa``)."""
+    return kv.repeat_interleave(q.shape[1] // kv.shape[1], dim=1) if kv.shape[1] else kv
+
+
 def scores(torch: Any, q: Any, k: Any, scale: float, causal: bool) -> Any:
     """scale·q·kᵀ in float64, keys after the query (top-left aligned) set to −∞ under the
     causal mask."""
-    s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    s = (q.double() @ heads_of(q, k).double().transpose(-1, -2)) * scale
     if causal:
         sq, skv = s.shape[-2], s.shape[-1]
         keep = torch.ones(sq, skv, dtype=torch.bool, device=s.device).tril()
@@ -33,7 +40,7 @@ def reference(torch: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) ->
     weights below its normal range (2⁻¹⁴), rounded with an absolute error of 2⁻²⁵ each (the
     largest weight is 1, so Σ p ≥ 1: at most 2⁻²⁵ Σ|v| over the keys)."""
     u = unit(torch, q.dtype)
-    vd = v.double()
+    vd = heads_of(q, v).double()
     p = torch.softmax(scores(torch, q, k, scale, causal), dim=-1)
     if p.shape[-1] == 0:
         want = torch.zeros(*p.shape[:-1], v.shape[-1], dtype=torch.float64, device=v.device)
@@ -54,7 +61,7 @@ def lse_reference(torch: Any, q: Any, k: Any, scale: float, causal: bool) -> tup
     2⁻²⁰ absolute in the logarithm), the logarithm's (2⁻²² of |lse|)."""
     s = scores(torch, q, k, scale, causal)
     want = torch.logsumexp(s, dim=-1)
-    mag = (q.double().abs() @ k.double().abs().transpose(-1, -2)) * abs(scale)
+    mag = (q.double().abs() @ heads_of(q, k).double().abs().transpose(-1, -2)) * abs(scale)
     d = q.shape[-1]
     big = mag.amax(dim=-1) if mag.shape[-1] else torch.zeros_like(want)
     finite = want.isfinite()

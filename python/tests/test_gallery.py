@@ -34,8 +34,10 @@ def test_workspaces_are_not_arguments() -> None:
     assert "workspace ``status``" in K.cumsum.__doc__
     # The scans' statuses persist between launches (tagged by launch: no zero-fill before
     # each), and so do the reductions' ticket (set back to zero by each launch's last block)
-    # and partials (written before they are read), the ticket first; the cooperative
-    # normalize's partials do not.
+    # and partials (written before they are read), the ticket first; so do the cooperative
+    # normalize's grid barrier (each barrier leaves its counter's low bits as it found them)
+    # and partials, the barrier first: the launcher lays the workspaces out in parameter
+    # order, the first at offset 0 whatever the grid.
     for name in ("cumsum_f32", "cumsum_i32_i64", "cumsum_exclusive_f64"):
         assert [w.get("persist") for w in by_name[name]["scratch"]] == [True], name
     for name in ("sum_f32", "sum_i32", "min_f64", "max_i64"):
@@ -47,10 +49,14 @@ def test_workspaces_are_not_arguments() -> None:
             "ticket",
             "partials",
         ], name
-    assert all("persist" not in w for w in by_name["normalize_f32"]["scratch"])
+    for name in ("normalize_f32", "normalize_f64"):
+        assert [w.get("persist") for w in by_name[name]["scratch"]] == [True, True], name
+        names = [p["name"] for p in by_name[name]["params"]]
+        assert names.index("bar") < names.index("partials"), names
     assert "kept between the kernel's launches on a stream" in K.cumsum_f32.__doc__
     assert "kept between the kernel's launches on a stream" in K.sum_f32.__doc__
-    assert "kept between" not in K.normalize_f32.__doc__
+    assert "kept between the kernel's launches on a stream" in K.normalize_f32.__doc__
+    assert "kept between" not in K.div_by_f32.__doc__
     assert "``bins`` is zero-filled" in K.histogram.__doc__
     assert "Requires ``a.shape[1] == b.shape[0]``" in K.matmul.__doc__
 
@@ -58,14 +64,21 @@ def test_workspaces_are_not_arguments() -> None:
 def test_launch_declarations() -> None:
     by_name = {k["name"]: k for k in json.loads(K.module.manifest)["kernels"]}
     # The scans run blocks of exactly 128 threads (32-bit sums) or 256 (64-bit sums); matmul
-    # at most 256 (smaller: a simple loop).
+    # at most 256 (128: one group of 128×128 tiles; others smaller: a simple loop), with the
+    # dynamic shared memory of two such groups' rings; `min_blocks = 1` for ptxas's schedule
+    # of the loop (kernels/src/matmul/mod.rs).
     for name in ("cumsum_f32", "cumsum_i32", "cumsum_exclusive_f32", "cumsum_exclusive_i32"):
         assert by_name[name]["launch"] == {"block": [128, 1, 1], "min_blocks": 6}, name
     for name in ("cumsum_i32_i64", "cumsum_exclusive_i64"):
         assert by_name[name]["launch"] == {"block": [256, 1, 1]}, name
     for name in ("cumsum_f64", "cumsum_exclusive_f64"):
         assert by_name[name]["launch"] == {"block": [256, 1, 1], "min_blocks": 5}, name
-    assert by_name["matmul_f32"]["launch"] == {"max_threads": 256}
+    assert by_name["matmul_f32"]["launch"] == {
+        "max_threads": 256,
+        "min_blocks": 1,
+        "dynamic_shared": "uint8",
+        "shared_bytes": 2 * 3 * 8 * 2 * (128 + 4) * 4,
+    }
     assert "exactly (128, 1, 1)" in K.cumsum_f32.__doc__
     assert "exactly (256, 1, 1)" in K.cumsum_i64.__doc__
     assert "at least 5 resident blocks" in K.cumsum_f64.__doc__
@@ -141,6 +154,14 @@ def host(shape: Any, dtype: Any, fill: float = 0) -> np.ndarray:
     return np.full(shape, fill, dtype=dtype)
 
 
+def heads(hk: int, hv: int) -> None:
+    """``attention_f16`` of a ``q`` of 6 heads with ``k`` of ``hk`` and ``v`` of ``hv``."""
+    q, out = host((1, 6, 4, 8), np.float16), host((1, 6, 4, 8), np.float16)
+    K.attention_f16(
+        q, host((1, hk, 5, 8), np.float16), host((1, hv, 5, 8), np.float16), out, 1.0, 0
+    )
+
+
 @pytest.mark.parametrize(
     "call, arg, text",
     [
@@ -179,6 +200,9 @@ def host(shape: Any, dtype: Any, fill: float = 0) -> np.ndarray:
             "one sum per row",
         ),
         (lambda: K.cumsum(host(5, np.int32), host(4, np.int32)), "out", "one sum per element"),
+        # Grouped-query attention: k's heads must divide q's 6, v's be k's.
+        (lambda: heads(4, 4), "k", "must be a multiple of k's"),
+        (lambda: heads(3, 2), "v", "v must have k's number of heads"),
     ],
 )
 def test_bad_arguments_are_refused_before_the_driver(call: Any, arg: str, text: str) -> None:

@@ -4,8 +4,8 @@ the portable ones, bf16 and f16: every element against a float64 reference with 
 bound of the arithmetic — causal and not, head dimensions 64 and 128 and the widths padded up
 to them (32, 96), sequence lengths that are not multiples of the tiles, queries and keys of
 different lengths, the (B, S, H, D) projection layout seen as (B, H, S, D), persistent grids of
-any size, large scores, the log-sum-exp; bad arguments refused naming what is wrong (GPU;
-skipped without one)."""
+any size, large scores, the log-sum-exp, grouped-query attention (``k`` and ``v`` with fewer
+heads); bad arguments refused naming what is wrong (GPU; skipped without one)."""
 
 from __future__ import annotations
 
@@ -143,6 +143,64 @@ def test_agrees_with_torch_sdpa(torch: Any, gen: Any) -> None:
         assert diff < 0.02, f"causal={causal}: max |ours - sdpa| = {diff}"
 
 
+GQA_SHAPES = [
+    # (B, H, H_kv, S_q, S_kv, D)
+    (2, 8, 2, 200, 333, 128),
+    (1, 6, 1, 130, 260, 64),
+    (1, 12, 4, 513, 129, 96),
+    (3, 4, 2, 1, 700, 32),
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query(torch: Any, gen: Any, attention: Any, causal: bool) -> None:
+    """Grouped-query attention (``H_kv`` dividing ``H``; multi-query: ``H_kv = 1``): query head
+    ``h`` reads key/value head ``h // (H / H_kv)``; every element of ``out`` and ``lse``
+    against float64 with ``k`` and ``v`` repeated per query head — and ``k`` and ``v`` as the
+    two halves of one packed (B, H_kv, S, 2·D) array, the layout of a fused key/value
+    projection."""
+    for b, h, hkv, sq, skv, d in GQA_SHAPES:
+        what = f"{(b, h, hkv, sq, skv, d)} causal={causal}"
+        q = torch.randn(b, h, sq, d, generator=gen, device="cuda").to(attention.dtype)
+        kv = torch.randn(b, hkv, skv, 2 * d, generator=gen, device="cuda").to(attention.dtype)
+        scale = 1.0 / math.sqrt(d)
+        for k, v, how in [
+            (kv[..., :d].contiguous(), kv[..., d:].contiguous(), "contiguous"),
+            (kv[..., :d], kv[..., d:], "packed"),
+        ]:
+            out = torch.full_like(q, float("nan"))
+            attention(q, k, v, out, scale, int(causal))
+            torch.cuda.synchronize()
+            check(torch, out, q, k, v, scale, causal, f"{what} {how}")
+        lse = torch.full((b, h, sq), float("nan"), device="cuda")
+        out = torch.full_like(q, float("nan"))
+        attention.lse(q, k, v, out, lse, scale, int(causal))
+        torch.cuda.synchronize()
+        check(torch, out, q, k, v, scale, causal, f"{what} with lse")
+        want, tol = lse_reference(torch, q, k, scale, causal)
+        assert_elements((lse.double() - want).abs() <= tol, lse, want, tol, f"lse {what}")
+
+
+def test_grouped_query_agrees_with_torch_sdpa(torch: Any, gen: Any) -> None:
+    """Grouped-query attention beside torch's own (``enable_gqa=True``), the head mapping
+    included: swapping two key/value heads must change the result the same way for both."""
+    sm90(torch)
+    F = torch.nn.functional
+    b, h, hkv, s, d = 2, 16, 4, 1024, 128
+    for causal in (False, True):
+        q = torch.randn(b, h, s, d, generator=gen, device="cuda").to(torch.bfloat16)
+        k = torch.randn(b, hkv, s, d, generator=gen, device="cuda").to(torch.bfloat16)
+        v = torch.randn(b, hkv, s, d, generator=gen, device="cuda").to(torch.bfloat16)
+        for perm in ([0, 1, 2, 3], [1, 0, 3, 2]):
+            kp, vp = k[:, perm].contiguous(), v[:, perm].contiguous()
+            out = torch.empty_like(q)
+            K.attention(q, kp, vp, out, 1.0 / math.sqrt(d), int(causal))
+            peer = F.scaled_dot_product_attention(q, kp, vp, is_causal=causal, enable_gqa=True)
+            torch.cuda.synchronize()
+            diff = (out.float() - peer.float()).abs().max().item()
+            assert diff < 0.02, f"causal={causal} heads {perm}: max |ours - sdpa| = {diff}"
+
+
 def test_projection_layout_and_strided_out(torch: Any, gen: Any, attention: Any) -> None:
     """q, k, v as the views a model has after its projection — (B, S, H, D) memory seen as
     (B, H, S, D), rows of one head H·D apart — and out a view of the same kind."""
@@ -210,8 +268,14 @@ def test_bad_arguments(torch: Any) -> None:
         K.attention(t(1, 2, 64, 256), t(1, 2, 80, 256), t(1, 2, 80, 256), t(1, 2, 64, 256), 1.0, 0)
     with pytest.raises(ValueError, match=r"v must have k's sequence length"):
         K.attention(q, k, t(1, 2, 81, 64), out, 1.0, 0)
-    with pytest.raises(ValueError, match=r"k must have q's number of heads"):
-        K.attention(q, t(1, 1, 80, 64), t(1, 1, 80, 64), out, 1.0, 0)
+    q3, out3 = t(1, 3, 64, 64), t(1, 3, 64, 64)
+    heads = r"q's number of heads \(shape\[1\]\) must be a multiple of k's"
+    with pytest.raises(ValueError, match=heads):
+        K.attention(q3, k, v, out3, 1.0, 0)
+    with pytest.raises(ValueError, match=heads):
+        K.attention(q, t(1, 4, 80, 64), t(1, 4, 80, 64), out, 1.0, 0)
+    with pytest.raises(ValueError, match=r"v must have k's number of heads"):
+        K.attention(q, t(1, 1, 80, 64), v, out, 1.0, 0)
     with pytest.raises(ValueError, match=r"out must have q's shape"):
         K.attention(q, k, v, t(1, 2, 63, 64), 1.0, 0)
     with pytest.raises(ValueError, match=r"causal must be 0 or 1"):

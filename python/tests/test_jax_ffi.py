@@ -581,6 +581,10 @@ def test_derived_shapes() -> None:
     assert shapes_of("histogram_f32", {"x": (100,)}, {"lo": 0.0, "hi": 1.0}, {"bins": (10,)}) == {
         "bins": (10,)
     }
+    gqa = {"q": (2, 8, 100, 64), "k": (2, 2, 50, 64), "v": (2, 2, 50, 64)}
+    assert shapes_of("attention_bf16", gqa, {"scale": 0.125, "causal": 0}) == {
+        "out": (2, 8, 100, 64)
+    }
 
 
 def test_underived_and_violated_shapes() -> None:
@@ -594,6 +598,9 @@ def test_underived_and_violated_shapes() -> None:
         ValueError, match="argument `a`: the inner dimensions of a and b must agree"
     ):
         shapes_of("matmul_f32", {"a": (3, 4), "b": (5, 5)}, {"alpha": 1.0, "beta": 0.0})
+    with pytest.raises(ValueError, match=r"argument `k`: q's number of heads .* multiple of k's"):
+        qkv = {"q": (2, 8, 100, 64), "k": (2, 3, 50, 64), "v": (2, 3, 50, 64)}
+        shapes_of("attention_bf16", qkv, {"scale": 0.125, "causal": 0})
     with pytest.raises(ValueError, match="argument `out`: out holds the one result"):
         shapes_of("sum_f32", {"x": (10,)}, given={"out": (2,)})
 

@@ -108,7 +108,7 @@ impl From<OperandSig> for Operand {
 }
 
 /// A requirement, in JSON: `lhs <op> rhs` with `op` one of `==`, `!=`, `<`, `<=`, `>`, `>=`
-/// or `finite` (then `rhs` is ignored).
+/// `finite` (then `rhs` is ignored) or `divides` (`rhs` an integer multiple of `lhs`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequireSig {
     /// Left operand.

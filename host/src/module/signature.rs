@@ -367,11 +367,7 @@ pub(crate) fn resolve(
         let (lhs, rhs) = (remap(r.lhs.into())?, remap(r.rhs.into())?);
         let arg = lhs.param().or(rhs.param()).unwrap_or(0) as usize;
         let show = |o: Operand| operand_text(o, params);
-        let text = if cmp == Cmp::Finite {
-            format!("finite({})", show(lhs))
-        } else {
-            format!("{} {} {}", show(lhs), cmp.symbol(), show(rhs))
-        };
+        let text = cmp.condition(&show(lhs), &show(rhs));
         require.push(Requirement {
             lhs,
             cmp,

@@ -1,9 +1,14 @@
 //! Scaled dot-product attention, forward, FlashAttention-style on the tensor cores:
 //! `out = softmax(scale · q · kᵀ [+ causal mask]) · v` per (batch, head) for `q` (B, H, S_q,
-//! D), `k` and `v` (B, H, S_kv, D) of bf16 or f16 (PyTorch's `F.scaled_dot_product_attention`
+//! D), `k` and `v` (B, H_kv, S_kv, D) of bf16 or f16 (PyTorch's `F.scaled_dot_product_attention`
 //! layout), D ≤ 128, f32 accumulation, `out` (B, H, S_q, D) of the inputs' type, never
 //! materialising the S_q × S_kv scores. With `causal = 1`, query `i` sees keys `0 ..= i` only
 //! (`is_causal=True`: the mask aligned at the top left).
+//!
+//! Grouped-query attention: `H` may be any multiple of `H_kv` (multi-query attention:
+//! `H_kv = 1`); query head `h` attends to key/value head `⌊h / (H / H_kv)⌋`, as
+//! `F.scaled_dot_product_attention(…, enable_gqa=True)` does. Heads that share a key/value
+//! head are adjacent in the work order, so its `k` and `v` tiles come from L2.
 //!
 //! | family | kernels (sm_90a; every GPU from sm_80) | outputs |
 //! | --- | --- | --- |
@@ -56,8 +61,9 @@ macro_rules! attention_kernel {
                  require(v.shape[3] == q.shape[3], "v must have q's head dimension (shape[3])"),
                  require(k.shape[0] == q.shape[0], "k must have q's batch size (shape[0])"),
                  require(v.shape[0] == q.shape[0], "v must have q's batch size (shape[0])"),
-                 require(k.shape[1] == q.shape[1], "k must have q's number of heads (shape[1])"),
-                 require(v.shape[1] == q.shape[1], "v must have q's number of heads (shape[1])"),
+                 require(divides(k.shape[1], q.shape[1]),
+                         "q's number of heads (shape[1]) must be a multiple of k's (grouped-query attention)"),
+                 require(v.shape[1] == k.shape[1], "v must have k's number of heads (shape[1])"),
                  require(v.shape[2] == k.shape[2], "v must have k's sequence length (shape[2])"),
                  require(out.shape[0] == q.shape[0], "out must have q's shape"),
                  require(out.shape[1] == q.shape[1], "out must have q's shape"),
@@ -78,7 +84,8 @@ macro_rules! attention_kernels {
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = ATTENTION_SMEM], plain,
             #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
-                            "S_q, D), `k` and `v` (B, H, S_kv, D) whose rows are contiguous and ",
+                            "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) whose rows are ",
+                            "contiguous and ",
                             "16-byte aligned (TMA), D ≤ 128; `out` (B, H, S_q, D) any strides. Built ",
                             "for sm_90a (H100/H200): see the module documentation.")]
             pub unsafe fn $sm90(
@@ -123,7 +130,8 @@ macro_rules! attention_kernels {
 
         attention_kernel!("attention", [block = 128], plain,
             #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
-                            "S_q, D), `k` and `v` (B, H, S_kv, D) and `out` (B, H, S_q, D) of any ",
+                            "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) and `out` (B, H, ",
+                            "S_q, D) of any ",
                             "strides, D ≤ 128, on every GPU from sm_80. The family launcher runs it ",
                             "where `", stringify!($sm90), "` cannot.")]
             pub unsafe fn $port(

@@ -286,6 +286,8 @@ mod gpu {
             return;
         }
         let (heads, s_q) = (heads as u32, s_q as u32);
+        // Query heads per key/value head (`k`'s heads divide `q`'s: the launch's rule).
+        let group = heads / (k.shape()[1] as u32).max(1);
         let bh_count = batch as u32 * heads;
         let tiles_m = s_q.div_ceil(BM);
         let items = bh_count * tiles_m;
@@ -302,12 +304,14 @@ mod gpu {
         while item < items {
             let (bh, tm) = item_coords(item, bh_count, tiles_m, causal);
             let (b, h) = (bh / heads, bh % heads);
+            // Grouped-query attention: `group` query heads share key/value head `h / group`.
+            let hk = h / group;
             // SAFETY: every thread of the block, in a loop whose trip count is uniform.
             unsafe {
                 if d <= 64 {
-                    ctx.item64(q, k, v, out, lse, b, h, tm)
+                    ctx.item64(q, k, v, out, lse, b, h, hk, tm)
                 } else {
-                    ctx.item128(q, k, v, out, lse, b, h, tm)
+                    ctx.item128(q, k, v, out, lse, b, h, hk, tm)
                 }
             }
             item += thread::grid_dim().x;
@@ -344,6 +348,7 @@ mod gpu {
                 lse: Option<ViewMut<f32, 3>>,
                 b: u32,
                 h: u32,
+                hk: u32,
                 tm: u32,
             ) {
                 let t = self.t;
@@ -352,7 +357,7 @@ mod gpu {
                 let row0 = tm * BM;
                 // This thread's two query rows.
                 let rows = [row0 + 16 * w + g, row0 + 16 * w + g + 8];
-                let (qh, kh, vh) = (Head::of(q, b, h), Head::of(k, b, h), Head::of(v, b, h));
+                let (qh, kh, vh) = (Head::of(q, b, h), Head::of(k, b, hk), Head::of(v, b, hk));
                 // The previous item's readers of q_s, k_s, v_s are done.
                 thread::sync_threads();
                 // SAFETY: the whole block; q has rows (s_q ≥ 1) and columns (D ≥ 1); read

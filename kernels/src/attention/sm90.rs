@@ -175,6 +175,9 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
                 }
                 let (bh, tm) = la.item(item, causal);
                 let (b, h) = ((bh / la.heads) as i32, (bh % la.heads) as i32);
+                // Grouped-query attention: `group` query heads share key/value head
+                // `h / group`.
+                let hk = h / la.group as i32;
                 let panels = la.panels;
                 q_empty.wait_ring(&qs);
                 // SAFETY: the q tile is free (both consumers released it); the barrier
@@ -196,12 +199,12 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
                     unsafe {
                         bars.k_full(s).arrive_expect_tx(panels * PANEL);
                         for p in 0..panels {
-                            let c = [b, h, (j * BN) as i32, (p * 64) as i32];
+                            let c = [b, hk, (j * BN) as i32, (p * 64) as i32];
                             k.load(stage + p * PANEL, bars.k_full(s).shared_addr(), &c);
                         }
                         bars.v_full(s).arrive_expect_tx(panels * PANEL);
                         for p in 0..panels {
-                            let c = [b, h, (j * BN) as i32, (p * 64) as i32];
+                            let c = [b, hk, (j * BN) as i32, (p * 64) as i32];
                             v.load(
                                 stage + 2 * PANEL + p * PANEL,
                                 bars.v_full(s).shared_addr(),
@@ -329,6 +332,8 @@ impl Bars {
 #[cfg(ferrocuda_arch = "sm_90a")]
 struct Launch {
     heads: u32,
+    /// Query heads per key/value head (grouped-query attention; 1 without).
+    group: u32,
     bh_count: u32,
     tiles_m: u32,
     items: u32,
@@ -374,6 +379,7 @@ impl Launch {
         let bh_count = batch * heads;
         Launch {
             heads,
+            group: heads / here32(k.dim(1) as u32).max(1),
             bh_count,
             tiles_m,
             items: bh_count * tiles_m,
