@@ -66,7 +66,8 @@
 //! registers on sm_90 (242 on sm_80), no spill. ptxas's schedule of these loops moves with
 //! its register budget: the same PTX without `.minnctapersm 1` (`min_blocks = 1`) takes 239
 //! registers and schedules `a @ b`'s loop in 1217 cycles, `x @ w.T`'s in 1250 — measured
-//! on the H200, `a @ b` 2 % slower. On the H200, `Wide` alone: 0.955× cuBLAS's SGEMM for
+//! on the H200 at 8192³, 0.946× / 0.911× cuBLAS against 0.952× / 0.924× with it
+//! (bench/results/2026-12-05-gqa.md). On the H200, `Wide` alone: 0.955× cuBLAS's SGEMM for
 //! `a @ b` at 4096³ and 0.875× for `x @ w.T` (both operands contiguous along `k`, whose copies
 //! crowd the shared-memory pipe; BENCHMARKS.md, SGEMM); two `Square` groups: 0.90–0.93× for
 //! `x @ w.T` (bench/results/2026-12-05-sgemm-groups.md). The schedules before it: the same
