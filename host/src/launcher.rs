@@ -9,7 +9,8 @@
 
 use crate::error::{Error, Result};
 use crate::launch::select::{
-    launch_capability, no_variant, select_for, spans_archs, Operand, SelectionKey, SelectionMemo,
+    fit_mask, launch_capability, no_variant, rules_differ, select_for, spans_archs, Operand,
+    SelectionKey, SelectionMemo,
 };
 use crate::module::{Kernel, MAX_PARAMS};
 
@@ -31,6 +32,11 @@ pub struct Target<'m> {
     /// built for different architectures): decided once, so that a launcher whose kernels
     /// are all of one architecture asks the driver nothing to choose.
     weighs_arch: bool,
+    /// The candidates whose requirements' verdicts enter the selection key, when their
+    /// requirements differ ([`rules_differ`]: the choice then depends on the arguments'
+    /// shapes): a family's kernels, or a kernel's variants ([`Kernel::variant_set`]). Empty
+    /// otherwise (the key of types and layouts decides).
+    by_rules: Box<[Kernel<'m>]>,
     /// The kernels chosen for the last few selection keys.
     memo: SelectionMemo<Kernel<'m>>,
 }
@@ -80,10 +86,21 @@ impl<'m> Target<'m> {
         } else {
             kernels[0].weighs_arch()
         };
+        let candidates: Vec<Kernel<'m>> = if is_family {
+            kernels.to_vec()
+        } else {
+            kernels[0].variant_set()
+        };
+        let by_rules = if rules_differ(candidates.iter().copied()) {
+            candidates.into_boxed_slice()
+        } else {
+            Box::default()
+        };
         Target {
             name,
             is_family,
             weighs_arch,
+            by_rules,
             kinds: same.then(|| first.into_boxed_slice()),
             renamed,
             memo: SelectionMemo::default(),
@@ -209,8 +226,16 @@ impl<'m> Target<'m> {
         } else {
             None
         };
-        // The rule's choice depends only on the key: remembered per launcher.
-        let key = SelectionKey::of(ops).map(|k| cc.map_or(k, |cc| k.on(cc)));
+        // The rule's choice depends only on the key: remembered per launcher. Candidates whose
+        // requirements differ put their verdicts for these arrays into it.
+        let key = SelectionKey::of(ops).map(|k| {
+            let k = cc.map_or(k, |cc| k.on(cc));
+            if self.by_rules.is_empty() {
+                k
+            } else {
+                k.within(fit_mask(self.by_rules.iter().copied(), ops))
+            }
+        });
         if let Some(k) = key.as_ref().and_then(|key| self.memo.get(key)) {
             return Ok(k);
         }

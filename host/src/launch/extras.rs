@@ -69,35 +69,67 @@ fn scalar_value(s: &Scalar) -> Value {
     }
 }
 
-/// The value of `o` for `args` (checked arguments: kinds and ranks match the parameters, and
-/// every axis an operand reads exists: [`missing_axis`]).
-fn value(o: Operand, args: &[Arg<'_>]) -> Value {
-    let arg = |p: u8| args.get(p as usize);
+/// The value of `o`, the arrays read through `array` and the scalars through `scalar` (by
+/// parameter index); `None` when `o` reads what they do not give (a scalar not known, an array
+/// missing, an axis it lacks).
+fn value_of<'a>(
+    o: Operand,
+    array: impl Fn(u8) -> Option<&'a ArrayDesc>,
+    scalar: impl Fn(u8) -> Option<Value>,
+) -> Option<Value> {
     let int = |v: usize| Value::Int(v as i128);
     match o {
-        Operand::Int(v) => Value::Int(v.into()),
-        Operand::Scalar(p) => match arg(p) {
-            Some(Arg::Scalar(s)) => scalar_value(s),
-            _ => Value::Int(0),
-        },
-        Operand::Len(p) => int(arg(p).and_then(array).map_or(0, ArrayDesc::size)),
-        Operand::Dim(p, a) => int(arg(p)
-            .and_then(array)
-            .and_then(|d| d.shape().get(a as usize).copied())
-            .unwrap_or(0)),
-        Operand::Ptr(p) => Value::Int(arg(p).and_then(array).map_or(0, |d| d.ptr().into())),
+        Operand::Int(v) => Some(Value::Int(v.into())),
+        Operand::Scalar(p) => scalar(p),
+        Operand::Len(p) => array(p).map(|d| int(d.size())),
+        Operand::Dim(p, a) => array(p).and_then(|d| d.shape().get(a as usize).map(|&n| int(n))),
+        Operand::Ptr(p) => array(p).map(|d| Value::Int(d.ptr().into())),
     }
 }
 
-/// `o` is the address of an empty array: it names no memory, so a condition on it (`out.ptr()
-/// != x.ptr()`: no aliasing) holds whatever the address (empty arrays often share null).
-fn empty_ptr(o: Operand, args: &[Arg<'_>]) -> bool {
+/// The value of `o` for `args` (checked arguments: kinds and ranks match the parameters, and
+/// every axis an operand reads exists: [`missing_axis`]).
+fn value(o: Operand, args: &[Arg<'_>]) -> Value {
+    let scalar = |p: u8| match args.get(p as usize) {
+        Some(Arg::Scalar(s)) => Some(scalar_value(s)),
+        _ => None,
+    };
+    value_of(o, |p| args.get(p as usize).and_then(array), scalar).unwrap_or(Value::Int(0))
+}
+
+/// `o` is the address of an empty array (of those `array` gives): it names no memory, so a
+/// condition on it (`out.ptr() != x.ptr()`: no aliasing) holds whatever the address (empty
+/// arrays often share null).
+fn empty_ptr_of<'a>(o: Operand, array: impl Fn(u8) -> Option<&'a ArrayDesc>) -> bool {
     match o {
-        Operand::Ptr(p) => args
-            .get(p as usize)
-            .and_then(array)
-            .is_some_and(|d| d.size() == 0),
+        Operand::Ptr(p) => array(p).is_some_and(|d| d.size() == 0),
         _ => false,
+    }
+}
+
+fn empty_ptr(o: Operand, args: &[Arg<'_>]) -> bool {
+    empty_ptr_of(o, |p| args.get(p as usize).and_then(array))
+}
+
+/// Whether requirement `r` holds as far as the arrays tell (`array`: the array argument of
+/// a parameter index, `None` for a scalar): `false` only when every value it reads is an
+/// array's — its length, an axis it has, its address — and the condition fails on them; a
+/// requirement that reads a scalar or an axis the array lacks is left to the launch's check
+/// ([`check`]). For choosing among a family's kernels before their scalars are converted
+/// ([`select_for`](super::select::select_for)).
+pub(crate) fn holds_on_arrays<'a>(
+    r: &Requirement,
+    array: impl Fn(u8) -> Option<&'a ArrayDesc> + Copy,
+) -> bool {
+    let no_scalar = |_: u8| None;
+    match (
+        value_of(r.lhs, array, no_scalar),
+        value_of(r.rhs, array, no_scalar),
+    ) {
+        (Some(a), Some(b)) => {
+            r.cmp.holds(a, b) || [r.lhs, r.rhs].into_iter().any(|o| empty_ptr_of(o, array))
+        }
+        _ => true,
     }
 }
 

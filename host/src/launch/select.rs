@@ -14,6 +14,18 @@
 //! contiguous, vectorised kernel whenever every argument allows it, its strided kernel
 //! otherwise — whatever order the kernels have in the manifest. Equals go by candidate order.
 //!
+//! Before the layouts (and the architectures, [`select_for`]), the kernels' requirements:
+//! among the candidates that take the arguments, one whose `require` conditions hold for the
+//! arrays ([`fits`]: shapes, lengths, addresses — a condition on a scalar is not known yet and
+//! does not count) wins over one whose do not. A family may so hold kernels for different
+//! domains of one layout — a head dimension of at most 128 and one of at most 256 — and a
+//! kernel that would refuse the arrays gives way to one that takes them. When none holds, the
+//! choice is the one made without requirements, and the launch's check names the first
+//! condition that fails (a family states its overall limit as every kernel's first condition
+//! so that the message gives it). A launcher whose candidates' conditions differ keys its
+//! memory of choices by their verdicts too ([`SelectionKey::within`]); one whose conditions
+//! agree pays nothing for them.
+//!
 //! When no candidate takes the arguments but some take their kinds, element types and ranks,
 //! the one of those that demands the least of the layouts is chosen anyway, so that the
 //! launch's argument check names what is wrong with the layout (a stride that splits
@@ -84,6 +96,51 @@ impl Param {
     }
 }
 
+/// Whether `k`'s requirements hold for `operands` as far as their arrays tell
+/// ([`holds_on_arrays`](super::extras::holds_on_arrays): shapes, lengths, addresses; those
+/// that read a scalar are left to the launch's check).
+pub(crate) fn fits(k: &Kernel<'_>, operands: &[Operand<'_>]) -> bool {
+    let array = |p: u8| match operands.get(p as usize) {
+        Some(Operand::Array(d)) => Some(*d),
+        _ => None,
+    };
+    k.signature()
+        .require
+        .iter()
+        .all(|r| super::extras::holds_on_arrays(r, array))
+}
+
+/// Whether `kernels` differ in their requirements (their conditions, messages aside): then
+/// the choice among them may depend on the arguments' shapes, not only on what a
+/// [`SelectionKey`] holds, and a launcher adds [`fits`]'s verdicts to its key
+/// ([`SelectionKey::within`]).
+pub fn rules_differ<'m>(kernels: impl IntoIterator<Item = Kernel<'m>>) -> bool {
+    let conditions = |k: &Kernel<'m>| -> Vec<_> {
+        k.signature()
+            .require
+            .iter()
+            .map(|r| (r.lhs, r.cmp, r.rhs))
+            .collect()
+    };
+    let mut all = kernels.into_iter();
+    let Some(first) = all.next().map(|k| conditions(&k)) else {
+        return false;
+    };
+    all.any(|k| conditions(&k) != first)
+}
+
+/// [`fits`] of each of `kernels` (the first 32) for `operands`, as bits in order.
+pub fn fit_mask<'m>(
+    kernels: impl IntoIterator<Item = Kernel<'m>>,
+    operands: &[Operand<'_>],
+) -> u32 {
+    kernels
+        .into_iter()
+        .take(32)
+        .enumerate()
+        .fold(0, |m, (i, k)| m | u32::from(fits(&k, operands)) << i)
+}
+
 /// How much a kernel demands of its arguments' layouts: the sum of its parameters'
 /// [`ArrayLayout::rank`].
 fn demands(k: &Kernel<'_>) -> u32 {
@@ -124,8 +181,9 @@ pub fn select_for<'m>(
     // (the first of equals wins).
     let arrays = operands.iter().filter(|o| matches!(o, Operand::Array(_)));
     let ceiling = arrays.count() as u32 * ArrayLayout::Contiguous.rank();
-    // Architecture rank (0 when not weighed), then demand.
-    type Rank = ((u32, ferrocuda_abi::arch::Variant), u32);
+    // Whether its requirements hold as far as the arrays tell, architecture rank (0 when not
+    // weighed), then demand.
+    type Rank = (bool, (u32, ferrocuda_abi::arch::Variant), u32);
     let mut best: Option<(Kernel<'m>, Rank)> = None;
     let mut fallback: Option<(Kernel<'m>, u32)> = None;
     let mut any_fallback: Option<(Kernel<'m>, u32)> = None;
@@ -155,11 +213,12 @@ pub fn select_for<'m>(
                 }
                 None => lowest,
             };
-            if cc.is_none() && demand >= ceiling {
+            let fit = fits(&k, operands);
+            if cc.is_none() && demand >= ceiling && fit {
                 return Some(k);
             }
-            if best.is_none_or(|(_, r)| (arch, demand) > r) {
-                best = Some((k, (arch, demand)));
+            if best.is_none_or(|(_, r)| (fit, arch, demand) > r) {
+                best = Some((k, (fit, arch, demand)));
             }
         } else if fallback.is_none_or(|(_, d)| demand < d) {
             fallback = Some((k, demand));
@@ -203,6 +262,8 @@ pub struct SelectionKey {
     n: u8,
     /// The device's compute capability as `major * 16 + minor` (0: not weighed).
     cc: u8,
+    /// The candidates' [`fits`] verdicts ([`within`](Self::within); 0 when not weighed).
+    fit: u32,
     ops: [u32; SelectionKey::MAX_OPERANDS],
 }
 
@@ -239,8 +300,16 @@ impl SelectionKey {
         Some(SelectionKey {
             n: operands.len() as u8,
             cc: 0,
+            fit: 0,
             ops,
         })
+    }
+
+    /// The key of a choice among candidates whose requirements differ ([`rules_differ`]):
+    /// `mask` is their [`fits`] verdicts for the operands ([`fit_mask`]), which the key of the
+    /// arrays' types and layouts alone does not determine.
+    pub fn within(self, mask: u32) -> SelectionKey {
+        SelectionKey { fit: mask, ..self }
     }
 
     /// The key of a choice made for a device of compute capability `cc` ([`select_for`]).
@@ -385,17 +454,24 @@ impl<'m> Kernel<'m> {
     /// capability `cc` (`None`: architectures not weighed): among this kernel, its layout
     /// variants, its architecture variants and theirs, [`select_for`]'s choice.
     pub fn variant_on(&self, operands: &[Operand<'_>], cc: Option<(u32, u32)>) -> Kernel<'m> {
+        select_for(self.variant_set(), operands, cc).unwrap_or(*self)
+    }
+
+    /// This kernel, its layout variants, its architecture variants and theirs, once each,
+    /// this kernel first: what [`variant_on`](Self::variant_on) chooses among.
+    pub fn variant_set(&self) -> Vec<Kernel<'m>> {
         let module = self.module;
-        let mut family: Vec<usize> = vec![self.index];
+        let mut set: Vec<usize> = vec![self.index];
         for &a in std::iter::once(&self.index).chain(module.arch_variants_of(self.index)) {
             for &i in std::iter::once(&a).chain(module.layout_variants_of(a)) {
-                if !family.contains(&i) {
-                    family.push(i);
+                if !set.contains(&i) {
+                    set.push(i);
                 }
             }
         }
-        let kernels = family.into_iter().map(|index| Kernel { module, index });
-        select_for(kernels, operands, cc).unwrap_or(*self)
+        set.into_iter()
+            .map(|index| Kernel { module, index })
+            .collect()
     }
 }
 
