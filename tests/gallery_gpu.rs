@@ -1010,6 +1010,115 @@ fn linear_portable() -> TestResult {
     Ok(())
 }
 
+/// Which `attention` kernel runs, without a GPU (the selection rule on array descriptions, for
+/// an H100 and an A100): for D ≤ 128 the sm_90a kernel where TMA takes the rows (on compute
+/// capability 9.0), the portable one otherwise; for 128 < D ≤ 256 the `_wide` kernel whatever
+/// the device and layout (the only one whose conditions hold), by the family and by the typed
+/// launchers' variant rule from each kernel; beyond 256 the check names the family's limit.
+fn attention_selection() -> TestResult {
+    use ferrocuda::host::launch::select::{select_for, Operand};
+    let m = bundled::module().map_err(err)?;
+    let arr = |shape: [usize; 4], ptr: u64| {
+        ArrayDesc::from_parts(DType::BF16, &shape, None, ptr, false, None).map_err(err)
+    };
+    for (d, sm90, a100) in [
+        (64usize, "attention_bf16_sm90", "attention_bf16"),
+        (128, "attention_bf16_sm90", "attention_bf16"),
+        (136, "attention_bf16_wide", "attention_bf16_wide"),
+        (256, "attention_bf16_wide", "attention_bf16_wide"),
+    ] {
+        let (q, k, v, out) = (
+            arr([2, 4, 100, d], 0x10_0000)?,
+            arr([2, 2, 300, d], 0x20_0000)?,
+            arr([2, 2, 300, d], 0x30_0000)?,
+            arr([2, 4, 100, d], 0x40_0000)?,
+        );
+        let args = [
+            Arg::Array(&q),
+            Arg::Array(&k),
+            Arg::Array(&v),
+            Arg::Array(&out),
+            Arg::Scalar(Scalar::F32(0.1)),
+            Arg::Scalar(Scalar::U32(1)),
+        ];
+        let ops: Vec<Operand<'_>> = args.iter().map(Operand::from).collect();
+        for (cc, want) in [((9, 0), sm90), ((8, 0), a100)] {
+            let by_family = select_for(m.family("attention"), &ops, Some(cc))
+                .ok_or_else(|| err(format!("D = {d}: no attention kernel")))?;
+            ensure(by_family.name() == want, || {
+                format!(
+                    "D = {d} on {cc:?}: the family chose {}, not {want}",
+                    by_family.name()
+                )
+            })?;
+            for by_name in [
+                "attention_bf16",
+                "attention_bf16_sm90",
+                "attention_bf16_wide",
+            ] {
+                let k = m.kernel(by_name).map_err(err)?;
+                let chosen = k.variant_on(&ops, Some(cc));
+                let wide = by_name == "attention_bf16_wide";
+                // A kernel called by name runs itself or one of its layout variants (the
+                // sm_90a kernel is one of each portable kernel, and they of it; the portable
+                // kernels are not of each other): the family's choice, but the wide kernel
+                // keeps what the sm_90a kernel does not take (it takes every D ≤ 256 and comes
+                // first among its equals), and the narrow portable kernel's launcher, which
+                // has no wide variant, refuses D > 128, naming the wide kernels.
+                if d > 128 && by_name == "attention_bf16" {
+                    let e = ferrocuda::host::launch::check_args(chosen.signature(), &args)
+                        .err()
+                        .ok_or_else(|| err(format!("D = {d}: {by_name} took it")))?;
+                    ensure(
+                        e.to_string().contains("the `_wide` kernels take up to 256"),
+                        || format!("D = {d}: {by_name}: {e}"),
+                    )?;
+                    continue;
+                }
+                let want = if wide && want == "attention_bf16" {
+                    by_name
+                } else {
+                    want
+                };
+                ensure(chosen.name() == want, || {
+                    format!(
+                        "D = {d} on {cc:?}: {by_name}'s launcher chose {}, not {want}",
+                        chosen.name()
+                    )
+                })?;
+            }
+            ensure(
+                ferrocuda::host::launch::check_args(by_family.signature(), &args).is_ok(),
+                || format!("D = {d}: {want} refuses its arguments"),
+            )?;
+        }
+    }
+    // Beyond 256: no kernel's conditions hold; the check names the family's limit and `q`.
+    let (q, k) = (
+        arr([1, 1, 8, 264], 0x10_0000)?,
+        arr([1, 1, 8, 264], 0x20_0000)?,
+    );
+    let (v, out) = (
+        arr([1, 1, 8, 264], 0x30_0000)?,
+        arr([1, 1, 8, 264], 0x40_0000)?,
+    );
+    let args = [
+        Arg::Array(&q),
+        Arg::Array(&k),
+        Arg::Array(&v),
+        Arg::Array(&out),
+        Arg::Scalar(Scalar::F32(0.1)),
+        Arg::Scalar(Scalar::U32(0)),
+    ];
+    let chosen = m.select("attention", &args).map_err(err)?;
+    let e = chosen.prepare(&args, &opts()).unwrap_err();
+    ensure(
+        e.arg() == Some("q") && e.to_string().contains("must be at most 256"),
+        || format!("D = 264: {e}"),
+    )?;
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let devices = match driver::device_count() {
@@ -1024,6 +1133,7 @@ fn main() {
     };
     let trials = vec![
         Trial::test("argument_checks", argument_checks),
+        Trial::test("attention_selection", attention_selection),
         gpu("reductions", reductions),
         gpu("normalize", normalize),
         gpu("histogram", histogram),
