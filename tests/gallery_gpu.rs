@@ -1152,7 +1152,7 @@ fn attention() -> TestResult {
             (vec![buf], kd, vd)
         } else {
             let (kb, vb) = (upload(ks.clone(), &kvd)?, upload(vs.clone(), &kvd)?);
-            let (kd, vd) = (kb.desc().clone(), vb.desc().clone());
+            let (kd, vd) = (*kb.desc(), *vb.desc());
             (vec![kb, vb], kd, vd)
         };
         let kv: Vec<f64> = ks.iter().map(|x| x.to_f64()).collect();
