@@ -1022,26 +1022,33 @@ fn attention_selection() -> TestResult {
     let arr = |shape: [usize; 4], ptr: u64| {
         ArrayDesc::from_parts(DType::BF16, &shape, None, ptr, false, None).map_err(err)
     };
+    // `q`, `k`, `v`, `out` (the shapes of `q` and of `k`), scale 0.1, `causal`.
+    let qkv = |qs: [usize; 4], ks: [usize; 4]| -> Result<[ArrayDesc; 4], Failed> {
+        Ok([
+            arr(qs, 0x10_0000)?,
+            arr(ks, 0x20_0000)?,
+            arr(ks, 0x30_0000)?,
+            arr(qs, 0x40_0000)?,
+        ])
+    };
+    fn args_of(a: &[ArrayDesc; 4], causal: u32) -> [Arg<'_>; 6] {
+        [
+            Arg::Array(&a[0]),
+            Arg::Array(&a[1]),
+            Arg::Array(&a[2]),
+            Arg::Array(&a[3]),
+            Arg::Scalar(Scalar::F32(0.1)),
+            Arg::Scalar(Scalar::U32(causal)),
+        ]
+    }
     for (d, sm90, a100) in [
         (64usize, "attention_bf16_sm90", "attention_bf16"),
         (128, "attention_bf16_sm90", "attention_bf16"),
         (136, "attention_bf16_wide", "attention_bf16_wide"),
         (256, "attention_bf16_wide", "attention_bf16_wide"),
     ] {
-        let (q, k, v, out) = (
-            arr([2, 4, 100, d], 0x10_0000)?,
-            arr([2, 2, 300, d], 0x20_0000)?,
-            arr([2, 2, 300, d], 0x30_0000)?,
-            arr([2, 4, 100, d], 0x40_0000)?,
-        );
-        let args = [
-            Arg::Array(&q),
-            Arg::Array(&k),
-            Arg::Array(&v),
-            Arg::Array(&out),
-            Arg::Scalar(Scalar::F32(0.1)),
-            Arg::Scalar(Scalar::U32(1)),
-        ];
+        let arrays = qkv([2, 4, 100, d], [2, 2, 300, d])?;
+        let args = args_of(&arrays, 1);
         let ops: Vec<Operand<'_>> = args.iter().map(Operand::from).collect();
         for (cc, want) in [((9, 0), sm90), ((8, 0), a100)] {
             let by_family = select_for(m.family("attention"), &ops, Some(cc))
@@ -1095,22 +1102,8 @@ fn attention_selection() -> TestResult {
         }
     }
     // Beyond 256: no kernel's conditions hold; the check names the family's limit and `q`.
-    let (q, k) = (
-        arr([1, 1, 8, 264], 0x10_0000)?,
-        arr([1, 1, 8, 264], 0x20_0000)?,
-    );
-    let (v, out) = (
-        arr([1, 1, 8, 264], 0x30_0000)?,
-        arr([1, 1, 8, 264], 0x40_0000)?,
-    );
-    let args = [
-        Arg::Array(&q),
-        Arg::Array(&k),
-        Arg::Array(&v),
-        Arg::Array(&out),
-        Arg::Scalar(Scalar::F32(0.1)),
-        Arg::Scalar(Scalar::U32(0)),
-    ];
+    let arrays = qkv([1, 1, 8, 264], [1, 1, 8, 264])?;
+    let args = args_of(&arrays, 0);
     let chosen = m.select("attention", &args).map_err(err)?;
     let e = chosen.prepare(&args, &opts()).unwrap_err();
     ensure(

@@ -152,6 +152,20 @@ GQA_SHAPES = [
 ]
 
 
+def grouped(
+    torch: Any, gen: Any, dtype: Any, b: int, h: int, hkv: int, sq: int, skv: int, d: int
+) -> tuple[Any, list[tuple[Any, Any, str]]]:
+    """A random ``q`` (B, H, S_q, D) and ``k``, ``v`` (B, H_kv, S_kv, D) twice: contiguous, and
+    as the two halves of one packed (B, H_kv, S_kv, 2·D) array (a fused key/value
+    projection's layout)."""
+    q = torch.randn(b, h, sq, d, generator=gen, device="cuda").to(dtype)
+    kv = torch.randn(b, hkv, skv, 2 * d, generator=gen, device="cuda").to(dtype)
+    return q, [
+        (kv[..., :d].contiguous(), kv[..., d:].contiguous(), "contiguous"),
+        (kv[..., :d], kv[..., d:], "packed"),
+    ]
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_grouped_query(torch: Any, gen: Any, attention: Any, causal: bool) -> None:
     """Grouped-query attention (``H_kv`` dividing ``H``; multi-query: ``H_kv = 1``): query head
@@ -161,13 +175,9 @@ def test_grouped_query(torch: Any, gen: Any, attention: Any, causal: bool) -> No
     projection."""
     for b, h, hkv, sq, skv, d in GQA_SHAPES:
         what = f"{(b, h, hkv, sq, skv, d)} causal={causal}"
-        q = torch.randn(b, h, sq, d, generator=gen, device="cuda").to(attention.dtype)
-        kv = torch.randn(b, hkv, skv, 2 * d, generator=gen, device="cuda").to(attention.dtype)
+        q, kvs = grouped(torch, gen, attention.dtype, b, h, hkv, sq, skv, d)
         scale = 1.0 / math.sqrt(d)
-        for k, v, how in [
-            (kv[..., :d].contiguous(), kv[..., d:].contiguous(), "contiguous"),
-            (kv[..., :d], kv[..., d:], "packed"),
-        ]:
+        for k, v, how in kvs:
             out = torch.full_like(q, float("nan"))
             attention(q, k, v, out, scale, int(causal))
             torch.cuda.synchronize()
@@ -373,13 +383,9 @@ def test_wide_head_dimensions(torch: Any, gen: Any, portable: Any, dt: str, caus
     wide_lse = getattr(portable, f"attention_lse_{dt}_wide")
     for b, h, hkv, sq, skv, d in [*WIDE_SHAPES, (1, 2, 2, 100, 100, 64)]:
         what = f"{(b, h, hkv, sq, skv, d)} {dt} causal={causal}"
-        q = torch.randn(b, h, sq, d, generator=gen, device="cuda").to(dtype)
-        kv = torch.randn(b, hkv, skv, 2 * d, generator=gen, device="cuda").to(dtype)
+        q, kvs = grouped(torch, gen, dtype, b, h, hkv, sq, skv, d)
         scale = 1.0 / math.sqrt(d)
-        for k, v, how in [
-            (kv[..., :d].contiguous(), kv[..., d:].contiguous(), "contiguous"),
-            (kv[..., :d], kv[..., d:], "packed"),
-        ]:
+        for k, v, how in kvs:
             calls = [(K.attention, K.attention_lse, "family")] if d > 128 else []
             calls.append((wide, wide_lse, "by name"))
             for attention, attention_lse, by in calls:

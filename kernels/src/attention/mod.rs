@@ -85,13 +85,60 @@ macro_rules! attention_kernel {
     };
 }
 
-/// The six kernels of one element type.
+/// A portable kernel and its `lse` form (FlashAttention-2's schedule: [`sm80`]): `$launch`
+/// their launch settings, `$dim` their own head-dimension rules, `$wide` their tiles
+/// (`sm80::forward`), `$doc` the plain kernel's documentation.
+macro_rules! portable_kernels {
+    ($t:ident, [$($launch:tt)*], [$($dim:tt)*], $wide:literal, $plain:ident, $lse:ident,
+     $doc:expr) => {
+        attention_kernel!("attention", [$($launch)*], plain, [$($dim)*],
+            #[doc = $doc]
+            pub unsafe fn $plain(
+                q: View<$t, 4>,
+                k: View<$t, 4>,
+                v: View<$t, 4>,
+                out: ViewMut<$t, 4>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: launched with 128 threads per block (`.reqntid`) and the shared
+                // memory it declares, over host-validated views whose shapes agree.
+                unsafe {
+                    sm80::forward::<_, $wide>(q, k, v, out, None, scale, causal != 0)
+                }
+            }
+        );
+
+        attention_kernel!("attention_lse", [$($launch)*], lse, [$($dim)*],
+            #[doc = concat!("[`", stringify!($plain), "`], and each query row's log-sum-exp of ",
+                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
+            pub unsafe fn $lse(
+                q: View<$t, 4>,
+                k: View<$t, 4>,
+                v: View<$t, 4>,
+                out: ViewMut<$t, 4>,
+                lse: ViewMut<f32, 3>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
+                unsafe {
+                    sm80::forward::<_, $wide>(q, k, v, out, Some(lse), scale, causal != 0)
+                }
+            }
+        );
+    };
+}
+
+/// The six kernels of one element type; `$narrow` the rule of the kernels for D ≤ 128.
 macro_rules! attention_kernels {
-    ($($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident, $wide:ident, $wide_lse:ident;)*) => {$(
+    ($narrow:tt; $($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident, $wide:ident, $wide_lse:ident;)*) => {$(
         attention_kernel!("attention",
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = ATTENTION_SMEM], plain,
-            [require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),],
+            $narrow,
             #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
                             "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) whose rows are ",
                             "contiguous and ",
@@ -118,7 +165,7 @@ macro_rules! attention_kernels {
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = ATTENTION_SMEM],
             lse,
-            [require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),],
+            $narrow,
             #[doc = concat!("[`", stringify!($sm90), "`], and each query row's log-sum-exp of ",
                             "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
             pub unsafe fn $sm90_lse(
@@ -138,100 +185,24 @@ macro_rules! attention_kernels {
             }
         );
 
-        attention_kernel!("attention", [block = 128], plain,
-            [require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),],
-            #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
-                            "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) and `out` (B, H, ",
-                            "S_q, D) of any ",
-                            "strides, D ≤ 128, on every GPU from sm_80. The family launcher runs it ",
-                            "where `", stringify!($sm90), "` cannot.")]
-            pub unsafe fn $port(
-                q: View<$t, 4>,
-                k: View<$t, 4>,
-                v: View<$t, 4>,
-                out: ViewMut<$t, 4>,
-                scale: f32,
-                causal: u32,
-            ) {
-                #[cfg(target_arch = "nvptx64")]
-                // SAFETY: launched with 128 threads per block (`.reqntid`), over
-                // host-validated views whose shapes agree.
-                unsafe {
-                    sm80::forward(q, k, v, out, None, scale, causal != 0)
-                }
-            }
-        );
-
-        attention_kernel!("attention_lse", [block = 128],
-            lse,
-            [require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),],
-            #[doc = concat!("[`", stringify!($port), "`], and each query row's log-sum-exp of ",
-                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
-            pub unsafe fn $port_lse(
-                q: View<$t, 4>,
-                k: View<$t, 4>,
-                v: View<$t, 4>,
-                out: ViewMut<$t, 4>,
-                lse: ViewMut<f32, 3>,
-                scale: f32,
-                causal: u32,
-            ) {
-                #[cfg(target_arch = "nvptx64")]
-                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
-                unsafe {
-                    sm80::forward(q, k, v, out, Some(lse), scale, causal != 0)
-                }
-            }
-        );
-
-        attention_kernel!("attention",
-            [block = 128, dynamic_shared = u8, shared_bytes = ATTENTION_WIDE_SMEM], plain, [],
-            #[doc = concat!("[`", stringify!($port), "`] for head dimensions up to 256 (Gemma's ",
-                            "256 among them), any strides, on every GPU from sm_80: the same ",
-                            "schedule with tiles of 256 columns in ", "dynamic shared memory. The ",
-                            "family launcher runs it where no other kernel takes the head ",
-                            "dimension.")]
-            pub unsafe fn $wide(
-                q: View<$t, 4>,
-                k: View<$t, 4>,
-                v: View<$t, 4>,
-                out: ViewMut<$t, 4>,
-                scale: f32,
-                causal: u32,
-            ) {
-                #[cfg(target_arch = "nvptx64")]
-                // SAFETY: launched with 128 threads per block (`.reqntid`) and the shared
-                // memory it declares, over host-validated views whose shapes agree.
-                unsafe {
-                    sm80::forward_wide(q, k, v, out, None, scale, causal != 0)
-                }
-            }
-        );
-
-        attention_kernel!("attention_lse",
-            [block = 128, dynamic_shared = u8, shared_bytes = ATTENTION_WIDE_SMEM], lse, [],
-            #[doc = concat!("[`", stringify!($wide), "`], and each query row's log-sum-exp of ",
-                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
-            pub unsafe fn $wide_lse(
-                q: View<$t, 4>,
-                k: View<$t, 4>,
-                v: View<$t, 4>,
-                out: ViewMut<$t, 4>,
-                lse: ViewMut<f32, 3>,
-                scale: f32,
-                causal: u32,
-            ) {
-                #[cfg(target_arch = "nvptx64")]
-                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
-                unsafe {
-                    sm80::forward_wide(q, k, v, out, Some(lse), scale, causal != 0)
-                }
-            }
-        );
+        portable_kernels!($t, [block = 128], $narrow, false, $port, $port_lse,
+            concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
+                    "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) and `out` (B, H, ",
+                    "S_q, D) of any strides, D ≤ 128, on every GPU from sm_80. The family ",
+                    "launcher runs it where `", stringify!($sm90), "` cannot."));
+        portable_kernels!($t,
+            [block = 128, dynamic_shared = u8, shared_bytes = ATTENTION_WIDE_SMEM], [], true,
+            $wide, $wide_lse,
+            concat!("[`", stringify!($port), "`] for head dimensions up to 256 (Gemma's 256 ",
+                    "among them), any strides, on every GPU from sm_80: the same schedule with ",
+                    "tiles of 256 columns in dynamic shared memory. The family launcher runs it ",
+                    "where no other kernel takes the head dimension."));
     )*};
 }
 
 attention_kernels! {
+    [require(q.shape[3] <= 128,
+             "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),];
     bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16, attention_lse_bf16,
         attention_bf16_wide, attention_lse_bf16_wide;
     f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16, attention_lse_f16,

@@ -38,7 +38,7 @@
 //! `P · v`.
 
 #[cfg(target_arch = "nvptx64")]
-pub(super) use gpu::{forward, forward_wide};
+pub(super) use gpu::forward;
 
 /// Columns of a shared row of the wide kernels (D ≤ 256): 256 and 8 of padding (rows 528
 /// bytes apart: 16 bytes past a multiple of 128, so that `ldmatrix`'s 8 rows fall in
@@ -277,14 +277,18 @@ mod gpu {
         };
     }
 
-    /// The kernels for D ≤ 128: their tiles in static shared memory (34 KiB).
+    /// The forward pass of a portable kernel: with `WIDE`, tiles of 256 columns in the
+    /// launch's dynamic shared memory ([`WIDE_SMEM`] bytes: D ≤ 256); else tiles of 128 in
+    /// static shared memory (34 KiB: D ≤ 128). `WIDE` is a constant of the kernel: its other
+    /// branch, and the static tiles with it, are not in the wide kernels.
     ///
     /// # Safety
     ///
     /// Launched with 128 threads per block over views whose shapes agree as the kernel
-    /// requires (D ≤ 128).
+    /// requires (D ≤ 256 with `WIDE`, else D ≤ 128), with `WIDE` at least [`WIDE_SMEM`]
+    /// bytes of dynamic shared memory.
     #[inline(always)]
-    pub(in super::super) unsafe fn forward<T: Half16>(
+    pub(in super::super) unsafe fn forward<T: Half16, const WIDE: bool>(
         q: View<T, 4>,
         k: View<T, 4>,
         v: View<T, 4>,
@@ -293,30 +297,13 @@ mod gpu {
         scale: f32,
         causal: bool,
     ) {
-        let q_s: Tile<64, COLS> = shared_array!(u16, [64, COLS], align = 16);
-        let k_s: Tile<32, COLS> = shared_array!(u16, [32, COLS], align = 16);
-        let v_s: Tile<32, COLS> = shared_array!(u16, [32, COLS], align = 16);
-        // SAFETY: the caller's contract; tiles of 64, 32 and 32 rows of COLS elements.
-        unsafe { items(q_s, k_s, v_s, q, k, v, out, lse, scale, causal) }
-    }
-
-    /// The wide kernels (D ≤ 256): their tiles in the launch's dynamic shared memory
-    /// ([`WIDE_SMEM`] bytes).
-    ///
-    /// # Safety
-    ///
-    /// Launched with 128 threads per block over views whose shapes agree as the kernel
-    /// requires (D ≤ 256).
-    #[inline(always)]
-    pub(in super::super) unsafe fn forward_wide<T: Half16>(
-        q: View<T, 4>,
-        k: View<T, 4>,
-        v: View<T, 4>,
-        out: ViewMut<T, 4>,
-        lse: Option<ViewMut<f32, 3>>,
-        scale: f32,
-        causal: bool,
-    ) {
+        if !WIDE {
+            let q_s: Tile<64, COLS> = shared_array!(u16, [64, COLS], align = 16);
+            let k_s: Tile<32, COLS> = shared_array!(u16, [32, COLS], align = 16);
+            let v_s: Tile<32, COLS> = shared_array!(u16, [32, COLS], align = 16);
+            // SAFETY: the caller's contract; tiles of 64, 32 and 32 rows of COLS elements.
+            return unsafe { items(q_s, k_s, v_s, q, k, v, out, lse, scale, causal) };
+        }
         let smem = dynamic_shared::<u8>();
         // Launched with too little shared memory (the launchers give every launch WIDE_SMEM):
         // abort, location recorded.
