@@ -96,10 +96,10 @@ impl Param {
     }
 }
 
-/// Whether `k`'s requirements hold for `operands` as far as their arrays tell
-/// ([`holds_on_arrays`](super::extras::holds_on_arrays): shapes, lengths, addresses; those
-/// that read a scalar are left to the launch's check).
-pub(crate) fn fits(k: &Kernel<'_>, operands: &[Operand<'_>]) -> bool {
+/// Whether `k`'s requirements hold for `operands` as far as their arrays tell (shapes,
+/// lengths, addresses; a requirement that reads a scalar, or an axis an array lacks, is left
+/// to the launch's check).
+pub fn fits(k: &Kernel<'_>, operands: &[Operand<'_>]) -> bool {
     let array = |p: u8| match operands.get(p as usize) {
         Some(Operand::Array(d)) => Some(*d),
         _ => None,
