@@ -14,6 +14,8 @@
 #       perf (Linux perf profiles of the per-call launch loop, bench/perf_launch.sh; needs
 #             a bundle made with FERROCUDA_BUNDLE_PERF=1)
 #       gallery-tests (the gallery kernels' Rust and Python correctness tests)
+#       gallery-sanitizer (the gallery kernels' Rust tests under memcheck, racecheck and
+#                          synccheck; FERROCUDA_GALLERY_FILTER selects tests by name)
 #       gallery (the gallery benchmarks against CUB/cuBLAS/PyTorch, then ncu-gallery)
 #       ncu-gallery (Nsight Compute metrics of the gallery kernels and peers)
 #       pipeline (the builder's device-language kernels: shared memory, libdevice, barriers;
@@ -332,6 +334,18 @@ for w in $what; do
         .gpu/python/tests/test_gpu_gallery.py .gpu/python/tests/test_gallery.py 2>&1 \
         | tee "$OUT/gallery-pytest.log" | grep -v "^SKIPPED" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    gallery-sanitizer)
+      # The gallery kernels' Rust tests (matmul, linear, normalize, scan, attention, …) under
+      # each compute-sanitizer tool: the kernels' own barriers, shared memory and bounds, in
+      # one process without the Python stack (far quicker than pysanitizer for the same
+      # kernels). FERROCUDA_GALLERY_FILTER: a test-name filter (default: every test).
+      for tool in memcheck racecheck synccheck; do
+        echo "=== compute-sanitizer --tool $tool: gallery kernels ${FERROCUDA_GALLERY_FILTER:-}"
+        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gallery_gpu --test-threads=1 \
+          ${FERROCUDA_GALLERY_FILTER:+"$FERROCUDA_GALLERY_FILTER"} 2>&1 | tail -20 \
+          | tee "$OUT/gallery-sanitizer-$tool.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+      done ;;
     ncu-gallery)
       # Nsight Compute on the gallery kernels and their peers: registers, achieved
       # occupancy, DRAM and SM throughput (for any goal the benchmarks miss).

@@ -1,6 +1,7 @@
 //! GPU tests of the gallery's typed launchers (`ferrocuda::kernels::*`): one or more kernels of
 //! every family on `DeviceArray`s, against host references, outputs poisoned, every element
-//! checked — `normalize` (one cooperative launch) against its two-launch version too; and, on
+//! checked — `normalize` (one cooperative launch) against its two-launch version too,
+//! `attention` against an f64 reference; and, on
 //! any machine, the bundled manifest's argument checks (refused before the driver, naming the
 //! argument).
 //!
@@ -751,11 +752,11 @@ impl Layout {
 }
 
 /// A `T` array of `shape` over `base`'s memory, `offset` elements in, with element `strides`.
-fn view_of<T: ferrocuda::abi::Element>(
+fn view_of<T: ferrocuda::abi::Element, const N: usize>(
     base: &DeviceArray<T>,
     offset: usize,
     shape: &[usize],
-    strides: [isize; 2],
+    strides: [isize; N],
 ) -> Result<ArrayDesc, Failed> {
     let size = std::mem::size_of::<T>();
     let bytes = strides.map(|s| s * size as isize);
@@ -1010,6 +1011,247 @@ fn linear_portable() -> TestResult {
     Ok(())
 }
 
+/// Attention's exact result for one problem, in f64, with the error bound of the kernels'
+/// arithmetic per element (as `python/tests/attention_ref.py` derives it: `P` rounded to bf16
+/// before `P · v` — `u = 2⁻⁸` of each weight, doubled for the sum's different rounding — the
+/// output's rounding, f32 sums and `ex2.approx` within `2⁻¹⁶` of `Σ p|v| / Σ p`), and each
+/// row's log-sum-exp with its bound (`(D + 4)` f32 ulps of the row's largest `|scale|·Σ|q||k|`,
+/// `2⁻²⁰` absolute, `2⁻²²` of `|lse|`). `q` (B, H, S_q, D), `k` and `v` (B, H_kv, S_kv, D), C
+/// order; query head `h` reads key/value head `h / (H / H_kv)`; the causal mask top-left
+/// aligned (key `j` seen by query `i` when `j ≤ i`).
+struct AttentionRef {
+    out: Vec<f64>,
+    tol: Vec<f64>,
+    lse: Vec<f64>,
+    lse_tol: Vec<f64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attention_reference(
+    (q, k, v): (&[f64], &[f64], &[f64]),
+    (b, h, hkv, sq, skv, d): (usize, usize, usize, usize, usize, usize),
+    scale: f64,
+    causal: bool,
+) -> AttentionRef {
+    let u = 2f64.powi(-8);
+    let n = b * h * sq;
+    let mut r = AttentionRef {
+        out: vec![0.0; n * d],
+        tol: vec![0.0; n * d],
+        lse: vec![f64::NEG_INFINITY; n],
+        lse_tol: vec![0.0; n],
+    };
+    let group = h / hkv;
+    let mut s = vec![0f64; skv];
+    for bi in 0..b {
+        for hi in 0..h {
+            let kh = (bi * hkv + hi / group) * skv;
+            for i in 0..sq {
+                let row = (bi * h + hi) * sq + i;
+                let qi = &q[row * d..(row + 1) * d];
+                let (mut m, mut big) = (f64::NEG_INFINITY, 0f64);
+                for j in 0..skv {
+                    let kj = &k[(kh + j) * d..(kh + j + 1) * d];
+                    let (mut dot, mut mag) = (0f64, 0f64);
+                    for c in 0..d {
+                        dot += qi[c] * kj[c];
+                        mag += (qi[c] * kj[c]).abs();
+                    }
+                    big = big.max(mag * scale.abs());
+                    s[j] = if causal && j > i {
+                        f64::NEG_INFINITY
+                    } else {
+                        dot * scale
+                    };
+                    m = m.max(s[j]);
+                }
+                if m == f64::NEG_INFINITY {
+                    // No key: zeros, lse −∞ (its bound unused).
+                    for c in 0..d {
+                        r.tol[row * d + c] = 1e-30;
+                    }
+                    continue;
+                }
+                let mut l = 0f64;
+                let (out, tol) = (&mut r.out[row * d..], &mut r.tol[row * d..]);
+                for j in 0..skv {
+                    let p = (s[j] - m).exp();
+                    l += p;
+                    let vj = &v[(kh + j) * d..(kh + j + 1) * d];
+                    for c in 0..d {
+                        out[c] += p * vj[c];
+                        tol[c] += p * vj[c].abs();
+                    }
+                }
+                for c in 0..d {
+                    out[c] /= l;
+                    tol[c] = tol[c] / l * (2.0 * u + 2f64.powi(-16)) + out[c].abs() * u + 1e-30;
+                }
+                r.lse[row] = m + l.ln();
+                r.lse_tol[row] = big * (d as f64 + 4.0) * 2f64.powi(-23)
+                    + 2f64.powi(-20)
+                    + r.lse[row].abs() * 2f64.powi(-22);
+            }
+        }
+    }
+    r
+}
+
+/// `attention` and `attention_lse` (bf16) against f64: the family's choice on this device —
+/// `attention_bf16_sm90` on compute capability 9.0 where TMA takes `q`, `k` and `v` (rows of a
+/// multiple of 16 bytes), the portable kernel otherwise — and the portable kernels by name;
+/// multi-head, grouped-query and multi-query heads, `k` and `v` separate or the two halves of
+/// one packed (B, H_kv, S, 2·D) array, query and key tiles partial (one query row, 77 keys),
+/// more queries than keys, a head dimension of 36 (the portable kernel's element loads), a
+/// negative scale, causal and not; `out` and `lse` poisoned with NaN, every element and one
+/// past each checked. Small enough to run under compute-sanitizer's racecheck and synccheck.
+fn attention() -> TestResult {
+    let module = bundled::module().map_err(err)?;
+    let cc = driver::Context::get(0).map_err(err)?.compute_capability();
+    let portable = module.kernel("attention_bf16").map_err(err)?;
+    let portable_lse = module.kernel("attention_lse_bf16").map_err(err)?;
+    let mut r = StdRng::seed_from_u64(seed() ^ 0xa77e);
+    let rand_bf16 = |n: usize, r: &mut StdRng| -> Vec<bf16> {
+        (0..n)
+            .map(|_| bf16::from_f32(r.random_range(-2.0f32..2.0)))
+            .collect()
+    };
+    for (b, h, hkv, sq, skv, d, packed, scale) in [
+        (
+            1usize, 2usize, 2usize, 64usize, 64usize, 64usize, false, 0.125f32,
+        ),
+        (2, 4, 1, 129, 200, 128, false, 0.088),
+        (1, 6, 2, 300, 77, 96, true, 0.1),
+        (1, 4, 2, 1, 300, 128, true, -0.09),
+        (2, 2, 1, 70, 129, 36, false, 0.17),
+    ] {
+        let qs = rand_bf16(b * h * sq * d, &mut r);
+        let q = upload(qs.clone(), &[b, h, sq, d])?;
+        let qv: Vec<f64> = qs.iter().map(|x| x.to_f64()).collect();
+        // `k` and `v`: separate C-order arrays, or the halves of one packed array.
+        let kv_rows = b * hkv * skv;
+        let (ks, vs) = (
+            rand_bf16(kv_rows * d, &mut r),
+            rand_bf16(kv_rows * d, &mut r),
+        );
+        let kvd = [b, hkv, skv, d];
+        let (_bufs, kdesc, vdesc) = if packed {
+            let mut both = Vec::with_capacity(2 * kv_rows * d);
+            for row in 0..kv_rows {
+                both.extend_from_slice(&ks[row * d..(row + 1) * d]);
+                both.extend_from_slice(&vs[row * d..(row + 1) * d]);
+            }
+            let buf = upload(both, &[2 * kv_rows * d])?;
+            let st = [
+                (hkv * skv * 2 * d) as isize,
+                (skv * 2 * d) as isize,
+                2 * d as isize,
+                1,
+            ];
+            let (kd, vd) = (view_of(&buf, 0, &kvd, st)?, view_of(&buf, d, &kvd, st)?);
+            (vec![buf], kd, vd)
+        } else {
+            let (kb, vb) = (upload(ks.clone(), &kvd)?, upload(vs.clone(), &kvd)?);
+            let (kd, vd) = (*kb.desc(), *vb.desc());
+            (vec![kb, vb], kd, vd)
+        };
+        let kv: Vec<f64> = ks.iter().map(|x| x.to_f64()).collect();
+        let vv: Vec<f64> = vs.iter().map(|x| x.to_f64()).collect();
+        // TMA's rule for the sm_90a kernel: rows of a multiple of 16 bytes, bases 16-byte
+        // aligned (the packed `v` starts D elements in).
+        let tma = d % 8 == 0;
+        for causal in [false, true] {
+            let want = attention_reference(
+                (&qv, &kv, &vv),
+                (b, h, hkv, sq, skv, d),
+                scale as f64,
+                causal,
+            );
+            let what = format!(
+                "({b}, {h}/{hkv}, {sq}, {skv}, {d}) packed={packed} scale={scale} causal={causal}"
+            );
+            for (family, named, lse) in [
+                ("attention", Some(&portable), false),
+                ("attention", None, false),
+                ("attention_lse", Some(&portable_lse), true),
+                ("attention_lse", None, true),
+            ] {
+                let n = b * h * sq * d;
+                let dout = upload(vec![bf16::NAN; n + 1], &[n + 1])?;
+                let dl = upload(vec![f32::NAN; b * h * sq + 1], &[b * h * sq + 1])?;
+                let od = [b, h, sq, d];
+                let ost = [(h * sq * d) as isize, (sq * d) as isize, d as isize, 1];
+                let out = view_of(&dout, 0, &od, ost)?;
+                let lsed = view_of(&dl, 0, &[b, h, sq], [(h * sq) as isize, sq as isize, 1])?;
+                let mut args = vec![
+                    Arg::Array(q.desc()),
+                    Arg::Array(&kdesc),
+                    Arg::Array(&vdesc),
+                    Arg::Array(&out),
+                ];
+                if lse {
+                    args.push(Arg::Array(&lsed));
+                }
+                args.push(Arg::Scalar(Scalar::F32(scale)));
+                args.push(Arg::Scalar(Scalar::U32(causal as u32)));
+                let kernel = match named {
+                    Some(k) => *k,
+                    None => module.select(family, &args).map_err(err)?,
+                };
+                let name = kernel.name();
+                if named.is_none() {
+                    let sm90 = cc == (9, 0) && tma;
+                    let expect = match (sm90, lse) {
+                        (true, false) => "attention_bf16_sm90",
+                        (true, true) => "attention_lse_bf16_sm90",
+                        (false, false) => "attention_bf16",
+                        (false, true) => "attention_lse_bf16",
+                    };
+                    ensure(name == expect, || {
+                        format!("{what}: the family {family} chose {name} on {cc:?}, not {expect}")
+                    })?;
+                }
+                // SAFETY: the bundled kernels are memory-safe for any arguments that pass the
+                // checks.
+                unsafe { kernel.launch(&args, &opts()) }.map_err(err)?;
+                let got = download(&dout)?;
+                for e in 0..n {
+                    let g = got[e].to_f64();
+                    ensure((g - want.out[e]).abs() <= want.tol[e], || {
+                        format!(
+                            "{name} {what}: out[{e}] = {g}, expected {} ± {}",
+                            want.out[e], want.tol[e]
+                        )
+                    })?;
+                }
+                ensure(got[n].is_nan(), || format!("{name} {what}: wrote past out"))?;
+                let gl = download(&dl)?;
+                if lse {
+                    for e in 0..b * h * sq {
+                        let (g, w) = (gl[e] as f64, want.lse[e]);
+                        let ok = if w == f64::NEG_INFINITY {
+                            g == w
+                        } else {
+                            (g - w).abs() <= want.lse_tol[e]
+                        };
+                        ensure(ok, || {
+                            format!(
+                                "{name} {what}: lse[{e}] = {g}, expected {w} ± {}",
+                                want.lse_tol[e]
+                            )
+                        })?;
+                    }
+                }
+                let untouched = if lse { &gl[b * h * sq..] } else { &gl[..] };
+                ensure(untouched.iter().all(|x| x.is_nan()), || {
+                    format!("{name} {what}: wrote past lse (or lse without the lse kernel)")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let devices = match driver::device_count() {
@@ -1031,6 +1273,7 @@ fn main() {
         gpu("matmul", matmul),
         gpu("linear", linear),
         gpu("linear_portable", linear_portable),
+        gpu("attention", attention),
         gpu("stencil_and_scan", stencil_and_scan),
         gpu("activations", activations),
     ];
