@@ -526,6 +526,10 @@ vars! {
     PYSAN_PATHS = "FERROCUDA_PYSAN_PATHS", Kind::Words,
         Tools, "`.gpu/run.sh`", "Python test files to run under compute-sanitizer",
         "all of them";
+    /// The Rust gallery tests under compute-sanitizer (`gallery-sanitizer`).
+    GALLERY_FILTER = "FERROCUDA_GALLERY_FILTER", Kind::Text,
+        Tools, "`.gpu/run.sh`", "test-name filter of the Rust gallery tests under \
+         compute-sanitizer (`gallery-sanitizer`)", "every test";
     /// The time limit of the scale benchmark.
     SCALE_BENCH_S = "FERROCUDA_SCALE_BENCH_S", Kind::Count,
         Tools, "`.gpu/run.sh`", "seconds for the scale benchmark", "`150` (`560` for \
