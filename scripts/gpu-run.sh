@@ -69,6 +69,13 @@ fi
 [ -d .gpu/inline-cache ] && export FERROCUDA_INLINE_CACHE="$PWD/.gpu/inline-cache"
 # The carried NumPy goes first on PYTHONPATH for the Python tests only.
 np_site=""; [ -d /tmp/ferrocuda-numpy ] && np_site="/tmp/ferrocuda-numpy:"
+# A Rust test binary and its arguments under compute-sanitizer tool $1, any error failing the
+# run: the last $3 lines of its output shown and kept in "$OUT/$2".
+sanitized() {
+  local tool="$1" log="$2" lines="$3"; shift 3
+  compute-sanitizer --tool "$tool" --error-exitcode 86 "$@" 2>&1 | tail -"$lines" | tee "$OUT/$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+}
 # One focused part: the Rust GPU tests whose names start with $3, the Python test file $4,
 # then those Rust tests under each compute-sanitizer tool named after it; logs "$OUT/$1-*".
 focused() {
@@ -82,9 +89,7 @@ focused() {
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   for tool in "$@"; do
     echo "=== compute-sanitizer --tool $tool: $filter*"
-    compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 "$filter" \
-      2>&1 | tail -15 | tee "$OUT/$name-sanitizer-$tool.log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    sanitized "$tool" "$name-sanitizer-$tool.log" 15 .gpu/bin/gpu --test-threads=1 "$filter"
   done
 }
 for w in $what; do
@@ -117,9 +122,8 @@ for w in $what; do
         echo "=== compute-sanitizer --tool $tool: device primitives"
         skip=(--skip atomics_int --skip atomics_float --skip diag_)
         [ "$tool" = synccheck ] && skip+=(--skip mbarrier_cp_async_counted)
-        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/device_gpu --test-threads=1 \
-          "${skip[@]}" 2>&1 | tail -25 | tee "$OUT/device-sanitizer-$tool.log"
-        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        sanitized "$tool" "device-sanitizer-$tool.log" 25 .gpu/bin/device_gpu --test-threads=1 \
+          "${skip[@]}"
       done
       echo "=== compute-sanitizer --tool synccheck: mbarrier_cp_async_counted alone (known report, not counted)"
       compute-sanitizer --tool synccheck .gpu/bin/device_gpu mbarrier_cp_async_counted 2>&1 \
@@ -156,10 +160,9 @@ for w in $what; do
       for tool in $tools; do
         extra=(); { [ "$tool" != memcheck ] || [ "${FERROCUDA_SKIP_SOAK:-0}" = 1 ]; } && extra=(--skip soak_no_leaks)
         echo "=== compute-sanitizer --tool $tool"
-        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gpu --test-threads=1 \
+        sanitized "$tool" "sanitizer-$tool.log" 25 .gpu/bin/gpu --test-threads=1 \
           --skip race_off_observed --skip dropped_input_off_observed --skip fault_names_kernel \
-          "${extra[@]}" 2>&1 | tail -25 | tee "$OUT/sanitizer-$tool.log"
-        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+          "${extra[@]}"
       done ;;
     pipeline)
       if [ -f .gpu/pipeline/fc_device_lang.json ]; then
@@ -341,10 +344,8 @@ for w in $what; do
       # kernels). FERROCUDA_GALLERY_FILTER: a test-name filter (default: every test).
       for tool in memcheck racecheck synccheck; do
         echo "=== compute-sanitizer --tool $tool: gallery kernels ${FERROCUDA_GALLERY_FILTER:-}"
-        compute-sanitizer --tool "$tool" --error-exitcode 86 .gpu/bin/gallery_gpu --test-threads=1 \
-          ${FERROCUDA_GALLERY_FILTER:+"$FERROCUDA_GALLERY_FILTER"} 2>&1 | tail -20 \
-          | tee "$OUT/gallery-sanitizer-$tool.log"
-        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        sanitized "$tool" "gallery-sanitizer-$tool.log" 20 .gpu/bin/gallery_gpu --test-threads=1 \
+          ${FERROCUDA_GALLERY_FILTER:+"$FERROCUDA_GALLERY_FILTER"}
       done ;;
     ncu-gallery)
       # Nsight Compute on the gallery kernels and their peers: registers, achieved

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::launch::select::{
-    fit_mask, launch_capability, no_variant, rules_differ, select_for, spans_archs, Operand,
+    fit_mask, launch_capability, no_variant, rule_sets, select_for, spans_archs, Operand,
     SelectionKey, SelectionMemo,
 };
 use crate::module::{Kernel, MAX_PARAMS};
@@ -32,10 +32,10 @@ pub struct Target<'m> {
     /// built for different architectures): decided once, so that a launcher whose kernels
     /// are all of one architecture asks the driver nothing to choose.
     weighs_arch: bool,
-    /// The candidates whose requirements' verdicts enter the selection key, when their
-    /// requirements differ ([`rules_differ`]: the choice then depends on the arguments'
-    /// shapes): a family's kernels, or a kernel's variants ([`Kernel::variant_set`]). Empty
-    /// otherwise (the key of types and layouts decides).
+    /// When the candidates' requirements differ (the choice then depends on the arguments'
+    /// shapes), one candidate per list of requirements ([`rule_sets`]), whose verdicts enter
+    /// the selection key; the candidates are a family's kernels, or a kernel's variants
+    /// ([`Kernel::variant_set`]). Empty otherwise (the key of types and layouts decides).
     by_rules: Box<[Kernel<'m>]>,
     /// The kernels chosen for the last few selection keys.
     memo: SelectionMemo<Kernel<'m>>,
@@ -91,8 +91,9 @@ impl<'m> Target<'m> {
         } else {
             kernels[0].variant_set()
         };
-        let by_rules = if rules_differ(candidates.iter().copied()) {
-            candidates.into_boxed_slice()
+        let sets = rule_sets(candidates);
+        let by_rules = if sets.len() > 1 {
+            sets.into_boxed_slice()
         } else {
             Box::default()
         };

@@ -12,18 +12,9 @@ use ferrocuda_host::launch::{check_args, select, Operand, SelectionKey, Selectio
 use ferrocuda_host::launcher::Target;
 use ferrocuda_host::{Arg, ErrorKind, Kernel, Module, Scalar};
 
-/// A parameter record as the builder writes it.
-fn param(name: &str, kind: &str, dtype: &str, rank: usize, mutable: bool) -> String {
-    let (size, align) = match kind {
-        "scalar" if dtype == "float64" => (8, 8),
-        "scalar" => (4, 4),
-        "slice" => (16, 8),
-        _ => (8 + 16 * rank, 8),
-    };
-    format!(
-        r#"{{"name": "{name}", "kind": "{kind}", "dtype": "{dtype}", "rank": {rank}, "mutable": {mutable}, "size": {size}, "align": {align}}}"#
-    )
-}
+#[path = "common/param.rs"]
+mod manifest_records;
+use manifest_records::param;
 
 /// `add_<t>` on slices and `add_<t>_<n>d` on views for float32 and float64, `saxpy_f32`
 /// (slices) and `saxpy_f32_2d` (views) — the bundled families' shapes — and `scale`, whose

@@ -14,17 +14,9 @@ use ferrocuda_host::launch::{check_args, select, Operand};
 use ferrocuda_host::launcher::Target;
 use ferrocuda_host::{Arg, Module, Scalar};
 
-/// A parameter record as the builder writes it.
-fn param(name: &str, kind: &str, rank: usize, mutable: bool) -> String {
-    let (size, align) = match kind {
-        "scalar" => (4, 4),
-        "slice" => (16, 8),
-        _ => (8 + 16 * rank, 8),
-    };
-    format!(
-        r#"{{"name": "{name}", "kind": "{kind}", "dtype": "float32", "rank": {rank}, "mutable": {mutable}, "size": {size}, "align": {align}}}"#
-    )
-}
+#[path = "common/param.rs"]
+mod manifest_records;
+use manifest_records::param;
 
 /// A kernel `name` of `family` taking `(x, out, s)` — `x` and `out` of `kind` (rank 2 for
 /// views), `s` a float32 scalar — with the requirements `require` (JSON records).
@@ -32,9 +24,9 @@ fn kernel(name: &str, family: &str, kind: &str, require: &[&str]) -> String {
     let rank = if kind == "view" { 2 } else { 1 };
     format!(
         r#"{{"name": "{name}", "family": "{family}", "same_shape": [[0, 1]], "params": [{}, {}, {}], "require": [{}]}}"#,
-        param("x", kind, rank, false),
-        param("out", kind, rank, true),
-        param("s", "scalar", 0, false),
+        param("x", kind, "float32", rank, false),
+        param("out", kind, "float32", rank, true),
+        param("s", "scalar", "float32", 0, false),
         require.join(", ")
     )
 }
@@ -161,7 +153,6 @@ fn a_scalar_condition_does_not_choose() {
 fn a_launcher_remembers_its_choices_by_the_requirements_too() {
     let m = module();
     let rows = Target::family("rows".into(), m.family("rows").collect()).unwrap();
-    let scalar = [Operand::Scalar];
     // Alternating shapes of the same types and layouts (one key without the requirements'
     // verdicts), several rounds: each launch chooses by its own shape.
     for _ in 0..3 {
@@ -172,7 +163,7 @@ fn a_launcher_remembers_its_choices_by_the_requirements_too() {
             (256, "wide"),
         ] {
             let (x, out) = arrays(&[2, cols]);
-            let ops = [Operand::Array(&x), Operand::Array(&out), scalar[0]];
+            let ops = [Operand::Array(&x), Operand::Array(&out), Operand::Scalar];
             assert_eq!(rows.choose(&ops).unwrap().name(), want, "{cols} columns");
         }
     }

@@ -110,11 +110,12 @@ pub fn fits(k: &Kernel<'_>, operands: &[Operand<'_>]) -> bool {
         .all(|r| super::extras::holds_on_arrays(r, array))
 }
 
-/// Whether `kernels` differ in their requirements (their conditions, messages aside): then
-/// the choice among them may depend on the arguments' shapes, not only on what a
-/// [`SelectionKey`] holds, and a launcher adds [`fits`]'s verdicts to its key
+/// One kernel of `kernels` per distinct list of requirements (their conditions, messages
+/// aside), in order: whether each of them [`fits`] decides whether every kernel does. More
+/// than one means the choice among `kernels` may depend on the arguments' shapes, not only on
+/// what a [`SelectionKey`] holds: a launcher then adds their verdicts to its key
 /// ([`SelectionKey::within`]).
-pub fn rules_differ<'m>(kernels: impl IntoIterator<Item = Kernel<'m>>) -> bool {
+pub fn rule_sets<'m>(kernels: impl IntoIterator<Item = Kernel<'m>>) -> Vec<Kernel<'m>> {
     let conditions = |k: &Kernel<'m>| -> Vec<_> {
         k.signature()
             .require
@@ -122,11 +123,16 @@ pub fn rules_differ<'m>(kernels: impl IntoIterator<Item = Kernel<'m>>) -> bool {
             .map(|r| (r.lhs, r.cmp, r.rhs))
             .collect()
     };
-    let mut all = kernels.into_iter();
-    let Some(first) = all.next().map(|k| conditions(&k)) else {
-        return false;
-    };
-    all.any(|k| conditions(&k) != first)
+    let mut seen = Vec::new();
+    let mut sets = Vec::new();
+    for k in kernels {
+        let c = conditions(&k);
+        if !seen.contains(&c) {
+            seen.push(c);
+            sets.push(k);
+        }
+    }
+    sets
 }
 
 /// [`fits`] of each of `kernels` (the first 32) for `operands`, as bits in order.
@@ -305,9 +311,9 @@ impl SelectionKey {
         })
     }
 
-    /// The key of a choice among candidates whose requirements differ ([`rules_differ`]):
-    /// `mask` is their [`fits`] verdicts for the operands ([`fit_mask`]), which the key of the
-    /// arrays' types and layouts alone does not determine.
+    /// The key of a choice among candidates whose requirements differ ([`rule_sets`]):
+    /// `mask` is the [`fits`] verdicts of a kernel per list of requirements ([`fit_mask`]),
+    /// which the key of the arrays' types and layouts alone does not determine.
     pub fn within(self, mask: u32) -> SelectionKey {
         SelectionKey { fit: mask, ..self }
     }
