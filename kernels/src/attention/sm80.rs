@@ -4,8 +4,9 @@
 //! tensor cores (`mma.sync.m16n8k16`), FlashAttention-2's schedule — and the wide kernels
 //! (`attention{,_lse}_{bf16,f16}_wide`), the same schedule for D ≤ 256 with tiles of 256
 //! columns (rows of 264 elements) in 66 KiB of dynamic shared memory: 32 output accumulators
-//! per thread instead of 16, 255 registers (ptxas 12.9: none spilled on sm_80; 4–8 bytes on
-//! sm_90).
+//! per thread instead of 16, 255 registers (ptxas 12.9, sm_80 and sm_90: none spilled, the
+//! element-load path of a key tile issued in two halves — all eight of a thread's chunks in
+//! flight at once spilled on sm_90).
 //!
 //! The launchers choose by the one selection rule: on an H100 the sm_90a kernel runs whenever
 //! its TMA tensor maps take `q`, `k` and `v` (rows contiguous, 16-byte aligned), this one
@@ -232,19 +233,23 @@ mod gpu {
 
     /// Rows `$r0 ..` of `$head` into `$tile` (`$rows` × `$dp`, `$n` = `$rows · $dp / 1024`
     /// chunks per thread), every thread of the block: the loads into registers first, then
-    /// the stores. `$t` is made per call (see [`here`](super::super::common::here)): the
-    /// chunks' addresses are invariant over the key tiles, and hoisted out of the loop they
-    /// would stay live across it.
+    /// the stores — or, in the `@chunks` form, only chunks `$lo .. $hi` of them (a wide tile in
+    /// parts, fewer registers in flight). `$t` is made per call (see
+    /// [`here`](super::super::common::here)): the chunks' addresses are invariant over the key
+    /// tiles, and hoisted out of the loop they would stay live across it.
     ///
     /// Safety: as [`Head::chunk`] and [`put_chunk`].
     macro_rules! load_tile {
-        ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:literal, $r0:expr, $t:expr, $vec:expr) => {{
+        ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:tt, $r0:expr, $t:expr, $vec:expr) => {
+            load_tile!(@chunks $head, $tile, $rows, $dp, 0, $n, $r0, $t, $vec)
+        };
+        (@chunks $head:expr, $tile:expr, $rows:literal, $dp:literal, $lo:tt, $hi:tt, $r0:expr, $t:expr, $vec:expr) => {{
             let t = here32($t);
-            let mut c = [Chunk([0; 4]); $n];
-            ferrocuda_device::unroll!(I in 0..$n {
+            let mut c = [Chunk([0; 4]); $hi];
+            ferrocuda_device::unroll!(I in $lo..$hi {
                 c[I] = $head.chunk::<$dp>($r0, t, I, $vec);
             });
-            ferrocuda_device::unroll!(I in 0..$n {
+            ferrocuda_device::unroll!(I in $lo..$hi {
                 put_chunk::<$rows, _, $dp>($tile, c[I], t, I);
             });
         }};
@@ -263,16 +268,17 @@ mod gpu {
         }};
     }
 
-    /// Key tile rows `$r0 ..` of `$head` into `$tile` (32 rows): by [`copy_tile!`] when
-    /// `$asynchronous` (not committed), else by [`load_tile!`] through registers.
+    /// Key tile rows `$r0 ..` of `$head` into `$tile` (32 rows, `$n` chunks per thread): by
+    /// [`copy_tile!`] when `$asynchronous` (not committed), else by [`load_tile!`] through
+    /// registers, in the parts `[$lo $hi]` (chunks `$lo .. $hi`) one after the other.
     ///
     /// Safety: as [`copy_tile!`] and [`load_tile!`].
     macro_rules! key_tile {
-        ($asynchronous:expr, $head:expr, $tile:expr, $dp:literal, $n:literal, $r0:expr, $t:expr) => {
+        ($asynchronous:expr, $head:expr, $tile:expr, $dp:literal, $n:literal, [$([$lo:tt $hi:tt])+], $r0:expr, $t:expr) => {
             if $asynchronous {
                 copy_tile!($head, $tile, 32, $dp, $n, $r0, $t);
             } else {
-                load_tile!($head, $tile, 32, $dp, $n, $r0, $t, false);
+                $(load_tile!(@chunks $head, $tile, 32, $dp, $lo, $hi, $r0, $t, false);)+
             }
         };
     }
@@ -403,10 +409,12 @@ mod gpu {
 
     /// One item's method, `$dp` columns wide (64, 128 or 256): `$ks` = DP / 16 k-steps of
     /// `q · kᵀ`, `$nt` = DP / 8 output accumulators per warp, `$nq` and `$nkv` = the 16-byte
-    /// chunks per thread of the q tile and of a key tile (64 · DP / 1024, 32 · DP / 1024). Every loop over the fragment
-    /// arrays is written out (`unroll!`, literal bounds), so that they stay in registers.
+    /// chunks per thread of the q tile and of a key tile (64 · DP / 1024, 32 · DP / 1024),
+    /// `$parts` the key tile's chunks loaded together by the element-load path (see
+    /// [`key_tile!`]). Every loop over the fragment arrays is written out (`unroll!`, literal
+    /// bounds), so that they stay in registers.
     macro_rules! item_fn {
-        ($name:ident, $dp:literal, $ks:literal, $nt:literal, $nq:literal, $nkv:literal) => {
+        ($name:ident, $dp:literal, $ks:literal, $nt:literal, $nq:literal, $nkv:literal, $parts:tt) => {
             /// # Safety
             ///
             /// Every thread of the block calls it (its barriers are the block's).
@@ -457,9 +465,9 @@ mod gpu {
                     // SAFETY: the whole block, after the barrier above (no reader of k_s, v_s
                     // left); s_kv ≥ 1, D ≥ 1; read after a wait and a barrier below.
                     unsafe {
-                        key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, 0, t);
+                        key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, $parts, 0, t);
                         cp_async::commit_group();
-                        key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, 0, t);
+                        key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, $parts, 0, t);
                         cp_async::commit_group();
                     }
                 }
@@ -497,7 +505,7 @@ mod gpu {
                     if j + 1 < n_kv {
                         // SAFETY: the whole block, after the barrier above; read after a wait
                         // and a barrier.
-                        unsafe { key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, kv0 + BN, t) };
+                        unsafe { key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, $parts, kv0 + BN, t) };
                     }
                     cp_async::commit_group();
                     // Scale, mask, row maxima (element I of accumulator NT: row I / 2, key
@@ -564,7 +572,7 @@ mod gpu {
                     thread::sync_threads();
                     if j + 1 < n_kv {
                         // SAFETY: as for k above.
-                        unsafe { key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, kv0 + BN, t) };
+                        unsafe { key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, $parts, kv0 + BN, t) };
                     }
                     cp_async::commit_group();
                 }
@@ -596,8 +604,8 @@ mod gpu {
         /// Bytes between two rows of a shared tile.
         const ROW: u32 = 2 * C as u32;
 
-        item_fn!(item64, 64, 4, 8, 4, 2);
-        item_fn!(item128, 128, 8, 16, 8, 4);
-        item_fn!(item256, 256, 16, 32, 16, 8);
+        item_fn!(item64, 64, 4, 8, 4, 2, [[0 2]]);
+        item_fn!(item128, 128, 8, 16, 8, 4, [[0 4]]);
+        item_fn!(item256, 256, 16, 32, 16, 8, [[0 4] [4 8]]);
     }
 }
