@@ -33,10 +33,12 @@ NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
 
 def runners(ferrocuda, portable_kernels, F, sdpa_kernel, SDPBackend, q, k, v, out, causal):
     """The four calls on one set of inputs: ours (into ``out``; the family, then the portable
-    kernel by name), torch's flash backend, and torch's own choice."""
+    kernel by name — ``_wide`` for D > 128), torch's flash backend, and torch's own choice."""
     scale = 1.0 / math.sqrt(q.shape[-1])
     gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
-    portable_kernel = getattr(portable_kernels, f"attention_{NAMES[str(q.dtype)]}")
+    # Head dimensions above 128: the wide kernel (the family's only member that takes them).
+    wide = "_wide" if q.shape[-1] > 128 else ""
+    portable_kernel = getattr(portable_kernels, f"attention_{NAMES[str(q.dtype)]}{wide}")
 
     def ours():
         ferrocuda.kernels.attention(q, k, v, out, scale, int(causal))

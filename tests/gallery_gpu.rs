@@ -1011,6 +1011,107 @@ fn linear_portable() -> TestResult {
     Ok(())
 }
 
+/// Which `attention` kernel runs, without a GPU (the selection rule on array descriptions, for
+/// an H100 and an A100): for D ≤ 128 the sm_90a kernel where TMA takes the rows (on compute
+/// capability 9.0), the portable one otherwise; for 128 < D ≤ 256 the `_wide` kernel whatever
+/// the device and layout (the only one whose conditions hold), by the family and by the typed
+/// launchers' variant rule from each kernel; beyond 256 the check names the family's limit.
+fn attention_selection() -> TestResult {
+    use ferrocuda::host::launch::select::{select_for, Operand};
+    let m = bundled::module().map_err(err)?;
+    let arr = |shape: [usize; 4], ptr: u64| {
+        ArrayDesc::from_parts(DType::BF16, &shape, None, ptr, false, None).map_err(err)
+    };
+    // `q`, `k`, `v`, `out` (the shapes of `q` and of `k`), scale 0.1, `causal`.
+    let qkv = |qs: [usize; 4], ks: [usize; 4]| -> Result<[ArrayDesc; 4], Failed> {
+        Ok([
+            arr(qs, 0x10_0000)?,
+            arr(ks, 0x20_0000)?,
+            arr(ks, 0x30_0000)?,
+            arr(qs, 0x40_0000)?,
+        ])
+    };
+    fn args_of(a: &[ArrayDesc; 4], causal: u32) -> [Arg<'_>; 6] {
+        [
+            Arg::Array(&a[0]),
+            Arg::Array(&a[1]),
+            Arg::Array(&a[2]),
+            Arg::Array(&a[3]),
+            Arg::Scalar(Scalar::F32(0.1)),
+            Arg::Scalar(Scalar::U32(causal)),
+        ]
+    }
+    for (d, sm90, a100) in [
+        (64usize, "attention_bf16_sm90", "attention_bf16"),
+        (128, "attention_bf16_sm90", "attention_bf16"),
+        (136, "attention_bf16_wide", "attention_bf16_wide"),
+        (256, "attention_bf16_wide", "attention_bf16_wide"),
+    ] {
+        let arrays = qkv([2, 4, 100, d], [2, 2, 300, d])?;
+        let args = args_of(&arrays, 1);
+        let ops: Vec<Operand<'_>> = args.iter().map(Operand::from).collect();
+        for (cc, want) in [((9, 0), sm90), ((8, 0), a100)] {
+            let by_family = select_for(m.family("attention"), &ops, Some(cc))
+                .ok_or_else(|| err(format!("D = {d}: no attention kernel")))?;
+            ensure(by_family.name() == want, || {
+                format!(
+                    "D = {d} on {cc:?}: the family chose {}, not {want}",
+                    by_family.name()
+                )
+            })?;
+            for by_name in [
+                "attention_bf16",
+                "attention_bf16_sm90",
+                "attention_bf16_wide",
+            ] {
+                let k = m.kernel(by_name).map_err(err)?;
+                let chosen = k.variant_on(&ops, Some(cc));
+                let wide = by_name == "attention_bf16_wide";
+                // A kernel called by name runs itself or one of its layout variants (the
+                // sm_90a kernel is one of each portable kernel, and they of it; the portable
+                // kernels are not of each other): the family's choice, but the wide kernel
+                // keeps what the sm_90a kernel does not take (it takes every D ≤ 256 and comes
+                // first among its equals), and the narrow portable kernel's launcher, which
+                // has no wide variant, refuses D > 128, naming the wide kernels.
+                if d > 128 && by_name == "attention_bf16" {
+                    let e = ferrocuda::host::launch::check_args(chosen.signature(), &args)
+                        .err()
+                        .ok_or_else(|| err(format!("D = {d}: {by_name} took it")))?;
+                    ensure(
+                        e.to_string().contains("the `_wide` kernels take up to 256"),
+                        || format!("D = {d}: {by_name}: {e}"),
+                    )?;
+                    continue;
+                }
+                let want = if wide && want == "attention_bf16" {
+                    by_name
+                } else {
+                    want
+                };
+                ensure(chosen.name() == want, || {
+                    format!(
+                        "D = {d} on {cc:?}: {by_name}'s launcher chose {}, not {want}",
+                        chosen.name()
+                    )
+                })?;
+            }
+            ensure(
+                ferrocuda::host::launch::check_args(by_family.signature(), &args).is_ok(),
+                || format!("D = {d}: {want} refuses its arguments"),
+            )?;
+        }
+    }
+    // Beyond 256: no kernel's conditions hold; the check names the family's limit and `q`.
+    let arrays = qkv([1, 1, 8, 264], [1, 1, 8, 264])?;
+    let args = args_of(&arrays, 0);
+    let chosen = m.select("attention", &args).map_err(err)?;
+    let e = chosen.prepare(&args, &opts()).unwrap_err();
+    ensure(
+        e.arg() == Some("q") && e.to_string().contains("must be at most 256"),
+        || format!("D = 264: {e}"),
+    )?;
+    Ok(())
+}
 /// Attention's exact result for one problem, in f64, with the error bound of the kernels'
 /// arithmetic per element (as `python/tests/attention_ref.py` derives it: `P` rounded to bf16
 /// before `P · v` — `u = 2⁻⁸` of each weight, doubled for the sum's different rounding — the
@@ -1099,7 +1200,8 @@ fn attention_reference(
 
 /// `attention` and `attention_lse` (bf16) against f64: the family's choice on this device —
 /// `attention_bf16_sm90` on compute capability 9.0 where TMA takes `q`, `k` and `v` (rows of a
-/// multiple of 16 bytes), the portable kernel otherwise — and the portable kernels by name;
+/// multiple of 16 bytes), the portable kernel otherwise, the `_wide` kernels for head
+/// dimensions of 160 and 256 — and the portable kernels of the head dimension by name;
 /// multi-head, grouped-query and multi-query heads, `k` and `v` separate or the two halves of
 /// one packed (B, H_kv, S, 2·D) array, query and key tiles partial (one query row, 77 keys),
 /// more queries than keys, a head dimension of 36 (the portable kernel's element loads), a
@@ -1110,6 +1212,8 @@ fn attention() -> TestResult {
     let cc = driver::Context::get(0).map_err(err)?.compute_capability();
     let portable = module.kernel("attention_bf16").map_err(err)?;
     let portable_lse = module.kernel("attention_lse_bf16").map_err(err)?;
+    let wide = module.kernel("attention_bf16_wide").map_err(err)?;
+    let wide_lse = module.kernel("attention_lse_bf16_wide").map_err(err)?;
     let mut r = StdRng::seed_from_u64(seed() ^ 0xa77e);
     let rand_bf16 = |n: usize, r: &mut StdRng| -> Vec<bf16> {
         (0..n)
@@ -1124,6 +1228,10 @@ fn attention() -> TestResult {
         (1, 6, 2, 300, 77, 96, true, 0.1),
         (1, 4, 2, 1, 300, 128, true, -0.09),
         (2, 2, 1, 70, 129, 36, false, 0.17),
+        (1, 4, 2, 130, 100, 256, true, 0.0625),
+        (1, 2, 1, 33, 257, 160, false, -0.08),
+        // Rows of 132 elements: no `cp.async` (the wide kernel's element loads of key tiles).
+        (1, 3, 3, 45, 90, 132, true, 0.07),
     ] {
         let qs = rand_bf16(b * h * sq * d, &mut r);
         let q = upload(qs.clone(), &[b, h, sq, d])?;
@@ -1170,10 +1278,16 @@ fn attention() -> TestResult {
             let what = format!(
                 "({b}, {h}/{hkv}, {sq}, {skv}, {d}) packed={packed} scale={scale} causal={causal}"
             );
+            // By name: the portable kernel of the head dimension.
+            let (by_name, by_name_lse) = if d > 128 {
+                (&wide, &wide_lse)
+            } else {
+                (&portable, &portable_lse)
+            };
             for (family, named, lse) in [
-                ("attention", Some(&portable), false),
+                ("attention", Some(by_name), false),
                 ("attention", None, false),
-                ("attention_lse", Some(&portable_lse), true),
+                ("attention_lse", Some(by_name_lse), true),
                 ("attention_lse", None, true),
             ] {
                 let n = b * h * sq * d;
@@ -1201,11 +1315,13 @@ fn attention() -> TestResult {
                 let name = kernel.name();
                 if named.is_none() {
                     let sm90 = cc == (9, 0) && tma;
-                    let expect = match (sm90, lse) {
-                        (true, false) => "attention_bf16_sm90",
-                        (true, true) => "attention_lse_bf16_sm90",
-                        (false, false) => "attention_bf16",
-                        (false, true) => "attention_lse_bf16",
+                    let expect = match (d > 128, sm90, lse) {
+                        (true, _, false) => "attention_bf16_wide",
+                        (true, _, true) => "attention_lse_bf16_wide",
+                        (false, true, false) => "attention_bf16_sm90",
+                        (false, true, true) => "attention_lse_bf16_sm90",
+                        (false, false, false) => "attention_bf16",
+                        (false, false, true) => "attention_lse_bf16",
                     };
                     ensure(name == expect, || {
                         format!("{what}: the family {family} chose {name} on {cc:?}, not {expect}")
@@ -1266,6 +1382,7 @@ fn main() {
     };
     let trials = vec![
         Trial::test("argument_checks", argument_checks),
+        Trial::test("attention_selection", attention_selection),
         gpu("reductions", reductions),
         gpu("normalize", normalize),
         gpu("histogram", histogram),

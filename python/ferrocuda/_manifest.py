@@ -167,10 +167,16 @@ _CMP = {
 }
 
 
+class RuleError(ValueError):
+    """A kernel's ``require`` rule that does not hold for the arguments (:func:`check_rules`):
+    a family tries its next variant whose types fit before raising it."""
+
+
 def check_rules(
     k: KernelInfo, shapes: Mapping[int, tuple[int, ...]], scalars: Mapping[int, Any]
 ) -> None:
-    """Checks every ``require`` rule that can be evaluated at trace time."""
+    """Checks every ``require`` rule that can be evaluated at trace time; the first that fails
+    is a :class:`RuleError` naming the argument."""
     for rule in k.require:
         op = rule.get("op")
         lhs = _operand(rule["lhs"], k, shapes, scalars)
@@ -195,4 +201,4 @@ def check_rules(
                 idx = _param_of(rule["rhs"])
             arg = k.all[idx].name if idx is not None and idx < len(k.all) else "?"
             msg = rule.get("message") or "a requirement of the kernel does not hold"
-            raise ValueError(f"{k.name}: argument `{arg}`: {msg}")
+            raise RuleError(f"{k.name}: argument `{arg}`: {msg}")

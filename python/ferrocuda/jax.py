@@ -17,7 +17,8 @@ parameters and scalars are the arguments, its writable array parameters the resu
 How a call works:
 
 * The kernel is chosen at trace time among the family's variants by the arrays' element
-  types and ranks (the first variant, in manifest order, that takes them; ``out_dtypes=``
+  types and ranks and the variants' ``require`` rules (the first variant, in manifest order,
+  that takes them and whose rules hold for their shapes; ``out_dtypes=``
   picks among variants that differ only in an output's type, e.g. ``linear``'s bfloat16 or
   float32 result). A dtype no variant takes is a ``TypeError`` that lists the variants. At
   run time the handler runs that kernel's layout and architecture variant for the device (the
@@ -70,7 +71,7 @@ import numpy as np
 
 from . import _ferrocuda
 from ._ferrocuda import Module, bundled
-from ._manifest import KernelInfo, ParamInfo, check_rules, derive_shapes
+from ._manifest import KernelInfo, ParamInfo, RuleError, check_rules, derive_shapes
 
 __all__ = [
     "GRAPH_TARGET",
@@ -242,7 +243,8 @@ class JaxFunction:
         lines = [
             f"``{name}`` of {info.module.source} as a JAX function (ferrocuda.jax).",
             "",
-            "Variants (the first that takes the arguments' element types and ranks runs):",
+            "Variants (the first that takes the arguments' element types and ranks and whose",
+            "rules hold for their shapes runs):",
             "",
         ]
         lines += [f"* ``{k.signature()}``" for k in self._kernels]
@@ -280,19 +282,19 @@ class JaxFunction:
         arities = sorted(
             {len(k.inputs) for k in self._kernels} | {len(k.params) for k in self._kernels}
         )
-        chosen: KernelInfo | None = None
-        inout = False
+        # The variants that take the arguments' types and ranks, in order: the first whose
+        # rules hold for their shapes runs (a family may hold kernels for different head
+        # dimensions, say); when none holds, the first one's refusal is raised.
+        candidates: list[tuple[KernelInfo, bool]] = []
         for k in self._kernels:
             # The read-only parameters only; or every parameter (in-out values), when the
             # kernel has writable ones.
             for mode in (False, True) if k.outputs else (False,):
                 n = len(k.params) if mode else len(k.inputs)
                 if len(args) == n and _takes(k, args, mode, out_dtypes):
-                    chosen, inout = k, mode
+                    candidates.append((k, mode))
                     break
-            if chosen is not None:
-                break
-        if chosen is None:
+        if not candidates:
             if len(args) not in arities:
                 raise TypeError(
                     f"{where}: takes {' or '.join(map(str, arities))} positional arguments "
@@ -312,7 +314,14 @@ class JaxFunction:
                 + (f" ({summary})" if summary else "")
                 + f"; the variants are:\n{variants}"
             )
-        return self._call(chosen, args, inout, out_shapes, where)
+        refusal: RuleError | None = None
+        for k, inout in candidates:
+            try:
+                return self._call(k, args, inout, out_shapes, where)
+            except RuleError as e:
+                refusal = refusal or e
+        assert refusal is not None
+        raise refusal
 
     def _call(
         self,

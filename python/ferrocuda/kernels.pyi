@@ -1087,13 +1087,17 @@ add_index_i64_4d: _Kernel3
 attention: _Family4
 attention_bf16: _Kernel5
 attention_bf16_sm90: _Kernel5
+attention_bf16_wide: _Kernel5
 attention_f16: _Kernel5
 attention_f16_sm90: _Kernel5
+attention_f16_wide: _Kernel5
 attention_lse: _Family6
 attention_lse_bf16: _Kernel7
 attention_lse_bf16_sm90: _Kernel7
+attention_lse_bf16_wide: _Kernel7
 attention_lse_f16: _Kernel7
 attention_lse_f16_sm90: _Kernel7
+attention_lse_f16_wide: _Kernel7
 axpy: _Family8
 axpy_bf16: _Kernel9
 axpy_bf16_1d: _Kernel9

@@ -152,6 +152,20 @@ GQA_SHAPES = [
 ]
 
 
+def grouped(
+    torch: Any, gen: Any, dtype: Any, b: int, h: int, hkv: int, sq: int, skv: int, d: int
+) -> tuple[Any, list[tuple[Any, Any, str]]]:
+    """A random ``q`` (B, H, S_q, D) and ``k``, ``v`` (B, H_kv, S_kv, D) twice: contiguous, and
+    as the two halves of one packed (B, H_kv, S_kv, 2·D) array (a fused key/value
+    projection's layout)."""
+    q = torch.randn(b, h, sq, d, generator=gen, device="cuda").to(dtype)
+    kv = torch.randn(b, hkv, skv, 2 * d, generator=gen, device="cuda").to(dtype)
+    return q, [
+        (kv[..., :d].contiguous(), kv[..., d:].contiguous(), "contiguous"),
+        (kv[..., :d], kv[..., d:], "packed"),
+    ]
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_grouped_query(torch: Any, gen: Any, attention: Any, causal: bool) -> None:
     """Grouped-query attention (``H_kv`` dividing ``H``; multi-query: ``H_kv = 1``): query head
@@ -161,13 +175,9 @@ def test_grouped_query(torch: Any, gen: Any, attention: Any, causal: bool) -> No
     projection."""
     for b, h, hkv, sq, skv, d in GQA_SHAPES:
         what = f"{(b, h, hkv, sq, skv, d)} causal={causal}"
-        q = torch.randn(b, h, sq, d, generator=gen, device="cuda").to(attention.dtype)
-        kv = torch.randn(b, hkv, skv, 2 * d, generator=gen, device="cuda").to(attention.dtype)
+        q, kvs = grouped(torch, gen, attention.dtype, b, h, hkv, sq, skv, d)
         scale = 1.0 / math.sqrt(d)
-        for k, v, how in [
-            (kv[..., :d].contiguous(), kv[..., d:].contiguous(), "contiguous"),
-            (kv[..., :d], kv[..., d:], "packed"),
-        ]:
+        for k, v, how in kvs:
             out = torch.full_like(q, float("nan"))
             attention(q, k, v, out, scale, int(causal))
             torch.cuda.synchronize()
@@ -264,8 +274,8 @@ def test_bad_arguments(torch: Any) -> None:
         return torch.zeros(*shape, dtype=dtype, device="cuda")
 
     q, k, v, out = t(1, 2, 64, 64), t(1, 2, 80, 64), t(1, 2, 80, 64), t(1, 2, 64, 64)
-    with pytest.raises(ValueError, match=r"head dimension \(q.shape\[3\]\) must be at most 128"):
-        K.attention(t(1, 2, 64, 256), t(1, 2, 80, 256), t(1, 2, 80, 256), t(1, 2, 64, 256), 1.0, 0)
+    with pytest.raises(ValueError, match=r"head dimension \(q.shape\[3\]\) must be at most 256"):
+        K.attention(t(1, 2, 64, 264), t(1, 2, 80, 264), t(1, 2, 80, 264), t(1, 2, 64, 264), 1.0, 0)
     with pytest.raises(ValueError, match=r"v must have k's sequence length"):
         K.attention(q, k, t(1, 2, 81, 64), out, 1.0, 0)
     q3, out3 = t(1, 3, 64, 64), t(1, 3, 64, 64)
@@ -345,3 +355,52 @@ def test_the_family_falls_back_to_the_portable_kernel(torch: Any, gen: Any) -> N
         K.attention(q, k, v, out, 0.125, int(causal))
         torch.cuda.synchronize()
         check(torch, out, q, k, v, 0.125, causal, f"strided q, odd-pitch k, causal={causal}")
+
+
+WIDE_SHAPES = [
+    # (B, H, H_kv, S_q, S_kv, D): Gemma's 256, dimensions between 128 and 256, one query row,
+    # partial key tiles, grouped-query heads; D not a multiple of 8 (rows that `cp.async` cannot
+    # copy: the key tiles' element loads).
+    (1, 2, 2, 128, 128, 256),
+    (1, 2, 1, 70, 99, 250),
+    (1, 3, 3, 40, 50, 131),
+    (2, 4, 2, 200, 333, 256),
+    (1, 2, 1, 1, 77, 256),
+    (1, 3, 3, 130, 65, 136),
+    (1, 2, 2, 77, 200, 200),
+    (1, 2, 1, 64, 129, 160),
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+def test_wide_head_dimensions(torch: Any, gen: Any, portable: Any, dt: str, causal: bool) -> None:
+    """Head dimensions above 128 (up to 256): the family runs the ``_wide`` kernel — the only
+    one whose conditions hold — on the H100 as on every GPU, contiguous or packed ``k`` and
+    ``v``; every element of ``out`` and ``lse`` against float64. And the wide kernels by name
+    from the module without its sm_90a part (on an H100 the bundled module's launcher would
+    run the sm_90a kernel where it takes the arguments), a head dimension of 64 too: they take
+    every D ≤ 256."""
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
+    wide = getattr(portable, f"attention_{dt}_wide")
+    wide_lse = getattr(portable, f"attention_lse_{dt}_wide")
+    for b, h, hkv, sq, skv, d in [*WIDE_SHAPES, (1, 2, 2, 100, 100, 64)]:
+        what = f"{(b, h, hkv, sq, skv, d)} {dt} causal={causal}"
+        q, kvs = grouped(torch, gen, dtype, b, h, hkv, sq, skv, d)
+        scale = 1.0 / math.sqrt(d)
+        for k, v, how in kvs:
+            calls = [(K.attention, K.attention_lse, "family")] if d > 128 else []
+            calls.append((wide, wide_lse, "by name"))
+            for attention, attention_lse, by in calls:
+                out = torch.full_like(q, float("nan"))
+                attention(q, k, v, out, scale, int(causal))
+                torch.cuda.synchronize()
+                check(torch, out, q, k, v, scale, causal, f"{what} {how} {by}")
+                lse = torch.full((b, h, sq), float("nan"), device="cuda")
+                out = torch.full_like(q, float("nan"))
+                attention_lse(q, k, v, out, lse, scale, int(causal))
+                torch.cuda.synchronize()
+                check(torch, out, q, k, v, scale, causal, f"{what} {how} {by} with lse")
+                want, tol = lse_reference(torch, q, k, scale, causal)
+                ok = (lse.double() - want).abs() <= tol
+                assert_elements(ok, lse, want, tol, f"lse {what} {how} {by}")

@@ -18,7 +18,7 @@ import pytest
 
 import ferrocuda
 from ferrocuda import _ferrocuda as ext
-from ferrocuda._manifest import KernelInfo, check_rules, derive_shapes
+from ferrocuda._manifest import KernelInfo, RuleError, check_rules, derive_shapes
 
 c_size_t, c_void_p, c_int, c_int64 = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
 
@@ -603,6 +603,16 @@ def test_underived_and_violated_shapes() -> None:
         shapes_of("attention_bf16", qkv, {"scale": 0.125, "causal": 0})
     with pytest.raises(ValueError, match="argument `out`: out holds the one result"):
         shapes_of("sum_f32", {"x": (10,)}, given={"out": (2,)})
+    # Head dimensions: the narrow kernels refuse D > 128 with a RuleError (a family then tries
+    # its next variant: the wide kernel), every kernel D > 256.
+    d256 = {"q": (1, 2, 8, 256), "k": (1, 2, 8, 256), "v": (1, 2, 8, 256)}
+    sc = {"scale": 0.0625, "causal": 0}
+    assert shapes_of("attention_bf16_wide", d256, sc) == {"out": (1, 2, 8, 256)}
+    with pytest.raises(RuleError, match=r"at most 128 for this kernel \(the `_wide` kernels"):
+        shapes_of("attention_bf16", d256, sc)
+    d264 = {"q": (1, 2, 8, 264), "k": (1, 2, 8, 264), "v": (1, 2, 8, 264)}
+    with pytest.raises(RuleError, match=r"argument `q`: the head dimension .* at most 256"):
+        shapes_of("attention_bf16_wide", d264, sc)
 
 
 def test_every_bundled_kernel_declares_its_outputs() -> None:
@@ -667,6 +677,14 @@ def test_jax_function_traces_on_cpu() -> None:
         jax.jit(lambda s, x: fj.saxpy(s, x, x))(1.0, jnp.ones(3, jnp.float32))
     with pytest.raises(OverflowError, match="`index`"):
         fj.checked_write(jnp.ones(3, jnp.int32), -1, 2)
+    # A family's variants whose rules differ: the first whose rules hold (the wide attention
+    # kernel for D = 256), the first one's refusal when none holds.
+    for d, want in [(128, "attention_bf16"), (256, "attention_bf16_wide")]:
+        q = jax.ShapeDtypeStruct((1, 2, 8, d), jnp.bfloat16)
+        text = jax.jit(lambda q: fj.attention(q, q, q, 0.0625, 0)).lower(q).as_text()
+        assert f'ferrocuda_kernel = "{want}"' in text, d
+    with pytest.raises(ValueError, match=r"argument `q`: the head dimension .* at most 256"):
+        fj.attention(*[jax.ShapeDtypeStruct((1, 2, 8, 264), jnp.bfloat16)] * 3, 0.0625, 0)
 
 
 def test_capsules_hold_the_handlers() -> None:

@@ -1,7 +1,7 @@
 //! Scaled dot-product attention, forward, FlashAttention-style on the tensor cores:
 //! `out = softmax(scale · q · kᵀ [+ causal mask]) · v` per (batch, head) for `q` (B, H, S_q,
 //! D), `k` and `v` (B, H_kv, S_kv, D) of bf16 or f16 (PyTorch's `F.scaled_dot_product_attention`
-//! layout), D ≤ 128, f32 accumulation, `out` (B, H, S_q, D) of the inputs' type, never
+//! layout), D ≤ 256, f32 accumulation, `out` (B, H, S_q, D) of the inputs' type, never
 //! materialising the S_q × S_kv scores. With `causal = 1`, query `i` sees keys `0 ..= i` only
 //! (`is_causal=True`: the mask aligned at the top left).
 //!
@@ -12,14 +12,18 @@
 //!
 //! | family | kernels (sm_90a; every GPU from sm_80) | outputs |
 //! | --- | --- | --- |
-//! | `attention` | `attention_{bf16,f16}_sm90`; `attention_{bf16,f16}` | `out` |
-//! | `attention_lse` | `attention_lse_{bf16,f16}_sm90`; `attention_lse_{bf16,f16}` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
+//! | `attention` | `attention_{bf16,f16}_sm90`; `attention_{bf16,f16}`, `attention_{bf16,f16}_wide` | `out` |
+//! | `attention_lse` | `attention_lse_{bf16,f16}_sm90`; `attention_lse_{bf16,f16}`, `attention_lse_{bf16,f16}_wide` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
 //!
 //! The `_sm90` kernels ([`sm90`]: TMA, `wgmma`, warp specialisation, ping-pong consumers) need
 //! `q`, `k`, `v` whose rows are contiguous and 16-byte aligned (TMA); the portable kernels
 //! ([`sm80`]: `mma.sync`, FlashAttention-2's schedule) take views of any strides. The
 //! launchers choose by the one selection rule: on an H100 the `_sm90` kernel whenever its
-//! tensor maps take the inputs, the portable one otherwise and on every other GPU.
+//! tensor maps take the inputs, the portable one otherwise and on every other GPU. Both take
+//! D ≤ 128 (`require`); head dimensions up to 256 (Gemma's) go to the `_wide` kernels — the
+//! portable schedule with tiles of 256 columns in dynamic shared memory — which the selection
+//! rule chooses because theirs is the only condition that holds (every kernel states the
+//! family's limit, D ≤ 256, first, so that a larger D is told it).
 //!
 //! Numerics (both kernels): scores and sums in f32 (the products of 16-bit inputs exact, sums
 //! in the tensor cores' order); `P` is rounded to the inputs' type before `P · v` (as
@@ -33,6 +37,7 @@ mod common;
 pub(crate) mod sm80;
 pub(crate) mod sm90;
 
+pub use sm80::ATTENTION_WIDE_SMEM;
 pub use sm90::HeadsMap;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
 pub use sm90::ATTENTION_SMEM;
@@ -43,20 +48,23 @@ use ferrocuda_device::{kernel, View, ViewMut};
 /// One attention kernel: its `#[kernel]` attribute (the family, the architecture's launch
 /// settings, the shape rules every member shares, and with `lse` the output's) on `$item`.
 macro_rules! attention_kernel {
-    ($family:literal, [$($launch:tt)*], plain, $item:item) => {
-        attention_kernel!(@rules $family, [$($launch)*], [], $item);
+    ($family:literal, [$($launch:tt)*], plain, [$($dim:tt)*], $item:item) => {
+        attention_kernel!(@rules $family, [$($launch)*], [$($dim)*], [], $item);
     };
-    ($family:literal, [$($launch:tt)*], lse, $item:item) => {
-        attention_kernel!(@rules $family, [$($launch)*],
+    ($family:literal, [$($launch:tt)*], lse, [$($dim:tt)*], $item:item) => {
+        attention_kernel!(@rules $family, [$($launch)*], [$($dim)*],
             [require(lse.shape[0] == q.shape[0], "lse must have shape (B, H, S_q) of q"),
              require(lse.shape[1] == q.shape[1], "lse must have shape (B, H, S_q) of q"),
              require(lse.shape[2] == q.shape[2], "lse must have shape (B, H, S_q) of q"),
              require(q.shape[3] >= 1, "the head dimension (q.shape[3]) must be at least 1 with lse"),],
             $item);
     };
-    (@rules $family:literal, [$($launch:tt)*], [$($lse_rules:tt)*], $item:item) => {
+    (@rules $family:literal, [$($launch:tt)*], [$($dim:tt)*], [$($lse_rules:tt)*], $item:item) => {
+        // The family's limit first in every kernel (a launch that no kernel takes is told it),
+        // then the kernel's own: the launchers choose a kernel whose conditions hold.
         #[kernel(family = $family, $($launch)*,
-                 require(q.shape[3] <= 128, "the head dimension (q.shape[3]) must be at most 128"),
+                 require(q.shape[3] <= 256, "the head dimension (q.shape[3]) must be at most 256"),
+                 $($dim)*
                  require(k.shape[3] == q.shape[3], "k must have q's head dimension (shape[3])"),
                  require(v.shape[3] == q.shape[3], "v must have q's head dimension (shape[3])"),
                  require(k.shape[0] == q.shape[0], "k must have q's batch size (shape[0])"),
@@ -77,12 +85,60 @@ macro_rules! attention_kernel {
     };
 }
 
-/// The four kernels of one element type.
+/// A portable kernel and its `lse` form (FlashAttention-2's schedule: [`sm80`]): `$launch`
+/// their launch settings, `$dim` their own head-dimension rules, `$wide` their tiles
+/// (`sm80::forward`), `$doc` the plain kernel's documentation.
+macro_rules! portable_kernels {
+    ($t:ident, [$($launch:tt)*], [$($dim:tt)*], $wide:literal, $plain:ident, $lse:ident,
+     $doc:expr) => {
+        attention_kernel!("attention", [$($launch)*], plain, [$($dim)*],
+            #[doc = $doc]
+            pub unsafe fn $plain(
+                q: View<$t, 4>,
+                k: View<$t, 4>,
+                v: View<$t, 4>,
+                out: ViewMut<$t, 4>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: launched with 128 threads per block (`.reqntid`) and the shared
+                // memory it declares, over host-validated views whose shapes agree.
+                unsafe {
+                    sm80::forward::<_, $wide>(q, k, v, out, None, scale, causal != 0)
+                }
+            }
+        );
+
+        attention_kernel!("attention_lse", [$($launch)*], lse, [$($dim)*],
+            #[doc = concat!("[`", stringify!($plain), "`], and each query row's log-sum-exp of ",
+                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
+            pub unsafe fn $lse(
+                q: View<$t, 4>,
+                k: View<$t, 4>,
+                v: View<$t, 4>,
+                out: ViewMut<$t, 4>,
+                lse: ViewMut<f32, 3>,
+                scale: f32,
+                causal: u32,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
+                unsafe {
+                    sm80::forward::<_, $wide>(q, k, v, out, Some(lse), scale, causal != 0)
+                }
+            }
+        );
+    };
+}
+
+/// The six kernels of one element type; `$narrow` the rule of the kernels for D ≤ 128.
 macro_rules! attention_kernels {
-    ($($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident;)*) => {$(
+    ($narrow:tt; $($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident, $wide:ident, $wide_lse:ident;)*) => {$(
         attention_kernel!("attention",
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = ATTENTION_SMEM], plain,
+            $narrow,
             #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
                             "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) whose rows are ",
                             "contiguous and ",
@@ -109,6 +165,7 @@ macro_rules! attention_kernels {
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = ATTENTION_SMEM],
             lse,
+            $narrow,
             #[doc = concat!("[`", stringify!($sm90), "`], and each query row's log-sum-exp of ",
                             "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
             pub unsafe fn $sm90_lse(
@@ -128,53 +185,26 @@ macro_rules! attention_kernels {
             }
         );
 
-        attention_kernel!("attention", [block = 128], plain,
-            #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
-                            "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) and `out` (B, H, ",
-                            "S_q, D) of any ",
-                            "strides, D ≤ 128, on every GPU from sm_80. The family launcher runs it ",
-                            "where `", stringify!($sm90), "` cannot.")]
-            pub unsafe fn $port(
-                q: View<$t, 4>,
-                k: View<$t, 4>,
-                v: View<$t, 4>,
-                out: ViewMut<$t, 4>,
-                scale: f32,
-                causal: u32,
-            ) {
-                #[cfg(target_arch = "nvptx64")]
-                // SAFETY: launched with 128 threads per block (`.reqntid`), over
-                // host-validated views whose shapes agree.
-                unsafe {
-                    sm80::forward(q, k, v, out, None, scale, causal != 0)
-                }
-            }
-        );
-
-        attention_kernel!("attention_lse", [block = 128],
-            lse,
-            #[doc = concat!("[`", stringify!($port), "`], and each query row's log-sum-exp of ",
-                            "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
-            pub unsafe fn $port_lse(
-                q: View<$t, 4>,
-                k: View<$t, 4>,
-                v: View<$t, 4>,
-                out: ViewMut<$t, 4>,
-                lse: ViewMut<f32, 3>,
-                scale: f32,
-                causal: u32,
-            ) {
-                #[cfg(target_arch = "nvptx64")]
-                // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
-                unsafe {
-                    sm80::forward(q, k, v, out, Some(lse), scale, causal != 0)
-                }
-            }
-        );
+        portable_kernels!($t, [block = 128], $narrow, false, $port, $port_lse,
+            concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
+                    "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) and `out` (B, H, ",
+                    "S_q, D) of any strides, D ≤ 128, on every GPU from sm_80. The family ",
+                    "launcher runs it where `", stringify!($sm90), "` cannot."));
+        portable_kernels!($t,
+            [block = 128, dynamic_shared = u8, shared_bytes = ATTENTION_WIDE_SMEM], [], true,
+            $wide, $wide_lse,
+            concat!("[`", stringify!($port), "`] for head dimensions up to 256 (Gemma's 256 ",
+                    "among them), any strides, on every GPU from sm_80: the same schedule with ",
+                    "tiles of 256 columns in dynamic shared memory. The family launcher runs it ",
+                    "where no other kernel takes the head dimension."));
     )*};
 }
 
 attention_kernels! {
-    bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16, attention_lse_bf16;
-    f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16, attention_lse_f16;
+    [require(q.shape[3] <= 128,
+             "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),];
+    bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16, attention_lse_bf16,
+        attention_bf16_wide, attention_lse_bf16_wide;
+    f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16, attention_lse_f16,
+        attention_f16_wide, attention_lse_f16_wide;
 }

@@ -1,7 +1,12 @@
 //! The portable attention kernels (`attention_{bf16,f16}`, `attention_lse_{bf16,f16}`), on every
 //! GPU from sm_80 (A100 on): the families' members beside the sm_90a kernels of [`super::sm90`]
 //! — the same function for (B, H, S, D) views of **any strides**, D ≤ 128, on the warp-level
-//! tensor cores (`mma.sync.m16n8k16`), FlashAttention-2's schedule.
+//! tensor cores (`mma.sync.m16n8k16`), FlashAttention-2's schedule — and the wide kernels
+//! (`attention{,_lse}_{bf16,f16}_wide`), the same schedule for D ≤ 256 with tiles of 256
+//! columns (rows of 264 elements) in 66 KiB of dynamic shared memory: 32 output accumulators
+//! per thread instead of 16, 255 registers (ptxas 12.9, sm_80 and sm_90: none spilled, the
+//! element-load path of a key tile issued in two halves — all eight of a thread's chunks in
+//! flight at once spilled on sm_90).
 //!
 //! The launchers choose by the one selection rule: on an H100 the sm_90a kernel runs whenever
 //! its TMA tensor maps take `q`, `k` and `v` (rows contiguous, 16-byte aligned), this one
@@ -14,7 +19,7 @@
 //!   persistent over the items (the automatic grid is one resident wave): block `b` takes items
 //!   `b`, `b + grid`, … (`common::item_coords`: longest first under the causal mask; the
 //!   sm_90a kernel takes its causal items in pairs of one head instead).
-//! * **Tiles**: the item's `q` tile (64 × D, padded to 64 or 128 columns with zeros) is loaded
+//! * **Tiles**: the item's `q` tile (64 × D, padded to 64, 128 or (wide) 256 columns with zeros) is loaded
 //!   once into shared memory, and its A fragments read from there for each key tile
 //!   (`ldmatrix.x4`). Each 32-key tile of `k` and `v` is copied into shared memory by the
 //!   whole block: where both heads' rows are contiguous and 16-byte aligned, by `cp.async`
@@ -36,24 +41,36 @@
 #[cfg(target_arch = "nvptx64")]
 pub(super) use gpu::forward;
 
+/// Columns of a shared row of the wide kernels (D ≤ 256): 256 and 8 of padding (rows 528
+/// bytes apart: 16 bytes past a multiple of 128, so that `ldmatrix`'s 8 rows fall in
+/// distinct banks).
+pub(crate) const WIDE_COLS: usize = 264;
+
+/// Dynamic shared memory of the wide kernels (`attention_{bf16,f16}_wide` and their `lse`
+/// forms): the `q` tile (64 rows) and one tile each of `k` and `v` (32 rows), rows of 264
+/// elements — 66 KiB.
+pub const ATTENTION_WIDE_SMEM: u32 = (2 * (64 + 32 + 32) * WIDE_COLS) as u32;
+
 /// The device code.
 #[cfg(target_arch = "nvptx64")]
 mod gpu {
     use super::super::common::{here32, item_coords, pack, store_lse, OutHead};
     use crate::prelude::*;
     use ferrocuda_device::mma::{self, Acc16x8F32, FragA16x16, FragB16x8, Half16};
-    use ferrocuda_device::shared::SharedArray2;
+    use ferrocuda_device::shared::{dynamic_shared, SharedArray2};
     use ferrocuda_device::{cp_async, GpuFloat, View, ViewMut};
 
     /// Query rows per item (16 per warp) and keys per tile.
     const BM: u32 = 64;
     const BN: u32 = 32;
-    /// Columns of a shared row: 128 and 8 of padding (16 bytes: `ldmatrix` rows 272 bytes
-    /// apart cover the 32 banks once per 8 rows).
+    /// Columns of a shared row of the kernels for D ≤ 128: 128 and 8 of padding (16 bytes:
+    /// `ldmatrix` rows 272 bytes apart cover the 32 banks once per 8 rows).
     const COLS: usize = 136;
+    use super::{ATTENTION_WIDE_SMEM as WIDE_SMEM, WIDE_COLS};
 
-    /// A tile of 16-bit elements (their bits: the tiles are read by `ldmatrix` alone).
-    type Tile<const R: usize> = SharedArray2<u16, R, COLS>;
+    /// A tile of 16-bit elements, `R` rows of `C` (their bits: the tiles are read by
+    /// `ldmatrix` alone).
+    type Tile<const R: usize, const C: usize> = SharedArray2<u16, R, C>;
 
     /// A (B, H, S, D) operand's head: its base and strides (rows, columns), extents.
     #[derive(Clone, Copy)]
@@ -144,19 +161,19 @@ mod gpu {
         }
 
         /// Issues the `cp.async` copy of this thread's chunk `i` of rows `r0 ..` (`DP`
-        /// columns) into `tile` (`R` rows; placed as [`put_chunk`] places it), zero-filled
-        /// outside the head; not committed.
+        /// columns) into `tile` (rows of `C ≥ DP` elements; placed as [`put_chunk`] places
+        /// it), zero-filled outside the head; not committed.
         ///
         /// # Safety
         ///
-        /// [`vectors`](Self::vectors) holds; chunk `i` lies inside the tile
+        /// [`vectors`](Self::vectors) holds; chunk `i` lies inside the tile of `R` rows
         /// (`t + 128 i < R · DP / 8`); no thread accesses `tile` until a `wait_group` that
         /// covers the copy and a barrier after it, and the previous readers of `tile` passed a
         /// barrier before.
         #[inline(always)]
-        unsafe fn copy_chunk<const R: usize, const DP: u32>(
+        unsafe fn copy_chunk<const R: usize, const C: usize, const DP: u32>(
             &self,
-            tile: Tile<R>,
+            tile: Tile<R, C>,
             r0: u32,
             t: u32,
             i: u32,
@@ -187,15 +204,16 @@ mod gpu {
     #[repr(C, align(16))]
     struct Chunk([u32; 4]);
 
-    /// Stores this thread's chunk `i` ([`Head::chunk`]) into `tile` (`R` rows of `DP` columns).
+    /// Stores this thread's chunk `i` ([`Head::chunk`]) into `tile` (`DP` columns of its rows of
+    /// `C ≥ DP` elements).
     ///
     /// # Safety
     ///
-    /// Chunk `i` lies inside the tile (`t + 128 i < R · DP / 8`); no other thread accesses
+    /// Chunk `i` lies inside the tile of `R` rows (`t + 128 i < R · DP / 8`); no other thread accesses
     /// those bytes between the barriers around the store.
     #[inline(always)]
-    unsafe fn put_chunk<const R: usize, const DP: u32>(
-        tile: Tile<R>,
+    unsafe fn put_chunk<const R: usize, const C: usize, const DP: u32>(
+        tile: Tile<R, C>,
         chunk: Chunk,
         t: u32,
         i: u32,
@@ -204,8 +222,8 @@ mod gpu {
         let (r, c) = (p / (DP / 8), 8 * (p % (DP / 8)));
         let addr = tile.shared_addr(r as usize, c as usize);
         let [a, b, cc, d] = chunk.0;
-        // SAFETY: 16 bytes inside the tile (r < R, c + 8 ≤ DP ≤ 128), 16-byte aligned (rows of
-        // 272 bytes, c a multiple of 8, the tile 16-byte aligned).
+        // SAFETY: 16 bytes inside the tile (r < R, c + 8 ≤ DP ≤ C), 16-byte aligned (rows of
+        // 2·C bytes, a multiple of 16; c a multiple of 8; the tile 16-byte aligned).
         unsafe {
             core::arch::asm!("st.shared.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
                              p = in(reg32) addr, a = in(reg32) a, b = in(reg32) b,
@@ -215,20 +233,24 @@ mod gpu {
 
     /// Rows `$r0 ..` of `$head` into `$tile` (`$rows` × `$dp`, `$n` = `$rows · $dp / 1024`
     /// chunks per thread), every thread of the block: the loads into registers first, then
-    /// the stores. `$t` is made per call (see [`here`](super::super::common::here)): the
-    /// chunks' addresses are invariant over the key tiles, and hoisted out of the loop they
-    /// would stay live across it.
+    /// the stores — or, in the `@chunks` form, only chunks `$lo .. $hi` of them (a wide tile in
+    /// parts, fewer registers in flight). `$t` is made per call (see
+    /// [`here`](super::super::common::here)): the chunks' addresses are invariant over the key
+    /// tiles, and hoisted out of the loop they would stay live across it.
     ///
     /// Safety: as [`Head::chunk`] and [`put_chunk`].
     macro_rules! load_tile {
-        ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:literal, $r0:expr, $t:expr, $vec:expr) => {{
+        ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:tt, $r0:expr, $t:expr, $vec:expr) => {
+            load_tile!(@chunks $head, $tile, $rows, $dp, 0, $n, $r0, $t, $vec)
+        };
+        (@chunks $head:expr, $tile:expr, $rows:literal, $dp:literal, $lo:tt, $hi:tt, $r0:expr, $t:expr, $vec:expr) => {{
             let t = here32($t);
-            let mut c = [Chunk([0; 4]); $n];
-            ferrocuda_device::unroll!(I in 0..$n {
+            let mut c = [Chunk([0; 4]); $hi];
+            ferrocuda_device::unroll!(I in $lo..$hi {
                 c[I] = $head.chunk::<$dp>($r0, t, I, $vec);
             });
-            ferrocuda_device::unroll!(I in 0..$n {
-                put_chunk::<$rows, $dp>($tile, c[I], t, I);
+            ferrocuda_device::unroll!(I in $lo..$hi {
+                put_chunk::<$rows, _, $dp>($tile, c[I], t, I);
             });
         }};
     }
@@ -241,34 +263,38 @@ mod gpu {
         ($head:expr, $tile:expr, $rows:literal, $dp:literal, $n:literal, $r0:expr, $t:expr) => {{
             let t = here32($t);
             ferrocuda_device::unroll!(I in 0..$n {
-                $head.copy_chunk::<$rows, $dp>($tile, $r0, t, I);
+                $head.copy_chunk::<$rows, _, $dp>($tile, $r0, t, I);
             });
         }};
     }
 
-    /// Key tile rows `$r0 ..` of `$head` into `$tile` (32 rows): by [`copy_tile!`] when
-    /// `$asynchronous` (not committed), else by [`load_tile!`] through registers.
+    /// Key tile rows `$r0 ..` of `$head` into `$tile` (32 rows, `$n` chunks per thread): by
+    /// [`copy_tile!`] when `$asynchronous` (not committed), else by [`load_tile!`] through
+    /// registers, in the parts `[$lo $hi]` (chunks `$lo .. $hi`) one after the other.
     ///
     /// Safety: as [`copy_tile!`] and [`load_tile!`].
     macro_rules! key_tile {
-        ($asynchronous:expr, $head:expr, $tile:expr, $dp:literal, $n:literal, $r0:expr, $t:expr) => {
+        ($asynchronous:expr, $head:expr, $tile:expr, $dp:literal, $n:literal, [$([$lo:tt $hi:tt])+], $r0:expr, $t:expr) => {
             if $asynchronous {
                 copy_tile!($head, $tile, 32, $dp, $n, $r0, $t);
             } else {
-                load_tile!($head, $tile, 32, $dp, $n, $r0, $t, false);
+                $(load_tile!(@chunks $head, $tile, 32, $dp, $lo, $hi, $r0, $t, false);)+
             }
         };
     }
 
-    /// Bytes between two rows of a shared tile.
-    const ROW: u32 = 2 * COLS as u32;
-
+    /// The forward pass of a portable kernel: with `WIDE`, tiles of 256 columns in the
+    /// launch's dynamic shared memory ([`WIDE_SMEM`] bytes: D ≤ 256); else tiles of 128 in
+    /// static shared memory (34 KiB: D ≤ 128). `WIDE` is a constant of the kernel: its other
+    /// branch, and the static tiles with it, are not in the wide kernels.
+    ///
     /// # Safety
     ///
     /// Launched with 128 threads per block over views whose shapes agree as the kernel
-    /// requires.
+    /// requires (D ≤ 256 with `WIDE`, else D ≤ 128), with `WIDE` at least [`WIDE_SMEM`]
+    /// bytes of dynamic shared memory.
     #[inline(always)]
-    pub(in super::super) unsafe fn forward<T: Half16>(
+    pub(in super::super) unsafe fn forward<T: Half16, const WIDE: bool>(
         q: View<T, 4>,
         k: View<T, 4>,
         v: View<T, 4>,
@@ -277,9 +303,59 @@ mod gpu {
         scale: f32,
         causal: bool,
     ) {
-        let q_s: Tile<64> = shared_array!(u16, [64, COLS], align = 16);
-        let k_s: Tile<32> = shared_array!(u16, [32, COLS], align = 16);
-        let v_s: Tile<32> = shared_array!(u16, [32, COLS], align = 16);
+        if !WIDE {
+            let q_s: Tile<64, COLS> = shared_array!(u16, [64, COLS], align = 16);
+            let k_s: Tile<32, COLS> = shared_array!(u16, [32, COLS], align = 16);
+            let v_s: Tile<32, COLS> = shared_array!(u16, [32, COLS], align = 16);
+            // SAFETY: the caller's contract; tiles of 64, 32 and 32 rows of COLS elements.
+            return unsafe { items(q_s, k_s, v_s, q, k, v, out, lse, scale, causal) };
+        }
+        let smem = dynamic_shared::<u8>();
+        // Launched with too little shared memory (the launchers give every launch WIDE_SMEM):
+        // abort, location recorded.
+        ferrocuda_device::device_assert!(smem.len() >= WIDE_SMEM as usize);
+        let base = smem.cast::<u16>().as_mut_ptr();
+        // SAFETY: three tiles of 64, 32 and 32 rows of WIDE_COLS elements, apart, inside the
+        // launch's dynamic shared memory (checked above; 16-byte aligned, rows of 528 bytes),
+        // which nothing else of the kernel uses: the handles `shared_array!` would give three
+        // statics of those shapes.
+        let (q_s, k_s, v_s): (
+            Tile<64, WIDE_COLS>,
+            Tile<32, WIDE_COLS>,
+            Tile<32, WIDE_COLS>,
+        ) = unsafe {
+            (
+                SharedArray2::from_raw(base),
+                SharedArray2::from_raw(base.wrapping_add(64 * WIDE_COLS)),
+                SharedArray2::from_raw(base.wrapping_add(96 * WIDE_COLS)),
+            )
+        };
+        // SAFETY: the caller's contract.
+        unsafe { items(q_s, k_s, v_s, q, k, v, out, lse, scale, causal) }
+    }
+
+    /// The block's items (64 query rows of one head each), persistent over the grid, each by
+    /// the item method of its head dimension: [`Ctx::item256`] with tiles of rows of
+    /// [`WIDE_COLS`], else [`Ctx::item64`] or [`Ctx::item128`].
+    ///
+    /// # Safety
+    ///
+    /// As [`forward`]; `q_s`, `k_s`, `v_s` are tiles of 64, 32 and 32 rows of `C ≥ D + 8`
+    /// elements in shared memory that only this block uses.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn items<T: Half16, const C: usize>(
+        q_s: Tile<64, C>,
+        k_s: Tile<32, C>,
+        v_s: Tile<32, C>,
+        q: View<T, 4>,
+        k: View<T, 4>,
+        v: View<T, 4>,
+        out: ViewMut<T, 4>,
+        lse: Option<ViewMut<f32, 3>>,
+        scale: f32,
+        causal: bool,
+    ) {
         let [batch, heads, s_q, d] = q.shape();
         let s_kv = k.shape()[2] as u32;
         if d == 0 || s_q == 0 {
@@ -306,9 +382,12 @@ mod gpu {
             let (b, h) = (bh / heads, bh % heads);
             // Grouped-query attention: `group` query heads share key/value head `h / group`.
             let hk = h / group;
-            // SAFETY: every thread of the block, in a loop whose trip count is uniform.
+            // SAFETY: every thread of the block, in a loop whose trip count is uniform; the
+            // tiles' rows hold the item's columns (C is a constant of the kernel).
             unsafe {
-                if d <= 64 {
+                if C == WIDE_COLS {
+                    ctx.item256(q, k, v, out, lse, b, h, hk, tm)
+                } else if d <= 64 {
                     ctx.item64(q, k, v, out, lse, b, h, hk, tm)
                 } else {
                     ctx.item128(q, k, v, out, lse, b, h, hk, tm)
@@ -318,22 +397,24 @@ mod gpu {
         }
     }
 
-    struct Ctx {
-        q_s: Tile<64>,
-        k_s: Tile<32>,
-        v_s: Tile<32>,
+    struct Ctx<const C: usize> {
+        q_s: Tile<64, C>,
+        k_s: Tile<32, C>,
+        v_s: Tile<32, C>,
         t: u32,
         s_kv: u32,
         scale_log2: f32,
         causal: bool,
     }
 
-    /// One item's method, `$dp` columns wide (64 or 128): `$ks` = DP / 16 k-steps of
+    /// One item's method, `$dp` columns wide (64, 128 or 256): `$ks` = DP / 16 k-steps of
     /// `q · kᵀ`, `$nt` = DP / 8 output accumulators per warp, `$nq` and `$nkv` = the 16-byte
-    /// chunks per thread of the q tile and of a key tile (64 · DP / 1024, 32 · DP / 1024). Every loop over the fragment
-    /// arrays is written out (`unroll!`, literal bounds), so that they stay in registers.
+    /// chunks per thread of the q tile and of a key tile (64 · DP / 1024, 32 · DP / 1024),
+    /// `$parts` the key tile's chunks loaded together by the element-load path (see
+    /// [`key_tile!`]). Every loop over the fragment arrays is written out (`unroll!`, literal
+    /// bounds), so that they stay in registers.
     macro_rules! item_fn {
-        ($name:ident, $dp:literal, $ks:literal, $nt:literal, $nq:literal, $nkv:literal) => {
+        ($name:ident, $dp:literal, $ks:literal, $nt:literal, $nq:literal, $nkv:literal, $parts:tt) => {
             /// # Safety
             ///
             /// Every thread of the block calls it (its barriers are the block's).
@@ -384,9 +465,9 @@ mod gpu {
                     // SAFETY: the whole block, after the barrier above (no reader of k_s, v_s
                     // left); s_kv ≥ 1, D ≥ 1; read after a wait and a barrier below.
                     unsafe {
-                        key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, 0, t);
+                        key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, $parts, 0, t);
                         cp_async::commit_group();
-                        key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, 0, t);
+                        key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, $parts, 0, t);
                         cp_async::commit_group();
                     }
                 }
@@ -401,10 +482,10 @@ mod gpu {
                     // k (.x2, N × K) rows l % 8 at column 8 (l / 8 % 2); B of v (.x2.trans,
                     // K × N) rows l % 16. The fragments are these plus constants.
                     let qa = here32(
-                        self.q_s.shared_addr(0, 0) + (16 * w + lane % 16) * ROW + 16 * (lane / 16),
+                        self.q_s.shared_addr(0, 0) + (16 * w + lane % 16) * Self::ROW + 16 * (lane / 16),
                     );
-                    let ka = here32(self.k_s.shared_addr(0, 0) + (lane % 8) * ROW + 16 * (lane / 8 % 2));
-                    let va = here32(self.v_s.shared_addr(0, 0) + (lane % 16) * ROW);
+                    let ka = here32(self.k_s.shared_addr(0, 0) + (lane % 8) * Self::ROW + 16 * (lane / 8 % 2));
+                    let va = here32(self.v_s.shared_addr(0, 0) + (lane % 16) * Self::ROW);
                     // The q fragments are read from shared memory for each tile rather than
                     // kept (a whole fragment's registers fewer).
                     ferrocuda_device::unroll!(KK in 0..$ks {
@@ -414,7 +495,7 @@ mod gpu {
                         ferrocuda_device::unroll!(NT in 0..4 {
                             // SAFETY: as above, of k_s.
                             let bf = FragB16x8::<T>::from_regs(unsafe {
-                                mma::ldmatrix_x2(ka + 8 * NT * ROW + 32 * KK)
+                                mma::ldmatrix_x2(ka + 8 * NT * Self::ROW + 32 * KK)
                             });
                             s[NT] = mma::mma(a, bf, s[NT]);
                         });
@@ -424,7 +505,7 @@ mod gpu {
                     if j + 1 < n_kv {
                         // SAFETY: the whole block, after the barrier above; read after a wait
                         // and a barrier.
-                        unsafe { key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, kv0 + BN, t) };
+                        unsafe { key_tile!(asynchronous, kh, self.k_s, $dp, $nkv, $parts, kv0 + BN, t) };
                     }
                     cp_async::commit_group();
                     // Scale, mask, row maxima (element I of accumulator NT: row I / 2, key
@@ -482,7 +563,7 @@ mod gpu {
                         ferrocuda_device::unroll!(NT in 0..$nt {
                             // SAFETY: 16 aligned bytes of v_s per lane, the whole warp together.
                             let bf = FragB16x8::<T>::from_regs(unsafe {
-                                mma::ldmatrix_x2_trans(va + 16 * KK * ROW + 16 * NT)
+                                mma::ldmatrix_x2_trans(va + 16 * KK * Self::ROW + 16 * NT)
                             });
                             o[NT] = mma::mma(a, bf, o[NT]);
                         });
@@ -491,7 +572,7 @@ mod gpu {
                     thread::sync_threads();
                     if j + 1 < n_kv {
                         // SAFETY: as for k above.
-                        unsafe { key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, kv0 + BN, t) };
+                        unsafe { key_tile!(asynchronous, vh, self.v_s, $dp, $nkv, $parts, kv0 + BN, t) };
                     }
                     cp_async::commit_group();
                 }
@@ -519,8 +600,12 @@ mod gpu {
         };
     }
 
-    impl Ctx {
-        item_fn!(item64, 64, 4, 8, 4, 2);
-        item_fn!(item128, 128, 8, 16, 8, 4);
+    impl<const C: usize> Ctx<C> {
+        /// Bytes between two rows of a shared tile.
+        const ROW: u32 = 2 * C as u32;
+
+        item_fn!(item64, 64, 4, 8, 4, 2, [[0 2]]);
+        item_fn!(item128, 128, 8, 16, 8, 4, [[0 4]]);
+        item_fn!(item256, 256, 16, 32, 16, 8, [[0 4] [4 8]]);
     }
 }
