@@ -1,6 +1,20 @@
-//! The sm_90a attention kernels (`attention_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_sm90`):
-//! the forward pass on Hopper's tensor cores, generic over the 16-bit element type and over
-//! the log-sum-exp output.
+//! The sm_90a attention kernels (`attention_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_sm90`
+//! for D ≤ 128; `attention{,_lse}_{bf16,f16}_wide_sm90` for D ≤ 256): the forward pass on
+//! Hopper's tensor cores, generic over the 16-bit element type, the log-sum-exp output and
+//! the tiles' geometry.
+//!
+//! # Geometries
+//!
+//! | kernels | D | key tile | `k`/`v` stages | shared memory | `S` per consumer thread | `O` |
+//! | --- | --- | --- | --- | --- | --- | --- |
+//! | `_sm90` | ≤ 64 or ≤ 128 (1 or 2 panels of 64 columns) | 128 keys | 3 | 225.1 KiB | 64 f32 | 32 or 64 f32 |
+//! | `_wide_sm90` | ≤ 256 (4 panels) | 64 keys | 2 | 193.1 KiB | 32 f32 | 128 f32 |
+//!
+//! The wide kernels halve the key tile so that the scores, `P` and the 64 × 256 output fit
+//! a consumer's 232 registers, and keep two stages of 64 KiB beside the 64 KiB `q` tile.
+//! Each stage's `k` and `v` are released separately (`k` once its scores are done, `v` once
+//! its `P · v` is): with two stages a consumer holds this tile's `k` and the previous tile's
+//! `v`, and the producer loads the next `k` into the stage whose `k` was released.
 //!
 //! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM)
 //!
@@ -12,25 +26,29 @@
 //!   (so the blocks' shares of work even out), the pairs of one head adjacent (so the blocks
 //!   running together share its `k` and `v` in L2: `common::paired_item`).
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
-//!   (boxes of 128 rows × 64 columns, 128-byte swizzle: one box per 64 of the head dimension):
-//!   the item's `q` tile once, then each 128-row tile of `k` and of `v` into a ring of 3
-//!   stages, `k` and `v` on barriers of their own so that the scores start before `v` lands;
+//!   (boxes of 128 rows — 64 for the wide kernels' `k` and `v` — × 64 columns, 128-byte
+//!   swizzle: one box per 64 of the head dimension): the item's `q` tile once, then each tile
+//!   of `k` and of `v` into a ring of stages (see the geometries), `k` and `v` on barriers of
+//!   their own so that the scores start before `v` lands, and each loaded once the consumers
+//!   released the stage's `k` (or `v`);
 //!   it keeps 40 registers (`setmaxnreg.dec`). Warpgroups 1 and 2 are the *consumers*
 //!   (`setmaxnreg.inc` to 232), 64 query rows each.
 //! * **Per key tile**, a consumer: `S = q · kᵀ` (64 × 128, f32: `wgmma m64n128k16`, A and B
-//!   from shared memory, D / 16 steps); masks (keys past the end, keys after the query under
+//!   from shared memory, D / 16 steps; the wide kernels 64 × 64, `m64n64k16`); masks (keys past the end, keys after the query under
 //!   the causal mask — only in the tiles that need it); the *online softmax* in registers:
 //!   each row's running maximum `m` and sum `l` (a row's 128 scores live in the 4 lanes of a
 //!   quad: two shuffles), `P = 2^(S·scale·log₂e − m)`, the output rescaled by `2^(m_old −
 //!   m)`; then `O += P · v` with `P` converted to bf16 (f16) **in registers** — the f32 accumulator's
 //!   layout is the A-fragment layout of the next `wgmma` (`m64nDk16`, A from registers, `v`
-//!   N-major from shared memory: `mma_bf16_rs_nb`, `mma_f16_rs_nb`) — and releases the stage.
+//!   N-major from shared memory: `mma_bf16_rs_nb`, `mma_f16_rs_nb`) — releasing the stage's
+//!   `k` once the scores are done and its `v` after `P · v`.
 //! * **Intra-warpgroup overlap** (FlashAttention-3's): a consumer issues tile `j`'s `q · kᵀ`,
 //!   then tile `j − 1`'s `P · v`, and runs tile `j`'s softmax while `P · v` is on the tensor
 //!   cores (so it holds two stages: this tile's `k`, the previous tile's `v` — hence three in
-//!   the ring). The first tile is peeled off and the last `P · v` follows the loop: every
+//!   the narrow kernels' ring; the wide kernels' two suffice because `k` and `v` are released
+//!   apart). The first tile is peeled off and the last `P · v` follows the loop: every
 //!   `wgmma` of the loop is issued and waited for on every path.
-//! * **Head dimensions**: the tiles are 64 or 128 columns wide (`D` ≤ 64 or ≤ 128): TMA
+//! * **Head dimensions**: the tiles are 64, 128 or (wide) 256 columns wide: TMA
 //!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
 //!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
 //!   read as zeros, their keys are masked, their queries not stored.
@@ -49,7 +67,7 @@
 //!   below 2⁻¹²⁶ of the row's largest flush to zero).
 //!
 //! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; [`ATTENTION_SMEM`] bytes of dynamic
-//! shared memory.
+//! shared memory ([`ATTENTION_WIDE_SM90_SMEM`] for the wide kernels).
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 use super::common::{
@@ -63,58 +81,76 @@ use ferrocuda_device::TensorMap;
 #[cfg(ferrocuda_arch = "sm_90a")]
 use ferrocuda_device::ViewMut;
 
-/// Query rows per item (two consumer warpgroups of 64) and key rows per tile.
+/// Query rows per item (two consumer warpgroups of 64).
 #[cfg(ferrocuda_arch = "sm_90a")]
 const BM: u32 = 128;
+/// Bytes of one box of `q`: 128 rows × 64 16-bit elements (a *panel* of the `q` tile).
 #[cfg(ferrocuda_arch = "sm_90a")]
-const BN: u32 = 128;
-/// Bytes of one box: 128 rows × 64 16-bit elements.
-#[cfg(ferrocuda_arch = "sm_90a")]
-const PANEL: u32 = 128 * 64 * 2;
-/// Stages of the `k`/`v` ring.
-#[cfg(ferrocuda_arch = "sm_90a")]
-const STAGES: usize = 3;
-/// Bytes of the `q` tile (two panels) and of one stage (`k` and `v`, two panels each).
-#[cfg(ferrocuda_arch = "sm_90a")]
-const Q_BYTES: u32 = 2 * PANEL;
-#[cfg(ferrocuda_arch = "sm_90a")]
-const STAGE_BYTES: u32 = 4 * PANEL;
+const Q_PANEL: u32 = 128 * 64 * 2;
 
-/// Dynamic shared memory of an `attention` launch: the `q` tile (32 KiB), three stages of
-/// `k` and `v` (64 KiB each), 13 mbarriers, and 1 KiB to align the tiles to the 128-byte
-/// swizzle's 1024-byte atom (225.1 KiB of the H100's 227).
+/// Dynamic shared memory of an `attention` launch (D ≤ 128): the `q` tile (two panels,
+/// 32 KiB), three stages of `k` and `v` (128 rows × 128 columns each: 64 KiB a stage), 16
+/// mbarriers, and 1 KiB to align the tiles to the 128-byte swizzle's 1024-byte atom
+/// (225.1 KiB of the H100's 227).
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub const ATTENTION_SMEM: u32 = 2 * 16384 + 3 * 4 * 16384 + 13 * 8 + 1024;
+pub const ATTENTION_SMEM: u32 = smem_bytes(2, 128, 3);
+
+/// Dynamic shared memory of a wide launch (D ≤ 256): the `q` tile (four panels, 64 KiB),
+/// two stages of `k` and `v` (64 rows × 256 columns each: 64 KiB a stage), 12 mbarriers and
+/// the 1 KiB of alignment (193.1 KiB).
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
+pub const ATTENTION_WIDE_SM90_SMEM: u32 = smem_bytes(4, 64, 2);
+
+/// The tiles of a launch whose `q` tile has `panels` panels (and each `k` and `v` tile as
+/// many, of `bn` rows), with `stages` stages of `k` and `v`; its mbarriers (`q` full and
+/// empty, four per stage, two turns); and 1 KiB to align the tiles.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
+const fn smem_bytes(panels: u32, bn: u32, stages: u32) -> u32 {
+    panels * 128 * 128 + stages * 2 * panels * bn * 128 + (4 + 4 * stages) * 8 + 1024
+}
 
 /// The map of `q`, `k` or `v` (B, H, S, D) of `T` (bf16 or f16): boxes of one head's 128
 /// rows × 64 columns, 128-byte swizzle.
 pub type HeadsMap<T> = TensorMap<T, 128, 1, 1, 128, 64>;
 
-/// The key tiles query tile `tm` visits: all of them, or up to the diagonal under the mask.
+/// The map of the wide kernels' `k` and `v` (B, H_kv, S_kv, D): boxes of one head's 64 rows
+/// × 64 columns, 128-byte swizzle (their `q` is a [`HeadsMap`]).
+pub type KeysMap64<T> = TensorMap<T, 128, 1, 1, 64, 64>;
+
+/// The key tiles (of `bn` rows) query tile `tm` visits: all of them, or up to the diagonal
+/// under the mask.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-fn kv_tiles(tm: u32, s_kv: u32, causal: bool) -> u32 {
-    let all = s_kv.div_ceil(BN);
+fn kv_tiles(tm: u32, s_kv: u32, causal: bool, bn: u32) -> u32 {
+    let all = s_kv.div_ceil(bn);
     if causal {
-        all.min(tm + 1)
+        all.min(((tm + 1) * BM).div_ceil(bn))
     } else {
         all
     }
 }
 
-/// The producer and consumer loops.
+/// The producer and consumer loops of a kernel whose key tiles have `BN` rows, whose tiles
+/// have `PMAX` panels of 64 columns (D ≤ 64 · `PMAX`), with `STAGES` stages of `k` and `v`:
+/// `(128, 2, 3)` for D ≤ 128 ([`ATTENTION_SMEM`]), `(64, 4, 2)` for D ≤ 256
+/// ([`ATTENTION_WIDE_SM90_SMEM`]).
 ///
 /// # Safety
 ///
-/// Launched with 384 threads per block and at least [`ATTENTION_SMEM`] bytes of dynamic
-/// shared memory; `q`, `k`, `v` the maps of (B, H, S, D) arrays whose shapes agree as
-/// the kernel requires, D ≤ 128.
+/// Launched with 384 threads per block and at least [`smem_bytes`]`(PMAX, BN, STAGES)` bytes
+/// of dynamic shared memory; `q`, `k`, `v` the maps of (B, H, S, D) arrays whose shapes
+/// agree as the kernel requires, D ≤ 64 · `PMAX`.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
+pub(super) unsafe fn forward<
+    T: Half16 + crate::epilogue::OutElem,
+    const BN: u32,
+    const PMAX: u32,
+    const STAGES: usize,
+>(
     q: HeadsMap<T>,
-    k: HeadsMap<T>,
-    v: HeadsMap<T>,
+    k: TensorMap<T, 128, 1, 1, BN, 64>,
+    v: TensorMap<T, 128, 1, 1, BN, 64>,
     out: ViewMut<T, 4>,
     lse: Option<ViewMut<f32, 3>>,
     scale: f32,
@@ -124,18 +160,19 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
     use ferrocuda_device::tma::Tma;
     use ferrocuda_device::wgmma;
+    // The two geometries the item method is written for.
+    const { assert!((BN == 128 && PMAX == 2 && STAGES == 3) || (BN == 64 && PMAX == 4 && STAGES == 2)) };
+    let geo = Geometry::<BN, PMAX, STAGES>;
 
     let smem = dynamic_shared::<u8>();
     // Launched with too little shared memory: abort, location recorded.
-    ferrocuda_device::device_assert!(smem.len() >= ATTENTION_SMEM as usize);
+    ferrocuda_device::device_assert!(smem.len() >= smem_bytes(PMAX, BN, STAGES as u32) as usize);
     let raw = smem.as_mut_ptr();
     let skew = (1024 - (shared_addr_of(raw) & 1023)) & 1023;
     let tiles = raw.wrapping_add(skew as usize);
     let base = tiles_base();
-    // Barriers: q full, q empty, then per stage k full, v full, empty.
-    let bars = tiles
-        .wrapping_add((Q_BYTES + STAGES as u32 * STAGE_BYTES) as usize)
-        .cast::<u64>();
+    // Barriers: q full, q empty, then per stage k full, v full, k empty, v empty; the turns.
+    let bars = tiles.wrapping_add(geo.barriers_at() as usize).cast::<u64>();
     let tid = thread::rank_in_block();
     if tid == 0 {
         // SAFETY: 8-byte aligned shared memory of this block, not yet initialised, that only
@@ -144,16 +181,17 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
             mbarrier::init(bars, 1);
             mbarrier::init(bars.add(1), 2);
             for i in 0..STAGES {
-                mbarrier::init(bars.add(2 + 3 * i), 1);
-                mbarrier::init(bars.add(3 + 3 * i), 1);
-                mbarrier::init(bars.add(4 + 3 * i), 2);
+                mbarrier::init(bars.add(2 + 4 * i), 1);
+                mbarrier::init(bars.add(3 + 4 * i), 1);
+                mbarrier::init(bars.add(4 + 4 * i), 2);
+                mbarrier::init(bars.add(5 + 4 * i), 2);
             }
-            mbarrier::init(bars.add(2 + 3 * STAGES), 1);
-            mbarrier::init(bars.add(3 + 3 * STAGES), 1);
+            mbarrier::init(bars.add(2 + 4 * STAGES), 1);
+            mbarrier::init(bars.add(3 + 4 * STAGES), 1);
         }
     }
     thread::sync_threads();
-    let bars = Bars(bars);
+    let bars = Bars::<STAGES>(bars);
     let (q_full, q_empty) = (bars.q_full(), bars.q_empty());
     let first = thread::block_idx().x;
     let wg = tid / 128;
@@ -169,7 +207,8 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
             let mut st = RingState::<STAGES>::producer();
             let mut item = first;
             loop {
-                let la = Launch::of(&q, &k);
+                let la =
+                    Launch::of::<T, PMAX>(&q, here32(k.dim(1) as u32), here32(k.dim(2) as u32));
                 if la.done(item, causal) {
                     break;
                 }
@@ -183,32 +222,41 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
                 // SAFETY: the q tile is free (both consumers released it); the barrier
                 // expects exactly the boxes' bytes, which the loads deliver.
                 unsafe {
-                    q_full.arrive_expect_tx(panels * PANEL);
+                    q_full.arrive_expect_tx(panels * Q_PANEL);
                     for p in 0..panels {
-                        let dst = base + p * PANEL;
+                        let dst = base + p * Q_PANEL;
                         let c = [b, h, (tm * BM) as i32, (p * 64) as i32];
                         q.load(dst, q_full.shared_addr(), &c);
                     }
                 }
                 qs.advance();
-                for j in 0..kv_tiles(tm, la.s_kv, causal) {
+                for j in 0..kv_tiles(tm, la.s_kv, causal, BN) {
                     let s = st.index();
-                    bars.empty(s).wait_ring(&st);
-                    let stage = base + Q_BYTES + s as u32 * STAGE_BYTES;
-                    // SAFETY: the stage is free; each barrier expects its boxes' bytes.
+                    let stage = geo.stage(base, s);
+                    let c = |p: u32| [b, hk, (j * BN) as i32, (p * 64) as i32];
+                    // `k` and `v` each once the consumers released the stage's tile of it
+                    // (`k` after its scores, `v` after its `P · v`).
+                    bars.k_empty(s).wait_ring(&st);
+                    // SAFETY: the stage's k is free; the barrier expects the boxes' bytes.
                     unsafe {
-                        bars.k_full(s).arrive_expect_tx(panels * PANEL);
+                        bars.k_full(s).arrive_expect_tx(panels * geo.kv_panel());
                         for p in 0..panels {
-                            let c = [b, hk, (j * BN) as i32, (p * 64) as i32];
-                            k.load(stage + p * PANEL, bars.k_full(s).shared_addr(), &c);
+                            k.load(
+                                stage + p * geo.kv_panel(),
+                                bars.k_full(s).shared_addr(),
+                                &c(p),
+                            );
                         }
-                        bars.v_full(s).arrive_expect_tx(panels * PANEL);
+                    }
+                    bars.v_empty(s).wait_ring(&st);
+                    // SAFETY: as for k.
+                    unsafe {
+                        bars.v_full(s).arrive_expect_tx(panels * geo.kv_panel());
                         for p in 0..panels {
-                            let c = [b, hk, (j * BN) as i32, (p * 64) as i32];
                             v.load(
-                                stage + 2 * PANEL + p * PANEL,
+                                geo.v_of(stage) + p * geo.kv_panel(),
                                 bars.v_full(s).shared_addr(),
-                                &c,
+                                &c(p),
                             );
                         }
                     }
@@ -221,6 +269,7 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
         // SAFETY: every thread of each consumer warpgroup, convergently (see above).
         unsafe { wgmma::setmaxnreg_inc::<232>() };
         let ctx = Consumer {
+            geo,
             bars,
             cw: wg - 1,
             t: tid % 128,
@@ -248,7 +297,7 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
         };
         let mut item = first;
         loop {
-            let la = Launch::of(&q, &k);
+            let la = Launch::of::<T, PMAX>(&q, here32(k.dim(1) as u32), here32(k.dim(2) as u32));
             if la.done(item, causal) {
                 break;
             }
@@ -257,12 +306,22 @@ pub(super) unsafe fn forward<T: Half16 + crate::epilogue::OutElem>(
             qs.advance();
             // SAFETY: the whole warpgroup runs this (a uniform branch), after the item's q
             // tile was waited for, its ring positions in step with the producer's; S_kv ≥ 1
-            // (the launch's rule: TMA takes no empty array).
+            // (the launch's rule: TMA takes no empty array). The geometry is the kernel's
+            // (a constant): 64-row key tiles with four panels, else 128-row ones with one or
+            // two.
             unsafe {
-                if la.panels == 1 {
-                    ctx.item::<T, 64, 32, 1>(&la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse)
+                if BN == 64 {
+                    ctx.item::<T, 256, 128, 4, 64, 32, 4>(
+                        &la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse,
+                    )
+                } else if la.panels == 1 {
+                    ctx.item::<T, 64, 32, 1, 128, 64, 8>(
+                        &la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse,
+                    )
                 } else {
-                    ctx.item::<T, 128, 64, 2>(&la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse)
+                    ctx.item::<T, 128, 64, 2, 128, 64, 8>(
+                        &la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse,
+                    )
                 }
             }
             item += la.step;
@@ -283,15 +342,47 @@ fn tiles_base() -> u32 {
     at + ((1024 - (at & 1023)) & 1023)
 }
 
-/// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
-/// producer's, plus the bytes), `q` empty (2: one per consumer), then per stage `k` full,
-/// `v` full (1 each, plus the bytes) and empty (2).
+/// Where a kernel's tiles lie: the `q` tile (`PMAX` panels of 128 rows), then `STAGES`
+/// stages of a `k` tile and a `v` tile (`PMAX` panels of `BN` rows each), then the
+/// mbarriers — all from the tiles' base (1024-byte aligned: [`tiles_base`]).
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
-struct Bars(*mut u64);
+struct Geometry<const BN: u32, const PMAX: u32, const STAGES: usize>;
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-impl Bars {
+impl<const BN: u32, const PMAX: u32, const STAGES: usize> Geometry<BN, PMAX, STAGES> {
+    /// Bytes of one box of `k` or `v` (`BN` rows × 64 columns): a panel of their tiles.
+    #[inline(always)]
+    fn kv_panel(self) -> u32 {
+        BN * 128
+    }
+    /// The address of stage `s` (its `k` tile; its `v` tile at [`v_of`](Self::v_of)).
+    #[inline(always)]
+    fn stage(self, base: u32, s: usize) -> u32 {
+        base + PMAX * Q_PANEL + s as u32 * 2 * PMAX * self.kv_panel()
+    }
+    /// The `v` tile of the stage at `stage`.
+    #[inline(always)]
+    fn v_of(self, stage: u32) -> u32 {
+        stage + PMAX * self.kv_panel()
+    }
+    /// The offset of the mbarriers from the tiles' base.
+    #[inline(always)]
+    fn barriers_at(self) -> u32 {
+        PMAX * Q_PANEL + STAGES as u32 * 2 * PMAX * self.kv_panel()
+    }
+}
+
+/// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
+/// producer's, plus the bytes), `q` empty (2: one per consumer), then per stage `k` full,
+/// `v` full (1 each, plus the bytes), `k` empty and `v` empty (2 each: one per consumer);
+/// then the consumers' two turns.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[derive(Clone, Copy)]
+struct Bars<const STAGES: usize>(*mut u64);
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl<const STAGES: usize> Bars<STAGES> {
     #[inline(always)]
     fn at(self, i: usize) -> ferrocuda_device::mbarrier::MBarrier {
         // SAFETY: `forward` initialised the barriers before the block barrier that precedes
@@ -308,20 +399,24 @@ impl Bars {
     }
     #[inline(always)]
     fn k_full(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
-        self.at(2 + 3 * s)
+        self.at(2 + 4 * s)
     }
     #[inline(always)]
     fn v_full(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
-        self.at(3 + 3 * s)
+        self.at(3 + 4 * s)
     }
     #[inline(always)]
-    fn empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
-        self.at(4 + 3 * s)
+    fn k_empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(4 + 4 * s)
+    }
+    #[inline(always)]
+    fn v_empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(5 + 4 * s)
     }
     /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the other consumer's).
     #[inline(always)]
     fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
-        self.at(2 + 3 * STAGES + cw as usize)
+        self.at(2 + 4 * STAGES + cw as usize)
     }
 }
 
@@ -339,7 +434,8 @@ struct Launch {
     items: u32,
     step: u32,
     s_kv: u32,
-    /// 64-column panels of the head dimension (1 or 2).
+    /// 64-column panels of the tiles the producer loads: 1 or 2 (D ≤ 64, ≤ 128) in the
+    /// kernels for D ≤ 128, always 4 in the wide ones.
     panels: u32,
 }
 
@@ -367,8 +463,14 @@ impl Launch {
         }
     }
 
+    /// The launch of `q` over `k` of `heads_kv` heads of `s_kv` rows, for tiles of `PMAX`
+    /// panels.
     #[inline(always)]
-    fn of<T: ferrocuda_device::Element>(q: &HeadsMap<T>, k: &HeadsMap<T>) -> Launch {
+    fn of<T: ferrocuda_device::Element, const PMAX: u32>(
+        q: &HeadsMap<T>,
+        heads_kv: u32,
+        s_kv: u32,
+    ) -> Launch {
         let (batch, heads, s_q, d) = (
             here32(q.dim(0) as u32),
             here32(q.dim(1) as u32),
@@ -379,21 +481,28 @@ impl Launch {
         let bh_count = batch * heads;
         Launch {
             heads,
-            group: heads / here32(k.dim(1) as u32).max(1),
+            group: heads / heads_kv.max(1),
             bh_count,
             tiles_m,
             items: bh_count * tiles_m,
             step: here32(thread::grid_dim().x),
-            s_kv: here32(k.dim(2) as u32),
-            panels: if d <= 64 { 1 } else { 2 },
+            s_kv,
+            panels: if PMAX == 4 {
+                4
+            } else if d <= 64 {
+                1
+            } else {
+                2
+            },
         }
     }
 }
 
 /// What a consumer warpgroup knows of the launch.
 #[cfg(ferrocuda_arch = "sm_90a")]
-struct Consumer {
-    bars: Bars,
+struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize> {
+    geo: Geometry<BN, PMAX, STAGES>,
+    bars: Bars<STAGES>,
     /// Which consumer (0 or 1): its 64 rows of the item's 128.
     cw: u32,
     /// Thread of the warpgroup.
@@ -403,17 +512,10 @@ struct Consumer {
 }
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-impl Consumer {
-    /// The shared-memory address of ring stage `s` (its `k` panels, then its `v` panels) for
-    /// tiles at `base`.
-    #[inline(always)]
-    fn stage(base: u32, s: usize) -> u32 {
-        base + Q_BYTES + s as u32 * STAGE_BYTES
-    }
-
-    /// Issues `S = q · kᵀ` (64 × 128, f32: `wgmma m64n128k16`, A and B from shared memory,
-    /// D / 16 k-steps, 4 per 64-column panel) against the `k` of the stage at `stage`, as one
-    /// commit group.
+impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STAGES> {
+    /// Issues `S = q · kᵀ` (64 × `N`, f32: `wgmma m64nNk16`, A and B from shared memory,
+    /// 4 k-steps per 64-column panel, `P` panels) against the `k` of the stage at `stage`, as
+    /// one commit group; `SR` = N / 2 accumulators per thread.
     ///
     /// # Safety
     ///
@@ -424,28 +526,32 @@ impl Consumer {
     // offset and `K > 0` the first-step test, alike for each step.)
     #[allow(clippy::erasing_op, clippy::identity_op, clippy::eq_op)]
     #[inline(always)]
-    unsafe fn issue_scores<T: Half16, const P: u32>(
+    unsafe fn issue_scores<T: Half16, const P: u32, const N: usize, const SR: usize>(
         &self,
         base: u32,
         stage: u32,
-        sc: &mut [f32; 64],
-    ) {
+        sc: &mut [f32; SR],
+    ) where
+        ferrocuda_device::wgmma::Cols<N>: ferrocuda_device::wgmma::WgmmaN<SR>,
+        [f32; SR]: ferrocuda_device::wgmma::Accumulator,
+    {
         use ferrocuda_device::wgmma::{self, MatrixDesc, Swizzle};
         wgmma::fence_operand(sc);
         // SAFETY: the caller's contract.
         unsafe {
             wgmma::fence();
             for p in 0..P {
-                let kd = MatrixDesc::k_major(stage + p * PANEL, Swizzle::B128)
+                let kd = MatrixDesc::k_major(stage + p * self.geo.kv_panel(), Swizzle::B128)
                     .unwrap_or_else(|_| ferrocuda_device::diag::fail());
-                let qd = MatrixDesc::k_major(base + p * PANEL + self.cw * 64 * 128, Swizzle::B128)
-                    .unwrap_or_else(|_| ferrocuda_device::diag::fail());
+                let qd =
+                    MatrixDesc::k_major(base + p * Q_PANEL + self.cw * 64 * 128, Swizzle::B128)
+                        .unwrap_or_else(|_| ferrocuda_device::diag::fail());
                 ferrocuda_device::unroll!(K in 0..4 {
                     let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
                     if T::BF16 {
-                        wgmma::mma_bf16::<128, 64>(sc, qk, kk, acc);
+                        wgmma::mma_bf16::<N, SR>(sc, qk, kk, acc);
                     } else {
-                        wgmma::mma_f16::<128, 64>(sc, qk, kk, acc);
+                        wgmma::mma_f16::<N, SR>(sc, qk, kk, acc);
                     }
                 });
             }
@@ -453,9 +559,9 @@ impl Consumer {
         }
     }
 
-    /// Issues `O += P · v` (`m64nDk16`, `P` from registers as the A fragments of the eight
-    /// k16 steps, `v` N-major from shared memory) against the `v` of the stage at `stage`, as
-    /// one commit group.
+    /// Issues `O += P · v` (`m64nDk16`, `P` from registers as the A fragments of the `KS`
+    /// k16 steps — `BN` / 16 — `v` N-major from shared memory) against the `v` of the stage at
+    /// `stage`, as one commit group.
     ///
     /// # Safety
     ///
@@ -465,27 +571,31 @@ impl Consumer {
     // (`unroll!`'s literal counter: `2048 * KK` is the step's offset, alike for each step.)
     #[allow(clippy::erasing_op, clippy::identity_op)]
     #[inline(always)]
-    unsafe fn issue_pv<T: Half16, const D: usize, const R: usize>(
+    unsafe fn issue_pv<T: Half16, const D: usize, const R: usize, const KS: usize>(
         &self,
         stage: u32,
         o: &mut [f32; R],
-        a: &[[u32; 4]; 8],
+        a: &[[u32; 4]; KS],
     ) where
         ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
         [f32; R]: ferrocuda_device::wgmma::Accumulator,
     {
         use ferrocuda_device::wgmma::{self, MatrixDesc, Swizzle};
-        let vd = MatrixDesc::n_major(stage + 2 * PANEL, PANEL, Swizzle::B128)
+        let vd = MatrixDesc::n_major(self.geo.v_of(stage), self.geo.kv_panel(), Swizzle::B128)
             .unwrap_or_else(|_| ferrocuda_device::diag::fail());
         wgmma::fence_operand(o);
         // SAFETY: the caller's contract.
         unsafe {
             wgmma::fence();
+            // Step k16: 16 rows of `v` (rows of 128 bytes) further. (Written out for the
+            // longest, 8 steps; `KK < KS` a constant.)
             ferrocuda_device::unroll!(KK in 0..8 {
-                if T::BF16 {
-                    wgmma::mma_bf16_rs_nb::<D, R>(o, a[KK], vd.advance(2048 * KK), true);
-                } else {
-                    wgmma::mma_f16_rs_nb::<D, R>(o, a[KK], vd.advance(2048 * KK), true);
+                if KK < KS {
+                    if T::BF16 {
+                        wgmma::mma_bf16_rs_nb::<D, R>(o, a[KK], vd.advance(2048 * KK), true);
+                    } else {
+                        wgmma::mma_f16_rs_nb::<D, R>(o, a[KK], vd.advance(2048 * KK), true);
+                    }
                 }
             });
             wgmma::commit_group();
@@ -499,22 +609,26 @@ impl Consumer {
     /// (`t` is the caller's: the thread's rank as the item made it opaque.)
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn softmax(
+    fn softmax<const SR: usize>(
         &self,
         t: u32,
         s_kv: u32,
         j: u32,
         row0: u32,
-        sc: &mut [f32; 64],
+        sc: &mut [f32; SR],
         m: &mut [f32; 2],
         l: &mut [f32; 2],
-    ) -> [f32; 2] {
+    ) -> [f32; 2]
+    where
+        [f32; SR]: ferrocuda_device::wgmma::Accumulator,
+    {
         use ferrocuda_device::math::FastMath;
         use ferrocuda_device::wgmma::{self, Accumulator};
         // Mask, then each row's extreme raw score: with `scale_log2 > 0` the maximum (the
         // largest scaled score), with `< 0` the minimum (masked scores are set past the
         // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
         let kv0 = j * BN;
+        debug_assert!(SR as u32 * 2 == BN);
         let sl2 = self.scale_log2;
         let pos = sl2 > 0.0;
         let far = if pos {
@@ -523,6 +637,7 @@ impl Consumer {
             f32::INFINITY
         };
         if kv0 + BN > s_kv || (self.causal && kv0 + BN - 1 > row0) {
+            // (BN = the tile's keys: SR = BN / 2.)
             let causal = self.causal;
             sc.map_each(|r, x| {
                 let (row, col) = wgmma::acc_coords(t, r);
@@ -583,8 +698,9 @@ impl Consumer {
         corr
     }
 
-    /// One item: the key tiles, then the epilogue. `D` = tile width (64 or 128), `R` = D / 2
-    /// output registers per thread, `P` = D / 64 panels.
+    /// One item: the key tiles, then the epilogue. `D` = tile width (64, 128 or 256), `R` =
+    /// D / 2 output registers per thread, `P` = D / 64 panels; `N` = `BN` keys per tile, `SR`
+    /// = N / 2 score registers per thread, `KS` = N / 16 k-steps of `P · v`.
     ///
     /// The key tiles overlap within the warpgroup (FlashAttention-3's intra-warpgroup
     /// order): tile `j`'s `q · kᵀ` is issued before tile `j − 1`'s `P · v`, and the softmax of
@@ -607,6 +723,9 @@ impl Consumer {
         const D: usize,
         const R: usize,
         const P: u32,
+        const N: usize,
+        const SR: usize,
+        const KS: usize,
     >(
         &self,
         la: &Launch,
@@ -620,6 +739,8 @@ impl Consumer {
     ) where
         ferrocuda_device::wgmma::Cols<D>: ferrocuda_device::wgmma::WgmmaN<R>,
         [f32; R]: ferrocuda_device::wgmma::Accumulator,
+        ferrocuda_device::wgmma::Cols<N>: ferrocuda_device::wgmma::WgmmaN<SR>,
+        [f32; SR]: ferrocuda_device::wgmma::Accumulator,
     {
         use ferrocuda_device::wgmma::{self, Accumulator};
 
@@ -630,13 +751,16 @@ impl Consumer {
         let (t, bars) = (here32(self.t), self.bars);
         let base = tiles_base();
         let row0 = tm * BM + self.cw * 64;
-        // P in the inputs' type, as the A fragments of the eight k16 steps of P · v.
-        let pack_p = |sc: &[f32; 64]| {
-            let mut a = [[0u32; 4]; 8];
+        // P in the inputs' type, as the A fragments of the KS k16 steps of P · v (written
+        // out for the longest, 8; `KK < KS` a constant).
+        let pack_p = |sc: &[f32; SR]| {
+            let mut a = [[0u32; 4]; KS];
             ferrocuda_device::unroll!(KK in 0..8 {
-                ferrocuda_device::unroll!(RR in 0..4 {
-                    a[KK][RR] = pack::<T>(sc[8 * KK + 2 * RR], sc[8 * KK + 2 * RR + 1]);
-                });
+                if KK < KS {
+                    ferrocuda_device::unroll!(RR in 0..4 {
+                        a[KK][RR] = pack::<T>(sc[8 * KK + 2 * RR], sc[8 * KK + 2 * RR + 1]);
+                    });
+                }
             });
             a
         };
@@ -644,7 +768,7 @@ impl Consumer {
         let mut m = [f32::NEG_INFINITY; 2];
         let mut l = [0f32; 2];
         let s_kv = la.s_kv;
-        let n_kv = kv_tiles(tm, s_kv, self.causal);
+        let n_kv = kv_tiles(tm, s_kv, self.causal, BN);
 
         // Tile 0: its scores and softmax (no `P · v` before it).
         let sk = ks.index();
@@ -653,17 +777,22 @@ impl Consumer {
         // softmax runs under the other's MMAs (FlashAttention-3's inter-warpgroup order).
         bars.turn(self.cw).wait_ring(turn);
         turn.advance();
-        let mut sc = [0f32; 64];
+        let mut sc = [0f32; SR];
         // SAFETY: the whole warpgroup; k waited for above, q by the caller; `sc` is read
         // only after the wait below.
         unsafe {
-            self.issue_scores::<T, P>(base, Self::stage(base, sk), &mut sc);
+            self.issue_scores::<T, P, N, SR>(base, self.geo.stage(base, sk), &mut sc);
             if t == 0 {
                 bars.turn(1 - self.cw).arrive();
             }
             wgmma::wait_group::<0>();
         }
         wgmma::fence_operand(&mut sc);
+        // The stage's `k` is read: the producer may load another tile into it (with two
+        // stages, the tile after next, while this consumer still holds the other stage's `v`).
+        if t == 0 {
+            bars.k_empty(sk).arrive();
+        }
         // The q tile is free for the next item once the item's last scores are done: the
         // producer loads the next q under this item's last softmax, `P · v` and epilogue.
         if n_kv == 1 && t == 0 {
@@ -684,10 +813,10 @@ impl Consumer {
             let sk = ks.index();
             bars.turn(self.cw).wait_ring(turn);
             turn.advance();
-            let mut sc = [0f32; 64];
+            let mut sc = [0f32; SR];
             // SAFETY: the whole warpgroup (a uniform loop); k waited for at the end of the
             // tile before; `sc` is read only after the first wait below.
-            unsafe { self.issue_scores::<T, P>(base, Self::stage(base, sk), &mut sc) };
+            unsafe { self.issue_scores::<T, P, N, SR>(base, self.geo.stage(base, sk), &mut sc) };
             // The previous tile's P · v, under this tile's scores: the output first brought
             // to the previous tile's maximum.
             o.map_each(|r, x| x * corr[((r / 2) % 2) as usize]);
@@ -696,13 +825,17 @@ impl Consumer {
             // SAFETY: the whole warpgroup; v waited for above, released only after the
             // second wait below; `o` is read only after it; `a` is not rewritten before it.
             unsafe {
-                self.issue_pv::<T, D, R>(Self::stage(base, sv), &mut o, &a);
+                self.issue_pv::<T, D, R, KS>(self.geo.stage(base, sv), &mut o, &a);
                 if t == 0 {
                     bars.turn(1 - self.cw).arrive();
                 }
                 wgmma::wait_group::<1>();
             }
             wgmma::fence_operand(&mut sc);
+            // This tile's scores are done: its `k` is released (as above).
+            if t == 0 {
+                bars.k_empty(sk).arrive();
+            }
             if j + 1 == n_kv && t == 0 {
                 bars.q_empty().arrive();
             }
@@ -715,7 +848,7 @@ impl Consumer {
             unsafe { wgmma::wait_group::<0>() };
             wgmma::fence_operand(&mut o);
             if t == 0 {
-                bars.empty(sv).arrive();
+                bars.v_empty(sv).arrive();
             }
             vs.advance();
             a = pack_p(&sc);
@@ -727,12 +860,12 @@ impl Consumer {
         bars.v_full(sv).wait_ring(vs);
         // SAFETY: the whole warpgroup; v waited for above, released after the wait.
         unsafe {
-            self.issue_pv::<T, D, R>(Self::stage(base, sv), &mut o, &a);
+            self.issue_pv::<T, D, R, KS>(self.geo.stage(base, sv), &mut o, &a);
             wgmma::wait_group::<0>();
         }
         wgmma::fence_operand(&mut o);
         if t == 0 {
-            bars.empty(sv).arrive();
+            bars.v_empty(sv).arrive();
         }
         vs.advance();
 
