@@ -1089,9 +1089,9 @@ fn attention_selection() -> TestResult {
                     )?;
                     continue;
                 }
-                let want = if by_name == "attention_bf16_wide" && want == "attention_bf16" {
-                    by_name
-                } else if by_name == "attention_bf16_wide_sm90" && h100 {
+                let keeps = (by_name == "attention_bf16_wide" && want == "attention_bf16")
+                    || (by_name == "attention_bf16_wide_sm90" && h100);
+                let want = if keeps {
                     by_name
                 } else if by_name == "attention_bf16_sm90" && d > 128 {
                     "attention_bf16_wide"
