@@ -4,7 +4,7 @@
 //! consumers; then the item's epilogue.
 
 use super::super::common::{here32, pack, store_lse, OutHead};
-use super::{kv_tiles, tiles_base, Bars, Geometry, Launch, BM, Q_PANEL};
+use super::layout::{kv_tiles, tiles_base, Bars, Geometry, Launch, BM, Q_PANEL};
 use crate::prelude::*;
 use ferrocuda_device::mma::Half16;
 use ferrocuda_device::ViewMut;
