@@ -1044,8 +1044,8 @@ fn attention_selection() -> TestResult {
     for (d, sm90, a100) in [
         (64usize, "attention_bf16_sm90", "attention_bf16"),
         (128, "attention_bf16_sm90", "attention_bf16"),
-        (136, "attention_bf16_wide", "attention_bf16_wide"),
-        (256, "attention_bf16_wide", "attention_bf16_wide"),
+        (136, "attention_bf16_wide_sm90", "attention_bf16_wide"),
+        (256, "attention_bf16_wide_sm90", "attention_bf16_wide"),
     ] {
         let arrays = qkv([2, 4, 100, d], [2, 2, 300, d])?;
         let args = args_of(&arrays, 1);
@@ -1063,17 +1063,23 @@ fn attention_selection() -> TestResult {
                 "attention_bf16",
                 "attention_bf16_sm90",
                 "attention_bf16_wide",
+                "attention_bf16_wide_sm90",
             ] {
                 let k = m.kernel(by_name).map_err(err)?;
                 let chosen = k.variant_on(&ops, Some(cc));
-                let wide = by_name == "attention_bf16_wide";
-                // A kernel called by name runs itself or one of its layout variants (the
+                let h100 = cc == (9, 0);
+                // A kernel called by name runs itself or one of its layout variants (each
                 // sm_90a kernel is one of each portable kernel, and they of it; the portable
-                // kernels are not of each other): the family's choice, but the wide kernel
-                // keeps what the sm_90a kernel does not take (it takes every D ≤ 256 and comes
-                // first among its equals), and the narrow portable kernel's launcher, which
-                // has no wide variant, refuses D > 128, naming the wide kernels.
-                if d > 128 && by_name == "attention_bf16" {
+                // kernels are not of each other, nor are the sm_90a ones): the family's
+                // choice, except that
+                // * the portable wide kernel keeps what no sm_90a kernel takes (it takes every
+                //   D ≤ 256 and comes first among its equals), and the wide sm_90a kernel, by
+                //   name, keeps every D ≤ 256 it runs;
+                // * the narrow sm_90a kernel sends D > 128 to the portable wide kernel (the
+                //   wide sm_90a kernel is not its variant);
+                // * the narrow portable kernel's launcher refuses D > 128 where no wide sm_90a
+                //   variant runs, naming the wide kernels.
+                if d > 128 && by_name == "attention_bf16" && !h100 {
                     let e = ferrocuda::host::launch::check_args(chosen.signature(), &args)
                         .err()
                         .ok_or_else(|| err(format!("D = {d}: {by_name} took it")))?;
@@ -1083,8 +1089,12 @@ fn attention_selection() -> TestResult {
                     )?;
                     continue;
                 }
-                let want = if wide && want == "attention_bf16" {
+                let keeps = (by_name == "attention_bf16_wide" && want == "attention_bf16")
+                    || (by_name == "attention_bf16_wide_sm90" && h100);
+                let want = if keeps {
                     by_name
+                } else if by_name == "attention_bf16_sm90" && d > 128 {
+                    "attention_bf16_wide"
                 } else {
                     want
                 };
@@ -1214,6 +1224,8 @@ fn attention() -> TestResult {
     let portable_lse = module.kernel("attention_lse_bf16").map_err(err)?;
     let wide = module.kernel("attention_bf16_wide").map_err(err)?;
     let wide_lse = module.kernel("attention_lse_bf16_wide").map_err(err)?;
+    let wide_sm90 = module.kernel("attention_bf16_wide_sm90").map_err(err)?;
+    let wide_sm90_lse = module.kernel("attention_lse_bf16_wide_sm90").map_err(err)?;
     let mut r = StdRng::seed_from_u64(seed() ^ 0xa77e);
     let rand_bf16 = |n: usize, r: &mut StdRng| -> Vec<bf16> {
         (0..n)
@@ -1284,12 +1296,19 @@ fn attention() -> TestResult {
             } else {
                 (&portable, &portable_lse)
             };
-            for (family, named, lse) in [
+            let mut runs = vec![
                 ("attention", Some(by_name), false),
                 ("attention", None, false),
                 ("attention_lse", Some(by_name_lse), true),
                 ("attention_lse", None, true),
-            ] {
+            ];
+            // And on an H100, the wide sm_90a kernels by name wherever TMA takes the arrays
+            // (every D ≤ 256: 64- and 128-column heads too).
+            if cc == (9, 0) && tma {
+                runs.push(("attention", Some(&wide_sm90), false));
+                runs.push(("attention_lse", Some(&wide_sm90_lse), true));
+            }
+            for (family, named, lse) in runs {
                 let n = b * h * sq * d;
                 let dout = upload(vec![bf16::NAN; n + 1], &[n + 1])?;
                 let dl = upload(vec![f32::NAN; b * h * sq + 1], &[b * h * sq + 1])?;
@@ -1316,8 +1335,10 @@ fn attention() -> TestResult {
                 if named.is_none() {
                     let sm90 = cc == (9, 0) && tma;
                     let expect = match (d > 128, sm90, lse) {
-                        (true, _, false) => "attention_bf16_wide",
-                        (true, _, true) => "attention_lse_bf16_wide",
+                        (true, true, false) => "attention_bf16_wide_sm90",
+                        (true, true, true) => "attention_lse_bf16_wide_sm90",
+                        (true, false, false) => "attention_bf16_wide",
+                        (true, false, true) => "attention_lse_bf16_wide",
                         (false, true, false) => "attention_bf16_sm90",
                         (false, true, true) => "attention_lse_bf16_sm90",
                         (false, false, false) => "attention_bf16",

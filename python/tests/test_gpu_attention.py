@@ -375,15 +375,18 @@ WIDE_SHAPES = [
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
 def test_wide_head_dimensions(torch: Any, gen: Any, portable: Any, dt: str, causal: bool) -> None:
-    """Head dimensions above 128 (up to 256): the family runs the ``_wide`` kernel — the only
-    one whose conditions hold — on the H100 as on every GPU, contiguous or packed ``k`` and
-    ``v``; every element of ``out`` and ``lse`` against float64. And the wide kernels by name
-    from the module without its sm_90a part (on an H100 the bundled module's launcher would
-    run the sm_90a kernel where it takes the arguments), a head dimension of 64 too: they take
-    every D ≤ 256."""
+    """Head dimensions above 128 (up to 256): the family runs the wide kernels — the only
+    ones whose conditions hold: on an H100 the sm_90a one (``attention_{bf16,f16}_wide_sm90``)
+    wherever TMA takes ``q``, ``k`` and ``v``, the portable ``_wide`` one otherwise and on
+    every other GPU — contiguous or packed ``k`` and ``v``; every element of ``out`` and
+    ``lse`` against float64. And the wide kernels by name: the portable one from the module
+    without its sm_90a part (on an H100 the bundled module's launcher would run an sm_90a
+    kernel where one takes the arguments), and on an H100 the sm_90a one, a head dimension of
+    64 too: they take every D ≤ 256."""
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
     wide = getattr(portable, f"attention_{dt}_wide")
     wide_lse = getattr(portable, f"attention_lse_{dt}_wide")
+    h100 = torch.cuda.get_device_capability() >= (9, 0)
     for b, h, hkv, sq, skv, d in [*WIDE_SHAPES, (1, 2, 2, 100, 100, 64)]:
         what = f"{(b, h, hkv, sq, skv, d)} {dt} causal={causal}"
         q, kvs = grouped(torch, gen, dtype, b, h, hkv, sq, skv, d)
@@ -391,6 +394,10 @@ def test_wide_head_dimensions(torch: Any, gen: Any, portable: Any, dt: str, caus
         for k, v, how in kvs:
             calls = [(K.attention, K.attention_lse, "family")] if d > 128 else []
             calls.append((wide, wide_lse, "by name"))
+            if h100:
+                sm90_wide = getattr(K, f"attention_{dt}_wide_sm90")
+                sm90_wide_lse = getattr(K, f"attention_lse_{dt}_wide_sm90")
+                calls.append((sm90_wide, sm90_wide_lse, "sm_90a by name"))
             for attention, attention_lse, by in calls:
                 out = torch.full_like(q, float("nan"))
                 attention(q, k, v, out, scale, int(causal))

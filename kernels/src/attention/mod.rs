@@ -12,18 +12,20 @@
 //!
 //! | family | kernels (sm_90a; every GPU from sm_80) | outputs |
 //! | --- | --- | --- |
-//! | `attention` | `attention_{bf16,f16}_sm90`; `attention_{bf16,f16}`, `attention_{bf16,f16}_wide` | `out` |
-//! | `attention_lse` | `attention_lse_{bf16,f16}_sm90`; `attention_lse_{bf16,f16}`, `attention_lse_{bf16,f16}_wide` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
+//! | `attention` | `attention_{bf16,f16}_sm90`, `attention_{bf16,f16}_wide_sm90`; `attention_{bf16,f16}`, `attention_{bf16,f16}_wide` | `out` |
+//! | `attention_lse` | `attention_lse_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_wide_sm90`; `attention_lse_{bf16,f16}`, `attention_lse_{bf16,f16}_wide` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
 //!
 //! The `_sm90` kernels ([`sm90`]: TMA, `wgmma`, warp specialisation, ping-pong consumers) need
 //! `q`, `k`, `v` whose rows are contiguous and 16-byte aligned (TMA); the portable kernels
 //! ([`sm80`]: `mma.sync`, FlashAttention-2's schedule) take views of any strides. The
 //! launchers choose by the one selection rule: on an H100 the `_sm90` kernel whenever its
 //! tensor maps take the inputs, the portable one otherwise and on every other GPU. Both take
-//! D ≤ 128 (`require`); head dimensions up to 256 (Gemma's) go to the `_wide` kernels — the
-//! portable schedule with tiles of 256 columns in dynamic shared memory — which the selection
-//! rule chooses because theirs is the only condition that holds (every kernel states the
-//! family's limit, D ≤ 256, first, so that a larger D is told it).
+//! D ≤ 128 (`require`); head dimensions up to 256 (Gemma's) go to the wide kernels — on an
+//! H100 `_wide_sm90` (the same warp-specialised schedule with tiles of 256 columns and 64
+//! keys, two stages), else the portable `_wide` (its schedule with tiles of 256 columns in
+//! dynamic shared memory) — which the selection rule chooses because theirs are the only
+//! conditions that hold (every kernel states the family's limit, D ≤ 256, first, so that a
+//! larger D is told it; for D ≤ 128 the narrow kernels come first among equals).
 //!
 //! Numerics (both kernels): scores and sums in f32 (the products of 16-bit inputs exact, sums
 //! in the tensor cores' order); `P` is rounded to the inputs' type before `P · v` (as
@@ -38,9 +40,9 @@ pub(crate) mod sm80;
 pub(crate) mod sm90;
 
 pub use sm80::ATTENTION_WIDE_SMEM;
-pub use sm90::HeadsMap;
+pub use sm90::{HeadsMap, KeysMap64};
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub use sm90::ATTENTION_SMEM;
+pub use sm90::{ATTENTION_SMEM, ATTENTION_WIDE_SM90_SMEM};
 
 use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, View, ViewMut};
@@ -132,46 +134,45 @@ macro_rules! portable_kernels {
     };
 }
 
-/// The six kernels of one element type; `$narrow` the rule of the kernels for D ≤ 128.
-macro_rules! attention_kernels {
-    ($narrow:tt; $($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $port:ident, $port_lse:ident, $wide:ident, $wide_lse:ident;)*) => {$(
+/// The sm_90a pair (`attention`, `attention_lse`) of one element type and geometry: `$km`
+/// the map type of `k` and `v`, `$bn, $pmax, $stages` [`sm90::forward`]'s geometry,
+/// `$smem` its shared memory.
+macro_rules! sm90_kernels {
+    ($t:ident, $km:ident, [$($dim:tt)*], ($bn:literal, $pmax:literal, $stages:literal), $smem:ident,
+     $plain:ident, $lse:ident, $doc:expr) => {
         attention_kernel!("attention",
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
-             shared_bytes = ATTENTION_SMEM], plain,
-            $narrow,
-            #[doc = concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
-                            "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) whose rows are ",
-                            "contiguous and ",
-                            "16-byte aligned (TMA), D ≤ 128; `out` (B, H, S_q, D) any strides. Built ",
-                            "for sm_90a (H100/H200): see the module documentation.")]
-            pub unsafe fn $sm90(
+             shared_bytes = $smem], plain,
+            [$($dim)*],
+            #[doc = $doc]
+            pub unsafe fn $plain(
                 q: HeadsMap<$t>,
-                k: HeadsMap<$t>,
-                v: HeadsMap<$t>,
+                k: $km<$t>,
+                v: $km<$t>,
                 out: ViewMut<$t, 4>,
                 scale: f32,
                 causal: u32,
             ) {
                 #[cfg(target_arch = "nvptx64")]
-                // SAFETY: launched as a kernel with the block and shared memory it declares,
-                // over host-validated arguments whose shapes agree.
+                // SAFETY: the launch's configuration (384 threads, the shared memory) and
+                // rules (shapes agree; TMA took the arrays).
                 unsafe {
-                    sm90::forward(q, k, v, out, None, scale, causal != 0)
+                    sm90::forward::<_, $bn, $pmax, $stages>(q, k, v, out, None, scale, causal != 0)
                 }
             }
         );
 
         attention_kernel!("attention_lse",
             [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
-             shared_bytes = ATTENTION_SMEM],
+             shared_bytes = $smem],
             lse,
-            $narrow,
-            #[doc = concat!("[`", stringify!($sm90), "`], and each query row's log-sum-exp of ",
+            [$($dim)*],
+            #[doc = concat!("[`", stringify!($plain), "`], and each query row's log-sum-exp of ",
                             "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
-            pub unsafe fn $sm90_lse(
+            pub unsafe fn $lse(
                 q: HeadsMap<$t>,
-                k: HeadsMap<$t>,
-                v: HeadsMap<$t>,
+                k: $km<$t>,
+                v: $km<$t>,
                 out: ViewMut<$t, 4>,
                 lse: ViewMut<f32, 3>,
                 scale: f32,
@@ -180,11 +181,27 @@ macro_rules! attention_kernels {
                 #[cfg(target_arch = "nvptx64")]
                 // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
                 unsafe {
-                    sm90::forward(q, k, v, out, Some(lse), scale, causal != 0)
+                    sm90::forward::<_, $bn, $pmax, $stages>(q, k, v, out, Some(lse), scale, causal != 0)
                 }
             }
         );
+    };
+}
 
+/// The eight kernels of one element type; `$narrow` the rule of the kernels for D ≤ 128.
+macro_rules! attention_kernels {
+    ($narrow:tt; $($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $wsm90:ident, $wsm90_lse:ident,
+      $port:ident, $port_lse:ident, $wide:ident, $wide_lse:ident;)*) => {$(
+        sm90_kernels!($t, HeadsMap, $narrow, (128, 2, 3), ATTENTION_SMEM, $sm90, $sm90_lse,
+            concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
+                    "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) whose rows are ",
+                    "contiguous and 16-byte aligned (TMA), D ≤ 128; `out` (B, H, S_q, D) any ",
+                    "strides. Built for sm_90a (H100/H200): see the module documentation."));
+        sm90_kernels!($t, KeysMap64, [], (64, 4, 2), ATTENTION_WIDE_SM90_SMEM, $wsm90, $wsm90_lse,
+            concat!("[`", stringify!($sm90), "`] for head dimensions up to 256 (Gemma's 256 ",
+                    "among them): tiles of 256 columns, 64 keys a tile, two stages of `k` and ",
+                    "`v`. Built for sm_90a (H100/H200); the family launcher runs it for ",
+                    "D > 128 where TMA takes `q`, `k` and `v`."));
         portable_kernels!($t, [block = 128], $narrow, false, $port, $port_lse,
             concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
                     "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) and `out` (B, H, ",
@@ -203,8 +220,10 @@ macro_rules! attention_kernels {
 attention_kernels! {
     [require(q.shape[3] <= 128,
              "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),];
-    bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16, attention_lse_bf16,
+    bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16_wide_sm90,
+        attention_lse_bf16_wide_sm90, attention_bf16, attention_lse_bf16,
         attention_bf16_wide, attention_lse_bf16_wide;
-    f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16, attention_lse_f16,
+    f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16_wide_sm90,
+        attention_lse_f16_wide_sm90, attention_f16, attention_lse_f16,
         attention_f16_wide, attention_lse_f16_wide;
 }

@@ -1,0 +1,215 @@
+//! Where the sm_90a attention kernels keep things (see the [parent module](super)): the
+//! tensor maps' boxes, the shared-memory layout of the tiles and mbarriers for each geometry,
+//! and the launch's shape as the item loops read it. Used by the producer ([`super`]) and the
+//! consumers ([`super::consumer`]).
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+use super::super::common::{here, here32, item_coords, paired_done, paired_item};
+#[cfg(ferrocuda_arch = "sm_90a")]
+use crate::prelude::*;
+use ferrocuda_device::TensorMap;
+
+/// Query rows per item (two consumer warpgroups of 64).
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(super) const BM: u32 = 128;
+/// Bytes of one box of `q`: 128 rows × 64 16-bit elements (a *panel* of the `q` tile).
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(super) const Q_PANEL: u32 = 128 * 64 * 2;
+
+/// The tiles of a launch whose `q` tile has `panels` panels (and each `k` and `v` tile as
+/// many, of `bn` rows), with `stages` stages of `k` and `v`; its mbarriers (`q` full and
+/// empty, four per stage, two turns); and 1 KiB to align the tiles.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
+pub(super) const fn smem_bytes(panels: u32, bn: u32, stages: u32) -> u32 {
+    panels * 128 * 128 + stages * 2 * panels * bn * 128 + (4 + 4 * stages) * 8 + 1024
+}
+
+/// The map of `q`, `k` or `v` (B, H, S, D) of `T` (bf16 or f16): boxes of one head's 128
+/// rows × 64 columns, 128-byte swizzle.
+pub type HeadsMap<T> = TensorMap<T, 128, 1, 1, 128, 64>;
+
+/// The map of the wide kernels' `k` and `v` (B, H_kv, S_kv, D): boxes of one head's 64 rows
+/// × 64 columns, 128-byte swizzle (their `q` is a [`HeadsMap`]).
+pub type KeysMap64<T> = TensorMap<T, 128, 1, 1, 64, 64>;
+
+/// The key tiles (of `bn` rows) query tile `tm` visits: all of them, or up to the diagonal
+/// under the mask.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+pub(super) fn kv_tiles(tm: u32, s_kv: u32, causal: bool, bn: u32) -> u32 {
+    let all = s_kv.div_ceil(bn);
+    if causal {
+        all.min(((tm + 1) * BM).div_ceil(bn))
+    } else {
+        all
+    }
+}
+
+/// The shared-memory address of the tiles: the dynamic shared memory's, rounded up to the
+/// 128-byte swizzle's 1024-byte atom. Computed again where it is asked for (the address goes
+/// through [`here`]): kept from before the item loop, ptxas found no register for it across
+/// `setmaxnreg` and the key-tile loop and spilled it.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+pub(super) fn tiles_base() -> u32 {
+    use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
+    let raw = here(dynamic_shared::<u8>().as_mut_ptr() as isize) as *const u8;
+    let at = shared_addr_of(raw);
+    at + ((1024 - (at & 1023)) & 1023)
+}
+
+/// Where a kernel's tiles lie: the `q` tile (`PMAX` panels of 128 rows), then `STAGES`
+/// stages of a `k` tile and a `v` tile (`PMAX` panels of `BN` rows each), then the
+/// mbarriers — all from the tiles' base (1024-byte aligned: [`tiles_base`]).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[derive(Clone, Copy)]
+pub(super) struct Geometry<const BN: u32, const PMAX: u32, const STAGES: usize>;
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl<const BN: u32, const PMAX: u32, const STAGES: usize> Geometry<BN, PMAX, STAGES> {
+    /// Bytes of one box of `k` or `v` (`BN` rows × 64 columns): a panel of their tiles.
+    #[inline(always)]
+    pub(super) fn kv_panel(self) -> u32 {
+        BN * 128
+    }
+    /// The address of stage `s` (its `k` tile; its `v` tile at [`v_of`](Self::v_of)).
+    #[inline(always)]
+    pub(super) fn stage(self, base: u32, s: usize) -> u32 {
+        base + PMAX * Q_PANEL + s as u32 * 2 * PMAX * self.kv_panel()
+    }
+    /// The `v` tile of the stage at `stage`.
+    #[inline(always)]
+    pub(super) fn v_of(self, stage: u32) -> u32 {
+        stage + PMAX * self.kv_panel()
+    }
+    /// The offset of the mbarriers from the tiles' base.
+    #[inline(always)]
+    pub(super) fn barriers_at(self) -> u32 {
+        PMAX * Q_PANEL + STAGES as u32 * 2 * PMAX * self.kv_panel()
+    }
+}
+
+/// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
+/// producer's, plus the bytes), `q` empty (2: one per consumer), then per stage `k` full,
+/// `v` full (1 each, plus the bytes), `k` empty and `v` empty (2 each: one per consumer);
+/// then the consumers' two turns.
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[derive(Clone, Copy)]
+pub(super) struct Bars<const STAGES: usize>(pub(super) *mut u64);
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl<const STAGES: usize> Bars<STAGES> {
+    #[inline(always)]
+    pub(super) fn at(self, i: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        // SAFETY: `forward` initialised the barriers before the block barrier that precedes
+        // every use.
+        unsafe { ferrocuda_device::mbarrier::MBarrier::from_shared_ptr(self.0.add(i)) }
+    }
+    #[inline(always)]
+    pub(super) fn q_full(self) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(0)
+    }
+    #[inline(always)]
+    pub(super) fn q_empty(self) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(1)
+    }
+    #[inline(always)]
+    pub(super) fn k_full(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(2 + 4 * s)
+    }
+    #[inline(always)]
+    pub(super) fn v_full(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(3 + 4 * s)
+    }
+    #[inline(always)]
+    pub(super) fn k_empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(4 + 4 * s)
+    }
+    #[inline(always)]
+    pub(super) fn v_empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(5 + 4 * s)
+    }
+    /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the other consumer's).
+    #[inline(always)]
+    pub(super) fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
+        self.at(2 + 4 * STAGES + cw as usize)
+    }
+}
+
+/// The launch's shape as the item loops use it, read again from the parameters at each item
+/// ([`here32`]): computed once before the loops, these values stayed live across
+/// `setmaxnreg` and the key-tile loop, where ptxas had no uniform registers left for them
+/// and spilled them to local memory.
+#[cfg(ferrocuda_arch = "sm_90a")]
+pub(super) struct Launch {
+    pub(super) heads: u32,
+    /// Query heads per key/value head (grouped-query attention; 1 without).
+    pub(super) group: u32,
+    pub(super) bh_count: u32,
+    pub(super) tiles_m: u32,
+    pub(super) items: u32,
+    pub(super) step: u32,
+    pub(super) s_kv: u32,
+    /// 64-column panels of the tiles the producer loads: 1 or 2 (D ≤ 64, ≤ 128) in the
+    /// kernels for D ≤ 128, always 4 in the wide ones.
+    pub(super) panels: u32,
+}
+
+#[cfg(ferrocuda_arch = "sm_90a")]
+impl Launch {
+    /// Whether this block is done before its item `item` (`b`, `b + grid`, …).
+    #[inline(always)]
+    pub(super) fn done(&self, item: u32, causal: bool) -> bool {
+        if causal {
+            paired_done(item, self.step, self.bh_count * self.tiles_m.div_ceil(2))
+        } else {
+            item >= self.items
+        }
+    }
+
+    /// This block's item `item` as (batch × heads + head, query tile): without the mask the
+    /// query tiles of one head adjacent ([`item_coords`]), with it in pairs of a long and a
+    /// short tile ([`paired_item`]).
+    #[inline(always)]
+    pub(super) fn item(&self, item: u32, causal: bool) -> (u32, u32) {
+        if causal {
+            paired_item(item, self.step, self.tiles_m)
+        } else {
+            item_coords(item, self.bh_count, self.tiles_m, false)
+        }
+    }
+
+    /// The launch of `q` over `k` of `heads_kv` heads of `s_kv` rows, for tiles of `PMAX`
+    /// panels.
+    #[inline(always)]
+    pub(super) fn of<T: ferrocuda_device::Element, const PMAX: u32>(
+        q: &HeadsMap<T>,
+        heads_kv: u32,
+        s_kv: u32,
+    ) -> Launch {
+        let (batch, heads, s_q, d) = (
+            here32(q.dim(0) as u32),
+            here32(q.dim(1) as u32),
+            here32(q.dim(2) as u32),
+            here32(q.dim(3) as u32),
+        );
+        let tiles_m = s_q.div_ceil(BM);
+        let bh_count = batch * heads;
+        Launch {
+            heads,
+            group: heads / heads_kv.max(1),
+            bh_count,
+            tiles_m,
+            items: bh_count * tiles_m,
+            step: here32(thread::grid_dim().x),
+            s_kv,
+            panels: if PMAX == 4 {
+                4
+            } else if d <= 64 {
+                1
+            } else {
+                2
+            },
+        }
+    }
+}
