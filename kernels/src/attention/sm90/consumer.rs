@@ -115,7 +115,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
     /// keys after the query under the causal mask — only in the tiles that need them), each
     /// row's running maximum `m` and sum `l` updated, `P = 2^(S·scale·log₂e − m)` left in
     /// `sc`. Returns each row's factor `2^(m_old − m)` for the output accumulated so far.
-    /// (`t` is the caller's: the thread's rank as the item made it opaque.)
+    /// (`t` is the caller's: the thread's rank as the item made it opaque; `SR` = `BN` / 2.)
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn softmax<const SR: usize>(
@@ -137,7 +137,6 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
         // largest scaled score), with `< 0` the minimum (masked scores are set past the
         // other end). The exponentials below then take one FFMA each: 2^(s·c − m).
         let kv0 = j * BN;
-        debug_assert!(SR as u32 * 2 == BN);
         let sl2 = self.scale_log2;
         let pos = sl2 > 0.0;
         let far = if pos {
@@ -146,7 +145,6 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
             f32::INFINITY
         };
         if kv0 + BN > s_kv || (self.causal && kv0 + BN - 1 > row0) {
-            // (BN = the tile's keys: SR = BN / 2.)
             let causal = self.causal;
             sc.map_each(|r, x| {
                 let (row, col) = wgmma::acc_coords(t, r);

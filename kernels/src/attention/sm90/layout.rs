@@ -99,6 +99,31 @@ pub(super) struct Bars<const STAGES: usize>(pub(super) *mut u64);
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 impl<const STAGES: usize> Bars<STAGES> {
+    /// Initialises every barrier with its arrival count (the indices of the accessors
+    /// below).
+    ///
+    /// # Safety
+    ///
+    /// One thread of the block, before a block barrier that precedes every other use; the
+    /// `4 + 4 · STAGES` words at `self.0` are shared memory of this block that only mbarrier
+    /// operations touch.
+    #[inline(always)]
+    pub(super) unsafe fn init(self) {
+        use ferrocuda_device::mbarrier::init;
+        // SAFETY: the caller's contract; every index below `4 + 4 · STAGES`.
+        unsafe {
+            init(self.0, 1);
+            init(self.0.add(1), 2);
+            for s in 0..STAGES {
+                init(self.0.add(2 + 4 * s), 1);
+                init(self.0.add(3 + 4 * s), 1);
+                init(self.0.add(4 + 4 * s), 2);
+                init(self.0.add(5 + 4 * s), 2);
+            }
+            init(self.0.add(2 + 4 * STAGES), 1);
+            init(self.0.add(3 + 4 * STAGES), 1);
+        }
+    }
     #[inline(always)]
     pub(super) fn at(self, i: usize) -> ferrocuda_device::mbarrier::MBarrier {
         // SAFETY: `forward` initialised the barriers before the block barrier that precedes
@@ -179,13 +204,11 @@ impl Launch {
         }
     }
 
-    /// The launch of `q` over `k` of `heads_kv` heads of `s_kv` rows, for tiles of `PMAX`
-    /// panels.
+    /// The launch of `q` over `k` (boxes of `BN` rows), for tiles of `PMAX` panels.
     #[inline(always)]
-    pub(super) fn of<T: ferrocuda_device::Element, const PMAX: u32>(
+    pub(super) fn of<T: ferrocuda_device::Element, const BN: u32, const PMAX: u32>(
         q: &HeadsMap<T>,
-        heads_kv: u32,
-        s_kv: u32,
+        k: &TensorMap<T, 128, 1, 1, BN, 64>,
     ) -> Launch {
         let (batch, heads, s_q, d) = (
             here32(q.dim(0) as u32),
@@ -197,12 +220,12 @@ impl Launch {
         let bh_count = batch * heads;
         Launch {
             heads,
-            group: heads / heads_kv.max(1),
+            group: heads / here32(k.dim(1) as u32).max(1),
             bh_count,
             tiles_m,
             items: bh_count * tiles_m,
             step: here32(thread::grid_dim().x),
-            s_kv,
+            s_kv: here32(k.dim(2) as u32),
             panels: if PMAX == 4 {
                 4
             } else if d <= 64 {

@@ -70,8 +70,6 @@
 //! shared memory ([`ATTENTION_WIDE_SM90_SMEM`] for the wide kernels).
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-use super::common::here32;
-#[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
 #[cfg(ferrocuda_arch = "sm_90a")]
 use ferrocuda_device::mma::Half16;
@@ -132,7 +130,7 @@ pub(super) unsafe fn forward<
     scale: f32,
     causal: bool,
 ) {
-    use ferrocuda_device::mbarrier::{self, RingState};
+    use ferrocuda_device::mbarrier::RingState;
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
     use ferrocuda_device::tma::Tma;
     use ferrocuda_device::wgmma;
@@ -148,26 +146,15 @@ pub(super) unsafe fn forward<
     let tiles = raw.wrapping_add(skew as usize);
     let base = tiles_base();
     // Barriers: q full, q empty, then per stage k full, v full, k empty, v empty; the turns.
-    let bars = tiles.wrapping_add(geo.barriers_at() as usize).cast::<u64>();
+    let bars = Bars::<STAGES>(tiles.wrapping_add(geo.barriers_at() as usize).cast::<u64>());
     let tid = thread::rank_in_block();
     if tid == 0 {
-        // SAFETY: 8-byte aligned shared memory of this block, not yet initialised, that only
+        // SAFETY: one thread, before the block barrier below; 8-byte aligned shared memory of
+        // this block (inside the launch's, checked above), not yet initialised, that only
         // mbarrier operations touch.
-        unsafe {
-            mbarrier::init(bars, 1);
-            mbarrier::init(bars.add(1), 2);
-            for i in 0..STAGES {
-                mbarrier::init(bars.add(2 + 4 * i), 1);
-                mbarrier::init(bars.add(3 + 4 * i), 1);
-                mbarrier::init(bars.add(4 + 4 * i), 2);
-                mbarrier::init(bars.add(5 + 4 * i), 2);
-            }
-            mbarrier::init(bars.add(2 + 4 * STAGES), 1);
-            mbarrier::init(bars.add(3 + 4 * STAGES), 1);
-        }
+        unsafe { bars.init() };
     }
     thread::sync_threads();
-    let bars = Bars::<STAGES>(bars);
     let (q_full, q_empty) = (bars.q_full(), bars.q_empty());
     let first = thread::block_idx().x;
     let wg = tid / 128;
@@ -183,8 +170,7 @@ pub(super) unsafe fn forward<
             let mut st = RingState::<STAGES>::producer();
             let mut item = first;
             loop {
-                let la =
-                    Launch::of::<T, PMAX>(&q, here32(k.dim(1) as u32), here32(k.dim(2) as u32));
+                let la = Launch::of::<T, BN, PMAX>(&q, &k);
                 if la.done(item, causal) {
                     break;
                 }
@@ -273,7 +259,7 @@ pub(super) unsafe fn forward<
         };
         let mut item = first;
         loop {
-            let la = Launch::of::<T, PMAX>(&q, here32(k.dim(1) as u32), here32(k.dim(2) as u32));
+            let la = Launch::of::<T, BN, PMAX>(&q, &k);
             if la.done(item, causal) {
                 break;
             }
