@@ -1,0 +1,364 @@
+"""Gallery II in one harness run: every goal of the tensor-core gallery (GEMM in bf16, f16 and
+TF32, the fused GEMM + bias + GELU, SGEMM, attention at D = 64 and 128, the stretch goals at
+D = 256 and with grouped-query attention, cumsum against CUB) measured side by side with its
+peers in one process per part, one after another on one GPU, then the goals table and the
+pictures (TFLOPS against problem size) drawn from the run's JSON.
+
+    python3 bench/gallery2.py --out DIR                 # measure every part, then report
+    python3 bench/gallery2.py --out DIR --parts gemm,attention
+    python3 bench/gallery2.py --report DIR              # the table and pictures of a finished run
+
+Each part is one of the benchmark scripts run in a child process (a wrong result or a crash
+in one part is reported and the others still run), writing ``DIR/<part>.json``:
+
+* ``gemm``: ``bench_gemm.py``, bf16 with the fused epilogue and f16 / TF32, square sizes
+  512…16384 and the odd 4095³, 4097³ (cuBLAS through ``F.linear`` beside each);
+* ``sgemm``: ``bench_sgemm.py`` at 4096³ (and 4095³, 4097³), both operand layouts;
+* ``attention``: ``bench_attention.py``, bf16, D = 64 and 128, S = 512…16384, causal and not;
+* ``wide``: the same at D = 256 (stretch), S = 1k, 4k, 16k;
+* ``gqa``: 32 query heads on 8 key/value heads, D = 64 and 128 (stretch);
+* ``cumsum``: the harness's gallery section for ``cumsum`` at 2^28 (CUB's DeviceScan beside).
+
+The report (``DIR/goals.md``, ``DIR/goals.json``, ``DIR/gemm.png``, ``DIR/attention.png``)
+evaluates each goal of the issue on the rows of the run: a ratio is ours over the peer's
+throughput (higher is better), a goal holds where every point of its row reaches it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: The parts in the order they run, each the script and its arguments.
+PARTS = {
+    "gemm": [
+        "bench_gemm.py",
+        "--sizes",
+        "512,1024,2048,4096,8192,16384,4095,4097",
+        "--types",
+        "f16,tf32",
+        "--epilogue",
+        "--no-portable",
+    ],
+    "sgemm": ["bench_sgemm.py", "--sizes", "4096,4095,4097"],
+    "attention": [
+        "bench_attention.py",
+        "--seqs",
+        "512,1024,2048,4096,8192,16384",
+        "--dims",
+        "64,128",
+    ],
+    "wide": ["bench_attention.py", "--seqs", "1024,4096,16384", "--dims", "256"],
+    "gqa": [
+        "bench_attention.py",
+        "--seqs",
+        "1024,4096,16384",
+        "--dims",
+        "64,128",
+        "--heads",
+        "32",
+        "--kv-heads",
+        "8",
+    ],
+    "cumsum": ["python_bench.py", "--sections", "gallery"],
+}
+
+GOAL_SEQS = (1024, 4096, 16384)
+
+
+def run_part(name, out_dir):
+    """Runs one part in a child process; its JSON goes to ``out_dir/<name>.json`` and its
+    output to ``out_dir/<name>.txt``. Returns (exit status, seconds)."""
+    script, *args = PARTS[name]
+    path = os.path.join(out_dir, name + ".json")
+    args += ["--json", path] if name == "cumsum" else ["--out", path]
+    env = dict(os.environ, BENCH_GALLERY_OPS="cumsum") if name == "cumsum" else None
+    cmd = [sys.executable, os.path.join(HERE, script), *args]
+    print(f"=== gallery2 {name}: {' '.join(cmd[1:])}", flush=True)
+    start = time.monotonic()
+    with open(os.path.join(out_dir, name + ".txt"), "w") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            log.write(line)
+        rc = proc.wait()
+    took = time.monotonic() - start
+    print(f"=== gallery2 {name}: exit {rc} in {took:.0f} s", flush=True)
+    return rc, took
+
+
+def load(out_dir, name):
+    path = os.path.join(out_dir, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def gemm_ratio(rows, size, ours, peer, higher_is_better=True):
+    """Our throughput over the peer's at M = N = K = size (None where a row is missing or
+    ours failed its check), with both TFLOPS."""
+    pick = {r["impl"]: r for r in rows if r.get("shape") == [size] * 3 and "ms" in r}
+    a, b = pick.get(ours), pick.get(peer)
+    if a is None or b is None or a.get("checked") is False:
+        return None
+    return {
+        "point": f"{size}³",
+        "ours": a["tflops"],
+        "peer": b["tflops"],
+        "ratio": b["ms"] / a["ms"],
+    }
+
+
+def attention_points(rows, dims, what):
+    """The goal points (S = 1k, 4k, 16k; causal and not) of an attention run: ours over the
+    peer's throughput (``what``: ``flash`` or ``best``)."""
+    out = []
+    for r in sorted(rows, key=lambda r: (-r["D"], r["S"], r["causal"])):
+        if r["D"] in dims and r["S"] in GOAL_SEQS:
+            out.append(
+                {
+                    "point": f"D={r['D']} S={r['S']}{' causal' if r['causal'] else ''}",
+                    "ours": r["ferrocuda_tflops"],
+                    "peer": r[f"sdpa_{what}_tflops"],
+                    "ratio": r[f"vs_{what}"],
+                }
+            )
+    return out
+
+
+def cumsum_point(data):
+    rows = [r for r in (data or {}).get("gallery", []) if r.get("op") == "cumsum" and "us" in r]
+    pick = {r["impl"]: r for r in rows}
+    a, b = pick.get("ferrocuda cumsum"), pick.get("CUB DeviceScan (cupy.cuda.cub, in place)")
+    if a is None or b is None or a.get("checked") is False:
+        return []
+    return [{"point": "2^28", "ours": a["gbps"], "peer": b["gbps"], "ratio": b["us"] / a["us"]}]
+
+
+def goals(out_dir):
+    """The issue's goals, each with its points from the run (empty where its part did not
+    run or its result was wrong), its threshold and unit."""
+    gemm = (load(out_dir, "gemm") or {}).get("rows", [])
+    sgemm = (load(out_dir, "sgemm") or {}).get("rows", [])
+    att = (load(out_dir, "attention") or {}).get("rows", [])
+    wide = (load(out_dir, "wide") or {}).get("rows", [])
+    gqa = (load(out_dir, "gqa") or {}).get("rows", [])
+    bf16, cublas = "ferrocuda linear (bf16 out)", "cuBLAS F.linear (bf16 out)"
+
+    def sizes(ours, peer, sz):
+        return [p for p in (gemm_ratio(gemm, s, ours, peer) for s in sz) if p]
+
+    sg = []
+    for layout in ("nn", "nt"):
+        rows = [r for r in sgemm if r.get("layout") == layout]
+        p = gemm_ratio(rows, 4096, "ferrocuda matmul", "cuBLAS torch.matmul")
+        if p:
+            sg.append(dict(p, point=f"4096³ {layout}"))
+    return [
+        (
+            "bf16 GEMM 4096³, 8192³",
+            "cuBLAS F.linear",
+            0.90,
+            "TFLOPS",
+            sizes(bf16, cublas, (4096, 8192)),
+        ),
+        (
+            "bf16 GEMM (stretch)",
+            "cuBLAS F.linear",
+            1.0,
+            "TFLOPS",
+            sizes(bf16, cublas, (4096, 8192)),
+        ),
+        (
+            "f16 GEMM 4096³, 8192³",
+            "cuBLAS F.linear (f16)",
+            0.90,
+            "TFLOPS",
+            sizes("ferrocuda linear f16", "cuBLAS F.linear (f16)", (4096, 8192)),
+        ),
+        (
+            "TF32 GEMM 8192³",
+            "cuBLAS F.linear, TF32 allowed",
+            0.90,
+            "TFLOPS",
+            sizes("ferrocuda linear_tf32", "cuBLAS F.linear (tf32)", (8192,)),
+        ),
+        ("SGEMM f32 4096³", "cuBLAS torch.matmul, TF32 off", 0.90, "TFLOPS", sg),
+        (
+            "GEMM + bias + GELU, bf16, 8192³",
+            "torch F.gelu(x @ w.T + b)",
+            1.2,
+            "TFLOPS",
+            sizes("ferrocuda linear_bias_gelu (bf16 out)", "torch F.gelu(x @ w.T + b)", (8192,)),
+        ),
+        (
+            "attention bf16 D = 128, 64",
+            "SDPA flash backend (FA2)",
+            1.0,
+            "TFLOPS",
+            attention_points(att, (128, 64), "flash"),
+        ),
+        (
+            "attention bf16 D = 128, 64",
+            "SDPA, torch's pick",
+            0.85,
+            "TFLOPS",
+            attention_points(att, (128, 64), "best"),
+        ),
+        (
+            "attention D = 256 (stretch)",
+            "SDPA flash backend (FA2)",
+            1.0,
+            "TFLOPS",
+            attention_points(wide, (256,), "flash"),
+        ),
+        (
+            "attention D = 256 (stretch)",
+            "SDPA, torch's pick",
+            0.85,
+            "TFLOPS",
+            attention_points(wide, (256,), "best"),
+        ),
+        (
+            "GQA 32/8 heads, D = 128, 64 (stretch)",
+            "SDPA flash backend (FA2)",
+            1.0,
+            "TFLOPS",
+            attention_points(gqa, (128, 64), "flash"),
+        ),
+        (
+            "GQA 32/8 heads, D = 128, 64 (stretch)",
+            "SDPA, torch's pick",
+            0.85,
+            "TFLOPS",
+            attention_points(gqa, (128, 64), "best"),
+        ),
+        ("cumsum f32 2^28", "CUB DeviceScan", 1.0, "GB/s", cumsum_point(load(out_dir, "cumsum"))),
+    ]
+
+
+def span(points, key, fmt):
+    """The range of ``key`` over ``points`` (one value where there is one)."""
+    xs = [p[key] for p in points]
+    return f"{fmt % min(xs)}–{fmt % max(xs)}" if len(xs) > 1 else fmt % xs[0]
+
+
+def status(points, goal):
+    if not points:
+        return "not measured"
+    met = sum(p["ratio"] >= goal for p in points)
+    return "met" if met == len(points) else f"missed ({met} of {len(points)} points)"
+
+
+def report(out_dir):
+    """Writes goals.md and goals.json into ``out_dir`` and draws the pictures; prints the
+    table. Returns the number of goals not met (those not measured included)."""
+    device = next(
+        (d["device"] for d in (load(out_dir, n) for n in PARTS) if d and "device" in d), "?"
+    )
+    lines = [
+        f"# Gallery II goals, one run ({device})",
+        "",
+        "| goal | peer | ≥ | ours (range) | peer (range) | ratio min–max | status |",
+        "| --- | --- | ---: | --- | --- | --- | --- |",
+    ]
+    table, missed = [], 0
+    for name, peer, goal, unit, points in goals(out_dir):
+        st = status(points, goal)
+        missed += st != "met"
+        table.append(
+            {
+                "goal": name,
+                "peer": peer,
+                "threshold": goal,
+                "unit": unit,
+                "points": points,
+                "status": st,
+            }
+        )
+        if points:
+            cells = (
+                f"{span(points, 'ours', '%.1f')} {unit}",
+                f"{span(points, 'peer', '%.1f')} {unit}",
+                span(points, "ratio", "%.3f×"),
+            )
+        else:
+            cells = ("—", "—", "—")
+        lines.append(f"| {name} | {peer} | {goal}× | {' | '.join(cells)} | {st} |")
+    lines += ["", "Points below the goal:", ""]
+    for row in table:
+        for p in row["points"]:
+            if p["ratio"] < row["threshold"]:
+                lines.append(
+                    f"* {row['goal']} against {row['peer']}: {p['point']} "
+                    f"{p['ratio']:.3f}× ({p['ours']:.1f} against {p['peer']:.1f} {row['unit']})"
+                )
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out_dir, "goals.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(out_dir, "goals.json"), "w") as f:
+        json.dump({"device": device, "goals": table}, f, indent=1)
+    print(text, flush=True)
+    pictures(out_dir)
+    return missed
+
+
+def pictures(out_dir):
+    """TFLOPS against size (GEMM) and sequence length (attention) from the run's JSON."""
+    sys.path.insert(0, HERE)
+    try:
+        import plot_attention
+        import plot_gemm
+    except ImportError as e:
+        print(f"no pictures: {e}")
+        return
+    for name, draw in (
+        ("gemm", lambda p: plot_gemm.main([p, "--out", os.path.join(out_dir, "gemm.png")])),
+        (
+            "attention",
+            lambda p: plot_attention.main([p, "--out", os.path.join(out_dir, "attention.png")]),
+        ),
+    ):
+        path = os.path.join(out_dir, name + ".json")
+        if os.path.exists(path):
+            try:
+                draw(path)
+            except Exception as e:  # noqa: BLE001 — a picture is never worth the table
+                print(f"no {name} picture: {type(e).__name__}: {e}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="the run's directory (measure, then report)")
+    ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated: " + ",".join(PARTS))
+    ap.add_argument("--report", metavar="DIR", help="only report on a finished run's directory")
+    args = ap.parse_args(argv)
+    if args.report:
+        return 1 if report(args.report) else 0
+    if not args.out:
+        ap.error("--out DIR or --report DIR")
+    os.makedirs(args.out, exist_ok=True)
+    failed = []
+    for name in args.parts.split(","):
+        if name not in PARTS:
+            ap.error(f"--parts: {name!r} is not one of {', '.join(PARTS)}")
+        rc, _ = run_part(name, args.out)
+        if rc:
+            failed.append(name)
+    missed = report(args.out)
+    if failed:
+        print(f"gallery2: parts that failed: {', '.join(failed)}")
+    return 2 if failed else (1 if missed else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
