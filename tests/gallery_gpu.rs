@@ -1013,7 +1013,7 @@ fn linear_portable() -> TestResult {
 
 /// Which `attention` kernel runs, without a GPU (the selection rule on array descriptions, for
 /// an H100 and an A100): for D ≤ 128 the sm_90a kernel where TMA takes the rows (on compute
-/// capability 9.0), the portable one otherwise; for 128 < D ≤ 256 the `_wide` kernel whatever
+/// capability 9.0: the three-consumer one for D ≤ 64), the portable one otherwise; for 128 < D ≤ 256 the `_wide` kernel whatever
 /// the device and layout (the only one whose conditions hold), by the family and by the typed
 /// launchers' variant rule from each kernel; beyond 256 the check names the family's limit.
 fn attention_selection() -> TestResult {
@@ -1042,7 +1042,9 @@ fn attention_selection() -> TestResult {
         ]
     }
     for (d, sm90, a100) in [
-        (64usize, "attention_bf16_sm90", "attention_bf16"),
+        (48usize, "attention_bf16_d64_sm90", "attention_bf16"),
+        (64, "attention_bf16_d64_sm90", "attention_bf16"),
+        (72, "attention_bf16_sm90", "attention_bf16"),
         (128, "attention_bf16_sm90", "attention_bf16"),
         (136, "attention_bf16_wide_sm90", "attention_bf16_wide"),
         (256, "attention_bf16_wide_sm90", "attention_bf16_wide"),
@@ -1061,6 +1063,7 @@ fn attention_selection() -> TestResult {
             })?;
             for by_name in [
                 "attention_bf16",
+                "attention_bf16_d64_sm90",
                 "attention_bf16_sm90",
                 "attention_bf16_wide",
                 "attention_bf16_wide_sm90",
@@ -1076,7 +1079,11 @@ fn attention_selection() -> TestResult {
                 //   D ≤ 256 and comes first among its equals), and the wide sm_90a kernel, by
                 //   name, keeps every D ≤ 256 it runs;
                 // * the narrow sm_90a kernel sends D > 128 to the portable wide kernel (the
-                //   wide sm_90a kernel is not its variant);
+                //   wide sm_90a kernel is not its variant), and keeps D ≤ 64 on an H100 (the
+                //   sm_90a kernel for D ≤ 64 is not its variant either);
+                // * the sm_90a kernel for D ≤ 64 keeps what it takes on an H100 and sends the
+                //   rest (and everything on an A100) to the portable kernel of the head
+                //   dimension;
                 // * the narrow portable kernel's launcher refuses D > 128 where no wide sm_90a
                 //   variant runs, naming the wide kernels.
                 if d > 128 && by_name == "attention_bf16" && !h100 {
@@ -1090,11 +1097,20 @@ fn attention_selection() -> TestResult {
                     continue;
                 }
                 let keeps = (by_name == "attention_bf16_wide" && want == "attention_bf16")
-                    || (by_name == "attention_bf16_wide_sm90" && h100);
+                    || (by_name == "attention_bf16_wide_sm90" && h100)
+                    || (by_name == "attention_bf16_sm90" && h100 && d <= 128)
+                    || (by_name == "attention_bf16_d64_sm90" && h100 && d <= 64);
+                let portable_of_d = if d > 128 {
+                    "attention_bf16_wide"
+                } else {
+                    "attention_bf16"
+                };
                 let want = if keeps {
                     by_name
-                } else if by_name == "attention_bf16_sm90" && d > 128 {
-                    "attention_bf16_wide"
+                } else if (by_name == "attention_bf16_sm90" && d > 128)
+                    || by_name == "attention_bf16_d64_sm90"
+                {
+                    portable_of_d
                 } else {
                     want
                 };
@@ -1209,8 +1225,8 @@ fn attention_reference(
 }
 
 /// `attention` and `attention_lse` (bf16) against f64: the family's choice on this device —
-/// `attention_bf16_sm90` on compute capability 9.0 where TMA takes `q`, `k` and `v` (rows of a
-/// multiple of 16 bytes), the portable kernel otherwise, the `_wide` kernels for head
+/// `attention_bf16_d64_sm90` (D ≤ 64) or `attention_bf16_sm90` on compute capability 9.0 where
+/// TMA takes `q`, `k` and `v` (rows of a multiple of 16 bytes), the portable kernel otherwise, the `_wide` kernels for head
 /// dimensions of 160 and 256 — and the portable kernels of the head dimension by name;
 /// multi-head, grouped-query and multi-query heads, `k` and `v` separate or the two halves of
 /// one packed (B, H_kv, S, 2·D) array, query and key tiles partial (one query row, 77 keys),
@@ -1226,6 +1242,8 @@ fn attention() -> TestResult {
     let wide_lse = module.kernel("attention_lse_bf16_wide").map_err(err)?;
     let wide_sm90 = module.kernel("attention_bf16_wide_sm90").map_err(err)?;
     let wide_sm90_lse = module.kernel("attention_lse_bf16_wide_sm90").map_err(err)?;
+    let narrow_sm90 = module.kernel("attention_bf16_sm90").map_err(err)?;
+    let narrow_sm90_lse = module.kernel("attention_lse_bf16_sm90").map_err(err)?;
     let mut r = StdRng::seed_from_u64(seed() ^ 0xa77e);
     let rand_bf16 = |n: usize, r: &mut StdRng| -> Vec<bf16> {
         (0..n)
@@ -1240,6 +1258,10 @@ fn attention() -> TestResult {
         (1, 6, 2, 300, 77, 96, true, 0.1),
         (1, 4, 2, 1, 300, 128, true, -0.09),
         (2, 2, 1, 70, 129, 36, false, 0.17),
+        // D ≤ 64 with TMA: the three-consumer kernel on an H100 (192-row items, partial).
+        (2, 4, 1, 250, 300, 64, true, 0.1),
+        (1, 3, 3, 1, 129, 32, false, -0.12),
+        (1, 2, 2, 400, 70, 48, false, 0.09),
         (1, 4, 2, 130, 100, 256, true, 0.0625),
         (1, 2, 1, 33, 257, 160, false, -0.08),
         // Rows of 132 elements: no `cp.async` (the wide kernel's element loads of key tiles).
@@ -1303,10 +1325,15 @@ fn attention() -> TestResult {
                 ("attention_lse", None, true),
             ];
             // And on an H100, the wide sm_90a kernels by name wherever TMA takes the arrays
-            // (every D ≤ 256: 64- and 128-column heads too).
+            // (every D ≤ 256: 64- and 128-column heads too), and the two-consumer kernel for
+            // D ≤ 64 (the family's choice there is the three-consumer one).
             if cc == (9, 0) && tma {
                 runs.push(("attention", Some(&wide_sm90), false));
                 runs.push(("attention_lse", Some(&wide_sm90_lse), true));
+                if d <= 64 {
+                    runs.push(("attention", Some(&narrow_sm90), false));
+                    runs.push(("attention_lse", Some(&narrow_sm90_lse), true));
+                }
             }
             for (family, named, lse) in runs {
                 let n = b * h * sq * d;
@@ -1339,6 +1366,8 @@ fn attention() -> TestResult {
                         (true, true, true) => "attention_lse_bf16_wide_sm90",
                         (true, false, false) => "attention_bf16_wide",
                         (true, false, true) => "attention_lse_bf16_wide",
+                        (false, true, false) if d <= 64 => "attention_bf16_d64_sm90",
+                        (false, true, true) if d <= 64 => "attention_lse_bf16_d64_sm90",
                         (false, true, false) => "attention_bf16_sm90",
                         (false, true, true) => "attention_lse_bf16_sm90",
                         (false, false, false) => "attention_bf16",

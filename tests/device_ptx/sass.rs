@@ -724,7 +724,8 @@ fn sass_sm90a(ptxas: &Path, path: &Path) -> Option<Vec<SassFunction>> {
 /// on mbarriers (`SYNCS`), and each tile's softmax overlapped with the previous tile's
 /// `P · v` as ptxas scheduled it: in the key-tile loop of each head-dimension variant, the
 /// tile's exponentials (`MUFU.EX2`, 64 scores and 2 factors) lie between the wait for the
-/// scores (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and the wait for `P · v` (`… 0x0`).
+/// scores (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and the wait for `P · v` (`… 0x0`) — the
+/// three-consumer kernels for D ≤ 64 included.
 #[test]
 fn bundled_attention_runs_on_the_tensor_cores() {
     let Some((p, part_path)) = bundled_sm90a_part("attention") else {
@@ -738,9 +739,16 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         ("attention_lse_bf16", true),
         ("attention_lse_f16", false),
     ];
-    let hopper: Vec<(String, bool)> = portable
+    // The two-consumer kernels have a key-tile loop for D ≤ 64 and one for D ≤ 128; those
+    // with three consumers (D ≤ 64) one.
+    let hopper: Vec<(String, bool, Vec<usize>)> = portable
         .iter()
-        .map(|(k, bf)| (format!("{k}_sm90"), *bf))
+        .flat_map(|(k, bf)| {
+            [
+                (format!("{k}_sm90"), *bf, vec![66, 66]),
+                (format!("{k}_d64_sm90"), *bf, vec![66]),
+            ]
+        })
         .collect();
     for arch in ["sm_80", "sm_90"] {
         assert_no_spills(&p, &base, arch, portable.iter().map(|(k, _)| *k));
@@ -749,7 +757,7 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         &p,
         &part_path,
         "sm_90a",
-        hopper.iter().map(|(k, _)| k.as_str()),
+        hopper.iter().map(|(k, _, _)| k.as_str()),
     );
     let Some(sass) = sass_sm90(&base) else {
         return;
@@ -781,7 +789,7 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         );
     }
     let sass90a = sass_sm90a(&p, &part_path).expect("nvdisasm (found above)");
-    for (k, bf) in &hopper {
+    for (k, bf, loops) in &hopper {
         let f = function(&sass90a, k);
         let gmma = f.count("HGMMA", &[]);
         let opcodes: Vec<&str> = f
@@ -797,8 +805,8 @@ fn bundled_attention_runs_on_the_tensor_cores() {
             "{k}: {opcodes:?}"
         );
         assert_eq!(
-            overlapped_exponentials(f),
-            [66, 66],
+            &overlapped_exponentials(f),
+            loops,
             "{k}: MUFU.EX2 between each `DEPBAR.LE gsb0, 0x1` and the next `… 0x0`"
         );
         assert!(

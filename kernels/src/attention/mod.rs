@@ -12,15 +12,16 @@
 //!
 //! | family | kernels (sm_90a; every GPU from sm_80) | outputs |
 //! | --- | --- | --- |
-//! | `attention` | `attention_{bf16,f16}_sm90`, `attention_{bf16,f16}_wide_sm90`; `attention_{bf16,f16}`, `attention_{bf16,f16}_wide` | `out` |
-//! | `attention_lse` | `attention_lse_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_wide_sm90`; `attention_lse_{bf16,f16}`, `attention_lse_{bf16,f16}_wide` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
+//! | `attention` | `attention_{bf16,f16}_d64_sm90`, `attention_{bf16,f16}_sm90`, `attention_{bf16,f16}_wide_sm90`; `attention_{bf16,f16}`, `attention_{bf16,f16}_wide` | `out` |
+//! | `attention_lse` | `attention_lse_{bf16,f16}_d64_sm90`, `attention_lse_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_wide_sm90`; `attention_lse_{bf16,f16}`, `attention_lse_{bf16,f16}_wide` | `out`, and `lse` (B, H, S_q) f32: each row's `ln Σ_j exp(scale · q_i · k_j)` over the keys it sees (−∞ for none) — what a backward pass needs |
 //!
 //! The `_sm90` kernels ([`sm90`]: TMA, `wgmma`, warp specialisation, ping-pong consumers) need
 //! `q`, `k`, `v` whose rows are contiguous and 16-byte aligned (TMA); the portable kernels
 //! ([`sm80`]: `mma.sync`, FlashAttention-2's schedule) take views of any strides. The
 //! launchers choose by the one selection rule: on an H100 the `_sm90` kernel whenever its
 //! tensor maps take the inputs, the portable one otherwise and on every other GPU. Both take
-//! D ≤ 128 (`require`); head dimensions up to 256 (Gemma's) go to the wide kernels — on an
+//! D ≤ 128 (`require`) — on an H100 the `_d64_sm90` kernels (three consumers) come first for
+//! D ≤ 64, the only sm_90a kernels whose rule asks D ≤ 64; head dimensions up to 256 (Gemma's) go to the wide kernels — on an
 //! H100 `_wide_sm90` (the same warp-specialised schedule with tiles of 256 columns and 64
 //! keys, two stages), else the portable `_wide` (its schedule with tiles of 256 columns in
 //! dynamic shared memory) — which the selection rule chooses because theirs are the only
@@ -40,9 +41,9 @@ pub(crate) mod sm80;
 pub(crate) mod sm90;
 
 pub use sm80::ATTENTION_WIDE_SMEM;
-pub use sm90::{HeadsMap, KeysMap64};
+pub use sm90::{HeadsMap, HeadsMap192, KeysMap64};
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub use sm90::{ATTENTION_SMEM, ATTENTION_WIDE_SM90_SMEM};
+pub use sm90::{ATTENTION_D64_SMEM, ATTENTION_SMEM, ATTENTION_WIDE_SM90_SMEM};
 
 use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::{kernel, View, ViewMut};
@@ -134,19 +135,20 @@ macro_rules! portable_kernels {
     };
 }
 
-/// The sm_90a pair (`attention`, `attention_lse`) of one element type and geometry: `$km`
-/// the map type of `k` and `v`, `$bn, $pmax, $stages` [`sm90::forward`]'s geometry,
-/// `$smem` its shared memory.
+/// The sm_90a pair (`attention`, `attention_lse`) of one element type and geometry: `$qm`
+/// and `$km` the map types of `q` and of `k` and `v`, `$block` the threads of a block,
+/// `$qb, $bn, $pmax, $stages, $nc` [`sm90::forward`]'s geometry, `$smem` its shared memory.
 macro_rules! sm90_kernels {
-    ($t:ident, $km:ident, [$($dim:tt)*], ($bn:literal, $pmax:literal, $stages:literal), $smem:ident,
+    ($t:ident, $qm:ident, $km:ident, $block:literal, [$($dim:tt)*],
+     ($qb:literal, $bn:literal, $pmax:literal, $stages:literal, $nc:literal), $smem:ident,
      $plain:ident, $lse:ident, $doc:expr) => {
         attention_kernel!("attention",
-            [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+            [arch = "sm_90a", block = $block, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = $smem], plain,
             [$($dim)*],
             #[doc = $doc]
             pub unsafe fn $plain(
-                q: HeadsMap<$t>,
+                q: $qm<$t>,
                 k: $km<$t>,
                 v: $km<$t>,
                 out: ViewMut<$t, 4>,
@@ -154,23 +156,25 @@ macro_rules! sm90_kernels {
                 causal: u32,
             ) {
                 #[cfg(target_arch = "nvptx64")]
-                // SAFETY: the launch's configuration (384 threads, the shared memory) and
-                // rules (shapes agree; TMA took the arrays).
+                // SAFETY: the launch's configuration (`128 · (NC + 1)` threads, the shared
+                // memory) and rules (shapes agree; TMA took the arrays).
                 unsafe {
-                    sm90::forward::<_, $bn, $pmax, $stages>(q, k, v, out, None, scale, causal != 0)
+                    sm90::forward::<_, $qb, $bn, $pmax, $stages, $nc>(
+                        q, k, v, out, None, scale, causal != 0,
+                    )
                 }
             }
         );
 
         attention_kernel!("attention_lse",
-            [arch = "sm_90a", block = 384, min_blocks = 1, dynamic_shared = u8,
+            [arch = "sm_90a", block = $block, min_blocks = 1, dynamic_shared = u8,
              shared_bytes = $smem],
             lse,
             [$($dim)*],
             #[doc = concat!("[`", stringify!($plain), "`], and each query row's log-sum-exp of ",
                             "its scaled scores into `lse` (B, H, S_q) f32, any strides.")]
             pub unsafe fn $lse(
-                q: HeadsMap<$t>,
+                q: $qm<$t>,
                 k: $km<$t>,
                 v: $km<$t>,
                 out: ViewMut<$t, 4>,
@@ -181,23 +185,37 @@ macro_rules! sm90_kernels {
                 #[cfg(target_arch = "nvptx64")]
                 // SAFETY: as in the kernel without `lse`; `lse`'s shape is required.
                 unsafe {
-                    sm90::forward::<_, $bn, $pmax, $stages>(q, k, v, out, Some(lse), scale, causal != 0)
+                    sm90::forward::<_, $qb, $bn, $pmax, $stages, $nc>(
+                        q, k, v, out, Some(lse), scale, causal != 0,
+                    )
                 }
             }
         );
     };
 }
 
-/// The eight kernels of one element type; `$narrow` the rule of the kernels for D ≤ 128.
+/// The ten kernels of one element type; `$d64` and `$narrow` the rules of the kernels for
+/// D ≤ 64 and D ≤ 128. For D ≤ 64 the kernels with three consumers come first among their
+/// equals (the selection rule's order).
 macro_rules! attention_kernels {
-    ($narrow:tt; $($t:ident, $tn:literal: $sm90:ident, $sm90_lse:ident, $wsm90:ident, $wsm90_lse:ident,
+    ($d64:tt; $narrow:tt; $($t:ident, $tn:literal: $d64sm90:ident, $d64sm90_lse:ident, $sm90:ident,
+      $sm90_lse:ident, $wsm90:ident, $wsm90_lse:ident,
       $port:ident, $port_lse:ident, $wide:ident, $wide_lse:ident;)*) => {$(
-        sm90_kernels!($t, HeadsMap, $narrow, (128, 2, 3), ATTENTION_SMEM, $sm90, $sm90_lse,
+        sm90_kernels!($t, HeadsMap192, HeadsMap, 512, $d64, (192, 128, 1, 4, 3),
+            ATTENTION_D64_SMEM, $d64sm90, $d64sm90_lse,
+            concat!("[`", stringify!($sm90), "`] for head dimensions up to 64: three ",
+                    "consumer warpgroups (512 threads), 192 query rows an item, so that each ",
+                    "`k` and `v` tile serves half as many rows again and the softmax of two ",
+                    "consumers runs under the third's MMAs. Built for sm_90a (H100/H200); the ",
+                    "family launcher runs it for D ≤ 64 where TMA takes `q`, `k` and `v`."));
+        sm90_kernels!($t, HeadsMap, HeadsMap, 384, $narrow, (128, 128, 2, 3, 2), ATTENTION_SMEM,
+            $sm90, $sm90_lse,
             concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",
                     "S_q, D), `k` and `v` (B, H_kv, S_kv, D) (H_kv dividing H) whose rows are ",
                     "contiguous and 16-byte aligned (TMA), D ≤ 128; `out` (B, H, S_q, D) any ",
                     "strides. Built for sm_90a (H100/H200): see the module documentation."));
-        sm90_kernels!($t, KeysMap64, [], (64, 4, 2), ATTENTION_WIDE_SM90_SMEM, $wsm90, $wsm90_lse,
+        sm90_kernels!($t, HeadsMap, KeysMap64, 384, [], (128, 64, 4, 2, 2), ATTENTION_WIDE_SM90_SMEM,
+            $wsm90, $wsm90_lse,
             concat!("[`", stringify!($sm90), "`] for head dimensions up to 256 (Gemma's 256 ",
                     "among them): tiles of 256 columns, 64 keys a tile, two stages of `k` and ",
                     "`v`. Built for sm_90a (H100/H200); the family launcher runs it for ",
@@ -218,12 +236,16 @@ macro_rules! attention_kernels {
 }
 
 attention_kernels! {
+    [require(q.shape[3] <= 64,
+             "the head dimension (q.shape[3]) must be at most 64 for this kernel (the `attention` family takes up to 256)"),];
     [require(q.shape[3] <= 128,
              "the head dimension (q.shape[3]) must be at most 128 for this kernel (the `_wide` kernels take up to 256)"),];
-    bf16, "bf16": attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16_wide_sm90,
+    bf16, "bf16": attention_bf16_d64_sm90, attention_lse_bf16_d64_sm90,
+        attention_bf16_sm90, attention_lse_bf16_sm90, attention_bf16_wide_sm90,
         attention_lse_bf16_wide_sm90, attention_bf16, attention_lse_bf16,
         attention_bf16_wide, attention_lse_bf16_wide;
-    f16, "f16": attention_f16_sm90, attention_lse_f16_sm90, attention_f16_wide_sm90,
+    f16, "f16": attention_f16_d64_sm90, attention_lse_f16_d64_sm90,
+        attention_f16_sm90, attention_lse_f16_sm90, attention_f16_wide_sm90,
         attention_lse_f16_wide_sm90, attention_f16, attention_lse_f16,
         attention_f16_wide, attention_lse_f16_wide;
 }

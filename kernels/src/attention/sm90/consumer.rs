@@ -4,7 +4,7 @@
 //! consumers; then the item's epilogue.
 
 use super::super::common::{here32, pack, store_lse, OutHead};
-use super::layout::{kv_tiles, tiles_base, Bars, Geometry, Launch, BM, Q_PANEL};
+use super::layout::{kv_tiles, tiles_base, Bars, Geometry, Launch};
 use crate::prelude::*;
 use ferrocuda_device::mma::Half16;
 use ferrocuda_device::ViewMut;
@@ -13,10 +13,10 @@ use ferrocuda_device::ViewMut;
 const LANES: usize = 4;
 
 /// What a consumer warpgroup knows of the launch.
-pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize> {
-    pub(super) geo: Geometry<BN, PMAX, STAGES>,
-    pub(super) bars: Bars<STAGES>,
-    /// Which consumer (0 or 1): its 64 rows of the item's 128.
+pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32> {
+    pub(super) geo: Geometry<BN, PMAX, STAGES, NC>,
+    pub(super) bars: Bars<STAGES, NC>,
+    /// Which consumer (0 to `NC − 1`): its 64 rows of the item's `64 · NC`.
     pub(super) cw: u32,
     /// Thread of the warpgroup.
     pub(super) t: u32,
@@ -24,7 +24,19 @@ pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize> 
     pub(super) causal: bool,
 }
 
-impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STAGES> {
+impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
+    Consumer<BN, PMAX, STAGES, NC>
+{
+    /// The consumer whose turn follows this one's (the round goes 0, 1, …, `NC − 1`).
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        if self.cw + 1 == NC {
+            0
+        } else {
+            self.cw + 1
+        }
+    }
+
     /// Issues `S = q · kᵀ` (64 × `N`, f32: `wgmma m64nNk16`, A and B from shared memory,
     /// 4 k-steps per 64-column panel, `P` panels) against the `k` of the stage at `stage`, as
     /// one commit group; `SR` = N / 2 accumulators per thread.
@@ -55,9 +67,11 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
             for p in 0..P {
                 let kd = MatrixDesc::k_major(stage + p * self.geo.kv_panel(), Swizzle::B128)
                     .unwrap_or_else(|_| ferrocuda_device::diag::fail());
-                let qd =
-                    MatrixDesc::k_major(base + p * Q_PANEL + self.cw * 64 * 128, Swizzle::B128)
-                        .unwrap_or_else(|_| ferrocuda_device::diag::fail());
+                let qd = MatrixDesc::k_major(
+                    base + p * self.geo.q_panel() + self.cw * 64 * 128,
+                    Swizzle::B128,
+                )
+                .unwrap_or_else(|_| ferrocuda_device::diag::fail());
                 ferrocuda_device::unroll!(K in 0..4 {
                     let (qk, kk, acc) = (qd.advance(32 * K), kd.advance(32 * K), p > 0 || K > 0);
                     if T::BF16 {
@@ -277,7 +291,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
         // stays live across the key-tile loop (and spills).
         let (t, bars) = (here32(self.t), self.bars);
         let base = tiles_base();
-        let row0 = tm * BM + self.cw * 64;
+        let row0 = tm * self.geo.bm() + self.cw * 64;
         // P in the inputs' type, as the A fragments of the KS k16 steps of P · v (written
         // out for the longest, 8; `KK < KS` a constant).
         let pack_p = |sc: &[f32; SR]| {
@@ -295,13 +309,14 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
         let mut m = [f32::NEG_INFINITY; 2];
         let mut l = [0f32; 2];
         let s_kv = la.s_kv;
-        let n_kv = kv_tiles(tm, s_kv, self.causal, BN);
+        let n_kv = kv_tiles(tm, self.geo.bm(), s_kv, self.causal, BN);
 
         // Tile 0: its scores and softmax (no `P · v` before it).
         let sk = ks.index();
         bars.k_full(sk).wait_ring(ks);
-        // Ping-pong: the two consumers issue their tensor-core work in turns, so that one's
-        // softmax runs under the other's MMAs (FlashAttention-3's inter-warpgroup order).
+        // Ping-pong: the consumers issue their tensor-core work in turns (a round of all
+        // `NC`), so that one's softmax runs under the others' MMAs (FlashAttention-3's
+        // inter-warpgroup order).
         bars.turn(self.cw).wait_ring(turn);
         turn.advance();
         let mut sc = [0f32; SR];
@@ -310,7 +325,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
         unsafe {
             self.issue_scores::<T, P, N, SR>(base, self.geo.stage(base, sk), &mut sc);
             if t == 0 {
-                bars.turn(1 - self.cw).arrive();
+                bars.turn(self.next()).arrive();
             }
             wgmma::wait_group::<0>();
         }
@@ -354,7 +369,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Consumer<BN, PMAX, STA
             unsafe {
                 self.issue_pv::<T, D, R, KS>(self.geo.stage(base, sv), &mut o, &a);
                 if t == 0 {
-                    bars.turn(1 - self.cw).arrive();
+                    bars.turn(self.next()).arrive();
                 }
                 wgmma::wait_group::<1>();
             }

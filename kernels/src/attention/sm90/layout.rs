@@ -9,37 +9,36 @@ use super::super::common::{here, here32, item_coords, paired_done, paired_item};
 use crate::prelude::*;
 use ferrocuda_device::TensorMap;
 
-/// Query rows per item (two consumer warpgroups of 64).
-#[cfg(ferrocuda_arch = "sm_90a")]
-pub(super) const BM: u32 = 128;
-/// Bytes of one box of `q`: 128 rows × 64 16-bit elements (a *panel* of the `q` tile).
-#[cfg(ferrocuda_arch = "sm_90a")]
-pub(super) const Q_PANEL: u32 = 128 * 64 * 2;
-
-/// The tiles of a launch whose `q` tile has `panels` panels (and each `k` and `v` tile as
-/// many, of `bn` rows), with `stages` stages of `k` and `v`; its mbarriers (`q` full and
-/// empty, four per stage, two turns); and 1 KiB to align the tiles.
+/// The tiles of a launch with `nc` consumer warpgroups (a `q` tile of `64 · nc` rows) whose
+/// `q` tile has `panels` panels (and each `k` and `v` tile as many, of `bn` rows), with
+/// `stages` stages of `k` and `v`; its mbarriers (`q` full and empty, four per stage, a turn
+/// per consumer); and 1 KiB to align the tiles.
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub(super) const fn smem_bytes(panels: u32, bn: u32, stages: u32) -> u32 {
-    panels * 128 * 128 + stages * 2 * panels * bn * 128 + (4 + 4 * stages) * 8 + 1024
+pub(super) const fn smem_bytes(nc: u32, panels: u32, bn: u32, stages: u32) -> u32 {
+    panels * 64 * nc * 128 + stages * 2 * panels * bn * 128 + (2 + 4 * stages + nc) * 8 + 1024
 }
 
 /// The map of `q`, `k` or `v` (B, H, S, D) of `T` (bf16 or f16): boxes of one head's 128
 /// rows × 64 columns, 128-byte swizzle.
 pub type HeadsMap<T> = TensorMap<T, 128, 1, 1, 128, 64>;
 
+/// The map of `q` (B, H, S, D) of the kernels for D ≤ 64, whose three consumers take 192 query
+/// rows an item: boxes of one head's 192 rows × 64 columns, 128-byte swizzle (their `k` and
+/// `v` are [`HeadsMap`]s).
+pub type HeadsMap192<T> = TensorMap<T, 128, 1, 1, 192, 64>;
+
 /// The map of the wide kernels' `k` and `v` (B, H_kv, S_kv, D): boxes of one head's 64 rows
 /// × 64 columns, 128-byte swizzle (their `q` is a [`HeadsMap`]).
 pub type KeysMap64<T> = TensorMap<T, 128, 1, 1, 64, 64>;
 
-/// The key tiles (of `bn` rows) query tile `tm` visits: all of them, or up to the diagonal
-/// under the mask.
+/// The key tiles (of `bn` rows) query tile `tm` (of `bm` rows) visits: all of them, or up to
+/// the diagonal under the mask.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
-pub(super) fn kv_tiles(tm: u32, s_kv: u32, causal: bool, bn: u32) -> u32 {
+pub(super) fn kv_tiles(tm: u32, bm: u32, s_kv: u32, causal: bool, bn: u32) -> u32 {
     let all = s_kv.div_ceil(bn);
     if causal {
-        all.min(((tm + 1) * BM).div_ceil(bn))
+        all.min(((tm + 1) * bm).div_ceil(bn))
     } else {
         all
     }
@@ -58,15 +57,29 @@ pub(super) fn tiles_base() -> u32 {
     at + ((1024 - (at & 1023)) & 1023)
 }
 
-/// Where a kernel's tiles lie: the `q` tile (`PMAX` panels of 128 rows), then `STAGES`
-/// stages of a `k` tile and a `v` tile (`PMAX` panels of `BN` rows each), then the
-/// mbarriers — all from the tiles' base (1024-byte aligned: [`tiles_base`]).
+/// Where a kernel's tiles lie: the `q` tile (`PMAX` panels of `64 · NC` rows: a slice of 64
+/// for each of the `NC` consumers), then `STAGES` stages of a `k` tile and a `v` tile (`PMAX`
+/// panels of `BN` rows each), then the mbarriers — all from the tiles' base (1024-byte
+/// aligned: [`tiles_base`]).
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
-pub(super) struct Geometry<const BN: u32, const PMAX: u32, const STAGES: usize>;
+pub(super) struct Geometry<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>;
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-impl<const BN: u32, const PMAX: u32, const STAGES: usize> Geometry<BN, PMAX, STAGES> {
+impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
+    Geometry<BN, PMAX, STAGES, NC>
+{
+    /// Query rows of an item: 64 for each consumer.
+    #[inline(always)]
+    pub(super) fn bm(self) -> u32 {
+        64 * NC
+    }
+    /// Bytes of one box of `q`: [`bm`](Self::bm) rows × 64 16-bit elements (a *panel* of
+    /// the `q` tile).
+    #[inline(always)]
+    pub(super) fn q_panel(self) -> u32 {
+        self.bm() * 128
+    }
     /// Bytes of one box of `k` or `v` (`BN` rows × 64 columns): a panel of their tiles.
     #[inline(always)]
     pub(super) fn kv_panel(self) -> u32 {
@@ -75,7 +88,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Geometry<BN, PMAX, STA
     /// The address of stage `s` (its `k` tile; its `v` tile at [`v_of`](Self::v_of)).
     #[inline(always)]
     pub(super) fn stage(self, base: u32, s: usize) -> u32 {
-        base + PMAX * Q_PANEL + s as u32 * 2 * PMAX * self.kv_panel()
+        base + PMAX * self.q_panel() + s as u32 * 2 * PMAX * self.kv_panel()
     }
     /// The `v` tile of the stage at `stage`.
     #[inline(always)]
@@ -85,43 +98,44 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize> Geometry<BN, PMAX, STA
     /// The offset of the mbarriers from the tiles' base.
     #[inline(always)]
     pub(super) fn barriers_at(self) -> u32 {
-        PMAX * Q_PANEL + STAGES as u32 * 2 * PMAX * self.kv_panel()
+        PMAX * self.q_panel() + STAGES as u32 * 2 * PMAX * self.kv_panel()
     }
 }
 
 /// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
-/// producer's, plus the bytes), `q` empty (2: one per consumer), then per stage `k` full,
-/// `v` full (1 each, plus the bytes), `k` empty and `v` empty (2 each: one per consumer);
-/// then the consumers' two turns.
+/// producer's, plus the bytes), `q` empty (`NC`: one per consumer), then per stage `k` full,
+/// `v` full (1 each, plus the bytes), `k` empty and `v` empty (`NC` each: one per consumer);
+/// then the consumers' turns, one each.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
-pub(super) struct Bars<const STAGES: usize>(pub(super) *mut u64);
+pub(super) struct Bars<const STAGES: usize, const NC: u32>(pub(super) *mut u64);
 
 #[cfg(ferrocuda_arch = "sm_90a")]
-impl<const STAGES: usize> Bars<STAGES> {
+impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
     /// Initialises every barrier with its arrival count (the indices of the accessors
     /// below).
     ///
     /// # Safety
     ///
     /// One thread of the block, before a block barrier that precedes every other use; the
-    /// `4 + 4 · STAGES` words at `self.0` are shared memory of this block that only mbarrier
-    /// operations touch.
+    /// `2 + 4 · STAGES + NC` words at `self.0` are shared memory of this block that only
+    /// mbarrier operations touch.
     #[inline(always)]
     pub(super) unsafe fn init(self) {
         use ferrocuda_device::mbarrier::init;
-        // SAFETY: the caller's contract; every index below `4 + 4 · STAGES`.
+        // SAFETY: the caller's contract; every index below `2 + 4 · STAGES + NC`.
         unsafe {
             init(self.0, 1);
-            init(self.0.add(1), 2);
+            init(self.0.add(1), NC);
             for s in 0..STAGES {
                 init(self.0.add(2 + 4 * s), 1);
                 init(self.0.add(3 + 4 * s), 1);
-                init(self.0.add(4 + 4 * s), 2);
-                init(self.0.add(5 + 4 * s), 2);
+                init(self.0.add(4 + 4 * s), NC);
+                init(self.0.add(5 + 4 * s), NC);
             }
-            init(self.0.add(2 + 4 * STAGES), 1);
-            init(self.0.add(3 + 4 * STAGES), 1);
+            for c in 0..NC as usize {
+                init(self.0.add(2 + 4 * STAGES + c), 1);
+            }
         }
     }
     #[inline(always)]
@@ -154,7 +168,8 @@ impl<const STAGES: usize> Bars<STAGES> {
     pub(super) fn v_empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(5 + 4 * s)
     }
-    /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the other consumer's).
+    /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the consumer's before it in
+    /// the round, `cw − 1` modulo `NC`).
     #[inline(always)]
     pub(super) fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(2 + 4 * STAGES + cw as usize)
@@ -168,6 +183,8 @@ impl<const STAGES: usize> Bars<STAGES> {
 #[cfg(ferrocuda_arch = "sm_90a")]
 pub(super) struct Launch {
     pub(super) heads: u32,
+    /// Query rows of an item (the `q` box's).
+    pub(super) bm: u32,
     /// Query heads per key/value head (grouped-query attention; 1 without).
     pub(super) group: u32,
     pub(super) bh_count: u32,
@@ -176,7 +193,7 @@ pub(super) struct Launch {
     pub(super) step: u32,
     pub(super) s_kv: u32,
     /// 64-column panels of the tiles the producer loads: 1 or 2 (D ≤ 64, ≤ 128) in the
-    /// kernels for D ≤ 128, always 4 in the wide ones.
+    /// kernels for D ≤ 128, always 1 in those for D ≤ 64 and 4 in the wide ones.
     pub(super) panels: u32,
 }
 
@@ -204,10 +221,16 @@ impl Launch {
         }
     }
 
-    /// The launch of `q` over `k` (boxes of `BN` rows), for tiles of `PMAX` panels.
+    /// The launch of `q` (boxes of `QB` rows: an item's) over `k` (boxes of `BN` rows), for
+    /// tiles of `PMAX` panels.
     #[inline(always)]
-    pub(super) fn of<T: ferrocuda_device::Element, const BN: u32, const PMAX: u32>(
-        q: &HeadsMap<T>,
+    pub(super) fn of<
+        T: ferrocuda_device::Element,
+        const QB: u32,
+        const BN: u32,
+        const PMAX: u32,
+    >(
+        q: &TensorMap<T, 128, 1, 1, QB, 64>,
         k: &TensorMap<T, 128, 1, 1, BN, 64>,
     ) -> Launch {
         let (batch, heads, s_q, d) = (
@@ -216,10 +239,11 @@ impl Launch {
             here32(q.dim(2) as u32),
             here32(q.dim(3) as u32),
         );
-        let tiles_m = s_q.div_ceil(BM);
+        let tiles_m = s_q.div_ceil(QB);
         let bh_count = batch * heads;
         Launch {
             heads,
+            bm: QB,
             group: heads / here32(k.dim(1) as u32).max(1),
             bh_count,
             tiles_m,
@@ -228,7 +252,7 @@ impl Launch {
             s_kv: here32(k.dim(2) as u32),
             panels: if PMAX == 4 {
                 4
-            } else if d <= 64 {
+            } else if PMAX == 1 || d <= 64 {
                 1
             } else {
                 2

@@ -1,14 +1,23 @@
-//! The sm_90a attention kernels (`attention_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_sm90`
-//! for D ≤ 128; `attention{,_lse}_{bf16,f16}_wide_sm90` for D ≤ 256): the forward pass on
-//! Hopper's tensor cores, generic over the 16-bit element type, the log-sum-exp output and
-//! the tiles' geometry.
+//! The sm_90a attention kernels (`attention{,_lse}_{bf16,f16}_d64_sm90` for D ≤ 64,
+//! `attention_{bf16,f16}_sm90`, `attention_lse_{bf16,f16}_sm90` for D ≤ 128;
+//! `attention{,_lse}_{bf16,f16}_wide_sm90` for D ≤ 256): the forward pass on Hopper's tensor
+//! cores, generic over the 16-bit element type, the log-sum-exp output and the tiles'
+//! geometry.
 //!
 //! # Geometries
 //!
-//! | kernels | D | key tile | `k`/`v` stages | shared memory | `S` per consumer thread | `O` |
-//! | --- | --- | --- | --- | --- | --- | --- |
-//! | `_sm90` | ≤ 64 or ≤ 128 (1 or 2 panels of 64 columns) | 128 keys | 3 | 225.1 KiB | 64 f32 | 32 or 64 f32 |
-//! | `_wide_sm90` | ≤ 256 (4 panels) | 64 keys | 2 | 193.1 KiB | 32 f32 | 128 f32 |
+//! | kernels | D | consumers (threads) | query rows an item | key tile | `k`/`v` stages | shared memory | `S` per consumer thread | `O` |
+//! | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+//! | `_d64_sm90` | ≤ 64 (1 panel of 64 columns) | 3 (512) | 192 | 128 keys | 4 | 153.2 KiB | 64 f32 | 32 f32 |
+//! | `_sm90` | ≤ 64 or ≤ 128 (1 or 2 panels) | 2 (384) | 128 | 128 keys | 3 | 225.1 KiB | 64 f32 | 32 or 64 f32 |
+//! | `_wide_sm90` | ≤ 256 (4 panels) | 2 (384) | 128 | 64 keys | 2 | 193.1 KiB | 32 f32 | 128 f32 |
+//!
+//! At D ≤ 64 a key tile's exponentials cost about as much time as its MMAs (one `MUFU.EX2`
+//! per score, 16 a cycle per SM, against half the MMAs of D = 128), so two consumers cannot
+//! hide each other's softmax; the `_d64` kernels run three (FlashAttention-3's 192-row tile
+//! for D ≤ 64), each `k` and `v` tile then serving 192 query rows instead of 128. Their
+//! registers: 160 per consumer thread, 32 for the producer (`3 × 128 × 160 + 128 × 32` =
+//! 65 536).
 //!
 //! The wide kernels halve the key tile so that the scores, `P` and the 64 × 256 output fit
 //! a consumer's 232 registers, and keep two stages of 64 KiB beside the 64 KiB `q` tile.
@@ -16,7 +25,7 @@
 //! its `P · v` is): with two stages a consumer holds this tile's `k` and the previous tile's
 //! `v`, and the producer loads the next `k` into the stage whose `k` was released.
 //!
-//! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM)
+//! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM, 512 for D ≤ 64)
 //!
 //! * **Work**: an item is 128 query rows of one (batch, head); blocks are persistent over the
 //!   items (block `b` takes items `b`, `b + grid`, …). Without a mask the query tiles of one
@@ -31,8 +40,9 @@
 //!   of `k` and of `v` into a ring of stages (see the geometries), `k` and `v` on barriers of
 //!   their own so that the scores start before `v` lands, and each loaded once the consumers
 //!   released the stage's `k` (or `v`);
-//!   it keeps 40 registers (`setmaxnreg.dec`). Warpgroups 1 and 2 are the *consumers*
-//!   (`setmaxnreg.inc` to 232), 64 query rows each.
+//!   it keeps 40 registers (`setmaxnreg.dec`; 32 with three consumers). Warpgroups 1 and 2
+//!   (and 3) are the *consumers* (`setmaxnreg.inc` to 232; 160 with three), 64 query rows
+//!   each.
 //! * **Per key tile**, a consumer: `S = q · kᵀ` (64 × 128, f32: `wgmma m64n128k16`, A and B
 //!   from shared memory, D / 16 steps; the wide kernels 64 × 64, `m64n64k16`); masks (keys past the end, keys after the query under
 //!   the causal mask — only in the tiles that need it); the *online softmax* in registers:
@@ -58,16 +68,17 @@
 //!   is released as soon as the item's last scores are done, so that the next item's `q`
 //!   loads under the last softmax, `P · v` and this store.
 //!
-//! * **Ping-pong**: the two consumers issue their tensor-core work — a tile's `q · kᵀ` and,
-//!   in the loop, the previous tile's `P · v` with it — in turns (two "turn" mbarriers,
-//!   FlashAttention-3's inter-warpgroup order), so that one's softmax runs under the other's
-//!   MMAs.
+//! * **Ping-pong**: the consumers issue their tensor-core work — a tile's `q · kᵀ` and,
+//!   in the loop, the previous tile's `P · v` with it — in turns (a "turn" mbarrier each,
+//!   round the consumers: FlashAttention-3's inter-warpgroup order), so that one's softmax
+//!   runs under the others' MMAs.
 //! * **Softmax**: one FFMA and one `ex2.approx.ftz` per score — `2^(s · c − m)` with
 //!   `c = scale · log₂e` and `m` the row's extreme raw score, signed by the scale (weights
 //!   below 2⁻¹²⁶ of the row's largest flush to zero).
 //!
-//! Launch: `block = 384` (`.reqntid`), `min_blocks = 1`; [`ATTENTION_SMEM`] bytes of dynamic
-//! shared memory ([`ATTENTION_WIDE_SM90_SMEM`] for the wide kernels).
+//! Launch: `block = 384` (`.reqntid`; 512 for the `_d64` kernels), `min_blocks = 1`;
+//! [`ATTENTION_SMEM`] bytes of dynamic shared memory ([`ATTENTION_D64_SMEM`] for the `_d64`
+//! kernels, [`ATTENTION_WIDE_SM90_SMEM`] for the wide ones).
 
 #[cfg(ferrocuda_arch = "sm_90a")]
 use crate::prelude::*;
@@ -88,41 +99,51 @@ use consumer::Consumer;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
 use layout::smem_bytes;
 #[cfg(ferrocuda_arch = "sm_90a")]
-use layout::{kv_tiles, tiles_base, Bars, Geometry, Launch, BM, Q_PANEL};
-pub use layout::{HeadsMap, KeysMap64};
+use layout::{kv_tiles, tiles_base, Bars, Geometry, Launch};
+pub use layout::{HeadsMap, HeadsMap192, KeysMap64};
 
 /// Dynamic shared memory of an `attention` launch (D ≤ 128): the `q` tile (two panels,
 /// 32 KiB), three stages of `k` and `v` (128 rows × 128 columns each: 64 KiB a stage), 16
 /// mbarriers, and 1 KiB to align the tiles to the 128-byte swizzle's 1024-byte atom
 /// (225.1 KiB of the H100's 227).
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub const ATTENTION_SMEM: u32 = smem_bytes(2, 128, 3);
+pub const ATTENTION_SMEM: u32 = smem_bytes(2, 2, 128, 3);
+
+/// Dynamic shared memory of a launch for D ≤ 64 with three consumers: the `q` tile (one
+/// panel of 192 rows, 24 KiB), four stages of `k` and `v` (128 rows × 64 columns each: 32 KiB
+/// a stage), 21 mbarriers and the 1 KiB of alignment (153.2 KiB).
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
+pub const ATTENTION_D64_SMEM: u32 = smem_bytes(3, 1, 128, 4);
 
 /// Dynamic shared memory of a wide launch (D ≤ 256): the `q` tile (four panels, 64 KiB),
 /// two stages of `k` and `v` (64 rows × 256 columns each: 64 KiB a stage), 12 mbarriers and
 /// the 1 KiB of alignment (193.1 KiB).
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
-pub const ATTENTION_WIDE_SM90_SMEM: u32 = smem_bytes(4, 64, 2);
+pub const ATTENTION_WIDE_SM90_SMEM: u32 = smem_bytes(2, 4, 64, 2);
 
-/// The producer and consumer loops of a kernel whose key tiles have `BN` rows, whose tiles
-/// have `PMAX` panels of 64 columns (D ≤ 64 · `PMAX`), with `STAGES` stages of `k` and `v`:
-/// `(128, 2, 3)` for D ≤ 128 ([`ATTENTION_SMEM`]), `(64, 4, 2)` for D ≤ 256
+/// The producer and consumer loops of a kernel with `NC` consumer warpgroups (items of `QB`
+/// = 64 · `NC` query rows), whose key tiles have `BN` rows, whose tiles have `PMAX` panels of
+/// 64 columns (D ≤ 64 · `PMAX`), with `STAGES` stages of `k` and `v`: `(QB, BN, PMAX,
+/// STAGES, NC)` = `(128, 128, 2, 3, 2)` for D ≤ 128 ([`ATTENTION_SMEM`]), `(192, 128, 1, 4,
+/// 3)` for D ≤ 64 ([`ATTENTION_D64_SMEM`]), `(128, 64, 4, 2, 2)` for D ≤ 256
 /// ([`ATTENTION_WIDE_SM90_SMEM`]).
 ///
 /// # Safety
 ///
-/// Launched with 384 threads per block and at least [`smem_bytes`]`(PMAX, BN, STAGES)` bytes
-/// of dynamic shared memory; `q`, `k`, `v` the maps of (B, H, S, D) arrays whose shapes
-/// agree as the kernel requires, D ≤ 64 · `PMAX`.
+/// Launched with `128 · (NC + 1)` threads per block and at least
+/// [`smem_bytes`]`(NC, PMAX, BN, STAGES)` bytes of dynamic shared memory; `q`, `k`, `v` the
+/// maps of (B, H, S, D) arrays whose shapes agree as the kernel requires, D ≤ 64 · `PMAX`.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 pub(super) unsafe fn forward<
     T: Half16 + crate::epilogue::OutElem,
+    const QB: u32,
     const BN: u32,
     const PMAX: u32,
     const STAGES: usize,
+    const NC: u32,
 >(
-    q: HeadsMap<T>,
+    q: TensorMap<T, 128, 1, 1, QB, 64>,
     k: TensorMap<T, 128, 1, 1, BN, 64>,
     v: TensorMap<T, 128, 1, 1, BN, 64>,
     out: ViewMut<T, 4>,
@@ -134,19 +155,28 @@ pub(super) unsafe fn forward<
     use ferrocuda_device::shared::{dynamic_shared, shared_addr_of};
     use ferrocuda_device::tma::Tma;
     use ferrocuda_device::wgmma;
-    // The two geometries the item method is written for.
-    const { assert!((BN == 128 && PMAX == 2 && STAGES == 3) || (BN == 64 && PMAX == 4 && STAGES == 2)) };
-    let geo = Geometry::<BN, PMAX, STAGES>;
+    // The three geometries the item method is written for.
+    const {
+        assert!(QB == 64 * NC);
+        assert!(
+            (BN == 128 && PMAX == 2 && STAGES == 3 && NC == 2)
+                || (BN == 128 && PMAX == 1 && STAGES == 4 && NC == 3)
+                || (BN == 64 && PMAX == 4 && STAGES == 2 && NC == 2)
+        )
+    };
+    let geo = Geometry::<BN, PMAX, STAGES, NC>;
 
     let smem = dynamic_shared::<u8>();
     // Launched with too little shared memory: abort, location recorded.
-    ferrocuda_device::device_assert!(smem.len() >= smem_bytes(PMAX, BN, STAGES as u32) as usize);
+    ferrocuda_device::device_assert!(
+        smem.len() >= smem_bytes(NC, PMAX, BN, STAGES as u32) as usize
+    );
     let raw = smem.as_mut_ptr();
     let skew = (1024 - (shared_addr_of(raw) & 1023)) & 1023;
     let tiles = raw.wrapping_add(skew as usize);
     let base = tiles_base();
     // Barriers: q full, q empty, then per stage k full, v full, k empty, v empty; the turns.
-    let bars = Bars::<STAGES>(tiles.wrapping_add(geo.barriers_at() as usize).cast::<u64>());
+    let bars = Bars::<STAGES, NC>(tiles.wrapping_add(geo.barriers_at() as usize).cast::<u64>());
     let tid = thread::rank_in_block();
     if tid == 0 {
         // SAFETY: one thread, before the block barrier below; 8-byte aligned shared memory of
@@ -160,8 +190,15 @@ pub(super) unsafe fn forward<
     let wg = tid / 128;
     if wg == 0 {
         // SAFETY: every thread of the producer warpgroup, convergently; the consumers'
-        // increase (2 × 128 × 232) and this (128 × 40) fit the SM's 65 536 registers.
-        unsafe { wgmma::setmaxnreg_dec::<40>() };
+        // increase and this fit the SM's 65 536 registers: 2 × 128 × 232 + 128 × 40 with two
+        // consumers (384 threads), 3 × 128 × 160 + 128 × 32 with three (512).
+        unsafe {
+            if NC == 3 {
+                wgmma::setmaxnreg_dec::<32>()
+            } else {
+                wgmma::setmaxnreg_dec::<40>()
+            }
+        };
         if tid == 0 {
             q.prefetch();
             k.prefetch();
@@ -170,7 +207,7 @@ pub(super) unsafe fn forward<
             let mut st = RingState::<STAGES>::producer();
             let mut item = first;
             loop {
-                let la = Launch::of::<T, BN, PMAX>(&q, &k);
+                let la = Launch::of::<T, QB, BN, PMAX>(&q, &k);
                 if la.done(item, causal) {
                     break;
                 }
@@ -181,18 +218,18 @@ pub(super) unsafe fn forward<
                 let hk = h / la.group as i32;
                 let panels = la.panels;
                 q_empty.wait_ring(&qs);
-                // SAFETY: the q tile is free (both consumers released it); the barrier
+                // SAFETY: the q tile is free (every consumer released it); the barrier
                 // expects exactly the boxes' bytes, which the loads deliver.
                 unsafe {
-                    q_full.arrive_expect_tx(panels * Q_PANEL);
+                    q_full.arrive_expect_tx(panels * geo.q_panel());
                     for p in 0..panels {
-                        let dst = base + p * Q_PANEL;
-                        let c = [b, h, (tm * BM) as i32, (p * 64) as i32];
+                        let dst = base + p * geo.q_panel();
+                        let c = [b, h, (tm * QB) as i32, (p * 64) as i32];
                         q.load(dst, q_full.shared_addr(), &c);
                     }
                 }
                 qs.advance();
-                for j in 0..kv_tiles(tm, la.s_kv, causal, BN) {
+                for j in 0..kv_tiles(tm, QB, la.s_kv, causal, BN) {
                     let s = st.index();
                     let stage = geo.stage(base, s);
                     let c = |p: u32| [b, hk, (j * BN) as i32, (p * 64) as i32];
@@ -229,7 +266,13 @@ pub(super) unsafe fn forward<
         }
     } else {
         // SAFETY: every thread of each consumer warpgroup, convergently (see above).
-        unsafe { wgmma::setmaxnreg_inc::<232>() };
+        unsafe {
+            if NC == 3 {
+                wgmma::setmaxnreg_inc::<160>()
+            } else {
+                wgmma::setmaxnreg_inc::<232>()
+            }
+        };
         let ctx = Consumer {
             geo,
             bars,
@@ -251,7 +294,7 @@ pub(super) unsafe fn forward<
             RingState::<STAGES>::consumer(),
             RingState::<STAGES>::consumer(),
         );
-        // The turns alternate, consumer 0 first: its first wait passes (a producer's parity).
+        // The turns go round, consumer 0 first: its first wait passes (a producer's parity).
         let mut turn = if wg == 1 {
             RingState::<1>::producer()
         } else {
@@ -259,7 +302,7 @@ pub(super) unsafe fn forward<
         };
         let mut item = first;
         loop {
-            let la = Launch::of::<T, BN, PMAX>(&q, &k);
+            let la = Launch::of::<T, QB, BN, PMAX>(&q, &k);
             if la.done(item, causal) {
                 break;
             }
@@ -276,7 +319,7 @@ pub(super) unsafe fn forward<
                     ctx.item::<T, 256, 128, 4, 64, 32, 4>(
                         &la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse,
                     )
-                } else if la.panels == 1 {
+                } else if PMAX == 1 || la.panels == 1 {
                     ctx.item::<T, 64, 32, 1, 128, 64, 8>(
                         &la, bh, tm, &mut ks, &mut vs, &mut turn, out, lse,
                     )
