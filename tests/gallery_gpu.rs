@@ -1262,6 +1262,9 @@ fn attention() -> TestResult {
         (2, 4, 1, 250, 300, 64, true, 0.1),
         (1, 3, 3, 1, 129, 32, false, -0.12),
         (1, 2, 2, 400, 70, 48, false, 0.09),
+        // Many key tiles (the four-stage ring wrapping within an item) and five 192-row
+        // query tiles (under the mask the middle one is both halves of its pair).
+        (1, 4, 2, 900, 900, 64, false, -0.1),
         (1, 4, 2, 130, 100, 256, true, 0.0625),
         (1, 2, 1, 33, 257, 160, false, -0.08),
         // Rows of 132 elements: no `cp.async` (the wide kernel's element loads of key tiles).

@@ -725,7 +725,8 @@ fn sass_sm90a(ptxas: &Path, path: &Path) -> Option<Vec<SassFunction>> {
 /// `P · v` as ptxas scheduled it: in the key-tile loop of each head-dimension variant, the
 /// tile's exponentials (`MUFU.EX2`, 64 scores and 2 factors) lie between the wait for the
 /// scores (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and the wait for `P · v` (`… 0x0`) — the
-/// three-consumer kernels for D ≤ 64 included.
+/// three-consumer kernels for D ≤ 64 included — and ptxas kept the `setmaxnreg` of the
+/// producer and of the consumers (`USETMAXREG`) with the kernel's register counts.
 #[test]
 fn bundled_attention_runs_on_the_tensor_cores() {
     let Some((p, part_path)) = bundled_sm90a_part("attention") else {
@@ -740,13 +741,14 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         ("attention_lse_f16", false),
     ];
     // The two-consumer kernels have a key-tile loop for D ≤ 64 and one for D ≤ 128; those
-    // with three consumers (D ≤ 64) one.
-    let hopper: Vec<(String, bool, Vec<usize>)> = portable
+    // with three consumers (D ≤ 64) one. Their registers after `setmaxnreg` (producer,
+    // consumers): 40 and 232 with two consumers, 32 and 160 with three.
+    let hopper: Vec<(String, bool, Vec<usize>, [u32; 2])> = portable
         .iter()
         .flat_map(|(k, bf)| {
             [
-                (format!("{k}_sm90"), *bf, vec![66, 66]),
-                (format!("{k}_d64_sm90"), *bf, vec![66]),
+                (format!("{k}_sm90"), *bf, vec![66, 66], [40, 232]),
+                (format!("{k}_d64_sm90"), *bf, vec![66], [32, 160]),
             ]
         })
         .collect();
@@ -757,7 +759,7 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         &p,
         &part_path,
         "sm_90a",
-        hopper.iter().map(|(k, _, _)| k.as_str()),
+        hopper.iter().map(|(k, ..)| k.as_str()),
     );
     let Some(sass) = sass_sm90(&base) else {
         return;
@@ -789,7 +791,7 @@ fn bundled_attention_runs_on_the_tensor_cores() {
         );
     }
     let sass90a = sass_sm90a(&p, &part_path).expect("nvdisasm (found above)");
-    for (k, bf, loops) in &hopper {
+    for (k, bf, loops, regs) in &hopper {
         let f = function(&sass90a, k);
         let gmma = f.count("HGMMA", &[]);
         let opcodes: Vec<&str> = f
@@ -814,7 +816,39 @@ fn bundled_attention_runs_on_the_tensor_cores() {
             "{k}: {:?}",
             memory_ops(f)
         );
+        // ptxas kept both `setmaxnreg`s with their counts: a dropped `dec` would leave the
+        // consumers' `inc` waiting for registers nobody frees (a hang, no spill).
+        assert_eq!(
+            set_max_registers(f),
+            [("DEALLOC", regs[0]), ("TRY_ALLOC", regs[1])],
+            "{k}: USETMAXREG"
+        );
     }
+}
+
+/// The `USETMAXREG` instructions of `f`: their kind (`DEALLOC`, `TRY_ALLOC`) and register
+/// count (the last operand), sorted by kind.
+fn set_max_registers(f: &SassFunction) -> Vec<(&'static str, u32)> {
+    let mut out: Vec<(&'static str, u32)> = f
+        .opcodes
+        .iter()
+        .zip(&f.operands)
+        .filter(|(o, _)| o.starts_with("USETMAXREG"))
+        .map(|(o, args)| {
+            let kind = if o.contains(".DEALLOC") {
+                "DEALLOC"
+            } else if o.contains(".TRY_ALLOC") {
+                "TRY_ALLOC"
+            } else {
+                "other"
+            };
+            let last = args.rsplit(',').next().unwrap_or("").trim();
+            let n = u32::from_str_radix(last.trim_start_matches("0x"), 16).unwrap_or(0);
+            (kind, n)
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// For each `WARPGROUP.DEPBAR.LE gsb0, 0x1` of `f` (wait until one `wgmma` group is left in

@@ -46,8 +46,9 @@ pub(super) fn item_coords(item: u32, bh_count: u32, tiles_m: u32, causal: bool) 
 /// persistent blocks take items `b`, `b + grid`, … : block `b`'s `k`-th item is the first
 /// (`k` even) or second (`k` odd) half of *unit* `b + ⌊k / 2⌋ · grid`, and unit `u` of head
 /// `u / ⌈tiles_m / 2⌉` is query tile `tiles_m − 1 − p` then tile `p` (`p = u % ⌈tiles_m / 2⌉`):
-/// the two see `tiles_m + 1` key tiles together whatever `p` is, so every block's share is the
-/// same, and the units of one head are adjacent, so the blocks running together share its `k`
+/// the two see `tiles_m + 1` key tiles together whatever `p` is where query and key tiles are
+/// of one height (within a key tile where they are not), so every block's share is the same,
+/// and the units of one head are adjacent, so the blocks running together share its `k`
 /// and `v` in L2 (longest-first items gave them 132 different heads, whose `k` and `v` did not
 /// fit side by side: at S = 1024, D = 128, 643 MB read from DRAM against cuDNN's 201). With
 /// an odd `tiles_m` the middle tile is both halves of its unit: computed twice by one block,

@@ -1,7 +1,7 @@
 //! The consumer warpgroups of the sm_90a attention kernels (see the [parent module](super)):
 //! per key tile the scores (`wgmma` from shared memory), the online softmax in registers and
-//! `P · v` (`wgmma` with `P` from registers), overlapped within and between the two
-//! consumers; then the item's epilogue.
+//! `P · v` (`wgmma` with `P` from registers), overlapped within each consumer and between
+//! the consumers (two, or three in the `_d64` kernels); then the item's epilogue.
 
 use super::super::common::{here32, pack, store_lse, OutHead};
 use super::layout::{kv_tiles, tiles_base, Bars, Geometry, Launch};

@@ -183,8 +183,6 @@ impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
 #[cfg(ferrocuda_arch = "sm_90a")]
 pub(super) struct Launch {
     pub(super) heads: u32,
-    /// Query rows of an item (the `q` box's).
-    pub(super) bm: u32,
     /// Query heads per key/value head (grouped-query attention; 1 without).
     pub(super) group: u32,
     pub(super) bh_count: u32,
@@ -243,7 +241,6 @@ impl Launch {
         let bh_count = batch * heads;
         Launch {
             heads,
-            bm: QB,
             group: heads / here32(k.dim(1) as u32).max(1),
             bh_count,
             tiles_m,

@@ -27,15 +27,18 @@
 //!
 //! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM, 512 for D ≤ 64)
 //!
-//! * **Work**: an item is 128 query rows of one (batch, head); blocks are persistent over the
+//! * **Work**: an item is 64 query rows a consumer (128; 192 in the `_d64` kernels) of one
+//!   (batch, head); blocks are persistent over the
 //!   items (block `b` takes items `b`, `b + grid`, …). Without a mask the query tiles of one
 //!   head are adjacent items (the blocks running together share that head's `k` and `v` in
 //!   L2); with the causal mask a block takes its items in pairs of one head, query tiles
 //!   `tiles_m − 1 − p` and `p`, which together see the same number of keys whatever `p` is
-//!   (so the blocks' shares of work even out), the pairs of one head adjacent (so the blocks
+//!   where items and key tiles are of one height (within one key tile where they are not: the
+//!   `_d64` kernels' 192-row items, 128-key tiles), so the blocks' shares of work even out; the pairs of one head adjacent (so the blocks
 //!   running together share its `k` and `v` in L2: `common::paired_item`).
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
-//!   (boxes of 128 rows — 64 for the wide kernels' `k` and `v` — × 64 columns, 128-byte
+//!   (boxes of 128 rows — 192 for the `_d64` kernels' `q`, 64 for the wide kernels' `k` and
+//!   `v` — × 64 columns, 128-byte
 //!   swizzle: one box per 64 of the head dimension): the item's `q` tile once, then each tile
 //!   of `k` and of `v` into a ring of stages (see the geometries), `k` and `v` on barriers of
 //!   their own so that the scores start before `v` lands, and each loaded once the consumers
