@@ -135,6 +135,14 @@ def attention_points(rows, dims, what):
     return out
 
 
+def attention_goals(name, rows, dims):
+    """An attention goal's two rows: at least torch's flash backend, and 0.85× torch's pick."""
+    return [
+        (name, "SDPA flash backend (FA2)", 1.0, "TFLOPS", attention_points(rows, dims, "flash")),
+        (name, "SDPA, torch's pick", 0.85, "TFLOPS", attention_points(rows, dims, "best")),
+    ]
+
+
 def cumsum_point(data):
     rows = [r for r in (data or {}).get("gallery", []) if r.get("op") == "cumsum" and "us" in r]
     pick = {r["impl"]: r for r in rows}
@@ -200,48 +208,9 @@ def goals(out_dir):
             "TFLOPS",
             sizes("ferrocuda linear_bias_gelu (bf16 out)", "torch F.gelu(x @ w.T + b)", (8192,)),
         ),
-        (
-            "attention bf16 D = 128, 64",
-            "SDPA flash backend (FA2)",
-            1.0,
-            "TFLOPS",
-            attention_points(att, (128, 64), "flash"),
-        ),
-        (
-            "attention bf16 D = 128, 64",
-            "SDPA, torch's pick",
-            0.85,
-            "TFLOPS",
-            attention_points(att, (128, 64), "best"),
-        ),
-        (
-            "attention D = 256 (stretch)",
-            "SDPA flash backend (FA2)",
-            1.0,
-            "TFLOPS",
-            attention_points(wide, (256,), "flash"),
-        ),
-        (
-            "attention D = 256 (stretch)",
-            "SDPA, torch's pick",
-            0.85,
-            "TFLOPS",
-            attention_points(wide, (256,), "best"),
-        ),
-        (
-            "GQA 32/8 heads, D = 128, 64 (stretch)",
-            "SDPA flash backend (FA2)",
-            1.0,
-            "TFLOPS",
-            attention_points(gqa, (128, 64), "flash"),
-        ),
-        (
-            "GQA 32/8 heads, D = 128, 64 (stretch)",
-            "SDPA, torch's pick",
-            0.85,
-            "TFLOPS",
-            attention_points(gqa, (128, 64), "best"),
-        ),
+        *attention_goals("attention bf16 D = 128, 64", att, (128, 64)),
+        *attention_goals("attention D = 256 (stretch)", wide, (256,)),
+        *attention_goals("GQA 32/8 heads, D = 128, 64 (stretch)", gqa, (128, 64)),
         ("cumsum f32 2^28", "CUB DeviceScan", 1.0, "GB/s", cumsum_point(load(out_dir, "cumsum"))),
     ]
 
