@@ -21,7 +21,11 @@ in one part is reported and the others still run), writing ``DIR/<part>.json``:
 
 The report (``DIR/goals.md``, ``DIR/goals.json``, ``DIR/gemm.png``, ``DIR/attention.png``)
 evaluates each goal of the issue on the rows of the run: a ratio is ours over the peer's
-throughput (higher is better), a goal holds where every point of its row reaches it.
+throughput (higher is better), a goal holds where every point of its row reaches it with a
+result that passed its check (a wrong result is a missed point, named). Each part's exit
+status and seconds are kept in ``DIR/parts.json``; a part that fails leaves no JSON, and its
+goals read "not measured". Exit status: 0 when every goal is met, 1 when one is missed (the
+stretch goals count), 2 when a part failed.
 """
 
 from __future__ import annotations
@@ -77,6 +81,9 @@ def run_part(name, out_dir):
     output to ``out_dir/<name>.txt``. Returns (exit status, seconds)."""
     script, *args = PARTS[name]
     path = os.path.join(out_dir, name + ".json")
+    # A part that fails leaves no JSON of this run: never an earlier run's in its place.
+    if os.path.exists(path):
+        os.remove(path)
     args += ["--json", path] if name == "cumsum" else ["--out", path]
     env = dict(os.environ, BENCH_GALLERY_OPS="cumsum") if name == "cumsum" else None
     cmd = [sys.executable, os.path.join(HERE, script), *args]
@@ -96,52 +103,76 @@ def run_part(name, out_dir):
 
 
 def load(out_dir, name):
+    """A part's JSON, or None where the part wrote none (or an unreadable one)."""
     path = os.path.join(out_dir, name + ".json")
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
-
-
-def gemm_ratio(rows, size, ours, peer, higher_is_better=True):
-    """Our throughput over the peer's at M = N = K = size (None where a row is missing or
-    ours failed its check), with both TFLOPS."""
-    pick = {r["impl"]: r for r in rows if r.get("shape") == [size] * 3 and "ms" in r}
-    a, b = pick.get(ours), pick.get(peer)
-    if a is None or b is None or a.get("checked") is False:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"gallery2: {path}: {e}: the part counts as not measured")
         return None
-    return {
-        "point": f"{size}³",
-        "ours": a["tflops"],
-        "peer": b["tflops"],
-        "ratio": b["ms"] / a["ms"],
-    }
+
+
+def point(name, ours, peer, ratio, wrong=False):
+    """One measured point of a goal; ``wrong``: our result failed its check (the point then
+    misses whatever its ratio)."""
+    return {"point": name, "ours": ours, "peer": peer, "ratio": ratio, "wrong": wrong}
+
+
+def gemm_ratio(rows, size, ours, peer):
+    """Our throughput over the peer's at M = N = K = size, with both TFLOPS (None where a
+    row is missing)."""
+    pick = {r.get("impl"): r for r in rows if r.get("shape") == [size] * 3 and "ms" in r}
+    a, b = pick.get(ours), pick.get(peer)
+    if a is None or b is None:
+        return None
+    return point(f"{size}³", a["tflops"], b["tflops"], b["ms"] / a["ms"], a.get("checked") is False)
 
 
 def attention_points(rows, dims, what):
-    """The goal points (S = 1k, 4k, 16k; causal and not) of an attention run: ours over the
-    peer's throughput (``what``: ``flash`` or ``best``)."""
-    out = []
-    for r in sorted(rows, key=lambda r: (-r["D"], r["S"], r["causal"])):
-        if r["D"] in dims and r["S"] in GOAL_SEQS:
-            out.append(
-                {
-                    "point": f"D={r['D']} S={r['S']}{' causal' if r['causal'] else ''}",
-                    "ours": r["ferrocuda_tflops"],
-                    "peer": r[f"sdpa_{what}_tflops"],
-                    "ratio": r[f"vs_{what}"],
-                }
-            )
-    return out
+    """The goal points (bf16; S = 1k, 4k, 16k; causal and not) of an attention run: ours over
+    the peer's throughput (``what``: ``flash`` or ``best``). The script stops at a wrong
+    result, so every row it wrote was checked."""
+    keys = ("D", "S", "causal", "ferrocuda_tflops", f"sdpa_{what}_tflops", f"vs_{what}")
+    keep = [
+        r
+        for r in rows
+        if all(k in r for k in keys) and r.get("dtype", "bf16") == "bf16" and r["D"] in dims
+    ]
+    return [
+        point(
+            f"D={r['D']} S={r['S']}{' causal' if r['causal'] else ''}",
+            r["ferrocuda_tflops"],
+            r[f"sdpa_{what}_tflops"],
+            r[f"vs_{what}"],
+        )
+        for r in sorted(keep, key=lambda r: (-r["D"], r["S"], r["causal"]))
+        if r["S"] in GOAL_SEQS
+    ]
+
+
+def attention_goals(name, rows, dims):
+    """An attention goal's two rows: at least torch's flash backend, and 0.85× torch's pick."""
+    return [
+        (name, "SDPA flash backend (FA2)", 1.0, "TFLOPS", attention_points(rows, dims, "flash")),
+        (name, "SDPA, torch's pick", 0.85, "TFLOPS", attention_points(rows, dims, "best")),
+    ]
 
 
 def cumsum_point(data):
-    rows = [r for r in (data or {}).get("gallery", []) if r.get("op") == "cumsum" and "us" in r]
+    """The scan goal's point at 2^28 from the harness's gallery rows (GB/s)."""
+    rows = [
+        r
+        for r in (data or {}).get("gallery", [])
+        if r.get("op") == "cumsum" and r.get("shape") == "2^28" and "us" in r
+    ]
     pick = {r["impl"]: r for r in rows}
     a, b = pick.get("ferrocuda cumsum"), pick.get("CUB DeviceScan (cupy.cuda.cub, in place)")
-    if a is None or b is None or a.get("checked") is False:
+    if a is None or b is None:
         return []
-    return [{"point": "2^28", "ours": a["gbps"], "peer": b["gbps"], "ratio": b["us"] / a["us"]}]
+    return [point("2^28", a["gbps"], b["gbps"], b["us"] / a["us"], a.get("checked") is False)]
 
 
 def goals(out_dir):
@@ -200,48 +231,9 @@ def goals(out_dir):
             "TFLOPS",
             sizes("ferrocuda linear_bias_gelu (bf16 out)", "torch F.gelu(x @ w.T + b)", (8192,)),
         ),
-        (
-            "attention bf16 D = 128, 64",
-            "SDPA flash backend (FA2)",
-            1.0,
-            "TFLOPS",
-            attention_points(att, (128, 64), "flash"),
-        ),
-        (
-            "attention bf16 D = 128, 64",
-            "SDPA, torch's pick",
-            0.85,
-            "TFLOPS",
-            attention_points(att, (128, 64), "best"),
-        ),
-        (
-            "attention D = 256 (stretch)",
-            "SDPA flash backend (FA2)",
-            1.0,
-            "TFLOPS",
-            attention_points(wide, (256,), "flash"),
-        ),
-        (
-            "attention D = 256 (stretch)",
-            "SDPA, torch's pick",
-            0.85,
-            "TFLOPS",
-            attention_points(wide, (256,), "best"),
-        ),
-        (
-            "GQA 32/8 heads, D = 128, 64 (stretch)",
-            "SDPA flash backend (FA2)",
-            1.0,
-            "TFLOPS",
-            attention_points(gqa, (128, 64), "flash"),
-        ),
-        (
-            "GQA 32/8 heads, D = 128, 64 (stretch)",
-            "SDPA, torch's pick",
-            0.85,
-            "TFLOPS",
-            attention_points(gqa, (128, 64), "best"),
-        ),
+        *attention_goals("attention bf16 D = 128, 64", att, (128, 64)),
+        *attention_goals("attention D = 256 (stretch)", wide, (256,)),
+        *attention_goals("GQA 32/8 heads, D = 128, 64 (stretch)", gqa, (128, 64)),
         ("cumsum f32 2^28", "CUB DeviceScan", 1.0, "GB/s", cumsum_point(load(out_dir, "cumsum"))),
     ]
 
@@ -252,16 +244,29 @@ def span(points, key, fmt):
     return f"{fmt % min(xs)}–{fmt % max(xs)}" if len(xs) > 1 else fmt % xs[0]
 
 
+def reaches(p, goal):
+    return not p["wrong"] and p["ratio"] >= goal
+
+
 def status(points, goal):
+    """``met`` where every point reaches the goal with a correct result."""
     if not points:
         return "not measured"
-    met = sum(p["ratio"] >= goal for p in points)
-    return "met" if met == len(points) else f"missed ({met} of {len(points)} points)"
+    wrong = sum(p["wrong"] for p in points)
+    if wrong:
+        return f"wrong result at {wrong} of {len(points)} points"
+    met = sum(reaches(p, goal) for p in points)
+    return "met" if met == len(points) else f"missed ({met} of {len(points)} points met)"
 
 
-def report(out_dir):
-    """Writes goals.md and goals.json into ``out_dir`` and draws the pictures; prints the
-    table. Returns the number of goals not met (those not measured included)."""
+def report(out_dir, parts=None):
+    """Writes goals.md and goals.json into ``out_dir`` (with ``parts``: each part's exit
+    status and seconds, kept from the run in ``parts.json``) and draws the pictures; prints
+    the table. Returns the number of goals not met (those not measured included)."""
+    parts_path = os.path.join(out_dir, "parts.json")
+    if parts is None and os.path.exists(parts_path):
+        with open(parts_path) as f:
+            parts = json.load(f)
     device = next(
         (d["device"] for d in (load(out_dir, n) for n in PARTS) if d and "device" in d), "?"
     )
@@ -297,16 +302,17 @@ def report(out_dir):
     lines += ["", "Points below the goal:", ""]
     for row in table:
         for p in row["points"]:
-            if p["ratio"] < row["threshold"]:
+            if not reaches(p, row["threshold"]):
                 lines.append(
                     f"* {row['goal']} against {row['peer']}: {p['point']} "
                     f"{p['ratio']:.3f}× ({p['ours']:.1f} against {p['peer']:.1f} {row['unit']})"
+                    + (" — WRONG RESULT" if p["wrong"] else "")
                 )
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "goals.md"), "w") as f:
         f.write(text)
     with open(os.path.join(out_dir, "goals.json"), "w") as f:
-        json.dump({"device": device, "goals": table}, f, indent=1)
+        json.dump({"device": device, "parts": parts, "goals": table}, f, indent=1)
     print(text, flush=True)
     pictures(out_dir)
     return missed
@@ -332,7 +338,7 @@ def pictures(out_dir):
         if os.path.exists(path):
             try:
                 draw(path)
-            except Exception as e:  # noqa: BLE001 — a picture is never worth the table
+            except (Exception, SystemExit) as e:  # noqa: BLE001 — a picture never ends the report
                 print(f"no {name} picture: {type(e).__name__}: {e}")
 
 
@@ -342,19 +348,33 @@ def main(argv=None):
     ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated: " + ",".join(PARTS))
     ap.add_argument("--report", metavar="DIR", help="only report on a finished run's directory")
     args = ap.parse_args(argv)
+    if args.report and args.out:
+        ap.error("--out DIR measures and reports, --report DIR only reports: not both")
     if args.report:
-        return 1 if report(args.report) else 0
+        if not os.path.isdir(args.report):
+            ap.error(f"--report: {args.report} is not a directory")
+        return 1 if report(os.path.abspath(args.report)) else 0
     if not args.out:
         ap.error("--out DIR or --report DIR")
-    os.makedirs(args.out, exist_ok=True)
-    failed = []
-    for name in args.parts.split(","):
-        if name not in PARTS:
-            ap.error(f"--parts: {name!r} is not one of {', '.join(PARTS)}")
-        rc, _ = run_part(name, args.out)
-        if rc:
-            failed.append(name)
-    missed = report(args.out)
+    names = list(dict.fromkeys(n for n in args.parts.split(",") if n))
+    unknown = [n for n in names if n not in PARTS]
+    if unknown:
+        ap.error(f"--parts: {', '.join(unknown)} not among {', '.join(PARTS)}")
+    # The children run in this directory (bench/): the run's directory as an absolute path.
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    parts = {}
+    for name in names:
+        rc, took = run_part(name, out)
+        # The harness's gallery section returns 0 when a row fails (a note): the scan part
+        # succeeded only where its goal's rows came back.
+        if name == "cumsum" and rc == 0 and not cumsum_point(load(out, name)):
+            rc = 1
+        parts[name] = {"exit": rc, "seconds": round(took, 1)}
+    with open(os.path.join(out, "parts.json"), "w") as f:
+        json.dump(parts, f, indent=1)
+    missed = report(out, parts)
+    failed = [n for n, p in parts.items() if p["exit"]]
     if failed:
         print(f"gallery2: parts that failed: {', '.join(failed)}")
     return 2 if failed else (1 if missed else 0)

@@ -7,19 +7,22 @@
 # Usage: bash bench/ncu_attention.sh [OUT_DIR]   (writes ncu_attention${NCU_ATTN_TAG}.txt there)
 set -uo pipefail
 out="${1:-${OUT:-/tmp}}"; mkdir -p "$out"
-seq="${NCU_ATTN_SEQ:-4096}"; dim="${NCU_ATTN_DIM:-128}"; batch="${NCU_ATTN_BATCH:-4}"
-heads="${NCU_ATTN_HEADS:-16}"; kvh="${NCU_ATTN_KV_HEADS:-$heads}"; causal="${NCU_ATTN_CAUSAL:-0}"
 log="$out/ncu_attention${NCU_ATTN_TAG:-}.txt"
+# The shape from the environment, read (as integers) by the profiled program itself.
 prog="
-import math, torch, ferrocuda
+import math, os, torch, ferrocuda
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-q, k, v = (torch.randn($batch, h, $seq, $dim, device='cuda', dtype=torch.bfloat16)
-           for h in ($heads, $kvh, $kvh))
+env = lambda name, default: int(os.environ.get(name) or default)
+batch, heads, seq, dim = (env('NCU_ATTN_BATCH', 4), env('NCU_ATTN_HEADS', 16),
+                          env('NCU_ATTN_SEQ', 4096), env('NCU_ATTN_DIM', 128))
+kvh, causal = env('NCU_ATTN_KV_HEADS', heads), env('NCU_ATTN_CAUSAL', 0)
+q, k, v = (torch.randn(batch, h, seq, dim, device='cuda', dtype=torch.bfloat16)
+           for h in (heads, kvh, kvh))
 o = torch.empty_like(q)
-kw = dict(is_causal=bool($causal), enable_gqa=$kvh != $heads)
+kw = dict(is_causal=bool(causal), enable_gqa=kvh != heads)
 for _ in range(2):
-    ferrocuda.kernels.attention(q, k, v, o, 1 / math.sqrt($dim), $causal)
+    ferrocuda.kernels.attention(q, k, v, o, 1 / math.sqrt(dim), causal)
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         F.scaled_dot_product_attention(q, k, v, **kw)
     F.scaled_dot_product_attention(q, k, v, **kw)
