@@ -175,40 +175,29 @@ def cumsum_point(data):
     return [point("2^28", a["gbps"], b["gbps"], b["us"] / a["us"], a.get("checked") is False)]
 
 
-def goals(out_dir):
-    """The issue's goals, each with its points from the run (empty where its part did not
-    run or its result was wrong), its threshold and unit."""
-    gemm = (load(out_dir, "gemm") or {}).get("rows", [])
-    sgemm = (load(out_dir, "sgemm") or {}).get("rows", [])
-    att = (load(out_dir, "attention") or {}).get("rows", [])
-    wide = (load(out_dir, "wide") or {}).get("rows", [])
-    gqa = (load(out_dir, "gqa") or {}).get("rows", [])
-    bf16, cublas = "ferrocuda linear (bf16 out)", "cuBLAS F.linear (bf16 out)"
+def goals(data):
+    """The issue's goals, each with its points from the run's parts (``data``: each part's
+    JSON by name, None where it wrote none; a goal has no points where its part did not
+    run), its threshold and unit."""
+
+    def rows(name):
+        return (data[name] or {}).get("rows", [])
+
+    gemm, sgemm = rows("gemm"), rows("sgemm")
 
     def sizes(ours, peer, sz):
         return [p for p in (gemm_ratio(gemm, s, ours, peer) for s in sz) if p]
 
     sg = []
     for layout in ("nn", "nt"):
-        rows = [r for r in sgemm if r.get("layout") == layout]
-        p = gemm_ratio(rows, 4096, "ferrocuda matmul", "cuBLAS torch.matmul")
+        of_layout = [r for r in sgemm if r.get("layout") == layout]
+        p = gemm_ratio(of_layout, 4096, "ferrocuda matmul", "cuBLAS torch.matmul")
         if p:
             sg.append(dict(p, point=f"4096³ {layout}"))
+    bf16 = sizes("ferrocuda linear (bf16 out)", "cuBLAS F.linear (bf16 out)", (4096, 8192))
     return [
-        (
-            "bf16 GEMM 4096³, 8192³",
-            "cuBLAS F.linear",
-            0.90,
-            "TFLOPS",
-            sizes(bf16, cublas, (4096, 8192)),
-        ),
-        (
-            "bf16 GEMM (stretch)",
-            "cuBLAS F.linear",
-            1.0,
-            "TFLOPS",
-            sizes(bf16, cublas, (4096, 8192)),
-        ),
+        ("bf16 GEMM 4096³, 8192³", "cuBLAS F.linear", 0.90, "TFLOPS", bf16),
+        ("bf16 GEMM (stretch)", "cuBLAS F.linear", 1.0, "TFLOPS", bf16),
         (
             "f16 GEMM 4096³, 8192³",
             "cuBLAS F.linear (f16)",
@@ -231,10 +220,10 @@ def goals(out_dir):
             "TFLOPS",
             sizes("ferrocuda linear_bias_gelu (bf16 out)", "torch F.gelu(x @ w.T + b)", (8192,)),
         ),
-        *attention_goals("attention bf16 D = 128, 64", att, (128, 64)),
-        *attention_goals("attention D = 256 (stretch)", wide, (256,)),
-        *attention_goals("GQA 32/8 heads, D = 128, 64 (stretch)", gqa, (128, 64)),
-        ("cumsum f32 2^28", "CUB DeviceScan", 1.0, "GB/s", cumsum_point(load(out_dir, "cumsum"))),
+        *attention_goals("attention bf16 D = 128, 64", rows("attention"), (128, 64)),
+        *attention_goals("attention D = 256 (stretch)", rows("wide"), (256,)),
+        *attention_goals("GQA 32/8 heads, D = 128, 64 (stretch)", rows("gqa"), (128, 64)),
+        ("cumsum f32 2^28", "CUB DeviceScan", 1.0, "GB/s", cumsum_point(data["cumsum"])),
     ]
 
 
@@ -267,9 +256,9 @@ def report(out_dir, parts=None):
     if parts is None and os.path.exists(parts_path):
         with open(parts_path) as f:
             parts = json.load(f)
-    device = next(
-        (d["device"] for d in (load(out_dir, n) for n in PARTS) if d and "device" in d), "?"
-    )
+    # Each part's JSON read once (an unreadable one reported once).
+    data = {n: load(out_dir, n) for n in PARTS}
+    device = next((d["device"] for d in data.values() if d and "device" in d), "?")
     lines = [
         f"# Gallery II goals, one run ({device})",
         "",
@@ -277,7 +266,7 @@ def report(out_dir, parts=None):
         "| --- | --- | ---: | --- | --- | --- | --- |",
     ]
     table, missed = [], 0
-    for name, peer, goal, unit, points in goals(out_dir):
+    for name, peer, goal, unit, points in goals(data):
         st = status(points, goal)
         missed += st != "met"
         table.append(
