@@ -4,7 +4,7 @@
 //! the consumers (two, or three in the `_d64` kernels); then the item's epilogue.
 
 use super::super::common::{here32, pack, store_lse, OutHead};
-use super::layout::{kv_tiles, tiles_base, Bars, Geometry, Launch};
+use super::layout::{kv_tiles, lead, tiles_base, Bars, Geometry, Launch};
 use crate::prelude::*;
 use ferrocuda_device::mma::Half16;
 use ferrocuda_device::ViewMut;
@@ -239,6 +239,47 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         corr
     }
 
+    /// Passes `n` key tiles of the item that this consumer's rows do not need (past the
+    /// causal mask's diagonal, or rows past the end): each tile's `k` and `v` waited for and
+    /// released and its turn taken, in the order a computed tile keeps, without its MMAs or
+    /// softmax — so that the ring positions and the round of turns stay in step with the
+    /// producer's and the other consumers' (every consumer takes an item's every turn).
+    /// Skipping a tile changes no result: its scores would all be masked (`P = 0`, the
+    /// maximum and the sum unchanged), or its rows are not stored.
+    ///
+    /// # Safety
+    ///
+    /// Run by all 128 threads of the consumer warpgroup, convergently, with `ks`, `vs` at
+    /// the same position, in step with the producer's ring, and `turn` at this consumer's
+    /// next turn.
+    #[inline(always)]
+    unsafe fn pass_tiles(
+        &self,
+        t: u32,
+        n: u32,
+        ks: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        vs: &mut ferrocuda_device::mbarrier::RingState<STAGES>,
+        turn: &mut ferrocuda_device::mbarrier::RingState<1>,
+    ) {
+        let bars = self.bars;
+        for _ in 0..n {
+            let (sk, sv) = (ks.index(), vs.index());
+            bars.k_full(sk).wait_ring(ks);
+            bars.turn(self.cw).wait_ring(turn);
+            bars.v_full(sv).wait_ring(vs);
+            // Each warp arrives for itself (`Bars`), once all its lanes are past the waits.
+            warp::sync_warp(u32::MAX);
+            if lead(t) {
+                bars.turn(self.next()).arrive();
+                bars.k_empty(sk).arrive();
+                bars.v_empty(sv).arrive();
+            }
+            turn.advance();
+            ks.advance();
+            vs.advance();
+        }
+    }
+
     /// One item: the key tiles, then the epilogue. `D` = tile width (64, 128 or 256), `R` =
     /// D / 2 output registers per thread, `P` = D / 64 panels; `N` = `BN` keys per tile, `SR`
     /// = N / 2 score registers per thread, `KS` = N / 16 k-steps of `P · v`.
@@ -310,6 +351,28 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         let mut l = [0f32; 2];
         let s_kv = la.s_kv;
         let n_kv = kv_tiles(tm, self.geo.bm(), s_kv, self.causal, BN);
+        // The key tiles this consumer's 64 rows need: under the causal mask those up to its
+        // last row's key (the item's later tiles are its other rows'), none for rows past
+        // the end (a partial last item). The others' tiles it passes (`pass_tiles`).
+        let s_q = out.shape()[2] as u32;
+        let n_own = if row0 >= s_q {
+            0
+        } else if self.causal {
+            n_kv.min((row0 + 64).min(s_q).div_ceil(BN))
+        } else {
+            n_kv
+        };
+        if n_own == 0 {
+            // No row to compute: q is not read, every tile only passed (the warp's lanes all
+            // past the q wait before it arrives, as in `pass_tiles`).
+            warp::sync_warp(u32::MAX);
+            if lead(t) {
+                bars.q_empty().arrive();
+            }
+            // SAFETY: the caller's contract (the whole warpgroup, positions in step).
+            unsafe { self.pass_tiles(t, n_kv, ks, vs, turn) };
+            return;
+        }
 
         // Tile 0: its scores and softmax (no `P · v` before it).
         let sk = ks.index();
@@ -324,7 +387,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         // only after the wait below.
         unsafe {
             self.issue_scores::<T, P, N, SR>(base, self.geo.stage(base, sk), &mut sc);
-            if t == 0 {
+            if lead(t) {
                 bars.turn(self.next()).arrive();
             }
             wgmma::wait_group::<0>();
@@ -332,12 +395,12 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         wgmma::fence_operand(&mut sc);
         // The stage's `k` is read: the producer may load another tile into it (with two
         // stages, the tile after next, while this consumer still holds the other stage's `v`).
-        if t == 0 {
+        if lead(t) {
             bars.k_empty(sk).arrive();
         }
         // The q tile is free for the next item once the item's last scores are done: the
         // producer loads the next q under this item's last softmax, `P · v` and epilogue.
-        if n_kv == 1 && t == 0 {
+        if n_own == 1 && lead(t) {
             bars.q_empty().arrive();
         }
         ks.advance();
@@ -347,11 +410,11 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         // loop, the wait is also what ends the softmax's basic block: ptxas schedules a
         // `wgmma.wait_group` at the top of its block, so the `P · v` wait below, in the same
         // block as the softmax, would run before the exponentials and undo the overlap.
-        if n_kv > 1 {
+        if n_own > 1 {
             bars.k_full(ks.index()).wait_ring(ks);
         }
 
-        for j in 1..n_kv {
+        for j in 1..n_own {
             let sk = ks.index();
             bars.turn(self.cw).wait_ring(turn);
             turn.advance();
@@ -368,28 +431,28 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
             // second wait below; `o` is read only after it; `a` is not rewritten before it.
             unsafe {
                 self.issue_pv::<T, D, R, KS>(self.geo.stage(base, sv), &mut o, &a);
-                if t == 0 {
+                if lead(t) {
                     bars.turn(self.next()).arrive();
                 }
                 wgmma::wait_group::<1>();
             }
             wgmma::fence_operand(&mut sc);
             // This tile's scores are done: its `k` is released (as above).
-            if t == 0 {
+            if lead(t) {
                 bars.k_empty(sk).arrive();
             }
-            if j + 1 == n_kv && t == 0 {
+            if j + 1 == n_own && lead(t) {
                 bars.q_empty().arrive();
             }
             ks.advance();
             corr = self.softmax(t, s_kv, j, row0, &mut sc, &mut m, &mut l);
-            if j + 1 < n_kv {
+            if j + 1 < n_own {
                 bars.k_full(ks.index()).wait_ring(ks);
             }
             // SAFETY: the whole warpgroup; waits for the P · v issued above.
             unsafe { wgmma::wait_group::<0>() };
             wgmma::fence_operand(&mut o);
-            if t == 0 {
+            if lead(t) {
                 bars.v_empty(sv).arrive();
             }
             vs.advance();
@@ -406,10 +469,14 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
             wgmma::wait_group::<0>();
         }
         wgmma::fence_operand(&mut o);
-        if t == 0 {
+        if lead(t) {
             bars.v_empty(sv).arrive();
         }
         vs.advance();
+        // The item's tiles past this consumer's rows, before the epilogue: the others' turns
+        // wait for this one's.
+        // SAFETY: the caller's contract.
+        unsafe { self.pass_tiles(t, n_kv - n_own, ks, vs, turn) };
 
         let mut inv = [0f32; 2];
         for h in 0..2 {

@@ -102,10 +102,26 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
     }
 }
 
+/// Warps of a consumer warpgroup: the arrivals each consumer gives a barrier's phase.
+#[cfg(ferrocuda_arch = "sm_90a")]
+const WARPS: u32 = 4;
+
+/// Whether thread `t` of a consumer warpgroup arrives for its warp (lane 0).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+pub(super) fn lead(t: u32) -> bool {
+    t % 32 == 0
+}
+
 /// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
-/// producer's, plus the bytes), `q` empty (`NC`: one per consumer), then per stage `k` full,
-/// `v` full (1 each, plus the bytes), `k` empty and `v` empty (`NC` each: one per consumer);
-/// then the consumers' turns, one each.
+/// producer's, plus the bytes), `q` empty (`4 · NC`: one per consumer warp), then per stage
+/// `k` full, `v` full (1 each, plus the bytes), `k` empty and `v` empty (`4 · NC` each: one per
+/// consumer warp); then the consumers' turns, one each (4 arrivals: one per warp).
+///
+/// A consumer's warps arrive each for itself (lane 0, [`lead`]), so that a barrier's phase
+/// completes only once every warp has passed the waits before its arrival: a warp left
+/// behind cannot find a phase gone round, whether the warpgroup's `wgmma` or nothing (a
+/// passed tile) keeps its warps together.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[derive(Clone, Copy)]
 pub(super) struct Bars<const STAGES: usize, const NC: u32>(pub(super) *mut u64);
@@ -126,15 +142,15 @@ impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
         // SAFETY: the caller's contract; every index below `2 + 4 · STAGES + NC`.
         unsafe {
             init(self.0, 1);
-            init(self.0.add(1), NC);
+            init(self.0.add(1), WARPS * NC);
             for s in 0..STAGES {
                 init(self.0.add(2 + 4 * s), 1);
                 init(self.0.add(3 + 4 * s), 1);
-                init(self.0.add(4 + 4 * s), NC);
-                init(self.0.add(5 + 4 * s), NC);
+                init(self.0.add(4 + 4 * s), WARPS * NC);
+                init(self.0.add(5 + 4 * s), WARPS * NC);
             }
             for c in 0..NC as usize {
-                init(self.0.add(2 + 4 * STAGES + c), 1);
+                init(self.0.add(2 + 4 * STAGES + c), WARPS);
             }
         }
     }
@@ -168,8 +184,8 @@ impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
     pub(super) fn v_empty(self, s: usize) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(5 + 4 * s)
     }
-    /// Consumer `cw`'s turn to issue its `q · kᵀ` (1 arrival: the consumer's before it in
-    /// the round, `cw − 1` modulo `NC`).
+    /// Consumer `cw`'s turn to issue its `q · kᵀ` (an arrival of each warp of the consumer
+    /// before it in the round, `cw − 1` modulo `NC`).
     #[inline(always)]
     pub(super) fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(2 + 4 * STAGES + cw as usize)

@@ -61,6 +61,13 @@
 //!   the narrow kernels' ring; the wide kernels' two suffice because `k` and `v` are released
 //!   apart). The first tile is peeled off and the last `P · v` follows the loop: every
 //!   `wgmma` of the loop is issued and waited for on every path.
+//! * **Tiles a consumer passes**: an item's key tiles are those its last row sees; under the
+//!   causal mask a consumer's own 64 rows may see fewer (consumer 0 of a 192-row item one
+//!   128-key tile fewer every other item, of a 128-row item with 64-key tiles one fewer), and
+//!   in a partial last item a consumer may have no row at all. Such tiles it *passes*: waits
+//!   for their `k` and `v`, takes their turns and releases them, without MMAs or softmax
+//!   (all its scores would be masked: nothing would change). Every consumer so keeps the
+//!   item's every turn and ring position.
 //! * **Head dimensions**: the tiles are 64, 128 or (wide) 256 columns wide: TMA
 //!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
 //!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
