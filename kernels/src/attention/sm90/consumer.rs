@@ -16,8 +16,11 @@ const LANES: usize = 4;
 pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32> {
     pub(super) geo: Geometry<BN, PMAX, STAGES, NC>,
     pub(super) bars: Bars<STAGES, NC>,
-    /// Which consumer (0 to `NC − 1`): its 64 rows of the item's `64 · NC`.
+    /// Which consumer (0 to `NC − 1`): its 64 rows of the item's `64 · nc`.
     pub(super) cw: u32,
+    /// The consumers that compute (`layout::active`): the item's rows are `64 · nc`, the
+    /// turns go round these.
+    pub(super) nc: u32,
     /// Thread of the warpgroup.
     pub(super) t: u32,
     pub(super) scale_log2: f32,
@@ -27,10 +30,10 @@ pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize, 
 impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
     Consumer<BN, PMAX, STAGES, NC>
 {
-    /// The consumer whose turn follows this one's (the round goes 0, 1, …, `NC − 1`).
+    /// The consumer whose turn follows this one's (the round goes 0, 1, …, `nc − 1`).
     #[inline(always)]
     fn next(&self) -> u32 {
-        if self.cw + 1 == NC {
+        if self.cw + 1 == self.nc {
             0
         } else {
             self.cw + 1
@@ -332,7 +335,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         // stays live across the key-tile loop (and spills).
         let (t, bars) = (here32(self.t), self.bars);
         let base = tiles_base();
-        let row0 = tm * self.geo.bm() + self.cw * 64;
+        let row0 = tm * la.bm + self.cw * 64;
         // P in the inputs' type, as the A fragments of the KS k16 steps of P · v (written
         // out for the longest, 8; `KK < KS` a constant).
         let pack_p = |sc: &[f32; SR]| {
@@ -350,7 +353,7 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         let mut m = [f32::NEG_INFINITY; 2];
         let mut l = [0f32; 2];
         let s_kv = la.s_kv;
-        let n_kv = kv_tiles(tm, self.geo.bm(), s_kv, self.causal, BN);
+        let n_kv = kv_tiles(tm, la.bm, s_kv, self.causal, BN);
         // The key tiles this consumer's 64 rows need: under the causal mask those up to its
         // last row's key (the item's later tiles are its other rows'), none for rows past
         // the end (a partial last item). The others' tiles it passes (`pass_tiles`).

@@ -106,6 +106,24 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
 #[cfg(ferrocuda_arch = "sm_90a")]
 const WARPS: u32 = 4;
 
+/// The consumers that compute, of `NC`: all of them, except that the kernels with three
+/// (192-row items) run two under the causal mask, in items of 128 rows. With 192 rows the
+/// consumers of an item would see different numbers of key tiles under the mask (consumer 0
+/// one 128-key tile fewer every other item: passed while the others compute) and a partial
+/// last item (1024 = 5⅓ × 192) would run on one consumer alone; measured on an H100 at D = 64
+/// the two-consumer schedule is the faster there (S = 1024: 269 against 234 TFLOPS with the
+/// passed tiles, 223 without), the three-consumer one without the mask (S = 4096: 458 against
+/// 413). The third warpgroup then has no work (its `q` rows are loaded and not read).
+#[cfg(ferrocuda_arch = "sm_90a")]
+#[inline(always)]
+pub(super) fn active<const NC: u32>(causal: bool) -> u32 {
+    if NC == 3 && causal {
+        2
+    } else {
+        NC
+    }
+}
+
 /// Whether thread `t` of a consumer warpgroup arrives for its warp (lane 0).
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
@@ -129,7 +147,7 @@ pub(super) struct Bars<const STAGES: usize, const NC: u32>(pub(super) *mut u64);
 #[cfg(ferrocuda_arch = "sm_90a")]
 impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
     /// Initialises every barrier with its arrival count (the indices of the accessors
-    /// below).
+    /// below), for `nc` consumers that compute ([`active`]; the others never arrive).
     ///
     /// # Safety
     ///
@@ -137,17 +155,17 @@ impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
     /// `2 + 4 · STAGES + NC` words at `self.0` are shared memory of this block that only
     /// mbarrier operations touch.
     #[inline(always)]
-    pub(super) unsafe fn init(self) {
+    pub(super) unsafe fn init(self, nc: u32) {
         use ferrocuda_device::mbarrier::init;
         // SAFETY: the caller's contract; every index below `2 + 4 · STAGES + NC`.
         unsafe {
             init(self.0, 1);
-            init(self.0.add(1), WARPS * NC);
+            init(self.0.add(1), WARPS * nc);
             for s in 0..STAGES {
                 init(self.0.add(2 + 4 * s), 1);
                 init(self.0.add(3 + 4 * s), 1);
-                init(self.0.add(4 + 4 * s), WARPS * NC);
-                init(self.0.add(5 + 4 * s), WARPS * NC);
+                init(self.0.add(4 + 4 * s), WARPS * nc);
+                init(self.0.add(5 + 4 * s), WARPS * nc);
             }
             for c in 0..NC as usize {
                 init(self.0.add(2 + 4 * STAGES + c), WARPS);
@@ -202,6 +220,8 @@ pub(super) struct Launch {
     /// Query heads per key/value head (grouped-query attention; 1 without).
     pub(super) group: u32,
     pub(super) bh_count: u32,
+    /// Query rows of an item: 64 for each consumer that computes ([`active`]).
+    pub(super) bm: u32,
     pub(super) tiles_m: u32,
     pub(super) items: u32,
     pub(super) step: u32,
@@ -235,8 +255,9 @@ impl Launch {
         }
     }
 
-    /// The launch of `q` (boxes of `QB` rows: an item's) over `k` (boxes of `BN` rows), for
-    /// tiles of `PMAX` panels.
+    /// The launch of `q` (boxes of `QB` rows) over `k` (boxes of `BN` rows), for tiles of
+    /// `PMAX` panels, in items of `bm` query rows (`QB`, or fewer where not every consumer
+    /// computes: [`active`]).
     #[inline(always)]
     pub(super) fn of<
         T: ferrocuda_device::Element,
@@ -246,6 +267,7 @@ impl Launch {
     >(
         q: &TensorMap<T, 128, 1, 1, QB, 64>,
         k: &TensorMap<T, 128, 1, 1, BN, 64>,
+        bm: u32,
     ) -> Launch {
         let (batch, heads, s_q, d) = (
             here32(q.dim(0) as u32),
@@ -253,9 +275,10 @@ impl Launch {
             here32(q.dim(2) as u32),
             here32(q.dim(3) as u32),
         );
-        let tiles_m = s_q.div_ceil(QB);
+        let tiles_m = s_q.div_ceil(bm);
         let bh_count = batch * heads;
         Launch {
+            bm,
             heads,
             group: heads / here32(k.dim(1) as u32).max(1),
             bh_count,

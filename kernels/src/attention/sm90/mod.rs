@@ -8,7 +8,7 @@
 //!
 //! | kernels | D | consumers (threads) | query rows an item | key tile | `k`/`v` stages | shared memory | `S` per consumer thread | `O` |
 //! | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-//! | `_d64_sm90` | ≤ 64 (1 panel of 64 columns) | 3 (512) | 192 | 128 keys | 4 | 153.2 KiB | 64 f32 | 32 f32 |
+//! | `_d64_sm90` | ≤ 64 (1 panel of 64 columns) | 3 (512; 2 compute under the causal mask) | 192 (128 under the causal mask) | 128 keys | 4 | 153.2 KiB | 64 f32 | 32 f32 |
 //! | `_sm90` | ≤ 64 or ≤ 128 (1 or 2 panels) | 2 (384) | 128 | 128 keys | 3 | 225.1 KiB | 64 f32 | 32 or 64 f32 |
 //! | `_wide_sm90` | ≤ 256 (4 panels) | 2 (384) | 128 | 64 keys | 2 | 193.1 KiB | 32 f32 | 128 f32 |
 //!
@@ -62,12 +62,15 @@
 //!   apart). The first tile is peeled off and the last `P · v` follows the loop: every
 //!   `wgmma` of the loop is issued and waited for on every path.
 //! * **Tiles a consumer passes**: an item's key tiles are those its last row sees; under the
-//!   causal mask a consumer's own 64 rows may see fewer (consumer 0 of a 192-row item one
-//!   128-key tile fewer every other item, of a 128-row item with 64-key tiles one fewer), and
-//!   in a partial last item a consumer may have no row at all. Such tiles it *passes*: waits
-//!   for their `k` and `v`, takes their turns and releases them, without MMAs or softmax
-//!   (all its scores would be masked: nothing would change). Every consumer so keeps the
-//!   item's every turn and ring position.
+//!   causal mask a consumer's own 64 rows may see fewer (in the wide kernels consumer 0 one
+//!   64-key tile fewer each item), and in a partial last item a consumer may have no row at
+//!   all. Such tiles it *passes*: waits for their `k` and `v`, takes their turns and releases
+//!   them, without MMAs or softmax (all its scores would be masked: nothing would change).
+//!   Every consumer so keeps the item's every turn and ring position.
+//! * **The `_d64` kernels under the causal mask** run two of their three consumers, in items
+//!   of 128 rows (`layout::active`: with 192-row items the consumers' key tiles differ under
+//!   the mask and a partial last item runs on one consumer; the two-consumer schedule is the
+//!   faster there).
 //! * **Head dimensions**: the tiles are 64, 128 or (wide) 256 columns wide: TMA
 //!   fills the columns past `D` with zeros, which add nothing to `q · kᵀ` and give columns of
 //!   `O` that are not stored. Sequence lengths need no multiple either: rows past the end
@@ -109,7 +112,7 @@ use consumer::Consumer;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_arch = "sm_90a"))]
 use layout::smem_bytes;
 #[cfg(ferrocuda_arch = "sm_90a")]
-use layout::{kv_tiles, tiles_base, Bars, Geometry, Launch};
+use layout::{active, kv_tiles, tiles_base, Bars, Geometry, Launch};
 pub use layout::{HeadsMap, HeadsMap192, KeysMap64};
 
 /// Dynamic shared memory of an `attention` launch (D ≤ 128): the `q` tile (two panels,
@@ -192,7 +195,7 @@ pub(super) unsafe fn forward<
         // SAFETY: one thread, before the block barrier below; 8-byte aligned shared memory of
         // this block (inside the launch's, checked above), not yet initialised, that only
         // mbarrier operations touch.
-        unsafe { bars.init() };
+        unsafe { bars.init(active::<NC>(causal)) };
     }
     thread::sync_threads();
     let (q_full, q_empty) = (bars.q_full(), bars.q_empty());
@@ -217,7 +220,7 @@ pub(super) unsafe fn forward<
             let mut st = RingState::<STAGES>::producer();
             let mut item = first;
             loop {
-                let la = Launch::of::<T, QB, BN, PMAX>(&q, &k);
+                let la = Launch::of::<T, QB, BN, PMAX>(&q, &k, 64 * active::<NC>(causal));
                 if la.done(item, causal) {
                     break;
                 }
@@ -234,12 +237,12 @@ pub(super) unsafe fn forward<
                     q_full.arrive_expect_tx(panels * geo.q_panel());
                     for p in 0..panels {
                         let dst = base + p * geo.q_panel();
-                        let c = [b, h, (tm * QB) as i32, (p * 64) as i32];
+                        let c = [b, h, (tm * la.bm) as i32, (p * 64) as i32];
                         q.load(dst, q_full.shared_addr(), &c);
                     }
                 }
                 qs.advance();
-                for j in 0..kv_tiles(tm, QB, la.s_kv, causal, BN) {
+                for j in 0..kv_tiles(tm, la.bm, la.s_kv, causal, BN) {
                     let s = st.index();
                     let stage = geo.stage(base, s);
                     let c = |p: u32| [b, hk, (j * BN) as i32, (p * 64) as i32];
@@ -287,6 +290,7 @@ pub(super) unsafe fn forward<
             geo,
             bars,
             cw: wg - 1,
+            nc: active::<NC>(causal),
             t: tid % 128,
             // A scale of 0 (every allowed key weighted alike) as the smallest normal scale:
             // its products flush to 0 alike, and masked (infinite) scores stay infinite.
@@ -311,9 +315,12 @@ pub(super) unsafe fn forward<
             RingState::<1>::consumer()
         };
         let mut item = first;
+        // A consumer that does not compute (the third under the causal mask: `active`) has
+        // no item: it neither waits nor arrives.
+        let idle = ctx.cw >= ctx.nc;
         loop {
-            let la = Launch::of::<T, QB, BN, PMAX>(&q, &k);
-            if la.done(item, causal) {
+            let la = Launch::of::<T, QB, BN, PMAX>(&q, &k, 64 * ctx.nc);
+            if idle || la.done(item, causal) {
                 break;
             }
             let (bh, tm) = la.item(item, causal);
