@@ -9,9 +9,6 @@ use crate::prelude::*;
 use ferrocuda_device::mma::Half16;
 use ferrocuda_device::ViewMut;
 
-/// Independent chains per row half in the softmax's reductions (see `softmax`).
-const LANES: usize = 4;
-
 /// What a consumer warpgroup knows of the launch.
 pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32> {
     pub(super) geo: Geometry<BN, PMAX, STAGES, NC>,
@@ -176,32 +173,21 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
                 }
             });
         }
-        // Each row half's extreme in `n` independent chains (register group `(r / 4) % n`),
-        // joined at the end: one chain of `SR / 2` dependent min/max instructions was the
-        // softmax's longest latency at D = 64, where a consumer's MMAs no longer cover it
-        // (min and max are exact in any order). One chain in the wide kernels, whose 32
-        // scores a thread are short chains already and whose registers are all taken.
-        let n = if SR >= 64 { LANES } else { 1 };
-        let mut lanes = [[far; LANES]; 2];
+        // Each row half's extreme in one chain of dependent min/max instructions. (Four
+        // independent chains a row half, joined at the end, ran 1–4 % slower on an H100 at
+        // D = 64 and 128, beside this in one process: the chain's latency hides under the
+        // other consumers' MMAs.)
+        let mut ext = [far; 2];
         if pos {
             sc.each_pair(|r, a, b| {
-                let (h, i) = (((r / 2) % 2) as usize, ((r / 4) as usize) % n);
-                lanes[h][i] = lanes[h][i].max(a).max(b);
+                let h = ((r / 2) % 2) as usize;
+                ext[h] = ext[h].max(a).max(b);
             });
         } else {
             sc.each_pair(|r, a, b| {
-                let (h, i) = (((r / 2) % 2) as usize, ((r / 4) as usize) % n);
-                lanes[h][i] = lanes[h][i].min(a).min(b);
+                let h = ((r / 2) % 2) as usize;
+                ext[h] = ext[h].min(a).min(b);
             });
-        }
-        let mut ext = [far; 2];
-        for h in 0..2 {
-            let [a, b, c, d] = lanes[h];
-            ext[h] = match (n, pos) {
-                (1, _) => a,
-                (_, true) => a.max(b).max(c.max(d)),
-                (_, false) => a.min(b).min(c.min(d)),
-            };
         }
         let mut corr = [0f32; 2];
         let mut neg_m = [0f32; 2];
@@ -227,17 +213,15 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
             m[h] = new_m;
             neg_m[h] = -use_m;
         }
-        // The row sums in `n` chains each, as the extremes.
-        let mut sums = [[0f32; LANES]; 2];
+        let mut sum = [0f32; 2];
         sc.map_each(|r, x| {
-            let (h, i) = (((r / 2) % 2) as usize, ((r / 4) as usize) % n);
+            let h = ((r / 2) % 2) as usize;
             let e = fma(x, sl2, neg_m[h]).exp2_fast();
-            sums[h][i] += e;
+            sum[h] += e;
             e
         });
         for h in 0..2 {
-            let [a, b, c, d] = sums[h];
-            l[h] = l[h] * corr[h] + if n == 1 { a } else { (a + b) + (c + d) };
+            l[h] = l[h] * corr[h] + sum[h];
         }
         corr
     }
