@@ -206,8 +206,9 @@ macro_rules! attention_kernels {
             concat!("[`", stringify!($sm90), "`] for head dimensions up to 64: three ",
                     "consumer warpgroups (512 threads), 192 query rows an item, so that each ",
                     "`k` and `v` tile serves half as many rows again and the softmax of two ",
-                    "consumers runs under the third's MMAs. Built for sm_90a (H100/H200); the ",
-                    "family launcher runs it for D ≤ 64 where TMA takes `q`, `k` and `v`."));
+                    "consumers runs under the third's MMAs; under the causal mask two of them, ",
+                    "128 rows an item. Built for sm_90a (H100/H200); the family launcher runs ",
+                    "it for D ≤ 64 where TMA takes `q`, `k` and `v`."));
         sm90_kernels!($t, HeadsMap, HeadsMap, 384, $narrow, (128, 128, 2, 3, 2), ATTENTION_SMEM,
             $sm90, $sm90_lse,
             concat!("`out = softmax(scale · q · kᵀ [causal]) · v` for ", $tn, " `q` (B, H, ",

@@ -175,8 +175,9 @@ impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
         }
         // Each row half's extreme in one chain of dependent min/max instructions. (Four
         // independent chains a row half, joined at the end, ran 1–4 % slower on an H100 at
-        // D = 64 and 128, beside this in one process: the chain's latency hides under the
-        // other consumers' MMAs.)
+        // D = 64 and 128, beside this in one process, at all but two points of the
+        // three-consumer kernel — S = 4096 and 16384 under the mask, +1 % and +4 %: the
+        // chain's latency mostly hides under the other consumers' MMAs.)
         let mut ext = [far; 2];
         if pos {
             sc.each_pair(|r, a, b| {

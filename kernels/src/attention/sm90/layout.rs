@@ -111,9 +111,9 @@ const WARPS: u32 = 4;
 /// consumers of an item would see different numbers of key tiles under the mask (consumer 0
 /// one 128-key tile fewer every other item: passed while the others compute) and a partial
 /// last item (1024 = 5⅓ × 192) would run on one consumer alone; measured on an H100 at D = 64
-/// the two-consumer schedule is the faster there (S = 1024: 269 against 234 TFLOPS with the
-/// passed tiles, 223 without), the three-consumer one without the mask (S = 4096: 458 against
-/// 413). The third warpgroup then has no work (its `q` rows are loaded and not read).
+/// the two-consumer schedule is the faster there (S = 1024: the two-consumer kernel 269
+/// TFLOPS, 192-row items 234 with the passed tiles and 223 without, this mode 263–265), the
+/// three-consumer one without the mask (S = 4096: 458 against 413). The third warpgroup then has no work (its `q` rows are loaded and not read).
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 pub(super) fn active<const NC: u32>(causal: bool) -> u32 {
@@ -128,12 +128,13 @@ pub(super) fn active<const NC: u32>(causal: bool) -> u32 {
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 pub(super) fn lead(t: u32) -> bool {
-    t % 32 == 0
+    t.is_multiple_of(32)
 }
 
 /// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
-/// producer's, plus the bytes), `q` empty (`4 · NC`: one per consumer warp), then per stage
-/// `k` full, `v` full (1 each, plus the bytes), `k` empty and `v` empty (`4 · NC` each: one per
+/// producer's, plus the bytes), `q` empty (`4 · nc`: one per warp of the `nc` consumers that
+/// compute, [`active`]), then per stage `k` full, `v` full (1 each, plus the bytes), `k` empty
+/// and `v` empty (`4 · nc` each: one per
 /// consumer warp); then the consumers' turns, one each (4 arrivals: one per warp).
 ///
 /// A consumer's warps arrive each for itself (lane 0, [`lead`]), so that a barrier's phase
@@ -203,7 +204,7 @@ impl<const STAGES: usize, const NC: u32> Bars<STAGES, NC> {
         self.at(5 + 4 * s)
     }
     /// Consumer `cw`'s turn to issue its `q · kᵀ` (an arrival of each warp of the consumer
-    /// before it in the round, `cw − 1` modulo `NC`).
+    /// before it in the round, `cw − 1` modulo the consumers that compute, `nc`).
     #[inline(always)]
     pub(super) fn turn(self, cw: u32) -> ferrocuda_device::mbarrier::MBarrier {
         self.at(2 + 4 * STAGES + cw as usize)

@@ -27,15 +27,16 @@
 //!
 //! # Schedule (sm_90a: `wgmma`, TMA, mbarriers; one block of 384 threads per SM, 512 for D ≤ 64)
 //!
-//! * **Work**: an item is 64 query rows a consumer (128; 192 in the `_d64` kernels) of one
+//! * **Work**: an item is 64 query rows a consumer (128; 192 in the `_d64` kernels without
+//!   the mask) of one
 //!   (batch, head); blocks are persistent over the
 //!   items (block `b` takes items `b`, `b + grid`, …). Without a mask the query tiles of one
 //!   head are adjacent items (the blocks running together share that head's `k` and `v` in
 //!   L2); with the causal mask a block takes its items in pairs of one head, query tiles
 //!   `tiles_m − 1 − p` and `p`, which together see the same number of keys whatever `p` is
-//!   where items and key tiles are of one height (within one key tile where they are not: the
-//!   `_d64` kernels' 192-row items, 128-key tiles), so the blocks' shares of work even out; the pairs of one head adjacent (so the blocks
-//!   running together share its `k` and `v` in L2: `common::paired_item`).
+//!   (under the mask the items are 128 rows in every kernel, the key tiles 128 or 64), so the
+//!   blocks' shares of work even out; the pairs of one head adjacent (so the blocks running
+//!   together share its `k` and `v` in L2: `common::paired_item`).
 //! * **Warp specialisation**: warpgroup 0 is the *producer* — one thread issues the TMA loads
 //!   (boxes of 128 rows — 192 for the `_d64` kernels' `q`, 64 for the wide kernels' `k` and
 //!   `v` — × 64 columns, 128-byte
@@ -66,7 +67,7 @@
 //!   64-key tile fewer each item), and in a partial last item a consumer may have no row at
 //!   all. Such tiles it *passes*: waits for their `k` and `v`, takes their turns and releases
 //!   them, without MMAs or softmax (all its scores would be masked: nothing would change).
-//!   Every consumer so keeps the item's every turn and ring position.
+//!   Every consumer that computes so keeps the item's every turn and ring position.
 //! * **The `_d64` kernels under the causal mask** run two of their three consumers, in items
 //!   of 128 rows (`layout::active`: with 192-row items the consumers' key tiles differ under
 //!   the mask and a partial last item runs on one consumer; the two-consumer schedule is the
