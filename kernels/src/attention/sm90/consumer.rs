@@ -4,7 +4,7 @@
 //! the consumers (two, or three in the `_d64` kernels); then the item's epilogue.
 
 use super::super::common::{here32, pack, store_lse, OutHead};
-use super::layout::{kv_tiles, lead, tiles_base, Bars, Geometry, Launch};
+use super::layout::{active, kv_tiles, lead, tiles_base, Bars, Geometry, Launch};
 use crate::prelude::*;
 use ferrocuda_device::mma::Half16;
 use ferrocuda_device::ViewMut;
@@ -13,11 +13,8 @@ use ferrocuda_device::ViewMut;
 pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32> {
     pub(super) geo: Geometry<BN, PMAX, STAGES, NC>,
     pub(super) bars: Bars<STAGES, NC>,
-    /// Which consumer (0 to `NC − 1`): its 64 rows of the item's `64 · nc`.
+    /// Which consumer (0 to `NC − 1`): its 64 rows of the item's `64 ·` [`nc`](Self::nc).
     pub(super) cw: u32,
-    /// The consumers that compute (`layout::active`): the item's rows are `64 · nc`, the
-    /// turns go round these.
-    pub(super) nc: u32,
     /// Thread of the warpgroup.
     pub(super) t: u32,
     pub(super) scale_log2: f32,
@@ -27,10 +24,17 @@ pub(super) struct Consumer<const BN: u32, const PMAX: u32, const STAGES: usize, 
 impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
     Consumer<BN, PMAX, STAGES, NC>
 {
+    /// The consumers that compute ([`active`]): the item's rows are 64 for each, the turns
+    /// go round them.
+    #[inline(always)]
+    pub(super) fn nc(&self) -> u32 {
+        active::<NC>(self.causal)
+    }
+
     /// The consumer whose turn follows this one's (the round goes 0, 1, …, `nc − 1`).
     #[inline(always)]
     fn next(&self) -> u32 {
-        if self.cw + 1 == self.nc {
+        if self.cw + 1 == self.nc() {
             0
         } else {
             self.cw + 1

@@ -69,16 +69,12 @@ pub(super) struct Geometry<const BN: u32, const PMAX: u32, const STAGES: usize, 
 impl<const BN: u32, const PMAX: u32, const STAGES: usize, const NC: u32>
     Geometry<BN, PMAX, STAGES, NC>
 {
-    /// Query rows of an item: 64 for each consumer.
-    #[inline(always)]
-    pub(super) fn bm(self) -> u32 {
-        64 * NC
-    }
-    /// Bytes of one box of `q`: [`bm`](Self::bm) rows × 64 16-bit elements (a *panel* of
-    /// the `q` tile).
+    /// Bytes of one box of `q`: `64 · NC` rows (64 for each consumer; an item's rows are
+    /// [`Launch::bm`], fewer where not every consumer computes) × 64 16-bit elements (a
+    /// *panel* of the `q` tile).
     #[inline(always)]
     pub(super) fn q_panel(self) -> u32 {
-        self.bm() * 128
+        64 * NC * 128
     }
     /// Bytes of one box of `k` or `v` (`BN` rows × 64 columns): a panel of their tiles.
     #[inline(always)]
@@ -113,7 +109,9 @@ const WARPS: u32 = 4;
 /// last item (1024 = 5⅓ × 192) would run on one consumer alone; measured on an H100 at D = 64
 /// the two-consumer schedule is the faster there (S = 1024: the two-consumer kernel 269
 /// TFLOPS, 192-row items 234 with the passed tiles and 223 without, this mode 263–265), the
-/// three-consumer one without the mask (S = 4096: 458 against 413). The third warpgroup then has no work (its `q` rows are loaded and not read).
+/// three-consumer one without the mask (S = 4096: 458 against 413). The third warpgroup then
+/// has no work (its `q` rows are loaded and not read). The one rule the barrier counts
+/// ([`Bars::init`]), the items ([`Launch::of`]) and the turns (the consumers) follow.
 #[cfg(ferrocuda_arch = "sm_90a")]
 #[inline(always)]
 pub(super) fn active<const NC: u32>(causal: bool) -> u32 {
@@ -134,8 +132,8 @@ pub(super) fn lead(t: u32) -> bool {
 /// The block's mbarriers, in shared memory after the tiles: `q` full (1 arrival: the
 /// producer's, plus the bytes), `q` empty (`4 · nc`: one per warp of the `nc` consumers that
 /// compute, [`active`]), then per stage `k` full, `v` full (1 each, plus the bytes), `k` empty
-/// and `v` empty (`4 · nc` each: one per
-/// consumer warp); then the consumers' turns, one each (4 arrivals: one per warp).
+/// and `v` empty (`4 · nc` each: one per consumer warp); then the consumers' turns, one each
+/// (4 arrivals: one per warp).
 ///
 /// A consumer's warps arrive each for itself (lane 0, [`lead`]), so that a barrier's phase
 /// completes only once every warp has passed the waits before its arrival: a warp left
@@ -257,19 +255,21 @@ impl Launch {
     }
 
     /// The launch of `q` (boxes of `QB` rows) over `k` (boxes of `BN` rows), for tiles of
-    /// `PMAX` panels, in items of `bm` query rows (`QB`, or fewer where not every consumer
-    /// computes: [`active`]).
+    /// `PMAX` panels and `NC` consumers, in items of 64 query rows for each consumer that
+    /// computes ([`active`]: `QB`, or fewer under the causal mask).
     #[inline(always)]
     pub(super) fn of<
         T: ferrocuda_device::Element,
         const QB: u32,
         const BN: u32,
         const PMAX: u32,
+        const NC: u32,
     >(
         q: &TensorMap<T, 128, 1, 1, QB, 64>,
         k: &TensorMap<T, 128, 1, 1, BN, 64>,
-        bm: u32,
+        causal: bool,
     ) -> Launch {
+        let bm = 64 * active::<NC>(causal);
         let (batch, heads, s_q, d) = (
             here32(q.dim(0) as u32),
             here32(q.dim(1) as u32),

@@ -221,7 +221,7 @@ pub(super) unsafe fn forward<
             let mut st = RingState::<STAGES>::producer();
             let mut item = first;
             loop {
-                let la = Launch::of::<T, QB, BN, PMAX>(&q, &k, 64 * active::<NC>(causal));
+                let la = Launch::of::<T, QB, BN, PMAX, NC>(&q, &k, causal);
                 if la.done(item, causal) {
                     break;
                 }
@@ -291,7 +291,6 @@ pub(super) unsafe fn forward<
             geo,
             bars,
             cw: wg - 1,
-            nc: active::<NC>(causal),
             t: tid % 128,
             // A scale of 0 (every allowed key weighted alike) as the smallest normal scale:
             // its products flush to 0 alike, and masked (infinite) scores stay infinite.
@@ -318,9 +317,9 @@ pub(super) unsafe fn forward<
         let mut item = first;
         // A consumer that does not compute (the third under the causal mask: `active`) has
         // no item: it neither waits nor arrives.
-        let idle = ctx.cw >= ctx.nc;
+        let idle = ctx.cw >= ctx.nc();
         loop {
-            let la = Launch::of::<T, QB, BN, PMAX>(&q, &k, 64 * ctx.nc);
+            let la = Launch::of::<T, QB, BN, PMAX, NC>(&q, &k, causal);
             if idle || la.done(item, causal) {
                 break;
             }
